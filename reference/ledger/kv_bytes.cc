@@ -1,0 +1,110 @@
+// K/V byte coefficients and the ragged sensitivity ledger; see kv_bytes.h.
+#include "reference/ledger/kv_bytes.h"
+
+#include <algorithm>
+
+#include "reference/base/checked_math.h"
+
+namespace kvc {
+
+StatusOr<uint64_t> BytesPerToken(const CacheGeometry& g) {
+  if (g.layers == 0 || g.kv_heads_local == 0 || g.head_dim == 0)
+    return InvalidArgument("layers, kv heads and head dim must all be positive");
+  if (g.k_bytes == 0 || g.v_bytes == 0)
+    return InvalidArgument("K and V bytes per scalar must be positive");
+  auto width = CheckedAdd(g.k_bytes, g.v_bytes);
+  if (!width) return OutOfRange("b_K + b_V overflows 64 bits");
+  auto b = CheckedProduct({g.layers, g.kv_heads_local, g.head_dim, *width});
+  if (!b) return OutOfRange("L * H_kv * d_h * (b_K + b_V) overflows 64 bits");
+  return *b;
+}
+
+StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<const uint64_t> lengths,
+                                           std::span<const uint64_t> copies) {
+  if (!copies.empty() && copies.size() != lengths.size())
+    return InvalidArgument("--copies must list one count per length (" +
+                           std::to_string(lengths.size()) + " lengths, " +
+                           std::to_string(copies.size()) + " copies)");
+  RaggedLedger r;
+  KVC_ASSIGN_OR_RETURN(r.bytes_per_token, BytesPerToken(g));
+  uint64_t sum_t = 0, sum_ct = 0, max_t = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    uint64_t c = copies.empty() ? 1 : copies[i];
+    if (c == 0) return InvalidArgument("copy count of request " + std::to_string(i) + " is zero");
+    auto st = CheckedAdd(sum_t, lengths[i]);
+    auto ct = CheckedMul(c, lengths[i]);
+    if (!st || !ct) return OutOfRange("token sums overflow 64 bits");
+    auto sct = CheckedAdd(sum_ct, *ct);
+    if (!sct) return OutOfRange("token sums overflow 64 bits");
+    sum_t = *st;
+    sum_ct = *sct;
+    max_t = std::max(max_t, lengths[i]);
+  }
+  auto logical = CheckedMul(r.bytes_per_token, sum_t);
+  auto mat = CheckedMul(r.bytes_per_token, sum_ct);
+  auto rect = CheckedProduct({r.bytes_per_token, static_cast<uint64_t>(lengths.size()), max_t});
+  if (!logical || !mat || !rect) return OutOfRange("byte ledger overflows 64 bits");
+  r.logical = *logical;
+  r.materialized = *mat;
+  r.rectangular = *rect;
+  r.phantom = *rect - *logical;  // N * max >= sum, so no underflow
+  return r;
+}
+
+std::optional<uint64_t> DtypeBytes(std::string_view name) {
+  if (name.starts_with("torch.")) name.remove_prefix(6);
+  if (name == "float32" || name == "float" || name == "fp32" || name == "F32") return 4;
+  if (name == "float16" || name == "half" || name == "fp16" || name == "F16") return 2;
+  if (name == "bfloat16" || name == "bf16" || name == "BF16") return 2;
+  if (name == "float8_e4m3fn" || name == "float8_e5m2" || name == "fp8") return 1;
+  if (name == "int8" || name == "uint8") return 1;
+  return std::nullopt;
+}
+
+StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override) {
+  if (!config.is_object()) return InvalidArgument("config.json: expected a JSON object");
+  auto get_pos = [&](const char* key) -> StatusOr<uint64_t> {
+    auto it = config.find(key);
+    if (it == config.end()) return InvalidArgument(std::string("config.json: missing field ") + key);
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+      return InvalidArgument(std::string("config.json: field ") + key +
+                             " must be a positive integer, got " + it->dump());
+    return it->get<uint64_t>();
+  };
+  CacheGeometry g;
+  KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
+  KVC_ASSIGN_OR_RETURN(uint64_t heads, get_pos("num_attention_heads"));
+  if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()) {
+    KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_key_value_heads"));
+  } else {
+    g.kv_heads_local = heads;
+  }
+  if (heads % g.kv_heads_local != 0)
+    return InvalidArgument("config.json: num_attention_heads (" + std::to_string(heads) +
+                           ") is not a multiple of num_key_value_heads (" +
+                           std::to_string(g.kv_heads_local) + ")");
+  if (config.contains("head_dim") && !config["head_dim"].is_null()) {
+    KVC_ASSIGN_OR_RETURN(g.head_dim, get_pos("head_dim"));
+  } else {
+    KVC_ASSIGN_OR_RETURN(uint64_t hidden, get_pos("hidden_size"));
+    if (hidden % heads != 0)
+      return InvalidArgument("config.json: hidden_size is not a multiple of num_attention_heads "
+                             "and head_dim is absent");
+    g.head_dim = hidden / heads;
+  }
+  std::string dtype(dtype_override);
+  if (dtype.empty()) {
+    for (const char* key : {"torch_dtype", "dtype"}) {
+      auto it = config.find(key);
+      if (it != config.end() && it->is_string()) { dtype = it->get<std::string>(); break; }
+    }
+  }
+  if (dtype.empty())
+    return InvalidArgument("config.json: no torch_dtype; pass --dtype to name the K/V dtype");
+  auto b = DtypeBytes(dtype);
+  if (!b) return InvalidArgument("config.json: unknown dtype \"" + dtype + "\"");
+  g.k_bytes = g.v_bytes = *b;
+  return g;
+}
+
+}  // namespace kvc

@@ -1,0 +1,56 @@
+// Per-token K/V bytes from a cache ABI and the ragged logical-ledger sensitivity terms.
+//
+// M5.1 0x02 "Deriving One Token From The Cache ABI" and 0x09 "Deriving The Sensitivity
+// Surface": B_token = L_cache * H_kv_local * d_h * (b_K + b_V); B_logical = B_token *
+// sum T_i; B_materialized = B_token * sum c_i T_i; B_rectangular = B_token * N * max T_i;
+// B_phantom = B_rectangular - B_logical. All arithmetic is overflow-checked.
+#ifndef KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_
+#define KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "reference/base/status.h"
+#include "reference/base/strict_json.h"
+
+namespace kvc {
+
+struct CacheGeometry {
+  uint64_t layers = 0;          // L_cache: cache-producing layers
+  uint64_t kv_heads_local = 0;  // H_kv,local: K/V heads owned by this shard
+  uint64_t head_dim = 0;        // d_h
+  uint64_t k_bytes = 0;         // b_K: bytes per K scalar
+  uint64_t v_bytes = 0;         // b_V: bytes per V scalar
+};
+
+// B_token; InvalidArgument when any extent or width is zero, OutOfRange on overflow.
+StatusOr<uint64_t> BytesPerToken(const CacheGeometry& g);
+
+struct RaggedLedger {
+  uint64_t bytes_per_token = 0;
+  uint64_t logical = 0;
+  uint64_t materialized = 0;
+  uint64_t rectangular = 0;
+  uint64_t phantom = 0;
+};
+
+// `lengths` are committed lengths T_i; `copies` are materialized copy counts c_i (same
+// size as lengths, each >= 1) or empty for one copy each.
+StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<const uint64_t> lengths,
+                                           std::span<const uint64_t> copies);
+
+// Bytes per scalar for a dtype name ("float32", "float16", "bfloat16", "float8_e4m3fn",
+// "float8_e5m2", "int8", "uint8"; torch spellings like "torch.bfloat16" too); nullopt if unknown.
+std::optional<uint64_t> DtypeBytes(std::string_view name);
+
+// The cache geometry of a Hugging Face config.json (num_hidden_layers, num_key_value_heads
+// or num_attention_heads, head_dim or hidden_size / num_attention_heads, torch_dtype or
+// `dtype_override`). Errors name the missing or inconsistent field.
+StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override = "");
+
+}  // namespace kvc
+
+#endif  // KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_

@@ -1,0 +1,228 @@
+// Valid/invalid fixture execution and discovery; see fixtures.h.
+#include "reference/validate/fixtures.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "reference/base/strict_json.h"
+#include "reference/validate/kinds.h"
+
+namespace kvc {
+namespace fs = std::filesystem;
+namespace {
+
+bool IsJsonl(const std::string& path) { return path.ends_with(".jsonl"); }
+
+// Splits JSON Lines text into strictly parsed values (one per non-final line).
+StatusOr<Json> ParseJsonlToArray(std::string_view text, const std::string& source) {
+  Json arr = Json::array();
+  size_t start = 0, line = 1;
+  if (text.empty()) return ParseError(source + ":1:1: input is empty; expected a header line");
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string_view l = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    auto parsed = ParseJsonStrict(l, source + ":" + std::to_string(line) + " (line)");
+    if (!parsed.ok()) return parsed.status();
+    arr.push_back(std::move(parsed->value));
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+    ++line;
+  }
+  return arr;
+}
+
+std::string JsonlFromArray(const Json& arr) {
+  std::string out;
+  for (const auto& v : arr) {
+    out += v.dump();
+    out += '\n';
+  }
+  return out;
+}
+
+std::string KindOf(const Json& doc) {
+  if (doc.is_object()) {
+    auto it = doc.find("kind");
+    if (it != doc.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+Violations UnknownKind(const std::string& kind) {
+  return {{ErrorCode::INPUT_UNKNOWN_KIND, kind.empty() ? "" : "/kind",
+           kind.empty() ? "document has no string \"kind\" field naming its format"
+                        : "unknown kind \"" + kind + "\""}};
+}
+
+// Validates a JSON document, or a JSON Lines text whose header line names the kind.
+Violations ValidateDoc(const Json& doc, std::string* kind_out) {
+  std::string kind = KindOf(doc);
+  *kind_out = kind;
+  const KindEntry* k = FindKind(kind);
+  if (!k || !k->validate_json) return UnknownKind(kind);
+  return k->validate_json(doc);
+}
+
+Violations ValidateJsonl(std::string_view text, const std::string& source, std::string* kind_out) {
+  size_t nl = text.find('\n');
+  auto header = ParseJsonStrict(text.substr(0, nl), source + ":1");
+  std::string kind = header.ok() ? KindOf(header->value) : "";
+  *kind_out = kind;
+  const KindEntry* k = FindKind(kind);
+  if (!k || !k->validate_jsonl) return UnknownKind(kind);
+  return k->validate_jsonl(text, source);
+}
+
+void FillLines(const ParsedJson& parsed, Violations* v) {
+  for (auto& x : *v)
+    if (x.line == 0) x.line = parsed.LineOf(x.pointer);
+}
+
+}  // namespace
+
+FixtureOutcome ValidateFile(const std::string& path) {
+  FixtureOutcome o;
+  o.path = path;
+  if (IsJsonl(path)) {
+    auto text = ReadFileToString(path);
+    if (!text.ok()) { o.error = text.status(); return o; }
+    o.violations = ValidateJsonl(*text, path, &o.kind);
+    return o;
+  }
+  auto parsed = ReadJsonFileStrict(path, /*record_locations=*/true);
+  if (!parsed.ok()) { o.error = parsed.status(); return o; }
+  o.violations = ValidateDoc(parsed->value, &o.kind);
+  FillLines(*parsed, &o.violations);
+  return o;
+}
+
+FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_root) {
+  FixtureOutcome o;
+  o.path = path;
+  o.case_name = CaseName(path, suite_root);
+  auto parsed = IsJsonl(path) ? StatusOr<ParsedJson>(ParsedJson{}) : ReadJsonFileStrict(path, true);
+  if (!parsed.ok()) {
+    o.error = parsed.status();
+    o.detail = o.error.ToString();
+    return o;
+  }
+  if (IsJsonl(path) || KindOf(parsed->value) != kInvalidFixtureKind) {
+    FixtureOutcome v = ValidateFile(path);
+    v.case_name = o.case_name;
+    if (!v.error.ok()) {
+      v.detail = v.error.ToString();
+    } else if (v.violations.empty()) {
+      v.passed = true;
+    } else {
+      v.detail = "valid fixture raised " + std::string(ErrorCodeName(v.violations.front().code)) +
+                 " at '" + v.violations.front().pointer + "': " + v.violations.front().message;
+    }
+    return v;
+  }
+
+  // An invalid fixture.
+  o.invalid = true;
+  const Json& doc = parsed->value;
+  Violations schema;
+  FieldReader r(&doc, "", &schema);
+  r.Enum("kind", {kInvalidFixtureKind});
+  r.String("case");
+  r.OptString("description");
+  r.String("seed_ref");
+  auto base = r.String("base");
+  const Json* patch = r.Array("patch");
+  auto expected = r.String("expected_code");
+  r.RejectUnknownFields();
+  auto malformed = [&](std::string why) {
+    o.error = Status(StatusCode::kInvalidArgument, path + ": " + why, ErrorCode::INPUT_FIXTURE_MALFORMED);
+    o.detail = o.error.ToString();
+    return o;
+  };
+  if (!schema.empty()) return malformed(schema.front().pointer + ": " + schema.front().message);
+  o.expected_code = *expected;
+  if (!ErrorCodeFromName(*expected))
+    return malformed("expected_code \"" + *expected + "\" is not in the error registry");
+  if (patch->size() != 1)
+    return malformed("patch must hold exactly one operation (a one-field mutation), has " +
+                     std::to_string(patch->size()));
+  fs::path base_path = fs::path(path).parent_path() / *base;
+  std::string base_str = base_path.lexically_normal().string();
+  Json target;
+  if (IsJsonl(base_str)) {
+    auto text = ReadFileToString(base_str);
+    if (!text.ok()) return malformed("base: " + text.status().message());
+    auto arr = ParseJsonlToArray(*text, base_str);
+    if (!arr.ok()) return malformed("base: " + arr.status().message());
+    target = std::move(*arr);
+  } else {
+    auto b = ReadJsonFileStrict(base_str);
+    if (!b.ok()) return malformed("base: " + b.status().message());
+    target = std::move(b->value);
+  }
+  Json mutated;
+  try {
+    mutated = target.patch(*patch);
+  } catch (const std::exception& e) {
+    return malformed(std::string("patch does not apply to the base: ") + e.what());
+  }
+  if (mutated == target) return malformed("patch leaves the base unchanged");
+  if (IsJsonl(base_str)) {
+    if (!mutated.is_array()) return malformed("patch must keep a JSON Lines base an array of lines");
+    o.violations = ValidateJsonl(JsonlFromArray(mutated), o.case_name + " (patched " + *base + ")", &o.kind);
+  } else {
+    o.violations = ValidateDoc(mutated, &o.kind);
+  }
+  std::set<std::string> codes;
+  for (const auto& v : o.violations) codes.insert(std::string(ErrorCodeName(v.code)));
+  if (o.violations.empty()) {
+    o.detail = "expected " + o.expected_code + " but the mutated document was accepted";
+  } else if (codes.size() == 1 && *codes.begin() == o.expected_code) {
+    o.passed = true;
+  } else {
+    o.detail = "expected only " + o.expected_code + ", got:";
+    for (const auto& v : o.violations)
+      o.detail += " " + std::string(ErrorCodeName(v.code)) + "@'" + v.pointer + "'";
+  }
+  return o;
+}
+
+std::vector<std::string> ListFixtureFiles(const std::string& root) {
+  std::vector<std::string> out;
+  for (const char* sub : {"fixtures", "invalid_fixtures"}) {
+    fs::path dir = fs::path(root) / sub;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (ec) break;
+      const auto name = it->path().filename().string();
+      if (it->is_directory() && (name == "models" || name.starts_with("_"))) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file() && (name.ends_with(".json") || name.ends_with(".jsonl")))
+        out.push_back(it->path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string CaseName(const std::string& path, const std::string& root) {
+  fs::path p(path);
+  std::string rel = root.empty() ? p.string() : p.lexically_relative(root).string();
+  if (rel.empty() || rel.starts_with("..")) rel = p.string();
+  for (const char* ext : {".jsonl", ".json"})
+    if (rel.ends_with(ext)) { rel.resize(rel.size() - std::string_view(ext).size()); break; }
+  return rel;
+}
+
+std::string SanitizeCaseName(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return s;
+}
+
+}  // namespace kvc

@@ -1,0 +1,52 @@
+// Data-driven fixtures: running one valid or invalid fixture file against its validator.
+//
+// A valid fixture is any document of a registered kind and must produce no violation.
+// An invalid fixture (kind "kvconform.invalid_fixture/1", docs/fixture-format.md) names
+// a base fixture (a path relative to its own directory), a one-operation RFC 6902 JSON
+// Patch and the one registry code it must raise; it passes only when the patched base
+// raises that code and no other. For a JSON Lines base the patch applies to the array of
+// its lines (pointer "/3/payload/x" is line 4). Thread-compatible; no global state.
+#ifndef KVCONFORM_REFERENCE_VALIDATE_FIXTURES_H_
+#define KVCONFORM_REFERENCE_VALIDATE_FIXTURES_H_
+
+#include <string>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/validate/violation.h"
+
+namespace kvc {
+
+inline constexpr const char* kInvalidFixtureKind = "kvconform.invalid_fixture/1";
+
+struct FixtureOutcome {
+  std::string path;        // as given
+  std::string case_name;   // path relative to the suite root, without extension
+  std::string kind;        // validated kind (the base's kind for an invalid fixture)
+  bool invalid = false;    // an invalid fixture (must fail with expected_code)
+  std::string expected_code;
+  Violations violations;   // what the validator reported
+  Status error;            // non-OK when the file could not be read, parsed or applied
+  bool passed = false;
+  std::string detail;      // why it failed, for reports
+};
+
+// Validates one document file of any registered kind (JSON, or JSON Lines by extension).
+// `error` is set for unreadable/unparseable input; violations are filled otherwise.
+FixtureOutcome ValidateFile(const std::string& path);
+
+// Runs one fixture file (valid or invalid). `suite_root` is used only to derive case_name.
+FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_root = "");
+
+// Every *.json / *.jsonl under <root>/fixtures and <root>/invalid_fixtures, sorted,
+// skipping directories named "models" or starting with "_" (shared data, not cases).
+std::vector<std::string> ListFixtureFiles(const std::string& root);
+
+// The case name of a path: relative to root, extension dropped.
+std::string CaseName(const std::string& path, const std::string& root);
+// The case name with every character outside [A-Za-z0-9_] replaced by '_' (GoogleTest).
+std::string SanitizeCaseName(const std::string& name);
+
+}  // namespace kvc
+
+#endif  // KVCONFORM_REFERENCE_VALIDATE_FIXTURES_H_

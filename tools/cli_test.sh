@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# End-to-end checks of build/bin/kvconform: exit codes, formats and calculator outputs.
+# Run by ctest (cli_end_to_end) from the source root with KVCONFORM=path/to/kvconform.
+set -u
+K=${KVCONFORM:-build/bin/kvconform}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+check() {  # check NAME EXPECTED_RC CMD... ; output in $T/out
+  local name=$1 want=$2; shift 2
+  "$@" >"$T/out" 2>&1
+  local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass=$((pass+1)); else
+    fail=$((fail+1)); echo "FAIL $name: exit $rc, expected $want"; sed 's/^/    /' "$T/out" | head -20; fi
+}
+expect_out() {  # expect_out NAME GREP_PATTERN
+  if grep -qE -- "$2" "$T/out"; then pass=$((pass+1)); else
+    fail=$((fail+1)); echo "FAIL $1: output lacks /$2/"; sed 's/^/    /' "$T/out" | head -20; fi
+}
+
+M=fixtures/m5_1/manifest/request_cache_manifest.json
+check validate_ok 0 "$K" validate "$M"
+check validate_all_fixtures 0 "$K" validate $(find fixtures -name '*.json' -not -path '*/models/*' -not -path '*/_*')
+for f in invalid_fixtures/m5_1/manifest/*.json; do
+  code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
+  check "invalid:$f" 1 "$K" validate --format json "$f"
+  expect_out "invalid-code:$f" "\"code\": \"$code\""
+done
+check validate_junit 1 "$K" validate --format junit invalid_fixtures/m5_1/manifest/zero_layers.json
+expect_out validate_junit_failure '<failure message="MANIFEST_SCHEMA_ZERO_EXTENT"'
+
+# Bad input: exit 2 with file, line and column.
+printf '' >"$T/empty.json";               check empty 2 "$K" validate "$T/empty.json"; expect_out empty_msg 'empty.json:1:1: input is empty'
+printf '{"a": 1,\n "a": 2}' >"$T/dup.json"; check dup 2 "$K" validate "$T/dup.json";     expect_out dup_msg 'dup.json:2:2: duplicate key'
+printf '{"a": \xff}' >"$T/bin.json";       check nonutf8 2 "$K" validate "$T/bin.json"
+printf '"\xc3"' >"$T/utf.json";             check badutf8 2 "$K" validate "$T/utf.json";     expect_out badutf8_msg 'UTF-8'
+python3 -c 'print("["*100000)' >"$T/deep.json"; check deep 2 "$K" validate "$T/deep.json"; expect_out deep_msg 'nesting deeper'
+printf '{"kind": "x"' >"$T/trunc.json";    check truncated 2 "$K" validate "$T/trunc.json"; expect_out trunc_msg 'trunc.json:1:13: unexpected end of input'
+check missing_file 2 "$K" validate "$T/nope.json"; expect_out missing_msg 'cannot open'
+printf '{"kind": "kvconform.nope/1"}' >"$T/kind.json"; check unknown_kind 1 "$K" validate "$T/kind.json"; expect_out kind_msg INPUT_UNKNOWN_KIND
+check usage_no_args 2 "$K" validate
+check usage_bad_format 2 "$K" validate --format xml "$M"
+
+# Calculators reproduce the seed.
+check kvbytes 0 "$K" calc kv-bytes --layers 2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2 --lengths 5,3 --copies 1,2 --format json
+for kv in '"bytes_per_token": 64' '"logical": 512' '"materialized": 704' '"rectangular": 640' '"phantom": 128'; do expect_out "kvbytes $kv" "$kv"; done
+printf '{"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"hidden_size":4096,"torch_dtype":"bfloat16"}' >"$T/config.json"
+check kvbytes_hf 0 "$K" calc kv-bytes --hf-config "$T/config.json" --format json; expect_out kvbytes_hf_131072 '"bytes_per_token": 131072'
+check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2
+check kvbytes_overflow 2 "$K" calc kv-bytes --layers 4294967296 --kv-heads 4294967296 --head-dim 4096 --k-bytes 2 --v-bytes 2
+expect_out kvbytes_overflow_msg 'overflows'
+check savedwork 0 "$K" calc saved-work --prompt 2048 --outputs 128 --format json
+for kv in '"rows_no_cache": 270272' '"rows_cache": 2175' '"rows_saved": 268097' '"pairs_no_cache": 285562176' '"pairs_cache": 2366400' '"pairs_saved": 283195776' '"row_reduction": 124.26'; do expect_out "savedwork $kv" "$kv"; done
+check savedwork_max 0 "$K" calc saved-work --prompt 1048576 --outputs 1048576 --format json
+check savedwork_overflow 2 "$K" calc saved-work --prompt 8589934592 --outputs 1; expect_out savedwork_overflow_msg 'exceeds 64 bits'
+check savedwork_huge 2 "$K" calc saved-work --prompt 99999999999999999999999 --outputs 1
+
+check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
+check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'
+check errors_md 0 "$K" errors --format markdown
+if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,54 @@
+// Shared pieces of the kvconform CLI: exit codes, the command table and report output.
+#ifndef KVCONFORM_TOOLS_KVCONFORM_CLI_H_
+#define KVCONFORM_TOOLS_KVCONFORM_CLI_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "reference/validate/fixtures.h"
+
+namespace kvc::cli {
+
+// Documented exit codes (docs/cli.md).
+inline constexpr int kExitOk = 0;         // everything conforms
+inline constexpr int kExitViolation = 1;  // at least one contract violation / failed case
+inline constexpr int kExitUsage = 2;      // bad usage, or input that cannot be read or parsed
+inline constexpr int kExitInternal = 3;   // a bug in kvconform
+
+// Set by a command's callback; main() returns it.
+int& ExitCode();
+
+// Root of the kit's source tree (fixtures, invalid_fixtures): $KVCONFORM_ROOT, else the
+// source directory this binary was built from.
+std::string DefaultRoot();
+
+// Each command file provides one registration function; main.cc lists them.
+void AddValidateCommand(CLI::App& app);
+void AddCalcCommand(CLI::App& app);
+void AddSuiteCommand(CLI::App& app);
+void AddErrorsCommand(CLI::App& app);
+void AddManifestCommand(CLI::App& app);
+
+// Report rendering shared by validate and suite.
+enum class Format { kText, kJson, kJunit };
+Format ParseFormat(const std::string& s);
+std::string OutcomeVerdict(const FixtureOutcome& o);  // "pass" | "fail" | "error"
+nlohmann::json OutcomeToJson(const FixtureOutcome& o);
+std::string RenderJunit(const std::string& suite_name, const std::vector<FixtureOutcome>& outcomes);
+std::string XmlEscape(const std::string& s);
+
+// A section of `kvconform suite` beyond the fixture files (engine parity, bundled traces,
+// ...). Later parts of the kit append to SuiteSections() from their command files.
+struct SuiteSection {
+  std::string name;  // shown in the summary table
+  // Runs the section's cases under `root`; each outcome is one row in the report.
+  std::function<std::vector<FixtureOutcome>(const std::string& root)> run;
+};
+std::vector<SuiteSection>& SuiteSections();
+
+}  // namespace kvc::cli
+
+#endif  // KVCONFORM_TOOLS_KVCONFORM_CLI_H_

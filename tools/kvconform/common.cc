@@ -1,0 +1,106 @@
+// Exit-code state, report rendering and the suite-section table shared by the commands.
+#include <cstdlib>
+
+#include "tools/kvconform/cli.h"
+
+namespace kvc::cli {
+
+int& ExitCode() {
+  static int code = kExitOk;
+  return code;
+}
+
+std::string DefaultRoot() {
+  if (const char* env = std::getenv("KVCONFORM_ROOT"); env && *env) return env;
+  return KVCONFORM_SOURCE_DIR;
+}
+
+Format ParseFormat(const std::string& s) {
+  if (s == "json") return Format::kJson;
+  if (s == "junit") return Format::kJunit;
+  return Format::kText;
+}
+
+std::string OutcomeVerdict(const FixtureOutcome& o) {
+  if (!o.error.ok()) return "error";
+  return o.passed ? "pass" : "fail";
+}
+
+nlohmann::json OutcomeToJson(const FixtureOutcome& o) {
+  nlohmann::json j = {{"path", o.path}, {"case", o.case_name}, {"kind", o.kind},
+                      {"verdict", OutcomeVerdict(o)}};
+  if (o.invalid) j["expected_code"] = o.expected_code;
+  if (!o.error.ok()) j["error"] = o.error.ToString();
+  if (!o.detail.empty()) j["detail"] = o.detail;
+  nlohmann::json vs = nlohmann::json::array();
+  for (const auto& v : o.violations) {
+    const ErrorCodeInfo* info = FindErrorCode(v.code);
+    nlohmann::json x = {{"code", std::string(ErrorCodeName(v.code))},
+                        {"pointer", v.pointer},
+                        {"message", v.message},
+                        {"seed_ref", info ? std::string(info->section) : ""}};
+    if (v.line) x["line"] = v.line;
+    vs.push_back(std::move(x));
+  }
+  j["violations"] = std::move(vs);
+  return j;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderJunit(const std::string& suite_name, const std::vector<FixtureOutcome>& outcomes) {
+  size_t failures = 0, errors = 0;
+  for (const auto& o : outcomes) {
+    if (!o.error.ok()) ++errors;
+    else if (!o.passed) ++failures;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  out += "  <testsuite name=\"" + XmlEscape(suite_name) + "\" tests=\"" +
+         std::to_string(outcomes.size()) + "\" failures=\"" + std::to_string(failures) +
+         "\" errors=\"" + std::to_string(errors) + "\">\n";
+  for (const auto& o : outcomes) {
+    out += "    <testcase classname=\"" + XmlEscape(o.kind.empty() ? "unknown" : o.kind) +
+           "\" name=\"" + XmlEscape(o.case_name.empty() ? o.path : o.case_name) + "\"";
+    if (o.passed) {
+      out += "/>\n";
+      continue;
+    }
+    out += ">\n";
+    std::string body;
+    for (const auto& v : o.violations)
+      body += std::string(ErrorCodeName(v.code)) + " at '" + v.pointer + "': " + v.message + "\n";
+    if (!o.error.ok()) {
+      out += "      <error message=\"" + XmlEscape(o.error.ToString()) + "\"/>\n";
+    } else {
+      std::string msg = o.detail.empty() && !o.violations.empty()
+                            ? std::string(ErrorCodeName(o.violations.front().code))
+                            : o.detail;
+      out += "      <failure message=\"" + XmlEscape(msg) + "\">" + XmlEscape(body) + "</failure>\n";
+    }
+    out += "    </testcase>\n";
+  }
+  out += "  </testsuite>\n</testsuites>\n";
+  return out;
+}
+
+std::vector<SuiteSection>& SuiteSections() {
+  static std::vector<SuiteSection> sections;
+  return sections;
+}
+
+}  // namespace kvc::cli

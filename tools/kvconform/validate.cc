@@ -1,0 +1,82 @@
+// `kvconform validate FILE...`: validate documents and invalid fixtures, print violations.
+#include <iostream>
+
+#include "tools/kvconform/cli.h"
+
+namespace kvc::cli {
+namespace {
+
+struct ValidateOptions {
+  std::vector<std::string> files;
+  std::string format = "text";
+};
+
+void PrintText(const FixtureOutcome& o) {
+  if (!o.error.ok()) {
+    std::cout << o.error.ToString() << "\n";
+    return;
+  }
+  if (o.violations.empty()) {
+    std::cout << o.path << ": OK (" << o.kind << ")\n";
+    return;
+  }
+  if (o.invalid)
+    std::cout << o.path << ": invalid fixture, expects " << o.expected_code << " -> "
+              << (o.passed ? "raised exactly that code" : o.detail) << "\n";
+  for (const auto& v : o.violations) {
+    const ErrorCodeInfo* info = FindErrorCode(v.code);
+    std::cout << o.path;
+    if (v.line) std::cout << ":" << v.line;
+    std::cout << ": " << ErrorCodeName(v.code) << " at '" << v.pointer << "': " << v.message;
+    if (info) std::cout << " [" << info->section << "]";
+    std::cout << "\n";
+  }
+}
+
+void Run(const ValidateOptions& opt) {
+  std::vector<FixtureOutcome> outcomes;
+  bool any_error = false, any_violation = false;
+  for (const auto& f : opt.files) {
+    // An invalid fixture is validated as its mutated base; anything else as itself.
+    FixtureOutcome o = RunFixtureFile(f);
+    if (o.case_name.empty()) o.case_name = f;
+    any_error |= !o.error.ok();
+    any_violation |= !o.violations.empty();
+    outcomes.push_back(std::move(o));
+  }
+  Format fmt = ParseFormat(opt.format);
+  if (fmt == Format::kText) {
+    for (const auto& o : outcomes) PrintText(o);
+  } else if (fmt == Format::kJson) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& o : outcomes) {
+      auto j = OutcomeToJson(o);
+      // For validate, a file "passes" when it conforms (no violations).
+      j["verdict"] = !o.error.ok() ? "error" : o.violations.empty() ? "pass" : "fail";
+      files.push_back(std::move(j));
+    }
+    nlohmann::json out = {{"verdict", any_error ? "error" : any_violation ? "fail" : "pass"},
+                          {"files", std::move(files)}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::vector<FixtureOutcome> rows = outcomes;
+    for (auto& o : rows) o.passed = o.error.ok() && o.violations.empty();
+    std::cout << RenderJunit("kvconform.validate", rows);
+  }
+  ExitCode() = any_error ? kExitUsage : any_violation ? kExitViolation : kExitOk;
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app) {
+  auto opt = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Validate documents (kind detected from the file); an invalid fixture is "
+                  "validated as its patched base. Exit 0 conform, 1 violations, 2 unreadable input.");
+  cmd->add_option("files", opt->files, "JSON / JSON Lines files")->required();
+  cmd->add_option("--format", opt->format, "text | json | junit")
+      ->check(CLI::IsMember({"text", "json", "junit"}));
+  cmd->callback([opt] { Run(*opt); });
+}
+
+}  // namespace kvc::cli

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kvconform builds and tests with; idempotent, quiet when all are present.
+set -euo pipefail
+PKGS=(cmake g++ make pkg-config nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev
+      librapidcheck-dev libz3-dev libcli11-dev libopenblas-dev libsimdjson-dev
+      libucx-dev ucx-utils python3)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
