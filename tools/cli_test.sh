@@ -20,7 +20,8 @@ expect_out() {  # expect_out NAME GREP_PATTERN
 
 M=fixtures/m5_1/manifest/request_cache_manifest.json
 check validate_ok 0 "$K" validate "$M"
-check validate_all_fixtures 0 "$K" validate $(find fixtures -name '*.json' -not -path '*/models/*' -not -path '*/_*')
+check validate_all_fixtures 0 "$K" validate fixtures/*
+check validate_all_invalid 1 "$K" validate invalid_fixtures/*
 for f in invalid_fixtures/m5_1/manifest/*.json; do
   code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
   check "invalid:$f" 1 "$K" validate --format json "$f"

@@ -190,20 +190,27 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
 std::vector<std::string> ListFixtureFiles(const std::string& root) {
   std::vector<std::string> out;
   for (const char* sub : {"fixtures", "invalid_fixtures"}) {
-    fs::path dir = fs::path(root) / sub;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) continue;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      if (ec) break;
-      const auto name = it->path().filename().string();
-      if (it->is_directory() && (name == "models" || name.starts_with("_"))) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file() && (name.ends_with(".json") || name.ends_with(".jsonl")))
-        out.push_back(it->path().string());
+    auto files = ListDocumentFiles((fs::path(root) / sub).string());
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> ListDocumentFiles(const std::string& root_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(root_dir, ec)) return out;
+  for (auto it = fs::recursive_directory_iterator(root_dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    const auto name = it->path().filename().string();
+    if (it->is_directory() && (name == "models" || name.starts_with("_"))) {
+      it.disable_recursion_pending();
+      continue;
     }
+    if (it->is_regular_file() && (name.ends_with(".json") || name.ends_with(".jsonl")))
+      out.push_back(it->path().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -42,6 +42,9 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
 // skipping directories named "models" or starting with "_" (shared data, not cases).
 std::vector<std::string> ListFixtureFiles(const std::string& root);
 
+// Every *.json / *.jsonl under `dir` (recursively, sorted), with the same skipping rule.
+std::vector<std::string> ListDocumentFiles(const std::string& dir);
+
 // The case name of a path: relative to root, extension dropped.
 std::string CaseName(const std::string& path, const std::string& root);
 // The case name with every character outside [A-Za-z0-9_] replaced by '_' (GoogleTest).

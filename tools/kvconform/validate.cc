@@ -1,4 +1,5 @@
 // `kvconform validate FILE...`: validate documents and invalid fixtures, print violations.
+#include <filesystem>
 #include <iostream>
 
 #include "tools/kvconform/cli.h"
@@ -36,7 +37,19 @@ void PrintText(const FixtureOutcome& o) {
 void Run(const ValidateOptions& opt) {
   std::vector<FixtureOutcome> outcomes;
   bool any_error = false, any_violation = false;
+  // Directories expand to the documents under them (e.g. `kvconform validate fixtures/*`).
+  std::vector<std::string> files;
   for (const auto& f : opt.files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(f, ec)) {
+      auto sub = ListDocumentFiles(f);
+      if (sub.empty()) std::cerr << "kvconform validate: " << f << ": no .json/.jsonl files\n";
+      files.insert(files.end(), sub.begin(), sub.end());
+    } else {
+      files.push_back(f);
+    }
+  }
+  for (const auto& f : files) {
     // An invalid fixture is validated as its mutated base; anything else as itself.
     FixtureOutcome o = RunFixtureFile(f);
     if (o.case_name.empty()) o.case_name = f;
