@@ -1,6 +1,8 @@
 // The kind table: one row per validated document kind.
 #include "reference/validate/kinds.h"
 
+#include "reference/ledger/byte_trajectory.h"
+#include "reference/ledger/sensitivity.h"
 #include "reference/manifest/manifest.h"
 
 namespace kvc {
@@ -8,6 +10,8 @@ namespace {
 
 const KindEntry kKinds[] = {
     {kManifestKind, "request/cache manifest", "M5.1 0x01", &ValidateManifest, nullptr},
+    {kByteTrajectoryKind, "byte trajectory", "M5.1 0x02", &ValidateByteTrajectory, nullptr},
+    {kLedgerSensitivityKind, "ledger sensitivity suite", "M5.1 0x09", &ValidateLedgerSensitivity, nullptr},
 };
 
 }  // namespace

@@ -1,0 +1,96 @@
+// The byte-trajectory oracle: the seed's tau=5 reconstruction and the two peaks recomputed
+// from the request declarations, plus gating and overflow behaviour.
+#include "reference/ledger/byte_trajectory.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/ledger/kv_bytes.h"
+#include "reference/testutil/testutil.h"
+
+namespace kvc {
+namespace {
+
+const char* kFixture = "fixtures/m5_1/ledger/two_request_trajectory.json";
+const std::vector<std::string> kTiers = {"gpu", "host"};
+
+// B_token from the Loop 2 ABI (2 layers, 2 local K/V heads, d_h 4, 2+2 bytes).
+uint64_t Loop2BytesPerToken() { return BytesPerToken({2, 2, 4, 2, 2}).value(); }
+
+TEST(ByteTrajectory, SeedTau5CutReconstructsEveryLedger) {
+  std::vector<OwnedCacheState> owned = {{5, 8, {"gpu"}}, {3, 4, {"gpu", "host"}}};
+  auto l = SnapshotLedger(owned, Loop2BytesPerToken(), 16, kTiers, 32);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->logical, 512u);
+  EXPECT_EQ(l->materialized, 704u);
+  EXPECT_EQ(l->replication_overhead, 192u);
+  EXPECT_EQ(l->reserved, 1024u);
+  EXPECT_EQ(l->reservation_slack, 320u);
+  EXPECT_EQ(l->allocator, 48u);
+  EXPECT_EQ(l->physical, 1072u);
+  EXPECT_EQ(l->resident_by_tier.at("gpu"), 800u);
+  EXPECT_EQ(l->resident_by_tier.at("host"), 272u);
+  EXPECT_EQ(l->instantaneous, 1104u);
+}
+
+TEST(ByteTrajectory, PeakInstantaneousIsDuringBPrefillNotAtPeakPhysical) {
+  const uint64_t bpt = Loop2BytesPerToken();
+  // tau=3: B's prefill publishes 2 rows with 96 B of workspace; A holds 4 rows.
+  auto prefill = SnapshotLedger(std::vector<OwnedCacheState>{{4, 8, {"gpu"}}, {2, 4, {"gpu", "host"}}}, bpt, 16,
+                                kTiers, 96);
+  // tau=6: A finished but retains state; no workspace.
+  auto finished = SnapshotLedger(std::vector<OwnedCacheState>{{5, 8, {"gpu"}}, {3, 4, {"gpu", "host"}}}, bpt, 16,
+                                 kTiers, 0);
+  ASSERT_TRUE(prefill.ok() && finished.ok());
+  EXPECT_EQ(prefill->physical, 1072u);
+  EXPECT_EQ(prefill->instantaneous, 1168u);
+  EXPECT_EQ(finished->physical, prefill->physical);  // finish frees nothing
+  EXPECT_EQ(finished->instantaneous, 1072u);
+}
+
+TEST(ByteTrajectory, ReplicationAndReservationMoveOnlyTheirLedgers) {
+  const uint64_t bpt = Loop2BytesPerToken();
+  auto one = SnapshotLedger(std::vector<OwnedCacheState>{{3, 4, {"gpu"}}}, bpt, 16, kTiers, 0).value();
+  auto two = SnapshotLedger(std::vector<OwnedCacheState>{{3, 4, {"gpu", "host"}}}, bpt, 16, kTiers, 0).value();
+  auto wide = SnapshotLedger(std::vector<OwnedCacheState>{{3, 9, {"gpu"}}}, bpt, 16, kTiers, 0).value();
+  EXPECT_EQ(two.logical, one.logical);
+  EXPECT_EQ(two.materialized, 2 * one.materialized);
+  EXPECT_EQ(wide.logical, one.logical);
+  EXPECT_EQ(wide.materialized, one.materialized);
+  EXPECT_GT(wide.physical, one.physical);
+}
+
+TEST(ByteTrajectory, WorkedFixtureIsValid) {
+  Json doc = test::LoadJson(kFixture);
+  Violations v = ValidateByteTrajectory(doc);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
+TEST(ByteTrajectory, CapacityBelowCommitAndUndeclaredTierAreRejected) {
+  std::vector<OwnedCacheState> over = {{5, 4, {"gpu"}}};
+  EXPECT_FALSE(SnapshotLedger(over, 64, 16, kTiers, 0).ok());
+  std::vector<OwnedCacheState> disk = {{1, 4, {"disk"}}};
+  EXPECT_FALSE(SnapshotLedger(disk, 64, 16, kTiers, 0).ok());
+}
+
+TEST(ByteTrajectory, OverflowIsAnErrorNotAWrap) {
+  std::vector<OwnedCacheState> huge = {{1, uint64_t{1} << 62, {"gpu", "host"}}};
+  auto l = SnapshotLedger(huge, 64, 16, kTiers, 0);
+  EXPECT_FALSE(l.ok());
+}
+
+TEST(ByteTrajectory, SchemaErrorsStopBeforeLedgerChecks) {
+  Json doc = test::LoadJson(kFixture);
+  doc["events"][4].erase("rows");
+  doc["bytes_per_token"] = 128;  // would drift, but the schema gate stops first
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(doc)), std::vector<std::string>{"INPUT_FIELD_MISSING"});
+}
+
+TEST(ByteTrajectory, ReplayStopsAtTheFirstIllegalEvent) {
+  Json doc = test::LoadJson(kFixture);
+  doc["events"][4]["rows"] = 2;  // decode of two rows
+  doc["events"][7]["op"] = "finish";  // would also be illegal later
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(doc)), std::vector<std::string>{"LEDGER_DECODE_NOT_ONE_ROW"});
+}
+
+}  // namespace
+}  // namespace kvc
