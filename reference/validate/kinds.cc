@@ -1,6 +1,8 @@
 // The kind table: one row per validated document kind.
 #include "reference/validate/kinds.h"
 
+#include "reference/handoff/handoff_manifest.h"
+#include "reference/handoff/transfer_protocol.h"
 #include "reference/manifest/manifest.h"
 
 namespace kvc {
@@ -8,6 +10,9 @@ namespace {
 
 const KindEntry kKinds[] = {
     {kManifestKind, "request/cache manifest", "M5.1 0x01", &ValidateManifest, nullptr},
+    {handoff::kHandoffManifestKind, "handoff manifest", "M5.6 0x01A", &handoff::ValidateHandoffManifest, nullptr},
+    {handoff::kTransferProtocolKind, "transfer protocol timeline", "M5.6 0x06", &handoff::ValidateTransferProtocol,
+     nullptr},
 };
 
 }  // namespace
