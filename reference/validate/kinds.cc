@@ -2,7 +2,9 @@
 #include "reference/validate/kinds.h"
 
 #include "reference/handoff/handoff_manifest.h"
+#include "reference/handoff/runtime_release.h"
 #include "reference/handoff/transfer_protocol.h"
+#include "reference/handoff/transfer_trace.h"
 #include "reference/manifest/manifest.h"
 
 namespace kvc {
@@ -12,6 +14,9 @@ const KindEntry kKinds[] = {
     {kManifestKind, "request/cache manifest", "M5.1 0x01", &ValidateManifest, nullptr},
     {handoff::kHandoffManifestKind, "handoff manifest", "M5.6 0x01A", &handoff::ValidateHandoffManifest, nullptr},
     {handoff::kTransferProtocolKind, "transfer protocol timeline", "M5.6 0x06", &handoff::ValidateTransferProtocol,
+     nullptr},
+    {handoff::kTransferTraceKind, "transfer trace", "M5.6 0x0F", &handoff::ValidateTransferTrace, nullptr},
+    {handoff::kRuntimeReleaseKind, "runtime release manifest", "M5.6 0x0FE-0x0FH", &handoff::ValidateRuntimeRelease,
      nullptr},
 };
 
