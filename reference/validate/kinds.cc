@@ -3,6 +3,10 @@
 
 #include "reference/ledger/byte_trajectory.h"
 #include "reference/ledger/sensitivity.h"
+#include "reference/handoff/handoff_manifest.h"
+#include "reference/handoff/runtime_release.h"
+#include "reference/handoff/transfer_protocol.h"
+#include "reference/handoff/transfer_trace.h"
 #include "reference/manifest/manifest.h"
 
 namespace kvc {
@@ -12,6 +16,12 @@ const KindEntry kKinds[] = {
     {kManifestKind, "request/cache manifest", "M5.1 0x01", &ValidateManifest, nullptr},
     {kByteTrajectoryKind, "byte trajectory", "M5.1 0x02", &ValidateByteTrajectory, nullptr},
     {kLedgerSensitivityKind, "ledger sensitivity suite", "M5.1 0x09", &ValidateLedgerSensitivity, nullptr},
+    {handoff::kHandoffManifestKind, "handoff manifest", "M5.6 0x01A", &handoff::ValidateHandoffManifest, nullptr},
+    {handoff::kTransferProtocolKind, "transfer protocol timeline", "M5.6 0x06", &handoff::ValidateTransferProtocol,
+     nullptr},
+    {handoff::kTransferTraceKind, "transfer trace", "M5.6 0x0F", &handoff::ValidateTransferTrace, nullptr},
+    {handoff::kRuntimeReleaseKind, "runtime release manifest", "M5.6 0x0FE-0x0FH", &handoff::ValidateRuntimeRelease,
+     nullptr},
 };
 
 }  // namespace

@@ -80,6 +80,7 @@ void RunSavedWork(const SavedWorkOptions& o) {
 
 }  // namespace
 
+void AddCalcLayerStream(CLI::App* calc);  // calc_layer_stream.cc
 void AddCalcCommand(CLI::App& app) {
   CLI::App* calc = app.add_subcommand("calc", "Exact calculators from the seed's ledgers");
   calc->require_subcommand(1);
@@ -107,6 +108,7 @@ void AddCalcCommand(CLI::App& app) {
   s->add_option("--outputs", sw->outputs, "G: output tokens")->required();
   s->add_option("--format", sw->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   s->callback([sw] { RunSavedWork(*sw); });
+  AddCalcLayerStream(calc);
 }
 
 }  // namespace kvc::cli

@@ -1,0 +1,272 @@
+// validate_handoff_manifest: identity fence, tensor ABI, the three block sets and both ledgers.
+#include "reference/handoff/handoff_manifest.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
+#include "reference/ledger/kv_bytes.h"
+
+namespace kvc::handoff {
+namespace {
+
+const std::vector<std::string> kCoordinates = {"layer", "block", "kv", "head", "token", "head_dim"};
+
+struct BlockSet {
+  std::string name;
+  std::vector<std::string> blocks;
+};
+
+std::string Join(const std::vector<std::string>& xs) {
+  std::string s = "[";
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? "," : "") + xs[i];
+  return s + "]";
+}
+
+std::vector<std::string> ReadStrings(const Json* arr, const std::string& ptr, Violations* v) {
+  std::vector<std::string> out;
+  if (!arr) return out;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    if (!(*arr)[i].is_string()) {
+      v->push_back({ErrorCode::INPUT_FIELD_TYPE, ptr + "/" + std::to_string(i),
+                    "expected a string, got " + std::string(JsonTypeName((*arr)[i]))});
+      continue;
+    }
+    out.push_back((*arr)[i].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::string> TensorAbiSha256(const Json& tensor_abi) { return CanonicalSha256(tensor_abi); }
+
+Violations ValidateHandoffManifest(const Json& doc) {
+  Violations v;
+  FieldReader top(&doc, "", &v);
+  top.Enum("kind", {kHandoffManifestKind});
+  top.OptString("description");
+  top.OptString("seed_ref");
+  top.Enum("publication_state", {"UNPUBLISHED"});
+
+  FieldReader id(top.Object("identity_fence"), "/identity_fence", &v);
+  id.String("tenant");
+  id.String("request_id");
+  id.Uint("generation");
+  id.Uint("attempt");
+  id.Uint("source_worker_epoch");
+  id.Uint("destination_worker_epoch");
+  auto fence_reservation = id.String("reservation_id");
+  id.RejectUnknownFields();
+
+  FieldReader in(top.Object("input"), "/input", &v);
+  auto prompt_digest = in.String("prompt_digest_sha256");
+  auto tok_start = in.Uint("token_start");
+  auto tok_count = in.Uint("token_count", 1);
+  in.RejectUnknownFields();
+
+  FieldReader pl(top.Object("placement"), "/placement", &v);
+  pl.String("prefill_worker");
+  pl.String("decode_worker");
+  pl.String("topology_path");
+  pl.RejectUnknownFields();
+
+  const Json* abi = top.Object("tensor_abi");
+  FieldReader ab(abi, "/tensor_abi", &v);
+  auto layers = ab.Uint("num_layers");
+  auto kv_heads = ab.Uint("kv_heads");
+  auto head_dim = ab.Uint("head_dim");
+  auto block_tokens = ab.Uint("tokens_per_block");
+  FieldReader dt(ab.Object("dtype"), "/tensor_abi/dtype", &v);
+  auto dtype_name = dt.String("name");
+  auto dtype_bytes = dt.Uint("bytes_per_scalar", 0, 64);
+  dt.RejectUnknownFields();
+  auto coords = ReadStrings(ab.Array("coordinates"), "/tensor_abi/coordinates", &v);
+  auto axes = ReadStrings(ab.Array("axis_order"), "/tensor_abi/axis_order", &v);
+  ab.Enum("layout", {"paged_block_major", "layer_major_contiguous"});
+  FieldReader pt(ab.Object("partition"), "/tensor_abi/partition", &v);
+  auto tp_size = pt.Uint("tp_size", 1);
+  auto tp_rank = pt.Uint("tp_rank");
+  auto kv_off = pt.Uint("kv_head_offset");
+  auto kv_total = pt.Uint("kv_heads_total");
+  pt.RejectUnknownFields();
+  ab.RejectUnknownFields();
+  auto abi_digest = top.String("tensor_abi_sha256");
+
+  FieldReader bl(top.Object("blocks"), "/blocks", &v);
+  std::vector<BlockSet> sets;
+  for (const char* k : {"universe", "reusable_at_prefill", "visible_at_decode", "compute_set", "source_state_set",
+                        "transfer_set"})
+    sets.push_back({k, ReadStrings(bl.Array(k), "/blocks/" + std::string(k), &v)});
+  bl.RejectUnknownFields();
+
+  FieldReader rs(top.Object("destination_reservation"), "/destination_reservation", &v);
+  auto res_id = rs.String("reservation_id");
+  auto res_blocks = rs.Uint("blocks");
+  rs.RejectUnknownFields();
+
+  FieldReader ll(top.Object("logical_ledger"), "/logical_ledger", &v);
+  auto l_compute = ll.Uint("compute_blocks");
+  auto l_transfer = ll.Uint("transfer_blocks");
+  auto l_bpb = ll.Uint("bytes_per_block");
+  auto l_bytes = ll.Uint("transfer_logical_bytes");
+  ll.RejectUnknownFields();
+
+  FieldReader ph(top.Object("physical_ledger"), "/physical_ledger", &v);
+  std::map<std::string, uint64_t> phys;
+  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes", "checksum_bytes", "retry_bytes",
+                        "framing_bytes", "total_bytes"})
+    if (auto x = ph.Uint(k)) phys[k] = *x;
+  ph.RejectUnknownFields();
+  top.RejectUnknownFields();
+  if (!v.empty()) return v;
+
+  // 2. Well-formedness.
+  if (!IsSha256Hex(*prompt_digest))
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/input/prompt_digest_sha256", "expected a 64-character lowercase hex SHA-256"});
+  bool digest_decl_ok = IsSha256Hex(*abi_digest);
+  if (!digest_decl_ok)
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/tensor_abi_sha256", "expected a 64-character lowercase hex SHA-256"});
+  size_t before_abi = v.size();
+  auto abi_bad = [&](std::string ptr, std::string msg) { v.push_back({ErrorCode::HANDOFF_ABI_INVALID, std::move(ptr), std::move(msg)}); };
+  for (auto [k, x] : {std::pair{"num_layers", *layers}, std::pair{"kv_heads", *kv_heads}, std::pair{"head_dim", *head_dim},
+                      std::pair{"tokens_per_block", *block_tokens}})
+    if (x == 0) abi_bad("/tensor_abi/" + std::string(k), std::string(k) + " must be positive");
+  auto width = DtypeBytes(*dtype_name);
+  if (!width || *width != *dtype_bytes)
+    abi_bad("/tensor_abi/dtype/bytes_per_scalar", "dtype \"" + *dtype_name + "\" has " +
+                                                      (width ? std::to_string(*width) : std::string("an unknown")) +
+                                                      " bytes per scalar, ABI declares " + std::to_string(*dtype_bytes));
+  if (coords != kCoordinates)
+    abi_bad("/tensor_abi/coordinates", "expected the coordinates " + Join(kCoordinates) + ", got " + Join(coords));
+  {
+    auto a = axes, c = kCoordinates;
+    std::sort(a.begin(), a.end());
+    std::sort(c.begin(), c.end());
+    if (a != c) abi_bad("/tensor_abi/axis_order", "axis_order " + Join(axes) + " is not a permutation of " + Join(kCoordinates));
+  }
+  auto total = CheckedMul(*kv_heads, *tp_size);
+  auto off = CheckedMul(*tp_rank, *kv_heads);
+  if (*tp_rank >= *tp_size || !total || *total != *kv_total || !off || *off != *kv_off)
+    abi_bad("/tensor_abi/partition", "expected kv_heads * tp_size == kv_heads_total, tp_rank < tp_size and "
+                                     "kv_head_offset == tp_rank * kv_heads");
+  bool abi_ok = v.size() == before_abi;
+
+  std::set<std::string> universe;
+  bool blocks_ok = true;
+  for (const auto& s : sets) {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < s.blocks.size(); ++i) {
+      const std::string& b = s.blocks[i];
+      bool unknown = s.name != "universe" && !universe.count(b);
+      if (!seen.insert(b).second || unknown) {
+        v.push_back({ErrorCode::HANDOFF_BLOCK_UNKNOWN, "/blocks/" + s.name + "/" + std::to_string(i),
+                     "block \"" + b + "\" is " + (unknown ? "not in the prompt universe U" : "listed twice")});
+        blocks_ok = false;
+      }
+    }
+    if (s.name == "universe") universe = seen;
+  }
+
+  // 3. ABI digest.
+  bool abi_digest_ok = false;
+  if (abi_ok && digest_decl_ok) {
+    auto want = TensorAbiSha256(*abi);
+    if (!want.ok()) {
+      v.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/tensor_abi", want.status().message()});
+    } else if (*want != *abi_digest) {
+      v.push_back({ErrorCode::HANDOFF_ABI_DIGEST_MISMATCH, "/tensor_abi_sha256",
+                   "SHA256(JCS(tensor_abi)) is " + *want + " but the manifest declares " + *abi_digest});
+    } else {
+      abi_digest_ok = true;
+    }
+  }
+
+  // 4. Set algebra, in the order of U's listing.
+  bool transfer_ok = false;
+  if (blocks_ok) {
+    auto as_set = [&](size_t i) { return std::set<std::string>(sets[i].blocks.begin(), sets[i].blocks.end()); };
+    std::set<std::string> R = as_set(1), V = as_set(2);
+    std::vector<std::string> C, S, X;
+    for (const auto& b : sets[0].blocks) {
+      if (!R.count(b)) C.push_back(b);
+      S.push_back(b);  // R_P u C_P = U
+      if (!V.count(b)) X.push_back(b);
+    }
+    auto same = [&](size_t i, const std::vector<std::string>& want) {
+      std::set<std::string> w(want.begin(), want.end());
+      return as_set(i) == w;
+    };
+    if (!same(3, C))
+      v.push_back({ErrorCode::HANDOFF_COMPUTE_SET_MISMATCH, "/blocks/compute_set",
+                   "C_P = U \\ R_P = " + Join(C) + ", manifest declares " + Join(sets[3].blocks)});
+    if (!same(4, S))
+      v.push_back({ErrorCode::HANDOFF_SOURCE_SET_MISMATCH, "/blocks/source_state_set",
+                   "S_P = R_P u C_P = U = " + Join(S) + ", manifest declares " + Join(sets[4].blocks)});
+    if (!same(5, X))
+      v.push_back({ErrorCode::HANDOFF_TRANSFER_SET_MISMATCH, "/blocks/transfer_set",
+                   "X = U \\ V_D = " + Join(X) + ", manifest declares " + Join(sets[5].blocks)});
+    else
+      transfer_ok = true;
+    if (!same(3, C)) {
+    } else if (*l_compute != C.size()) {
+      v.push_back({ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH, "/logical_ledger/compute_blocks",
+                   "|C_P| = " + std::to_string(C.size()) + ", ledger declares " + std::to_string(*l_compute)});
+    }
+    // The token interval must be exactly |U| blocks.
+    if (abi_ok) {
+      auto span = CheckedMul(universe.size(), *block_tokens);
+      if (!span || *span != *tok_count)
+        v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/input/token_count",
+                     "token_count " + std::to_string(*tok_count) + " is not |U| * tokens_per_block = " +
+                         std::to_string(universe.size()) + " * " + std::to_string(*block_tokens)});
+    }
+    // 5. Reservation: the destination holds the complete prompt K/V.
+    if (*res_blocks < universe.size())
+      v.push_back({ErrorCode::HANDOFF_RESERVATION_TOO_SMALL, "/destination_reservation/blocks",
+                   "the reservation holds " + std::to_string(*res_blocks) + " blocks; the complete prompt needs |U| = " +
+                       std::to_string(universe.size())});
+  }
+  (void)tok_start;
+  if (*res_id != *fence_reservation)
+    v.push_back({ErrorCode::HANDOFF_IDENTITY_MISMATCH, "/destination_reservation/reservation_id",
+                 "reservation \"" + *res_id + "\" is not the identity fence's \"" + *fence_reservation + "\""});
+
+  // 6. Ledgers.
+  if (abi_ok && abi_digest_ok && transfer_ok) {
+    auto bpb = CheckedProduct({*block_tokens, *layers, 2, *kv_heads, *head_dim, *dtype_bytes});
+    auto m = bpb ? CheckedMul(sets[5].blocks.size(), *bpb) : std::nullopt;
+    if (!bpb || !m) {
+      v.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/tensor_abi", "B_block * L * 2 * H_kv * d_h * b overflows 64 bits"});
+    } else {
+      auto chk = [&](const char* key, uint64_t declared, uint64_t want, const std::string& formula) {
+        if (declared != want)
+          v.push_back({ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH, std::string("/logical_ledger/") + key,
+                       formula + " = " + std::to_string(want) + ", ledger declares " + std::to_string(declared)});
+      };
+      chk("transfer_blocks", *l_transfer, sets[5].blocks.size(), "|X|");
+      chk("bytes_per_block", *l_bpb, *bpb, "B_block * L * 2 * H_kv * d_h * b");
+      chk("transfer_logical_bytes", *l_bytes, *m, "|X| * B_block * L * 2 * H_kv * d_h * b");
+      if (phys["logical_payload_bytes"] != *m)
+        v.push_back({ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/logical_payload_bytes",
+                     "the physical ledger's logical payload must equal the logical transfer bytes " + std::to_string(*m) +
+                         " (physical terms belong in their own rows), got " + std::to_string(phys["logical_payload_bytes"])});
+    }
+  }
+  uint64_t sum = 0;
+  bool sum_ok = true;
+  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes", "checksum_bytes", "retry_bytes", "framing_bytes"}) {
+    auto s = CheckedAdd(sum, phys[k]);
+    if (!s) sum_ok = false;
+    else sum = *s;
+  }
+  if (!sum_ok || sum != phys["total_bytes"])
+    v.push_back({ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/total_bytes",
+                 "total_bytes must be payload + padding + descriptors + checksums + retries + framing = " +
+                     (sum_ok ? std::to_string(sum) : std::string("overflow")) + ", got " + std::to_string(phys["total_bytes"])});
+  return v;
+}
+
+}  // namespace kvc::handoff

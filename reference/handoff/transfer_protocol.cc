@@ -1,0 +1,257 @@
+// Replay of a transfer-protocol fixture through the TransferTxn state machines.
+#include "reference/handoff/transfer_protocol.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
+#include "reference/handoff/transfer_txn.h"
+
+namespace kvc::handoff {
+namespace {
+
+constexpr const char* kSha = "a 64-character lowercase hex SHA-256";
+
+struct Event {
+  uint64_t t = 0;
+  std::string type, chunk, checksum, reason;
+  uint64_t generation = 0;
+};
+
+struct Doc {
+  TransferPlan plan;
+  TransferIdentity expected;
+  std::string expected_abi;
+  uint64_t credit_capacity = 0, pool_blocks = 0, directory_generation = 0;
+  bool has_directory_generation = false;
+  std::vector<uint64_t> ready;
+  std::vector<Event> events;
+  const Json* declared = nullptr;
+};
+
+void ReadIdentity(FieldReader r, TransferIdentity* id) {
+  if (auto s = r.String("tenant")) id->tenant = *s;
+  if (auto s = r.String("request_id")) id->request_id = *s;
+  if (auto x = r.Uint("generation")) id->generation = *x;
+  if (auto x = r.Uint("attempt")) id->attempt = *x;
+  if (auto x = r.Uint("source_worker_epoch")) id->source_worker_epoch = *x;
+  if (auto x = r.Uint("destination_worker_epoch")) id->destination_worker_epoch = *x;
+  if (auto s = r.String("reservation_id")) id->reservation_id = *s;
+  r.RejectUnknownFields();
+}
+
+bool Read(const Json& doc, Doc* d, Violations* v) {
+  size_t before = v->size();
+  FieldReader top(&doc, "", v);
+  top.Enum("kind", {kTransferProtocolKind});
+  top.OptString("description");
+  top.OptString("seed_ref");
+  if (auto s = top.String("transfer_id")) d->plan.transfer_id = *s;
+  ReadIdentity(FieldReader(top.Object("identity"), "/identity", v), &d->plan.identity);
+  ReadIdentity(FieldReader(top.Object("expected_identity"), "/expected_identity", v), &d->expected);
+  if (auto s = top.String("tensor_abi_sha256")) d->plan.tensor_abi_sha256 = *s;
+  if (auto s = top.String("expected_tensor_abi_sha256")) d->expected_abi = *s;
+  FieldReader g(top.Object("geometry"), "/geometry", v);
+  uint64_t kv_heads = 0, head_dim = 0, b = 0;
+  if (auto x = g.Uint("num_layers", 1)) d->plan.num_layers = *x;
+  if (auto x = g.Uint("token_start")) d->plan.token_start = *x;
+  if (auto x = g.Uint("token_count", 1)) d->plan.token_count = *x;
+  if (auto x = g.Uint("kv_heads", 1)) kv_heads = *x;
+  if (auto x = g.Uint("head_dim", 1)) head_dim = *x;
+  if (auto x = g.Uint("bytes_per_scalar", 1, 64)) b = *x;
+  g.RejectUnknownFields();
+  if (auto p = CheckedProduct({2, kv_heads, head_dim, b})) d->plan.bytes_per_token_layer = *p;
+  else v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/geometry", "2 * H_kv * d_h * b overflows 64 bits"});
+  if (auto x = top.Uint("credit_capacity_bytes")) d->credit_capacity = *x;
+  FieldReader dst(top.Object("destination"), "/destination", v);
+  if (auto x = dst.Uint("pool_blocks")) d->pool_blocks = *x;
+  if (auto x = dst.Uint("reserved_blocks")) d->plan.reserved_blocks = *x;
+  if (dst.Has("superseded_generation")) {
+    if (auto x = dst.Uint("superseded_generation")) {
+      d->directory_generation = *x;
+      d->has_directory_generation = true;
+    }
+  }
+  dst.RejectUnknownFields();
+  if (const Json* r = top.Array("producer_ready_ms"))
+    if (auto xs = FieldReader::UintArray(*r, "/producer_ready_ms", v)) d->ready = *xs;
+  if (const Json* cs = top.Array("chunks")) {
+    for (size_t i = 0; i < cs->size(); ++i) {
+      FieldReader c(&(*cs)[i], "/chunks/" + std::to_string(i), v);
+      ChunkSpec s;
+      if (auto x = c.String("chunk_id")) s.chunk_id = *x;
+      if (auto x = c.Uint("layer")) s.layer = *x;
+      if (auto x = c.Uint("token_start")) s.token_start = *x;
+      if (auto x = c.Uint("token_count", 1)) s.token_count = *x;
+      if (auto x = c.Uint("bytes", 1)) s.bytes = *x;
+      if (auto x = c.String("checksum")) s.checksum = *x;
+      c.RejectUnknownFields();
+      d->plan.chunks.push_back(std::move(s));
+    }
+  }
+  if (const Json* es = top.Array("events")) {
+    for (size_t i = 0; i < es->size(); ++i) {
+      FieldReader e(&(*es)[i], "/events/" + std::to_string(i), v);
+      Event ev;
+      if (auto x = e.Uint("t_ms")) ev.t = *x;
+      auto type = e.Enum("event", {"reserve", "credit_acquire", "send", "receive", "device_visible", "validate",
+                                   "publish", "decode_admit", "source_release_ack", "abort"});
+      if (type) {
+        ev.type = *type;
+        if (ev.type == "credit_acquire" || ev.type == "send" || ev.type == "receive" || ev.type == "device_visible")
+          if (auto x = e.String("chunk")) ev.chunk = *x;
+        if (ev.type == "receive")
+          if (auto x = e.String("checksum")) ev.checksum = *x;
+        if (ev.type == "decode_admit" || ev.type == "source_release_ack")
+          if (auto x = e.Uint("generation")) ev.generation = *x;
+        if (ev.type == "abort")
+          if (auto x = e.String("reason")) ev.reason = *x;
+      }
+      e.RejectUnknownFields();
+      d->events.push_back(std::move(ev));
+    }
+  }
+  d->declared = top.Object("declared");
+  if (d->declared) {
+    FieldReader dr(d->declared, "/declared", v);
+    for (const char* k : {"last_layer_ready_ms", "all_device_visible_ms", "validated_ms", "published_ms",
+                          "max_inflight_bytes", "logical_bytes"})
+      dr.Uint(k);
+    dr.Enum("final_state", {"PUBLISHED", "ABORTED"});
+    dr.RejectUnknownFields();
+  }
+  top.RejectUnknownFields();
+  return v->size() == before;
+}
+
+}  // namespace
+
+Violations ValidateTransferProtocol(const Json& doc) {
+  Violations v;
+  Doc d;
+  if (!Read(doc, &d, &v)) return v;
+
+  // 2. Digest formats.
+  auto fmt = [&](const std::string& ptr, const std::string& s) {
+    if (!IsSha256Hex(s)) v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr, "expected " + std::string(kSha) + ", got \"" + s + "\""});
+  };
+  fmt("/tensor_abi_sha256", d.plan.tensor_abi_sha256);
+  fmt("/expected_tensor_abi_sha256", d.expected_abi);
+  for (size_t i = 0; i < d.plan.chunks.size(); ++i) fmt("/chunks/" + std::to_string(i) + "/checksum", d.plan.chunks[i].checksum);
+  for (size_t i = 0; i < d.events.size(); ++i)
+    if (d.events[i].type == "receive") fmt("/events/" + std::to_string(i) + "/checksum", d.events[i].checksum);
+  if (!v.empty()) return v;
+
+  // 3. Static plan.
+  for (const auto& issue : CheckPlan(d.plan))
+    v.push_back({issue.code, issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index) : "/chunks",
+                 issue.message});
+  if (d.ready.size() != d.plan.num_layers)
+    v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",
+                 "expected one producer-ready time per layer (" + std::to_string(d.plan.num_layers) + "), got " +
+                     std::to_string(d.ready.size())});
+  uint64_t largest = 0;
+  for (const auto& c : d.plan.chunks) largest = std::max(largest, c.bytes);
+  if (d.credit_capacity < largest)
+    v.push_back({ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL, "/credit_capacity_bytes",
+                 "credit window " + std::to_string(d.credit_capacity) + " B is below the largest chunk (" +
+                     std::to_string(largest) + " B); no chunk could ever be sent"});
+  if (!v.empty()) return v;
+
+  // 4. Replay.
+  ByteCreditWindow credits(d.credit_capacity);
+  DestinationBlockPool pool(d.pool_blocks);
+  DecodeDirectory directory;
+  if (d.has_directory_generation) directory.SetCurrentGeneration(d.plan.identity.request_id, d.directory_generation);
+  auto txn_or = TransferTxn::Create(d.plan, &credits, &pool, &directory);
+  if (!txn_or.ok()) {
+    v.push_back({txn_or.status().error(), "/chunks", txn_or.status().message()});
+    return v;
+  }
+  TransferTxn& txn = *txn_or;
+  std::map<std::string, uint64_t> layer_of;
+  for (const auto& c : d.plan.chunks) layer_of[c.chunk_id] = c.layer;
+  std::optional<PublishedHandle> handle;
+  std::optional<uint64_t> validated_at, published_at;
+  uint64_t last_visible = 0, prev_t = 0;
+  for (size_t i = 0; i < d.events.size(); ++i) {
+    const Event& e = d.events[i];
+    std::string ptr = "/events/" + std::to_string(i);
+    if (e.t < prev_t) {
+      v.push_back({ErrorCode::HANDOFF_EVENT_TIME_REGRESSION, ptr + "/t_ms",
+                   "event at " + std::to_string(e.t) + " ms follows one at " + std::to_string(prev_t) + " ms"});
+      return v;
+    }
+    prev_t = e.t;
+    Status s;
+    if (e.type == "reserve") {
+      s = txn.Reserve();
+    } else if (e.type == "credit_acquire") {
+      s = txn.AcquireCredit(e.chunk);
+    } else if (e.type == "send") {
+      auto it = layer_of.find(e.chunk);
+      s = txn.Send(e.chunk, e.t, it == layer_of.end() ? 0 : d.ready[it->second]);
+    } else if (e.type == "receive") {
+      s = txn.Receive(e.chunk, e.checksum);
+    } else if (e.type == "device_visible") {
+      s = txn.MarkDeviceVisible(e.chunk);
+      if (s.ok()) last_visible = std::max(last_visible, e.t);
+    } else if (e.type == "validate") {
+      s = txn.Validate(d.expected, d.expected_abi);
+      if (s.ok()) validated_at = e.t;
+    } else if (e.type == "publish") {
+      auto h = txn.Publish();
+      s = h.status();
+      if (h.ok()) {
+        handle = *h;
+        published_at = e.t;
+      }
+    } else if (e.type == "decode_admit") {
+      // The admitted handle is the directory's entry for (request, generation named here).
+      PublishedHandle want = handle.value_or(PublishedHandle{});
+      want.request_id = d.plan.identity.request_id;
+      want.generation = e.generation;
+      if (!handle) want.transfer_id = d.plan.transfer_id;
+      s = txn.AdmitDecode(want);
+    } else if (e.type == "source_release_ack") {
+      s = txn.AcknowledgeSourceRelease(e.generation);
+    } else if (e.type == "abort") {
+      s = txn.Abort(e.reason);
+    }
+    if (!s.ok()) {
+      ErrorCode c = s.error() == ErrorCode::kNone ? ErrorCode::HANDOFF_TXN_TRANSITION_INVALID : s.error();
+      v.push_back({c, ptr, "t=" + std::to_string(e.t) + " ms " + e.type + ": " + s.message()});
+      return v;
+    }
+  }
+
+  // 5. Declared results against the replay.
+  uint64_t logical = 0;
+  for (const auto& c : d.plan.chunks) logical += c.bytes;  // each bounded by CheckPlan's checked product
+  const Json& dec = *d.declared;
+  auto check = [&](const char* key, std::optional<uint64_t> computed, const char* what) {
+    uint64_t declared = dec.at(key).get<uint64_t>();
+    if (!computed || *computed != declared)
+      v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, std::string("/declared/") + key,
+                   std::string(what) + " recomputed by replay is " + (computed ? std::to_string(*computed) : "absent") +
+                       ", fixture declares " + std::to_string(declared)});
+  };
+  check("last_layer_ready_ms", d.ready.back(), "the last layer's producer-ready time");
+  check("all_device_visible_ms", last_visible, "the time every chunk was DEVICE_VISIBLE");
+  check("validated_ms", validated_at, "the validation time");
+  check("published_ms", published_at, "the publication time");
+  check("max_inflight_bytes", credits.high_water(), "the peak in-flight credit");
+  check("logical_bytes", logical, "the logical K/V bytes (sum of chunk bytes)");
+  std::string final_state(TxnStateName(txn.state()));
+  if (dec.at("final_state").get<std::string>() != final_state)
+    v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, "/declared/final_state",
+                 "replay ends in " + final_state + ", fixture declares " + dec.at("final_state").get<std::string>()});
+  if (txn.state() == TxnState::kAborted && (credits.in_flight() != 0 || pool.unpublished() != 0))
+    v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, "/events",
+                 "abort left " + std::to_string(credits.in_flight()) + " B of credit and " +
+                     std::to_string(pool.unpublished()) + " unpublished blocks held"});
+  return v;
+}
+
+}  // namespace kvc::handoff

@@ -1,0 +1,26 @@
+// Document kind "kvconform.transfer_protocol/1": a handoff transaction plan plus its event
+// timeline, checked by replaying every event through TransferTxn (M5.6 0x06A-0x06E).
+//
+// Gating (a one-field mutation raises its root-cause code only):
+//   1 schema (INPUT_*); 2 digest/checksum formats; 3 the static plan (CheckPlan, credit
+//   window >= largest chunk); 4 replay in timeline order, stopping at the first breached
+//   rule (the transaction would abort there; later events are not judged against a dead
+//   transaction); 5 the declared results (ready, visible, validated, published times, peak
+//   in-flight bytes, logical bytes, final state) against the values the replay computed.
+// Events: reserve, credit_acquire, send, receive(checksum), device_visible, validate,
+// publish, decode_admit(generation), source_release_ack(generation), abort(reason).
+#ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
+#define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
+
+#include "reference/base/strict_json.h"
+#include "reference/validate/violation.h"
+
+namespace kvc::handoff {
+
+inline constexpr const char* kTransferProtocolKind = "kvconform.transfer_protocol/1";
+
+Violations ValidateTransferProtocol(const Json& doc);
+
+}  // namespace kvc::handoff
+
+#endif  // KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_

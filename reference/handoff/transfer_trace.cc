@@ -1,0 +1,236 @@
+// The M5.6 0x0F transfer-trace analyzer: identity, ordering, bytes, wall/overlap/exposed.
+#include "reference/handoff/transfer_trace.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "reference/base/checked_math.h"
+#include "reference/handoff/schedule.h"
+
+namespace kvc::handoff {
+namespace {
+
+struct Ev {
+  std::string phase, result, transfer_id;
+  uint64_t generation = 0, start = 0, end = 0, bytes = 0;
+  std::optional<uint64_t> layer;
+};
+
+struct Trace {
+  std::string transfer_id;
+  uint64_t generation = 0, payload = 0, decode_ready = 0;
+  std::map<uint64_t, uint64_t> layer_bytes;
+  std::vector<Ev> events;
+};
+
+bool Read(const Json& doc, Trace* t, Violations* v) {
+  size_t before = v->size();
+  FieldReader top(&doc, "", v);
+  top.Enum("kind", {kTransferTraceKind});
+  top.OptString("description");
+  top.OptString("seed_ref");
+  top.String("link");
+  FieldReader tx(top.Object("transaction"), "/transaction", v);
+  if (auto s = tx.String("transfer_id")) t->transfer_id = *s;
+  if (auto x = tx.Uint("generation")) t->generation = *x;
+  tx.RejectUnknownFields();
+  if (auto x = top.Uint("payload_bytes")) t->payload = *x;
+  if (auto x = top.Uint("decode_ready_us")) t->decode_ready = *x;
+  if (const Json* ls = top.Array("layers")) {
+    for (size_t i = 0; i < ls->size(); ++i) {
+      FieldReader l(&(*ls)[i], "/layers/" + std::to_string(i), v);
+      auto id = l.Uint("layer");
+      auto b = l.Uint("bytes", 1);
+      l.RejectUnknownFields();
+      if (id && b && !t->layer_bytes.emplace(*id, *b).second)
+        v->push_back({ErrorCode::INPUT_VALUE_INVALID, "/layers/" + std::to_string(i), "layer declared twice"});
+    }
+  }
+  if (const Json* es = top.Array("events")) {
+    for (size_t i = 0; i < es->size(); ++i) {
+      FieldReader e(&(*es)[i], "/events/" + std::to_string(i), v);
+      Ev ev;
+      if (auto s = e.Enum("phase", {"registration", "gather", "network", "device_copy", "visibility", "publication"}))
+        ev.phase = *s;
+      if (auto s = e.String("transfer_id")) ev.transfer_id = *s;
+      if (auto x = e.Uint("generation")) ev.generation = *x;
+      if (ev.phase == "visibility") {
+        if (auto x = e.Uint("at_us")) ev.start = ev.end = *x;
+      } else {
+        if (auto x = e.Uint("start_us")) ev.start = *x;
+        if (auto x = e.Uint("end_us")) ev.end = *x;
+      }
+      if (ev.phase != "registration" && ev.phase != "publication") {
+        if (auto x = e.Uint("layer")) ev.layer = *x;
+      }
+      if (ev.phase == "gather" || ev.phase == "network" || ev.phase == "device_copy")
+        if (auto x = e.Uint("bytes")) ev.bytes = *x;
+      if (ev.phase == "network") {
+        e.Uint("attempt", 1);
+        if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
+      } else if (ev.phase == "publication") {
+        if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
+      } else {
+        ev.result = "ok";
+      }
+      e.RejectUnknownFields();
+      t->events.push_back(std::move(ev));
+    }
+  }
+  FieldReader d(top.Object("declared"), "/declared", v);
+  for (const char* k : {"wall_us", "overlapped_us", "exposed_us", "retries", "transferred_bytes"}) d.Uint(k);
+  d.RejectUnknownFields();
+  top.RejectUnknownFields();
+  return v->size() == before;
+}
+
+// Checks 2-3; returns the summary when the trace is sound.
+std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
+  size_t before = v->size();
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Ev& e = t.events[i];
+    std::string ptr = "/events/" + std::to_string(i);
+    if (e.transfer_id != t.transfer_id || e.generation != t.generation)
+      v->push_back({ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, ptr,
+                    e.phase + " event carries " + e.transfer_id + "@" + std::to_string(e.generation) +
+                        ", the transaction is " + t.transfer_id + "@" + std::to_string(t.generation)});
+    if (e.end < e.start)
+      v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/end_us",
+                    e.phase + " ends at " + std::to_string(e.end) + " us before it starts at " + std::to_string(e.start)});
+    if (e.layer && !t.layer_bytes.count(*e.layer))
+      v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/layer",
+                    "layer " + std::to_string(*e.layer) + " is not a declared layer"});
+  }
+  if (v->size() != before) return std::nullopt;
+
+  // Ordering: per layer, earliest end of an ok network attempt and of a device copy.
+  std::map<uint64_t, uint64_t> net_done, copy_done, visible, net_bytes;
+  for (const Ev& e : t.events) {
+    if (!e.layer) continue;
+    if (e.phase == "network" && e.result == "ok") {
+      net_done[*e.layer] = net_done.count(*e.layer) ? std::min(net_done[*e.layer], e.end) : e.end;
+      auto sum = CheckedAdd(net_bytes[*e.layer], e.bytes);
+      if (!sum) {
+        v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "layer bytes overflow 64 bits"});
+        return std::nullopt;
+      }
+      net_bytes[*e.layer] = *sum;
+    }
+    if (e.phase == "device_copy") copy_done[*e.layer] = copy_done.count(*e.layer) ? std::min(copy_done[*e.layer], e.end) : e.end;
+  }
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Ev& e = t.events[i];
+    if (e.phase != "visibility") continue;
+    uint64_t l = *e.layer;
+    bool copied = net_done.count(l) && copy_done.count(l) && net_done[l] <= e.start && copy_done[l] <= e.start;
+    if (!copied)
+      v->push_back({ErrorCode::HANDOFF_TRACE_VISIBLE_BEFORE_COPY, "/events/" + std::to_string(i),
+                    "layer " + std::to_string(l) + " is visible at " + std::to_string(e.start) +
+                        " us without a completed successful network attempt and device copy"});
+    // A premature visibility is still the layer's visibility event: its prematurity is the
+    // root cause reported above, not a missing event.
+    if (!visible.count(l) || e.start < visible[l]) visible[l] = e.start;
+  }
+  std::vector<size_t> pubs;
+  for (size_t i = 0; i < t.events.size(); ++i)
+    if (t.events[i].phase == "publication" && t.events[i].result == "ok") pubs.push_back(i);
+  if (pubs.size() != 1) {
+    v->push_back({ErrorCode::HANDOFF_TRACE_PUBLICATION_COUNT, "/events",
+                  "expected exactly one successful publication, found " + std::to_string(pubs.size())});
+  } else {
+    const Ev& p = t.events[pubs[0]];
+    for (const auto& [l, bytes] : t.layer_bytes)
+      if (!visible.count(l) || visible[l] > p.start)
+        v->push_back({ErrorCode::HANDOFF_TRACE_VISIBILITY_MISSING, "/events/" + std::to_string(pubs[0]),
+                      "publication at " + std::to_string(p.start) + " us but layer " + std::to_string(l) +
+                          " has no successful visibility event before it"});
+  }
+  uint64_t layer_sum = 0;
+  for (const auto& [l, bytes] : t.layer_bytes) {
+    auto sum = CheckedAdd(layer_sum, bytes);
+    if (!sum) {
+      v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/layers", "layer bytes overflow 64 bits"});
+      return std::nullopt;
+    }
+    layer_sum = *sum;
+    if (net_bytes[l] != bytes)
+      v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, "/layers",
+                    "layer " + std::to_string(l) + " moved " + std::to_string(net_bytes[l]) +
+                        " B in successful network attempts, expected " + std::to_string(bytes)});
+  }
+  if (layer_sum != t.payload)
+    v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, "/payload_bytes",
+                  "layers sum to " + std::to_string(layer_sum) + " B, payload_bytes declares " + std::to_string(t.payload)});
+  if (v->size() != before || t.events.empty()) return std::nullopt;
+
+  TraceSummary s;
+  uint64_t lo = UINT64_MAX, hi = 0, pub_end = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> iv;
+  for (const Ev& e : t.events) {
+    lo = std::min(lo, e.start);
+    hi = std::max(hi, e.end);
+    if (e.phase == "publication" && e.result == "ok") pub_end = e.end;
+    if (e.phase == "network" && e.result == "failed") ++s.retries;
+    if (e.phase == "network" && e.result == "ok") s.transferred_bytes += e.bytes;  // == sum of net_bytes (checked)
+    if (e.phase == "visibility") continue;
+    auto work = CheckedAdd(s.work, e.end - e.start);
+    if (!work) {
+      v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "summed phase work overflows 64 bits"});
+      return std::nullopt;
+    }
+    s.work = *work;
+    iv.push_back({e.start, e.end});
+  }
+  std::sort(iv.begin(), iv.end());
+  uint64_t cur_s = 0, cur_e = 0;
+  bool open = false;
+  for (auto [a, b] : iv) {
+    if (open && a <= cur_e) {
+      cur_e = std::max(cur_e, b);
+      continue;
+    }
+    if (open) s.busy += cur_e - cur_s;
+    cur_s = a;
+    cur_e = b;
+    open = true;
+  }
+  if (open) s.busy += cur_e - cur_s;
+  s.wall = hi - lo;
+  s.overlapped = s.work - s.busy;  // busy <= work: the union never exceeds the sum
+  s.exposed = ExposedStall(pub_end, t.decode_ready);
+  return s;
+}
+
+}  // namespace
+
+std::optional<TraceSummary> AnalyzeTransferTrace(const Json& doc) {
+  Violations v;
+  Trace t;
+  if (!Read(doc, &t, &v)) return std::nullopt;
+  return Check(t, &v);
+}
+
+Violations ValidateTransferTrace(const Json& doc) {
+  Violations v;
+  Trace t;
+  if (!Read(doc, &t, &v)) return v;
+  auto s = Check(t, &v);
+  if (!s) return v;
+  const Json& d = doc.at("declared");
+  auto cmp = [&](const char* key, uint64_t computed, const char* what) {
+    uint64_t declared = d.at(key).get<uint64_t>();
+    if (declared != computed)
+      v.push_back({ErrorCode::HANDOFF_TRACE_SUMMARY_MISMATCH, std::string("/declared/") + key,
+                   std::string(what) + " recomputed from the trace is " + std::to_string(computed) +
+                       ", the trace declares " + std::to_string(declared)});
+  };
+  cmp("wall_us", s->wall, "wall time max(end) - min(start)");
+  cmp("overlapped_us", s->overlapped, "overlapped work (sum of durations - busy union)");
+  cmp("exposed_us", s->exposed, "exposed stall max(0, t_publish_end - t_decode_ready)");
+  cmp("retries", s->retries, "failed network attempts");
+  cmp("transferred_bytes", s->transferred_bytes, "bytes moved by successful network attempts");
+  return v;
+}
+
+}  // namespace kvc::handoff

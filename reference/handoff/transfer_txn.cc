@@ -1,0 +1,352 @@
+// TransferTxn: the request and chunk state machines of the M5.6 handoff transaction.
+#include "reference/handoff/transfer_txn.h"
+
+#include <algorithm>
+#include <set>
+
+#include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
+
+namespace kvc::handoff {
+namespace {
+
+Status Breach(ErrorCode c, std::string m) { return ViolationStatus(c, std::move(m)); }
+
+}  // namespace
+
+std::string_view TxnStateName(TxnState s) {
+  switch (s) {
+    case TxnState::kPlanned: return "PLANNED";
+    case TxnState::kReserved: return "RESERVED";
+    case TxnState::kTransferring: return "TRANSFERRING";
+    case TxnState::kValidated: return "VALIDATED";
+    case TxnState::kPublished: return "PUBLISHED";
+    case TxnState::kAborted: return "ABORTED";
+  }
+  return "?";
+}
+
+std::string_view ChunkStateName(ChunkState s) {
+  switch (s) {
+    case ChunkState::kDeclared: return "DECLARED";
+    case ChunkState::kCreditAcquired: return "CREDIT_ACQUIRED";
+    case ChunkState::kSent: return "SENT";
+    case ChunkState::kReceived: return "RECEIVED";
+    case ChunkState::kDeviceVisible: return "DEVICE_VISIBLE";
+  }
+  return "?";
+}
+
+std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
+  std::vector<PlanIssue> out;
+  std::set<std::string> ids;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ChunkSpec& c = plan.chunks[i];
+    if (!ids.insert(c.chunk_id).second)
+      out.push_back({ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE, static_cast<int64_t>(i),
+                     "chunk id \"" + c.chunk_id + "\" is declared twice"});
+    auto want = CheckedMul(c.token_count, plan.bytes_per_token_layer);
+    if (!want)
+      out.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, static_cast<int64_t>(i),
+                     "token_count * bytes_per_token_layer overflows 64 bits"});
+    else if (*want != c.bytes)
+      out.push_back({ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, static_cast<int64_t>(i),
+                     "chunk \"" + c.chunk_id + "\" declares " + std::to_string(c.bytes) + " B but " +
+                         std::to_string(c.token_count) + " tokens * " +
+                         std::to_string(plan.bytes_per_token_layer) + " B (2 * H_kv * d_h * b) = " +
+                         std::to_string(*want) + " B"});
+  }
+  // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
+  auto end = CheckedAdd(plan.token_start, plan.token_count);
+  std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ChunkSpec& c = plan.chunks[i];
+    auto c_end = CheckedAdd(c.token_start, c.token_count);
+    if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end || !end || c.token_start < plan.token_start ||
+        *c_end > *end) {
+      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
+                     "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ", tokens " +
+                         std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
+                         ") lies outside layers [0," + std::to_string(plan.num_layers) + ") x tokens [" +
+                         std::to_string(plan.token_start) + "," + (end ? std::to_string(*end) : "?") + ")"});
+      continue;
+    }
+    per_layer[c.layer].push_back({c.token_start, *c_end});
+  }
+  bool bounds_ok = out.empty() || out.back().code != ErrorCode::HANDOFF_COVERAGE_MISMATCH;
+  if (bounds_ok && end) {
+    for (uint64_t l = 0; l < plan.num_layers; ++l) {
+      auto& iv = per_layer[l];
+      std::sort(iv.begin(), iv.end());
+      uint64_t at = plan.token_start;
+      std::string problem;
+      for (auto [s, e] : iv) {
+        if (s != at) {
+          problem = s < at ? "overlap at token " + std::to_string(s) : "gap at tokens [" + std::to_string(at) + "," +
+                                                                            std::to_string(s) + ")";
+          break;
+        }
+        at = e;
+      }
+      if (problem.empty() && at != *end) problem = "gap at tokens [" + std::to_string(at) + "," + std::to_string(*end) + ")";
+      if (!problem.empty())
+        out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                       "layer " + std::to_string(l) + " is not covered exactly once: " + problem});
+    }
+  }
+  return out;
+}
+
+std::string PlanContentDigest(const TransferPlan& plan) {
+  std::string acc = plan.transfer_id + "\n" + plan.tensor_abi_sha256 + "\n";
+  for (const auto& c : plan.chunks) acc += c.chunk_id + "=" + c.checksum + "\n";
+  return Sha256Hex(acc);
+}
+
+TransferTxn::TransferTxn(TransferPlan plan, ByteCreditWindow* credits, DestinationBlockPool* pool,
+                         DecodeDirectory* directory)
+    : plan_(std::move(plan)), credits_(credits), pool_(pool), directory_(directory) {
+  for (size_t i = 0; i < plan_.chunks.size(); ++i) chunks_[plan_.chunks[i].chunk_id].index = i;
+}
+
+StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* credits,
+                                          DestinationBlockPool* pool, DecodeDirectory* directory) {
+  if (!credits || !pool || !directory) return InvalidArgument("TransferTxn needs a credit window, pool and directory");
+  auto issues = CheckPlan(plan);
+  if (!issues.empty()) return ViolationStatus(issues.front().code, issues.front().message);
+  if (plan.chunks.empty()) return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH, "a transfer plan has no chunks");
+  for (const auto& c : plan.chunks)
+    if (c.bytes > credits->capacity())
+      return ViolationStatus(ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL,
+                             "chunk \"" + c.chunk_id + "\" has " + std::to_string(c.bytes) +
+                                 " B but the credit window holds only " + std::to_string(credits->capacity()) + " B");
+  return TransferTxn(std::move(plan), credits, pool, directory);
+}
+
+StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
+  auto it = chunks_.find(chunk_id);
+  if (it == chunks_.end())
+    return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN,
+                  "chunk \"" + std::string(chunk_id) + "\" is not in transfer " + plan_.transfer_id + "'s manifest");
+  return &it->second;
+}
+
+Status TransferTxn::RejectIfFenced(std::string_view what) const {
+  if (state_ == TxnState::kAborted)
+    return Breach(ErrorCode::HANDOFF_LATE_COMPLETION, std::string(what) + " for transfer " + plan_.transfer_id +
+                                                          " after it was aborted (" + abort_reason_ + ")");
+  return Status();
+}
+
+std::optional<ChunkState> TransferTxn::chunk_state(std::string_view chunk_id) const {
+  auto it = chunks_.find(chunk_id);
+  if (it == chunks_.end()) return std::nullopt;
+  return it->second.state;
+}
+
+uint64_t TransferTxn::credit_held() const {
+  uint64_t sum = 0;
+  for (const auto& [id, c] : chunks_)
+    if (c.credit_held) sum += plan_.chunks[c.index].bytes;
+  return sum;
+}
+
+Status TransferTxn::Reserve() {
+  if (state_ != TxnState::kPlanned)
+    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
+                  "reserve requires PLANNED, transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
+  KVC_RETURN_IF_ERROR(directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation));
+  KVC_RETURN_IF_ERROR(pool_->Reserve(plan_.reserved_blocks));
+  blocks_reserved_ = true;
+  state_ = TxnState::kReserved;
+  return Status();
+}
+
+Status TransferTxn::AcquireCredit(std::string_view chunk_id) {
+  KVC_RETURN_IF_ERROR(RejectIfFenced("credit acquisition"));
+  if (state_ != TxnState::kReserved && state_ != TxnState::kTransferring)
+    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
+                  "credit acquisition requires RESERVED or TRANSFERRING, transfer is " + std::string(TxnStateName(state_)));
+  KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
+  if (c->state != ChunkState::kDeclared)
+    return Breach(ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID,
+                  "credit acquisition for chunk \"" + std::string(chunk_id) + "\" in state " +
+                      std::string(ChunkStateName(c->state)) + " (expected DECLARED)");
+  KVC_RETURN_IF_ERROR(credits_->Acquire(plan_.chunks[c->index].bytes));
+  c->credit_held = true;
+  c->state = ChunkState::kCreditAcquired;
+  state_ = TxnState::kTransferring;
+  return Status();
+}
+
+Status TransferTxn::Send(std::string_view chunk_id, uint64_t now, uint64_t kv_ready_time) {
+  KVC_RETURN_IF_ERROR(RejectIfFenced("send"));
+  KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
+  switch (c->state) {
+    case ChunkState::kDeclared:
+      return Breach(ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT,
+                    "chunk \"" + std::string(chunk_id) + "\" sent before acquiring its byte credit");
+    case ChunkState::kCreditAcquired:
+      break;
+    default:
+      ++retries_;  // a retransmission of bytes already on their way: idempotent
+      return Status();
+  }
+  if (now < kv_ready_time)
+    return Breach(ErrorCode::HANDOFF_PRODUCER_GATE,
+                  "chunk \"" + std::string(chunk_id) + "\" (layer " + std::to_string(plan_.chunks[c->index].layer) +
+                      ") sent at " + std::to_string(now) + " before its K/V was ready at " +
+                      std::to_string(kv_ready_time));
+  c->state = ChunkState::kSent;
+  return Status();
+}
+
+Status TransferTxn::Receive(std::string_view chunk_id, std::string_view checksum) {
+  KVC_RETURN_IF_ERROR(RejectIfFenced("receive completion"));
+  KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
+  if (c->state == ChunkState::kReceived || c->state == ChunkState::kDeviceVisible) {
+    if (c->observed_checksum != checksum)
+      return Breach(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
+                    "chunk \"" + std::string(chunk_id) + "\" of transfer " + plan_.transfer_id +
+                        " delivered again with different bytes (checksum " + std::string(checksum) + " vs " +
+                        c->observed_checksum + ")");
+    ++retries_;
+    return Status();
+  }
+  if (c->state != ChunkState::kSent)
+    return Breach(ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID,
+                  "chunk \"" + std::string(chunk_id) + "\" received in state " + std::string(ChunkStateName(c->state)) +
+                      " (expected SENT)");
+  c->observed_checksum = std::string(checksum);
+  c->state = ChunkState::kReceived;
+  return Status();
+}
+
+Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
+  KVC_RETURN_IF_ERROR(RejectIfFenced("device-visible completion"));
+  KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
+  if (c->state == ChunkState::kDeviceVisible) {
+    ++retries_;
+    return Status();
+  }
+  if (c->state != ChunkState::kReceived)
+    return Breach(ErrorCode::HANDOFF_VISIBLE_BEFORE_RECEIVE,
+                  "chunk \"" + std::string(chunk_id) + "\" marked DEVICE_VISIBLE in state " +
+                      std::string(ChunkStateName(c->state)) + " (its bytes were not received)");
+  KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c->index].bytes));
+  c->credit_held = false;
+  c->state = ChunkState::kDeviceVisible;
+  return Status();
+}
+
+Status TransferTxn::Validate(const TransferIdentity& expected, std::string_view expected_abi_sha256) {
+  if (state_ != TxnState::kTransferring)
+    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
+                  "validate requires TRANSFERRING, transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
+  const TransferIdentity& id = plan_.identity;
+  if (!(id == expected)) {
+    std::string field = id.tenant != expected.tenant                         ? "tenant"
+                        : id.request_id != expected.request_id               ? "request_id"
+                        : id.generation != expected.generation               ? "generation"
+                        : id.attempt != expected.attempt                     ? "attempt"
+                        : id.source_worker_epoch != expected.source_worker_epoch ? "source_worker_epoch"
+                        : id.destination_worker_epoch != expected.destination_worker_epoch
+                            ? "destination_worker_epoch"
+                            : "reservation_id";
+    return Breach(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
+                  "transfer " + plan_.transfer_id + " identity fence differs from the reservation in " + field);
+  }
+  if (plan_.tensor_abi_sha256 != expected_abi_sha256)
+    return Breach(ErrorCode::HANDOFF_ABI_MISMATCH, "transfer tensor ABI " + plan_.tensor_abi_sha256 +
+                                                       " differs from the destination's " + std::string(expected_abi_sha256));
+  for (const auto& spec : plan_.chunks) {
+    const Chunk& c = chunks_.find(spec.chunk_id)->second;
+    if (c.state != ChunkState::kDeviceVisible)
+      return Breach(ErrorCode::HANDOFF_CONSUMER_GATE, "chunk \"" + spec.chunk_id + "\" is " +
+                                                          std::string(ChunkStateName(c.state)) +
+                                                          ", not DEVICE_VISIBLE, at validation");
+  }
+  for (const auto& spec : plan_.chunks) {
+    const Chunk& c = chunks_.find(spec.chunk_id)->second;
+    if (c.observed_checksum != spec.checksum)
+      return Breach(ErrorCode::HANDOFF_CHECKSUM_MISMATCH, "chunk \"" + spec.chunk_id + "\" received checksum " +
+                                                              c.observed_checksum + ", manifest expects " + spec.checksum);
+  }
+  state_ = TxnState::kValidated;
+  return Status();
+}
+
+StatusOr<PublishedHandle> TransferTxn::Publish() {
+  if (state_ == TxnState::kPublished && published_) return *published_;  // idempotent
+  if (state_ != TxnState::kValidated) {
+    if (state_ == TxnState::kAborted) return RejectIfFenced("publication");
+    return Breach(ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE,
+                  "publication of transfer " + plan_.transfer_id + " in state " + std::string(TxnStateName(state_)) +
+                      " (expected VALIDATED)");
+  }
+  auto r = directory_->PublishIfGenerationCurrent(plan_.identity.request_id, plan_.identity.generation,
+                                                  plan_.transfer_id, PlanContentDigest(plan_));
+  if (!r.ok()) {
+    Status abort = Abort("publication rejected: " + r.status().message());
+    if (!abort.ok()) return abort;
+    return r.status();
+  }
+  if (r->idempotent_replay) {
+    // Another txn object already published this transfer: our pending blocks are redundant.
+    KVC_RETURN_IF_ERROR(pool_->ReleaseUnpublished(plan_.reserved_blocks));
+  } else {
+    KVC_RETURN_IF_ERROR(pool_->PublishToDecode(plan_.reserved_blocks));
+  }
+  blocks_reserved_ = false;
+  published_ = r->handle;
+  state_ = TxnState::kPublished;
+  return r->handle;
+}
+
+Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
+  if (state_ != TxnState::kPublished || !published_ || !(handle == *published_))
+    return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
+                  "decode admission for request " + handle.request_id + " generation " +
+                      std::to_string(handle.generation) + " is not from transfer " + plan_.transfer_id +
+                      "'s published handle (transfer is " + std::string(TxnStateName(state_)) + ")");
+  decode_admitted_ = true;
+  return Status();
+}
+
+Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
+  if (state_ != TxnState::kPublished || !decode_admitted_ || generation != plan_.identity.generation)
+    return Breach(ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY,
+                  "source release of transfer " + plan_.transfer_id + " under generation " + std::to_string(generation) +
+                      " requires PUBLISHED + decode admitted under generation " +
+                      std::to_string(plan_.identity.generation) + " (transfer is " +
+                      std::string(TxnStateName(state_)) + (decode_admitted_ ? ", admitted)" : ", not admitted)"));
+  source_released_ = true;
+  return Status();
+}
+
+Status TransferTxn::ReleaseHeld() {
+  // Callbacks are fenced (state is ABORTED before this runs), so no chunk can still move.
+  for (auto& [id, c] : chunks_) {
+    if (!c.credit_held) continue;
+    KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c.index].bytes));
+    c.credit_held = false;
+  }
+  if (blocks_reserved_) {
+    KVC_RETURN_IF_ERROR(pool_->ReleaseUnpublished(plan_.reserved_blocks));
+    blocks_reserved_ = false;
+  }
+  return Status();
+}
+
+Status TransferTxn::Abort(std::string_view reason) {
+  if (state_ == TxnState::kPublished)
+    return Breach(ErrorCode::HANDOFF_ABORT_PUBLISHED, "transfer " + plan_.transfer_id + " is already PUBLISHED");
+  if (state_ == TxnState::kAborted) return Status();
+  // 0x06E: cancel outstanding chunks and fence callbacks first (the state change below is
+  // the fence: every later completion is rejected), then release credits and blocks.
+  state_ = TxnState::kAborted;
+  abort_reason_ = std::string(reason);
+  return ReleaseHeld();
+}
+
+}  // namespace kvc::handoff

@@ -1,0 +1,161 @@
+// The M5.6 prefill-to-decode transfer transaction (0x06A-0x06E, 0x10): a request-level
+// state machine over chunk-level state machines, gated by byte credits, a producer gate
+// and a consumer gate, published through the generation-fenced decode directory.
+//
+//   request: PLANNED -> RESERVED -> TRANSFERRING -> VALIDATED -> PUBLISHED
+//            (RESERVED | TRANSFERRING | VALIDATED) -> ABORTED
+//   chunk:   DECLARED -> CREDIT_ACQUIRED -> SENT -> RECEIVED -> DEVICE_VISIBLE
+//
+// Each operation either performs its transition or returns a Status carrying the
+// HANDOFF_* code of the breached rule and changes nothing (so a checker can stop at the
+// first breach and a transport can abort). Retries are idempotent: re-sending a SENT chunk,
+// re-receiving identical bytes, re-marking a visible chunk and re-publishing the same
+// transfer_id are no-ops; a repeated delivery with other bytes is corruption. After abort
+// every completion is a HANDOFF_LATE_COMPLETION with no effect.
+//
+// Ownership: TransferTxn borrows the credit window, block pool and directory; they must
+// outlive it and may be shared by many transactions. Sequential and deterministic: not
+// thread-safe; a multi-threaded transport serializes calls per transaction and shares the
+// borrowed objects under one lock. Times are caller units (ms in fixtures), only compared.
+#ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TXN_H_
+#define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TXN_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/handoff/byte_credit_window.h"
+#include "reference/handoff/decode_directory.h"
+
+namespace kvc::handoff {
+
+enum class TxnState { kPlanned, kReserved, kTransferring, kValidated, kPublished, kAborted };
+enum class ChunkState { kDeclared, kCreditAcquired, kSent, kReceived, kDeviceVisible };
+std::string_view TxnStateName(TxnState s);
+std::string_view ChunkStateName(ChunkState s);
+
+// The identity fence of 0x01A: (tenant, request, generation, attempt, source epoch,
+// destination epoch, reservation).
+struct TransferIdentity {
+  std::string tenant;
+  std::string request_id;
+  uint64_t generation = 0;
+  uint64_t attempt = 0;
+  uint64_t source_worker_epoch = 0;
+  uint64_t destination_worker_epoch = 0;
+  std::string reservation_id;
+  bool operator==(const TransferIdentity&) const = default;
+};
+
+// One expected chunk: K and V rows of `layer` for tokens [token_start, token_start+token_count).
+struct ChunkSpec {
+  std::string chunk_id;
+  uint64_t layer = 0;
+  uint64_t token_start = 0;
+  uint64_t token_count = 0;
+  uint64_t bytes = 0;
+  std::string checksum;  // expected payload checksum (lowercase hex SHA-256)
+};
+
+// Everything fixed before transfer starts. bytes_per_token_layer = 2 * H_kv * d_h * b.
+struct TransferPlan {
+  std::string transfer_id;
+  TransferIdentity identity;
+  std::string tensor_abi_sha256;
+  uint64_t num_layers = 0;
+  uint64_t token_start = 0;
+  uint64_t token_count = 0;
+  uint64_t bytes_per_token_layer = 0;
+  uint64_t reserved_blocks = 0;  // destination blocks for the complete prompt K/V
+  std::vector<ChunkSpec> chunks;
+};
+
+// A static defect of a plan; chunk_index is the offending chunk (or -1 for the whole plan).
+struct PlanIssue {
+  ErrorCode code;
+  int64_t chunk_index;
+  std::string message;
+};
+// Unique chunk ids, chunk bytes = token_count * bytes_per_token_layer (overflow-checked),
+// and coverage: every (layer, token) of [0,num_layers) x [token_start, token_start+count)
+// covered by exactly one chunk. Empty when the plan is sound.
+std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
+// Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
+std::string PlanContentDigest(const TransferPlan& plan);
+
+class TransferTxn {
+ public:
+  // Fails with the first CheckPlan issue. The borrowed objects must outlive the txn.
+  static StatusOr<TransferTxn> Create(TransferPlan plan, ByteCreditWindow* credits,
+                                      DestinationBlockPool* pool, DecodeDirectory* directory);
+
+  // PLANNED -> RESERVED: reserves the destination blocks and the request generation.
+  Status Reserve();
+  // DECLARED -> CREDIT_ACQUIRED (first one moves RESERVED -> TRANSFERRING).
+  Status AcquireCredit(std::string_view chunk_id);
+  // CREDIT_ACQUIRED -> SENT, only when now >= kv_ready_time of the chunk's layer
+  // (producer gate). Re-sending a SENT/RECEIVED/VISIBLE chunk is an idempotent retry.
+  Status Send(std::string_view chunk_id, uint64_t now, uint64_t kv_ready_time);
+  // SENT -> RECEIVED, recording the observed checksum. Identical repeats are no-ops.
+  Status Receive(std::string_view chunk_id, std::string_view checksum);
+  // RECEIVED -> DEVICE_VISIBLE; returns the chunk's credit (0x06B: at DEVICE_VISIBLE).
+  Status MarkDeviceVisible(std::string_view chunk_id);
+  // TRANSFERRING -> VALIDATED: identity, ABI, every chunk DEVICE_VISIBLE (consumer gate),
+  // every observed checksum equals the expected one.
+  Status Validate(const TransferIdentity& expected, std::string_view expected_abi_sha256);
+  // VALIDATED -> PUBLISHED through the directory. A stale generation aborts the txn
+  // (blocks released) and returns HANDOFF_STALE_GENERATION.
+  StatusOr<PublishedHandle> Publish();
+  // Decode may start only from the published handle of this transaction.
+  Status AdmitDecode(const PublishedHandle& handle);
+  // Source release acknowledgement: after publication and admission, same generation.
+  Status AcknowledgeSourceRelease(uint64_t generation);
+  // Any state but PUBLISHED -> ABORTED: fences callbacks (later completions are rejected),
+  // then returns held credits and unpublished blocks. Idempotent once ABORTED.
+  Status Abort(std::string_view reason);
+
+  TxnState state() const { return state_; }
+  const TransferPlan& plan() const { return plan_; }
+  std::optional<ChunkState> chunk_state(std::string_view chunk_id) const;
+  // Bytes of credit this transaction currently holds.
+  uint64_t credit_held() const;
+  bool decode_admitted() const { return decode_admitted_; }
+  bool source_released() const { return source_released_; }
+  const std::string& abort_reason() const { return abort_reason_; }
+  // Number of idempotent retries absorbed (re-send, re-receive, re-visible).
+  uint64_t retries() const { return retries_; }
+
+ private:
+  struct Chunk {
+    size_t index = 0;  // into plan_.chunks (indices survive moves of the txn)
+    ChunkState state = ChunkState::kDeclared;
+    bool credit_held = false;
+    std::string observed_checksum;
+  };
+  TransferTxn(TransferPlan plan, ByteCreditWindow* credits, DestinationBlockPool* pool,
+              DecodeDirectory* directory);
+  StatusOr<Chunk*> Find(std::string_view chunk_id);
+  Status RejectIfFenced(std::string_view what) const;
+  Status ReleaseHeld();
+
+  TransferPlan plan_;
+  ByteCreditWindow* credits_;
+  DestinationBlockPool* pool_;
+  DecodeDirectory* directory_;
+  TxnState state_ = TxnState::kPlanned;
+  std::map<std::string, Chunk, std::less<>> chunks_;
+  bool blocks_reserved_ = false;
+  std::optional<PublishedHandle> published_;
+  bool decode_admitted_ = false;
+  bool source_released_ = false;
+  uint64_t retries_ = 0;
+  std::string abort_reason_;
+};
+
+}  // namespace kvc::handoff
+
+#endif  // KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TXN_H_
