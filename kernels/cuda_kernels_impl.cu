@@ -333,6 +333,22 @@ __global__ void AttentionCombineKernel(AttentionParams p, int32_t num_splits) {
   }
 }
 
+// Counter-based uniform values in [lo, hi), never exactly zero (benchmark and test inputs).
+template <typename T>
+__global__ void FillUniformKernel(void* dst, int64_t n, uint64_t seed, float lo, float hi) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    float v = lo + (hi - lo) * u;
+    if (v == 0.0f) v = (hi - lo) * (1.0f / 16777216.0f);
+    Kv<T>::Store(dst, i, v);
+  }
+}
+
 int GridFor(int64_t n, int threads) {
   const int64_t blocks = (n + threads - 1) / threads;
   return static_cast<int>(blocks < 65536 * 16 ? blocks : 65536 * 16);
@@ -408,6 +424,22 @@ cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
     case KvDtype::kBF16: return LaunchAttentionT<__nv_bfloat16>(p, stream);
     default: return LaunchAttentionT<float>(p, stream);
   }
+}
+
+cudaError_t LaunchFillUniform(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
+                              float hi, cudaStream_t stream) {
+  switch (dtype) {
+    case KvDtype::kF16:
+      FillUniformKernel<__half><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+    case KvDtype::kBF16:
+      FillUniformKernel<__nv_bfloat16><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+    default:
+      FillUniformKernel<float><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace kvc::kernels::internal

@@ -110,6 +110,19 @@ KVC_HD void SplitKeyRange(int32_t s, int32_t split_size, int32_t limit, int32_t*
   *end = e < limit ? e : limit;
 }
 
+// A split size for decode that fills the device: none (0) when B * H_kv blocks already give
+// every SM two blocks, else the smallest multiple of 256 tokens that yields about 4 blocks per
+// SM. Pure function of the shape, so a given shape always splits the same way.
+KVC_HD int32_t ChooseSplitSize(int32_t batch, int32_t num_kv_heads, int32_t max_kv_len,
+                               int32_t num_sms) {
+  const int64_t blocks = static_cast<int64_t>(batch) * num_kv_heads;
+  if (blocks >= 2LL * num_sms || max_kv_len <= 512) return 0;
+  const int64_t want_splits = (4LL * num_sms + blocks - 1) / blocks;
+  int64_t size = (max_kv_len + want_splits - 1) / want_splits;
+  size = ((size + 255) / 256) * 256;
+  return size >= max_kv_len ? 0 : static_cast<int32_t>(size);
+}
+
 // Attention tiling: one thread block serves `rows` query rows that share one K/V head. Rows of
 // a (b, h_kv) pair are numbered gr = qi * g + (h_q - h_kv * g), g = H_q / H_kv, so a K/V tile
 // loaded once serves every query head of the group. Capped so rows * head_dim <= 8192 (the

@@ -91,6 +91,16 @@ TEST(Splits, FixedSizeCoversEveryKeyOnce) {
   EXPECT_EQ(NumSplits(100, 0), 1);
 }
 
+TEST(Splits, ChooseSplitSizeFillsTheDeviceDeterministically) {
+  EXPECT_EQ(ChooseSplitSize(64, 8, 32768, 132), 0);  // 512 blocks: no split needed
+  const int s = ChooseSplitSize(1, 8, 32768, 132);    // 8 blocks: split
+  EXPECT_GT(s, 0);
+  EXPECT_EQ(s % 256, 0);
+  EXPECT_GE(8 * NumSplits(32768, s), 4 * 132 * 9 / 10);
+  EXPECT_EQ(s, ChooseSplitSize(1, 8, 32768, 132));
+  EXPECT_EQ(ChooseSplitSize(1, 8, 300, 132), 0);  // short contexts stay unsplit
+}
+
 TEST(Tiling, RowsPerBlockRespectsAccumulatorBudget) {
   EXPECT_EQ(AttentionRowsPerBlock(8, 1, 128), 8);     // decode, GQA 8:1
   EXPECT_EQ(AttentionRowsPerBlock(8, 100, 128), 64);  // prefill: capped at 64 rows
