@@ -1,0 +1,485 @@
+// Tests of the CPU twins (run on the CPU in CI): conversions, elementwise kernels against
+// float64 formulas, the append/publish visibility contract, paged vs contiguous bit-exactness,
+// split-K vs unsplit, chunked prefill vs decode, and the bf16 tolerance formula.
+#include "kernels/cpu_twins.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+
+namespace kvc::kernels {
+namespace {
+
+using test::HostCache;
+using test::LogicalKv;
+using test::MakeCache;
+using test::Nmse;
+using test::RandomFloats;
+using test::TestSeed;
+
+LogicalKv RandomKv(int b, int h, int t, int d, std::mt19937_64& rng) {
+  LogicalKv kv{b, h, t, d, {}, {}};
+  kv.k = RandomFloats(size_t(b) * h * t * d, rng);
+  kv.v = RandomFloats(size_t(b) * h * t * d, rng);
+  return kv;
+}
+
+AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
+                       const std::vector<float>& q, std::vector<float>& out, int h_q, int t_q,
+                       int max_kv_len) {
+  AttentionParams p;
+  p.layout = c.layout;
+  p.k_cache = c.k.data();
+  p.v_cache = c.v.data();
+  p.block_table = c.table.empty() ? nullptr : c.table.data();
+  p.kv_len = len.data();
+  p.max_kv_len = max_kv_len;
+  p.q = q.data();
+  p.out = out.data();
+  p.num_q_heads = h_q;
+  p.t_q = t_q;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.layout.head_dim));
+  return p;
+}
+
+TEST(Conversions, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(FloatToBf16Bits(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f), 0x3f80);            // tie -> even (down)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);        // tie -> even (up)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above tie
+  EXPECT_EQ(FloatToBf16Bits(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToBf16Bits(3.4e38f), 0x7f80);  // rounds up to +inf
+  EXPECT_TRUE(std::isnan(Bf16BitsToFloat(FloatToBf16Bits(NAN))));
+  EXPECT_EQ(Bf16BitsToFloat(0x3f81), 1.0f + 0x1p-7f);
+}
+
+TEST(Conversions, HalfRoundsToNearestEvenWithSubnormalsAndOverflow) {
+  EXPECT_EQ(FloatToHalfBits(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7bff);
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);  // halfway to the next binade -> inf
+  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);  // tie -> even (zero)
+  EXPECT_EQ(FloatToHalfBits(1.0f + 0x1p-11f), 0x3c00);  // tie -> even
+  EXPECT_EQ(HalfBitsToFloat(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isnan(HalfBitsToFloat(FloatToHalfBits(NAN))));
+}
+
+TEST(RmsNormCpu, MatchesFloat64Formula) {
+  std::mt19937_64 rng(TestSeed(11, "RmsNormCpu"));
+  const int rows = 7, dim = 96;
+  auto x = RandomFloats(rows * dim, rng), w = RandomFloats(dim, rng);
+  std::vector<float> y(rows * dim, NAN), ref(rows * dim);
+  ASSERT_TRUE(RmsNormCpu({x.data(), w.data(), y.data(), rows, dim, 1e-5f}).ok());
+  for (int r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int i = 0; i < dim; ++i) ss += double(x[r * dim + i]) * x[r * dim + i];
+    const double inv = 1.0 / std::sqrt(ss / dim + 1e-5);
+    for (int i = 0; i < dim; ++i) ref[r * dim + i] = float(x[r * dim + i] * inv * w[i]);
+  }
+  EXPECT_LE(Nmse(y, ref), 1e-12);
+  EXPECT_FALSE(RmsNormCpu({x.data(), w.data(), y.data(), 0, dim, 1e-5f}).ok());
+}
+
+TEST(RopeCpu, RotateHalfFormulaAndRelativePosition) {
+  std::mt19937_64 rng(TestSeed(12, "RopeCpu"));
+  const int d = 64;
+  auto q0 = RandomFloats(d, rng), k0 = RandomFloats(d, rng);
+  auto rope_at = [&](std::vector<float> x, int pos) {
+    RopeParams p;
+    p.q = x.data();
+    p.positions = &pos;
+    p.batch = p.num_q_heads = p.t = 1;
+    p.head_dim = d;
+    EXPECT_TRUE(RopeCpu(p).ok());
+    return x;
+  };
+  // Position 0 is the identity.
+  EXPECT_EQ(rope_at(q0, 0), q0);
+  // Float64 formula at position 37.
+  auto r = rope_at(q0, 37);
+  std::vector<float> ref(d);
+  for (int i = 0; i < d / 2; ++i) {
+    const double a = 37.0 * std::pow(10000.0, -2.0 * i / d);
+    ref[i] = float(q0[i] * std::cos(a) - q0[i + d / 2] * std::sin(a));
+    ref[i + d / 2] = float(q0[i + d / 2] * std::cos(a) + q0[i] * std::sin(a));
+  }
+  EXPECT_LE(Nmse(r, ref), 1e-10);
+  // <rope(q, m), rope(k, n)> depends only on m - n.
+  auto dot = [&](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (int i = 0; i < d; ++i) s += double(a[i]) * b[i];
+    return s;
+  };
+  EXPECT_NEAR(dot(rope_at(q0, 10), rope_at(k0, 3)), dot(rope_at(q0, 107), rope_at(k0, 100)), 1e-4);
+  RopeParams odd;
+  odd.q = q0.data();
+  int pos = 0;
+  odd.positions = &pos;
+  odd.batch = odd.num_q_heads = odd.t = 1;
+  odd.head_dim = 5;
+  EXPECT_FALSE(RopeCpu(odd).ok());
+}
+
+TEST(SwiGluCpu, MatchesFloat64Formula) {
+  std::mt19937_64 rng(TestSeed(13, "SwiGluCpu"));
+  auto g = RandomFloats(1000, rng, -6, 6), u = RandomFloats(1000, rng);
+  std::vector<float> out(1000, NAN), ref(1000);
+  ASSERT_TRUE(SwiGluCpu({g.data(), u.data(), out.data(), 1000}).ok());
+  for (int i = 0; i < 1000; ++i) ref[i] = float(g[i] / (1.0 + std::exp(-double(g[i]))) * u[i]);
+  EXPECT_LE(Nmse(out, ref), 1e-12);
+}
+
+TEST(MatmulCpu, LinearLayerF32AndBf16) {
+  std::mt19937_64 rng(TestSeed(14, "MatmulCpu"));
+  const int m = 5, n = 7, k = 33;
+  auto x = RandomFloats(m * k, rng), w = RandomFloats(n * k, rng);
+  std::vector<float> y(m * n, NAN), ref(m * n);
+  ASSERT_TRUE(MatmulCpu({KvDtype::kF32, x.data(), w.data(), y.data(), m, n, k}).ok());
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int kk = 0; kk < k; ++kk) s += double(x[i * k + kk]) * w[j * k + kk];
+      ref[i * n + j] = float(s);
+    }
+  EXPECT_LE(Nmse(y, ref), 1e-12);
+  std::vector<uint16_t> xb(m * k), wb(n * k), yb(m * n);
+  for (int i = 0; i < m * k; ++i) xb[i] = FloatToBf16Bits(x[i]);
+  for (int i = 0; i < n * k; ++i) wb[i] = FloatToBf16Bits(w[i]);
+  ASSERT_TRUE(MatmulCpu({KvDtype::kBF16, xb.data(), wb.data(), yb.data(), m, n, k}).ok());
+  std::vector<float> yf(m * n);
+  for (int i = 0; i < m * n; ++i) yf[i] = Bf16BitsToFloat(yb[i]);
+  EXPECT_LE(Nmse(yf, ref), 1e-4);  // bf16 operands: relative error ~2^-8
+  EXPECT_FALSE(MatmulCpu({KvDtype::kF16, xb.data(), wb.data(), yb.data(), m, n, k}).ok());
+}
+
+// Paged and contiguous twins read the same logical rows through different addressing and must
+// agree bit-for-bit, for decode, split-K and chunked prefill, in every storage dtype.
+TEST(AttentionCpu, PagedEqualsContiguousBitExact) {
+  std::mt19937_64 rng(TestSeed(21, "PagedEqualsContiguousBitExact"));
+  const int B = 3, Hkv = 2, Hq = 8, d = 32, T = 45;
+  auto kv = RandomKv(B, Hkv, T, d, rng);
+  const std::vector<int32_t> len = {45, 17, 33};
+  for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+    HostCache contig = MakeCache(kv, dt, 48, 0, rng);
+    HostCache paged = MakeCache(kv, dt, 48, 16, rng);
+    for (int t_q : {1, 5}) {
+      for (int split : {0, 16}) {
+        auto q = RandomFloats(size_t(B) * Hq * t_q * d, rng);
+        std::vector<float> a(q.size(), NAN), b(q.size(), NAN);
+        std::vector<float> ws(1 << 16);
+        auto pa = AttnOn(contig, len, q, a, Hq, t_q, 45);
+        auto pb = AttnOn(paged, len, q, b, Hq, t_q, 45);
+        pa.split_size = pb.split_size = split;
+        pa.workspace = pb.workspace = ws.data();
+        ASSERT_TRUE(AttentionCpu(pa).ok());
+        ASSERT_TRUE(AttentionCpu(pb).ok());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+            << "dtype " << int(dt) << " t_q " << t_q << " split " << split;
+        // And both compute attention: float64 reference on the stored (rounded) values.
+        EXPECT_LE(Nmse(a, test::ReferenceAttention(kv, len, q, Hq, t_q, pa.scale, dt)), 1e-10);
+      }
+    }
+  }
+}
+
+// Split-K combines per-split partials in split order; against the unsplit twin the stated
+// tolerance is NMSE <= 1e-10 (fp32 re-association only).
+TEST(AttentionCpu, SplitKMatchesUnsplitWithinTolerance) {
+  std::mt19937_64 rng(TestSeed(22, "SplitKMatchesUnsplitWithinTolerance"));
+  const int B = 2, Hkv = 2, Hq = 4, d = 16, T = 300;
+  auto kv = RandomKv(B, Hkv, T, d, rng);
+  const std::vector<int32_t> len = {300, 129};
+  HostCache c = MakeCache(kv, KvDtype::kBF16, 300, 0, rng);
+  auto q = RandomFloats(size_t(B) * Hq * d, rng, -3, 3);
+  std::vector<float> un(q.size(), NAN), sp(q.size(), NAN);
+  ASSERT_TRUE(AttentionCpu(AttnOn(c, len, q, un, Hq, 1, 300)).ok());
+  for (int split : {1, 7, 64, 128, 299, 300}) {
+    auto p = AttnOn(c, len, q, sp, Hq, 1, 300);
+    p.split_size = split;
+    std::vector<float> ws(AttentionWorkspaceFloats(p), NAN);
+    p.workspace = ws.data();
+    ASSERT_TRUE(AttentionCpu(p).ok());
+    EXPECT_LE(Nmse(sp, un), 1e-10) << "split " << split;
+  }
+  auto p = AttnOn(c, len, q, sp, Hq, 1, 300);
+  p.split_size = 64;  // split-K without a workspace is a usage error
+  EXPECT_EQ(AttentionCpu(p).code(), StatusCode::kInvalidArgument);
+}
+
+// Bottom-right causal mask: chunked prefill row qi equals a decode call that sees
+// T_past + qi + 1 keys (bit-exact in the twin).
+TEST(AttentionCpu, ChunkedPrefillEqualsRowByRowDecode) {
+  std::mt19937_64 rng(TestSeed(23, "ChunkedPrefillEqualsRowByRowDecode"));
+  const int Hkv = 2, Hq = 4, d = 8, T_past = 6, T_new = 5;
+  auto kv = RandomKv(1, Hkv, T_past + T_new, d, rng);
+  HostCache c = MakeCache(kv, KvDtype::kF16, 16, 4, rng);
+  auto q = RandomFloats(size_t(Hq) * T_new * d, rng);
+  std::vector<float> pre(q.size(), NAN);
+  const std::vector<int32_t> len = {T_past + T_new};
+  ASSERT_TRUE(AttentionCpu(AttnOn(c, len, q, pre, Hq, T_new, T_past + T_new)).ok());
+  for (int qi = 0; qi < T_new; ++qi) {
+    std::vector<float> q1(Hq * d), o1(Hq * d, NAN);
+    for (int h = 0; h < Hq; ++h)
+      std::copy_n(q.begin() + (h * T_new + qi) * d, d, q1.begin() + h * d);
+    const std::vector<int32_t> len1 = {T_past + qi + 1};
+    ASSERT_TRUE(AttentionCpu(AttnOn(c, len1, q1, o1, Hq, 1, T_past + T_new)).ok());
+    for (int h = 0; h < Hq; ++h)
+      for (int dd = 0; dd < d; ++dd)
+        ASSERT_EQ(o1[h * d + dd], pre[(h * T_new + qi) * d + dd]) << qi << " " << h;
+  }
+}
+
+// The stated bf16 tolerance formula, checked on the twin: against float64 attention over the
+// UNROUNDED fp32 K/V, NMSE <= 5e-4 and error <= 2x the naive bf16 reference's error.
+TEST(AttentionCpu, Bf16StorageWithinStatedTolerance) {
+  std::mt19937_64 rng(TestSeed(24, "Bf16StorageWithinStatedTolerance"));
+  const int B = 2, Hkv = 2, Hq = 8, d = 64, T = 200;
+  auto kv = RandomKv(B, Hkv, T, d, rng);
+  const std::vector<int32_t> len = {200, 77};
+  HostCache c = MakeCache(kv, KvDtype::kBF16, 200, 16, rng);
+  auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
+  std::vector<float> out(q.size(), NAN);
+  auto p = AttnOn(c, len, q, out, Hq, 1, 200);
+  ASSERT_TRUE(AttentionCpu(p).ok());
+  const auto ref = test::ReferenceAttention(kv, len, q, Hq, 1, p.scale);
+  const auto naive = test::NaiveDtypeAttention(kv, len, q, Hq, 1, p.scale, KvDtype::kBF16);
+  const double err = Nmse(out, ref), naive_err = Nmse(naive, ref);
+  std::printf("bf16 twin NMSE %.3e, naive bf16 NMSE %.3e\n", err, naive_err);
+  EXPECT_LE(err, 5e-4);
+  EXPECT_LE(err, 2.0 * naive_err);
+}
+
+TEST(AttentionCpu, RejectsBadLengthsAndBlockIds) {
+  std::mt19937_64 rng(TestSeed(25, "RejectsBadLengthsAndBlockIds"));
+  auto kv = RandomKv(1, 1, 8, 4, rng);
+  HostCache c = MakeCache(kv, KvDtype::kF32, 8, 4, rng);
+  auto q = RandomFloats(4, rng);
+  std::vector<float> out(4, NAN);
+  std::vector<int32_t> len = {9};
+  EXPECT_EQ(AttentionCpu(AttnOn(c, len, q, out, 1, 1, 8)).code(), StatusCode::kOutOfRange);
+  len = {8};
+  c.table[1] = c.layout.num_blocks;  // corrupt block id
+  EXPECT_EQ(AttentionCpu(AttnOn(c, len, q, out, 1, 1, 8)).code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(std::isnan(out[0])) << "a rejected call writes nothing";
+  len = {4};  // rows beyond the corrupt block are not read
+  EXPECT_TRUE(AttentionCpu(AttnOn(c, len, q, out, 1, 1, 8)).ok());
+  auto bad_heads = AttnOn(c, len, q, out, 3, 1, 8);
+  bad_heads.layout.num_kv_heads = 2;
+  EXPECT_EQ(AttentionCpu(bad_heads).code(), StatusCode::kInvalidArgument);
+}
+
+// --- Append transaction: staged rows are invisible until publication ---------------------
+
+struct AppendFixture {
+  LogicalKv kv;                 // committed rows [0, T_past) + this call's rows [T_past, T)
+  HostCache committed;          // storage holding only the committed rows; NaN elsewhere
+  std::vector<int32_t> visible_len, visible_table, staged_table, base_len;
+  std::vector<float> k_new, v_new;  // [B, H_kv, T_new, d_h]
+  int32_t t_new = 0, error = 0;
+
+  AppendFixture(int B, int Hkv, int d, int T_past, int T_new, KvDtype dt, int block_size,
+                std::mt19937_64& rng) {
+    kv = RandomKv(B, Hkv, T_past + T_new, d, rng);
+    LogicalKv past{B, Hkv, T_past, d, {}, {}};
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < Hkv; ++h)
+        for (int t = 0; t < T_past; ++t)
+          for (int dd = 0; dd < d; ++dd) {
+            past.k.push_back(kv.K(b, h, t, dd));
+            past.v.push_back(kv.V(b, h, t, dd));
+          }
+    committed = MakeCache(past, dt, T_past + T_new + 8, block_size, rng);
+    staged_table = committed.table;
+    // Publication flips the table: the visible table knows only the committed blocks.
+    visible_table = committed.table;
+    if (block_size > 0) {
+      const int committed_blocks = CeilDiv(T_past, block_size);
+      for (int b = 0; b < B; ++b)
+        for (int j = committed_blocks; j < committed.layout.max_blocks_per_seq; ++j)
+          visible_table[b * committed.layout.max_blocks_per_seq + j] = -1;
+    }
+    visible_len.assign(B, T_past);
+    base_len.assign(B, T_past);
+    t_new = T_new;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < Hkv; ++h)
+        for (int i = 0; i < T_new; ++i)
+          for (int dd = 0; dd < d; ++dd) {
+            k_new.push_back(kv.K(b, h, T_past + i, dd));
+            v_new.push_back(kv.V(b, h, T_past + i, dd));
+          }
+  }
+  KvAppendParams Append(HostCache& c) {
+    KvAppendParams p;
+    p.layout = c.layout;
+    p.k_cache = c.k.data();
+    p.v_cache = c.v.data();
+    p.block_table = staged_table.empty() ? nullptr : staged_table.data();
+    p.base_len = base_len.data();
+    p.k_new = k_new.data();
+    p.v_new = v_new.data();
+    p.t_new = t_new;
+    p.error_flag = &error;
+    return p;
+  }
+  KvPublishParams Publish(std::vector<int32_t>& published) {
+    KvPublishParams p;
+    p.layout = committed.layout;
+    p.staged_table = staged_table.empty() ? nullptr : staged_table.data();
+    p.visible_table = visible_table.empty() ? nullptr : visible_table.data();
+    p.visible_len = visible_len.data();
+    p.base_len = base_len.data();
+    p.t_new = t_new;
+    p.error_flag = &error;
+    p.published = published.data();
+    return p;
+  }
+};
+
+// Attention of a later, independent call: reads (visible_table, visible_len) only.
+std::vector<float> ReadVisible(const AppendFixture& f, const HostCache& c,
+                               const std::vector<float>& q, int Hq) {
+  HostCache view = c;
+  if (!f.visible_table.empty()) view.table = f.visible_table;
+  std::vector<float> out(q.size(), NAN);
+  EXPECT_TRUE(AttentionCpu(AttnOn(view, f.visible_len, q, out, Hq, 1, f.visible_len[0])).ok());
+  return out;
+}
+
+TEST(KvAppendCpu, StagedRowsBecomeVisibleOnlyAtPublication) {
+  std::mt19937_64 rng(TestSeed(31, "StagedRowsBecomeVisibleOnlyAtPublication"));
+  for (int block_size : {0, 4}) {
+    for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+      const int B = 2, Hkv = 2, Hq = 4, d = 8, T_past = 6, T_new = 3;
+      AppendFixture f(B, Hkv, d, T_past, T_new, dt, block_size, rng);
+      HostCache layer0 = f.committed, layer1 = f.committed;  // two cache-producing layers
+      auto q = RandomFloats(size_t(B) * Hq * d, rng);
+      const auto before = ReadVisible(f, layer0, q, Hq);
+
+      ASSERT_TRUE(KvAppendCpu(f.Append(layer0)).ok());
+      // Staged but unpublished: a later call sees exactly the old snapshot.
+      EXPECT_EQ(0, std::memcmp(before.data(), ReadVisible(f, layer0, q, Hq).data(), q.size() * 4));
+      // Current-call use: the transaction's own view (staged table, base + T_new) sees them.
+      {
+        HostCache txn_view = layer0;
+        txn_view.table = f.staged_table;
+        std::vector<int32_t> txn_len(B, T_past + T_new);
+        std::vector<float> got(q.size(), NAN);
+        ASSERT_TRUE(AttentionCpu(AttnOn(txn_view, txn_len, q, got, Hq, 1, T_past + T_new)).ok());
+        EXPECT_LE(Nmse(got, test::ReferenceAttention(f.kv, txn_len, q, Hq, 1,
+                                                     1.0f / std::sqrt(float(d)), dt)),
+                  1e-10);
+      }
+      ASSERT_TRUE(KvAppendCpu(f.Append(layer1)).ok());
+      std::vector<int32_t> published(B, -1);
+      ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+      EXPECT_EQ(published, std::vector<int32_t>(B, 1));
+      EXPECT_EQ(f.visible_len, std::vector<int32_t>(B, T_past + T_new));
+      // After publication a later call sees all rows, equal to a cache built with all of them.
+      HostCache full = MakeCache(f.kv, dt, T_past + T_new + 8, 0, rng);
+      std::vector<float> want(q.size(), NAN);
+      ASSERT_TRUE(AttentionCpu(AttnOn(full, f.visible_len, q, want, Hq, 1, T_past + T_new)).ok());
+      EXPECT_EQ(0, std::memcmp(want.data(), ReadVisible(f, layer1, q, Hq).data(), q.size() * 4))
+          << "block_size " << block_size << " dtype " << int(dt);
+      // A second publish of the same transaction is a stale base: rejected, nothing changes.
+      ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+      EXPECT_EQ(published, std::vector<int32_t>(B, 0));
+      EXPECT_EQ(f.visible_len, std::vector<int32_t>(B, T_past + T_new));
+    }
+  }
+}
+
+TEST(KvAppendCpu, WritesExactlyTheStagedSlotsBitExact) {
+  std::mt19937_64 rng(TestSeed(32, "WritesExactlyTheStagedSlotsBitExact"));
+  AppendFixture f(2, 3, 8, 5, 4, KvDtype::kBF16, 4, rng);
+  HostCache c = f.committed;
+  const auto k_before = c.k;
+  ASSERT_TRUE(KvAppendCpu(f.Append(c)).ok());
+  // Expected bytes: the old buffer with exactly the staged rows replaced by RNE(bf16) values.
+  auto expect = k_before;
+  for (int b = 0; b < 2; ++b)
+    for (int h = 0; h < 3; ++h)
+      for (int i = 0; i < 4; ++i) {
+        const int64_t off = KvRowOffset(c.layout, f.staged_table.data(), b, h, 5 + i);
+        for (int d = 0; d < 8; ++d) {
+          const uint16_t bits = FloatToBf16Bits(f.kv.K(b, h, 5 + i, d));
+          std::memcpy(expect.data() + (off + d) * 2, &bits, 2);
+        }
+      }
+  EXPECT_EQ(c.k, expect);
+  EXPECT_EQ(f.error, 0);
+}
+
+TEST(KvAppendCpu, UnaddressableRowFailsWholeTransactionAndBlocksPublication) {
+  std::mt19937_64 rng(TestSeed(33, "UnaddressableRowFailsWholeTransaction"));
+  AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF16, 4, rng);
+  f.staged_table[1 * f.committed.layout.max_blocks_per_seq + 1] = -1;  // seq 1 lost its block
+  HostCache c = f.committed;
+  const auto before = c.k;
+  EXPECT_EQ(KvAppendCpu(f.Append(c)).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(f.error, 1);
+  EXPECT_EQ(c.k, before) << "a failing append writes nothing";
+  std::vector<int32_t> published(2, -1);
+  ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+  EXPECT_EQ(published, std::vector<int32_t>({0, 0}));
+  EXPECT_EQ(f.visible_len, std::vector<int32_t>({3, 3}));
+  // Capacity overflow on a contiguous layout is the same failure.
+  AppendFixture g(1, 1, 4, 3, 2, KvDtype::kF32, 0, rng);
+  g.base_len[0] = g.committed.layout.capacity - 1;
+  HostCache gc = g.committed;
+  EXPECT_EQ(KvAppendCpu(g.Append(gc)).code(), StatusCode::kOutOfRange);
+}
+
+TEST(KvPublishCpu, StaleBaseIsRejectedPerSequence) {
+  std::mt19937_64 rng(TestSeed(34, "StaleBaseIsRejectedPerSequence"));
+  AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF32, 4, rng);
+  HostCache c = f.committed;
+  ASSERT_TRUE(KvAppendCpu(f.Append(c)).ok());
+  f.visible_len[1] = 4;  // another publication advanced sequence 1 after this txn read it
+  const auto table_before = f.visible_table;
+  std::vector<int32_t> published(2, -1);
+  ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+  EXPECT_EQ(published, std::vector<int32_t>({1, 0}));
+  EXPECT_EQ(f.visible_len, std::vector<int32_t>({5, 4}));
+  const int mb = f.committed.layout.max_blocks_per_seq;
+  for (int j = 0; j < mb; ++j) EXPECT_EQ(f.visible_table[mb + j], table_before[mb + j]);
+}
+
+// M5.1 0x01 worked two-layer decode trace: B=1, L=2, H_q=4, H_kv=2, d_h=4, T_past=4, T_new=1,
+// fp16 K/V. The layer-local view has 5 keys (scores [1,4,1,5]) while the handle stays at 4
+// until publication; pending bytes are 32 per layer and 64 for both, unchanged when H_q=8.
+TEST(KvAppendCpu, M51WorkedTwoLayerDecodeTrace) {
+  std::mt19937_64 rng(TestSeed(35, "M51WorkedTwoLayerDecodeTrace"));
+  const int L = 2, Hq = 4, Hkv = 2, d = 4, T_past = 4, T_new = 1;
+  AppendFixture f(1, Hkv, d, T_past, T_new, KvDtype::kF16, 0, rng);
+  std::vector<HostCache> layers(L, f.committed);
+  int64_t pending = 0;
+  for (int l = 0; l < L; ++l) {
+    auto p = f.Append(layers[l]);
+    ASSERT_TRUE(KvAppendCpu(p).ok());
+    EXPECT_EQ(KvAppendPayloadBytes(p.layout, p.t_new), 32);
+    pending += KvAppendPayloadBytes(p.layout, p.t_new);
+    // Layer-local current-call attention over T_past + T_new = 5 keys for 4 query heads.
+    auto q = RandomFloats(Hq * d, rng);
+    std::vector<float> out(Hq * d, NAN);
+    const std::vector<int32_t> txn_len = {T_past + T_new};
+    ASSERT_TRUE(AttentionCpu(AttnOn(layers[l], txn_len, q, out, Hq, 1, 5)).ok());
+    EXPECT_LE(Nmse(out, test::ReferenceAttention(f.kv, txn_len, q, Hq, 1, 0.5f, KvDtype::kF16)),
+              1e-10);
+    EXPECT_EQ(f.visible_len[0], 4) << "handle stays at the committed length during the call";
+  }
+  EXPECT_EQ(pending, 64);
+  // Changing H_q does not enter the persistent payload.
+  EXPECT_EQ(KvAppendPayloadBytes(f.committed.layout, 1) * L, 64);
+  std::vector<int32_t> published(1, -1);
+  ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+  EXPECT_EQ(f.visible_len[0], 5);
+}
+
+}  // namespace
+}  // namespace kvc::kernels

@@ -1,0 +1,445 @@
+// The CUDA kernels: RMSNorm, RoPE, SwiGLU, KV append/publish, and one tiled attention kernel
+// (decode, split-K decode and causal chunked prefill) with its split combine.
+// Template instantiations are limited to the three K/V storage dtypes of append and attention.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda_launch_internal.h"
+
+namespace kvc::kernels::internal {
+namespace {
+
+// Storage access: fp32 in registers, the storage dtype in memory (round to nearest even).
+template <typename T>
+struct Kv;
+template <>
+struct Kv<float> {
+  static __device__ __forceinline__ float Load(const void* p, int64_t i) {
+    return static_cast<const float*>(p)[i];
+  }
+  static __device__ __forceinline__ void Store(void* p, int64_t i, float v) {
+    static_cast<float*>(p)[i] = v;
+  }
+};
+template <>
+struct Kv<__half> {
+  static __device__ __forceinline__ float Load(const void* p, int64_t i) {
+    return __half2float(static_cast<const __half*>(p)[i]);
+  }
+  static __device__ __forceinline__ void Store(void* p, int64_t i, float v) {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  }
+};
+template <>
+struct Kv<__nv_bfloat16> {
+  static __device__ __forceinline__ float Load(const void* p, int64_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+  static __device__ __forceinline__ void Store(void* p, int64_t i, float v) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
+};
+
+constexpr int kRmsThreads = 256;
+
+// One block per row; fp32 sum of squares reduced through warp shuffles and shared memory.
+__global__ void __launch_bounds__(kRmsThreads) RmsNormKernel(RmsNormParams p) {
+  const int64_t row = blockIdx.x;
+  const float* x = p.x + row * p.dim;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < p.dim; i += blockDim.x) ss += x[i] * x[i];
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  __shared__ float warp_sums[kRmsThreads / 32];
+  __shared__ float inv_s;
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < kRmsThreads / 32; ++w) total += warp_sums[w];
+    inv_s = 1.0f / sqrtf(total / static_cast<float>(p.dim) + p.eps);
+  }
+  __syncthreads();
+  const float inv = inv_s;
+  float* y = p.y + row * p.dim;
+  for (int i = threadIdx.x; i < p.dim; i += blockDim.x) y[i] = x[i] * inv * p.weight[i];
+}
+
+// One thread per (row, i < d_h/2) pair; rows of Q first, then rows of K.
+__global__ void RopeKernel(RopeParams p, int64_t q_rows, int64_t total_pairs) {
+  const int32_t half = p.head_dim / 2;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total_pairs;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t row = e / half;
+    const int32_t i = static_cast<int32_t>(e % half);
+    float* base = p.q;
+    int32_t heads = p.num_q_heads;
+    if (row >= q_rows) {
+      row -= q_rows;
+      base = p.k;
+      heads = p.num_kv_heads;
+    }
+    const int64_t t = row % p.t;
+    const int64_t b = row / (static_cast<int64_t>(heads) * p.t);
+    const float pos = static_cast<float>(p.positions[b * p.t + t]);
+    const float angle = pos * RopeInvFreq(i, p.head_dim, p.theta);
+    float s, c;
+    sincosf(angle, &s, &c);
+    float* r = base + row * p.head_dim;
+    const float x0 = r[i];
+    const float x1 = r[i + half];
+    r[i] = x0 * c - x1 * s;
+    r[i + half] = x1 * c + x0 * s;
+  }
+}
+
+__global__ void SwiGluKernel(SwiGluParams p) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < p.n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = p.gate[i];
+    p.out[i] = g / (1.0f + expf(-g)) * p.up[i];
+  }
+}
+
+// One thread per staged element; the destination row comes from the transaction's table.
+template <typename T>
+__global__ void KvAppendKernel(KvAppendParams p, int64_t total) {
+  const KvLayout& l = p.layout;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t d = static_cast<int32_t>(e % l.head_dim);
+    int64_t rest = e / l.head_dim;
+    const int32_t i = static_cast<int32_t>(rest % p.t_new);
+    rest /= p.t_new;
+    const int32_t h = static_cast<int32_t>(rest % l.num_kv_heads);
+    const int32_t b = static_cast<int32_t>(rest / l.num_kv_heads);
+    const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
+    const int64_t off = (p.base_len[b] < 0 || t > INT32_MAX)
+                            ? -1
+                            : KvRowOffset(l, p.block_table, b, h, static_cast<int32_t>(t));
+    if (off < 0) {
+      *p.error_flag = 1;  // every failing thread writes the same value
+      continue;
+    }
+    Kv<T>::Store(p.k_cache, off + d, p.k_new[e]);
+    Kv<T>::Store(p.v_cache, off + d, p.v_new[e]);
+  }
+}
+
+// One thread per sequence: compare-and-publish (see KvPublishParams).
+__global__ void KvPublishKernel(KvPublishParams p) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  const KvLayout& l = p.layout;
+  if (b >= l.batch) return;
+  const int64_t new_len = static_cast<int64_t>(p.base_len[b]) + p.t_new;
+  if (*p.error_flag != 0 || p.visible_len[b] != p.base_len[b] || new_len > MaxTokensPerSeq(l)) {
+    p.published[b] = 0;
+    return;
+  }
+  if (IsPaged(l)) {
+    const int32_t blocks = BlocksForTokens(l, static_cast<int32_t>(new_len));
+    for (int32_t j = 0; j < blocks; ++j) {
+      const int64_t idx = static_cast<int64_t>(b) * l.max_blocks_per_seq + j;
+      p.visible_table[idx] = p.staged_table[idx];
+    }
+  }
+  p.visible_len[b] = static_cast<int32_t>(new_len);
+  p.published[b] = 1;
+}
+
+constexpr int kAttnThreads = 128;
+constexpr int kKeyTile = 32;
+constexpr int kMaxAcc = kAttnMaxRowElems / kAttnThreads;  // accumulators per thread
+constexpr int kWarps = kAttnThreads / 32;
+
+__host__ __device__ inline int64_t AttentionSmemFloats(int32_t rows, int32_t d_h) {
+  return static_cast<int64_t>(rows) * d_h + 2LL * kKeyTile * (d_h + 1) +
+         static_cast<int64_t>(rows) * kKeyTile + 3LL * rows;
+}
+
+// grid = (splits, row tiles, B * H_kv); block = 128 threads. A block owns `rows_per_block`
+// query rows of one (b, h_kv) pair and the key range of one split; it streams K/V tiles of 32
+// rows through shared memory (fp32, padded rows) with an online softmax per query row.
+template <typename T>
+__global__ void __launch_bounds__(kAttnThreads)
+    AttentionKernel(AttentionParams p, int32_t rows_per_block, int32_t num_splits) {
+  extern __shared__ float smem[];
+  const KvLayout& l = p.layout;
+  const int32_t d_h = l.head_dim;
+  const int32_t ks = d_h + 1;
+  const int32_t split = blockIdx.x;
+  const int32_t b = blockIdx.z / l.num_kv_heads;
+  const int32_t h_kv = blockIdx.z % l.num_kv_heads;
+  const int32_t g = p.num_q_heads / l.num_kv_heads;
+  const int32_t row0 = blockIdx.y * rows_per_block;
+  const int32_t rows = min(rows_per_block, g * p.t_q - row0);
+  const int tid = threadIdx.x;
+
+  float* q_s = smem;                          // [rows][d_h], pre-scaled
+  float* k_s = q_s + rows_per_block * d_h;    // [kKeyTile][d_h + 1]
+  float* v_s = k_s + kKeyTile * ks;           // [kKeyTile][d_h + 1]
+  float* s_s = v_s + kKeyTile * ks;           // [rows][kKeyTile] scores, then weights
+  float* m_s = s_s + rows_per_block * kKeyTile;
+  float* l_s = m_s + rows_per_block;
+  float* c_s = l_s + rows_per_block;
+
+  int32_t kv_len = p.kv_len[b];
+  kv_len = max(0, min(kv_len, p.max_kv_len));
+  auto row_qi = [&](int32_t r) { return (row0 + r) / g; };
+  auto row_index = [&](int32_t r) {  // flat [B, H_q, t_q] index of block row r
+    const int32_t gr = row0 + r;
+    const int32_t h_q = h_kv * g + gr % g;
+    return (static_cast<int64_t>(b) * p.num_q_heads + h_q) * p.t_q + gr / g;
+  };
+
+  for (int32_t e = tid; e < rows * d_h; e += kAttnThreads) {
+    const int32_t r = e / d_h;
+    q_s[e] = p.q[row_index(r) * d_h + e % d_h] * p.scale;
+  }
+  for (int32_t r = tid; r < rows; r += kAttnThreads) {
+    m_s[r] = -INFINITY;
+    l_s[r] = 0.0f;
+  }
+  float acc[kMaxAcc];
+#pragma unroll
+  for (int i = 0; i < kMaxAcc; ++i) acc[i] = 0.0f;
+
+  // Keys this block may need: the split's range clipped to the last (widest) row's limit.
+  int32_t t_begin, t_end;
+  SplitKeyRange(split, p.split_size, CausalKeyLimit(kv_len, p.t_q, row_qi(rows - 1)), &t_begin,
+                &t_end);
+  __syncthreads();
+
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  for (int32_t t0 = t_begin; t0 < t_end; t0 += kKeyTile) {
+    const int32_t n = min(kKeyTile, t_end - t0);
+    for (int32_t j = warp; j < n; j += kWarps) {
+      const int64_t off = KvRowOffset(l, p.block_table, b, h_kv, t0 + j);
+      for (int32_t d = lane; d < d_h; d += 32) {
+        k_s[j * ks + d] = off < 0 ? NAN : Kv<T>::Load(p.k_cache, off + d);
+        v_s[j * ks + d] = off < 0 ? NAN : Kv<T>::Load(p.v_cache, off + d);
+      }
+    }
+    __syncthreads();
+    // Scores: lane = key j, warps stride over rows; K read once per channel for 2 rows.
+    {
+      const int32_t j = lane;
+      for (int32_t r = warp; r < rows; r += 2 * kWarps) {
+        const int32_t r2 = r + kWarps;
+        const bool two = r2 < rows;
+        float a0 = 0.0f, a1 = 0.0f;
+        if (j < n) {
+          const float* kr = k_s + j * ks;
+          const float* q0 = q_s + r * d_h;
+          const float* q1 = q_s + (two ? r2 : r) * d_h;
+          for (int32_t d = 0; d < d_h; ++d) {
+            const float kv = kr[d];
+            a0 += q0[d] * kv;
+            a1 += q1[d] * kv;
+          }
+        }
+        const int32_t tk = t0 + j;
+        s_s[r * kKeyTile + j] =
+            (j < n && tk < CausalKeyLimit(kv_len, p.t_q, row_qi(r))) ? a0 : -INFINITY;
+        if (two) {
+          s_s[r2 * kKeyTile + j] =
+              (j < n && tk < CausalKeyLimit(kv_len, p.t_q, row_qi(r2))) ? a1 : -INFINITY;
+        }
+      }
+    }
+    __syncthreads();
+    // Online softmax bookkeeping, one thread per row.
+    for (int32_t r = tid; r < rows; r += kAttnThreads) {
+      float* s = s_s + r * kKeyTile;
+      float mx = -INFINITY;
+      for (int32_t j = 0; j < kKeyTile; ++j) mx = fmaxf(mx, s[j]);
+      const float m_old = m_s[r];
+      const float m_new = fmaxf(m_old, mx);
+      float corr = 1.0f, sum = 0.0f;
+      if (m_new == -INFINITY) {
+        for (int32_t j = 0; j < kKeyTile; ++j) s[j] = 0.0f;
+      } else {
+        corr = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+        for (int32_t j = 0; j < kKeyTile; ++j) {
+          const float w = s[j] == -INFINITY ? 0.0f : expf(s[j] - m_new);
+          s[j] = w;
+          sum += w;
+        }
+      }
+      m_s[r] = m_new;
+      l_s[r] = l_s[r] * corr + sum;
+      c_s[r] = corr;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kMaxAcc; ++i) {
+      const int32_t e = tid + i * kAttnThreads;
+      if (e < rows * d_h) {
+        const int32_t r = e / d_h;
+        const int32_t d = e % d_h;
+        const float* w = s_s + r * kKeyTile;
+        float a = acc[i] * c_s[r];
+        for (int32_t j = 0; j < n; ++j) a += w[j] * v_s[j * ks + d];
+        acc[i] = a;
+      }
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int i = 0; i < kMaxAcc; ++i) {
+    const int32_t e = tid + i * kAttnThreads;
+    if (e < rows * d_h) {
+      const int32_t r = e / d_h;
+      const int32_t d = e % d_h;
+      const int64_t ri = row_index(r);
+      if (num_splits == 1) {
+        p.out[ri * d_h + d] = l_s[r] > 0.0f ? acc[i] / l_s[r] : 0.0f;
+      } else {
+        float* ws = p.workspace + (ri * num_splits + split) * (d_h + 2);
+        ws[d] = acc[i];
+        if (d == 0) {
+          ws[d_h] = m_s[r];
+          ws[d_h + 1] = l_s[r];
+        }
+      }
+    }
+  }
+}
+
+// One block per query row: combine split partials in split order 0..n-1.
+__global__ void AttentionCombineKernel(AttentionParams p, int32_t num_splits) {
+  const int64_t ri = blockIdx.x;
+  const int32_t d_h = p.layout.head_dim;
+  const float* ws = p.workspace + ri * num_splits * (d_h + 2);
+  float big_m = -INFINITY;
+  for (int32_t s = 0; s < num_splits; ++s) {
+    const float* w = ws + s * (d_h + 2);
+    if (w[d_h + 1] > 0.0f) big_m = fmaxf(big_m, w[d_h]);
+  }
+  for (int32_t d = threadIdx.x; d < d_h; d += blockDim.x) {
+    float denom = 0.0f, acc = 0.0f;
+    for (int32_t s = 0; s < num_splits; ++s) {
+      const float* w = ws + s * (d_h + 2);
+      if (!(w[d_h + 1] > 0.0f)) continue;
+      const float f = expf(w[d_h] - big_m);
+      denom += f * w[d_h + 1];
+      acc += f * w[d];
+    }
+    p.out[ri * d_h + d] = denom > 0.0f ? acc / denom : 0.0f;
+  }
+}
+
+// Counter-based uniform values in [lo, hi), never exactly zero (benchmark and test inputs).
+template <typename T>
+__global__ void FillUniformKernel(void* dst, int64_t n, uint64_t seed, float lo, float hi) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    float v = lo + (hi - lo) * u;
+    if (v == 0.0f) v = (hi - lo) * (1.0f / 16777216.0f);
+    Kv<T>::Store(dst, i, v);
+  }
+}
+
+int GridFor(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 65536 * 16 ? blocks : 65536 * 16);
+}
+
+template <typename T>
+cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads * p.t_new *
+                        p.layout.head_dim;
+  KvAppendKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(p, total);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
+  const KvLayout& l = p.layout;
+  const int32_t g = p.num_q_heads / l.num_kv_heads;
+  const int32_t rows = AttentionRowsPerBlock(g, p.t_q, l.head_dim);
+  const int32_t tiles = CeilDiv(g * p.t_q, rows);
+  const int32_t splits = NumSplits(p.max_kv_len, p.split_size);
+  const int64_t bh = static_cast<int64_t>(l.batch) * l.num_kv_heads;
+  if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
+  const size_t smem = static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
+  cudaError_t e = cudaFuncSetAttribute(AttentionKernel<T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  AttentionKernel<T><<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem,
+                       stream>>>(p, rows, splits);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || splits == 1) return e;
+  const int64_t total_rows = static_cast<int64_t>(l.batch) * p.num_q_heads * p.t_q;
+  AttentionCombineKernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(p, splits);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchRmsNorm(const RmsNormParams& p, cudaStream_t stream) {
+  RmsNormKernel<<<p.rows, kRmsThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRope(const RopeParams& p, cudaStream_t stream) {
+  const int64_t q_rows = static_cast<int64_t>(p.batch) * p.num_q_heads * p.t;
+  const int64_t k_rows = p.k ? static_cast<int64_t>(p.batch) * p.num_kv_heads * p.t : 0;
+  const int64_t pairs = (q_rows + k_rows) * (p.head_dim / 2);
+  RopeKernel<<<GridFor(pairs, 256), 256, 0, stream>>>(p, q_rows, pairs);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream) {
+  SwiGluKernel<<<GridFor(p.n, 256), 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchKvAppend(const KvAppendParams& p, cudaStream_t stream) {
+  switch (p.layout.dtype) {
+    case KvDtype::kF16: return LaunchAppendT<__half>(p, stream);
+    case KvDtype::kBF16: return LaunchAppendT<__nv_bfloat16>(p, stream);
+    default: return LaunchAppendT<float>(p, stream);
+  }
+}
+
+cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream) {
+  KvPublishKernel<<<CeilDiv(p.layout.batch, 128), 128, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
+  switch (p.layout.dtype) {
+    case KvDtype::kF16: return LaunchAttentionT<__half>(p, stream);
+    case KvDtype::kBF16: return LaunchAttentionT<__nv_bfloat16>(p, stream);
+    default: return LaunchAttentionT<float>(p, stream);
+  }
+}
+
+cudaError_t LaunchFillUniform(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
+                              float hi, cudaStream_t stream) {
+  switch (dtype) {
+    case KvDtype::kF16:
+      FillUniformKernel<__half><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+    case KvDtype::kBF16:
+      FillUniformKernel<__nv_bfloat16><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+    default:
+      FillUniformKernel<float><<<GridFor(n, 256), 256, 0, stream>>>(dst, n, seed, lo, hi);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace kvc::kernels::internal

@@ -1,0 +1,475 @@
+// Device tests: every CUDA kernel against its CPU twin with explicit tolerances. Compiled in CI;
+// each test GTEST_SKIPs with the driver's message when no CUDA device is usable.
+//
+// Tolerances (NMSE = sum (x - ref)^2 / sum ref^2, NaN counts as failure):
+//   elementwise fp32 kernels (RMSNorm, RoPE, SwiGLU) and fp32 GEMM vs twin: NMSE <= 1e-7
+//   bf16 GEMM vs twin: NMSE <= 1e-5 (bf16 output rounding of differently ordered sums)
+//   attention vs twin on the same stored K/V, every dtype: NMSE <= 1e-7
+//   attention with bf16 storage vs float64 attention on the unrounded fp32 K/V:
+//     NMSE <= 5e-4 AND NMSE <= 2 x NMSE(naive bf16 reference)
+//   paged vs contiguous attention on the device: bit-exact
+//   KV append and publish: bit-exact with the twin, guard bytes around every buffer intact
+// Every output buffer is poisoned (0xff bytes: NaN in f32/f16/bf16) before each run; inputs are
+// seeded random, never zeros.
+#include "kernels/cuda_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_twins.h"
+#include "kernels/kernel_test_util.h"
+
+namespace kvc::kernels {
+namespace {
+
+using test::HostCache;
+using test::LogicalKv;
+using test::MakeCache;
+using test::Nmse;
+using test::RandomFloats;
+using test::TestSeed;
+
+#define CUDA_OK(expr)                                                      \
+  do {                                                                     \
+    const cudaError_t _e = (expr);                                         \
+    ASSERT_EQ(_e, cudaSuccess) << #expr << ": " << cudaGetErrorString(_e); \
+  } while (0)
+
+constexpr size_t kGuard = 256;
+constexpr uint8_t kGuardByte = 0xa5;
+
+// A device allocation with kGuard guard bytes on both sides; the body can be poisoned.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) { Alloc(bytes); }
+  ~DeviceBuffer() {
+    if (base_) cudaFree(base_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void Alloc(size_t bytes) {
+    bytes_ = bytes;
+    ASSERT_EQ(cudaMalloc(&base_, bytes + 2 * kGuard), cudaSuccess);
+    ASSERT_EQ(cudaMemset(base_, kGuardByte, bytes + 2 * kGuard), cudaSuccess);
+  }
+  void* get() const { return static_cast<uint8_t*>(base_) + kGuard; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(get());
+  }
+  size_t bytes() const { return bytes_; }
+  void Poison() { ASSERT_EQ(cudaMemset(get(), 0xff, bytes_), cudaSuccess); }
+  template <typename T>
+  void Upload(const std::vector<T>& v) {
+    ASSERT_EQ(v.size() * sizeof(T), bytes_);
+    ASSERT_EQ(cudaMemcpy(get(), v.data(), bytes_, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  template <typename T>
+  std::vector<T> Download() const {
+    std::vector<T> v(bytes_ / sizeof(T));
+    EXPECT_EQ(cudaMemcpy(v.data(), get(), bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+  bool GuardsIntact() const {
+    std::vector<uint8_t> g(kGuard);
+    for (size_t off : {size_t{0}, kGuard + bytes_}) {
+      if (cudaMemcpy(g.data(), static_cast<uint8_t*>(base_) + off, kGuard,
+                     cudaMemcpyDeviceToHost) != cudaSuccess)
+        return false;
+      for (uint8_t b : g)
+        if (b != kGuardByte) return false;
+    }
+    return true;
+  }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+template <typename T>
+void UploadNew(DeviceBuffer& d, const std::vector<T>& v) {
+  d.Alloc(v.size() * sizeof(T));
+  d.Upload(v);
+}
+
+class DeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << "no CUDA device (" << why << ")";
+  }
+};
+
+TEST_F(DeviceTest, RmsNormMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(101, "RmsNormMatchesTwin"));
+  for (int dim : {64, 1000, 4096}) {
+    const int rows = 33;
+    auto x = RandomFloats(size_t(rows) * dim, rng, -3, 3), w = RandomFloats(dim, rng);
+    std::vector<float> want(x.size());
+    RmsNormParams p{x.data(), w.data(), want.data(), rows, dim, 1e-6f};
+    ASSERT_TRUE(RmsNormCpu(p).ok());
+    DeviceBuffer dx, dw, dy(x.size() * 4);
+    UploadNew(dx, x);
+    UploadNew(dw, w);
+    dy.Poison();
+    CUDA_OK(RmsNormCuda({dx.as<float>(), dw.as<float>(), dy.as<float>(), rows, dim, 1e-6f}, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_LE(Nmse(dy.Download<float>(), want), 1e-7) << "dim " << dim;
+    EXPECT_TRUE(dx.GuardsIntact() && dw.GuardsIntact() && dy.GuardsIntact());
+  }
+}
+
+TEST_F(DeviceTest, RopeMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(102, "RopeMatchesTwin"));
+  const int B = 2, Hq = 8, Hkv = 2, T = 19, d = 128;
+  auto q = RandomFloats(size_t(B) * Hq * T * d, rng), k = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  std::vector<int32_t> pos(B * T);
+  std::uniform_int_distribution<int32_t> u(0, 32767);
+  for (auto& x : pos) x = u(rng);
+  auto qw = q, kw = k;
+  RopeParams p;
+  p.q = qw.data();
+  p.k = kw.data();
+  p.positions = pos.data();
+  p.batch = B;
+  p.num_q_heads = Hq;
+  p.num_kv_heads = Hkv;
+  p.t = T;
+  p.head_dim = d;
+  ASSERT_TRUE(RopeCpu(p).ok());
+  DeviceBuffer dq, dk, dp;
+  UploadNew(dq, q);
+  UploadNew(dk, k);
+  UploadNew(dp, pos);
+  p.q = dq.as<float>();
+  p.k = dk.as<float>();
+  p.positions = dp.as<int32_t>();
+  CUDA_OK(RopeCuda(p, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_LE(Nmse(dq.Download<float>(), qw), 1e-7);
+  EXPECT_LE(Nmse(dk.Download<float>(), kw), 1e-7);
+  EXPECT_TRUE(dq.GuardsIntact() && dk.GuardsIntact() && dp.GuardsIntact());
+}
+
+TEST_F(DeviceTest, SwiGluMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(103, "SwiGluMatchesTwin"));
+  const int64_t n = 1 << 20;
+  auto g = RandomFloats(n, rng, -8, 8), up = RandomFloats(n, rng);
+  std::vector<float> want(n);
+  ASSERT_TRUE(SwiGluCpu({g.data(), up.data(), want.data(), n}).ok());
+  DeviceBuffer dg, du, dout(n * 4);
+  UploadNew(dg, g);
+  UploadNew(du, up);
+  dout.Poison();
+  CUDA_OK(SwiGluCuda({dg.as<float>(), du.as<float>(), dout.as<float>(), n}, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_LE(Nmse(dout.Download<float>(), want), 1e-7);
+  EXPECT_TRUE(dg.GuardsIntact() && du.GuardsIntact() && dout.GuardsIntact());
+}
+
+TEST_F(DeviceTest, MatmulMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(104, "MatmulMatchesTwin"));
+  const int m = 37, n = 96, k = 200;
+  auto x = RandomFloats(size_t(m) * k, rng), w = RandomFloats(size_t(n) * k, rng);
+  cublasHandle_t h;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  {  // fp32
+    std::vector<float> want(size_t(m) * n);
+    ASSERT_TRUE(MatmulCpu({KvDtype::kF32, x.data(), w.data(), want.data(), m, n, k}).ok());
+    DeviceBuffer dx, dw, dy(want.size() * 4);
+    UploadNew(dx, x);
+    UploadNew(dw, w);
+    dy.Poison();
+    CUDA_OK(MatmulCuda({KvDtype::kF32, dx.get(), dw.get(), dy.get(), m, n, k}, h, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_LE(Nmse(dy.Download<float>(), want), 1e-7);
+    EXPECT_TRUE(dx.GuardsIntact() && dw.GuardsIntact() && dy.GuardsIntact());
+  }
+  {  // bf16
+    std::vector<uint16_t> xb(x.size()), wb(w.size()), want(size_t(m) * n);
+    for (size_t i = 0; i < x.size(); ++i) xb[i] = FloatToBf16Bits(x[i]);
+    for (size_t i = 0; i < w.size(); ++i) wb[i] = FloatToBf16Bits(w[i]);
+    ASSERT_TRUE(MatmulCpu({KvDtype::kBF16, xb.data(), wb.data(), want.data(), m, n, k}).ok());
+    DeviceBuffer dx, dw, dy(want.size() * 2);
+    UploadNew(dx, xb);
+    UploadNew(dw, wb);
+    dy.Poison();
+    CUDA_OK(MatmulCuda({KvDtype::kBF16, dx.get(), dw.get(), dy.get(), m, n, k}, h, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    auto got = dy.Download<uint16_t>();
+    std::vector<float> gf(got.size()), wf(got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      gf[i] = Bf16BitsToFloat(got[i]);
+      wf[i] = Bf16BitsToFloat(want[i]);
+    }
+    EXPECT_LE(Nmse(gf, wf), 1e-5);
+    EXPECT_TRUE(dx.GuardsIntact() && dw.GuardsIntact() && dy.GuardsIntact());
+  }
+  cublasDestroy(h);
+}
+
+// --- KV append + publish ------------------------------------------------------------------
+
+struct DeviceCache {
+  DeviceBuffer k, v, table;
+};
+void Upload(DeviceCache& d, const HostCache& c) {
+  UploadNew(d.k, c.k);
+  UploadNew(d.v, c.v);
+  if (!c.table.empty()) UploadNew(d.table, c.table);
+}
+
+TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
+  std::mt19937_64 rng(TestSeed(105, "KvAppendAndPublishBitExactWithTwin"));
+  const int B = 3, Hkv = 4, d = 128, T_new = 7;
+  for (int block_size : {0, 16}) {
+    for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+      SCOPED_TRACE("block_size " + std::to_string(block_size) + " dtype " +
+                   std::to_string(int(dt)));
+      LogicalKv past{B, Hkv, 40, d, RandomFloats(size_t(B) * Hkv * 40 * d, rng),
+                     RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
+      HostCache host = MakeCache(past, dt, 64, block_size, rng);
+      DeviceCache dev;
+      Upload(dev, host);
+      std::vector<int32_t> base = {40, 13, 29};  // ragged committed lengths
+      auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
+      auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
+      int32_t err = 0;
+      KvAppendParams p;
+      p.layout = host.layout;
+      p.k_cache = host.k.data();
+      p.v_cache = host.v.data();
+      p.block_table = host.table.empty() ? nullptr : host.table.data();
+      p.base_len = base.data();
+      p.k_new = k_new.data();
+      p.v_new = v_new.data();
+      p.t_new = T_new;
+      p.error_flag = &err;
+      ASSERT_TRUE(KvAppendCpu(p).ok());
+      DeviceBuffer dbase, dk, dv, derr;
+      UploadNew(dbase, base);
+      UploadNew(dk, k_new);
+      UploadNew(dv, v_new);
+      UploadNew(derr, std::vector<int32_t>{0});
+      p.k_cache = dev.k.get();
+      p.v_cache = dev.v.get();
+      p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+      p.base_len = dbase.as<int32_t>();
+      p.k_new = dk.as<float>();
+      p.v_new = dv.as<float>();
+      p.error_flag = derr.as<int32_t>();
+      CUDA_OK(KvAppendCuda(p, 0));
+      CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_TRUE(dev.k.Download<uint8_t>() == host.k) << "K storage differs from the twin";
+      EXPECT_TRUE(dev.v.Download<uint8_t>() == host.v) << "V storage differs from the twin";
+      EXPECT_EQ(derr.Download<int32_t>()[0], 0);
+      for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr}) EXPECT_TRUE(b->GuardsIntact());
+
+      // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
+      std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
+      for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
+      const auto vis_len0 = vis_len, vis_table0 = vis_table;
+      KvPublishParams q;
+      q.layout = host.layout;
+      q.staged_table = host.table.empty() ? nullptr : host.table.data();
+      q.visible_table = vis_table.empty() ? nullptr : vis_table.data();
+      q.visible_len = vis_len.data();
+      q.base_len = base.data();
+      q.t_new = T_new;
+      q.error_flag = &err;
+      q.published = pub.data();
+      ASSERT_TRUE(KvPublishCpu(q).ok());
+      EXPECT_EQ(pub, std::vector<int32_t>({1, 1, 0}));
+      DeviceBuffer dlen, dtab, dpub(B * 4);
+      UploadNew(dlen, vis_len0);
+      if (!vis_table0.empty()) UploadNew(dtab, vis_table0);
+      dpub.Poison();
+      q.staged_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+      q.visible_table = vis_table0.empty() ? nullptr : dtab.as<int32_t>();
+      q.visible_len = dlen.as<int32_t>();
+      q.base_len = dbase.as<int32_t>();
+      q.error_flag = derr.as<int32_t>();
+      q.published = dpub.as<int32_t>();
+      CUDA_OK(KvPublishCuda(q, 0));
+      CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
+      EXPECT_EQ(dpub.Download<int32_t>(), pub);
+      if (!vis_table0.empty()) {
+        EXPECT_EQ(dtab.Download<int32_t>(), vis_table);
+      }
+    }
+  }
+}
+
+TEST_F(DeviceTest, KvAppendBadBlockSetsFlagAndPublishRejects) {
+  std::mt19937_64 rng(TestSeed(106, "KvAppendBadBlockSetsFlagAndPublishRejects"));
+  LogicalKv past{1, 2, 8, 64, RandomFloats(2 * 8 * 64, rng), RandomFloats(2 * 8 * 64, rng)};
+  HostCache host = MakeCache(past, KvDtype::kBF16, 32, 16, rng);
+  host.table[1] = host.layout.num_blocks + 5;  // tokens 16..31 map to a block outside the pool
+  DeviceCache dev;
+  Upload(dev, host);
+  auto k_new = RandomFloats(2 * 10 * 64, rng), v_new = RandomFloats(2 * 10 * 64, rng);
+  DeviceBuffer dbase, dk, dv, derr;
+  UploadNew(dbase, std::vector<int32_t>{8});
+  UploadNew(dk, k_new);
+  UploadNew(dv, v_new);
+  UploadNew(derr, std::vector<int32_t>{0});
+  KvAppendParams p;
+  p.layout = host.layout;
+  p.k_cache = dev.k.get();
+  p.v_cache = dev.v.get();
+  p.block_table = dev.table.as<int32_t>();
+  p.base_len = dbase.as<int32_t>();
+  p.k_new = dk.as<float>();
+  p.v_new = dv.as<float>();
+  p.t_new = 10;  // positions 8..17 cross into the bad block
+  p.error_flag = derr.as<int32_t>();
+  CUDA_OK(KvAppendCuda(p, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(derr.Download<int32_t>()[0], 1);
+  EXPECT_TRUE(dev.k.GuardsIntact() && dev.v.GuardsIntact());
+  DeviceBuffer dlen, dtab, dpub(4);
+  UploadNew(dlen, std::vector<int32_t>{8});
+  UploadNew(dtab, host.table);
+  KvPublishParams q;
+  q.layout = host.layout;
+  q.staged_table = dev.table.as<int32_t>();
+  q.visible_table = dtab.as<int32_t>();
+  q.visible_len = dlen.as<int32_t>();
+  q.base_len = dbase.as<int32_t>();
+  q.t_new = 10;
+  q.error_flag = derr.as<int32_t>();
+  q.published = dpub.as<int32_t>();
+  CUDA_OK(KvPublishCuda(q, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(dpub.Download<int32_t>()[0], 0);
+  EXPECT_EQ(dlen.Download<int32_t>()[0], 8) << "a failed transaction never becomes visible";
+  // Invalid params never launch.
+  p.t_new = 0;
+  EXPECT_EQ(KvAppendCuda(p, 0), cudaErrorInvalidValue);
+}
+
+// --- Attention -------------------------------------------------------------------------------
+
+struct AttnCase {
+  const char* name;
+  int B, Hkv, Hq, d, t_q, block_size, split;
+  std::vector<int32_t> len;
+};
+
+std::vector<float> RunAttentionDevice(const HostCache& c, const std::vector<int32_t>& len,
+                                      const std::vector<float>& q, const AttentionParams& hp) {
+  DeviceCache dev;
+  Upload(dev, c);
+  DeviceBuffer dlen, dq, dout(q.size() * 4);
+  UploadNew(dlen, len);
+  UploadNew(dq, q);
+  dout.Poison();
+  AttentionParams p = hp;
+  p.k_cache = dev.k.get();
+  p.v_cache = dev.v.get();
+  p.block_table = c.table.empty() ? nullptr : dev.table.as<int32_t>();
+  p.kv_len = dlen.as<int32_t>();
+  p.q = dq.as<float>();
+  p.out = dout.as<float>();
+  DeviceBuffer ws(std::max<int64_t>(1, AttentionWorkspaceFloats(p)) * 4);
+  ws.Poison();
+  p.workspace = AttentionWorkspaceFloats(p) > 0 ? ws.as<float>() : nullptr;
+  EXPECT_EQ(AttentionCuda(p, 0), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (DeviceBuffer* b : {&dev.k, &dev.v, &dlen, &dq, &dout, &ws}) EXPECT_TRUE(b->GuardsIntact());
+  if (!c.table.empty()) {
+    EXPECT_TRUE(dev.table.GuardsIntact());
+  }
+  return dout.Download<float>();
+}
+
+TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
+  std::mt19937_64 rng(TestSeed(107, "AttentionMatchesTwinAllDtypesLayoutsAndModes"));
+  const std::vector<AttnCase> cases = {
+      {"decode_gqa8", 3, 2, 16, 128, 1, 16, 0, {300, 77, 513}},
+      {"decode_splitk", 3, 2, 16, 128, 1, 16, 128, {300, 77, 513}},
+      {"prefill_past", 2, 2, 8, 128, 37, 16, 0, {137, 60}},
+      {"prefill_past_split", 2, 2, 8, 128, 37, 16, 64, {137, 60}},
+      {"prefill_d64_manytiles", 1, 1, 4, 64, 70, 16, 0, {90}},
+      {"decode_d256_mha", 2, 3, 3, 256, 1, 8, 0, {33, 64}},
+  };
+  for (const auto& tc : cases) {
+    const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
+    LogicalKv kv{tc.B, tc.Hkv, max_len, tc.d,
+                 RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng),
+                 RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng)};
+    auto q = RandomFloats(size_t(tc.B) * tc.Hq * tc.t_q * tc.d, rng, -2, 2);
+    for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+      SCOPED_TRACE(std::string(tc.name) + " dtype " + std::to_string(int(dt)));
+      HostCache contig = MakeCache(kv, dt, max_len, 0, rng);
+      HostCache paged = MakeCache(kv, dt, max_len, tc.block_size, rng);
+      std::vector<float> twin(q.size(), NAN);
+      AttentionParams p;
+      p.layout = contig.layout;
+      p.k_cache = contig.k.data();
+      p.v_cache = contig.v.data();
+      p.kv_len = tc.len.data();
+      p.max_kv_len = max_len;
+      p.q = q.data();
+      p.out = twin.data();
+      p.num_q_heads = tc.Hq;
+      p.t_q = tc.t_q;
+      p.scale = 1.0f / std::sqrt(float(tc.d));
+      p.split_size = tc.split;
+      std::vector<float> ws(std::max<int64_t>(1, AttentionWorkspaceFloats(p)));
+      p.workspace = ws.data();
+      ASSERT_TRUE(AttentionCpu(p).ok());
+      const auto got_c = RunAttentionDevice(contig, tc.len, q, p);
+      AttentionParams pp = p;
+      pp.layout = paged.layout;
+      const auto got_p = RunAttentionDevice(paged, tc.len, q, pp);
+      EXPECT_LE(Nmse(got_c, twin), 1e-7);
+      EXPECT_EQ(0, std::memcmp(got_c.data(), got_p.data(), q.size() * 4))
+          << "device paged and contiguous must agree bit-exactly";
+      if (dt == KvDtype::kBF16) {
+        const auto ref = test::ReferenceAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale);
+        const auto naive =
+            test::NaiveDtypeAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale, KvDtype::kBF16);
+        const double err = Nmse(got_c, ref), naive_err = Nmse(naive, ref);
+        std::printf("%s bf16: kernel NMSE %.3e vs fp64, naive bf16 %.3e\n", tc.name, err,
+                    naive_err);
+        EXPECT_LE(err, 5e-4);
+        EXPECT_LE(err, 2.0 * naive_err);
+      }
+    }
+  }
+}
+
+TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
+  std::mt19937_64 rng(TestSeed(108, "AttentionSplitKMatchesUnsplitOnDevice"));
+  const int B = 1, Hkv = 8, Hq = 64, d = 128, T = 4096;
+  LogicalKv kv{B, Hkv, T, d, RandomFloats(size_t(B) * Hkv * T * d, rng),
+               RandomFloats(size_t(B) * Hkv * T * d, rng)};
+  HostCache c = MakeCache(kv, KvDtype::kBF16, T, 16, rng);
+  auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
+  const std::vector<int32_t> len = {T};
+  AttentionParams p;
+  p.layout = c.layout;
+  p.max_kv_len = T;
+  p.num_q_heads = Hq;
+  p.t_q = 1;
+  p.scale = 1.0f / std::sqrt(float(d));
+  const auto un = RunAttentionDevice(c, len, q, p);
+  p.split_size = 256;
+  const auto sp = RunAttentionDevice(c, len, q, p);
+  EXPECT_LE(Nmse(sp, un), 1e-10);
+  const auto sp2 = RunAttentionDevice(c, len, q, p);
+  EXPECT_EQ(0, std::memcmp(sp.data(), sp2.data(), sp.size() * 4)) << "split-K is deterministic";
+}
+
+}  // namespace
+}  // namespace kvc::kernels
