@@ -4,6 +4,7 @@
 #include "reference/ledger/byte_trajectory.h"
 #include "reference/ledger/sensitivity.h"
 #include "reference/manifest/manifest.h"
+#include "reference/service/service_trace.h"
 
 namespace kvc {
 namespace {
@@ -12,6 +13,7 @@ const KindEntry kKinds[] = {
     {kManifestKind, "request/cache manifest", "M5.1 0x01", &ValidateManifest, nullptr},
     {kByteTrajectoryKind, "byte trajectory", "M5.1 0x02", &ValidateByteTrajectory, nullptr},
     {kLedgerSensitivityKind, "ledger sensitivity suite", "M5.1 0x09", &ValidateLedgerSensitivity, nullptr},
+    {kServiceTraceKind, "service trace", "M5.1 0x05", &ValidateServiceTrace, nullptr},
 };
 
 }  // namespace

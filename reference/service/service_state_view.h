@@ -1,0 +1,78 @@
+// ServiceStateView: the typed, policy-free projection of one request/cache object that
+// M5.1 0x05 "Deriving The Service-Facing State View" exports to schedulers.
+//
+// Exactly the seed's fields, no more: facts constrain a decision without becoming one, so
+// the reader rejects the decision fields (admit, priority, batch_id, prefill_chunk_size,
+// preempt, victim_request, run_next) with SERVICE_POLICY_FIELD_IN_STATE and any other
+// extra member with INPUT_FIELD_UNKNOWN. Value type, no ownership, thread-compatible.
+#ifndef KVCONFORM_REFERENCE_SERVICE_SERVICE_STATE_VIEW_H_
+#define KVCONFORM_REFERENCE_SERVICE_SERVICE_STATE_VIEW_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/base/strict_json.h"
+#include "reference/validate/violation.h"
+
+namespace kvc {
+
+enum class ServicePhase {
+  kWaitingPrefill,        // prompt rows remain unprocessed; arrival alone creates no K/V
+  kPrefillInFlight,       // a prompt interval executes; its rows are pending, not readable
+  kOutputReady,           // a complete publication produced logits; one output may be emitted
+  kDecodeFrontierReady,   // one emitted token has not passed through its cache-producing call
+  kFinishedRetained,      // stop is final, ownership not closed
+  kReleased,              // ownership closed; no later read or mutation is legal
+};
+
+enum class EligibleWork { kPrefillRowsAvailable, kDecodeFrontierAvailable, kNone };
+
+std::string_view PhaseName(ServicePhase p);
+std::string_view EligibleWorkName(EligibleWork w);
+
+struct ServiceStateView {
+  // Versioned identity: stale work must not target a recycled handle.
+  std::string request_id;
+  uint64_t handle_generation = 0;
+  uint64_t snapshot_version = 0;  // number of publications (prefill chunks + decode rows)
+  // Semantic availability, not a scheduling decision.
+  ServicePhase phase = ServicePhase::kWaitingPrefill;
+  EligibleWork eligible_work = EligibleWork::kNone;
+  // Counters that must not alias.
+  uint64_t prompt_rows_remaining = 0;
+  uint64_t emitted_output_tokens = 0;
+  uint64_t processed_generated_tokens = 0;
+  uint64_t committed_tokens = 0;
+  uint64_t output_frontier_count = 0;
+  // Logical resource facts (bytes).
+  uint64_t logical_payload_bytes = 0;
+  uint64_t next_ordinary_append_bytes = 0;
+  uint64_t terminal_retained_logical_payload_bytes = 0;
+  // Endpoint clocks (trace time units).
+  uint64_t arrival_time = 0;
+  std::vector<uint64_t> output_times;
+  std::optional<uint64_t> finish_time;
+  std::optional<uint64_t> release_time;
+
+  bool operator==(const ServiceStateView&) const = default;
+};
+
+// The decision fields a state view must never carry.
+inline constexpr std::array<std::string_view, 7> kForbiddenPolicyFields = {
+    "admit", "priority", "batch_id", "prefill_chunk_size", "preempt", "victim_request", "run_next"};
+
+// Reads a view object at `pointer`; records violations (policy fields, schema) in `out`
+// and returns nullopt when any was recorded.
+std::optional<ServiceStateView> ReadServiceStateView(const Json& obj, const std::string& pointer,
+                                                     Violations* out);
+
+// The JSON form (the same member names; null for an absent finish/release time).
+Json ServiceStateViewToJson(const ServiceStateView& v);
+
+}  // namespace kvc
+
+#endif  // KVCONFORM_REFERENCE_SERVICE_SERVICE_STATE_VIEW_H_
