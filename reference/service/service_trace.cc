@@ -208,23 +208,22 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
   } else if (!s.arrived) {
     return fail(ErrorCode::SERVICE_WORK_BEFORE_ARRIVAL, "/op", "the request has not arrived");
   } else if (w.phase == ServicePhase::kReleased) {
-    return fail(ErrorCode::SERVICE_RELEASE_OF_LIVE_REQUEST, "/op", "the request was released; no later event is legal");
+    return fail(ErrorCode::LIFECYCLE_HANDLE_RELEASED, "/op", "the request was released; no later event is legal");
   } else if (e.op == "release") {
     if (w.phase != ServicePhase::kFinishedRetained)
-      return fail(ErrorCode::SERVICE_RELEASE_OF_LIVE_REQUEST, "/op", "only a finished request may release");
+      return fail(ErrorCode::LIFECYCLE_RELEASE_LIVE, "/op", "only a finished request may release");
     w.phase = ServicePhase::kReleased;
     w.release_time = e.t;
     w.committed_tokens = 0;
     w.output_frontier_count = 0;
     s.steps.emplace_back(e.t, 0);
   } else if (w.phase == ServicePhase::kFinishedRetained) {
-    return fail(e.op == "emit" ? ErrorCode::SERVICE_EARLY_FINISH : ErrorCode::SERVICE_PHASE_ILLEGAL, "/op",
-                "the request already finished");
+    return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "the request already finished; only release is legal");
   } else if (e.op == "prefill_begin") {
     if (w.phase != ServicePhase::kWaitingPrefill)
       return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "prefill may begin only while prompt rows wait");
     if (e.rows == 0 || e.rows > r.prompt - s.prefilled)
-      return fail(ErrorCode::SERVICE_PROMPT_OVERRUN, "/rows",
+      return fail(ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN, "/rows",
                   "expected 1.." + std::to_string(r.prompt - s.prefilled) + " remaining prompt rows, got " +
                       std::to_string(e.rows));
     s.in_flight = e.rows;
@@ -242,22 +241,29 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     s.steps.emplace_back(e.t, w.committed_tokens);
   } else if (e.op == "emit") {
     if (w.phase != ServicePhase::kOutputReady)
-      return fail(ErrorCode::SERVICE_OUTPUT_BEFORE_LOGITS, "/op", "no complete publication has produced logits");
-    if (e.output_index != w.emitted_output_tokens || w.emitted_output_tokens >= r.outputs.size() ||
-        e.token != r.outputs[w.emitted_output_tokens])
-      return fail(ErrorCode::SERVICE_OUTPUT_INDEX_GAP, "/output_index",
-                  "expected output " + std::to_string(w.emitted_output_tokens) + " (\"" +
-                      (w.emitted_output_tokens < r.outputs.size() ? r.outputs[w.emitted_output_tokens] : "none") +
-                      "\"), got " + std::to_string(e.output_index) + " (\"" + e.token + "\")");
+      return fail(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS, "/op", "no complete publication has produced logits");
+    if (e.output_index != w.emitted_output_tokens)
+      return fail(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP, "/output_index",
+                  "expected the next contiguous index " + std::to_string(w.emitted_output_tokens) + ", got " +
+                      std::to_string(e.output_index));
+    if (w.emitted_output_tokens >= r.outputs.size() || e.token != r.outputs[w.emitted_output_tokens])
+      return fail(ErrorCode::SERVICE_OUTPUT_TOKEN_MISMATCH, "/token",
+                  "output " + std::to_string(w.emitted_output_tokens) + " is declared as \"" +
+                      (w.emitted_output_tokens < r.outputs.size() ? r.outputs[w.emitted_output_tokens] : "(none)") +
+                      "\", emitted \"" + e.token + "\"");
     w.emitted_output_tokens += 1;
     w.output_times.push_back(e.t);
     w.phase = ServicePhase::kDecodeFrontierReady;
   } else if (e.op == "decode_publish") {
+    if (s.prefilled != r.prompt)
+      return fail(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL, "/op",
+                  std::to_string(r.prompt - s.prefilled) + " prompt rows are unprocessed");
     if (w.phase != ServicePhase::kDecodeFrontierReady)
-      return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "no emitted token waits at the output/cache frontier");
+      return fail(ErrorCode::FRONTIER_CACHE_OVERCOMMIT, "/op",
+                  "no emitted token waits at the output/cache frontier: the row would belong to no token");
     const std::string& frontier = r.outputs[w.emitted_output_tokens - 1];
     if (e.token != frontier)
-      return fail(ErrorCode::SERVICE_FRONTIER_TOKEN_MISMATCH, "/token",
+      return fail(ErrorCode::FRONTIER_TOKEN_MISMATCH, "/token",
                   "the frontier token is \"" + frontier + "\", the call processed \"" + e.token + "\"");
     w.processed_generated_tokens += 1;
     w.committed_tokens += 1;
@@ -265,12 +271,13 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     w.phase = ServicePhase::kOutputReady;
     s.steps.emplace_back(e.t, w.committed_tokens);
   } else {  // finish
+    if (s.prefilled != r.prompt || w.emitted_output_tokens == 0)
+      return fail(ErrorCode::SERVICE_PHASE_EARLY_FINISH, "/op",
+                  "finish needs a complete prefill and at least one selected output");
     if (w.emitted_output_tokens != r.outputs.size())
-      return fail(ErrorCode::SERVICE_EARLY_FINISH, "/op",
+      return fail(ErrorCode::SERVICE_FINISH_BEFORE_DECLARED_OUTPUTS, "/op",
                   "finished after " + std::to_string(w.emitted_output_tokens) + " of " +
                       std::to_string(r.outputs.size()) + " declared outputs");
-    if (w.phase != ServicePhase::kDecodeFrontierReady && w.phase != ServicePhase::kOutputReady)
-      return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "finish needs a completed output");
     w.phase = ServicePhase::kFinishedRetained;
     w.finish_time = e.t;
   }

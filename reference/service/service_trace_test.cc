@@ -88,7 +88,7 @@ TEST(ServiceTrace, UnreplayableTraceNamesTheFirstViolation) {
   doc["events"][10]["token"] = "a1";
   auto m = DeriveServiceMetrics(doc);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(std::string(m.status().message()).find("SERVICE_FRONTIER_TOKEN_MISMATCH"), std::string::npos);
+  EXPECT_NE(std::string(m.status().message()).find("FRONTIER_TOKEN_MISMATCH"), std::string::npos);
 }
 
 }  // namespace
