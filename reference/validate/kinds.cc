@@ -5,6 +5,7 @@
 #include "reference/ledger/sensitivity.h"
 #include "reference/manifest/manifest.h"
 #include "reference/service/service_trace.h"
+#include "reference/trace/checker.h"
 
 namespace kvc {
 namespace {
@@ -14,6 +15,8 @@ const KindEntry kKinds[] = {
     {kByteTrajectoryKind, "byte trajectory", "M5.1 0x02", &ValidateByteTrajectory, nullptr},
     {kLedgerSensitivityKind, "ledger sensitivity suite", "M5.1 0x09", &ValidateLedgerSensitivity, nullptr},
     {kServiceTraceKind, "service trace", "M5.1 0x05", &ValidateServiceTrace, nullptr},
+    {trace::kTraceKind, "runtime mutation trace", "M5.1 0x01/0x03/0x05/0x07",  nullptr,
+     &trace::ValidateTraceJsonl},
 };
 
 }  // namespace

@@ -33,6 +33,8 @@ void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
 // Adds `calc service-metrics`; call after AddCalcCommand.
 void AddServiceMetricsCommand(CLI::App& app);
+void AddCheckCommand(CLI::App& app);
+void AddGenTraceCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };
