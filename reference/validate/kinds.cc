@@ -4,6 +4,7 @@
 #include "reference/ledger/byte_trajectory.h"
 #include "reference/ledger/sensitivity.h"
 #include "reference/manifest/manifest.h"
+#include "reference/saved_work/saved_work_fixture.h"
 #include "reference/service/service_trace.h"
 #include "reference/trace/checker.h"
 
@@ -15,6 +16,7 @@ const KindEntry kKinds[] = {
     {kByteTrajectoryKind, "byte trajectory", "M5.1 0x02", &ValidateByteTrajectory, nullptr},
     {kLedgerSensitivityKind, "ledger sensitivity suite", "M5.1 0x09", &ValidateLedgerSensitivity, nullptr},
     {kServiceTraceKind, "service trace", "M5.1 0x05", &ValidateServiceTrace, nullptr},
+    {kSavedWorkKind, "saved-work ledger and frontier", "M5.1 0x03", &ValidateSavedWorkFixture, nullptr},
     {trace::kTraceKind, "runtime mutation trace", "M5.1 0x01/0x03/0x05/0x07",  nullptr,
      &trace::ValidateTraceJsonl},
 };
