@@ -4,19 +4,11 @@
 namespace kvc {
 namespace {
 
-constexpr std::array<std::pair<ServicePhase, std::string_view>, 6> kPhases = {{
-    {ServicePhase::kWaitingPrefill, "WAITING_PREFILL"},
-    {ServicePhase::kPrefillInFlight, "PREFILL_IN_FLIGHT"},
-    {ServicePhase::kOutputReady, "OUTPUT_READY"},
-    {ServicePhase::kDecodeFrontierReady, "DECODE_FRONTIER_READY"},
-    {ServicePhase::kFinishedRetained, "FINISHED_RETAINED"},
-    {ServicePhase::kReleased, "RELEASED"},
-}};
-constexpr std::array<std::pair<EligibleWork, std::string_view>, 3> kWork = {{
-    {EligibleWork::kPrefillRowsAvailable, "PREFILL_ROWS_AVAILABLE"},
-    {EligibleWork::kDecodeFrontierAvailable, "DECODE_FRONTIER_AVAILABLE"},
-    {EligibleWork::kNone, "NONE"},
-}};
+constexpr std::array<ServicePhase, 6> kPhases = {
+    ServicePhase::kWaitingPrefill,      ServicePhase::kPrefillInFlight,   ServicePhase::kOutputReady,
+    ServicePhase::kDecodeFrontierReady, ServicePhase::kFinishedRetained, ServicePhase::kReleased};
+constexpr std::array<EligibleWork, 3> kWork = {EligibleWork::kPrefillRowsAvailable,
+                                               EligibleWork::kDecodeFrontierAvailable, EligibleWork::kNone};
 
 std::optional<uint64_t> OptionalTime(FieldReader& r, const Json& obj, std::string_view key, bool* ok) {
   if (obj.contains(std::string(key)) && obj[std::string(key)].is_null()) {
@@ -30,16 +22,28 @@ std::optional<uint64_t> OptionalTime(FieldReader& r, const Json& obj, std::strin
 
 }  // namespace
 
-std::string_view PhaseName(ServicePhase p) {
-  for (auto [k, n] : kPhases)
-    if (k == p) return n;
-  return "?";
-}
-
-std::string_view EligibleWorkName(EligibleWork w) {
-  for (auto [k, n] : kWork)
-    if (k == w) return n;
-  return "?";
+ServiceStateView WithClocks(const frontier::ServiceStateView& f, uint64_t arrival_time,
+                            std::vector<uint64_t> output_times, std::optional<uint64_t> finish_time,
+                            std::optional<uint64_t> release_time) {
+  ServiceStateView v;
+  v.request_id = f.request_id;
+  v.handle_generation = f.handle_generation;
+  v.snapshot_version = f.snapshot_version;
+  v.phase = f.phase;
+  v.eligible_work = f.eligible_work;
+  v.prompt_rows_remaining = f.prompt_rows_remaining;
+  v.emitted_output_tokens = f.emitted_output_tokens;
+  v.processed_generated_tokens = f.processed_generated_tokens;
+  v.committed_tokens = f.committed_tokens;
+  v.output_frontier_count = f.output_frontier_count;
+  v.logical_payload_bytes = f.logical_payload_bytes;
+  v.next_ordinary_append_bytes = f.next_ordinary_append_bytes;
+  v.terminal_retained_logical_payload_bytes = f.terminal_retained_logical_payload_bytes;
+  v.arrival_time = arrival_time;
+  v.output_times = std::move(output_times);
+  v.finish_time = finish_time;
+  v.release_time = release_time;
+  return v;
 }
 
 std::optional<ServiceStateView> ReadServiceStateView(const Json& obj, const std::string& pointer,
@@ -64,12 +68,12 @@ std::optional<ServiceStateView> ReadServiceStateView(const Json& obj, const std:
   u("snapshot_version", &v.snapshot_version);
   if (auto s = r.Enum("phase", {"WAITING_PREFILL", "PREFILL_IN_FLIGHT", "OUTPUT_READY", "DECODE_FRONTIER_READY",
                                 "FINISHED_RETAINED", "RELEASED"})) {
-    for (auto [k, n] : kPhases)
-      if (n == *s) v.phase = k;
+    for (ServicePhase k : kPhases)
+      if (frontier::ServicePhaseName(k) == *s) v.phase = k;
   }
   if (auto s = r.Enum("eligible_work", {"PREFILL_ROWS_AVAILABLE", "DECODE_FRONTIER_AVAILABLE", "NONE"})) {
-    for (auto [k, n] : kWork)
-      if (n == *s) v.eligible_work = k;
+    for (EligibleWork k : kWork)
+      if (frontier::EligibleWorkName(k) == *s) v.eligible_work = k;
   }
   u("prompt_rows_remaining", &v.prompt_rows_remaining);
   u("emitted_output_tokens", &v.emitted_output_tokens);
@@ -95,8 +99,8 @@ Json ServiceStateViewToJson(const ServiceStateView& v) {
   j["request_id"] = v.request_id;
   j["handle_generation"] = v.handle_generation;
   j["snapshot_version"] = v.snapshot_version;
-  j["phase"] = std::string(PhaseName(v.phase));
-  j["eligible_work"] = std::string(EligibleWorkName(v.eligible_work));
+  j["phase"] = std::string(frontier::ServicePhaseName(v.phase));
+  j["eligible_work"] = std::string(frontier::EligibleWorkName(v.eligible_work));
   j["prompt_rows_remaining"] = v.prompt_rows_remaining;
   j["emitted_output_tokens"] = v.emitted_output_tokens;
   j["processed_generated_tokens"] = v.processed_generated_tokens;

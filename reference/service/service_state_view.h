@@ -1,5 +1,6 @@
 // ServiceStateView: the typed, policy-free projection of one request/cache object that
-// M5.1 0x05 "Deriving The Service-Facing State View" exports to schedulers.
+// M5.1 0x05 "Deriving The Service-Facing State View" exports to schedulers: the factual part
+// projected by frontier::Project (reference/frontier/phase.h) plus the endpoint clocks.
 //
 // Exactly the seed's fields, no more: facts constrain a decision without becoming one, so
 // the reader rejects the decision fields (admit, priority, batch_id, prefill_chunk_size,
@@ -16,29 +17,20 @@
 #include <vector>
 
 #include "reference/base/strict_json.h"
+#include "reference/frontier/phase.h"
 #include "reference/validate/violation.h"
 
 namespace kvc {
 
-enum class ServicePhase {
-  kWaitingPrefill,        // prompt rows remain unprocessed; arrival alone creates no K/V
-  kPrefillInFlight,       // a prompt interval executes; its rows are pending, not readable
-  kOutputReady,           // a complete publication produced logits; one output may be emitted
-  kDecodeFrontierReady,   // one emitted token has not passed through its cache-producing call
-  kFinishedRetained,      // stop is final, ownership not closed
-  kReleased,              // ownership closed; no later read or mutation is legal
-};
-
-enum class EligibleWork { kPrefillRowsAvailable, kDecodeFrontierAvailable, kNone };
-
-std::string_view PhaseName(ServicePhase p);
-std::string_view EligibleWorkName(EligibleWork w);
+// Phase and eligible work are the frontier's projection types (reference/frontier/phase.h).
+using frontier::EligibleWork;
+using frontier::ServicePhase;
 
 struct ServiceStateView {
   // Versioned identity: stale work must not target a recycled handle.
   std::string request_id;
   uint64_t handle_generation = 0;
-  uint64_t snapshot_version = 0;  // number of publications (prefill chunks + decode rows)
+  uint64_t snapshot_version = 0;  // lifecycle snapshot version
   // Semantic availability, not a scheduling decision.
   ServicePhase phase = ServicePhase::kWaitingPrefill;
   EligibleWork eligible_work = EligibleWork::kNone;
@@ -69,6 +61,11 @@ inline constexpr std::array<std::string_view, 7> kForbiddenPolicyFields = {
 // and returns nullopt when any was recorded.
 std::optional<ServiceStateView> ReadServiceStateView(const Json& obj, const std::string& pointer,
                                                      Violations* out);
+
+// The seed's full view: the frontier projection's facts plus the endpoint clocks.
+ServiceStateView WithClocks(const frontier::ServiceStateView& facts, uint64_t arrival_time,
+                            std::vector<uint64_t> output_times, std::optional<uint64_t> finish_time,
+                            std::optional<uint64_t> release_time);
 
 // The JSON form (the same member names; null for an absent finish/release time).
 Json ServiceStateViewToJson(const ServiceStateView& v);

@@ -7,7 +7,10 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/frontier/frontier.h"
+#include "reference/frontier/phase.h"
 #include "reference/ledger/kv_bytes.h"
+#include "reference/lifecycle/snapshot/snapshot.h"
 
 namespace kvc {
 namespace {
@@ -37,10 +40,19 @@ struct Doc {
   const Json* expected = nullptr;  // expected_metrics (nullptr when only deriving)
 };
 
-// One request's replay state; `view` is kept current after every event.
+// One request's replay state. The output/cache frontier rules live in frontier::FrontierState
+// and the phase projection in frontier::Project; this file adds the service trace's own
+// facts (arrival, the prefill begin/publish pairing, declared outputs, clocks) and keeps the
+// lifecycle snapshot counters the projection reads (version: publications and release;
+// incarnation: +1 on release, docs/lifecycle.md).
 struct State {
   bool arrived = false;
-  uint64_t prefilled = 0, in_flight = 0;
+  std::optional<frontier::FrontierState> frontier;
+  lifecycle::Snapshot snapshot;
+  uint64_t in_flight = 0;  // rows of the open prefill interval, 0 when none
+  uint64_t arrival = 0;
+  std::vector<uint64_t> output_times;
+  std::optional<uint64_t> finish, release;
   ServiceStateView view;
   std::vector<std::pair<uint64_t, uint64_t>> steps;  // (time, committed tokens)
 };
@@ -188,111 +200,105 @@ bool CheckRequests(const Doc& d, Violations* v) {
   return v->size() == before;
 }
 
+// The frontier's opaque token id of a token string: its first index among the request's
+// declared outputs, or a value past them for an undeclared token.
+uint64_t TokenId(const Request& r, const std::string& token) {
+  for (size_t i = 0; i < r.outputs.size(); ++i)
+    if (r.outputs[i] == token) return i;
+  return r.outputs.size();
+}
+
 // Applies one event to `s`; returns false after recording why it is illegal.
 bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations* v) {
   auto fail = [&](ErrorCode c, const std::string& field, const std::string& msg) {
     Add(v, c, e.ptr + field,
         "t=" + std::to_string(e.t) + " " + e.op + " " + e.request + " (phase " +
-            (s.arrived ? std::string(PhaseName(s.view.phase)) : std::string("none: not arrived")) + "): " + msg);
+            (s.arrived ? std::string(frontier::ServicePhaseName(s.view.phase)) : std::string("none: not arrived")) +
+            "): " + msg);
     return false;
   };
-  ServiceStateView& w = s.view;
+  auto fail_status = [&](const Status& st, const std::string& field) {
+    return fail(st.error() == ErrorCode::kNone ? ErrorCode::SERVICE_PHASE_ILLEGAL : st.error(), field,
+                std::string(st.message()));
+  };
+  using lifecycle::Phase;
+  using frontier::AppendCall;
+  using frontier::AppendPurpose;
+  lifecycle::Snapshot& snap = s.snapshot;
   if (e.op == "arrive") {
     if (s.arrived) return fail(ErrorCode::SERVICE_WORK_BEFORE_ARRIVAL, "/op", "the request already arrived");
     s.arrived = true;
-    w.request_id = r.id;
-    w.handle_generation = r.generation;
-    w.arrival_time = e.t;
-    w.phase = ServicePhase::kWaitingPrefill;
+    s.frontier.emplace(r.prompt);
+    snap.handle_id = snap.lineage_id = r.id;
+    snap.incarnation = r.generation;
+    s.arrival = e.t;
     s.steps.emplace_back(e.t, 0);
   } else if (!s.arrived) {
     return fail(ErrorCode::SERVICE_WORK_BEFORE_ARRIVAL, "/op", "the request has not arrived");
-  } else if (w.phase == ServicePhase::kReleased) {
+  } else if (snap.phase == Phase::kReleased) {
     return fail(ErrorCode::LIFECYCLE_HANDLE_RELEASED, "/op", "the request was released; no later event is legal");
   } else if (e.op == "release") {
-    if (w.phase != ServicePhase::kFinishedRetained)
+    if (snap.phase != Phase::kFinished)
       return fail(ErrorCode::LIFECYCLE_RELEASE_LIVE, "/op", "only a finished request may release");
-    w.phase = ServicePhase::kReleased;
-    w.release_time = e.t;
-    w.committed_tokens = 0;
-    w.output_frontier_count = 0;
+    snap.phase = Phase::kReleased;
+    snap.version += 1;
+    snap.incarnation += 1;
+    snap.committed_length = 0;
+    s.release = e.t;
     s.steps.emplace_back(e.t, 0);
-  } else if (w.phase == ServicePhase::kFinishedRetained) {
+  } else if (snap.phase == Phase::kFinished) {
     return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "the request already finished; only release is legal");
   } else if (e.op == "prefill_begin") {
-    if (w.phase != ServicePhase::kWaitingPrefill)
+    if (s.in_flight != 0 || s.frontier->prompt_complete())
       return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "prefill may begin only while prompt rows wait");
-    if (e.rows == 0 || e.rows > r.prompt - s.prefilled)
-      return fail(ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN, "/rows",
-                  "expected 1.." + std::to_string(r.prompt - s.prefilled) + " remaining prompt rows, got " +
-                      std::to_string(e.rows));
+    if (e.rows == 0) return fail(ErrorCode::LIFECYCLE_APPEND_EMPTY, "/rows", "a prefill interval selects no rows");
+    if (Status st = s.frontier->CheckAppend({AppendPurpose::kPrefill, e.rows}); !st.ok()) return fail_status(st, "/rows");
     s.in_flight = e.rows;
-    w.phase = ServicePhase::kPrefillInFlight;
   } else if (e.op == "prefill_publish") {
-    if (w.phase != ServicePhase::kPrefillInFlight || e.rows != s.in_flight)
+    if (s.in_flight == 0 || e.rows != s.in_flight)
       return fail(ErrorCode::SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN, "/rows",
                   "a publication must publish exactly the in-flight prefill interval (" + std::to_string(s.in_flight) +
                       " rows)");
-    s.prefilled += e.rows;
+    s.frontier->ApplyPublished({AppendPurpose::kPrefill, e.rows});
     s.in_flight = 0;
-    w.committed_tokens += e.rows;
-    w.snapshot_version += 1;
-    w.phase = s.prefilled == r.prompt ? ServicePhase::kOutputReady : ServicePhase::kWaitingPrefill;
-    s.steps.emplace_back(e.t, w.committed_tokens);
+    snap.version += 1;
+    snap.committed_length = s.frontier->committed();
+    s.steps.emplace_back(e.t, snap.committed_length);
   } else if (e.op == "emit") {
-    if (w.phase != ServicePhase::kOutputReady)
-      return fail(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS, "/op", "no complete publication has produced logits");
-    if (e.output_index != w.emitted_output_tokens)
-      return fail(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP, "/output_index",
-                  "expected the next contiguous index " + std::to_string(w.emitted_output_tokens) + ", got " +
-                      std::to_string(e.output_index));
-    if (w.emitted_output_tokens >= r.outputs.size() || e.token != r.outputs[w.emitted_output_tokens])
+    if (s.in_flight != 0)
+      return fail(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS, "/op", "a prefill interval is still in flight");
+    if (Status st = s.frontier->Emit(e.output_index, TokenId(r, e.token)); !st.ok())
+      return fail_status(st, st.error() == ErrorCode::FRONTIER_OUTPUT_INDEX_GAP ? "/output_index" : "/op");
+    uint64_t index = s.frontier->emitted() - 1;
+    if (index >= r.outputs.size() || e.token != r.outputs[index])
       return fail(ErrorCode::SERVICE_OUTPUT_TOKEN_MISMATCH, "/token",
-                  "output " + std::to_string(w.emitted_output_tokens) + " is declared as \"" +
-                      (w.emitted_output_tokens < r.outputs.size() ? r.outputs[w.emitted_output_tokens] : "(none)") +
-                      "\", emitted \"" + e.token + "\"");
-    w.emitted_output_tokens += 1;
-    w.output_times.push_back(e.t);
-    w.phase = ServicePhase::kDecodeFrontierReady;
+                  "output " + std::to_string(index) + " is declared as \"" +
+                      (index < r.outputs.size() ? r.outputs[index] : std::string("(none)")) + "\", emitted \"" +
+                      e.token + "\"");
+    s.output_times.push_back(e.t);
   } else if (e.op == "decode_publish") {
-    if (s.prefilled != r.prompt)
-      return fail(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL, "/op",
-                  std::to_string(r.prompt - s.prefilled) + " prompt rows are unprocessed");
-    if (w.phase != ServicePhase::kDecodeFrontierReady)
-      return fail(ErrorCode::FRONTIER_CACHE_OVERCOMMIT, "/op",
-                  "no emitted token waits at the output/cache frontier: the row would belong to no token");
-    const std::string& frontier = r.outputs[w.emitted_output_tokens - 1];
-    if (e.token != frontier)
-      return fail(ErrorCode::FRONTIER_TOKEN_MISMATCH, "/token",
-                  "the frontier token is \"" + frontier + "\", the call processed \"" + e.token + "\"");
-    w.processed_generated_tokens += 1;
-    w.committed_tokens += 1;
-    w.snapshot_version += 1;
-    w.phase = ServicePhase::kOutputReady;
-    s.steps.emplace_back(e.t, w.committed_tokens);
+    AppendCall decode{AppendPurpose::kDecode, 1, TokenId(r, e.token)};
+    if (Status st = s.frontier->CheckAppend(decode); !st.ok())
+      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
+    s.frontier->ApplyPublished(decode);
+    snap.version += 1;
+    snap.committed_length = s.frontier->committed();
+    s.steps.emplace_back(e.t, snap.committed_length);
   } else {  // finish
-    if (s.prefilled != r.prompt || w.emitted_output_tokens == 0)
-      return fail(ErrorCode::SERVICE_PHASE_EARLY_FINISH, "/op",
-                  "finish needs a complete prefill and at least one selected output");
-    if (w.emitted_output_tokens != r.outputs.size())
+    if (s.in_flight != 0)
+      return fail(ErrorCode::SERVICE_PHASE_EARLY_FINISH, "/op", "a prefill interval is still in flight");
+    if (Status st = s.frontier->CheckFinish(); !st.ok()) return fail_status(st, "/op");
+    if (s.frontier->emitted() != r.outputs.size())
       return fail(ErrorCode::SERVICE_FINISH_BEFORE_DECLARED_OUTPUTS, "/op",
-                  "finished after " + std::to_string(w.emitted_output_tokens) + " of " +
+                  "finished after " + std::to_string(s.frontier->emitted()) + " of " +
                       std::to_string(r.outputs.size()) + " declared outputs");
-    w.phase = ServicePhase::kFinishedRetained;
-    w.finish_time = e.t;
+    snap.phase = Phase::kFinished;
+    s.finish = e.t;
   }
-  // Derived view fields.
-  w.prompt_rows_remaining = r.prompt - s.prefilled;
-  if (w.phase != ServicePhase::kReleased)
-    w.output_frontier_count = w.emitted_output_tokens - w.processed_generated_tokens;
-  w.eligible_work = w.phase == ServicePhase::kWaitingPrefill        ? EligibleWork::kPrefillRowsAvailable
-                    : w.phase == ServicePhase::kDecodeFrontierReady ? EligibleWork::kDecodeFrontierAvailable
-                                                                    : EligibleWork::kNone;
-  auto logical = CheckedMul(w.committed_tokens, d.bytes_per_token);
-  if (!logical) return fail(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "", "logical payload overflows 64 bits");
-  w.logical_payload_bytes = *logical;
-  w.next_ordinary_append_bytes = w.phase == ServicePhase::kDecodeFrontierReady ? d.bytes_per_token : 0;
-  w.terminal_retained_logical_payload_bytes = w.phase == ServicePhase::kFinishedRetained ? *logical : 0;
+  if (!CheckedMul(snap.committed_length, d.bytes_per_token))
+    return fail(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "", "logical payload overflows 64 bits");
+  s.view = WithClocks(frontier::Project(snap, *s.frontier, s.in_flight != 0, d.bytes_per_token), s.arrival,
+                      s.output_times, s.finish, s.release);
   return true;
 }
 
@@ -332,9 +338,8 @@ StatusOr<ServiceTraceMetrics> Metrics(const Doc& d, const Replayed& rp) {
   for (const Request& r : d.requests) {
     auto it = rp.states.find(r.id);
     if (it == rp.states.end()) continue;
-    const ServiceStateView& w = it->second.view;
-    RequestEndpoints ep{w.arrival_time, w.output_times, w.finish_time, w.release_time, w.finish_time.has_value(),
-                        it->second.steps};
+    const State& st = it->second;
+    RequestEndpoints ep{st.arrival, st.output_times, st.finish, st.release, st.finish.has_value(), st.steps};
     auto rm = ComputeRequestMetrics(ep, d.slo, d.bytes_per_token);
     if (!rm.ok()) return rm.status();
     m.requests[r.id] = *rm;
@@ -394,10 +399,10 @@ Violations ValidateServiceTrace(const Json& doc) {
   if (!rp) return v;
   for (const Request& r : d.requests) {
     auto it = rp->states.find(r.id);
-    if (it == rp->states.end() || it->second.view.phase != ServicePhase::kReleased)
+    if (it == rp->states.end() || it->second.snapshot.phase != lifecycle::Phase::kReleased)
       Add(&v, ErrorCode::SERVICE_TERMINAL_STATE_OPEN, r.ptr,
           "request " + r.id + " ends in " +
-              std::string(it == rp->states.end() ? "no event" : PhaseName(it->second.view.phase)) +
+              std::string(it == rp->states.end() ? "no event" : frontier::ServicePhaseName(it->second.view.phase)) +
               "; every request of a closed trace releases");
   }
   for (size_t i = 0; i < d.events.size(); ++i) {

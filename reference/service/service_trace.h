@@ -8,13 +8,13 @@
 // decode_publish{token}, finish, release), each with the expected view of its request
 // after the event, and the expected per-request and aggregate metrics.
 //
-// Phase projection (until the lifecycle branch exports one, this file holds the only copy
-// used by the service oracle): arrive -> WAITING_PREFILL; prefill_begin -> PREFILL_IN_FLIGHT
-// (pending rows are not readable); prefill_publish commits the interval and returns to
-// WAITING_PREFILL while prompt rows remain, else OUTPUT_READY; emit (only when
-// OUTPUT_READY) -> DECODE_FRONTIER_READY; decode_publish of exactly the frontier token ->
-// OUTPUT_READY; finish (all declared outputs emitted) -> FINISHED_RETAINED; release ->
-// RELEASED (committed and frontier counts drop to 0).
+// One implementation of each rule: the output/cache frontier (output before logits, index
+// gaps, frontier-token identity, prompt overrun, decode before prefill, early finish) is
+// frontier::FrontierState, the phase/view projection is frontier::Project over a lifecycle
+// snapshot (version +1 per publication and at release, incarnation +1 at release, committed
+// length 0 after release; docs/lifecycle.md). This oracle adds the service trace's own rules:
+// arrival before work, prefill begin/publish pairing, declared output tokens, release only
+// after finish, endpoint clocks and metrics.
 //
 // Gating: 1 schema, incl. policy fields in views - stop;  2 ABI binding - stop;
 // 3 request declarations - stop;  4 replay, stopping at the first illegal event;
