@@ -249,7 +249,7 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
     } else if (s.released) {
       return fail(ErrorCode::LEDGER_EVENT_AFTER_FINISH, "/op", "the request was already released");
     } else if (e.op == "release") {
-      if (!s.finished) return fail(ErrorCode::LEDGER_RELEASE_BEFORE_FINISH, "/op", "the request has not finished");
+      if (!s.finished) return fail(ErrorCode::LIFECYCLE_RELEASE_LIVE, "/op", "the request has not finished");
       s.released = true;
       s.owns = false;
       s.committed = 0;

@@ -8,6 +8,8 @@
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_trace.h"
 #include "reference/manifest/manifest.h"
+#include "reference/saved_work/saved_work_fixture.h"
+#include "reference/service/service_trace.h"
 #include "reference/trace/checker.h"
 
 namespace kvc {
@@ -23,6 +25,8 @@ const KindEntry kKinds[] = {
     {handoff::kTransferTraceKind, "transfer trace", "M5.6 0x0F", &handoff::ValidateTransferTrace, nullptr},
     {handoff::kRuntimeReleaseKind, "runtime release manifest", "M5.6 0x0FE-0x0FH", &handoff::ValidateRuntimeRelease,
      nullptr},
+    {kServiceTraceKind, "service trace", "M5.1 0x05", &ValidateServiceTrace, nullptr},
+    {kSavedWorkKind, "saved-work ledger and frontier", "M5.1 0x03", &ValidateSavedWorkFixture, nullptr},
     {trace::kTraceKind, "runtime mutation trace", "M5.1 0x01/0x03/0x05/0x07",  nullptr,
      &trace::ValidateTraceJsonl},
 };

@@ -31,6 +31,8 @@ void AddCalcCommand(CLI::App& app);
 void AddSuiteCommand(CLI::App& app);
 void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
+// Adds `calc service-metrics`; call after AddCalcCommand.
+void AddServiceMetricsCommand(CLI::App& app);
 void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
 

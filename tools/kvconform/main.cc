@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kvconform 0.1.0");
   kvc::cli::AddValidateCommand(app);
   kvc::cli::AddCalcCommand(app);
+  kvc::cli::AddServiceMetricsCommand(app);
   kvc::cli::AddSuiteCommand(app);
   kvc::cli::AddErrorsCommand(app);
   kvc::cli::AddManifestCommand(app);

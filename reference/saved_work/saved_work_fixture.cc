@@ -1,0 +1,112 @@
+// ValidateSavedWorkFixture: the work-ledger part (and the frontier part's entry point).
+#include "reference/saved_work/saved_work_fixture.h"
+
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "reference/saved_work/saved_work.h"
+#include "reference/saved_work/saved_work_frontier.h"
+
+namespace kvc {
+namespace {
+
+void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
+  v->push_back({c, std::move(ptr), std::move(msg)});
+}
+
+struct Declared {
+  uint64_t no_cache = 0, cache = 0, saved = 0;
+  double reduction = 0;
+};
+
+std::string TwoDecimals(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
+}
+
+}  // namespace
+
+void ValidateWorkLedger(const Json& ledger, const std::string& pointer, Violations* out) {
+  size_t before = out->size();
+  FieldReader r(&ledger, pointer, out);
+  uint64_t p = r.Uint("prompt_tokens").value_or(0);
+  uint64_t g = r.Uint("output_tokens").value_or(0);
+  Declared rows, pairs;
+  for (auto [key, d] : {std::pair{"rows_per_layer", &rows}, std::pair{"pairs_per_layer_query_head", &pairs}}) {
+    FieldReader s(r.Object(key), r.Ptr(key), out);
+    if (!s.valid()) continue;
+    if (auto x = s.Uint("no_cache")) d->no_cache = *x;
+    if (auto x = s.Uint("cache")) d->cache = *x;
+    if (auto x = s.Uint("saved")) d->saved = *x;
+    if (auto x = s.Number("reduction")) d->reduction = *x;
+    s.RejectUnknownFields();
+  }
+  r.RejectUnknownFields();
+  if (out->size() != before) return;
+  auto w = ComputeSavedWork(p, g);
+  if (!w.ok()) {
+    Add(out, ErrorCode::SAVED_WORK_INPUT_INVALID, pointer, std::string(w.status().message()));
+    return;
+  }
+  const std::string rp = pointer + "/rows_per_layer", pp = pointer + "/pairs_per_layer_query_head";
+  auto num = [](uint64_t x) { return std::to_string(x); };
+  // Rows: the cached path keeps the whole first prefill (P rows) plus G-1 one-row decodes.
+  if (rows.no_cache != w->rows_no_cache)
+    Add(out, ErrorCode::SAVED_WORK_ROW_SUM_DRIFT, rp + "/no_cache",
+        "sum(g=0..G-1)(P+g) = " + num(w->rows_no_cache) + ", declared " + num(rows.no_cache));
+  if (rows.cache < w->rows_cache)
+    Add(out, ErrorCode::SAVED_WORK_FIRST_PREFILL_SAVING_INVENTED, rp + "/cache",
+        "the cached path still runs the P-row prefill and G-1 decodes: P + G - 1 = " + num(w->rows_cache) +
+            ", declared " + num(rows.cache));
+  else if (rows.cache != w->rows_cache)
+    Add(out, ErrorCode::SAVED_WORK_ROW_SUM_DRIFT, rp + "/cache",
+        "P + G - 1 = " + num(w->rows_cache) + ", declared " + num(rows.cache));
+  if (rows.saved > w->rows_saved)
+    Add(out, ErrorCode::SAVED_WORK_FIRST_PREFILL_SAVING_INVENTED, rp + "/saved",
+        "(G-1)P + (G-1)(G-2)/2 = " + num(w->rows_saved) + " rows can be saved, declared " + num(rows.saved));
+  else if (rows.saved != w->rows_saved)
+    Add(out, ErrorCode::SAVED_WORK_ROW_SUM_DRIFT, rp + "/saved",
+        "(G-1)P + (G-1)(G-2)/2 = " + num(w->rows_saved) + ", declared " + num(rows.saved));
+  // Pairs: every decode query still scores its whole visible history.
+  if (pairs.no_cache != w->pairs_no_cache)
+    Add(out, ErrorCode::SAVED_WORK_PAIR_DRIFT, pp + "/no_cache",
+        "sum(g)(P+g)(P+g+1)/2 = " + num(w->pairs_no_cache) + ", declared " + num(pairs.no_cache));
+  if (pairs.cache < w->pairs_cache)
+    Add(out, ErrorCode::SAVED_WORK_HISTORICAL_READS_DROPPED, pp + "/cache",
+        "P(P+1)/2 + sum(j=1..G-1)(P+j) = " + num(w->pairs_cache) + ": each decode query still reads every visible key; declared " +
+            num(pairs.cache));
+  else if (pairs.cache != w->pairs_cache)
+    Add(out, ErrorCode::SAVED_WORK_PAIR_DRIFT, pp + "/cache",
+        "P(P+1)/2 + sum(j=1..G-1)(P+j) = " + num(w->pairs_cache) + ", declared " + num(pairs.cache));
+  if (pairs.saved > w->pairs_saved)
+    Add(out, ErrorCode::SAVED_WORK_HISTORICAL_READS_DROPPED, pp + "/saved",
+        "only " + num(w->pairs_saved) + " old-query pairs are not re-executed, declared " + num(pairs.saved));
+  else if (pairs.saved != w->pairs_saved)
+    Add(out, ErrorCode::SAVED_WORK_PAIR_DRIFT, pp + "/saved",
+        "no-cache minus cache pairs = " + num(w->pairs_saved) + ", declared " + num(pairs.saved));
+  for (auto [ptr, declared, ratio] : {std::tuple{rp, rows.reduction, w->row_reduction},
+                                      std::tuple{pp, pairs.reduction, w->pair_reduction}}) {
+    if (std::llround(declared * 100) != std::llround(ratio * 100))
+      Add(out, ErrorCode::SAVED_WORK_REDUCTION_DRIFT, ptr + "/reduction",
+          "no-cache / cache = " + TwoDecimals(ratio) + "x, declared " + TwoDecimals(declared) + "x");
+  }
+}
+
+Violations ValidateSavedWorkFixture(const Json& doc) {
+  Violations v;
+  FieldReader top(&doc, "", &v);
+  top.Enum("kind", {kSavedWorkKind});
+  top.OptString("description");
+  top.OptString("seed_ref");
+  const Json* ledger = top.Object("work_ledger");
+  const Json* frontier = top.Object("frontier");
+  top.RejectUnknownFields();
+  if (!v.empty()) return v;
+  ValidateWorkLedger(*ledger, "/work_ledger", &v);
+  ValidateSavedWorkFrontier(*frontier, "/frontier", &v);
+  return v;
+}
+
+}  // namespace kvc

@@ -1,0 +1,84 @@
+// The saved-work fixture oracle: the P=2048, G=128 ledger and the frontier traces replayed
+// through frontier::FrontierState, with every seed number computed from the inputs.
+#include "reference/saved_work/saved_work_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/frontier/frontier.h"
+#include "reference/saved_work/saved_work.h"
+#include "reference/testutil/testutil.h"
+
+namespace kvc {
+namespace {
+
+using frontier::AppendCall;
+using frontier::AppendPurpose;
+using frontier::FrontierState;
+
+const char* kFixture = "fixtures/m5_1/saved_work/saved_work_fixture.json";
+
+TEST(SavedWorkFixture, LongLedgerMatchesTheSeed) {
+  SavedWork w = ComputeSavedWork(2048, 128).value();
+  EXPECT_EQ(w.rows_no_cache, 270272u);
+  EXPECT_EQ(w.rows_cache, 2175u);
+  EXPECT_EQ(w.rows_saved, 268097u);
+  EXPECT_EQ(std::llround(w.row_reduction * 100), 12426);
+  EXPECT_EQ(w.pairs_no_cache, 285562176u);
+  EXPECT_EQ(w.pairs_cache, 2366400u);
+  EXPECT_EQ(w.pairs_saved, 283195776u);
+  EXPECT_EQ(std::llround(w.pair_reduction * 100), 12067);
+}
+
+TEST(SavedWorkFixture, OrdinaryStopLeavesTheFinalTokenUncommittedUntilRepair) {
+  FrontierState f(4);
+  ASSERT_TRUE(f.CheckAppend({AppendPurpose::kPrefill, 4}).ok());
+  f.ApplyPublished({AppendPurpose::kPrefill, 4});
+  ASSERT_TRUE(f.Emit(0, 20).ok());
+  for (uint64_t y : {20u, 21u}) {
+    AppendCall decode{AppendPurpose::kDecode, 1, y};
+    ASSERT_TRUE(f.CheckAppend(decode).ok());
+    f.ApplyPublished(decode);
+    ASSERT_TRUE(f.Emit(f.emitted(), y + 1).ok());
+  }
+  EXPECT_EQ(f.committed(), 6u);                    // length 6 committed
+  EXPECT_EQ(f.prompt_length() + f.emitted(), 7u);  // 7 logical tokens
+  EXPECT_EQ(f.frontier_token(), 22u);              // y2 unprocessed
+  AppendCall repair{AppendPurpose::kRepair, 1, 22};
+  ASSERT_TRUE(f.CheckAppend(repair).ok());
+  f.ApplyPublished(repair);
+  EXPECT_EQ(f.committed(), 7u);
+  EXPECT_EQ(f.frontier_count(), 0u);
+  EXPECT_FALSE(f.Emit(3, 23, /*from_repair_logits=*/true).ok());  // repair emits nothing
+}
+
+TEST(SavedWorkFixture, SpeculativeHandoffCommitsOnlyAcceptedRowsThenTheCorrection) {
+  FrontierState f(100);
+  f.ApplyPublished({AppendPurpose::kPrefill, 100});
+  AppendCall verify{AppendPurpose::kVerify, 2, std::nullopt, {60, 61, 62}, 2};
+  ASSERT_TRUE(f.CheckAppend(verify).ok());
+  f.ApplyPublished(verify);
+  for (uint64_t t : {60u, 61u, 70u}) ASSERT_TRUE(f.Emit(f.emitted(), t).ok());
+  EXPECT_EQ(f.emitted(), 3u);      // +3 output progress
+  EXPECT_EQ(f.committed(), 102u);  // +2 rows
+  EXPECT_EQ(f.frontier_token(), 70u);
+  AppendCall correction{AppendPurpose::kRepair, 1, 70};
+  ASSERT_TRUE(f.CheckAppend(correction).ok());
+  f.ApplyPublished(correction);
+  EXPECT_EQ(f.committed(), 103u);
+}
+
+TEST(SavedWorkFixture, FixtureIsValidAndSchemaErrorsStopEarly) {
+  Json doc = test::LoadJson(kFixture);
+  EXPECT_TRUE(ValidateSavedWorkFixture(doc).empty()) << test::Describe(ValidateSavedWorkFixture(doc));
+  doc["work_ledger"].erase("output_tokens");
+  EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)), std::vector<std::string>{"INPUT_FIELD_MISSING"});
+}
+
+TEST(SavedWorkFixture, ZeroOutputsIsAnInputError) {
+  Json doc = test::LoadJson(kFixture);
+  doc["work_ledger"]["output_tokens"] = 0;
+  EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
+}
+
+}  // namespace
+}  // namespace kvc

@@ -1,0 +1,89 @@
+// Service metrics from the seed's endpoint clocks (M5.1 0x05 worked A/B trace), computed
+// from the clocks, never read from a fixture's expected fields.
+#include "reference/service/service_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace kvc {
+namespace {
+
+const SloLimits kSlo{15, 10};
+
+// Request A: arrives 0, outputs 14/21/30/42, finish 42, release 50; committed 4 at 12,
+// 5 at 20, 6 at 29, 7 at 41, 0 at 50.
+RequestEndpoints A() { return {0, {14, 21, 30, 42}, 42, 50, true, {{0, 0}, {12, 4}, {20, 5}, {29, 6}, {41, 7}, {50, 0}}}; }
+// Request B: arrives 5, one output at 18, finish 18, release 19; committed 2 at 15.
+RequestEndpoints B() { return {5, {18}, 18, 19, true, {{5, 0}, {15, 2}, {19, 0}}}; }
+
+TEST(ServiceMetrics, RequestAMatchesTheSeed) {
+  auto m = ComputeRequestMetrics(A(), kSlo, 64);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->ttft, 14u);
+  EXPECT_EQ(m->tbt, (std::vector<uint64_t>{7, 9, 12}));
+  ASSERT_TRUE(m->tpot.has_value());
+  EXPECT_EQ(*m->tpot, (Rational{28, 3}));
+  EXPECT_DOUBLE_EQ(m->tpot->Value(), 28.0 / 3.0);
+  EXPECT_EQ(m->e2e, 42u);
+  EXPECT_EQ(m->release_lag, 8u);
+  EXPECT_FALSE(m->slo_valid);  // TTFT passes, the 12 ms gap fails
+  EXPECT_EQ(m->kv_byte_time, 13568u);
+}
+
+TEST(ServiceMetrics, OneOutputRequestHasUndefinedTpotAndVacuousTbtGate) {
+  auto m = ComputeRequestMetrics(B(), kSlo, 64);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->ttft, 13u);
+  EXPECT_TRUE(m->tbt.empty());
+  EXPECT_FALSE(m->tpot.has_value());  // undefined, not zero
+  EXPECT_EQ(m->e2e, 13u);
+  EXPECT_EQ(m->release_lag, 1u);
+  EXPECT_TRUE(m->slo_valid);
+  EXPECT_EQ(m->kv_byte_time, 512u);
+}
+
+TEST(ServiceMetrics, AggregateOverTheHundredMsWindow) {
+  std::vector<RequestMetrics> all = {ComputeRequestMetrics(A(), kSlo, 64).value(),
+                                     ComputeRequestMetrics(B(), kSlo, 64).value()};
+  auto a = ComputeAggregateMetrics(all, 100, 1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->throughput, (Rational{20, 1}));
+  EXPECT_EQ(a->request_goodput, (Rational{10, 1}));
+  ASSERT_TRUE(a->goodput_fraction.has_value());
+  EXPECT_EQ(*a->goodput_fraction, (Rational{1, 2}));
+  EXPECT_EQ(a->token_goodput, (Rational{10, 1}));
+  EXPECT_EQ(a->kv_byte_time, 14080u);
+}
+
+TEST(ServiceMetrics, UnfinishedRequestIsNotCompletedAndNotGood) {
+  RequestEndpoints r = B();
+  r.finish.reset();
+  r.release.reset();
+  r.completed = false;
+  auto m = ComputeRequestMetrics(r, kSlo, 64);
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->e2e.has_value());
+  EXPECT_FALSE(m->slo_valid);
+  auto a = ComputeAggregateMetrics(std::vector<RequestMetrics>{*m}, 100, 1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->completed, 0u);
+  EXPECT_FALSE(a->goodput_fraction.has_value());
+}
+
+TEST(ServiceMetrics, BackwardsClocksAndOverflowAreErrors) {
+  RequestEndpoints r = A();
+  r.output_times = {14, 13};
+  EXPECT_FALSE(ComputeRequestMetrics(r, kSlo, 64).ok());
+  RequestEndpoints big = B();
+  big.committed_steps = {{5, uint64_t{1} << 40}, {uint64_t{1} << 40, 0}};
+  EXPECT_FALSE(ComputeRequestMetrics(big, kSlo, 1 << 20).ok());
+  EXPECT_FALSE(ComputeAggregateMetrics({}, 0, 1000).ok());
+}
+
+TEST(ServiceMetrics, RationalsAreReduced) {
+  EXPECT_EQ(Rational::Make(2000, 100).value(), (Rational{20, 1}));
+  EXPECT_EQ(Rational::Make(28, 3).value().ToString(), "28/3");
+  EXPECT_FALSE(Rational::Make(1, 0).ok());
+}
+
+}  // namespace
+}  // namespace kvc

@@ -1,0 +1,95 @@
+// The service-trace oracle: the worked A/B trace derived from its events alone, the policy-
+// free state view, and the partial-prefill projection.
+#include "reference/service/service_trace.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/testutil/testutil.h"
+
+namespace kvc {
+namespace {
+
+const char* kAb = "fixtures/m5_1/service/ab_worked_trace.json";
+const char* kPartial = "fixtures/m5_1/service/partial_prefill_trace.json";
+
+// The trace with every expected field removed: metrics can only come from the events.
+Json InputsOnly(const char* path) {
+  Json doc = test::LoadJson(path);
+  doc.erase("expected_metrics");
+  for (auto& e : doc["events"]) e.erase("view");
+  return doc;
+}
+
+TEST(ServiceTrace, WorkedTraceMetricsDeriveFromTheEvents) {
+  auto m = DeriveServiceMetrics(InputsOnly(kAb));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const RequestMetrics& a = m->requests.at("A");
+  const RequestMetrics& b = m->requests.at("B");
+  EXPECT_EQ(a.ttft, 14u);
+  EXPECT_EQ(b.ttft, 13u);
+  EXPECT_EQ(a.tpot, (Rational{28, 3}));
+  EXPECT_FALSE(b.tpot.has_value());
+  EXPECT_EQ(a.tbt, (std::vector<uint64_t>{7, 9, 12}));
+  EXPECT_EQ(a.release_lag, 8u);
+  EXPECT_EQ(b.release_lag, 1u);
+  EXPECT_EQ(m->aggregate.request_goodput, (Rational{10, 1}));
+  EXPECT_EQ(m->aggregate.throughput, (Rational{20, 1}));
+  EXPECT_EQ(m->aggregate.kv_byte_time, 14080u);
+  EXPECT_EQ(m->time_unit, "ms");
+}
+
+TEST(ServiceTrace, WorkedAndPartialPrefillFixturesAreValid) {
+  for (const char* f : {kAb, kPartial}) {
+    Violations v = ValidateServiceTrace(test::LoadJson(f));
+    EXPECT_TRUE(v.empty()) << f << "\n" << test::Describe(v);
+  }
+}
+
+TEST(ServiceTrace, PartialPrefillChunkReturnsToWaitingPrefill) {
+  Json doc = test::LoadJson(kPartial);
+  // After the first 3-row chunk of the 4-row prompt the projection must say WAITING_PREFILL
+  // with one prompt row remaining: validate a view that claims so.
+  ASSERT_EQ(doc["events"][2]["op"], "prefill_publish");
+  ASSERT_EQ(doc["events"][2]["rows"], 3);
+  Json view = doc["events"][2]["view"];
+  view["phase"] = "WAITING_PREFILL";
+  view["eligible_work"] = "PREFILL_ROWS_AVAILABLE";
+  view["prompt_rows_remaining"] = 1;
+  view["committed_tokens"] = 3;
+  view["logical_payload_bytes"] = 3 * 64;
+  doc["events"][2]["view"] = view;
+  EXPECT_TRUE(ValidateServiceTrace(doc).empty()) << test::Describe(ValidateServiceTrace(doc));
+  doc["events"][2]["view"]["phase"] = "OUTPUT_READY";
+  EXPECT_EQ(test::CodeNames(ValidateServiceTrace(doc)), std::vector<std::string>{"SERVICE_VIEW_DRIFT"});
+}
+
+TEST(ServiceStateView, EveryForbiddenPolicyFieldIsRejected) {
+  Json doc = test::LoadJson(kAb);
+  for (std::string_view f : kForbiddenPolicyFields) {
+    Json view = doc["events"][5]["view"];
+    view[std::string(f)] = 1;
+    Violations v;
+    EXPECT_FALSE(ReadServiceStateView(view, "/v", &v).has_value());
+    EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_POLICY_FIELD_IN_STATE"}) << f;
+  }
+}
+
+TEST(ServiceStateView, RoundTripsThroughJson) {
+  Json view = test::LoadJson(kAb)["events"][5]["view"];
+  Violations v;
+  auto parsed = ReadServiceStateView(view, "/v", &v);
+  ASSERT_TRUE(parsed.has_value()) << test::Describe(v);
+  EXPECT_EQ(parsed->phase, ServicePhase::kDecodeFrontierReady);
+  EXPECT_EQ(ServiceStateViewToJson(*parsed), view);
+}
+
+TEST(ServiceTrace, UnreplayableTraceNamesTheFirstViolation) {
+  Json doc = InputsOnly(kAb);
+  doc["events"][10]["token"] = "a1";
+  auto m = DeriveServiceMetrics(doc);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(std::string(m.status().message()).find("FRONTIER_TOKEN_MISMATCH"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvc
