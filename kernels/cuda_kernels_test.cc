@@ -401,6 +401,8 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       {"prefill_past_split", 2, 2, 8, 128, 37, 16, 64, {137, 60}},
       {"prefill_d64_manytiles", 1, 1, 4, 64, 70, 16, 0, {90}},
       {"decode_d256_mha", 2, 3, 3, 256, 1, 8, 0, {33, 64}},
+      {"decode_gqa4_tiled_split", 2, 2, 8, 128, 1, 16, 96, {200, 31}},
+      {"decode_gqa8_short_ragged", 4, 1, 8, 128, 1, 16, 0, {1, 7, 8, 9}},
   };
   for (const auto& tc : cases) {
     const int max_len = *std::max_element(tc.len.begin(), tc.len.end());

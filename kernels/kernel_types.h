@@ -235,6 +235,8 @@ struct KvPublishParams {
 // T_new with kv_len = T_past + T_new (the current call's staged rows included: current-call use
 // of pending rows is legal, M5.1 "Current-Call Use Is Not Next-Call Publication").
 // out[b, h_q, qi, :] = softmax(scale * q K^T) V; a row with no visible key outputs zeros.
+// q, out, k_cache and v_cache must be 16-byte aligned (cudaMalloc is): the decode fast path
+// (t_q == 1, H_q == 8 H_kv, d_h == 128) reads them with vector loads.
 // split_size > 0 selects split-K: per-split partials (m, l, acc) go to `workspace`
 // (AttentionWorkspaceFloats floats) and are combined in split order.
 struct AttentionParams {
