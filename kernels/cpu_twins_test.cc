@@ -49,8 +49,8 @@ AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
 
 TEST(Conversions, Bf16RoundsToNearestEven) {
   EXPECT_EQ(FloatToBf16Bits(1.0f), 0x3f80);
-  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f), 0x3f80);            // tie -> even (down)
-  EXPECT_EQ(FloatToBf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);        // tie -> even (up)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f), 0x3f80);             // tie -> even (down)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);         // tie -> even (up)
   EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above tie
   EXPECT_EQ(FloatToBf16Bits(-2.0f), 0xc000);
   EXPECT_EQ(FloatToBf16Bits(3.4e38f), 0x7f80);  // rounds up to +inf
@@ -61,9 +61,9 @@ TEST(Conversions, Bf16RoundsToNearestEven) {
 TEST(Conversions, HalfRoundsToNearestEvenWithSubnormalsAndOverflow) {
   EXPECT_EQ(FloatToHalfBits(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);  // halfway to the next binade -> inf
-  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);  // tie -> even (zero)
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);         // halfway to the next binade -> inf
+  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);         // tie -> even (zero)
   EXPECT_EQ(FloatToHalfBits(1.0f + 0x1p-11f), 0x3c00);  // tie -> even
   EXPECT_EQ(HalfBitsToFloat(0x3555), 0.333251953125f);
   EXPECT_TRUE(std::isnan(HalfBitsToFloat(FloatToHalfBits(NAN))));
@@ -276,8 +276,8 @@ TEST(AttentionCpu, RejectsBadLengthsAndBlockIds) {
 // --- Append transaction: staged rows are invisible until publication ---------------------
 
 struct AppendFixture {
-  LogicalKv kv;                 // committed rows [0, T_past) + this call's rows [T_past, T)
-  HostCache committed;          // storage holding only the committed rows; NaN elsewhere
+  LogicalKv kv;         // committed rows [0, T_past) + this call's rows [T_past, T)
+  HostCache committed;  // storage holding only the committed rows; NaN elsewhere
   std::vector<int32_t> visible_len, visible_table, staged_table, base_len;
   std::vector<float> k_new, v_new;  // [B, H_kv, T_new, d_h]
   int32_t t_new = 0, error = 0;

@@ -128,6 +128,60 @@ __global__ void KvAppendKernel(KvAppendParams p, int64_t total) {
   }
 }
 
+// Vectorized append (head_dim % 4 == 0, fewer than 2^31 vectors): one thread per 4 channels of
+// a staged row, 32-bit index arithmetic, 16-byte loads of the fp32 rows and one 16/8-byte store
+// per buffer. Same rounding (RNE) and the same error-flag rule as KvAppendKernel.
+template <typename T>
+__device__ __forceinline__ void Store4(void* base, int64_t i, float4 v);
+template <>
+__device__ __forceinline__ void Store4<float>(void* base, int64_t i, float4 v) {
+  *reinterpret_cast<float4*>(static_cast<float*>(base) + i) = v;
+}
+template <>
+__device__ __forceinline__ void Store4<__nv_bfloat16>(void* base, int64_t i, float4 v) {
+  const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y);
+  const __nv_bfloat162 b = __floats2bfloat162_rn(v.z, v.w);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t*>(&a);
+  u.y = *reinterpret_cast<const uint32_t*>(&b);
+  *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(base) + i) = u;
+}
+template <>
+__device__ __forceinline__ void Store4<__half>(void* base, int64_t i, float4 v) {
+  const __half2 a = __floats2half2_rn(v.x, v.y);
+  const __half2 b = __floats2half2_rn(v.z, v.w);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t*>(&a);
+  u.y = *reinterpret_cast<const uint32_t*>(&b);
+  *reinterpret_cast<uint2*>(static_cast<__half*>(base) + i) = u;
+}
+
+template <typename T>
+__global__ void KvAppendVec4Kernel(KvAppendParams p, int32_t total_vecs) {
+  const KvLayout& l = p.layout;
+  const int32_t vecs_per_row = l.head_dim / 4;
+  for (int32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < total_vecs;
+       e += gridDim.x * blockDim.x) {
+    const int32_t row = e / vecs_per_row;
+    const int32_t d = (e - row * vecs_per_row) * 4;
+    const int32_t bh = row / p.t_new;
+    const int32_t i = row - bh * p.t_new;
+    const int32_t b = bh / l.num_kv_heads;
+    const int32_t h = bh - b * l.num_kv_heads;
+    const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
+    const int64_t off = (p.base_len[b] < 0 || t > INT32_MAX)
+                            ? -1
+                            : KvRowOffset(l, p.block_table, b, h, static_cast<int32_t>(t));
+    if (off < 0) {
+      *p.error_flag = 1;
+      continue;
+    }
+    const int64_t src = static_cast<int64_t>(row) * l.head_dim + d;
+    Store4<T>(p.k_cache, off + d, *reinterpret_cast<const float4*>(p.k_new + src));
+    Store4<T>(p.v_cache, off + d, *reinterpret_cast<const float4*>(p.v_new + src));
+  }
+}
+
 // One thread per sequence: compare-and-publish (see KvPublishParams).
 __global__ void KvPublishKernel(KvPublishParams p) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -177,10 +231,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int32_t rows = min(rows_per_block, g * p.t_q - row0);
   const int tid = threadIdx.x;
 
-  float* q_s = smem;                          // [rows][d_h], pre-scaled
-  float* k_s = q_s + rows_per_block * d_h;    // [kKeyTile][d_h + 1]
-  float* v_s = k_s + kKeyTile * ks;           // [kKeyTile][d_h + 1]
-  float* s_s = v_s + kKeyTile * ks;           // [rows][kKeyTile] scores, then weights
+  float* q_s = smem;                        // [rows][d_h], pre-scaled
+  float* k_s = q_s + rows_per_block * d_h;  // [kKeyTile][d_h + 1]
+  float* v_s = k_s + kKeyTile * ks;         // [kKeyTile][d_h + 1]
+  float* s_s = v_s + kKeyTile * ks;         // [rows][kKeyTile] scores, then weights
   float* m_s = s_s + rows_per_block * kKeyTile;
   float* l_s = m_s + rows_per_block;
   float* c_s = l_s + rows_per_block;
@@ -411,8 +465,8 @@ __global__ void __launch_bounds__(kDecWarps * 32, 2)
     for (int kk = 0; kk < kDecKeys; ++kk) {
 #pragma unroll
       for (int h = 0; h < kDecG; ++h) {
-        s[kk * kDecG + h] = q[h][0] * kr[kk].x + q[h][1] * kr[kk].y + q[h][2] * kr[kk].z +
-                            q[h][3] * kr[kk].w;
+        s[kk * kDecG + h] =
+            q[h][0] * kr[kk].x + q[h][1] * kr[kk].y + q[h][2] * kr[kk].z + q[h][3] * kr[kk].w;
       }
     }
     // Reduce-scatter over the warp: after step o, s[0 .. half) holds sums over the lanes that
@@ -552,17 +606,21 @@ int GridFor(int64_t n, int threads) {
 
 template <typename T>
 cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
-  const int64_t total = static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads * p.t_new *
-                        p.layout.head_dim;
-  KvAppendKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(p, total);
+  const int64_t total =
+      static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads * p.t_new * p.layout.head_dim;
+  if (p.layout.head_dim % 4 == 0 && total / 4 < INT32_MAX) {
+    const int32_t vecs = static_cast<int32_t>(total / 4);
+    KvAppendVec4Kernel<T><<<GridFor(vecs, 256), 256, 0, stream>>>(p, vecs);
+  } else {
+    KvAppendKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(p, total);
+  }
   return cudaGetLastError();
 }
 
 // Decode with a GQA group of 8 and head_dim 128 takes DecodeGqa8Kernel; every other shape the
 // tiled AttentionKernel. Both write the same outputs / split partials.
 bool UseDecodeFastPath(const AttentionParams& p) {
-  return p.t_q == 1 && p.layout.head_dim == kDecD &&
-         p.num_q_heads == kDecG * p.layout.num_kv_heads;
+  return p.t_q == 1 && p.layout.head_dim == kDecD && p.num_q_heads == kDecG * p.layout.num_kv_heads;
 }
 
 template <typename T>
@@ -576,16 +634,16 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
   cudaError_t e = cudaSuccess;
   if (UseDecodeFastPath(p)) {
-    DecodeGqa8Kernel<T><<<dim3(splits, 1, static_cast<unsigned>(bh)), kDecWarps * 32, 0,
-                          stream>>>(p, splits);
+    DecodeGqa8Kernel<T>
+        <<<dim3(splits, 1, static_cast<unsigned>(bh)), kDecWarps * 32, 0, stream>>>(p, splits);
   } else {
-    const size_t smem =
-        static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
+    const size_t smem = static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
     e = cudaFuncSetAttribute(AttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(smem));
     if (e != cudaSuccess) return e;
-    AttentionKernel<T><<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem,
-                         stream>>>(p, rows, splits);
+    AttentionKernel<T>
+        <<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem, stream>>>(p, rows,
+                                                                                         splits);
   }
   e = cudaGetLastError();
   if (e != cudaSuccess || splits == 1) return e;
@@ -616,9 +674,12 @@ cudaError_t LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream) {
 
 cudaError_t LaunchKvAppend(const KvAppendParams& p, cudaStream_t stream) {
   switch (p.layout.dtype) {
-    case KvDtype::kF16: return LaunchAppendT<__half>(p, stream);
-    case KvDtype::kBF16: return LaunchAppendT<__nv_bfloat16>(p, stream);
-    default: return LaunchAppendT<float>(p, stream);
+    case KvDtype::kF16:
+      return LaunchAppendT<__half>(p, stream);
+    case KvDtype::kBF16:
+      return LaunchAppendT<__nv_bfloat16>(p, stream);
+    default:
+      return LaunchAppendT<float>(p, stream);
   }
 }
 
@@ -629,9 +690,12 @@ cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream) {
 
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
   switch (p.layout.dtype) {
-    case KvDtype::kF16: return LaunchAttentionT<__half>(p, stream);
-    case KvDtype::kBF16: return LaunchAttentionT<__nv_bfloat16>(p, stream);
-    default: return LaunchAttentionT<float>(p, stream);
+    case KvDtype::kF16:
+      return LaunchAttentionT<__half>(p, stream);
+    case KvDtype::kBF16:
+      return LaunchAttentionT<__nv_bfloat16>(p, stream);
+    default:
+      return LaunchAttentionT<float>(p, stream);
   }
 }
 

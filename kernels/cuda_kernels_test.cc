@@ -130,7 +130,8 @@ TEST_F(DeviceTest, RmsNormMatchesTwin) {
 TEST_F(DeviceTest, RopeMatchesTwin) {
   std::mt19937_64 rng(TestSeed(102, "RopeMatchesTwin"));
   const int B = 2, Hq = 8, Hkv = 2, T = 19, d = 128;
-  auto q = RandomFloats(size_t(B) * Hq * T * d, rng), k = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  auto q = RandomFloats(size_t(B) * Hq * T * d, rng),
+       k = RandomFloats(size_t(B) * Hkv * T * d, rng);
   std::vector<int32_t> pos(B * T);
   std::uniform_int_distribution<int32_t> u(0, 32767);
   for (auto& x : pos) x = u(rng);
@@ -229,81 +230,88 @@ void Upload(DeviceCache& d, const HostCache& c) {
 
 TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
   std::mt19937_64 rng(TestSeed(105, "KvAppendAndPublishBitExactWithTwin"));
-  const int B = 3, Hkv = 4, d = 128, T_new = 7;
-  for (int block_size : {0, 16}) {
-    for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
-      SCOPED_TRACE("block_size " + std::to_string(block_size) + " dtype " +
-                   std::to_string(int(dt)));
-      LogicalKv past{B, Hkv, 40, d, RandomFloats(size_t(B) * Hkv * 40 * d, rng),
-                     RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
-      HostCache host = MakeCache(past, dt, 64, block_size, rng);
-      DeviceCache dev;
-      Upload(dev, host);
-      std::vector<int32_t> base = {40, 13, 29};  // ragged committed lengths
-      auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
-      auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
-      int32_t err = 0;
-      KvAppendParams p;
-      p.layout = host.layout;
-      p.k_cache = host.k.data();
-      p.v_cache = host.v.data();
-      p.block_table = host.table.empty() ? nullptr : host.table.data();
-      p.base_len = base.data();
-      p.k_new = k_new.data();
-      p.v_new = v_new.data();
-      p.t_new = T_new;
-      p.error_flag = &err;
-      ASSERT_TRUE(KvAppendCpu(p).ok());
-      DeviceBuffer dbase, dk, dv, derr;
-      UploadNew(dbase, base);
-      UploadNew(dk, k_new);
-      UploadNew(dv, v_new);
-      UploadNew(derr, std::vector<int32_t>{0});
-      p.k_cache = dev.k.get();
-      p.v_cache = dev.v.get();
-      p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
-      p.base_len = dbase.as<int32_t>();
-      p.k_new = dk.as<float>();
-      p.v_new = dv.as<float>();
-      p.error_flag = derr.as<int32_t>();
-      CUDA_OK(KvAppendCuda(p, 0));
-      CUDA_OK(cudaDeviceSynchronize());
-      EXPECT_TRUE(dev.k.Download<uint8_t>() == host.k) << "K storage differs from the twin";
-      EXPECT_TRUE(dev.v.Download<uint8_t>() == host.v) << "V storage differs from the twin";
-      EXPECT_EQ(derr.Download<int32_t>()[0], 0);
-      for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr}) EXPECT_TRUE(b->GuardsIntact());
+  const int B = 3, Hkv = 4, T_new = 7;
+  for (int d : {128, 6}) {  // 6: the scalar (non-vectorized) kernel
+    for (int block_size : {0, 16}) {
+      for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+        SCOPED_TRACE("d " + std::to_string(d) + " block_size " + std::to_string(block_size) +
+                     " dtype " + std::to_string(int(dt)));
+        LogicalKv past{B,
+                       Hkv,
+                       40,
+                       d,
+                       RandomFloats(size_t(B) * Hkv * 40 * d, rng),
+                       RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
+        HostCache host = MakeCache(past, dt, 64, block_size, rng);
+        DeviceCache dev;
+        Upload(dev, host);
+        std::vector<int32_t> base = {40, 13, 29};  // ragged committed lengths
+        auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
+        auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
+        int32_t err = 0;
+        KvAppendParams p;
+        p.layout = host.layout;
+        p.k_cache = host.k.data();
+        p.v_cache = host.v.data();
+        p.block_table = host.table.empty() ? nullptr : host.table.data();
+        p.base_len = base.data();
+        p.k_new = k_new.data();
+        p.v_new = v_new.data();
+        p.t_new = T_new;
+        p.error_flag = &err;
+        ASSERT_TRUE(KvAppendCpu(p).ok());
+        DeviceBuffer dbase, dk, dv, derr;
+        UploadNew(dbase, base);
+        UploadNew(dk, k_new);
+        UploadNew(dv, v_new);
+        UploadNew(derr, std::vector<int32_t>{0});
+        p.k_cache = dev.k.get();
+        p.v_cache = dev.v.get();
+        p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+        p.base_len = dbase.as<int32_t>();
+        p.k_new = dk.as<float>();
+        p.v_new = dv.as<float>();
+        p.error_flag = derr.as<int32_t>();
+        CUDA_OK(KvAppendCuda(p, 0));
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_TRUE(dev.k.Download<uint8_t>() == host.k) << "K storage differs from the twin";
+        EXPECT_TRUE(dev.v.Download<uint8_t>() == host.v) << "V storage differs from the twin";
+        EXPECT_EQ(derr.Download<int32_t>()[0], 0);
+        for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr})
+          EXPECT_TRUE(b->GuardsIntact());
 
-      // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
-      std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
-      for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
-      const auto vis_len0 = vis_len, vis_table0 = vis_table;
-      KvPublishParams q;
-      q.layout = host.layout;
-      q.staged_table = host.table.empty() ? nullptr : host.table.data();
-      q.visible_table = vis_table.empty() ? nullptr : vis_table.data();
-      q.visible_len = vis_len.data();
-      q.base_len = base.data();
-      q.t_new = T_new;
-      q.error_flag = &err;
-      q.published = pub.data();
-      ASSERT_TRUE(KvPublishCpu(q).ok());
-      EXPECT_EQ(pub, std::vector<int32_t>({1, 1, 0}));
-      DeviceBuffer dlen, dtab, dpub(B * 4);
-      UploadNew(dlen, vis_len0);
-      if (!vis_table0.empty()) UploadNew(dtab, vis_table0);
-      dpub.Poison();
-      q.staged_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
-      q.visible_table = vis_table0.empty() ? nullptr : dtab.as<int32_t>();
-      q.visible_len = dlen.as<int32_t>();
-      q.base_len = dbase.as<int32_t>();
-      q.error_flag = derr.as<int32_t>();
-      q.published = dpub.as<int32_t>();
-      CUDA_OK(KvPublishCuda(q, 0));
-      CUDA_OK(cudaDeviceSynchronize());
-      EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
-      EXPECT_EQ(dpub.Download<int32_t>(), pub);
-      if (!vis_table0.empty()) {
-        EXPECT_EQ(dtab.Download<int32_t>(), vis_table);
+        // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
+        std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
+        for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
+        const auto vis_len0 = vis_len, vis_table0 = vis_table;
+        KvPublishParams q;
+        q.layout = host.layout;
+        q.staged_table = host.table.empty() ? nullptr : host.table.data();
+        q.visible_table = vis_table.empty() ? nullptr : vis_table.data();
+        q.visible_len = vis_len.data();
+        q.base_len = base.data();
+        q.t_new = T_new;
+        q.error_flag = &err;
+        q.published = pub.data();
+        ASSERT_TRUE(KvPublishCpu(q).ok());
+        EXPECT_EQ(pub, std::vector<int32_t>({1, 1, 0}));
+        DeviceBuffer dlen, dtab, dpub(B * 4);
+        UploadNew(dlen, vis_len0);
+        if (!vis_table0.empty()) UploadNew(dtab, vis_table0);
+        dpub.Poison();
+        q.staged_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+        q.visible_table = vis_table0.empty() ? nullptr : dtab.as<int32_t>();
+        q.visible_len = dlen.as<int32_t>();
+        q.base_len = dbase.as<int32_t>();
+        q.error_flag = derr.as<int32_t>();
+        q.published = dpub.as<int32_t>();
+        CUDA_OK(KvPublishCuda(q, 0));
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
+        EXPECT_EQ(dpub.Download<int32_t>(), pub);
+        if (!vis_table0.empty()) {
+          EXPECT_EQ(dtab.Download<int32_t>(), vis_table);
+        }
       }
     }
   }
@@ -406,7 +414,10 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
   };
   for (const auto& tc : cases) {
     const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
-    LogicalKv kv{tc.B, tc.Hkv, max_len, tc.d,
+    LogicalKv kv{tc.B,
+                 tc.Hkv,
+                 max_len,
+                 tc.d,
                  RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng),
                  RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng)};
     auto q = RandomFloats(size_t(tc.B) * tc.Hq * tc.t_q * tc.d, rng, -2, 2);
@@ -454,7 +465,11 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
 TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
   std::mt19937_64 rng(TestSeed(108, "AttentionSplitKMatchesUnsplitOnDevice"));
   const int B = 1, Hkv = 8, Hq = 64, d = 128, T = 4096;
-  LogicalKv kv{B, Hkv, T, d, RandomFloats(size_t(B) * Hkv * T * d, rng),
+  LogicalKv kv{B,
+               Hkv,
+               T,
+               d,
+               RandomFloats(size_t(B) * Hkv * T * d, rng),
                RandomFloats(size_t(B) * Hkv * T * d, rng)};
   HostCache c = MakeCache(kv, KvDtype::kBF16, T, 16, rng);
   auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);

@@ -63,8 +63,7 @@ KVC_HD int64_t KvRowOffset(const KvLayout& l, const int32_t* block_table, int32_
   const int32_t block =
       block_table[static_cast<int64_t>(b) * l.max_blocks_per_seq + t / l.block_size];
   if (block < 0 || block >= l.num_blocks) return -1;
-  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size +
-          t % l.block_size) *
+  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size + t % l.block_size) *
          l.head_dim;
 }
 
@@ -193,6 +192,7 @@ struct MatmulParams {
 // allocated for this interval). Nothing becomes visible: readers bound by the published
 // visible_len still see base_len[b] rows. A row that is not addressable is not written and sets
 // *error_flag = 1 (the transaction then cannot publish).
+// k_new, v_new and the caches must be 16-byte aligned (vectorized path when d_h % 4 == 0).
 struct KvAppendParams {
   KvLayout layout;
   void* k_cache = nullptr;
@@ -259,8 +259,7 @@ struct AttentionParams {
 KVC_HD int64_t AttentionWorkspaceFloats(const AttentionParams& p) {
   const int32_t n = NumSplits(p.max_kv_len, p.split_size);
   if (n <= 1) return 0;
-  return static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q * n *
-         (p.layout.head_dim + 2);
+  return static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q * n * (p.layout.head_dim + 2);
 }
 
 // inv_freq[i] = theta^(-2i/d_h), computed in double and rounded once to float so host and
