@@ -10,6 +10,8 @@
 # The GPU run first builds there (-DKVCONFORM_CUDA=ON, build-gpu/). If that build fails (the GPU
 # image may lack the CPU-side dependencies: nlohmann-json, GTest, rapidcheck, OpenSSL), it falls
 # back to prebuilt binaries in build-gpu-carry/bin, which the device call must then carry.
+# KVC_GPU_CHECK_BUILD=0 skips the build and uses build-gpu-carry/bin directly (saves device time
+# once a first run has shown that the GPU image cannot build the project).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=full
@@ -62,11 +64,22 @@ BIN=""
 BUILD_CMD="cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DKVCONFORM_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DKVCONFORM_WERROR=OFF && \
   cmake --build build-gpu -j ${JOBS:-16} --target ${TARGETS[*]}"
-if step build 240 bash -c "$BUILD_CMD"; then
+BUILT=0
+if [ "${KVC_GPU_CHECK_BUILD:-1}" = 0 ]; then
+  echo "build skipped (KVC_GPU_CHECK_BUILD=0)" | tee -a "$SUMMARY"
+elif step build 240 bash -c "$BUILD_CMD"; then
+  BUILT=1
+fi
+if [ "$BUILT" = 1 ]; then
   BIN=build-gpu/bin
 elif [ -x build-gpu-carry/bin/kernels_device_tests ]; then
   BIN=build-gpu-carry/bin
-  echo "build failed here (see build.log); using prebuilt build-gpu-carry/bin" | tee -a "$SUMMARY"
+  echo "no fresh build (see build.log); using prebuilt build-gpu-carry/bin" | tee -a "$SUMMARY"
+  # Prebuilt binaries need libcudart/libcublas 13: the toolkit's, else the pip wheel's.
+  CUBLAS_PIP=$(python3 -c 'import os, nvidia.cublas as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+  CUDART_PIP=$(python3 -c 'import os, nvidia.cuda_runtime as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib:${CUBLAS_PIP}:${CUDART_PIP}:${LD_LIBRARY_PATH:-}"
+  ldd "$BIN/kernels_device_tests" 2>&1 | grep -E 'cuda|cublas|not found' >> "$SUMMARY" || true
 else
   echo "build failed and no build-gpu-carry/bin: nothing to run (tail of build.log):"
   tail -20 "$OUTDIR/build.log"
