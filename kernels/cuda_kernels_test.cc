@@ -488,5 +488,116 @@ TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
   EXPECT_EQ(0, std::memcmp(sp.data(), sp2.data(), sp.size() * 4)) << "split-K is deterministic";
 }
 
+// The whole per-layer path of one model call on the device: RoPE on Q and K, stage the K/V rows
+// into paged bf16 storage, publish, then decode attention bounded by the PUBLISHED length,
+// compared with the same pipeline through the twins. Tolerance NMSE <= 1e-6: a RoPE'd fp32 key
+// that differs by one ulp between device and host can round to a neighbouring bf16 value.
+TEST_F(DeviceTest, RopeAppendPublishDecodePipelineMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(109, "RopeAppendPublishDecodePipelineMatchesTwin"));
+  const int B = 2, Hkv = 2, Hq = 16, d = 128, T = 70;
+  auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
+  auto k = RandomFloats(size_t(B) * Hkv * T * d, rng, -2, 2);
+  auto v = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  std::vector<int32_t> pos_k(B * T), pos_q(B);
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) pos_k[b * T + t] = 100 * b + t;
+    pos_q[b] = 100 * b + T - 1;
+  }
+  LogicalKv empty{B, Hkv, 0, d, {}, {}};
+  HostCache host = MakeCache(empty, KvDtype::kBF16, 80, 16, rng);
+  std::vector<int32_t> base(B, 0), vis_len(B, 0), pub(B, -1);
+  std::vector<int32_t> vis_table(host.table.size(), -1);
+  int32_t err = 0;
+  auto run = [&](float* dq, float* dk, const float* dv, const int32_t* dpk, const int32_t* dpq,
+                 void* kc, void* vc, const int32_t* table, const int32_t* dbase, int32_t* dlen,
+                 int32_t* dvis, int32_t* derr, int32_t* dpub, float* dout, bool device) {
+    RopeParams rq;
+    rq.q = dq;
+    rq.positions = dpq;
+    rq.batch = B;
+    rq.num_q_heads = Hq;
+    rq.t = 1;
+    rq.head_dim = d;
+    RopeParams rk = rq;
+    rk.q = dk;
+    rk.positions = dpk;
+    rk.num_q_heads = Hkv;
+    rk.t = T;
+    KvAppendParams ap;
+    ap.layout = host.layout;
+    ap.k_cache = kc;
+    ap.v_cache = vc;
+    ap.block_table = table;
+    ap.base_len = dbase;
+    ap.k_new = dk;
+    ap.v_new = dv;
+    ap.t_new = T;
+    ap.error_flag = derr;
+    KvPublishParams pp;
+    pp.layout = host.layout;
+    pp.staged_table = table;
+    pp.visible_table = dvis;
+    pp.visible_len = dlen;
+    pp.base_len = dbase;
+    pp.t_new = T;
+    pp.error_flag = derr;
+    pp.published = dpub;
+    AttentionParams at;
+    at.layout = host.layout;
+    at.k_cache = kc;
+    at.v_cache = vc;
+    at.block_table = dvis;  // the published table
+    at.kv_len = dlen;       // the published length
+    at.max_kv_len = T;
+    at.q = dq;
+    at.out = dout;
+    at.num_q_heads = Hq;
+    at.t_q = 1;
+    at.scale = 1.0f / std::sqrt(float(d));
+    if (device) {
+      EXPECT_EQ(RopeCuda(rq, 0), cudaSuccess);
+      EXPECT_EQ(RopeCuda(rk, 0), cudaSuccess);
+      EXPECT_EQ(KvAppendCuda(ap, 0), cudaSuccess);
+      EXPECT_EQ(KvPublishCuda(pp, 0), cudaSuccess);
+      EXPECT_EQ(AttentionCuda(at, 0), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    } else {
+      EXPECT_TRUE(RopeCpu(rq).ok());
+      EXPECT_TRUE(RopeCpu(rk).ok());
+      EXPECT_TRUE(KvAppendCpu(ap).ok());
+      EXPECT_TRUE(KvPublishCpu(pp).ok());
+      EXPECT_TRUE(AttentionCpu(at).ok());
+    }
+  };
+  DeviceCache dev;
+  Upload(dev, host);
+  DeviceBuffer dq, dk, dv, dpk, dpq, dbase, dlen, dvis, derr, dpub(B * 4), dout(q.size() * 4);
+  UploadNew(dq, q);
+  UploadNew(dk, k);
+  UploadNew(dv, v);
+  UploadNew(dpk, pos_k);
+  UploadNew(dpq, pos_q);
+  UploadNew(dbase, base);
+  UploadNew(dlen, vis_len);
+  UploadNew(dvis, vis_table);
+  UploadNew(derr, std::vector<int32_t>{0});
+  dpub.Poison();
+  dout.Poison();
+  std::vector<float> want(q.size(), NAN);
+  run(q.data(), k.data(), v.data(), pos_k.data(), pos_q.data(), host.k.data(), host.v.data(),
+      host.table.data(), base.data(), vis_len.data(), vis_table.data(), &err, pub.data(),
+      want.data(), false);
+  ASSERT_EQ(pub, std::vector<int32_t>(B, 1));
+  run(dq.as<float>(), dk.as<float>(), dv.as<float>(), dpk.as<int32_t>(), dpq.as<int32_t>(),
+      dev.k.get(), dev.v.get(), dev.table.as<int32_t>(), dbase.as<int32_t>(), dlen.as<int32_t>(),
+      dvis.as<int32_t>(), derr.as<int32_t>(), dpub.as<int32_t>(), dout.as<float>(), true);
+  EXPECT_EQ(dpub.Download<int32_t>(), pub);
+  EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
+  EXPECT_LE(Nmse(dout.Download<float>(), want), 1e-6);
+  for (DeviceBuffer* b : {&dev.k, &dev.v, &dev.table, &dq, &dk, &dv, &dpk, &dpq, &dbase, &dlen,
+                          &dvis, &derr, &dpub, &dout})
+    EXPECT_TRUE(b->GuardsIntact());
+}
+
 }  // namespace
 }  // namespace kvc::kernels
