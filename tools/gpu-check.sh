@@ -25,9 +25,15 @@ TARGETS=(kernels_device_tests kvconform_kernel_bench)
 
 if [ "$MODE" = prepare ]; then
   set -e
-  BUILD_DIR=${BUILD_DIR:-build} KVCONFORM_CUDA=ON JOBS=${JOBS:-2} tools/build.sh
+  BD=${BUILD_DIR:-build}
+  if grep -qs '^KVCONFORM_HAVE_CUDA_BUILT:INTERNAL=ON' "$BD/CMakeCache.txt" ||
+     grep -qs '^CMAKE_CUDA_COMPILER:' "$BD/CMakeCache.txt"; then
+    cmake --build "$BD" -j "${JOBS:-2}" --target "${TARGETS[@]}"  # keep its configuration
+  else
+    BUILD_DIR=$BD KVCONFORM_CUDA=ON JOBS=${JOBS:-2} tools/build.sh
+  fi
   mkdir -p build-gpu-carry/bin
-  for t in "${TARGETS[@]}"; do cp "${BUILD_DIR:-build}/bin/$t" build-gpu-carry/bin/; done
+  for t in "${TARGETS[@]}"; do cp "$BD/bin/$t" build-gpu-carry/bin/; done
   echo "prepared: $(ls build-gpu-carry/bin | tr '\n' ' ')(carry build-gpu-carry)"
   exit 0
 fi
