@@ -26,8 +26,7 @@ TARGETS=(kernels_device_tests kvconform_kernel_bench)
 if [ "$MODE" = prepare ]; then
   set -e
   BD=${BUILD_DIR:-build}
-  if grep -qs '^KVCONFORM_HAVE_CUDA_BUILT:INTERNAL=ON' "$BD/CMakeCache.txt" ||
-     grep -qs '^CMAKE_CUDA_COMPILER:' "$BD/CMakeCache.txt"; then
+  if grep -qs '^CMAKE_CUDA_COMPILER:' "$BD/CMakeCache.txt"; then
     cmake --build "$BD" -j "${JOBS:-2}" --target "${TARGETS[@]}"  # keep its configuration
   else
     BUILD_DIR=$BD KVCONFORM_CUDA=ON JOBS=${JOBS:-2} tools/build.sh
