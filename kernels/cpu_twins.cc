@@ -66,23 +66,35 @@ float Bf16BitsToFloat(uint16_t b) {
 }
 float RoundToDtype(float f, KvDtype d) {
   switch (d) {
-    case KvDtype::kF16: return HalfBitsToFloat(FloatToHalfBits(f));
-    case KvDtype::kBF16: return Bf16BitsToFloat(FloatToBf16Bits(f));
-    default: return f;
+    case KvDtype::kF16:
+      return HalfBitsToFloat(FloatToHalfBits(f));
+    case KvDtype::kBF16:
+      return Bf16BitsToFloat(FloatToBf16Bits(f));
+    default:
+      return f;
   }
 }
 float LoadKv(const void* base, KvDtype d, int64_t i) {
   switch (d) {
-    case KvDtype::kF16: return HalfBitsToFloat(static_cast<const uint16_t*>(base)[i]);
-    case KvDtype::kBF16: return Bf16BitsToFloat(static_cast<const uint16_t*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
+    case KvDtype::kF16:
+      return HalfBitsToFloat(static_cast<const uint16_t*>(base)[i]);
+    case KvDtype::kBF16:
+      return Bf16BitsToFloat(static_cast<const uint16_t*>(base)[i]);
+    default:
+      return static_cast<const float*>(base)[i];
   }
 }
 void StoreKv(void* base, KvDtype d, int64_t i, float v) {
   switch (d) {
-    case KvDtype::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalfBits(v); break;
-    case KvDtype::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16Bits(v); break;
-    default: static_cast<float*>(base)[i] = v; break;
+    case KvDtype::kF16:
+      static_cast<uint16_t*>(base)[i] = FloatToHalfBits(v);
+      break;
+    case KvDtype::kBF16:
+      static_cast<uint16_t*>(base)[i] = FloatToBf16Bits(v);
+      break;
+    default:
+      static_cast<float*>(base)[i] = v;
+      break;
   }
 }
 
@@ -136,9 +148,9 @@ Status ValidateAttention(const AttentionParams& p) {
   if (NumSplits(p.max_kv_len, p.split_size) > 1 && !p.workspace) {
     return InvalidArgument(Where(k, "split-K needs a workspace of AttentionWorkspaceFloats"));
   }
-  KVC_RETURN_IF_ERROR(CheckCount(
-      k, "q", {p.layout.batch, p.num_q_heads, p.t_q, p.layout.head_dim,
-               NumSplits(p.max_kv_len, p.split_size), 2}));
+  KVC_RETURN_IF_ERROR(CheckCount(k, "q",
+                                 {p.layout.batch, p.num_q_heads, p.t_q, p.layout.head_dim,
+                                  NumSplits(p.max_kv_len, p.split_size), 2}));
   return Status::Ok();
 }
 
@@ -292,8 +304,8 @@ Status KvAppendCpu(const KvAppendParams& p) {
     for (int32_t h = 0; h < l.num_kv_heads; ++h) {
       for (int32_t i = 0; i < p.t_new; ++i) {
         const int64_t dst = KvRowOffset(l, p.block_table, b, h, p.base_len[b] + i);
-        const int64_t src = ((static_cast<int64_t>(b) * l.num_kv_heads + h) * p.t_new + i) *
-                            l.head_dim;
+        const int64_t src =
+            ((static_cast<int64_t>(b) * l.num_kv_heads + h) * p.t_new + i) * l.head_dim;
         for (int32_t d = 0; d < l.head_dim; ++d) {
           StoreKv(p.k_cache, l.dtype, dst + d, p.k_new[src + d]);
           StoreKv(p.v_cache, l.dtype, dst + d, p.v_new[src + d]);
@@ -309,8 +321,7 @@ Status KvPublishCpu(const KvPublishParams& p) {
   const KvLayout& l = p.layout;
   for (int32_t b = 0; b < l.batch; ++b) {
     const int64_t new_len = static_cast<int64_t>(p.base_len[b]) + p.t_new;
-    if (*p.error_flag != 0 || p.visible_len[b] != p.base_len[b] ||
-        new_len > MaxTokensPerSeq(l)) {
+    if (*p.error_flag != 0 || p.visible_len[b] != p.base_len[b] || new_len > MaxTokensPerSeq(l)) {
       p.published[b] = 0;
       continue;
     }
@@ -334,8 +345,8 @@ Status AttentionCpu(const AttentionParams& p) {
   const int32_t splits = NumSplits(p.max_kv_len, p.split_size);
   for (int32_t b = 0; b < l.batch; ++b) {
     if (p.kv_len[b] < p.t_q || p.kv_len[b] > p.max_kv_len) {
-      return OutOfRange("attention: kv_len[" + std::to_string(b) + "] = " +
-                        std::to_string(p.kv_len[b]) + " outside [t_q, max_kv_len]");
+      return OutOfRange("attention: kv_len[" + std::to_string(b) +
+                        "] = " + std::to_string(p.kv_len[b]) + " outside [t_q, max_kv_len]");
     }
     for (int32_t t = 0; t < p.kv_len[b]; ++t) {
       if (KvRowOffset(l, p.block_table, b, 0, t) < 0) {

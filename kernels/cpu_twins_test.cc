@@ -49,8 +49,8 @@ AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
 
 TEST(Conversions, Bf16RoundsToNearestEven) {
   EXPECT_EQ(FloatToBf16Bits(1.0f), 0x3f80);
-  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f), 0x3f80);            // tie -> even (down)
-  EXPECT_EQ(FloatToBf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);        // tie -> even (up)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f), 0x3f80);             // tie -> even (down)
+  EXPECT_EQ(FloatToBf16Bits(1.0f + 3 * 0x1p-8f), 0x3f82);         // tie -> even (up)
   EXPECT_EQ(FloatToBf16Bits(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above tie
   EXPECT_EQ(FloatToBf16Bits(-2.0f), 0xc000);
   EXPECT_EQ(FloatToBf16Bits(3.4e38f), 0x7f80);  // rounds up to +inf
@@ -61,9 +61,9 @@ TEST(Conversions, Bf16RoundsToNearestEven) {
 TEST(Conversions, HalfRoundsToNearestEvenWithSubnormalsAndOverflow) {
   EXPECT_EQ(FloatToHalfBits(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);  // halfway to the next binade -> inf
-  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);  // tie -> even (zero)
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7c00);         // halfway to the next binade -> inf
+  EXPECT_EQ(FloatToHalfBits(0x1p-24f), 0x0001);         // smallest subnormal
+  EXPECT_EQ(FloatToHalfBits(0x1p-25f), 0x0000);         // tie -> even (zero)
   EXPECT_EQ(FloatToHalfBits(1.0f + 0x1p-11f), 0x3c00);  // tie -> even
   EXPECT_EQ(HalfBitsToFloat(0x3555), 0.333251953125f);
   EXPECT_TRUE(std::isnan(HalfBitsToFloat(FloatToHalfBits(NAN))));
@@ -276,8 +276,8 @@ TEST(AttentionCpu, RejectsBadLengthsAndBlockIds) {
 // --- Append transaction: staged rows are invisible until publication ---------------------
 
 struct AppendFixture {
-  LogicalKv kv;                 // committed rows [0, T_past) + this call's rows [T_past, T)
-  HostCache committed;          // storage holding only the committed rows; NaN elsewhere
+  LogicalKv kv;         // committed rows [0, T_past) + this call's rows [T_past, T)
+  HostCache committed;  // storage holding only the committed rows; NaN elsewhere
   std::vector<int32_t> visible_len, visible_table, staged_table, base_len;
   std::vector<float> k_new, v_new;  // [B, H_kv, T_new, d_h]
   int32_t t_new = 0, error = 0;
@@ -479,6 +479,85 @@ TEST(KvAppendCpu, M51WorkedTwoLayerDecodeTrace) {
   std::vector<int32_t> published(1, -1);
   ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
   EXPECT_EQ(f.visible_len[0], 5);
+}
+
+}  // namespace
+}  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// RoPE -> stage -> attend, all through the twins, for positions shifted by `delta`. With
+// rope_k == false the K rows are staged pre-RoPE (a different cache ABI, M5.1 0x01).
+std::vector<float> RopeAppendAttend(int delta, bool rope_k, const std::vector<float>& q_raw,
+                                    const std::vector<float>& k_raw,
+                                    const std::vector<float>& v_raw, int Hq, int Hkv, int d, int T,
+                                    int t_q) {
+  std::vector<float> q = q_raw, k = k_raw;
+  std::vector<int32_t> pos_k(T), pos_q(t_q);
+  for (int t = 0; t < T; ++t) pos_k[t] = t + delta;
+  for (int i = 0; i < t_q; ++i) pos_q[i] = T - t_q + i + delta;
+  RopeParams rq;
+  rq.q = q.data();
+  rq.positions = pos_q.data();
+  rq.batch = 1;
+  rq.num_q_heads = Hq;
+  rq.t = t_q;
+  rq.head_dim = d;
+  EXPECT_TRUE(RopeCpu(rq).ok());
+  if (rope_k) {
+    RopeParams rk = rq;
+    rk.q = k.data();
+    rk.positions = pos_k.data();
+    rk.num_q_heads = Hkv;
+    rk.t = T;
+    EXPECT_TRUE(RopeCpu(rk).ok());
+  }
+  KvLayout l{KvDtype::kF32, 1, Hkv, d, T};
+  std::vector<float> kc(size_t(Hkv) * T * d, NAN), vc(kc.size(), NAN);
+  int32_t base = 0, err = 0;
+  KvAppendParams ap;
+  ap.layout = l;
+  ap.k_cache = kc.data();
+  ap.v_cache = vc.data();
+  ap.base_len = &base;
+  ap.k_new = k.data();
+  ap.v_new = v_raw.data();
+  ap.t_new = T;
+  ap.error_flag = &err;
+  EXPECT_TRUE(KvAppendCpu(ap).ok());
+  std::vector<float> out(q.size(), NAN);
+  const int32_t len = T;
+  AttentionParams p;
+  p.layout = l;
+  p.k_cache = kc.data();
+  p.v_cache = vc.data();
+  p.kv_len = &len;
+  p.max_kv_len = T;
+  p.q = q.data();
+  p.out = out.data();
+  p.num_q_heads = Hq;
+  p.t_q = t_q;
+  p.scale = 1.0f / std::sqrt(float(d));
+  EXPECT_TRUE(AttentionCpu(p).ok());
+  return out;
+}
+
+// K rows are staged post-RoPE: attention then depends only on relative positions, so shifting
+// every position by 1000 leaves the output unchanged (to float rounding of the angles), while
+// staging pre-RoPE keys breaks that invariance (the test can fail).
+TEST(PipelineCpu, RopeBeforeStagingIsShiftInvariant) {
+  std::mt19937_64 rng(TestSeed(41, "RopeBeforeStagingIsShiftInvariant"));
+  const int Hq = 4, Hkv = 2, d = 16, T = 10, t_q = 3;
+  auto q = RandomFloats(size_t(Hq) * t_q * d, rng, -2, 2);
+  auto k = RandomFloats(size_t(Hkv) * T * d, rng, -2, 2);
+  auto v = RandomFloats(size_t(Hkv) * T * d, rng);
+  const auto a = RopeAppendAttend(0, true, q, k, v, Hq, Hkv, d, T, t_q);
+  const auto b = RopeAppendAttend(1000, true, q, k, v, Hq, Hkv, d, T, t_q);
+  EXPECT_LE(Nmse(b, a), 1e-8);
+  const auto c = RopeAppendAttend(0, false, q, k, v, Hq, Hkv, d, T, t_q);
+  const auto e = RopeAppendAttend(1000, false, q, k, v, Hq, Hkv, d, T, t_q);
+  EXPECT_GT(Nmse(e, c), 1e-4) << "pre-RoPE keys must not look shift invariant";
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ cudaError_t AttentionCuda(const AttentionParams& p, cudaStream_t stream) {
   return internal::LaunchAttention(p, stream);
 }
 
-cudaError_t FillUniformCuda(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
-                            float hi, cudaStream_t stream) {
+cudaError_t FillUniformCuda(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo, float hi,
+                            cudaStream_t stream) {
   if (dst == nullptr || n <= 0 || !(lo < hi)) return cudaErrorInvalidValue;
   return internal::LaunchFillUniform(dst, dtype, n, seed, lo, hi, stream);
 }

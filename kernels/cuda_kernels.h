@@ -32,8 +32,8 @@ cudaError_t MatmulCuda(const MatmulParams& p, cublasHandle_t handle, cudaStream_
 
 // Fills n elements of `dtype` at dst with seeded uniform values in [lo, hi), never exactly 0
 // (benchmark inputs; never time or test on zeros).
-cudaError_t FillUniformCuda(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
-                            float hi, cudaStream_t stream);
+cudaError_t FillUniformCuda(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo, float hi,
+                            cudaStream_t stream);
 
 // OK for cudaSuccess, else kUnavailable/kInternal with "<what>: <cudaGetErrorString>".
 Status CudaStatus(cudaError_t e, const std::string& what);

@@ -128,6 +128,60 @@ __global__ void KvAppendKernel(KvAppendParams p, int64_t total) {
   }
 }
 
+// Vectorized append (head_dim % 4 == 0, fewer than 2^31 vectors): one thread per 4 channels of
+// a staged row, 32-bit index arithmetic, 16-byte loads of the fp32 rows and one 16/8-byte store
+// per buffer. Same rounding (RNE) and the same error-flag rule as KvAppendKernel.
+template <typename T>
+__device__ __forceinline__ void Store4(void* base, int64_t i, float4 v);
+template <>
+__device__ __forceinline__ void Store4<float>(void* base, int64_t i, float4 v) {
+  *reinterpret_cast<float4*>(static_cast<float*>(base) + i) = v;
+}
+template <>
+__device__ __forceinline__ void Store4<__nv_bfloat16>(void* base, int64_t i, float4 v) {
+  const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y);
+  const __nv_bfloat162 b = __floats2bfloat162_rn(v.z, v.w);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t*>(&a);
+  u.y = *reinterpret_cast<const uint32_t*>(&b);
+  *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(base) + i) = u;
+}
+template <>
+__device__ __forceinline__ void Store4<__half>(void* base, int64_t i, float4 v) {
+  const __half2 a = __floats2half2_rn(v.x, v.y);
+  const __half2 b = __floats2half2_rn(v.z, v.w);
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t*>(&a);
+  u.y = *reinterpret_cast<const uint32_t*>(&b);
+  *reinterpret_cast<uint2*>(static_cast<__half*>(base) + i) = u;
+}
+
+template <typename T>
+__global__ void KvAppendVec4Kernel(KvAppendParams p, int32_t total_vecs) {
+  const KvLayout& l = p.layout;
+  const int32_t vecs_per_row = l.head_dim / 4;
+  for (int32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < total_vecs;
+       e += gridDim.x * blockDim.x) {
+    const int32_t row = e / vecs_per_row;
+    const int32_t d = (e - row * vecs_per_row) * 4;
+    const int32_t bh = row / p.t_new;
+    const int32_t i = row - bh * p.t_new;
+    const int32_t b = bh / l.num_kv_heads;
+    const int32_t h = bh - b * l.num_kv_heads;
+    const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
+    const int64_t off = (p.base_len[b] < 0 || t > INT32_MAX)
+                            ? -1
+                            : KvRowOffset(l, p.block_table, b, h, static_cast<int32_t>(t));
+    if (off < 0) {
+      *p.error_flag = 1;
+      continue;
+    }
+    const int64_t src = static_cast<int64_t>(row) * l.head_dim + d;
+    Store4<T>(p.k_cache, off + d, *reinterpret_cast<const float4*>(p.k_new + src));
+    Store4<T>(p.v_cache, off + d, *reinterpret_cast<const float4*>(p.v_new + src));
+  }
+}
+
 // One thread per sequence: compare-and-publish (see KvPublishParams).
 __global__ void KvPublishKernel(KvPublishParams p) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -177,10 +231,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int32_t rows = min(rows_per_block, g * p.t_q - row0);
   const int tid = threadIdx.x;
 
-  float* q_s = smem;                          // [rows][d_h], pre-scaled
-  float* k_s = q_s + rows_per_block * d_h;    // [kKeyTile][d_h + 1]
-  float* v_s = k_s + kKeyTile * ks;           // [kKeyTile][d_h + 1]
-  float* s_s = v_s + kKeyTile * ks;           // [rows][kKeyTile] scores, then weights
+  float* q_s = smem;                        // [rows][d_h], pre-scaled
+  float* k_s = q_s + rows_per_block * d_h;  // [kKeyTile][d_h + 1]
+  float* v_s = k_s + kKeyTile * ks;         // [kKeyTile][d_h + 1]
+  float* s_s = v_s + kKeyTile * ks;         // [rows][kKeyTile] scores, then weights
   float* m_s = s_s + rows_per_block * kKeyTile;
   float* l_s = m_s + rows_per_block;
   float* c_s = l_s + rows_per_block;
@@ -310,6 +364,202 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
 }
 
+// ---- Decode fast path: t_q == 1, GQA group of 8, head_dim 128 ---------------------------------
+// grid = (splits, 1, B * H_kv); block = 4 warps. No shared-memory staging of K/V: each lane owns
+// 4 channels (8-byte bf16/f16 or 16-byte f32 loads, a warp reads one 256/512-byte row), holds
+// the group's 8 pre-scaled query heads for its channels in registers, and a warp walks chunks
+// of 8 keys (warp w takes chunks w, w+4, ...). The 64 partial dots of a chunk (8 keys x 8 heads)
+// are summed across the warp by a reduce-scatter (62 shuffles instead of 320), after which lane
+// L holds the complete scores of key L>>2 for heads 2(L&3) and 2(L&3)+1. The four warps' online
+// softmax states are merged through shared memory at the end (fixed warp order).
+constexpr int kDecG = 8;
+constexpr int kDecD = 128;
+constexpr int kDecKeys = 8;
+constexpr int kDecWarps = 4;
+constexpr unsigned kFull = 0xffffffffu;
+
+template <typename T>
+__device__ __forceinline__ float4 Load4(const void* base, int64_t i);
+template <>
+__device__ __forceinline__ float4 Load4<float>(const void* base, int64_t i) {
+  return *reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
+}
+template <>
+__device__ __forceinline__ float4 Load4<__nv_bfloat16>(const void* base, int64_t i) {
+  const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const __nv_bfloat16*>(base) + i);
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                     __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+template <>
+__device__ __forceinline__ float4 Load4<__half>(const void* base, int64_t i) {
+  const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const __half*>(base) + i);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+// One step of the warp reduce-scatter over s[0 .. 2 kHalf): lanes exchange with lane ^ (kHalf/2)
+// and keep the lower (bit clear) or upper (bit set) half; compile-time indices keep s in registers.
+template <int kHalf>
+__device__ __forceinline__ void ReduceScatterStep(float* s, int lane) {
+  constexpr int o = kHalf / 2;
+  const bool upper = (lane & o) != 0;
+#pragma unroll
+  for (int i = 0; i < kHalf; ++i) {
+    const float send = upper ? s[i] : s[i + kHalf];
+    const float keep = upper ? s[i + kHalf] : s[i];
+    s[i] = keep + __shfl_xor_sync(kFull, send, o);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kDecWarps * 32, 2)
+    DecodeGqa8Kernel(AttentionParams p, int32_t num_splits) {
+  __shared__ float red_m[kDecWarps][kDecG];
+  __shared__ float red_l[kDecWarps][kDecG];
+  __shared__ float red_acc[kDecWarps][kDecG][kDecD];
+  const KvLayout& l = p.layout;
+  const int32_t split = blockIdx.x;
+  const int32_t b = blockIdx.z / l.num_kv_heads;
+  const int32_t h_kv = blockIdx.z % l.num_kv_heads;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int32_t kv_len = max(0, min(p.kv_len[b], p.max_kv_len));
+  int32_t t_begin, t_end;
+  SplitKeyRange(split, p.split_size, kv_len, &t_begin, &t_end);  // t_q == 1: limit = kv_len
+
+  float q[kDecG][4];
+#pragma unroll
+  for (int h = 0; h < kDecG; ++h) {
+    const float4 v = *reinterpret_cast<const float4*>(
+        p.q + (static_cast<int64_t>(b) * p.num_q_heads + h_kv * kDecG + h) * kDecD + lane * 4);
+    q[h][0] = v.x * p.scale;
+    q[h][1] = v.y * p.scale;
+    q[h][2] = v.z * p.scale;
+    q[h][3] = v.w * p.scale;
+  }
+  float acc[kDecG][4];
+#pragma unroll
+  for (int h = 0; h < kDecG; ++h) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
+  // Online-softmax state of heads 2(lane&3) and 2(lane&3)+1 (replicated over lane>>2).
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+  for (int32_t c0 = t_begin + warp * kDecKeys; c0 < t_end; c0 += kDecWarps * kDecKeys) {
+    float4 kr[kDecKeys], vr[kDecKeys];
+#pragma unroll
+    for (int kk = 0; kk < kDecKeys; ++kk) {
+      const int32_t t = c0 + kk;
+      kr[kk] = vr[kk] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (t < t_end) {
+        const int64_t off = KvRowOffset(l, p.block_table, b, h_kv, t);
+        if (off >= 0) {
+          kr[kk] = Load4<T>(p.k_cache, off + lane * 4);
+          vr[kk] = Load4<T>(p.v_cache, off + lane * 4);
+        } else {
+          kr[kk] = vr[kk] = make_float4(NAN, NAN, NAN, NAN);
+        }
+      }
+    }
+    float s[kDecKeys * kDecG];
+#pragma unroll
+    for (int kk = 0; kk < kDecKeys; ++kk) {
+#pragma unroll
+      for (int h = 0; h < kDecG; ++h) {
+        s[kk * kDecG + h] =
+            q[h][0] * kr[kk].x + q[h][1] * kr[kk].y + q[h][2] * kr[kk].z + q[h][3] * kr[kk].w;
+      }
+    }
+    // Reduce-scatter over the warp: after step o, s[0 .. half) holds sums over the lanes that
+    // differ in bit o, for the index half the lane kept (upper half when its bit o is set).
+    ReduceScatterStep<32>(s, lane);
+    ReduceScatterStep<16>(s, lane);
+    ReduceScatterStep<8>(s, lane);
+    ReduceScatterStep<4>(s, lane);
+    ReduceScatterStep<2>(s, lane);
+    const bool valid = c0 + (lane >> 2) < t_end;
+    const float sc0 = valid ? s[0] : -INFINITY;
+    const float sc1 = valid ? s[1] : -INFINITY;
+    float mx0 = sc0, mx1 = sc1;
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
+    }
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float corr0 = mn0 == -INFINITY ? 1.0f : expf(m0 - mn0);
+    const float corr1 = mn1 == -INFINITY ? 1.0f : expf(m1 - mn1);
+    const float p0 = sc0 == -INFINITY ? 0.0f : expf(sc0 - mn0);
+    const float p1 = sc1 == -INFINITY ? 0.0f : expf(sc1 - mn1);
+    float ps0 = p0, ps1 = p1;
+#pragma unroll
+    for (int o = 4; o < 32; o <<= 1) {
+      ps0 += __shfl_xor_sync(kFull, ps0, o);
+      ps1 += __shfl_xor_sync(kFull, ps1, o);
+    }
+    l0 = l0 * corr0 + ps0;
+    l1 = l1 * corr1 + ps1;
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int h = 0; h < kDecG; ++h) {
+      const float c = __shfl_sync(kFull, (h & 1) ? corr1 : corr0, h >> 1);
+      acc[h][0] *= c;
+      acc[h][1] *= c;
+      acc[h][2] *= c;
+      acc[h][3] *= c;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kDecKeys; ++kk) {
+#pragma unroll
+      for (int h = 0; h < kDecG; ++h) {
+        const float w = __shfl_sync(kFull, (h & 1) ? p1 : p0, (kk << 2) | (h >> 1));
+        acc[h][0] += w * vr[kk].x;
+        acc[h][1] += w * vr[kk].y;
+        acc[h][2] += w * vr[kk].z;
+        acc[h][3] += w * vr[kk].w;
+      }
+    }
+  }
+
+#pragma unroll
+  for (int h = 0; h < kDecG; ++h) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) red_acc[warp][h][lane * 4 + c] = acc[h][c];
+  }
+  if (lane < 4) {
+    red_m[warp][2 * lane] = m0;
+    red_m[warp][2 * lane + 1] = m1;
+    red_l[warp][2 * lane] = l0;
+    red_l[warp][2 * lane + 1] = l1;
+  }
+  __syncthreads();
+  const int d = threadIdx.x;  // 128 threads = 128 channels
+#pragma unroll
+  for (int h = 0; h < kDecG; ++h) {
+    float big_m = -INFINITY;
+    for (int w = 0; w < kDecWarps; ++w)
+      if (red_l[w][h] > 0.0f) big_m = fmaxf(big_m, red_m[w][h]);
+    float sum_l = 0.0f, sum_a = 0.0f;
+    for (int w = 0; w < kDecWarps; ++w) {
+      if (!(red_l[w][h] > 0.0f)) continue;
+      const float f = expf(red_m[w][h] - big_m);
+      sum_l += f * red_l[w][h];
+      sum_a += f * red_acc[w][h][d];
+    }
+    const int64_t ri = static_cast<int64_t>(b) * p.num_q_heads + h_kv * kDecG + h;
+    if (num_splits == 1) {
+      p.out[ri * kDecD + d] = sum_l > 0.0f ? sum_a / sum_l : 0.0f;
+    } else {
+      float* ws = p.workspace + (ri * num_splits + split) * (kDecD + 2);
+      ws[d] = sum_a;
+      if (d == 0) {
+        ws[kDecD] = big_m;
+        ws[kDecD + 1] = sum_l;
+      }
+    }
+  }
+}
+
 // One block per query row: combine split partials in split order 0..n-1.
 __global__ void AttentionCombineKernel(AttentionParams p, int32_t num_splits) {
   const int64_t ri = blockIdx.x;
@@ -356,10 +606,21 @@ int GridFor(int64_t n, int threads) {
 
 template <typename T>
 cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
-  const int64_t total = static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads * p.t_new *
-                        p.layout.head_dim;
-  KvAppendKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(p, total);
+  const int64_t total =
+      static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads * p.t_new * p.layout.head_dim;
+  if (p.layout.head_dim % 4 == 0 && total / 4 < INT32_MAX) {
+    const int32_t vecs = static_cast<int32_t>(total / 4);
+    KvAppendVec4Kernel<T><<<GridFor(vecs, 256), 256, 0, stream>>>(p, vecs);
+  } else {
+    KvAppendKernel<T><<<GridFor(total, 256), 256, 0, stream>>>(p, total);
+  }
   return cudaGetLastError();
+}
+
+// Decode with a GQA group of 8 and head_dim 128 takes DecodeGqa8Kernel; every other shape the
+// tiled AttentionKernel. Both write the same outputs / split partials.
+bool UseDecodeFastPath(const AttentionParams& p) {
+  return p.t_q == 1 && p.layout.head_dim == kDecD && p.num_q_heads == kDecG * p.layout.num_kv_heads;
 }
 
 template <typename T>
@@ -371,13 +632,19 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   const int32_t splits = NumSplits(p.max_kv_len, p.split_size);
   const int64_t bh = static_cast<int64_t>(l.batch) * l.num_kv_heads;
   if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
-  const size_t smem = static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
-  cudaError_t e = cudaFuncSetAttribute(AttentionKernel<T>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(smem));
-  if (e != cudaSuccess) return e;
-  AttentionKernel<T><<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem,
-                       stream>>>(p, rows, splits);
+  cudaError_t e = cudaSuccess;
+  if (UseDecodeFastPath(p)) {
+    DecodeGqa8Kernel<T>
+        <<<dim3(splits, 1, static_cast<unsigned>(bh)), kDecWarps * 32, 0, stream>>>(p, splits);
+  } else {
+    const size_t smem = static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
+    e = cudaFuncSetAttribute(AttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+    AttentionKernel<T>
+        <<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem, stream>>>(p, rows,
+                                                                                         splits);
+  }
   e = cudaGetLastError();
   if (e != cudaSuccess || splits == 1) return e;
   const int64_t total_rows = static_cast<int64_t>(l.batch) * p.num_q_heads * p.t_q;
@@ -407,9 +674,12 @@ cudaError_t LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream) {
 
 cudaError_t LaunchKvAppend(const KvAppendParams& p, cudaStream_t stream) {
   switch (p.layout.dtype) {
-    case KvDtype::kF16: return LaunchAppendT<__half>(p, stream);
-    case KvDtype::kBF16: return LaunchAppendT<__nv_bfloat16>(p, stream);
-    default: return LaunchAppendT<float>(p, stream);
+    case KvDtype::kF16:
+      return LaunchAppendT<__half>(p, stream);
+    case KvDtype::kBF16:
+      return LaunchAppendT<__nv_bfloat16>(p, stream);
+    default:
+      return LaunchAppendT<float>(p, stream);
   }
 }
 
@@ -420,9 +690,12 @@ cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream) {
 
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
   switch (p.layout.dtype) {
-    case KvDtype::kF16: return LaunchAttentionT<__half>(p, stream);
-    case KvDtype::kBF16: return LaunchAttentionT<__nv_bfloat16>(p, stream);
-    default: return LaunchAttentionT<float>(p, stream);
+    case KvDtype::kF16:
+      return LaunchAttentionT<__half>(p, stream);
+    case KvDtype::kBF16:
+      return LaunchAttentionT<__nv_bfloat16>(p, stream);
+    default:
+      return LaunchAttentionT<float>(p, stream);
   }
 }
 

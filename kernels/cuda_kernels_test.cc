@@ -130,7 +130,8 @@ TEST_F(DeviceTest, RmsNormMatchesTwin) {
 TEST_F(DeviceTest, RopeMatchesTwin) {
   std::mt19937_64 rng(TestSeed(102, "RopeMatchesTwin"));
   const int B = 2, Hq = 8, Hkv = 2, T = 19, d = 128;
-  auto q = RandomFloats(size_t(B) * Hq * T * d, rng), k = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  auto q = RandomFloats(size_t(B) * Hq * T * d, rng),
+       k = RandomFloats(size_t(B) * Hkv * T * d, rng);
   std::vector<int32_t> pos(B * T);
   std::uniform_int_distribution<int32_t> u(0, 32767);
   for (auto& x : pos) x = u(rng);
@@ -229,81 +230,88 @@ void Upload(DeviceCache& d, const HostCache& c) {
 
 TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
   std::mt19937_64 rng(TestSeed(105, "KvAppendAndPublishBitExactWithTwin"));
-  const int B = 3, Hkv = 4, d = 128, T_new = 7;
-  for (int block_size : {0, 16}) {
-    for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
-      SCOPED_TRACE("block_size " + std::to_string(block_size) + " dtype " +
-                   std::to_string(int(dt)));
-      LogicalKv past{B, Hkv, 40, d, RandomFloats(size_t(B) * Hkv * 40 * d, rng),
-                     RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
-      HostCache host = MakeCache(past, dt, 64, block_size, rng);
-      DeviceCache dev;
-      Upload(dev, host);
-      std::vector<int32_t> base = {40, 13, 29};  // ragged committed lengths
-      auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
-      auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
-      int32_t err = 0;
-      KvAppendParams p;
-      p.layout = host.layout;
-      p.k_cache = host.k.data();
-      p.v_cache = host.v.data();
-      p.block_table = host.table.empty() ? nullptr : host.table.data();
-      p.base_len = base.data();
-      p.k_new = k_new.data();
-      p.v_new = v_new.data();
-      p.t_new = T_new;
-      p.error_flag = &err;
-      ASSERT_TRUE(KvAppendCpu(p).ok());
-      DeviceBuffer dbase, dk, dv, derr;
-      UploadNew(dbase, base);
-      UploadNew(dk, k_new);
-      UploadNew(dv, v_new);
-      UploadNew(derr, std::vector<int32_t>{0});
-      p.k_cache = dev.k.get();
-      p.v_cache = dev.v.get();
-      p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
-      p.base_len = dbase.as<int32_t>();
-      p.k_new = dk.as<float>();
-      p.v_new = dv.as<float>();
-      p.error_flag = derr.as<int32_t>();
-      CUDA_OK(KvAppendCuda(p, 0));
-      CUDA_OK(cudaDeviceSynchronize());
-      EXPECT_TRUE(dev.k.Download<uint8_t>() == host.k) << "K storage differs from the twin";
-      EXPECT_TRUE(dev.v.Download<uint8_t>() == host.v) << "V storage differs from the twin";
-      EXPECT_EQ(derr.Download<int32_t>()[0], 0);
-      for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr}) EXPECT_TRUE(b->GuardsIntact());
+  const int B = 3, Hkv = 4, T_new = 7;
+  for (int d : {128, 6}) {  // 6: the scalar (non-vectorized) kernel
+    for (int block_size : {0, 16}) {
+      for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16, KvDtype::kBF16}) {
+        SCOPED_TRACE("d " + std::to_string(d) + " block_size " + std::to_string(block_size) +
+                     " dtype " + std::to_string(int(dt)));
+        LogicalKv past{B,
+                       Hkv,
+                       40,
+                       d,
+                       RandomFloats(size_t(B) * Hkv * 40 * d, rng),
+                       RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
+        HostCache host = MakeCache(past, dt, 64, block_size, rng);
+        DeviceCache dev;
+        Upload(dev, host);
+        std::vector<int32_t> base = {40, 13, 29};  // ragged committed lengths
+        auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
+        auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
+        int32_t err = 0;
+        KvAppendParams p;
+        p.layout = host.layout;
+        p.k_cache = host.k.data();
+        p.v_cache = host.v.data();
+        p.block_table = host.table.empty() ? nullptr : host.table.data();
+        p.base_len = base.data();
+        p.k_new = k_new.data();
+        p.v_new = v_new.data();
+        p.t_new = T_new;
+        p.error_flag = &err;
+        ASSERT_TRUE(KvAppendCpu(p).ok());
+        DeviceBuffer dbase, dk, dv, derr;
+        UploadNew(dbase, base);
+        UploadNew(dk, k_new);
+        UploadNew(dv, v_new);
+        UploadNew(derr, std::vector<int32_t>{0});
+        p.k_cache = dev.k.get();
+        p.v_cache = dev.v.get();
+        p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+        p.base_len = dbase.as<int32_t>();
+        p.k_new = dk.as<float>();
+        p.v_new = dv.as<float>();
+        p.error_flag = derr.as<int32_t>();
+        CUDA_OK(KvAppendCuda(p, 0));
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_TRUE(dev.k.Download<uint8_t>() == host.k) << "K storage differs from the twin";
+        EXPECT_TRUE(dev.v.Download<uint8_t>() == host.v) << "V storage differs from the twin";
+        EXPECT_EQ(derr.Download<int32_t>()[0], 0);
+        for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr})
+          EXPECT_TRUE(b->GuardsIntact());
 
-      // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
-      std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
-      for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
-      const auto vis_len0 = vis_len, vis_table0 = vis_table;
-      KvPublishParams q;
-      q.layout = host.layout;
-      q.staged_table = host.table.empty() ? nullptr : host.table.data();
-      q.visible_table = vis_table.empty() ? nullptr : vis_table.data();
-      q.visible_len = vis_len.data();
-      q.base_len = base.data();
-      q.t_new = T_new;
-      q.error_flag = &err;
-      q.published = pub.data();
-      ASSERT_TRUE(KvPublishCpu(q).ok());
-      EXPECT_EQ(pub, std::vector<int32_t>({1, 1, 0}));
-      DeviceBuffer dlen, dtab, dpub(B * 4);
-      UploadNew(dlen, vis_len0);
-      if (!vis_table0.empty()) UploadNew(dtab, vis_table0);
-      dpub.Poison();
-      q.staged_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
-      q.visible_table = vis_table0.empty() ? nullptr : dtab.as<int32_t>();
-      q.visible_len = dlen.as<int32_t>();
-      q.base_len = dbase.as<int32_t>();
-      q.error_flag = derr.as<int32_t>();
-      q.published = dpub.as<int32_t>();
-      CUDA_OK(KvPublishCuda(q, 0));
-      CUDA_OK(cudaDeviceSynchronize());
-      EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
-      EXPECT_EQ(dpub.Download<int32_t>(), pub);
-      if (!vis_table0.empty()) {
-        EXPECT_EQ(dtab.Download<int32_t>(), vis_table);
+        // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
+        std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
+        for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
+        const auto vis_len0 = vis_len, vis_table0 = vis_table;
+        KvPublishParams q;
+        q.layout = host.layout;
+        q.staged_table = host.table.empty() ? nullptr : host.table.data();
+        q.visible_table = vis_table.empty() ? nullptr : vis_table.data();
+        q.visible_len = vis_len.data();
+        q.base_len = base.data();
+        q.t_new = T_new;
+        q.error_flag = &err;
+        q.published = pub.data();
+        ASSERT_TRUE(KvPublishCpu(q).ok());
+        EXPECT_EQ(pub, std::vector<int32_t>({1, 1, 0}));
+        DeviceBuffer dlen, dtab, dpub(B * 4);
+        UploadNew(dlen, vis_len0);
+        if (!vis_table0.empty()) UploadNew(dtab, vis_table0);
+        dpub.Poison();
+        q.staged_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+        q.visible_table = vis_table0.empty() ? nullptr : dtab.as<int32_t>();
+        q.visible_len = dlen.as<int32_t>();
+        q.base_len = dbase.as<int32_t>();
+        q.error_flag = derr.as<int32_t>();
+        q.published = dpub.as<int32_t>();
+        CUDA_OK(KvPublishCuda(q, 0));
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
+        EXPECT_EQ(dpub.Download<int32_t>(), pub);
+        if (!vis_table0.empty()) {
+          EXPECT_EQ(dtab.Download<int32_t>(), vis_table);
+        }
       }
     }
   }
@@ -401,10 +409,15 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       {"prefill_past_split", 2, 2, 8, 128, 37, 16, 64, {137, 60}},
       {"prefill_d64_manytiles", 1, 1, 4, 64, 70, 16, 0, {90}},
       {"decode_d256_mha", 2, 3, 3, 256, 1, 8, 0, {33, 64}},
+      {"decode_gqa4_tiled_split", 2, 2, 8, 128, 1, 16, 96, {200, 31}},
+      {"decode_gqa8_short_ragged", 4, 1, 8, 128, 1, 16, 0, {1, 7, 8, 9}},
   };
   for (const auto& tc : cases) {
     const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
-    LogicalKv kv{tc.B, tc.Hkv, max_len, tc.d,
+    LogicalKv kv{tc.B,
+                 tc.Hkv,
+                 max_len,
+                 tc.d,
                  RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng),
                  RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng)};
     auto q = RandomFloats(size_t(tc.B) * tc.Hq * tc.t_q * tc.d, rng, -2, 2);
@@ -452,7 +465,11 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
 TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
   std::mt19937_64 rng(TestSeed(108, "AttentionSplitKMatchesUnsplitOnDevice"));
   const int B = 1, Hkv = 8, Hq = 64, d = 128, T = 4096;
-  LogicalKv kv{B, Hkv, T, d, RandomFloats(size_t(B) * Hkv * T * d, rng),
+  LogicalKv kv{B,
+               Hkv,
+               T,
+               d,
+               RandomFloats(size_t(B) * Hkv * T * d, rng),
                RandomFloats(size_t(B) * Hkv * T * d, rng)};
   HostCache c = MakeCache(kv, KvDtype::kBF16, T, 16, rng);
   auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
@@ -469,6 +486,117 @@ TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
   EXPECT_LE(Nmse(sp, un), 1e-10);
   const auto sp2 = RunAttentionDevice(c, len, q, p);
   EXPECT_EQ(0, std::memcmp(sp.data(), sp2.data(), sp.size() * 4)) << "split-K is deterministic";
+}
+
+// The whole per-layer path of one model call on the device: RoPE on Q and K, stage the K/V rows
+// into paged bf16 storage, publish, then decode attention bounded by the PUBLISHED length,
+// compared with the same pipeline through the twins. Tolerance NMSE <= 1e-6: a RoPE'd fp32 key
+// that differs by one ulp between device and host can round to a neighbouring bf16 value.
+TEST_F(DeviceTest, RopeAppendPublishDecodePipelineMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(109, "RopeAppendPublishDecodePipelineMatchesTwin"));
+  const int B = 2, Hkv = 2, Hq = 16, d = 128, T = 70;
+  auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
+  auto k = RandomFloats(size_t(B) * Hkv * T * d, rng, -2, 2);
+  auto v = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  std::vector<int32_t> pos_k(B * T), pos_q(B);
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) pos_k[b * T + t] = 100 * b + t;
+    pos_q[b] = 100 * b + T - 1;
+  }
+  LogicalKv empty{B, Hkv, 0, d, {}, {}};
+  HostCache host = MakeCache(empty, KvDtype::kBF16, 80, 16, rng);
+  std::vector<int32_t> base(B, 0), vis_len(B, 0), pub(B, -1);
+  std::vector<int32_t> vis_table(host.table.size(), -1);
+  int32_t err = 0;
+  auto run = [&](float* dq, float* dk, const float* dv, const int32_t* dpk, const int32_t* dpq,
+                 void* kc, void* vc, const int32_t* table, const int32_t* dbase, int32_t* dlen,
+                 int32_t* dvis, int32_t* derr, int32_t* dpub, float* dout, bool device) {
+    RopeParams rq;
+    rq.q = dq;
+    rq.positions = dpq;
+    rq.batch = B;
+    rq.num_q_heads = Hq;
+    rq.t = 1;
+    rq.head_dim = d;
+    RopeParams rk = rq;
+    rk.q = dk;
+    rk.positions = dpk;
+    rk.num_q_heads = Hkv;
+    rk.t = T;
+    KvAppendParams ap;
+    ap.layout = host.layout;
+    ap.k_cache = kc;
+    ap.v_cache = vc;
+    ap.block_table = table;
+    ap.base_len = dbase;
+    ap.k_new = dk;
+    ap.v_new = dv;
+    ap.t_new = T;
+    ap.error_flag = derr;
+    KvPublishParams pp;
+    pp.layout = host.layout;
+    pp.staged_table = table;
+    pp.visible_table = dvis;
+    pp.visible_len = dlen;
+    pp.base_len = dbase;
+    pp.t_new = T;
+    pp.error_flag = derr;
+    pp.published = dpub;
+    AttentionParams at;
+    at.layout = host.layout;
+    at.k_cache = kc;
+    at.v_cache = vc;
+    at.block_table = dvis;  // the published table
+    at.kv_len = dlen;       // the published length
+    at.max_kv_len = T;
+    at.q = dq;
+    at.out = dout;
+    at.num_q_heads = Hq;
+    at.t_q = 1;
+    at.scale = 1.0f / std::sqrt(float(d));
+    if (device) {
+      EXPECT_EQ(RopeCuda(rq, 0), cudaSuccess);
+      EXPECT_EQ(RopeCuda(rk, 0), cudaSuccess);
+      EXPECT_EQ(KvAppendCuda(ap, 0), cudaSuccess);
+      EXPECT_EQ(KvPublishCuda(pp, 0), cudaSuccess);
+      EXPECT_EQ(AttentionCuda(at, 0), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    } else {
+      EXPECT_TRUE(RopeCpu(rq).ok());
+      EXPECT_TRUE(RopeCpu(rk).ok());
+      EXPECT_TRUE(KvAppendCpu(ap).ok());
+      EXPECT_TRUE(KvPublishCpu(pp).ok());
+      EXPECT_TRUE(AttentionCpu(at).ok());
+    }
+  };
+  DeviceCache dev;
+  Upload(dev, host);
+  DeviceBuffer dq, dk, dv, dpk, dpq, dbase, dlen, dvis, derr, dpub(B * 4), dout(q.size() * 4);
+  UploadNew(dq, q);
+  UploadNew(dk, k);
+  UploadNew(dv, v);
+  UploadNew(dpk, pos_k);
+  UploadNew(dpq, pos_q);
+  UploadNew(dbase, base);
+  UploadNew(dlen, vis_len);
+  UploadNew(dvis, vis_table);
+  UploadNew(derr, std::vector<int32_t>{0});
+  dpub.Poison();
+  dout.Poison();
+  std::vector<float> want(q.size(), NAN);
+  run(q.data(), k.data(), v.data(), pos_k.data(), pos_q.data(), host.k.data(), host.v.data(),
+      host.table.data(), base.data(), vis_len.data(), vis_table.data(), &err, pub.data(),
+      want.data(), false);
+  ASSERT_EQ(pub, std::vector<int32_t>(B, 1));
+  run(dq.as<float>(), dk.as<float>(), dv.as<float>(), dpk.as<int32_t>(), dpq.as<int32_t>(),
+      dev.k.get(), dev.v.get(), dev.table.as<int32_t>(), dbase.as<int32_t>(), dlen.as<int32_t>(),
+      dvis.as<int32_t>(), derr.as<int32_t>(), dpub.as<int32_t>(), dout.as<float>(), true);
+  EXPECT_EQ(dpub.Download<int32_t>(), pub);
+  EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
+  EXPECT_LE(Nmse(dout.Download<float>(), want), 1e-6);
+  for (DeviceBuffer* b : {&dev.k, &dev.v, &dev.table, &dq, &dk, &dv, &dpk, &dpq, &dbase, &dlen,
+                          &dvis, &derr, &dpub, &dout})
+    EXPECT_TRUE(b->GuardsIntact());
 }
 
 }  // namespace

@@ -69,9 +69,8 @@ struct LogicalKv {
 // Attention over logical K/V with the bottom-right causal mask, in float64 (the reference).
 // `round` != kF32 rounds K/V through that dtype first (the stored values) but nothing else.
 inline std::vector<float> ReferenceAttention(const LogicalKv& kv, const std::vector<int32_t>& len,
-                                             const std::vector<float>& q, int32_t h_q,
-                                             int32_t t_q, float scale,
-                                             KvDtype round = KvDtype::kF32) {
+                                             const std::vector<float>& q, int32_t h_q, int32_t t_q,
+                                             float scale, KvDtype round = KvDtype::kF32) {
   const int d_h = kv.head_dim;
   std::vector<float> out(static_cast<size_t>(kv.batch) * h_q * t_q * d_h);
   for (int b = 0; b < kv.batch; ++b)
@@ -105,8 +104,8 @@ inline std::vector<float> ReferenceAttention(const LogicalKv& kv, const std::vec
 // each operation, as eager framework code in that dtype would. The yardstick of the stated
 // tolerance "error no more than 2x that of a naive same-dtype reference".
 inline std::vector<float> NaiveDtypeAttention(const LogicalKv& kv, const std::vector<int32_t>& len,
-                                              const std::vector<float>& q, int32_t h_q,
-                                              int32_t t_q, float scale, KvDtype dt) {
+                                              const std::vector<float>& q, int32_t h_q, int32_t t_q,
+                                              float scale, KvDtype dt) {
   auto r = [dt](double x) { return RoundToDtype(static_cast<float>(x), dt); };
   const int d_h = kv.head_dim;
   std::vector<float> out(static_cast<size_t>(kv.batch) * h_q * t_q * d_h);
@@ -143,8 +142,8 @@ inline std::vector<float> NaiveDtypeAttention(const LogicalKv& kv, const std::ve
 // Host storage for one layer in a given layout, filled from logical K/V rows [0, kv.tokens).
 struct HostCache {
   KvLayout layout;
-  std::vector<uint8_t> k, v;      // storage bytes
-  std::vector<int32_t> table;     // paged block table [B, max_blocks_per_seq]
+  std::vector<uint8_t> k, v;   // storage bytes
+  std::vector<int32_t> table;  // paged block table [B, max_blocks_per_seq]
 };
 
 // Contiguous layout with `capacity` slots, or paged with `block_size` when > 0: every
@@ -170,8 +169,9 @@ inline HostCache MakeCache(const LogicalKv& kv, KvDtype dt, int32_t capacity, in
     l.capacity = capacity;
   }
   const size_t elems =
-      block_size > 0 ? static_cast<size_t>(l.num_blocks) * l.num_kv_heads * l.block_size * l.head_dim
-                     : static_cast<size_t>(l.batch) * l.num_kv_heads * l.capacity * l.head_dim;
+      block_size > 0
+          ? static_cast<size_t>(l.num_blocks) * l.num_kv_heads * l.block_size * l.head_dim
+          : static_cast<size_t>(l.batch) * l.num_kv_heads * l.capacity * l.head_dim;
   c.k.assign(elems * KvDtypeBytes(dt), 0xff);  // 0xff.. is a NaN in f32, f16 and bf16
   c.v.assign(elems * KvDtypeBytes(dt), 0xff);
   for (int b = 0; b < kv.batch; ++b)

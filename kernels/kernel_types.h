@@ -63,8 +63,7 @@ KVC_HD int64_t KvRowOffset(const KvLayout& l, const int32_t* block_table, int32_
   const int32_t block =
       block_table[static_cast<int64_t>(b) * l.max_blocks_per_seq + t / l.block_size];
   if (block < 0 || block >= l.num_blocks) return -1;
-  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size +
-          t % l.block_size) *
+  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size + t % l.block_size) *
          l.head_dim;
 }
 
@@ -193,6 +192,7 @@ struct MatmulParams {
 // allocated for this interval). Nothing becomes visible: readers bound by the published
 // visible_len still see base_len[b] rows. A row that is not addressable is not written and sets
 // *error_flag = 1 (the transaction then cannot publish).
+// k_new, v_new and the caches must be 16-byte aligned (vectorized path when d_h % 4 == 0).
 struct KvAppendParams {
   KvLayout layout;
   void* k_cache = nullptr;
@@ -235,6 +235,8 @@ struct KvPublishParams {
 // T_new with kv_len = T_past + T_new (the current call's staged rows included: current-call use
 // of pending rows is legal, M5.1 "Current-Call Use Is Not Next-Call Publication").
 // out[b, h_q, qi, :] = softmax(scale * q K^T) V; a row with no visible key outputs zeros.
+// q, out, k_cache and v_cache must be 16-byte aligned (cudaMalloc is): the decode fast path
+// (t_q == 1, H_q == 8 H_kv, d_h == 128) reads them with vector loads.
 // split_size > 0 selects split-K: per-split partials (m, l, acc) go to `workspace`
 // (AttentionWorkspaceFloats floats) and are combined in split order.
 struct AttentionParams {
@@ -257,8 +259,7 @@ struct AttentionParams {
 KVC_HD int64_t AttentionWorkspaceFloats(const AttentionParams& p) {
   const int32_t n = NumSplits(p.max_kv_len, p.split_size);
   if (n <= 1) return 0;
-  return static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q * n *
-         (p.layout.head_dim + 2);
+  return static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q * n * (p.layout.head_dim + 2);
 }
 
 // inv_freq[i] = theta^(-2i/d_h), computed in double and rounded once to float so host and

@@ -93,7 +93,7 @@ TEST(Splits, FixedSizeCoversEveryKeyOnce) {
 
 TEST(Splits, ChooseSplitSizeFillsTheDeviceDeterministically) {
   EXPECT_EQ(ChooseSplitSize(64, 8, 32768, 132), 0);  // 512 blocks: no split needed
-  const int s = ChooseSplitSize(1, 8, 32768, 132);    // 8 blocks: split
+  const int s = ChooseSplitSize(1, 8, 32768, 132);   // 8 blocks: split
   EXPECT_GT(s, 0);
   EXPECT_EQ(s % 256, 0);
   EXPECT_GE(8 * NumSplits(32768, s), 4 * 132 * 9 / 10);
@@ -126,7 +126,7 @@ TEST(Rope, InvFreqMatchesDefinition) {
   EXPECT_EQ(RopeInvFreq(0, 128, 10000.0f), 1.0f);
   EXPECT_FLOAT_EQ(RopeInvFreq(16, 128, 10000.0f), 0.1f);   // 10000^(-0.25)
   EXPECT_FLOAT_EQ(RopeInvFreq(32, 128, 10000.0f), 0.01f);  // 10000^(-0.5)
-  EXPECT_FLOAT_EQ(RopeInvFreq(1, 4, 10000.0f), 0.01f);    // 10000^(-2/4)
+  EXPECT_FLOAT_EQ(RopeInvFreq(1, 4, 10000.0f), 0.01f);     // 10000^(-2/4)
 }
 
 }  // namespace

@@ -25,14 +25,14 @@
 namespace kvc::kernels {
 namespace {
 
-#define BENCH_CHECK(expr)                                                                  \
-  do {                                                                                     \
-    const cudaError_t _e = (expr);                                                         \
-    if (_e != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,            \
-                   cudaGetErrorString(_e));                                                \
-      std::exit(2);                                                                        \
-    }                                                                                      \
+#define BENCH_CHECK(expr)                                                       \
+  do {                                                                          \
+    const cudaError_t _e = (expr);                                              \
+    if (_e != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, \
+                   cudaGetErrorString(_e));                                     \
+      std::exit(2);                                                             \
+    }                                                                           \
   } while (0)
 
 struct Row {
@@ -45,11 +45,11 @@ struct Row {
 std::vector<Row> g_rows;
 
 void Emit(Row r) {
-  std::printf("%-9s %-34s %-30s %10.4f ms %9.1f %-7s %6s  %s\n", r.group.c_str(), r.name.c_str(),
-              r.shape.c_str(), r.ms, r.rate, r.unit.c_str(),
-              r.pct >= 0 ? (std::to_string(static_cast<int>(std::lround(r.pct))) + "%").c_str()
-                         : "-",
-              r.target.c_str());
+  std::printf(
+      "%-9s %-34s %-30s %10.4f ms %9.1f %-7s %6s  %s\n", r.group.c_str(), r.name.c_str(),
+      r.shape.c_str(), r.ms, r.rate, r.unit.c_str(),
+      r.pct >= 0 ? (std::to_string(static_cast<int>(std::lround(r.pct))) + "%").c_str() : "-",
+      r.target.c_str());
   std::fflush(stdout);
   g_rows.push_back(std::move(r));
 }
@@ -116,9 +116,8 @@ int Run(bool quick, const char* csv) {
     void* a = Malloc(bytes);
     void* b = Malloc(bytes);
     BENCH_CHECK(FillUniformCuda(a, KvDtype::kF32, bytes / 4, seed++, -1, 1, 0));
-    const double ms =
-        TimeMs([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 2,
-               reps);
+    const double ms = TimeMs(
+        [&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 2, reps);
     copy_gbs = 2.0 * bytes / (ms * 1e6);
     Emit({"ceiling", "d2d copy (read+write)", Shape({{"MiB", (long long)(bytes >> 20)}}), ms,
           copy_gbs, "GB/s", -1, "datasheet 4800 GB/s"});
@@ -206,8 +205,8 @@ int Run(bool quick, const char* csv) {
     Emit({"decode", "contiguous bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}),
           ms_c, gbs_c, "GB/s", 100 * gbs_c / copy_gbs, ctx >= 8192 ? ">=85% (large reads)" : ""});
     auto [ms_p, gbs_p] = decode(B, ctx, true, split);
-    Emit({"decode", "paged16 bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}),
-          ms_p, gbs_p, "GB/s", 100 * gbs_p / copy_gbs,
+    Emit({"decode", "paged16 bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_p,
+          gbs_p, "GB/s", 100 * gbs_p / copy_gbs,
           "paged/contig time " + std::to_string(ms_p / ms_c).substr(0, 5) + " (<=1.05)"});
   }
   {
@@ -298,8 +297,8 @@ int Run(bool quick, const char* csv) {
       Emit({"prefill", "causal bf16 K/V (SIMT fp32 math)",
             Shape({{"Hq", pHq}, {"Hkv", pHkv}, {"T", T}}), ms, tflops, "TFLOP/s",
             100 * tflops / gemm_tflops, "350 TFLOP/s"});
-      for (void* ptr : {k, v, static_cast<void*>(pq), static_cast<void*>(po),
-                        static_cast<void*>(plen)})
+      for (void* ptr :
+           {k, v, static_cast<void*>(pq), static_cast<void*>(po), static_cast<void*>(plen)})
         BENCH_CHECK(cudaFree(ptr));
     }
   }

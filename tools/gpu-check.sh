@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The one prepared GPU check: build with CUDA, run every device test, the kernel benchmark and
+# the PyTorch SDPA peer; logs go under $OUT (or build-gpu/out); a short table is printed LAST.
+#
+# On the GPU machine (repo root as cwd, $OUT set, 16 cores, one H200):
+#   tools/gpu-check.sh            # full run, bounded to 8 minutes in total
+#   tools/gpu-check.sh --quick    # smoke shapes (a minute), e.g. to test the script itself
+# On this (CPU) machine, before a GPU session:
+#   tools/gpu-check.sh --prepare  # builds the two binaries here into build-gpu-carry/bin
+# The GPU run first builds there (-DKVCONFORM_CUDA=ON, build-gpu/). If that build fails (the GPU
+# image may lack the CPU-side dependencies: nlohmann-json, GTest, rapidcheck, OpenSSL), it falls
+# back to prebuilt binaries in build-gpu-carry/bin, which the device call must then carry.
+# KVC_GPU_CHECK_BUILD=0 skips the build and uses build-gpu-carry/bin directly (saves device time
+# once a first run has shown that the GPU image cannot build the project).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=full
+case "${1:-}" in
+  --quick) MODE=quick ;;
+  --prepare) MODE=prepare ;;
+  "") ;;
+  *) echo "usage: $0 [--quick|--prepare]" >&2; exit 64 ;;
+esac
+TARGETS=(kernels_device_tests kvconform_kernel_bench)
+
+if [ "$MODE" = prepare ]; then
+  set -e
+  BD=${BUILD_DIR:-build}
+  if grep -qs '^CMAKE_CUDA_COMPILER:' "$BD/CMakeCache.txt"; then
+    cmake --build "$BD" -j "${JOBS:-2}" --target "${TARGETS[@]}"  # keep its configuration
+  else
+    BUILD_DIR=$BD KVCONFORM_CUDA=ON JOBS=${JOBS:-2} tools/build.sh
+  fi
+  mkdir -p build-gpu-carry/bin
+  for t in "${TARGETS[@]}"; do cp "$BD/bin/$t" build-gpu-carry/bin/; done
+  echo "prepared: $(ls build-gpu-carry/bin | tr '\n' ' ')(carry build-gpu-carry)"
+  exit 0
+fi
+
+OUTDIR=${OUT:-build-gpu/out}
+mkdir -p "$OUTDIR"
+SUMMARY="$OUTDIR/summary.txt"
+: > "$SUMMARY"
+T0=$(date +%s)
+BUDGET=480  # seconds for the whole script (8 minutes)
+QARG=()
+[ "$MODE" = quick ] && QARG=(--quick)
+
+# step NAME LIMIT CMD...: runs CMD under timeout (LIMIT, shrunk to the time left), logs to
+# $OUTDIR/NAME.log, records "NAME rc seconds" in the summary.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((BUDGET - ($(date +%s) - T0) - 10))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -le 5 ]; then
+    printf '%-14s %4s %5ss  %s\n' "$name" skip 0 "no time left in the 8-minute budget" >> "$SUMMARY"
+    return 124
+  fi
+  echo "== $name (limit ${limit}s): $*"
+  local s=$(date +%s)
+  timeout --signal=TERM --kill-after=5 "$limit" "$@" > "$OUTDIR/$name.log" 2>&1
+  local rc=$?
+  printf '%-14s %4s %5ss  %s\n' "$name" "$rc" "$(($(date +%s) - s))" "$OUTDIR/$name.log" >> "$SUMMARY"
+  return $rc
+}
+
+BIN=""
+BUILD_CMD="cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DKVCONFORM_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DKVCONFORM_WERROR=OFF && \
+  cmake --build build-gpu -j ${JOBS:-16} --target ${TARGETS[*]}"
+BUILT=0
+if [ "${KVC_GPU_CHECK_BUILD:-1}" = 0 ]; then
+  echo "build skipped (KVC_GPU_CHECK_BUILD=0)" | tee -a "$SUMMARY"
+elif step build 240 bash -c "$BUILD_CMD"; then
+  BUILT=1
+fi
+if [ "$BUILT" = 1 ]; then
+  BIN=build-gpu/bin
+elif [ -x build-gpu-carry/bin/kernels_device_tests ]; then
+  BIN=build-gpu-carry/bin
+  echo "no fresh build (see build.log); using prebuilt build-gpu-carry/bin" | tee -a "$SUMMARY"
+  # Prebuilt binaries need libcudart/libcublas 13: the toolkit's, else the pip wheel's.
+  CUBLAS_PIP=$(python3 -c 'import os, nvidia.cublas as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+  CUDART_PIP=$(python3 -c 'import os, nvidia.cuda_runtime as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib:${CUBLAS_PIP}:${CUDART_PIP}:${LD_LIBRARY_PATH:-}"
+  ldd "$BIN/kernels_device_tests" 2>&1 | grep -E 'cuda|cublas|not found' >> "$SUMMARY" || true
+else
+  echo "build failed and no build-gpu-carry/bin: nothing to run (tail of build.log):"
+  tail -20 "$OUTDIR/build.log"
+fi
+
+if [ -n "$BIN" ]; then
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
+      --format=csv > "$OUTDIR/nvidia-smi.log" 2>&1 || true
+  fi
+  step device_tests 120 "$BIN/kernels_device_tests" --gtest_color=no
+  step bench 150 "$BIN/kvconform_kernel_bench" "${QARG[@]}" --csv "$OUTDIR/bench.csv"
+fi
+step torch_peer 90 python3 tools/torch_sdpa_peer.py "${QARG[@]}" --csv "$OUTDIR/torch_peer.csv"
+
+# ---- The short table, last ---------------------------------------------------------------------
+echo
+echo "==== gpu-check ($MODE) $(date -u +%FT%TZ), $(($(date +%s) - T0))s, binaries: ${BIN:-none}"
+head -2 "$OUTDIR/nvidia-smi.log" 2>/dev/null | tail -1
+echo "-- steps (name rc seconds log)"
+cat "$SUMMARY"
+if [ -f "$OUTDIR/device_tests.log" ]; then
+  echo "-- device tests: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUTDIR/device_tests.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Za-z]|Skipped|no CUDA device' "$OUTDIR/device_tests.log" | sort -u | head -12
+  grep -E 'NMSE' "$OUTDIR/device_tests.log" | head -8
+fi
+if [ -f "$OUTDIR/bench.log" ]; then
+  echo "-- kvconform_kernel_bench"
+  grep -E '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | cut -c1-140
+  grep -vE '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | tail -5
+fi
+if [ -f "$OUTDIR/torch_peer.log" ]; then
+  echo "-- torch sdpa peer"
+  tail -20 "$OUTDIR/torch_peer.log" | cut -c1-140
+fi
