@@ -1,0 +1,284 @@
+// Property tests of the M5.6 handoff transaction under random chunk orders, duplicates,
+// losses, delays, retries, reroutes and aborts (RapidCheck; failures shrink).
+//
+// Reproduce: the seed is printed first; rerun with
+//   RC_PARAMS="seed=<seed>" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'
+// (RapidCheck also prints a RC_PARAMS="reproduce=..." line for a failing case).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <iostream>
+#include <memory>
+
+#include "reference/base/canonical_json.h"
+#include "reference/handoff/transfer_txn.h"
+
+namespace kvc::handoff {
+namespace {
+
+constexpr uint64_t kBytesPerTokenLayer = 64;
+constexpr uint64_t kReservedBlocks = 2;
+
+struct Geometry {
+  uint64_t layers = 0;
+  std::vector<std::vector<uint64_t>> chunk_tokens;  // per layer, tokens of each chunk
+  std::vector<uint64_t> ready;                      // per layer K/V-ready time
+};
+
+TransferPlan MakePlan(const Geometry& g, uint64_t generation) {
+  TransferPlan p;
+  p.transfer_id = "xfer-g" + std::to_string(generation);
+  p.identity = {"tenant", "req", generation, generation, 1, 1, "resv-" + std::to_string(generation)};
+  p.tensor_abi_sha256 = Sha256Hex("abi");
+  p.num_layers = g.layers;
+  p.bytes_per_token_layer = kBytesPerTokenLayer;
+  p.reserved_blocks = kReservedBlocks;
+  uint64_t total = 0;
+  for (uint64_t l = 0; l < g.layers; ++l) {
+    uint64_t at = 0;
+    for (uint64_t t : g.chunk_tokens[l]) {
+      std::string id = "L" + std::to_string(l) + "@" + std::to_string(at);
+      p.chunks.push_back({id, l, at, t, t * kBytesPerTokenLayer, Sha256Hex(p.transfer_id + id)});
+      at += t;
+    }
+    total = at;
+  }
+  p.token_count = total;
+  return p;
+}
+
+Geometry GenGeometry() {
+  Geometry g;
+  g.layers = *rc::gen::inRange<uint64_t>(1, 5);
+  // Every layer shares one token interval, split differently per layer.
+  uint64_t tokens = *rc::gen::inRange<uint64_t>(1, 9);
+  uint64_t t = 0;
+  for (uint64_t l = 0; l < g.layers; ++l) {
+    std::vector<uint64_t> split;
+    uint64_t left = tokens;
+    while (left > 0) {
+      uint64_t c = *rc::gen::inRange<uint64_t>(1, left + 1);
+      split.push_back(c);
+      left -= c;
+    }
+    g.chunk_tokens.push_back(split);
+    t += *rc::gen::inRange<uint64_t>(0, 20);
+    g.ready.push_back(t);
+  }
+  return g;
+}
+
+// Observable state, to prove refused operations and idempotent retries change nothing.
+struct Snapshot {
+  std::vector<int> chunk_states;
+  int txn_state = 0;
+  uint64_t in_flight = 0, unpublished = 0, decode_owned = 0, publications = 0, held = 0;
+  bool operator==(const Snapshot&) const = default;
+};
+
+struct World {
+  Geometry geo;
+  ByteCreditWindow credits;
+  DestinationBlockPool pool{64 * kReservedBlocks};
+  DecodeDirectory directory;
+  std::vector<TransferTxn> attempts;  // index = generation - 1; the last one is current
+  uint64_t now = 0;
+  uint64_t last_published_generation = 0;
+
+  World(Geometry g, uint64_t capacity) : geo(std::move(g)), credits(capacity) {}
+
+  Snapshot Snap(const TransferTxn& t) const {
+    Snapshot s;
+    for (const auto& c : t.plan().chunks) s.chunk_states.push_back(static_cast<int>(*t.chunk_state(c.chunk_id)));
+    s.txn_state = static_cast<int>(t.state());
+    s.in_flight = credits.in_flight();
+    s.unpublished = pool.unpublished();
+    s.decode_owned = pool.decode_owned();
+    s.publications = directory.publications();
+    s.held = t.credit_held();
+    return s;
+  }
+
+  void CheckInvariants() const {
+    RC_ASSERT(credits.in_flight() <= credits.capacity());
+    uint64_t held = 0, unpublished = 0;
+    for (const auto& a : attempts) {
+      held += a.credit_held();
+      if (a.state() == TxnState::kAborted) RC_ASSERT(a.credit_held() == 0u);
+      if (a.state() == TxnState::kReserved || a.state() == TxnState::kTransferring || a.state() == TxnState::kValidated)
+        unpublished += kReservedBlocks;
+    }
+    RC_ASSERT(held == credits.in_flight());
+    RC_ASSERT(unpublished == pool.unpublished());
+    RC_ASSERT(pool.decode_owned() == kReservedBlocks * directory.publications());
+  }
+};
+
+void Reroute(World& w) {
+  uint64_t generation = w.attempts.size() + 1;
+  auto t = TransferTxn::Create(MakePlan(w.geo, generation), &w.credits, &w.pool, &w.directory);
+  RC_ASSERT(t.ok());
+  RC_ASSERT(t->Reserve().ok());
+  w.attempts.push_back(std::move(t).value());
+}
+
+// Sends `c`; a first send that succeeds must respect the producer gate.
+Status CheckedSend(World& w, TransferTxn& a, const ChunkSpec& c) {
+  bool first = a.chunk_state(c.chunk_id) == ChunkState::kCreditAcquired;
+  Status s = a.Send(c.chunk_id, w.now, w.geo.ready[c.layer]);
+  if (s.ok() && first) RC_ASSERT(w.now >= w.geo.ready[c.layer]);
+  return s;
+}
+
+// Drives one operation on attempt `a`; returns its status. `op` selects the operation,
+// `pick` the chunk, `corrupt` whether a delivery carries other bytes.
+Status Drive(World& w, TransferTxn& a, int op, size_t pick, bool corrupt) {
+  const auto& chunks = a.plan().chunks;
+  const ChunkSpec& c = chunks[pick % chunks.size()];
+  switch (op) {
+    case 0: {  // the chunk's next step, as a well-behaved transport would take it
+      auto st = a.chunk_state(c.chunk_id);
+      if (st == ChunkState::kDeclared) return a.AcquireCredit(c.chunk_id);
+      if (st == ChunkState::kCreditAcquired) return CheckedSend(w, a, c);
+      if (st == ChunkState::kSent) return a.Receive(c.chunk_id, c.checksum);
+      if (st == ChunkState::kReceived) return a.MarkDeviceVisible(c.chunk_id);
+      return a.MarkDeviceVisible(c.chunk_id);  // duplicate visibility callback
+    }
+    case 1: return a.AcquireCredit(c.chunk_id);
+    case 2: return CheckedSend(w, a, c);  // may be refused by the producer gate
+    case 3: return a.Receive(c.chunk_id, corrupt ? Sha256Hex("corrupt") : c.checksum);
+    case 4: return a.MarkDeviceVisible(c.chunk_id);
+    case 5: return a.Validate(a.plan().identity, a.plan().tensor_abi_sha256);
+    case 6: {
+      bool all_visible = true;
+      for (const auto& x : chunks) all_visible &= a.chunk_state(x.chunk_id) == ChunkState::kDeviceVisible;
+      auto current = w.directory.CurrentGeneration("req");
+      auto h = a.Publish();
+      if (h.ok()) {
+        // Consumer gate and generation fence: publication only of a complete cache,
+        // only under the current generation, never replacing a newer one.
+        RC_ASSERT(all_visible);
+        RC_ASSERT(current.has_value());
+        RC_ASSERT(a.plan().identity.generation == *current);
+        RC_ASSERT(h->generation >= w.last_published_generation);
+        w.last_published_generation = h->generation;
+        RC_ASSERT(w.directory.Lookup("req")->generation == h->generation);
+        Status admit = a.AdmitDecode(*h);
+        RC_ASSERT(admit.ok());
+      }
+      return h.status();
+    }
+    case 7: return a.Abort("random abort");
+    default: return a.AcknowledgeSourceRelease(a.plan().identity.generation);
+  }
+}
+
+RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSchedules, ()) {
+  Geometry g = GenGeometry();
+  uint64_t largest = 0;
+  for (const auto& layer : g.chunk_tokens)
+    for (uint64_t t : layer) largest = std::max(largest, t * kBytesPerTokenLayer);
+  uint64_t capacity = largest * *rc::gen::inRange<uint64_t>(1, 4) + *rc::gen::inRange<uint64_t>(0, 64);
+  World w(g, capacity);
+  Reroute(w);
+  const int steps = *rc::gen::inRange(1, 400);
+  for (int i = 0; i < steps; ++i) {
+    int kind = *rc::gen::inRange(0, 100);
+    if (kind < 3) {  // reroute: a newer attempt supersedes; the old one keeps running (late completions)
+      if (w.attempts.size() < 60) Reroute(w);
+      continue;
+    }
+    if (kind < 8) {  // delay: time passes; a lost message is simply one that is never driven
+      w.now += *rc::gen::inRange<uint64_t>(1, 10);
+      continue;
+    }
+    // Mostly the current attempt; sometimes a superseded one (late completions).
+    size_t idx = w.attempts.size() - 1;
+    if (kind < 20) idx = *rc::gen::inRange<size_t>(0, w.attempts.size());
+    TransferTxn& a = w.attempts[idx];
+    int op = kind < 70 ? 0 : *rc::gen::inRange(1, 9);
+    size_t pick = *rc::gen::inRange<size_t>(0, 64);
+    bool corrupt = *rc::gen::inRange(0, 10) == 0;
+    Snapshot before = w.Snap(a);
+    Status s = Drive(w, a, op, pick, corrupt);
+    Snapshot after = w.Snap(a);
+    bool publish_or_abort = op == 6 || op == 7;  // a stale publication aborts by design
+    if (!s.ok() && !publish_or_abort) RC_ASSERT(before == after);
+    if (s.ok() && (op == 3 || op == 4 || op == 0) && !corrupt) {
+      // A retried completion of what just succeeded is an idempotent no-op.
+      const ChunkSpec& c = a.plan().chunks[pick % a.plan().chunks.size()];
+      auto st = a.chunk_state(c.chunk_id);
+      if (st == ChunkState::kReceived || st == ChunkState::kDeviceVisible) {
+        Snapshot once = w.Snap(a);
+        RC_ASSERT(a.Receive(c.chunk_id, c.checksum).ok());
+        if (st == ChunkState::kDeviceVisible) RC_ASSERT(a.MarkDeviceVisible(c.chunk_id).ok());
+        RC_ASSERT(a.Send(c.chunk_id, w.now, 0).ok());
+        RC_ASSERT(w.Snap(a) == once);
+      }
+    }
+    w.CheckInvariants();
+  }
+  // Every abort returns all credits and unpublished blocks.
+  for (auto& a : w.attempts)
+    if (a.state() != TxnState::kPublished) RC_ASSERT(a.Abort("teardown").ok());
+  RC_ASSERT(w.credits.in_flight() == 0u);
+  RC_ASSERT(w.pool.unpublished() == 0u);
+  RC_ASSERT(w.pool.decode_owned() == kReservedBlocks * w.directory.publications());
+  RC_TAG(w.directory.publications() > 0 ? "published" : "not published");
+}
+
+// A well-behaved transport delivering chunks in any order, with duplicates, always ends
+// published, with the peak in-flight bytes within the window.
+RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
+  Geometry g = GenGeometry();
+  uint64_t largest = 0;
+  for (const auto& layer : g.chunk_tokens)
+    for (uint64_t t : layer) largest = std::max(largest, t * kBytesPerTokenLayer);
+  World w(g, largest * *rc::gen::inRange<uint64_t>(1, 4));
+  Reroute(w);
+  TransferTxn& a = w.attempts.back();
+  w.now = g.ready.back();  // every layer ready: the producer gate is open
+  const auto& chunks = a.plan().chunks;
+  for (int guard = 0; guard < 100000; ++guard) {
+    std::vector<size_t> open;
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (a.chunk_state(chunks[i].chunk_id) != ChunkState::kDeviceVisible) open.push_back(i);
+    if (open.empty()) break;
+    size_t pick = open[*rc::gen::inRange<size_t>(0, open.size())];
+    Status s = Drive(w, a, 0, pick, false);
+    if (!s.ok()) {
+      // The only legal refusal of a next step is a full credit window; the transport then
+      // completes in-flight work, which holds credit and can always progress.
+      RC_ASSERT(s.error() == ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED);
+      for (size_t i : open)
+        if (a.chunk_state(chunks[i].chunk_id) != ChunkState::kDeclared) {
+          RC_ASSERT(Drive(w, a, 0, i, false).ok());
+          break;
+        }
+    }
+    if (*rc::gen::inRange(0, 4) == 0) (void)Drive(w, a, 4, pick, false);  // duplicate callback
+    w.CheckInvariants();
+  }
+  Status validated = a.Validate(a.plan().identity, a.plan().tensor_abi_sha256);
+  RC_LOG() << validated.ToString() << "\n";
+  RC_ASSERT(validated.ok());
+  RC_ASSERT(Drive(w, a, 6, 0, false).ok());
+  RC_ASSERT(a.AcknowledgeSourceRelease(a.plan().identity.generation).ok());
+  RC_ASSERT(w.credits.high_water() <= w.credits.capacity());
+  RC_ASSERT(w.credits.in_flight() == 0u);
+}
+
+// Prints the RapidCheck seed once so a failing CI run can be reproduced.
+class SeedPrinter : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::cout << "[handoff_properties] RapidCheck seed=" << rc::detail::configuration().testParams.seed
+              << "; reproduce: RC_PARAMS=\"seed=" << rc::detail::configuration().testParams.seed
+              << "\" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'\n";
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kSeedPrinter = ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+
+}  // namespace
+}  // namespace kvc::handoff
