@@ -10,6 +10,7 @@
 
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "reference/base/canonical_json.h"
 #include "reference/handoff/transfer_txn.h"
@@ -18,6 +19,13 @@ namespace kvc::handoff {
 namespace {
 
 constexpr uint64_t kBytesPerTokenLayer = 64;
+
+// A value uniform in [lo, hi) at every test size (gen::inRange alone scales with size, which
+// would make early cases degenerate); still shrinks toward lo.
+template <typename T>
+T Uniform(T lo, T hi) {
+  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
 constexpr uint64_t kReservedBlocks = 2;
 
 struct Geometry {
@@ -50,20 +58,20 @@ TransferPlan MakePlan(const Geometry& g, uint64_t generation) {
 
 Geometry GenGeometry() {
   Geometry g;
-  g.layers = *rc::gen::inRange<uint64_t>(1, 5);
+  g.layers = Uniform<uint64_t>(1, 5);
   // Every layer shares one token interval, split differently per layer.
-  uint64_t tokens = *rc::gen::inRange<uint64_t>(1, 9);
+  uint64_t tokens = Uniform<uint64_t>(1, 9);
   uint64_t t = 0;
   for (uint64_t l = 0; l < g.layers; ++l) {
     std::vector<uint64_t> split;
     uint64_t left = tokens;
     while (left > 0) {
-      uint64_t c = *rc::gen::inRange<uint64_t>(1, left + 1);
+      uint64_t c = Uniform<uint64_t>(1, left + 1);
       split.push_back(c);
       left -= c;
     }
     g.chunk_tokens.push_back(split);
-    t += *rc::gen::inRange<uint64_t>(0, 20);
+    t += Uniform<uint64_t>(0, 20);
     g.ready.push_back(t);
   }
   return g;
@@ -85,6 +93,7 @@ struct World {
   std::vector<TransferTxn> attempts;  // index = generation - 1; the last one is current
   uint64_t now = 0;
   uint64_t last_published_generation = 0;
+  std::set<std::pair<size_t, std::string>> corrupted;  // (attempt index, chunk id) received with other bytes
 
   World(Geometry g, uint64_t capacity) : geo(std::move(g)), credits(capacity) {}
 
@@ -179,45 +188,74 @@ RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSched
   uint64_t largest = 0;
   for (const auto& layer : g.chunk_tokens)
     for (uint64_t t : layer) largest = std::max(largest, t * kBytesPerTokenLayer);
-  uint64_t capacity = largest * *rc::gen::inRange<uint64_t>(1, 4) + *rc::gen::inRange<uint64_t>(0, 64);
+  uint64_t capacity = largest * Uniform<uint64_t>(1, 4) + Uniform<uint64_t>(0, 64);
   World w(g, capacity);
   Reroute(w);
-  const int steps = *rc::gen::inRange(1, 400);
+  const int steps = Uniform<int>(1, 800);
   for (int i = 0; i < steps; ++i) {
-    int kind = *rc::gen::inRange(0, 100);
-    if (kind < 3) {  // reroute: a newer attempt supersedes; the old one keeps running (late completions)
+    int kind = Uniform<int>(0, 100);
+    if (kind < 1) {  // reroute: a newer attempt supersedes; the old one keeps running (late completions)
       if (w.attempts.size() < 60) Reroute(w);
       continue;
     }
-    if (kind < 8) {  // delay: time passes; a lost message is simply one that is never driven
-      w.now += *rc::gen::inRange<uint64_t>(1, 10);
+    if (kind < 6) {  // delay: time passes; a lost message is simply one that is never driven
+      w.now += Uniform<uint64_t>(1, 10);
+      continue;
+    }
+    if (kind < 10) {  // the destination tries to validate and publish the current attempt
+      TransferTxn& cur = w.attempts.back();
+      Status v = Drive(w, cur, 5, 0, false);
+      if (v.ok()) {
+        (void)Drive(w, cur, 6, 0, false);
+      } else if (v.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH && w.attempts.size() < 60) {
+        // Corrupt bytes: abort and retry under a newer generation.
+        RC_ASSERT(cur.Abort("checksum mismatch").ok());
+        Reroute(w);
+      }
+      w.CheckInvariants();
       continue;
     }
     // Mostly the current attempt; sometimes a superseded one (late completions).
     size_t idx = w.attempts.size() - 1;
-    if (kind < 20) idx = *rc::gen::inRange<size_t>(0, w.attempts.size());
+    if (kind < 20) idx = Uniform<size_t>(0, w.attempts.size());
     TransferTxn& a = w.attempts[idx];
-    int op = kind < 70 ? 0 : *rc::gen::inRange(1, 9);
-    size_t pick = *rc::gen::inRange<size_t>(0, 64);
-    bool corrupt = *rc::gen::inRange(0, 10) == 0;
+    int op = kind < 70 ? 0 : Uniform<int>(1, 9);
+    if (op == 7 && Uniform<int>(0, 10) != 0) op = 0;  // aborts are rarer than other faults
+    size_t pick = Uniform<size_t>(0, 64);
+    bool corrupt = Uniform<int>(0, 10) == 0;
     Snapshot before = w.Snap(a);
     Status s = Drive(w, a, op, pick, corrupt);
+    const ChunkSpec& picked = a.plan().chunks[pick % a.plan().chunks.size()];
+    if (s.ok() && op == 3 && corrupt) w.corrupted.insert({idx, picked.chunk_id});
     Snapshot after = w.Snap(a);
     bool publish_or_abort = op == 6 || op == 7;  // a stale publication aborts by design
     if (!s.ok() && !publish_or_abort) RC_ASSERT(before == after);
+    if (op == 0 && s.error() == ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED) {
+      // A well-behaved transport then completes in-flight work, which holds credit.
+      for (size_t i = 0; i < a.plan().chunks.size(); ++i) {
+        auto st = a.chunk_state(a.plan().chunks[i].chunk_id);
+        if (st != ChunkState::kDeclared && st != ChunkState::kDeviceVisible) {
+          (void)Drive(w, a, 0, i, false);  // may wait on the producer gate
+          break;
+        }
+      }
+    }
     if (s.ok() && (op == 3 || op == 4 || op == 0) && !corrupt) {
       // A retried completion of what just succeeded is an idempotent no-op.
       const ChunkSpec& c = a.plan().chunks[pick % a.plan().chunks.size()];
       auto st = a.chunk_state(c.chunk_id);
       if (st == ChunkState::kReceived || st == ChunkState::kDeviceVisible) {
         Snapshot once = w.Snap(a);
-        RC_ASSERT(a.Receive(c.chunk_id, c.checksum).ok());
+        bool bad = w.corrupted.count({idx, c.chunk_id}) > 0;
+        RC_ASSERT(a.Receive(c.chunk_id, bad ? Sha256Hex("corrupt") : c.checksum).ok());
         if (st == ChunkState::kDeviceVisible) RC_ASSERT(a.MarkDeviceVisible(c.chunk_id).ok());
         RC_ASSERT(a.Send(c.chunk_id, w.now, 0).ok());
         RC_ASSERT(w.Snap(a) == once);
       }
     }
     w.CheckInvariants();
+    // Recovery: an aborted current attempt is retried under a newer generation.
+    if (op == 7 && idx == w.attempts.size() - 1 && w.attempts.size() < 60) Reroute(w);
   }
   // Every abort returns all credits and unpublished blocks.
   for (auto& a : w.attempts)
@@ -235,7 +273,7 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
   uint64_t largest = 0;
   for (const auto& layer : g.chunk_tokens)
     for (uint64_t t : layer) largest = std::max(largest, t * kBytesPerTokenLayer);
-  World w(g, largest * *rc::gen::inRange<uint64_t>(1, 4));
+  World w(g, largest * Uniform<uint64_t>(1, 4));
   Reroute(w);
   TransferTxn& a = w.attempts.back();
   w.now = g.ready.back();  // every layer ready: the producer gate is open
@@ -245,7 +283,7 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
     for (size_t i = 0; i < chunks.size(); ++i)
       if (a.chunk_state(chunks[i].chunk_id) != ChunkState::kDeviceVisible) open.push_back(i);
     if (open.empty()) break;
-    size_t pick = open[*rc::gen::inRange<size_t>(0, open.size())];
+    size_t pick = open[Uniform<size_t>(0, open.size())];
     Status s = Drive(w, a, 0, pick, false);
     if (!s.ok()) {
       // The only legal refusal of a next step is a full credit window; the transport then
@@ -257,7 +295,7 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
           break;
         }
     }
-    if (*rc::gen::inRange(0, 4) == 0) (void)Drive(w, a, 4, pick, false);  // duplicate callback
+    if (Uniform<int>(0, 4) == 0) (void)Drive(w, a, 4, pick, false);  // duplicate callback
     w.CheckInvariants();
   }
   Status validated = a.Validate(a.plan().identity, a.plan().tensor_abi_sha256);
