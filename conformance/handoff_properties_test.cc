@@ -163,8 +163,15 @@ Status Drive(World& w, TransferTxn& a, int op, size_t pick, bool corrupt) {
       bool all_visible = true;
       for (const auto& x : chunks) all_visible &= a.chunk_state(x.chunk_id) == ChunkState::kDeviceVisible;
       auto current = w.directory.CurrentGeneration("req");
+      bool was_published = a.state() == TxnState::kPublished;
+      uint64_t pubs_before = w.directory.publications();
       auto h = a.Publish();
-      if (h.ok()) {
+      if (h.ok() && was_published) {
+        // Idempotent re-publication: the original handle, no new directory entry.
+        RC_ASSERT(w.directory.publications() == pubs_before);
+        RC_ASSERT(h->transfer_id == a.plan().transfer_id);
+      } else if (h.ok()) {
+        RC_ASSERT(w.directory.publications() == pubs_before + 1);
         // Consumer gate and generation fence: publication only of a complete cache,
         // only under the current generation, never replacing a newer one.
         RC_ASSERT(all_visible);
@@ -202,12 +209,14 @@ RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSched
       w.now += Uniform<uint64_t>(1, 10);
       continue;
     }
-    if (kind < 10) {  // the destination tries to validate and publish the current attempt
-      TransferTxn& cur = w.attempts.back();
+    if (kind < 10) {  // validate and publish the current attempt, or late, a superseded one
+      size_t which = Uniform<int>(0, 2) == 0 ? Uniform<size_t>(0, w.attempts.size()) : w.attempts.size() - 1;
+      TransferTxn& cur = w.attempts[which];
       Status v = Drive(w, cur, 5, 0, false);
       if (v.ok()) {
         (void)Drive(w, cur, 6, 0, false);
-      } else if (v.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH && w.attempts.size() < 60) {
+      } else if (v.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH && which == w.attempts.size() - 1 &&
+                 w.attempts.size() < 60) {
         // Corrupt bytes: abort and retry under a newer generation.
         RC_ASSERT(cur.Abort("checksum mismatch").ok());
         Reroute(w);
@@ -219,7 +228,7 @@ RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSched
     size_t idx = w.attempts.size() - 1;
     if (kind < 20) idx = Uniform<size_t>(0, w.attempts.size());
     TransferTxn& a = w.attempts[idx];
-    int op = kind < 70 ? 0 : Uniform<int>(1, 9);
+    int op = kind < 70 && idx == w.attempts.size() - 1 ? 0 : Uniform<int>(kind < 20 ? 0 : 1, 9);
     if (op == 7 && Uniform<int>(0, 10) != 0) op = 0;  // aborts are rarer than other faults
     size_t pick = Uniform<size_t>(0, 64);
     bool corrupt = Uniform<int>(0, 10) == 0;
