@@ -320,8 +320,8 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
 class SeedPrinter : public ::testing::Environment {
  public:
   void SetUp() override {
-    std::cout << "[handoff_properties] RapidCheck seed=" << rc::detail::configuration().testParams.seed
-              << "; reproduce: RC_PARAMS=\"seed=" << rc::detail::configuration().testParams.seed
+    const uint64_t seed = rc::detail::configuration().testParams.seed;  // may print RapidCheck's own line
+    std::cout << "[handoff_properties] RapidCheck seed=" << seed << "; reproduce: RC_PARAMS=\"seed=" << seed
               << "\" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'\n";
   }
 };
