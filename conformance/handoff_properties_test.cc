@@ -95,7 +95,10 @@ struct World {
   uint64_t last_published_generation = 0;
   std::set<std::pair<size_t, std::string>> corrupted;  // (attempt index, chunk id) received with other bytes
 
-  World(Geometry g, uint64_t capacity) : geo(std::move(g)), credits(capacity) {}
+  World(Geometry g, uint64_t capacity)
+      : geo(std::move(g)),
+        credits(capacity),
+        directory(lifecycle::CacheAbi{Sha256Hex("abi"), static_cast<uint32_t>(geo.layers), "post_rope"}) {}
 
   Snapshot Snap(const TransferTxn& t) const {
     Snapshot s;
@@ -180,6 +183,10 @@ Status Drive(World& w, TransferTxn& a, int op, size_t pick, bool corrupt) {
         RC_ASSERT(h->generation >= w.last_published_generation);
         w.last_published_generation = h->generation;
         RC_ASSERT(w.directory.Lookup("req")->generation == h->generation);
+        // The decode-visible cache is the lifecycle handle, every layer at the full interval.
+        auto snap = w.directory.cache().Read(h->cache_handle_id);
+        RC_ASSERT(snap.ok());
+        RC_ASSERT(snap->committed_length == a.plan().token_count);
         Status admit = a.AdmitDecode(*h);
         RC_ASSERT(admit.ok());
       }

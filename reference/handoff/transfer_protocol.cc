@@ -162,7 +162,12 @@ Violations ValidateTransferProtocol(const Json& doc) {
   // 4. Replay.
   ByteCreditWindow credits(d.credit_capacity);
   DestinationBlockPool pool(d.pool_blocks);
-  DecodeDirectory directory;
+  if (d.plan.num_layers > UINT32_MAX) {
+    v.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/geometry/num_layers", "more than 2^32 layers"});
+    return v;
+  }
+  // The destination's cache ABI is the expected one; the transaction's claim is validated.
+  DecodeDirectory directory(lifecycle::CacheAbi{d.expected_abi, static_cast<uint32_t>(d.plan.num_layers), "post_rope"});
   if (d.has_directory_generation) directory.SetCurrentGeneration(d.plan.identity.request_id, d.directory_generation);
   auto txn_or = TransferTxn::Create(d.plan, &credits, &pool, &directory);
   if (!txn_or.ok()) {

@@ -27,10 +27,12 @@ TransferPlan TwoLayerPlan(uint64_t generation = 7, std::string transfer_id = "x7
   return p;
 }
 
+lifecycle::CacheAbi Abi() { return {Sha256Hex("abi"), 2, "post_rope"}; }
+
 struct Rig {
   ByteCreditWindow credits{1024};
   DestinationBlockPool pool{4};
-  DecodeDirectory directory;
+  DecodeDirectory directory{Abi()};
 };
 
 void Deliver(TransferTxn& t, const ChunkSpec& c) {
@@ -53,6 +55,11 @@ TEST(TransferTxn, HappyPathValidatePublishAdmitRelease) {
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   EXPECT_EQ(r.pool.decode_owned(), 2u);
   EXPECT_EQ(r.pool.unpublished(), 0u);
+  // Decode reads the lifecycle handle: every layer at [0, 8), published in one step.
+  auto snap = r.directory.cache().Read(h->cache_handle_id);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->committed_length, 8u);
+  EXPECT_EQ(snap->generation, 1u);
   // Source release before decode admission is refused; after it, accepted.
   EXPECT_EQ(t->AcknowledgeSourceRelease(7).error(), ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY);
   ASSERT_TRUE(t->AdmitDecode(*h).ok());
@@ -177,10 +184,18 @@ TEST(TransferTxn, RerouteSupersedesAndLateOldAttemptNeverReplacesNewer) {
 }
 
 TEST(DecodeDirectory, RepublishingSameTransferIsIdempotentOtherBytesAreCorruption) {
-  DecodeDirectory d;
+  DecodeDirectory d(Abi());
   ASSERT_TRUE(d.ReserveGeneration("r", 3).ok());
+  ASSERT_TRUE(d.OpenDestination("r", 3, "x", 0, 4).ok());
+  // Publication goes through the lifecycle object: an incomplete append cannot publish.
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-a").status().error(), ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
+  ASSERT_TRUE(d.StageLayer("x", 0, 0, 4).ok());
+  ASSERT_TRUE(d.StageLayer("x", 1, 0, 4).ok());
   auto a = d.PublishIfGenerationCurrent("r", 3, "x", "digest-a");
-  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->handle.cache_handle_id, "r@g3");
+  EXPECT_EQ(a->handle.cache_snapshot.committed_length, 4u);
+  EXPECT_EQ(d.cache().Read("r@g3")->committed_length, 4u);
   auto again = d.PublishIfGenerationCurrent("r", 3, "x", "digest-a");
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->idempotent_replay);
@@ -189,6 +204,12 @@ TEST(DecodeDirectory, RepublishingSameTransferIsIdempotentOtherBytesAreCorruptio
             ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
   EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "y", "digest-a").status().error(), ErrorCode::HANDOFF_STALE_GENERATION);
   EXPECT_EQ(d.publications(), 1u);
+}
+
+TEST(DecodeDirectory, SuffixOntoEmptyDestinationIsAnAppendHole) {
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.ReserveGeneration("r", 1).ok());
+  EXPECT_EQ(d.OpenDestination("r", 1, "x", 4, 4).error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
 }
 
 TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
@@ -205,7 +226,7 @@ TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
   EXPECT_EQ(CheckPlan(huge).at(0).code, ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
   ByteCreditWindow small(256);
   DestinationBlockPool pool(4);
-  DecodeDirectory dir;
+  DecodeDirectory dir(Abi());
   EXPECT_EQ(TransferTxn::Create(p, &small, &pool, &dir).status().error(), ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL);
 }
 
