@@ -60,5 +60,19 @@ check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out s
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 
+# M5.6 handoff: layer-stream calculator (0x08I) and the handoff invalid fixtures.
+check layerstream 0 "$K" calc layer-stream --ready 25,50,75,100 --transfer 10,10,10,10 --format json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["per_layer_visible"]==[35,60,85,110] and d["request_level_complete"]==140 and d["exposed_after_prefill"]==10 else 1)' "$T/out" \
+  && pass=$((pass+1)) || { fail=$((fail+1)); echo "FAIL layerstream values"; cat "$T/out"; }
+check layerstream_mismatch 2 "$K" calc layer-stream --ready 25,50 --transfer 10; expect_out layerstream_mismatch_msg 'one ready time and one transfer'
+check layerstream_unordered 2 "$K" calc layer-stream --ready 50,25 --transfer 10,10
+check layerstream_negative 2 "$K" calc layer-stream --ready -5 --transfer 10
+check layerstream_overflow 2 "$K" calc layer-stream --ready 18446744073709551615 --transfer 1; expect_out layerstream_overflow_msg 'overflow'
+for f in invalid_fixtures/m5_6/*/*.json; do
+  code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
+  check "invalid:$f" 1 "$K" validate --format json "$f"
+  expect_out "invalid-code:$f" "\"code\": \"$code\""
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
