@@ -14,6 +14,8 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/handoff/transfer_txn.h"
+#include "reference/testutil/testutil.h"
+#include "reference/validate/kinds.h"
 
 namespace kvc::handoff {
 namespace {
@@ -321,6 +323,50 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
   RC_ASSERT(a.AcknowledgeSourceRelease(a.plan().identity.generation).ok());
   RC_ASSERT(w.credits.high_water() <= w.credits.capacity());
   RC_ASSERT(w.credits.in_flight() == 0u);
+}
+
+void CollectPointers(const Json& j, const std::string& at, std::vector<std::string>* out) {
+  out->push_back(at);
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) CollectPointers(it.value(), at + "/" + JsonPointerEscape(it.key()), out);
+  else if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at + "/" + std::to_string(i), out);
+}
+
+// Hostile one-field mutations of every M5.6 fixture: the validators never crash or throw,
+// and are deterministic (the same document yields the same violations).
+RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
+  static const char* kFixtures[] = {"fixtures/m5_6/handoff/handoff_manifest.json",
+                                    "fixtures/m5_6/handoff/transfer_protocol.json",
+                                    "fixtures/m5_6/runtime/transfer_trace.json",
+                                    "fixtures/m5_6/runtime/runtime_release.json"};
+  static const std::vector<Json> kDocs = [] {
+    std::vector<Json> docs;
+    for (const char* f : kFixtures) docs.push_back(test::LoadJson(f));
+    return docs;
+  }();
+  const Json& base = kDocs[Uniform<size_t>(0, kDocs.size())];
+  RC_ASSERT(base.is_object());
+  std::vector<std::string> ptrs;
+  CollectPointers(base, "", &ptrs);
+  std::string ptr = ptrs[Uniform<size_t>(1, ptrs.size())];
+  const Json values[] = {-1, 0, 1, uint64_t{1} << 53, (uint64_t{1} << 53) + 1, UINT64_MAX, 1e300, 0.5, "", "x",
+                         std::string(64, 'f'), nullptr, true, Json::array(), Json::object(), Json::array({1, 2})};
+  Json doc = base;
+  int how = Uniform<int>(0, 3);
+  try {
+    if (how == 0) doc[Json::json_pointer(ptr)] = values[Uniform<size_t>(0, std::size(values))];
+    if (how == 1) doc = doc.patch(Json::array({{{"op", "remove"}, {"path", ptr}}}));
+    if (how == 2 && doc[Json::json_pointer(ptr)].is_object()) doc[Json::json_pointer(ptr)]["unexpected"] = 1;
+  } catch (const std::exception&) {
+    RC_DISCARD("mutation not applicable");
+  }
+  const KindEntry* kind = FindKind(base["kind"].get<std::string>());
+  RC_ASSERT(kind != nullptr);
+  Violations a = kind->validate_json(doc);
+  Violations b = kind->validate_json(doc);
+  RC_ASSERT(test::Describe(a) == test::Describe(b));
+  RC_TAG(a.empty() ? "accepted" : "rejected");
 }
 
 // Prints the RapidCheck seed once so a failing CI run can be reproduced.

@@ -8,7 +8,11 @@
 //   transaction); 5 the declared results (ready, visible, validated, published times, peak
 //   in-flight bytes, logical bytes, final state) against the values the replay computed.
 // Events: reserve, credit_acquire, send, receive(checksum), device_visible, validate,
-// publish, decode_admit(generation), source_release_ack(generation), abort(reason).
+// publish, decode_admit(generation), source_release_ack(generation), abort(reason). An event
+// with "disposition": "rejected" records that the runtime refused it (a late completion after
+// abort): the protocol must refuse it too (else HANDOFF_DECLARED_RESULT_MISMATCH), and replay
+// continues. Declared all_device_visible_ms / validated_ms / published_ms are omitted when the
+// timeline never reaches them (an aborted transfer).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
 #define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
 
