@@ -68,6 +68,13 @@ check layerstream_mismatch 2 "$K" calc layer-stream --ready 25,50 --transfer 10;
 check layerstream_unordered 2 "$K" calc layer-stream --ready 50,25 --transfer 10,10
 check layerstream_negative 2 "$K" calc layer-stream --ready -5 --transfer 10
 check layerstream_overflow 2 "$K" calc layer-stream --ready 18446744073709551615 --transfer 1; expect_out layerstream_overflow_msg 'overflow'
+check handoff_replay 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol.json --format json
+for kv in '"last_layer_ready_ms": 86' '"all_device_visible_ms": 116' '"validated_ms": 118' '"published_ms": 120' '"max_inflight_bytes": 2048'; do expect_out "replay $kv" "$kv"; done
+check handoff_replay_aborted 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol_aborted.json --format json
+for kv in '"final_state": "ABORTED"' '"credits_in_flight_at_end": 0' '"unpublished_blocks_at_end": 0'; do expect_out "replay-aborted $kv" "$kv"; done
+check handoff_trace 0 "$K" handoff replay fixtures/m5_6/runtime/transfer_trace.json --format json
+for kv in '"wall_us": 220' '"overlapped_us": 74' '"exposed_us": 60' '"retries": 1' '"transferred_bytes": 8388608'; do expect_out "trace $kv" "$kv"; done
+check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json
 for f in invalid_fixtures/m5_6/*/*.json; do
   code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
   check "invalid:$f" 1 "$K" validate --format json "$f"

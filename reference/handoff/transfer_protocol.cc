@@ -130,7 +130,10 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
 
 }  // namespace
 
-Violations ValidateTransferProtocol(const Json& doc) {
+namespace {
+
+// Checks 1-5; fills `out` (when given) once the replay completed without a breach.
+Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   Violations v;
   Doc d;
   if (!Read(doc, &d, &v)) return v;
@@ -249,6 +252,22 @@ Violations ValidateTransferProtocol(const Json& doc) {
   std::optional<uint64_t> logical = 0;
   for (const auto& c : d.plan.chunks)
     if (logical) logical = CheckedAdd(*logical, c.bytes);  // nullopt (reported as absent) on overflow
+  bool all_visible = true;
+  for (const auto& c : d.plan.chunks) all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
+  if (out) {
+    ProtocolSummary s;
+    s.last_layer_ready = d.ready.back();
+    if (all_visible) s.all_device_visible = last_visible;
+    s.validated = validated_at;
+    s.published = published_at;
+    s.max_inflight_bytes = credits.high_water();
+    s.logical_bytes = logical;
+    s.final_state = std::string(TxnStateName(txn.state()));
+    s.credits_in_flight_at_end = credits.in_flight();
+    s.unpublished_blocks_at_end = pool.unpublished();
+    s.retries = txn.retries();
+    *out = s;
+  }
   const Json& dec = *d.declared;
   auto check = [&](const char* key, std::optional<uint64_t> computed, const char* what) {
     std::optional<uint64_t> declared;
@@ -259,8 +278,6 @@ Violations ValidateTransferProtocol(const Json& doc) {
                        ", fixture declares " + (declared ? std::to_string(*declared) : "none")});
   };
   check("last_layer_ready_ms", d.ready.back(), "the last layer's producer-ready time");
-  bool all_visible = true;
-  for (const auto& c : d.plan.chunks) all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
   check("all_device_visible_ms", all_visible ? std::optional<uint64_t>(last_visible) : std::nullopt,
         "the time every chunk was DEVICE_VISIBLE");
   check("validated_ms", validated_at, "the validation time");
@@ -276,6 +293,16 @@ Violations ValidateTransferProtocol(const Json& doc) {
                  "internal: abort left " + std::to_string(credits.in_flight()) + " B of credit and " +
                      std::to_string(pool.unpublished()) + " unpublished blocks held"});
   return v;
+}
+
+}  // namespace
+
+Violations ValidateTransferProtocol(const Json& doc) { return Run(doc, nullptr); }
+
+std::optional<ProtocolSummary> ReplayTransferProtocol(const Json& doc) {
+  std::optional<ProtocolSummary> s;
+  (void)Run(doc, &s);
+  return s;
 }
 
 }  // namespace kvc::handoff

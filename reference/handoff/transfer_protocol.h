@@ -16,6 +16,10 @@
 #ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
 #define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "reference/base/strict_json.h"
 #include "reference/validate/violation.h"
 
@@ -24,6 +28,17 @@ namespace kvc::handoff {
 inline constexpr const char* kTransferProtocolKind = "kvconform.transfer_protocol/1";
 
 Violations ValidateTransferProtocol(const Json& doc);
+
+// What the replay computed (times in the fixture's ms), independent of the declared block.
+struct ProtocolSummary {
+  uint64_t last_layer_ready = 0;
+  std::optional<uint64_t> all_device_visible, validated, published, logical_bytes;
+  uint64_t max_inflight_bytes = 0;
+  std::string final_state;
+  uint64_t credits_in_flight_at_end = 0, unpublished_blocks_at_end = 0, retries = 0;
+};
+// nullopt when the document fails before or during replay (see ValidateTransferProtocol).
+std::optional<ProtocolSummary> ReplayTransferProtocol(const Json& doc);
 
 }  // namespace kvc::handoff
 
