@@ -61,5 +61,26 @@ check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out s
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 
+# M5.6 handoff: layer-stream calculator (0x08I) and the handoff invalid fixtures.
+check layerstream 0 "$K" calc layer-stream --ready 25,50,75,100 --transfer 10,10,10,10 --format json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["per_layer_visible"]==[35,60,85,110] and d["request_level_complete"]==140 and d["exposed_after_prefill"]==10 else 1)' "$T/out" \
+  && pass=$((pass+1)) || { fail=$((fail+1)); echo "FAIL layerstream values"; cat "$T/out"; }
+check layerstream_mismatch 2 "$K" calc layer-stream --ready 25,50 --transfer 10; expect_out layerstream_mismatch_msg 'one ready time and one transfer'
+check layerstream_unordered 2 "$K" calc layer-stream --ready 50,25 --transfer 10,10
+check layerstream_negative 2 "$K" calc layer-stream --ready -5 --transfer 10
+check layerstream_overflow 2 "$K" calc layer-stream --ready 18446744073709551615 --transfer 1; expect_out layerstream_overflow_msg 'overflow'
+check handoff_replay 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol.json --format json
+for kv in '"last_layer_ready_ms": 86' '"all_device_visible_ms": 116' '"validated_ms": 118' '"published_ms": 120' '"max_inflight_bytes": 2048'; do expect_out "replay $kv" "$kv"; done
+check handoff_replay_aborted 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol_aborted.json --format json
+for kv in '"final_state": "ABORTED"' '"credits_in_flight_at_end": 0' '"unpublished_blocks_at_end": 0'; do expect_out "replay-aborted $kv" "$kv"; done
+check handoff_trace 0 "$K" handoff replay fixtures/m5_6/runtime/transfer_trace.json --format json
+for kv in '"wall_us": 220' '"overlapped_us": 74' '"exposed_us": 60' '"retries": 1' '"transferred_bytes": 8388608'; do expect_out "trace $kv" "$kv"; done
+check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json
+for f in invalid_fixtures/m5_6/*/*.json; do
+  code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
+  check "invalid:$f" 1 "$K" validate --format json "$f"
+  expect_out "invalid-code:$f" "\"code\": \"$code\""
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,6 +18,46 @@ void DecodeDirectory::SetCurrentGeneration(const std::string& request_id, uint64
   entries_[request_id].current_generation = generation;
 }
 
+namespace {
+std::string CacheHandleId(const std::string& request_id, uint64_t generation) {
+  return request_id + "@g" + std::to_string(generation);
+}
+}  // namespace
+
+Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t generation,
+                                        const std::string& transfer_id, uint64_t token_start,
+                                        uint64_t token_count) {
+  const std::string handle = CacheHandleId(request_id, generation);
+  const lifecycle::HandleRecord* rec = cache_.Find(handle);
+  lifecycle::Snapshot base;
+  if (rec) {
+    base = rec->current;
+  } else {
+    KVC_ASSIGN_OR_RETURN(base, cache_.Allocate(handle, request_id, generation));
+  }
+  lifecycle::BeginAppendRequest req;
+  req.txn_id = transfer_id;
+  req.idempotency_key = transfer_id;
+  req.handle_id = handle;
+  req.base = base.base();
+  req.cache_abi = cache_.abi().id;
+  req.interval = {token_start, token_count};
+  req.binding = {token_start, token_count, token_start + token_count, cache_.abi().position_stage};
+  return cache_.BeginAppend(req).status();
+}
+
+Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start,
+                                   uint64_t token_count) {
+  if (layer > UINT32_MAX) return OutOfRange("layer index exceeds 32 bits");
+  lifecycle::StageLayerRequest req;
+  req.txn_id = transfer_id;
+  req.layer = static_cast<uint32_t>(layer);
+  req.interval = {token_start, token_count};
+  return cache_.StageLayer(req).status();
+}
+
+Status DecodeDirectory::CancelDestination(const std::string& transfer_id) { return cache_.CancelTxn(transfer_id); }
+
 StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(const std::string& request_id,
                                                                     uint64_t generation,
                                                                     const std::string& transfer_id,
@@ -38,7 +78,10 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(const std::s
                            "publication of transfer " + transfer_id + " under generation " +
                                std::to_string(generation) + " but request " + request_id +
                                " is at generation " + std::to_string(e.current_generation));
-  e.published = PublishedHandle{request_id, generation, transfer_id, content_digest, next_handle_id_++};
+  // The all-layer publication itself: M5.1 compare-and-publish of the attempt's append.
+  KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, cache_.Publish(transfer_id));
+  e.published = PublishedHandle{request_id, generation, transfer_id, content_digest, next_handle_id_++,
+                                receipt.handle_id, receipt.result};
   ++publications_;
   return PublishResult{*e.published, false};
 }

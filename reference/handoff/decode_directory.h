@@ -9,9 +9,14 @@
 //   - re-publishing the same transfer_id with the same content digest is idempotent and
 //     returns the original handle; the same transfer_id with another digest is
 //     HANDOFF_DUPLICATE_CORRUPTION; anything else under a non-current generation is stale.
-// TODO(lifecycle): once branch `lifecycle` lands its all-layer compare-and-publish API,
-// publication goes through it (expected base -> successor); this type then keeps only the
-// M5.6 generation fence. Not thread-safe; callers serialize (one logical directory lock).
+// All-layer atomicity is not re-implemented here: each attempt's destination cache is a
+// handle "<request_id>@g<generation>" in the destination's lifecycle::KvObject (M5.1), the
+// transferred interval is one append transaction (txn id = transfer_id) whose layers are
+// staged as they become DEVICE_VISIBLE, and publication is that object's compare-and-publish
+// (every layer or none). This type adds only the M5.6 cross-attempt generation fence and the
+// decode-visible handle. The destination handle starts empty, so the transferred interval must
+// start at token 0 (a suffix transfer onto a destination-visible prefix would fork that prefix
+// first; not implemented). Not thread-safe; callers serialize (one logical directory lock).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 #define KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 
@@ -21,6 +26,7 @@
 #include <string>
 
 #include "reference/base/status.h"
+#include "reference/lifecycle/kv_object/kv_object.h"
 
 namespace kvc::handoff {
 
@@ -31,6 +37,8 @@ struct PublishedHandle {
   std::string transfer_id;
   std::string content_digest;  // digest over the expected chunk checksums
   uint64_t handle_id = 0;      // directory-assigned, never reused
+  std::string cache_handle_id;       // the lifecycle handle decode reads
+  lifecycle::Snapshot cache_snapshot;  // the snapshot the all-layer publication created
   bool operator==(const PublishedHandle&) const = default;
 };
 
@@ -41,11 +49,25 @@ struct PublishResult {
 
 class DecodeDirectory {
  public:
+  // `abi` is the destination's cache ABI (id: the tensor ABI digest; L layers).
+  explicit DecodeDirectory(lifecycle::CacheAbi abi) : cache_(std::move(abi)) {}
+
   // Declares `generation` as the request's current attempt (reservation before transfer).
   Status ReserveGeneration(const std::string& request_id, uint64_t generation);
   // Seeds a request's current generation (a checker loading an observed directory).
   void SetCurrentGeneration(const std::string& request_id, uint64_t generation);
 
+  // Allocates the attempt's empty destination handle and begins its append transaction
+  // (txn id = transfer_id) for [token_start, token_start + token_count). LIFECYCLE_* codes
+  // from the lifecycle object pass through (e.g. APPEND_HOLE for token_start > 0).
+  Status OpenDestination(const std::string& request_id, uint64_t generation, const std::string& transfer_id,
+                         uint64_t token_start, uint64_t token_count);
+  // Stages K and V of one layer (every chunk of it is DEVICE_VISIBLE).
+  Status StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start, uint64_t token_count);
+  // Drops the attempt's unpublished rows (abort); the handle stays empty.
+  Status CancelDestination(const std::string& transfer_id);
+
+  // The generation fence, then the lifecycle compare-and-publish of transfer_id's append.
   StatusOr<PublishResult> PublishIfGenerationCurrent(const std::string& request_id, uint64_t generation,
                                                      const std::string& transfer_id,
                                                      const std::string& content_digest);
@@ -55,11 +77,14 @@ class DecodeDirectory {
   // Number of successful (non-idempotent) publications, for property tests.
   uint64_t publications() const { return publications_; }
 
+  const lifecycle::KvObject& cache() const { return cache_; }
+
  private:
   struct Entry {
     uint64_t current_generation = 0;
     std::optional<PublishedHandle> published;
   };
+  lifecycle::KvObject cache_;
   std::map<std::string, Entry> entries_;
   uint64_t next_handle_id_ = 1;
   uint64_t publications_ = 0;

@@ -17,6 +17,7 @@ struct Event {
   uint64_t t = 0;
   std::string type, chunk, checksum, reason;
   uint64_t generation = 0;
+  bool rejected = false;  // the runtime records that it refused this operation
 };
 
 struct Doc {
@@ -108,6 +109,8 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
         if (ev.type == "abort")
           if (auto x = e.String("reason")) ev.reason = *x;
       }
+      if (e.Has("disposition"))
+        if (auto x = e.Enum("disposition", {"accepted", "rejected"})) ev.rejected = *x == "rejected";
       e.RejectUnknownFields();
       d->events.push_back(std::move(ev));
     }
@@ -115,9 +118,9 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
   d->declared = top.Object("declared");
   if (d->declared) {
     FieldReader dr(d->declared, "/declared", v);
-    for (const char* k : {"last_layer_ready_ms", "all_device_visible_ms", "validated_ms", "published_ms",
-                          "max_inflight_bytes", "logical_bytes"})
-      dr.Uint(k);
+    for (const char* k : {"last_layer_ready_ms", "max_inflight_bytes", "logical_bytes"}) dr.Uint(k);
+    // Absent when the timeline never reaches the event (an aborted transfer).
+    for (const char* k : {"all_device_visible_ms", "validated_ms", "published_ms"}) dr.OptUint(k);
     dr.Enum("final_state", {"PUBLISHED", "ABORTED"});
     dr.RejectUnknownFields();
   }
@@ -127,7 +130,10 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
 
 }  // namespace
 
-Violations ValidateTransferProtocol(const Json& doc) {
+namespace {
+
+// Checks 1-5; fills `out` (when given) once the replay completed without a breach.
+Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   Violations v;
   Doc d;
   if (!Read(doc, &d, &v)) return v;
@@ -162,7 +168,12 @@ Violations ValidateTransferProtocol(const Json& doc) {
   // 4. Replay.
   ByteCreditWindow credits(d.credit_capacity);
   DestinationBlockPool pool(d.pool_blocks);
-  DecodeDirectory directory;
+  if (d.plan.num_layers > UINT32_MAX) {
+    v.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/geometry/num_layers", "more than 2^32 layers"});
+    return v;
+  }
+  // The destination's cache ABI is the expected one; the transaction's claim is validated.
+  DecodeDirectory directory(lifecycle::CacheAbi{d.expected_abi, static_cast<uint32_t>(d.plan.num_layers), "post_rope"});
   if (d.has_directory_generation) directory.SetCurrentGeneration(d.plan.identity.request_id, d.directory_generation);
   auto txn_or = TransferTxn::Create(d.plan, &credits, &pool, &directory);
   if (!txn_or.ok()) {
@@ -219,6 +230,17 @@ Violations ValidateTransferProtocol(const Json& doc) {
     } else if (e.type == "abort") {
       s = txn.Abort(e.reason);
     }
+    if (e.rejected) {
+      // The runtime refused this operation (e.g. a late completion after abort); the
+      // protocol must refuse it too, and a refused operation changes nothing.
+      if (s.ok()) {
+        v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, ptr + "/disposition",
+                     "t=" + std::to_string(e.t) + " ms " + e.type +
+                         ": the runtime records a rejection but the protocol accepts this operation"});
+        return v;
+      }
+      continue;
+    }
     if (!s.ok()) {
       ErrorCode c = s.error() == ErrorCode::kNone ? ErrorCode::HANDOFF_TXN_TRANSITION_INVALID : s.error();
       v.push_back({c, ptr, "t=" + std::to_string(e.t) + " ms " + e.type + ": " + s.message()});
@@ -227,18 +249,37 @@ Violations ValidateTransferProtocol(const Json& doc) {
   }
 
   // 5. Declared results against the replay.
-  uint64_t logical = 0;
-  for (const auto& c : d.plan.chunks) logical += c.bytes;  // each bounded by CheckPlan's checked product
+  std::optional<uint64_t> logical = 0;
+  for (const auto& c : d.plan.chunks)
+    if (logical) logical = CheckedAdd(*logical, c.bytes);  // nullopt (reported as absent) on overflow
+  bool all_visible = true;
+  for (const auto& c : d.plan.chunks) all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
+  if (out) {
+    ProtocolSummary s;
+    s.last_layer_ready = d.ready.back();
+    if (all_visible) s.all_device_visible = last_visible;
+    s.validated = validated_at;
+    s.published = published_at;
+    s.max_inflight_bytes = credits.high_water();
+    s.logical_bytes = logical;
+    s.final_state = std::string(TxnStateName(txn.state()));
+    s.credits_in_flight_at_end = credits.in_flight();
+    s.unpublished_blocks_at_end = pool.unpublished();
+    s.retries = txn.retries();
+    *out = s;
+  }
   const Json& dec = *d.declared;
   auto check = [&](const char* key, std::optional<uint64_t> computed, const char* what) {
-    uint64_t declared = dec.at(key).get<uint64_t>();
-    if (!computed || *computed != declared)
+    std::optional<uint64_t> declared;
+    if (dec.contains(key)) declared = dec.at(key).get<uint64_t>();
+    if (computed != declared)
       v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, std::string("/declared/") + key,
                    std::string(what) + " recomputed by replay is " + (computed ? std::to_string(*computed) : "absent") +
-                       ", fixture declares " + std::to_string(declared)});
+                       ", fixture declares " + (declared ? std::to_string(*declared) : "none")});
   };
   check("last_layer_ready_ms", d.ready.back(), "the last layer's producer-ready time");
-  check("all_device_visible_ms", last_visible, "the time every chunk was DEVICE_VISIBLE");
+  check("all_device_visible_ms", all_visible ? std::optional<uint64_t>(last_visible) : std::nullopt,
+        "the time every chunk was DEVICE_VISIBLE");
   check("validated_ms", validated_at, "the validation time");
   check("published_ms", published_at, "the publication time");
   check("max_inflight_bytes", credits.high_water(), "the peak in-flight credit");
@@ -249,9 +290,19 @@ Violations ValidateTransferProtocol(const Json& doc) {
                  "replay ends in " + final_state + ", fixture declares " + dec.at("final_state").get<std::string>()});
   if (txn.state() == TxnState::kAborted && (credits.in_flight() != 0 || pool.unpublished() != 0))
     v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, "/events",
-                 "abort left " + std::to_string(credits.in_flight()) + " B of credit and " +
+                 "internal: abort left " + std::to_string(credits.in_flight()) + " B of credit and " +
                      std::to_string(pool.unpublished()) + " unpublished blocks held"});
   return v;
+}
+
+}  // namespace
+
+Violations ValidateTransferProtocol(const Json& doc) { return Run(doc, nullptr); }
+
+std::optional<ProtocolSummary> ReplayTransferProtocol(const Json& doc) {
+  std::optional<ProtocolSummary> s;
+  (void)Run(doc, &s);
+  return s;
 }
 
 }  // namespace kvc::handoff

@@ -8,9 +8,17 @@
 //   transaction); 5 the declared results (ready, visible, validated, published times, peak
 //   in-flight bytes, logical bytes, final state) against the values the replay computed.
 // Events: reserve, credit_acquire, send, receive(checksum), device_visible, validate,
-// publish, decode_admit(generation), source_release_ack(generation), abort(reason).
+// publish, decode_admit(generation), source_release_ack(generation), abort(reason). An event
+// with "disposition": "rejected" records that the runtime refused it (a late completion after
+// abort): the protocol must refuse it too (else HANDOFF_DECLARED_RESULT_MISMATCH), and replay
+// continues. Declared all_device_visible_ms / validated_ms / published_ms are omitted when the
+// timeline never reaches them (an aborted transfer).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
 #define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_PROTOCOL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
 
 #include "reference/base/strict_json.h"
 #include "reference/validate/violation.h"
@@ -20,6 +28,17 @@ namespace kvc::handoff {
 inline constexpr const char* kTransferProtocolKind = "kvconform.transfer_protocol/1";
 
 Violations ValidateTransferProtocol(const Json& doc);
+
+// What the replay computed (times in the fixture's ms), independent of the declared block.
+struct ProtocolSummary {
+  uint64_t last_layer_ready = 0;
+  std::optional<uint64_t> all_device_visible, validated, published, logical_bytes;
+  uint64_t max_inflight_bytes = 0;
+  std::string final_state;
+  uint64_t credits_in_flight_at_end = 0, unpublished_blocks_at_end = 0, retries = 0;
+};
+// nullopt when the document fails before or during replay (see ValidateTransferProtocol).
+std::optional<ProtocolSummary> ReplayTransferProtocol(const Json& doc);
 
 }  // namespace kvc::handoff
 

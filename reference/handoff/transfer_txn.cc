@@ -155,9 +155,21 @@ Status TransferTxn::Reserve() {
   if (state_ != TxnState::kPlanned)
     return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
                   "reserve requires PLANNED, transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
-  KVC_RETURN_IF_ERROR(directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation));
   KVC_RETURN_IF_ERROR(pool_->Reserve(plan_.reserved_blocks));
+  auto unreserve = [&](Status s) {
+    Status r = pool_->ReleaseUnpublished(plan_.reserved_blocks);
+    return r.ok() ? s : r;
+  };
+  // The generation stays reserved even if opening the destination fails: generations are
+  // never reused, so a later attempt uses a newer one.
+  if (Status s = directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation); !s.ok())
+    return unreserve(s);
+  if (Status s = directory_->OpenDestination(plan_.identity.request_id, plan_.identity.generation,
+                                             plan_.transfer_id, plan_.token_start, plan_.token_count);
+      !s.ok())
+    return unreserve(s);
   blocks_reserved_ = true;
+  destination_open_ = true;
   state_ = TxnState::kReserved;
   return Status();
 }
@@ -233,6 +245,15 @@ Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
     return Breach(ErrorCode::HANDOFF_VISIBLE_BEFORE_RECEIVE,
                   "chunk \"" + std::string(chunk_id) + "\" marked DEVICE_VISIBLE in state " +
                       std::string(ChunkStateName(c->state)) + " (its bytes were not received)");
+  // The last visible chunk of a layer completes that layer's K and V rows in the
+  // destination's append transaction (staged, not readable until publication).
+  const uint64_t layer = plan_.chunks[c->index].layer;
+  bool layer_complete = true;
+  for (const auto& [id, other] : chunks_)
+    if (&other != c && plan_.chunks[other.index].layer == layer && other.state != ChunkState::kDeviceVisible)
+      layer_complete = false;
+  if (layer_complete)
+    KVC_RETURN_IF_ERROR(directory_->StageLayer(plan_.transfer_id, layer, plan_.token_start, plan_.token_count));
   KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c->index].bytes));
   c->credit_held = false;
   c->state = ChunkState::kDeviceVisible;
@@ -298,6 +319,7 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
     KVC_RETURN_IF_ERROR(pool_->PublishToDecode(plan_.reserved_blocks));
   }
   blocks_reserved_ = false;
+  destination_open_ = false;
   published_ = r->handle;
   state_ = TxnState::kPublished;
   return r->handle;
@@ -330,6 +352,10 @@ Status TransferTxn::ReleaseHeld() {
     if (!c.credit_held) continue;
     KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c.index].bytes));
     c.credit_held = false;
+  }
+  if (destination_open_) {
+    KVC_RETURN_IF_ERROR(directory_->CancelDestination(plan_.transfer_id));
+    destination_open_ = false;
   }
   if (blocks_reserved_) {
     KVC_RETURN_IF_ERROR(pool_->ReleaseUnpublished(plan_.reserved_blocks));

@@ -93,7 +93,8 @@ class TransferTxn {
   static StatusOr<TransferTxn> Create(TransferPlan plan, ByteCreditWindow* credits,
                                       DestinationBlockPool* pool, DecodeDirectory* directory);
 
-  // PLANNED -> RESERVED: reserves the destination blocks and the request generation.
+  // PLANNED -> RESERVED: reserves the destination blocks, the request generation and opens
+  // the destination's lifecycle append transaction (DecodeDirectory::OpenDestination).
   Status Reserve();
   // DECLARED -> CREDIT_ACQUIRED (first one moves RESERVED -> TRANSFERRING).
   Status AcquireCredit(std::string_view chunk_id);
@@ -102,13 +103,15 @@ class TransferTxn {
   Status Send(std::string_view chunk_id, uint64_t now, uint64_t kv_ready_time);
   // SENT -> RECEIVED, recording the observed checksum. Identical repeats are no-ops.
   Status Receive(std::string_view chunk_id, std::string_view checksum);
-  // RECEIVED -> DEVICE_VISIBLE; returns the chunk's credit (0x06B: at DEVICE_VISIBLE).
+  // RECEIVED -> DEVICE_VISIBLE; returns the chunk's credit (0x06B: at DEVICE_VISIBLE). The
+  // last chunk of a layer stages that layer in the destination's append transaction.
   Status MarkDeviceVisible(std::string_view chunk_id);
   // TRANSFERRING -> VALIDATED: identity, ABI, every chunk DEVICE_VISIBLE (consumer gate),
   // every observed checksum equals the expected one.
   Status Validate(const TransferIdentity& expected, std::string_view expected_abi_sha256);
-  // VALIDATED -> PUBLISHED through the directory. A stale generation aborts the txn
-  // (blocks released) and returns HANDOFF_STALE_GENERATION.
+  // VALIDATED -> PUBLISHED through the directory: the generation fence, then the M5.1
+  // all-layer compare-and-publish. A stale generation aborts the txn (blocks released,
+  // staged rows dropped) and returns HANDOFF_STALE_GENERATION.
   StatusOr<PublishedHandle> Publish();
   // Decode may start only from the published handle of this transaction.
   Status AdmitDecode(const PublishedHandle& handle);
@@ -149,6 +152,7 @@ class TransferTxn {
   TxnState state_ = TxnState::kPlanned;
   std::map<std::string, Chunk, std::less<>> chunks_;
   bool blocks_reserved_ = false;
+  bool destination_open_ = false;  // the lifecycle append transaction is OPEN/PREPARED
   std::optional<PublishedHandle> published_;
   bool decode_admitted_ = false;
   bool source_released_ = false;

@@ -35,6 +35,7 @@ void AddManifestCommand(CLI::App& app);
 void AddServiceMetricsCommand(CLI::App& app);
 void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
+void AddHandoffCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddManifestCommand(app);
   kvc::cli::AddCheckCommand(app);
   kvc::cli::AddGenTraceCommand(app);
+  kvc::cli::AddHandoffCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,60 @@
+// Rollback ordering and release promotion as state machines (M5.6 0x0FF, 0x0FG).
+#include "reference/handoff/rollback.h"
+
+#include <gtest/gtest.h>
+
+namespace kvc::handoff {
+namespace {
+
+RollbackGate CleanGate() {
+  RollbackGate g;
+  g.fallback_health_visible = g.slo_clocks_visible = g.incident_trace_preserves_pins = true;
+  return g;
+}
+
+TEST(Rollback, ExactOrderCompletes) {
+  RollbackMachine m;
+  for (auto step : kRollbackSteps) ASSERT_TRUE(m.Apply(step, CleanGate()).ok()) << step;
+  EXPECT_TRUE(m.complete());
+  EXPECT_EQ(m.Apply("STOP_NEW_ROUTES", CleanGate()).error(), ErrorCode::HANDOFF_ROLLBACK_ORDER);
+}
+
+TEST(Rollback, DisablingTheConnectorBeforeFallbackIsRefused) {
+  RollbackMachine m;
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(m.Apply(kRollbackSteps[i], CleanGate()).ok());
+  EXPECT_EQ(m.Apply("DISABLE_CONNECTOR", CleanGate()).error(), ErrorCode::HANDOFF_ROLLBACK_ORDER);
+  EXPECT_EQ(m.steps_done(), 3u);
+}
+
+TEST(Rollback, CompleteRequiresTheGate) {
+  RollbackMachine m;
+  RollbackGate g = CleanGate();
+  g.temporary_regions_unrevoked = 2;
+  for (size_t i = 0; i + 1 < kRollbackSteps.size(); ++i) ASSERT_TRUE(m.Apply(kRollbackSteps[i], g).ok());
+  EXPECT_EQ(m.Apply("ROLLBACK_COMPLETE", g).error(), ErrorCode::HANDOFF_ROLLBACK_GATE_UNMET);
+  EXPECT_TRUE(m.Apply("ROLLBACK_COMPLETE", CleanGate()).ok());
+}
+
+TEST(Release, PromotionNeedsGatesAndLegalEdges) {
+  PromotionGates ok;
+  ok.deployment_manifest_verified = ok.failure_injection_passed = ok.colocated_fallback_healthy =
+      ok.rollback_drill_completed = true;
+  ok.canary_samples = 10;
+  ok.min_canary_samples = 10;
+  ok.ttft_attainment_ppm = ok.tpot_attainment_ppm = ok.slo_target_ppm = 990000;
+  ok.net_margin_us = 5;
+  ok.safety_margin_us = 1;
+  ReleaseMachine r;
+  EXPECT_EQ(r.Transition("ACTIVE", ok).error(), ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID);
+  ASSERT_TRUE(r.Transition("SHADOW", ok).ok());
+  ASSERT_TRUE(r.Transition("CANARY", ok).ok());
+  PromotionGates bad = ok;
+  bad.net_margin_us = 1;  // must exceed the safety margin
+  EXPECT_EQ(r.Transition("ACTIVE", bad).error(), ErrorCode::HANDOFF_RELEASE_GATE_FAILED);
+  ASSERT_TRUE(r.Transition("ACTIVE", ok).ok());
+  ASSERT_TRUE(r.Transition("ROLLED_BACK", ok).ok());
+  EXPECT_EQ(r.Transition("ACTIVE", ok).error(), ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID);
+}
+
+}  // namespace
+}  // namespace kvc::handoff

@@ -1,0 +1,234 @@
+// Unit tests of the transfer transaction, chunk states, credits and the decode directory.
+#include "reference/handoff/transfer_txn.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/base/canonical_json.h"
+
+namespace kvc::handoff {
+namespace {
+
+// Two layers x two 4-token chunks; 2*H_kv*d_h*b = 128 B per token-layer -> 512 B chunks.
+TransferPlan TwoLayerPlan(uint64_t generation = 7, std::string transfer_id = "x7") {
+  TransferPlan p;
+  p.transfer_id = transfer_id;
+  p.identity = {"tenant-a", "req-1", generation, 1, 11, 19, "resv-1"};
+  p.tensor_abi_sha256 = Sha256Hex("abi");
+  p.num_layers = 2;
+  p.token_start = 0;
+  p.token_count = 8;
+  p.bytes_per_token_layer = 128;
+  p.reserved_blocks = 2;
+  for (uint64_t l = 0; l < 2; ++l)
+    for (uint64_t h = 0; h < 2; ++h) {
+      std::string id = "c" + std::to_string(2 * l + h);
+      p.chunks.push_back({id, l, 4 * h, 4, 512, Sha256Hex(transfer_id + id)});
+    }
+  return p;
+}
+
+lifecycle::CacheAbi Abi() { return {Sha256Hex("abi"), 2, "post_rope"}; }
+
+struct Rig {
+  ByteCreditWindow credits{1024};
+  DestinationBlockPool pool{4};
+  DecodeDirectory directory{Abi()};
+};
+
+void Deliver(TransferTxn& t, const ChunkSpec& c) {
+  ASSERT_TRUE(t.AcquireCredit(c.chunk_id).ok());
+  ASSERT_TRUE(t.Send(c.chunk_id, 10, 0).ok());
+  ASSERT_TRUE(t.Receive(c.chunk_id, c.checksum).ok());
+  ASSERT_TRUE(t.MarkDeviceVisible(c.chunk_id).ok());
+}
+
+TEST(TransferTxn, HappyPathValidatePublishAdmitRelease) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE(t->Reserve().ok());
+  EXPECT_EQ(r.pool.unpublished(), 2u);
+  for (const auto& c : t->plan().chunks) Deliver(*t, c);
+  EXPECT_EQ(r.credits.in_flight(), 0u);
+  ASSERT_TRUE(t->Validate(t->plan().identity, t->plan().tensor_abi_sha256).ok());
+  auto h = t->Publish();
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(r.pool.decode_owned(), 2u);
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+  // Decode reads the lifecycle handle: every layer at [0, 8), published in one step.
+  auto snap = r.directory.cache().Read(h->cache_handle_id);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->committed_length, 8u);
+  EXPECT_EQ(snap->generation, 1u);
+  // Source release before decode admission is refused; after it, accepted.
+  EXPECT_EQ(t->AcknowledgeSourceRelease(7).error(), ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY);
+  ASSERT_TRUE(t->AdmitDecode(*h).ok());
+  EXPECT_EQ(t->AcknowledgeSourceRelease(6).error(), ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY);
+  EXPECT_TRUE(t->AcknowledgeSourceRelease(7).ok());
+  EXPECT_EQ(t->Abort("late").error(), ErrorCode::HANDOFF_ABORT_PUBLISHED);
+}
+
+TEST(TransferTxn, CreditReturnsAtDeviceVisibleNotAtReceive) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->AcquireCredit("c0").ok());
+  ASSERT_TRUE(t->AcquireCredit("c1").ok());
+  EXPECT_EQ(t->AcquireCredit("c2").error(), ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED);
+  EXPECT_EQ(t->chunk_state("c2"), ChunkState::kDeclared);  // refused acquisition changes nothing
+  ASSERT_TRUE(t->Send("c0", 5, 5).ok());
+  ASSERT_TRUE(t->Receive("c0", t->plan().chunks[0].checksum).ok());
+  EXPECT_EQ(r.credits.in_flight(), 1024u) << "receive must not return credit";
+  EXPECT_EQ(t->AcquireCredit("c2").error(), ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED);
+  ASSERT_TRUE(t->MarkDeviceVisible("c0").ok());
+  EXPECT_EQ(r.credits.in_flight(), 512u);
+  EXPECT_TRUE(t->AcquireCredit("c2").ok());
+}
+
+TEST(TransferTxn, GatesAndIllegalChunkTransitions) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->AcquireCredit("c0").error(), ErrorCode::HANDOFF_TXN_TRANSITION_INVALID);  // not reserved
+  ASSERT_TRUE(t->Reserve().ok());
+  EXPECT_EQ(t->Send("c0", 10, 0).error(), ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT);
+  ASSERT_TRUE(t->AcquireCredit("c0").ok());
+  EXPECT_EQ(t->Send("c0", 9, 10).error(), ErrorCode::HANDOFF_PRODUCER_GATE);
+  EXPECT_EQ(t->Receive("c0", t->plan().chunks[0].checksum).error(), ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID);
+  ASSERT_TRUE(t->Send("c0", 10, 10).ok());
+  EXPECT_EQ(t->MarkDeviceVisible("c0").error(), ErrorCode::HANDOFF_VISIBLE_BEFORE_RECEIVE);
+  EXPECT_EQ(t->AcquireCredit("zz").error(), ErrorCode::HANDOFF_CHUNK_UNKNOWN);
+  EXPECT_EQ(t->Validate(t->plan().identity, t->plan().tensor_abi_sha256).error(), ErrorCode::HANDOFF_CONSUMER_GATE);
+  EXPECT_EQ(t->Publish().status().error(), ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE);
+  EXPECT_EQ(r.directory.publications(), 0u);
+}
+
+TEST(TransferTxn, RetriesAreIdempotentAndDifferentBytesAreCorruption) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  const auto& c = t->plan().chunks[0];
+  Deliver(*t, c);
+  EXPECT_TRUE(t->Send(c.chunk_id, 11, 0).ok());
+  EXPECT_TRUE(t->Receive(c.chunk_id, c.checksum).ok());
+  EXPECT_TRUE(t->MarkDeviceVisible(c.chunk_id).ok());
+  EXPECT_EQ(t->retries(), 3u);
+  EXPECT_EQ(r.credits.in_flight(), 0u) << "a retried DEVICE_VISIBLE must not return credit twice";
+  EXPECT_EQ(t->Receive(c.chunk_id, Sha256Hex("other")).error(), ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
+}
+
+TEST(TransferTxn, ValidationChecksIdentityAbiAndChecksums) {
+  Rig r;
+  auto plan = TwoLayerPlan();
+  auto t = TransferTxn::Create(plan, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    ChunkSpec c = plan.chunks[i];
+    if (i == 3) c.checksum = Sha256Hex("corrupt");
+    Deliver(*t, c);
+  }
+  TransferIdentity other = plan.identity;
+  other.destination_worker_epoch = 18;
+  EXPECT_EQ(t->Validate(other, plan.tensor_abi_sha256).error(), ErrorCode::HANDOFF_IDENTITY_MISMATCH);
+  EXPECT_EQ(t->Validate(plan.identity, Sha256Hex("x")).error(), ErrorCode::HANDOFF_ABI_MISMATCH);
+  EXPECT_EQ(t->Validate(plan.identity, plan.tensor_abi_sha256).error(), ErrorCode::HANDOFF_CHECKSUM_MISMATCH);
+  EXPECT_EQ(t->state(), TxnState::kTransferring);
+}
+
+TEST(TransferTxn, AbortFencesLateCompletionsAndReturnsEverything) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  const auto& c0 = t->plan().chunks[0];
+  ASSERT_TRUE(t->AcquireCredit("c0").ok());
+  ASSERT_TRUE(t->Send("c0", 1, 0).ok());
+  ASSERT_TRUE(t->AcquireCredit("c1").ok());
+  ASSERT_TRUE(t->Abort("mid-transfer failure").ok());
+  EXPECT_EQ(r.credits.in_flight(), 0u);
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+  EXPECT_EQ(r.pool.free_blocks(), 4u);
+  EXPECT_EQ(t->Receive("c0", c0.checksum).error(), ErrorCode::HANDOFF_LATE_COMPLETION);
+  EXPECT_EQ(t->MarkDeviceVisible("c0").error(), ErrorCode::HANDOFF_LATE_COMPLETION);
+  EXPECT_EQ(r.credits.in_flight(), 0u);
+  EXPECT_TRUE(t->Abort("again").ok());
+}
+
+TEST(TransferTxn, RerouteSupersedesAndLateOldAttemptNeverReplacesNewer) {
+  Rig r;
+  auto old_txn = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(old_txn.ok());
+  ASSERT_TRUE(old_txn->Reserve().ok());
+  for (const auto& c : old_txn->plan().chunks) Deliver(*old_txn, c);
+  // Reroute: a newer attempt under generation 8 reserves before the old one validates.
+  auto new_txn = TransferTxn::Create(TwoLayerPlan(8, "x8"), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(new_txn.ok());
+  ASSERT_TRUE(new_txn->Reserve().ok());
+  ASSERT_TRUE(old_txn->Validate(old_txn->plan().identity, old_txn->plan().tensor_abi_sha256).ok());
+  EXPECT_EQ(old_txn->Publish().status().error(), ErrorCode::HANDOFF_STALE_GENERATION);
+  EXPECT_EQ(old_txn->state(), TxnState::kAborted);
+  for (const auto& c : new_txn->plan().chunks) Deliver(*new_txn, c);
+  ASSERT_TRUE(new_txn->Validate(new_txn->plan().identity, new_txn->plan().tensor_abi_sha256).ok());
+  auto h = new_txn->Publish();
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(r.directory.Lookup("req-1")->generation, 8u);
+  // A third, older attempt can no longer even reserve.
+  auto older = TransferTxn::Create(TwoLayerPlan(6, "x6"), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->Reserve().error(), ErrorCode::HANDOFF_STALE_GENERATION);
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+  EXPECT_EQ(r.pool.decode_owned(), 2u);
+}
+
+TEST(DecodeDirectory, RepublishingSameTransferIsIdempotentOtherBytesAreCorruption) {
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.ReserveGeneration("r", 3).ok());
+  ASSERT_TRUE(d.OpenDestination("r", 3, "x", 0, 4).ok());
+  // Publication goes through the lifecycle object: an incomplete append cannot publish.
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-a").status().error(), ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
+  ASSERT_TRUE(d.StageLayer("x", 0, 0, 4).ok());
+  ASSERT_TRUE(d.StageLayer("x", 1, 0, 4).ok());
+  auto a = d.PublishIfGenerationCurrent("r", 3, "x", "digest-a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->handle.cache_handle_id, "r@g3");
+  EXPECT_EQ(a->handle.cache_snapshot.committed_length, 4u);
+  EXPECT_EQ(d.cache().Read("r@g3")->committed_length, 4u);
+  auto again = d.PublishIfGenerationCurrent("r", 3, "x", "digest-a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->idempotent_replay);
+  EXPECT_EQ(again->handle, a->handle);
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-b").status().error(),
+            ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "y", "digest-a").status().error(), ErrorCode::HANDOFF_STALE_GENERATION);
+  EXPECT_EQ(d.publications(), 1u);
+}
+
+TEST(DecodeDirectory, SuffixOntoEmptyDestinationIsAnAppendHole) {
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.ReserveGeneration("r", 1).ok());
+  EXPECT_EQ(d.OpenDestination("r", 1, "x", 4, 4).error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
+}
+
+TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
+  auto p = TwoLayerPlan();
+  EXPECT_TRUE(CheckPlan(p).empty());
+  auto dup = p;
+  dup.chunks[1].chunk_id = "c0";
+  EXPECT_EQ(CheckPlan(dup).at(0).code, ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE);
+  auto gap = p;
+  gap.chunks.pop_back();
+  EXPECT_EQ(CheckPlan(gap).at(0).code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  auto huge = p;
+  huge.bytes_per_token_layer = uint64_t{1} << 62;
+  EXPECT_EQ(CheckPlan(huge).at(0).code, ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
+  ByteCreditWindow small(256);
+  DestinationBlockPool pool(4);
+  DecodeDirectory dir(Abi());
+  EXPECT_EQ(TransferTxn::Create(p, &small, &pool, &dir).status().error(), ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL);
+}
+
+}  // namespace
+}  // namespace kvc::handoff
