@@ -1,0 +1,36 @@
+// Transaction state names, the operation fingerprint and the prepared predicate.
+#include "reference/lifecycle/append_txn/append_txn.h"
+
+namespace kvc::lifecycle {
+
+std::string_view TxnStateName(TxnState s) {
+  switch (s) {
+    case TxnState::kOpen: return "OPEN";
+    case TxnState::kPrepared: return "PREPARED";
+    case TxnState::kPublished: return "PUBLISHED";
+    case TxnState::kAborted: return "ABORTED";
+    case TxnState::kRejected: return "REJECTED";
+  }
+  return "?";
+}
+
+uint64_t OperationFingerprint(const BeginAppendRequest& r) {
+  uint64_t h = kFnvOffset;
+  for (const std::string* s : {&r.txn_id, &r.idempotency_key, &r.handle_id, &r.cache_abi}) {
+    h = Fnv1a64U64(s->size(), h);
+    h = Fnv1a64(*s, h);
+  }
+  h = Fnv1a64U64(r.base.generation, h);
+  h = Fnv1a64U64(r.base.digest, h);
+  h = Fnv1a64U64(r.interval.start, h);
+  return Fnv1a64U64(r.interval.count, h);
+}
+
+bool AppendTxn::prepared() const {
+  if (layers.empty()) return false;
+  for (const auto& l : layers)
+    if (!l.complete()) return false;
+  return true;
+}
+
+}  // namespace kvc::lifecycle

@@ -1,0 +1,104 @@
+// Append transactions OPEN -> PREPARED -> PUBLISHED | ABORTED | REJECTED (M5.1 0x01).
+//
+// A transaction stages the half-open interval [T_g, T_g + delta) for every cache-producing
+// layer; it is PREPARED exactly when every layer has complete K and V rows for exactly that
+// interval. Pending rows are reachable only through the transaction, never through a snapshot.
+// The position/mask binding of "Cache Position, Attention Mask, And Append Ordering" is part of
+// the request and is checked against the interval when the transaction begins.
+// Values only; thread safety: none (owned by KvObject).
+#ifndef KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_
+#define KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/lifecycle/snapshot/snapshot.h"
+
+namespace kvc::lifecycle {
+
+enum class TxnState : uint8_t { kOpen, kPrepared, kPublished, kAborted, kRejected };
+std::string_view TxnStateName(TxnState s);
+
+// Half-open [start, start + count).
+struct Interval {
+  uint64_t start = 0;
+  uint64_t count = 0;
+  friend bool operator==(const Interval&, const Interval&) = default;
+};
+
+// How the model call addressed the rows it produces (checked against the interval).
+struct PositionBinding {
+  uint64_t cache_position_start = 0;  // first absolute slot; positions are contiguous
+  uint64_t cache_position_count = 0;  // number of new positions (T_new)
+  uint64_t mask_key_length = 0;       // must be T_past + T_new
+  std::string position_stage;         // key stage stored, e.g. "post_rope"; must match the ABI
+  friend bool operator==(const PositionBinding&, const PositionBinding&) = default;
+};
+
+// Everything that identifies one append operation (its retry fingerprint covers all but
+// the binding, which is checked, not identified).
+struct BeginAppendRequest {
+  std::string txn_id;
+  std::string idempotency_key;
+  std::string handle_id;
+  BaseRef base;                 // the snapshot the call read: (generation, digest)
+  std::string cache_abi;        // must equal the object's ABI id
+  Interval interval;            // [T_g, T_g + delta)
+  PositionBinding binding;
+};
+
+// The seed's operation fingerprint: hash(txn_id, idempotency_key, handle_id, base generation,
+// base snapshot, cache ABI, append interval).
+uint64_t OperationFingerprint(const BeginAppendRequest& r);
+
+// Per-layer staging progress. K and V are tracked separately: a layer is complete only when
+// both hold the transaction's interval.
+struct LayerStage {
+  bool k = false;
+  bool v = false;
+  bool complete() const { return k && v; }
+  friend bool operator==(const LayerStage&, const LayerStage&) = default;
+};
+
+// One staged contribution: K and/or V rows of one layer for an interval.
+struct StageLayerRequest {
+  std::string txn_id;
+  uint32_t layer = 0;
+  Interval interval;
+  bool k = true;
+  bool v = true;
+  std::string cache_abi;  // empty = the transaction's ABI
+};
+
+struct AppendTxn {
+  BeginAppendRequest request;
+  uint64_t fingerprint = 0;
+  TxnState state = TxnState::kOpen;
+  std::vector<LayerStage> layers;  // one per cache-producing layer
+
+  bool prepared() const;  // every layer complete
+  friend bool operator==(const AppendTxn& a, const AppendTxn& b) {
+    return a.fingerprint == b.fingerprint && a.state == b.state && a.layers == b.layers &&
+           a.request.txn_id == b.request.txn_id;
+  }
+};
+
+// The durable receipt of a published append; a retry with the same fingerprint gets it back.
+struct PublishReceipt {
+  std::string txn_id;
+  std::string idempotency_key;
+  std::string handle_id;
+  uint64_t fingerprint = 0;
+  BaseRef base;
+  Interval interval;
+  Snapshot result;       // the snapshot this publication created
+  bool replayed = false; // true when returned for a retry (generation not advanced again)
+  friend bool operator==(const PublishReceipt&, const PublishReceipt&) = default;
+};
+
+}  // namespace kvc::lifecycle
+
+#endif  // KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_

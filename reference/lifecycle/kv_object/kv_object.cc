@@ -1,0 +1,413 @@
+// The sequential KvObject: every rule of the versioned all-layer handle in one place.
+#include "reference/lifecycle/kv_object/kv_object.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "reference/base/checked_math.h"
+
+namespace kvc::lifecycle {
+namespace {
+
+std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string U(uint64_t v) { return std::to_string(v); }
+
+Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
+
+}  // namespace
+
+Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op) {
+  if (base == live.base()) return Status::Ok();
+  std::string where = std::string(op) + " on " + Q(live.handle_id) + ": base (generation " +
+                      U(base.generation) + ", digest " + DigestHex(base.digest) +
+                      ") vs live (generation " + U(live.generation) + ", digest " +
+                      DigestHex(live.digest) + ")";
+  if (base.generation < live.generation)
+    return V(ErrorCode::LIFECYCLE_STALE_BASE,
+             where + "; the base generation is older than the live generation");
+  return V(ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT,
+           where + "; no such snapshot was ever published for this handle");
+}
+
+KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
+
+StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
+                                      uint64_t incarnation) {
+  if (handle_id.empty()) return InvalidArgument("allocate: empty handle id");
+  if (handles_.find(handle_id) != handles_.end())
+    return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS, "allocate: handle " + Q(handle_id) + " exists");
+  HandleRecord h;
+  Snapshot& s = h.current;
+  s.handle_id = std::string(handle_id);
+  s.lineage_id = lineage_id.empty() ? s.handle_id : std::string(lineage_id);
+  s.incarnation = incarnation;
+  s.digest = SnapshotDigest(Fnv1a64(s.lineage_id), Transition::kAllocate, s, incarnation);
+  Snapshot out = s;
+  handles_.emplace(out.handle_id, std::move(h));
+  return out;
+}
+
+StatusOr<Snapshot> KvObject::Read(std::string_view handle_id) const {
+  auto it = handles_.find(handle_id);
+  if (it == handles_.end())
+    return V(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, "read: unknown handle " + Q(handle_id));
+  if (!it->second.current.readable())
+    return V(ErrorCode::LIFECYCLE_HANDLE_RELEASED,
+             "read: handle " + Q(handle_id) + " was released at generation " +
+                 U(it->second.current.generation) + "; the tombstone is not readable");
+  return it->second.current;
+}
+
+const HandleRecord* KvObject::Find(std::string_view handle_id) const {
+  auto it = handles_.find(handle_id);
+  return it == handles_.end() ? nullptr : &it->second;
+}
+
+const AppendTxn* KvObject::FindTxn(std::string_view txn_id) const {
+  auto it = txns_.find(txn_id);
+  return it == txns_.end() ? nullptr : &it->second;
+}
+
+StatusOr<HandleRecord*> KvObject::Live(std::string_view handle_id, std::string_view op,
+                                       bool allow_terminal) {
+  auto it = handles_.find(handle_id);
+  if (it == handles_.end())
+    return V(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE,
+             std::string(op) + ": unknown handle " + Q(handle_id));
+  const Snapshot& s = it->second.current;
+  if (s.phase == Phase::kReleased)
+    return V(ErrorCode::LIFECYCLE_HANDLE_RELEASED,
+             std::string(op) + ": handle " + Q(handle_id) + " was released (generation " +
+                 U(s.generation) + "); nothing is legal after release");
+  if (!allow_terminal && s.phase != Phase::kDecodeReady)
+    return V(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
+             std::string(op) + ": handle " + Q(handle_id) + " is " +
+                 std::string(PhaseName(s.phase)) + "; expected DECODE_READY");
+  return &it->second;
+}
+
+Status KvObject::CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
+                               std::string_view op) const {
+  if (!expected) return Status::Ok();
+  return CompareBase(s, *expected, op);
+}
+
+StatusOr<Snapshot> KvObject::Successor(const Snapshot& s, bool content) const {
+  Snapshot n = s;
+  auto g = CheckedAdd(s.generation, 1);
+  auto v = content ? CheckedAdd(s.version, 1) : std::optional<uint64_t>(s.version);
+  if (!g || !v)
+    return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW,
+             "handle " + Q(s.handle_id) + ": generation " + U(s.generation) + " / version " +
+                 U(s.version) + " cannot advance without wrapping");
+  n.generation = *g;
+  n.version = *v;
+  return n;
+}
+
+void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
+  auto& o = h.open_txns;
+  o.erase(std::remove(o.begin(), o.end(), txn_id), o.end());
+}
+
+StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
+  if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
+  const uint64_t fp = OperationFingerprint(req);
+  if (auto it = txns_.find(req.txn_id); it != txns_.end()) {
+    if (it->second.fingerprint == fp) return it->second;  // retry of the same operation
+    const auto& o = it->second.request;
+    return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
+             "append: txn " + Q(req.txn_id) + " reused with a different fingerprint (was key " +
+                 Q(o.idempotency_key) + ", handle " + Q(o.handle_id) + ", base generation " +
+                 U(o.base.generation) + ", interval [" + U(o.interval.start) + "," +
+                 U(o.interval.start + o.interval.count) + "))");
+  }
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(req.handle_id, "append", false));
+  const Snapshot& s = h->current;
+  if (req.cache_abi != abi_.id)
+    return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
+             "append " + Q(req.txn_id) + ": cache ABI " + Q(req.cache_abi) + ", handle has " +
+                 Q(abi_.id));
+  KVC_RETURN_IF_ERROR(CompareBase(s, req.base, "append " + Q(req.txn_id)));
+  if (req.interval.count == 0)
+    return V(ErrorCode::LIFECYCLE_APPEND_EMPTY, "append " + Q(req.txn_id) + ": empty interval");
+  if (req.interval.start != s.committed_length)
+    return V(ErrorCode::LIFECYCLE_APPEND_HOLE,
+             "append " + Q(req.txn_id) + ": interval starts at " + U(req.interval.start) +
+                 ", expected the committed length T_g = " + U(s.committed_length));
+  auto end = CheckedAdd(req.interval.start, req.interval.count);
+  if (!end)
+    return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW,
+             "append " + Q(req.txn_id) + ": interval end overflows 64 bits");
+  const PositionBinding& b = req.binding;
+  if (b.cache_position_start != req.interval.start || b.cache_position_count != req.interval.count)
+    return V(ErrorCode::LIFECYCLE_POSITION_MISMATCH,
+             "append " + Q(req.txn_id) + ": cache_position [" + U(b.cache_position_start) + ", +" +
+                 U(b.cache_position_count) + "), expected [" + U(req.interval.start) + ", " +
+                 U(*end) + ")");
+  if (b.mask_key_length != *end)
+    return V(ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH,
+             "append " + Q(req.txn_id) + ": mask key length " + U(b.mask_key_length) +
+                 ", expected T_past + T_new = " + U(*end));
+  if (b.position_stage != abi_.position_stage)
+    return V(ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH,
+             "append " + Q(req.txn_id) + ": keys at stage " + Q(b.position_stage) +
+                 ", the cache ABI stores " + Q(abi_.position_stage));
+  AppendTxn t;
+  t.request = req;
+  t.fingerprint = fp;
+  t.layers.assign(abi_.num_layers, LayerStage{});
+  h->open_txns.push_back(req.txn_id);
+  txns_.emplace(req.txn_id, t);
+  return t;
+}
+
+StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
+  auto it = txns_.find(req.txn_id);
+  if (it == txns_.end())
+    return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN, "stage: unknown txn " + Q(req.txn_id));
+  AppendTxn& t = it->second;
+  if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
+    return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
+             "stage: txn " + Q(req.txn_id) + " is " + std::string(TxnStateName(t.state)) +
+                 "; a late layer completion is rejected");
+  if (t.state == TxnState::kPublished)
+    return V(ErrorCode::LIFECYCLE_TXN_FINAL,
+             "stage: txn " + Q(req.txn_id) + " is already PUBLISHED");
+  auto h = handles_.find(t.request.handle_id);
+  if (h != handles_.end() && h->second.current.phase == Phase::kReleased)
+    return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
+             "stage: txn " + Q(req.txn_id) + " targets released handle " +
+                 Q(t.request.handle_id));
+  if (req.layer >= t.layers.size())
+    return V(ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE,
+             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + ", the ABI has " +
+                 U(t.layers.size()) + " cache-producing layers");
+  if (!req.cache_abi.empty() && req.cache_abi != t.request.cache_abi)
+    return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
+             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " rows under ABI " +
+                 Q(req.cache_abi) + ", txn has " + Q(t.request.cache_abi));
+  if (!(req.interval == t.request.interval))
+    return V(ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH,
+             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " interval [" +
+                 U(req.interval.start) + ", +" + U(req.interval.count) + "), expected [" +
+                 U(t.request.interval.start) + ", +" + U(t.request.interval.count) + ")");
+  if (!req.k && !req.v) return InvalidArgument("stage: neither K nor V rows");
+  LayerStage& l = t.layers[req.layer];
+  if ((req.k && l.k) || (req.v && l.v))
+    return V(ErrorCode::LIFECYCLE_LAYER_DUPLICATE,
+             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " " +
+                 (req.k && l.k ? "K" : "V") + " rows staged twice");
+  l.k |= req.k;
+  l.v |= req.v;
+  if (t.prepared()) t.state = TxnState::kPrepared;
+  return t.state;
+}
+
+StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
+  auto it = txns_.find(txn_id);
+  if (it == txns_.end())
+    return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN,
+             "publish: unknown txn " + Q(txn_id) + " (publication without a start)");
+  AppendTxn& t = it->second;
+  if (t.state == TxnState::kPublished) {
+    PublishReceipt r = receipts_.at(std::string(txn_id));
+    r.replayed = true;
+    return r;
+  }
+  if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
+    return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
+             "publish: txn " + Q(txn_id) + " is " + std::string(TxnStateName(t.state)) +
+                 "; completion is not permission to publish");
+  if (t.state != TxnState::kPrepared) {
+    std::string missing;
+    for (size_t i = 0; i < t.layers.size(); ++i)
+      if (!t.layers[i].complete())
+        missing += (missing.empty() ? "" : ", ") + U(i) + (t.layers[i].k ? "(V)" : t.layers[i].v ? "(K)" : "(K,V)");
+    return V(ErrorCode::LIFECYCLE_LAYER_INCOMPLETE,
+             "publish: txn " + Q(txn_id) + " is OPEN; layers without complete rows: " + missing);
+  }
+  auto h = handles_.find(t.request.handle_id);
+  if (h == handles_.end()) return Internal("publish: txn handle vanished");
+  HandleRecord& rec = h->second;
+  const Snapshot& live = rec.current;
+  // One logical compare-and-publish on (handle, generation, digest). A released handle's
+  // tombstone has a newer generation, so stale work fails on generation, not on any address.
+  Status cas = CompareBase(live, t.request.base, "publish " + Q(txn_id));
+  if (!cas.ok()) {
+    t.state = TxnState::kRejected;
+    CloseTxn(rec, txn_id);
+    return cas;
+  }
+  if (live.phase != Phase::kDecodeReady) return Internal("publish: base matched a terminal phase");
+  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(live, true));
+  auto len = CheckedAdd(live.committed_length, t.request.interval.count);
+  if (!len) return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "publish: length overflows");
+  next.committed_length = *len;
+  next.digest = SnapshotDigest(live.digest, Transition::kAppend, next, t.request.interval.start);
+  PublishReceipt r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.fingerprint = t.fingerprint;
+  r.base = t.request.base;
+  r.interval = t.request.interval;
+  r.result = next;
+  rec.current = next;
+  t.state = TxnState::kPublished;
+  CloseTxn(rec, txn_id);
+  receipts_.emplace(r.txn_id, r);
+  return r;
+}
+
+Status KvObject::CancelTxn(std::string_view txn_id) {
+  auto it = txns_.find(txn_id);
+  if (it == txns_.end())
+    return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN, "cancel_txn: unknown txn " + Q(txn_id));
+  AppendTxn& t = it->second;
+  if (t.state == TxnState::kPublished)
+    return V(ErrorCode::LIFECYCLE_TXN_FINAL,
+             "cancel_txn: txn " + Q(txn_id) + " is already PUBLISHED");
+  if (t.state != TxnState::kOpen && t.state != TxnState::kPrepared)
+    return Status::Ok();  // aborting an aborted/rejected txn is a no-op
+  t.state = TxnState::kAborted;
+  if (auto h = handles_.find(t.request.handle_id); h != handles_.end()) CloseTxn(h->second, txn_id);
+  return Status::Ok();
+}
+
+StatusOr<Snapshot> KvObject::Truncate(std::string_view handle_id, uint64_t new_length,
+                                      std::optional<BaseRef> expected) {
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(handle_id, "truncate", false));
+  KVC_RETURN_IF_ERROR(CheckExpected(h->current, expected, "truncate"));
+  if (new_length > h->current.committed_length)
+    return V(ErrorCode::LIFECYCLE_TRUNCATE_GROWTH,
+             "truncate " + Q(handle_id) + " to " + U(new_length) +
+                 " exceeds the committed length " + U(h->current.committed_length));
+  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(h->current, true));
+  next.committed_length = new_length;
+  next.digest = SnapshotDigest(h->current.digest, Transition::kTruncate, next, new_length);
+  h->current = next;
+  return next;
+}
+
+StatusOr<std::vector<Snapshot>> KvObject::Fork(std::string_view parent_id,
+                                               uint64_t prefix_length,
+                                               const std::vector<std::string>& child_ids,
+                                               std::optional<BaseRef> expected) {
+  auto pit = handles_.find(parent_id);
+  if (pit != handles_.end() && pit->second.current.phase == Phase::kFinished) {
+    // A finished request may still be forked (its committed prefix is retained).
+  } else {
+    KVC_ASSIGN_OR_RETURN(HandleRecord * p, Live(parent_id, "fork", false));
+    (void)p;
+  }
+  const Snapshot& parent = handles_.find(parent_id)->second.current;
+  KVC_RETURN_IF_ERROR(CheckExpected(parent, expected, "fork"));
+  if (prefix_length > parent.committed_length)
+    return V(ErrorCode::LIFECYCLE_FORK_BEYOND_PREFIX,
+             "fork of " + Q(parent_id) + " at " + U(prefix_length) +
+                 " beyond the committed prefix [0, " + U(parent.committed_length) + ")");
+  if (child_ids.empty()) return InvalidArgument("fork: no children");
+  std::set<std::string_view> seen;
+  for (const auto& c : child_ids) {
+    if (c.empty()) return InvalidArgument("fork: empty child id");
+    if (c == parent_id || !seen.insert(c).second)
+      return V(ErrorCode::LIFECYCLE_FORK_ALIAS,
+               "fork of " + Q(parent_id) + ": child id " + Q(c) +
+                   " aliases the parent or a sibling; children need distinct identities");
+    if (handles_.count(c))
+      return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS, "fork: child handle " + Q(c) + " exists");
+  }
+  std::vector<Snapshot> out;
+  for (const auto& c : child_ids) {
+    HandleRecord r;
+    Snapshot& s = r.current;
+    s.handle_id = c;
+    s.lineage_id = parent.lineage_id;
+    s.committed_length = prefix_length;
+    s.digest = SnapshotDigest(parent.digest, Transition::kFork, s, prefix_length);
+    r.parent_id = std::string(parent_id);
+    out.push_back(s);
+    handles_.emplace(c, std::move(r));
+  }
+  return out;
+}
+
+StatusOr<Snapshot> KvObject::Finish(std::string_view handle_id, std::optional<BaseRef> expected) {
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(handle_id, "finish", false));
+  KVC_RETURN_IF_ERROR(CheckExpected(h->current, expected, "finish"));
+  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(h->current, false));
+  next.phase = Phase::kFinished;
+  next.digest = SnapshotDigest(h->current.digest, Transition::kFinish, next, 0);
+  h->current = next;
+  return next;
+}
+
+StatusOr<Snapshot> KvObject::CancelRequest(std::string_view handle_id,
+                                           std::optional<BaseRef> expected) {
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(handle_id, "cancel_request", false));
+  KVC_RETURN_IF_ERROR(CheckExpected(h->current, expected, "cancel_request"));
+  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(h->current, false));
+  next.phase = Phase::kCancelled;
+  next.digest = SnapshotDigest(h->current.digest, Transition::kCancel, next, 0);
+  h->current = next;
+  for (const auto& id : h->open_txns) txns_.at(id).state = TxnState::kAborted;
+  h->open_txns.clear();
+  return next;
+}
+
+StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<BaseRef> expected) {
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(handle_id, "release", true));
+  KVC_RETURN_IF_ERROR(CheckExpected(h->current, expected, "release"));
+  if (h->current.phase == Phase::kDecodeReady)
+    return V(ErrorCode::LIFECYCLE_RELEASE_LIVE,
+             "release of " + Q(handle_id) + " while DECODE_READY; finish or cancel it first");
+  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(h->current, true));
+  auto inc = CheckedAdd(next.incarnation, 1);
+  if (!inc)
+    return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "release: handle generation overflows");
+  next.incarnation = *inc;
+  next.committed_length = 0;
+  next.phase = Phase::kReleased;
+  next.digest = SnapshotDigest(h->current.digest, Transition::kRelease, next,
+                               h->current.committed_length);
+  h->released_length = h->current.committed_length;
+  h->current = next;
+  return next;
+}
+
+void KvObject::ForgetFinalTxnsOfReleased() {
+  for (auto it = txns_.begin(); it != txns_.end();) {
+    const AppendTxn& t = it->second;
+    auto h = handles_.find(t.request.handle_id);
+    bool released = h != handles_.end() && h->second.current.phase == Phase::kReleased;
+    bool final = t.state != TxnState::kOpen && t.state != TxnState::kPrepared;
+    if (released && final) {
+      receipts_.erase(it->first);
+      it = txns_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+uint64_t KvObject::Hash() const {
+  uint64_t acc = Fnv1a64(abi_.id);
+  uint64_t sum = 0;
+  for (const auto& [id, h] : handles_) {
+    uint64_t x = Fnv1a64U64(h.current.digest, Fnv1a64(id));
+    x = Fnv1a64U64(h.current.committed_length, x);
+    x = Fnv1a64U64(h.open_txns.size(), x);
+    sum += x * 0x9e3779b97f4a7c15ull;
+  }
+  for (const auto& [id, t] : txns_) {
+    uint64_t x = Fnv1a64U64(t.fingerprint, Fnv1a64(id));
+    x = Fnv1a64U64(static_cast<uint64_t>(t.state), x);
+    for (const auto& l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
+    sum += x;
+  }
+  return Fnv1a64U64(sum, acc);
+}
+
+}  // namespace kvc::lifecycle

@@ -1,0 +1,142 @@
+// KvObject: the sequential, deterministic model of versioned all-layer KV handles (M5.1 0x01).
+//
+// One object holds every handle of one cache ABI: live snapshots, release tombstones and append
+// transactions. Every operation is one atomic step: it either returns the successor state or a
+// Status carrying the registry code of the breached rule, and (except where documented) leaves
+// the object unchanged on error. Readers resolve a handle to its current Snapshot: S_g before a
+// publication and S_(g+1) after, never a mix, because pending rows live only in the transaction.
+//
+// Roles (one copy of the rules for all of them):
+//  * trace checker model (reference/trace/checker.h replays events through it);
+//  * the reference model's cache bookkeeping: the object tracks metadata only. K/V payload lives
+//    in the caller, keyed by the ids this object hands back: stage rows under txn_id+layer, move
+//    them into the handle's storage when Publish() returns a receipt (not replayed), drop them on
+//    CancelTxn()/rejection, share or copy the parent prefix on Fork(), cut on Truncate(), free on
+//    Release(). See docs/lifecycle.md "Payload seam".
+//  * sequential specification for a linearizability checker: the object is a copyable value;
+//    operator== compares complete state and Hash() is a cheap order-independent digest of it.
+//  * the publication step of the M5.6 transfer protocol (BeginAppend/StageLayer/Publish).
+//
+// Errors that mutate: a Publish() that loses compare-and-publish marks the transaction REJECTED
+// (its pending rows are discarded) before returning LIFECYCLE_STALE_BASE; CancelRequest() aborts
+// the handle's open transactions. Nothing else changes state on error.
+// Thread safety: none. The object is single-threaded; concurrent users wrap it.
+#ifndef KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
+#define KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/lifecycle/append_txn/append_txn.h"
+#include "reference/lifecycle/snapshot/snapshot.h"
+
+namespace kvc::lifecycle {
+
+// The part of the cache ABI (M5.1 0x01 manifest) the lifecycle rules need.
+struct CacheAbi {
+  std::string id;                          // e.g. cache_abi_sha256 of the manifest
+  uint32_t num_layers = 0;                 // cache-producing layers L (>= 1)
+  std::string position_stage = "post_rope";  // key stage stored in the cache
+  friend bool operator==(const CacheAbi&, const CacheAbi&) = default;
+};
+
+// Per-handle record: the current snapshot (a tombstone once released) and bookkeeping.
+struct HandleRecord {
+  Snapshot current;
+  uint64_t released_length = 0;        // committed length at release (audit; not readable)
+  std::string parent_id;               // fork parent, empty for allocated roots
+  std::vector<std::string> open_txns;  // OPEN or PREPARED transactions on this handle
+  friend bool operator==(const HandleRecord&, const HandleRecord&) = default;
+};
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+class KvObject {
+ public:
+  explicit KvObject(CacheAbi abi);
+
+  const CacheAbi& abi() const { return abi_; }
+
+  // Establishes an empty snapshot: generation 0, version 0, T = 0, DECODE_READY. `incarnation`
+  // is the request's handle generation (0x07). Arrival creates no K/V.
+  StatusOr<Snapshot> Allocate(std::string_view handle_id, std::string_view lineage_id,
+                              uint64_t incarnation = 0);
+
+  // The readable snapshot of a handle; LIFECYCLE_HANDLE_RELEASED for a tombstone.
+  StatusOr<Snapshot> Read(std::string_view handle_id) const;
+  // Any record, tombstones included; nullptr when unknown. Valid until the next mutation.
+  const HandleRecord* Find(std::string_view handle_id) const;
+  const AppendTxn* FindTxn(std::string_view txn_id) const;
+
+  // Opens a transaction on `req.base`. Re-sending an existing txn_id with the same
+  // fingerprint returns the existing transaction unchanged (a retry); with a different
+  // fingerprint it is LIFECYCLE_RETRY_CONFLICT.
+  StatusOr<AppendTxn> BeginAppend(const BeginAppendRequest& req);
+  // Records K and/or V rows of one layer; returns the transaction state afterwards
+  // (PREPARED once every layer is complete).
+  StatusOr<TxnState> StageLayer(const StageLayerRequest& req);
+  // One logical compare-and-publish of (handle, base generation, base digest). A published
+  // transaction returns its original receipt with replayed = true and advances nothing.
+  StatusOr<PublishReceipt> Publish(std::string_view txn_id);
+  // Aborts one OPEN/PREPARED transaction; the handle's snapshot is untouched.
+  Status CancelTxn(std::string_view txn_id);
+
+  // Lifecycle operations. `expected`, when given, is compared like a publication base.
+  StatusOr<Snapshot> Truncate(std::string_view handle_id, uint64_t new_length,
+                              std::optional<BaseRef> expected = std::nullopt);
+  // Children start at generation 0 with the exact prefix [0, prefix_length); parent unchanged.
+  StatusOr<std::vector<Snapshot>> Fork(std::string_view parent_id, uint64_t prefix_length,
+                                       const std::vector<std::string>& child_ids,
+                                       std::optional<BaseRef> expected = std::nullopt);
+  StatusOr<Snapshot> Finish(std::string_view handle_id,
+                            std::optional<BaseRef> expected = std::nullopt);
+  // CANCELLED; aborts the handle's open transactions (their late completions are rejected).
+  StatusOr<Snapshot> CancelRequest(std::string_view handle_id,
+                                   std::optional<BaseRef> expected = std::nullopt);
+  // Terminal tombstone: generation, version and incarnation advance, T reads as 0.
+  // Only from FINISHED or CANCELLED.
+  StatusOr<Snapshot> Release(std::string_view handle_id,
+                             std::optional<BaseRef> expected = std::nullopt);
+
+  // Removes final (PUBLISHED/ABORTED/REJECTED) transaction records of released handles, so
+  // memory follows live handles. Afterwards a retry of such a transaction is TXN_UNKNOWN.
+  void ForgetFinalTxnsOfReleased();
+
+  size_t handle_count() const { return handles_.size(); }
+  size_t txn_count() const { return txns_.size(); }
+  // Order-independent digest of the complete state (equal states hash equal).
+  uint64_t Hash() const;
+  friend bool operator==(const KvObject&, const KvObject&) = default;
+
+ private:
+  // Resolves a live (not released) handle for a mutation; `allow_finished` admits FINISHED.
+  StatusOr<HandleRecord*> Live(std::string_view handle_id, std::string_view op,
+                               bool allow_terminal);
+  Status CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
+                       std::string_view op) const;
+  // Successor of `s` with generation+1 (and version+1 when `content`); overflow-checked.
+  StatusOr<Snapshot> Successor(const Snapshot& s, bool content) const;
+  void CloseTxn(HandleRecord& h, std::string_view txn_id);
+
+  CacheAbi abi_;
+  std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
+  std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
+  std::unordered_map<std::string, PublishReceipt, StringHash, std::equal_to<>> receipts_;
+};
+
+// Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or
+// UNKNOWN_SNAPSHOT (future generation, or same generation with another digest).
+Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op);
+
+}  // namespace kvc::lifecycle
+
+#endif  // KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_

@@ -1,0 +1,222 @@
+// Tests of KvObject: all-layer publication, the seed's worked lifecycle trace and each rule.
+#include "reference/lifecycle/kv_object/kv_object.h"
+
+#include <gtest/gtest.h>
+
+namespace kvc::lifecycle {
+namespace {
+
+const CacheAbi kAbi{"abi-loop2", 2, "post_rope"};
+
+BeginAppendRequest Append(const std::string& txn, const Snapshot& base, uint64_t count) {
+  BeginAppendRequest r;
+  r.txn_id = txn;
+  r.idempotency_key = "key-" + txn;
+  r.handle_id = base.handle_id;
+  r.base = base.base();
+  r.cache_abi = kAbi.id;
+  r.interval = {base.committed_length, count};
+  r.binding = {base.committed_length, count, base.committed_length + count, "post_rope"};
+  return r;
+}
+
+StageLayerRequest Stage(const std::string& txn, uint32_t layer, const Interval& iv) {
+  StageLayerRequest s;
+  s.txn_id = txn;
+  s.layer = layer;
+  s.interval = iv;
+  return s;
+}
+
+template <typename T>
+ErrorCode Code(const StatusOr<T>& s) { return s.status().error(); }
+
+// Appends `count` rows to `h` through a full transaction; returns the new snapshot.
+Snapshot AppendAll(KvObject& o, const std::string& txn, const std::string& h, uint64_t count) {
+  Snapshot s = *o.Read(h);
+  auto t = o.BeginAppend(Append(txn, s, count));
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  for (uint32_t l = 0; l < kAbi.num_layers; ++l)
+    EXPECT_TRUE(o.StageLayer(Stage(txn, l, {s.committed_length, count})).ok());
+  auto r = o.Publish(txn);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r->result;
+}
+
+TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
+  // 0x01 "Prefill And Decode Use The Same Append Interface": T_past=0/T_new=4, then 4/1.
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  Snapshot s = AppendAll(o, "prefill", "R", 4);
+  EXPECT_EQ(s.committed_length, 4u);
+  EXPECT_EQ(s.generation, 1u);
+  auto t = o.BeginAppend(Append("decode", s, 1));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->request.binding.mask_key_length, 5u);  // T_past + T_new
+  ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
+  // Current-call use is not next-call publication: a reader still sees length 4.
+  EXPECT_EQ(o.Read("R")->committed_length, 4u);
+  EXPECT_EQ(Code(o.Publish("decode")), ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
+  EXPECT_EQ(*o.StageLayer(Stage("decode", 1, {4, 1})), TxnState::kPrepared);
+  EXPECT_EQ(o.Read("R")->committed_length, 4u);
+  auto r = o.Publish("decode");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(o.Read("R")->committed_length, 5u);
+  EXPECT_EQ(o.Read("R")->generation, 2u);
+}
+
+TEST(KvObjectTest, WorkedSyntheticLifecycleTrace) {
+  // 0x01 "Worked Synthetic Lifecycle Trace", from the Loop 2 snapshot (generation 1, T = 4).
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("H", "H").ok());
+  Snapshot g1 = AppendAll(o, "prefill", "H", 4);
+  ASSERT_EQ(g1.generation, 1u);
+  // 1. Two transactions capture generation 1; txn-win stages layer 0; a read still sees 4.
+  ASSERT_TRUE(o.BeginAppend(Append("txn-win", g1, 1)).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("txn-lose", g1, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("txn-win", 0, {4, 1})).ok());
+  EXPECT_EQ(o.Read("H")->committed_length, 4u);
+  ASSERT_TRUE(o.StageLayer(Stage("txn-win", 1, {4, 1})).ok());
+  auto win = o.Publish("txn-win");
+  ASSERT_TRUE(win.ok());
+  EXPECT_EQ(win->result.generation, 2u);
+  EXPECT_EQ(win->result.committed_length, 5u);
+  // 2. Retrying txn-win returns its generation-2 receipt; the loser is stale.
+  auto again = o.BeginAppend(Append("txn-win", g1, 1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state, TxnState::kPublished);
+  auto replay = o.Publish("txn-win");
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->replayed);
+  EXPECT_EQ(replay->result, win->result);
+  EXPECT_EQ(o.Read("H")->generation, 2u);
+  ASSERT_TRUE(o.StageLayer(Stage("txn-lose", 0, {4, 1})).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("txn-lose", 1, {4, 1})).ok());
+  EXPECT_EQ(Code(o.Publish("txn-lose")), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_EQ(o.FindTxn("txn-lose")->state, TxnState::kRejected);
+  // 3. Fork into A and B; parent unchanged; A truncates to 3, B cancels.
+  auto kids = o.Fork("H", 5, {"A", "B"});
+  ASSERT_TRUE(kids.ok());
+  for (const auto& k : *kids) {
+    EXPECT_EQ(k.generation, 0u);
+    EXPECT_EQ(k.committed_length, 5u);
+  }
+  EXPECT_NE((*kids)[0].digest, (*kids)[1].digest);
+  EXPECT_EQ(o.Read("H")->generation, 2u);
+  auto a = o.Truncate("A", 3);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->generation, 1u);
+  EXPECT_EQ(a->committed_length, 3u);
+  // 4. A partially staged child-B transaction is aborted by cancellation; late work rejected.
+  Snapshot b = *o.Read("B");
+  ASSERT_TRUE(o.BeginAppend(Append("b-txn", b, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("b-txn", 0, {5, 1})).ok());
+  ASSERT_TRUE(o.CancelRequest("B").ok());
+  EXPECT_EQ(Code(o.StageLayer(Stage("b-txn", 1, {5, 1}))), ErrorCode::LIFECYCLE_LATE_COMPLETION);
+  EXPECT_EQ(Code(o.Publish("b-txn")), ErrorCode::LIFECYCLE_LATE_COMPLETION);
+  // 5. A prepared parent append loses to finish (gen 3) and release (gen 4): slot-17 ABA.
+  Snapshot g2 = *o.Read("H");
+  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g2, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {5, 1})).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 1, {5, 1})).ok());
+  EXPECT_EQ(o.Finish("H")->generation, 3u);
+  EXPECT_EQ(o.Release("H")->generation, 4u);
+  // Another owner J now holds (an observation of) slot 17; the address is irrelevant here.
+  ASSERT_TRUE(o.Allocate("J", "J").ok());
+  auto late = o.Publish("x-delayed");
+  EXPECT_EQ(Code(late), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_NE(late.status().message().find("generation 2"), std::string::npos);
+  EXPECT_NE(late.status().message().find("generation 4"), std::string::npos);
+  EXPECT_EQ(Code(o.Read("H")), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+  // An old receipt survives release (it describes history, not a readable snapshot).
+  EXPECT_TRUE(o.Publish("txn-win")->replayed);
+}
+
+TEST(KvObjectTest, RetryIdentityChangesConflict) {
+  KvObject o(kAbi);
+  Snapshot s = *o.Allocate("R", "R");
+  ASSERT_TRUE(o.BeginAppend(Append("t", s, 4)).ok());
+  auto changed = Append("t", s, 4);
+  changed.idempotency_key = "other";
+  EXPECT_EQ(Code(o.BeginAppend(changed)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  auto wider = Append("t", s, 5);
+  EXPECT_EQ(Code(o.BeginAppend(wider)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+}
+
+TEST(KvObjectTest, BaseAndBindingChecks) {
+  KvObject o(kAbi);
+  Snapshot s0 = *o.Allocate("R", "R");
+  Snapshot s1 = AppendAll(o, "p", "R", 4);
+  EXPECT_EQ(Code(o.BeginAppend(Append("stale", s0, 1))), ErrorCode::LIFECYCLE_STALE_BASE);
+  auto unknown = Append("unk", s1, 1);
+  unknown.base.digest ^= 1;
+  EXPECT_EQ(Code(o.BeginAppend(unknown)), ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT);
+  auto future = Append("fut", s1, 1);
+  future.base.generation = 9;
+  EXPECT_EQ(Code(o.BeginAppend(future)), ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT);
+  auto hole = Append("hole", s1, 1);
+  hole.interval.start = 5;
+  EXPECT_EQ(Code(o.BeginAppend(hole)), ErrorCode::LIFECYCLE_APPEND_HOLE);
+  auto pos = Append("pos", s1, 1);
+  pos.binding.cache_position_start = 3;
+  EXPECT_EQ(Code(o.BeginAppend(pos)), ErrorCode::LIFECYCLE_POSITION_MISMATCH);
+  auto mask = Append("mask", s1, 1);
+  mask.binding.mask_key_length = 1;  // only T_new
+  EXPECT_EQ(Code(o.BeginAppend(mask)), ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH);
+  auto stage = Append("stage", s1, 1);
+  stage.binding.position_stage = "pre_rope";
+  EXPECT_EQ(Code(o.BeginAppend(stage)), ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH);
+  auto abi = Append("abi", s1, 1);
+  abi.cache_abi = "other";
+  EXPECT_EQ(Code(o.BeginAppend(abi)), ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH);
+  EXPECT_EQ(Code(o.BeginAppend(Append("empty", s1, 0))), ErrorCode::LIFECYCLE_APPEND_EMPTY);
+  ASSERT_TRUE(o.BeginAppend(Append("ok", s1, 1)).ok());
+  EXPECT_EQ(Code(o.StageLayer(Stage("ok", 2, {4, 1}))), ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE);
+  EXPECT_EQ(Code(o.StageLayer(Stage("ok", 0, {4, 2}))),
+            ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH);
+  ASSERT_TRUE(o.StageLayer(Stage("ok", 0, {4, 1})).ok());
+  EXPECT_EQ(Code(o.StageLayer(Stage("ok", 0, {4, 1}))), ErrorCode::LIFECYCLE_LAYER_DUPLICATE);
+  EXPECT_EQ(Code(o.Publish("nope")), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+}
+
+TEST(KvObjectTest, ForkTruncateReleaseRules) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("P", "P").ok());
+  AppendAll(o, "p", "P", 5);
+  EXPECT_EQ(Code(o.Fork("P", 6, {"c"})), ErrorCode::LIFECYCLE_FORK_BEYOND_PREFIX);
+  EXPECT_EQ(Code(o.Fork("P", 5, {"c", "c"})), ErrorCode::LIFECYCLE_FORK_ALIAS);
+  EXPECT_EQ(Code(o.Fork("P", 5, {"P"})), ErrorCode::LIFECYCLE_FORK_ALIAS);
+  EXPECT_EQ(Code(o.Truncate("P", 6)), ErrorCode::LIFECYCLE_TRUNCATE_GROWTH);
+  EXPECT_EQ(Code(o.Release("P")), ErrorCode::LIFECYCLE_RELEASE_LIVE);
+  ASSERT_TRUE(o.Finish("P").ok());
+  EXPECT_EQ(Code(o.Truncate("P", 1)), ErrorCode::LIFECYCLE_HANDLE_TERMINAL);
+  auto rel = o.Release("P");
+  ASSERT_TRUE(rel.ok());
+  EXPECT_EQ(rel->committed_length, 0u);
+  EXPECT_EQ(rel->incarnation, 1u);
+  EXPECT_EQ(o.Find("P")->released_length, 5u);
+  EXPECT_EQ(Code(o.Release("P")), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+  EXPECT_EQ(Code(o.Fork("P", 1, {"d"})), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+}
+
+TEST(KvObjectTest, HandleGenerationNeverWraps) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R", UINT64_MAX).ok());
+  ASSERT_TRUE(o.Finish("R").ok());
+  EXPECT_EQ(Code(o.Release("R")), ErrorCode::LIFECYCLE_GENERATION_OVERFLOW);
+  EXPECT_EQ(o.Read("R")->phase, Phase::kFinished);  // unchanged on error
+}
+
+TEST(KvObjectTest, CopiesCompareAndHashByState) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  KvObject copy = o;
+  EXPECT_TRUE(copy == o);
+  EXPECT_EQ(copy.Hash(), o.Hash());
+  ASSERT_TRUE(o.Finish("R").ok());
+  EXPECT_FALSE(copy == o);
+  EXPECT_NE(copy.Hash(), o.Hash());
+}
+
+}  // namespace
+}  // namespace kvc::lifecycle
