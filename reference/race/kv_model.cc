@@ -15,12 +15,17 @@ OpResult Wrap(const StatusOr<T>& r, F&& encode) {
   return {Outcome::kOk, encode(*r)};
 }
 
-void StripDigests(Json& j) {
+// Removes every "digest" member, appending its value to `out` (deterministic order: objects
+// are key-sorted).
+void StripDigests(Json& j, std::vector<std::string>* out) {
   if (j.is_object()) {
-    j.erase("digest");
-    for (auto& [k, v] : j.items()) StripDigests(v);
+    if (auto d = j.find("digest"); d != j.end()) {
+      if (out) out->push_back(d->is_string() ? d->get<std::string>() : d->dump());
+      j.erase(d);
+    }
+    for (auto& [k, v] : j.items()) StripDigests(v, out);
   } else if (j.is_array()) {
-    for (auto& v : j) StripDigests(v);
+    for (auto& v : j) StripDigests(v, out);
   }
 }
 
@@ -141,24 +146,40 @@ StatusOr<KvModel::Op> KvModel::Compile(const HistoryOp& h) const {
   if (!call.ok())
     return ParseError("line " + std::to_string(h.line) + " (op " + std::to_string(h.id) +
                       "): " + call.status().message());
-  Op op{std::move(*call), h.outcome, h.result};
-  if (opaque_digests_) StripDigests(op.result);
+  Op op{std::move(*call), h.outcome, h.result, {}};
+  if (opaque_digests_) StripDigests(op.result, &op.digests);
   return op;
 }
 
 bool KvModel::Step(State& s, const Op& op, bool known) const {
+  if (!opaque_digests_) {
+    OpResult r = ApplySequential(s, op.call);
+    return !known || (r.outcome == op.outcome && r.result == op.result);
+  }
+  // The runtime's digests are its own: translate a base digest it reported into the model's,
+  // and learn the correspondence from results (it must stay a bijection).
   KvOp call = op.call;
-  if (opaque_digests_ && call.kind == KvOpKind::kBeginAppend) {
-    // The runtime's digests are its own: match the base on (handle, generation) only.
-    if (const lifecycle::HandleRecord* h = s.obj.Find(call.handle);
-        h && h->current.generation == call.base_generation)
-      call.base_digest = h->current.digest;
+  if (call.kind == KvOpKind::kBeginAppend) {
+    auto it = s.digest_map.find(lifecycle::DigestHex(call.base_digest));
+    if (it != s.digest_map.end()) call.base_digest = *lifecycle::ParseDigestHex(it->second);
   }
   OpResult r = ApplySequential(s, call);
   if (!known) return true;
   if (r.outcome != op.outcome) return false;
-  if (opaque_digests_) StripDigests(r.result);
-  return r.result == op.result;
+  std::vector<std::string> mine;
+  StripDigests(r.result, &mine);
+  if (r.result != op.result || mine.size() != op.digests.size()) return false;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    auto it = s.digest_map.find(op.digests[i]);
+    if (it != s.digest_map.end()) {
+      if (it->second != mine[i]) return false;
+      continue;
+    }
+    for (const auto& [theirs, ours] : s.digest_map)
+      if (ours == mine[i]) return false;  // one model snapshot, two runtime digests
+    s.digest_map.emplace(op.digests[i], mine[i]);
+  }
+  return true;
 }
 
 uint64_t KvModel::Hash(const State& s) const {

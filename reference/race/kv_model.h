@@ -35,6 +35,9 @@ struct LineageState {
   std::map<std::string, std::vector<lifecycle::LiveSequenceRow>> groups;
   // Ids created so far (for Describe only; determined by obj, so equality is unaffected).
   std::set<std::string> handles, txns;
+  // Opaque-digest histories only: runtime digest -> model digest, learned from results (a
+  // bijection: one runtime digest per model snapshot and vice versa).
+  std::map<std::string, std::string> digest_map;
   friend bool operator==(const LineageState&, const LineageState&) = default;
 };
 
@@ -48,13 +51,15 @@ OpResult ApplySequential(LineageState& st, const KvOp& op);
 
 // The KV lineage model for CheckHistory. `opaque_digests`: the history's snapshot digests come
 // from a runtime with its own digest scheme, so digests in results are not compared and a
-// begin_append base is matched on (handle, generation) only (docs/history-format.md).
+// the model learns a bijection between the runtime's digests and its own from results, and
+// translates a begin_append base through it (docs/history-format.md).
 class KvModel {
  public:
   struct Op {
     KvOp call;
     Outcome outcome;
-    Json result;
+    Json result;                       // digests removed in opaque mode
+    std::vector<std::string> digests;  // opaque mode: the removed digests, in order
   };
   using State = LineageState;
 
