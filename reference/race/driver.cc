@@ -35,9 +35,15 @@ StatusOr<std::unique_ptr<DriverTarget>> DriverTarget::Start(const std::string& c
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  // Its own process group, so the destructor can end the driver and anything it started.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid;
-  int rc = posix_spawn(&pid, "/bin/sh", &fa, nullptr, const_cast<char**>(argv), environ);
+  int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, const_cast<char**>(argv), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]);
   close(out[1]);
@@ -82,12 +88,16 @@ DriverTarget::~DriverTarget() {
   if (reader_.joinable()) reader_.join();
   if (from_driver_ >= 0) close(from_driver_);
   if (pid_ > 0) {
-    int status = 0;
-    for (int i = 0; i < 50; ++i) {  // up to ~0.5 s for a clean exit
-      if (waitpid(pid_, &status, WNOHANG) == pid_) return;
+    // Up to ~0.5 s for a clean exit. The child is not reaped until the end (WNOWAIT), so its
+    // process group id stays ours while we signal it.
+    for (int i = 0; i < 50; ++i) {
+      siginfo_t info{};
+      if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_)
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    kill(pid_, SIGKILL);  // our own child, by pid
+    kill(-pid_, SIGKILL);  // the driver's own process group (started by us, by id)
+    int status = 0;
     waitpid(pid_, &status, 0);
   }
 }
@@ -126,12 +136,15 @@ void DriverTarget::ReaderLoop() {
     if (n < 0 && errno == EINTR) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (n <= 0) {
-      int status = 0;
       std::string how = "closed its output";
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                : "was killed by signal " + std::to_string(WTERMSIG(status));
-        pid_ = -1;
+      for (int i = 0; i < 20; ++i) {  // give the exit status ~0.2 s to appear (not reaped)
+        siginfo_t info{};
+        if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_) {
+          how = info.si_code == CLD_EXITED ? "exited with status " + std::to_string(info.si_status)
+                                           : "was killed by signal " + std::to_string(info.si_status);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
       if (!stop_)
         Fail(DriverError(ErrorCode::RACE_DRIVER_CRASHED,

@@ -173,7 +173,9 @@ int RunRaces(const RacesArgs& a) {
 }
 
 int RunCheck(const std::string& path, bool no_partition, double budget_s) {
+  auto p0 = std::chrono::steady_clock::now();
   auto h = ReadHistoryFile(path);
+  double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   if (!h.ok()) {
     std::cerr << "fuzz check: " << h.status().message() << "\n";
     return kExitUsage;
@@ -195,7 +197,8 @@ int RunCheck(const std::string& path, bool no_partition, double budget_s) {
   }
   std::cout << path << ": " << VerdictName(r->verdict) << " (" << h->ops.size() << " ops, "
             << r->partitions << " partition(s), " << r->unknown_outcomes << " unknown outcome(s), "
-            << r->states_explored << " search steps, " << secs << " s)\n";
+            << r->states_explored << " search steps; parse " << parse_s << " s, check " << secs
+            << " s" << (no_partition ? ", unpartitioned" : "") << ")\n";
   if (r->verdict == Verdict::kNotLinearizable) {
     std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
     PrintWitness(std::cout, *h, *r->witness);
