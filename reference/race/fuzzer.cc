@@ -116,6 +116,13 @@ CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& fact
             }
             return false;
           };
+          // First try the failing lineage alone (lineages are independent objects).
+          {
+            Program cand = f.shrunk;
+            std::erase_if(cand.script, [&](const ProgOp& op) { return op.lineage != f.witness.partition; });
+            std::erase_if(cand.prologue, [&](const ProgOp& op) { return op.lineage != f.witness.partition; });
+            if (cand.script.size() < f.shrunk.script.size() && still_fails(cand)) f.shrunk = std::move(cand);
+          }
           for (size_t chunk = f.shrunk.script.size() / 2; chunk >= 1 && Clock::now() < deadline;
                chunk /= 2) {
             for (size_t at = 0; at < f.shrunk.script.size() && Clock::now() < deadline;) {
