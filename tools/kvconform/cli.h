@@ -36,6 +36,7 @@ void AddServiceMetricsCommand(CLI::App& app);
 void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);
+void AddFuzzCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddCheckCommand(app);
   kvc::cli::AddGenTraceCommand(app);
   kvc::cli::AddHandoffCommand(app);
+  kvc::cli::AddFuzzCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

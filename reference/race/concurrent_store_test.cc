@@ -1,0 +1,211 @@
+// Tests of the concurrent store: the seed's worked synthetic lifecycle trace, and concurrency.
+#include "reference/race/concurrent_store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "reference/race/fuzzer.h"
+#include "reference/race/linearizability.h"
+
+namespace kvc::race {
+namespace {
+
+// Records every call as it runs so the sequential walk is also a checked history.
+class Recorded {
+ public:
+  explicit Recorded(ConcurrentStore& s) : s_(s), rec_(KvModel(s.abi(), false).Header()) {}
+  OpResult Do(const KvOp& op, const std::string& lineage = "H") {
+    uint64_t id = rec_.Invoke(0, lineage, std::string(KvOpName(op.kind)), KvOpArgs(op));
+    OpResult r = s_.Execute(lineage, op);
+    rec_.Complete(id, r.outcome, r.result);
+    return r;
+  }
+  History Take() { return rec_.Take(); }
+
+ private:
+  ConcurrentStore& s_;
+  HistoryRecorder rec_;
+};
+
+KvOp Op(KvOpKind k) {
+  KvOp o;
+  o.kind = k;
+  return o;
+}
+KvOp OnHandle(KvOpKind k, std::string h) {
+  KvOp o = Op(k);
+  o.handle = std::move(h);
+  return o;
+}
+KvOp OnTxn(KvOpKind k, std::string t) {
+  KvOp o = Op(k);
+  o.txn = std::move(t);
+  return o;
+}
+KvOp Begin(std::string txn, std::string handle, const Json& snap, uint64_t count) {
+  KvOp o = OnHandle(KvOpKind::kBeginAppend, std::move(handle));
+  o.txn = txn;
+  o.key = "key:" + txn;
+  o.base_generation = snap.at("generation").get<uint64_t>();
+  o.base_digest = *lifecycle::ParseDigestHex(snap.at("digest").get<std::string>());
+  o.start = snap.at("length").get<uint64_t>();
+  o.count = count;
+  return o;
+}
+KvOp Stage(std::string txn, uint32_t layer, uint64_t start, uint64_t count) {
+  KvOp o = OnTxn(KvOpKind::kStageLayer, std::move(txn));
+  o.layer = layer;
+  o.start = start;
+  o.count = count;
+  return o;
+}
+std::string Code(const OpResult& r) {
+  return r.outcome == Outcome::kError ? r.result.at("code").get<std::string>() : "OK";
+}
+
+// M5.1 0x01 "Worked Synthetic Lifecycle Trace", steps 1-5, through the concurrent store.
+TEST(ConcurrentStore, WorkedSyntheticLifecycleTrace) {
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  ASSERT_EQ(Code(s.Do(OnHandle(KvOpKind::kAllocate, "H"))), "OK");
+  // The Loop 2 snapshot: generation 1, committed length 4.
+  Json g0 = s.Do(OnHandle(KvOpKind::kRead, "H")).result;
+  ASSERT_EQ(Code(s.Do(Begin("prefill", "H", g0, 4))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("prefill", 0, 0, 4))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("prefill", 1, 0, 4))), "OK");
+  ASSERT_EQ(Code(s.Do(OnTxn(KvOpKind::kPublish, "prefill"))), "OK");
+  Json g1 = s.Do(OnHandle(KvOpKind::kRead, "H")).result;
+  EXPECT_EQ(g1["generation"], 1);
+  EXPECT_EQ(g1["layers"], Json({4, 4}));
+  // 1. Two transactions capture generation 1; txn-win stages layer 0; a read still sees [4,4].
+  ASSERT_EQ(Code(s.Do(Begin("txn-win", "H", g1, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Begin("txn-lose", "H", g1, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("txn-win", 0, 4, 1))), "OK");
+  EXPECT_EQ(s.Do(OnHandle(KvOpKind::kRead, "H")).result["layers"], Json({4, 4}));
+  EXPECT_EQ(Code(s.Do(OnTxn(KvOpKind::kPublish, "txn-win"))), "LIFECYCLE_LAYER_INCOMPLETE");
+  ASSERT_EQ(Code(s.Do(Stage("txn-win", 1, 4, 1))), "OK");
+  OpResult won = s.Do(OnTxn(KvOpKind::kPublish, "txn-win"));
+  ASSERT_EQ(Code(won), "OK");
+  EXPECT_EQ(won.result["generation"], 2);
+  Json g2 = s.Do(OnHandle(KvOpKind::kRead, "H")).result;
+  EXPECT_EQ(g2["layers"], Json({5, 5}));
+  // 2. The retry returns the generation-2 receipt; the competitor is rejected as stale.
+  OpResult retry = s.Do(OnTxn(KvOpKind::kPublish, "txn-win"));
+  EXPECT_EQ(retry.result["generation"], 2);
+  EXPECT_EQ(retry.result["replayed"], true);
+  ASSERT_EQ(Code(s.Do(Stage("txn-lose", 0, 4, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("txn-lose", 1, 4, 1))), "OK");
+  EXPECT_EQ(Code(s.Do(OnTxn(KvOpKind::kPublish, "txn-lose"))), "LIFECYCLE_STALE_BASE");
+  // 3. Fork into A and B; reorder swaps their coupled rows; A truncates to 3; B cancels.
+  KvOp fork = OnHandle(KvOpKind::kFork, "H");
+  fork.length = 5;
+  fork.children = {"A", "B"};
+  fork.group = "beam";
+  OpResult kids = s.Do(fork);
+  ASSERT_EQ(Code(kids), "OK");
+  EXPECT_EQ(kids.result["children"][0]["generation"], 0);
+  EXPECT_EQ(kids.result["children"][1]["length"], 5);
+  KvOp swap = Op(KvOpKind::kReorder);
+  swap.group = "beam";
+  swap.perm = {1, 0};
+  ASSERT_EQ(Code(s.Do(swap)), "OK");
+  KvOp row0 = Op(KvOpKind::kReadRow);
+  row0.group = "beam";
+  Json r0 = s.Do(row0).result;
+  EXPECT_EQ(r0["handle"], "B");
+  EXPECT_EQ(r0["sampler"], "rng:B");  // sampler moved with the cache handle
+  Json b0 = s.Do(OnHandle(KvOpKind::kRead, "B")).result;
+  KvOp trunc = OnHandle(KvOpKind::kTruncate, "A");
+  trunc.length = 3;
+  EXPECT_EQ(s.Do(trunc).result["layers"], Json());  // truncate returns the snapshot only
+  EXPECT_EQ(s.Do(OnHandle(KvOpKind::kRead, "A")).result["layers"], Json({3, 3}));
+  // 4. A partially staged child-B transaction is aborted by the cancellation; its late layer
+  //    completion and publication are rejected.
+  ASSERT_EQ(Code(s.Do(Begin("txn-b", "B", b0, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("txn-b", 0, 5, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(OnHandle(KvOpKind::kCancelRequest, "B"))), "OK");
+  EXPECT_EQ(Code(s.Do(Stage("txn-b", 1, 5, 1))), "LIFECYCLE_LATE_COMPLETION");
+  EXPECT_EQ(Code(s.Do(OnTxn(KvOpKind::kPublish, "txn-b"))), "LIFECYCLE_LATE_COMPLETION");
+  // 5. A parent append is fully prepared; finish and release advance the parent to 3 and 4;
+  //    the delayed append fails on generation.
+  ASSERT_EQ(Code(s.Do(Begin("txn-late", "H", g2, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("txn-late", 0, 5, 1))), "OK");
+  ASSERT_EQ(Code(s.Do(Stage("txn-late", 1, 5, 1))), "OK");
+  EXPECT_EQ(s.Do(OnHandle(KvOpKind::kFinish, "H")).result["generation"], 3);
+  EXPECT_EQ(s.Do(OnHandle(KvOpKind::kRelease, "H")).result["generation"], 4);
+  EXPECT_EQ(Code(s.Do(OnTxn(KvOpKind::kPublish, "txn-late"))), "LIFECYCLE_STALE_BASE");
+  EXPECT_EQ(Code(s.Do(OnHandle(KvOpKind::kRead, "H"))), "LIFECYCLE_HANDLE_RELEASED");
+  // The whole walk is a legal sequential history of the model.
+  History h = s.Take();
+  auto model = KvModel::FromHeader(h.header);
+  ASSERT_TRUE(model.ok());
+  auto v = CheckHistory(*model, h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->verdict, Verdict::kLinearizable);
+}
+
+// Appends staged per layer from different threads while readers watch: every read must see all
+// layers at one committed length (the store never exposes a mix).
+TEST(ConcurrentStore, ReadersNeverSeeMixedLayers) {
+  ConcurrentStore store(RaceAbi(4));
+  ASSERT_EQ(store.Execute("H", OnHandle(KvOpKind::kAllocate, "H")).outcome, Outcome::kOk);
+  std::atomic<bool> done{false};
+  std::atomic<int> mixed{0}, reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      OpResult r = store.Execute("H", OnHandle(KvOpKind::kRead, "H"));
+      ++reads;
+      for (const auto& l : r.result["layers"])
+        if (l != r.result["length"]) ++mixed;
+    }
+  });
+  for (int n = 0; n < 200; ++n) {
+    Json snap = store.Execute("H", OnHandle(KvOpKind::kRead, "H")).result;
+    std::string txn = "t" + std::to_string(n);
+    ASSERT_EQ(store.Execute("H", Begin(txn, "H", snap, 1)).outcome, Outcome::kOk);
+    std::vector<std::thread> stagers;
+    for (uint32_t layer = 0; layer < 4; ++layer)
+      stagers.emplace_back([&, layer] {
+        store.Execute("H", Stage(txn, layer, snap["length"].get<uint64_t>(), 1));
+      });
+    for (auto& t : stagers) t.join();
+    ASSERT_EQ(Code(store.Execute("H", OnTxn(KvOpKind::kPublish, txn))), "OK");
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(mixed, 0);
+  EXPECT_GT(reads, 0);
+  EXPECT_EQ(store.Execute("H", OnHandle(KvOpKind::kRead, "H")).result["length"], 200);
+}
+
+// The checker rejects a read that shows layer 0 at T+1 and layer 1 at T (a hand-built history).
+TEST(KvModel, MixedLayerReadIsNotLinearizable) {
+  KvModel model(RaceAbi(2), false);
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  s.Do(OnHandle(KvOpKind::kAllocate, "H"));
+  History h = s.Take();
+  Json snap = h.ops[0].result;
+  HistoryOp read;
+  read.id = 1;
+  read.partition = "H";
+  read.op = "read";
+  read.args = {{"handle", "H"}};
+  read.invoke_ns = h.ops[0].return_ns.value() + 10;
+  read.return_ns = read.invoke_ns + 10;
+  read.outcome = Outcome::kOk;
+  read.result = snap;
+  read.result["layers"] = {1, 0};
+  h.ops.push_back(read);
+  auto v = CheckHistory(model, h);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->verdict, Verdict::kNotLinearizable);
+  EXPECT_EQ(v->witness->stuck_op, 1u);
+  EXPECT_EQ(v->witness->prefix, std::vector<uint64_t>{0});
+  h.ops.back().result["layers"] = {0, 0};
+  EXPECT_EQ(CheckHistory(model, h)->verdict, Verdict::kLinearizable);
+}
+
+}  // namespace
+}  // namespace kvc::race

@@ -1,0 +1,124 @@
+// Tests of the race fuzzer: nothing on the correct store, every mutant found, shards partition.
+#include "reference/race/fuzzer.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/race/driver.h"
+
+namespace kvc::race {
+namespace {
+
+TargetFactory Store(Mutant m, uint32_t layers = 2) {
+  return [m, layers]() -> StatusOr<std::unique_ptr<RaceTarget>> {
+    return std::unique_ptr<RaceTarget>(new StoreTarget(RaceAbi(layers), m));
+  };
+}
+
+CampaignOptions Small(uint64_t seed) {
+  CampaignOptions o;
+  o.shape = {3, 1, 60, 2};
+  o.seed = seed;
+  o.programs = 400;
+  o.time = std::chrono::milliseconds(8000);
+  o.shrink = false;
+  return o;
+}
+
+TEST(RaceFuzzer, CorrectStoreHasNoFailures) {
+  CampaignOptions o = Small(7);
+  o.programs = 40;
+  o.shape = {4, 2, 150, 2};
+  CampaignReport r = RunCampaign(o, Store(Mutant::kNone));
+  EXPECT_FALSE(r.failure.has_value()) << ProgramToText(r.failure->shrunk);
+  EXPECT_TRUE(r.first_error.empty()) << r.first_error;
+  EXPECT_EQ(r.programs_run, 40u);
+  std::cout << "seed 7: " << r.histories << " histories, " << r.ops << " ops\n";
+}
+
+TEST(RaceFuzzer, FindsEveryMutant) {
+  for (const MutantInfo& m : AllMutants()) {
+    if (m.mutant == Mutant::kNone) continue;
+    CampaignReport r = RunCampaign(Small(11), Store(m.mutant));
+    EXPECT_TRUE(r.failure.has_value())
+        << m.name << " not found (seed 11; reproduce: kvconform fuzz races --mutant " << m.name
+        << " --seed 11 --threads 3 --handles 1 --ops 60)";
+  }
+}
+
+TEST(RaceFuzzer, ShrinkingKeepsAFailingProgram) {
+  CampaignOptions o = Small(3);
+  o.shrink = true;
+  o.shrink_time = std::chrono::milliseconds(3000);
+  CampaignReport r = RunCampaign(o, Store(Mutant::kFinishAsRelease));
+  ASSERT_TRUE(r.failure.has_value());
+  EXPECT_LE(r.failure->shrunk.script.size(), 3u) << ProgramToText(r.failure->shrunk);
+  EXPECT_FALSE(r.failure->history.ops.empty());
+}
+
+TEST(RaceFuzzer, ShardsPartitionTheCampaign) {
+  CampaignOptions o = Small(5);
+  o.programs = 10;
+  o.shape.ops = 10;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < 3; ++i) {
+    o.shard_index = i;
+    o.shard_count = 3;
+    total += RunCampaign(o, Store(Mutant::kNone)).programs_run;
+  }
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(GenerateProgram(o.shape, 42).script.size(), 10u);
+  EXPECT_EQ(ProgramToText(GenerateProgram(o.shape, 42)), ProgramToText(GenerateProgram(o.shape, 42)));
+}
+
+// The example Python driver round trip, and the kit's handling of broken drivers.
+class PythonDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  }
+  static std::string Cmd(const std::string& flags = "") {
+    return std::string("python3 ") + KVCONFORM_SOURCE_DIR +
+           "/adapters/drivers/python_store_driver.py " + flags;
+  }
+  static CampaignReport Run(const std::string& flags, uint64_t programs) {
+    CampaignOptions o = Small(2);
+    o.programs = programs;
+    o.shape = {3, 2, 80, 2};
+    TargetFactory f = [cmd = Cmd(flags)]() -> StatusOr<std::unique_ptr<RaceTarget>> {
+      auto d = DriverTarget::Start(cmd, RaceAbi(2), std::chrono::milliseconds(1500));
+      if (!d.ok()) return d.status();
+      return std::unique_ptr<RaceTarget>(std::move(*d));
+    };
+    return RunCampaign(o, f);
+  }
+};
+
+TEST_F(PythonDriver, CorrectDriverRoundTrip) {
+  CampaignReport r = Run("", 3);
+  EXPECT_TRUE(r.first_error.empty()) << r.first_error;
+  EXPECT_FALSE(r.failure.has_value());
+  EXPECT_EQ(r.histories, 3u);
+  EXPECT_EQ(r.last_history.header["digests"], "opaque");
+}
+
+TEST_F(PythonDriver, StalePublishBugIsFound) {
+  CampaignReport r = Run("--bug stale-publish", 40);
+  EXPECT_TRUE(r.failure.has_value());
+}
+
+TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
+  auto code = [](const std::string& flags) {
+    CampaignReport r = Run(flags, 2);
+    return r.first_error.substr(0, r.first_error.find(':'));
+  };
+  EXPECT_EQ(code("--crash-after 10"), "RACE_DRIVER_CRASHED");
+  EXPECT_EQ(code("--hang-after 10"), "RACE_DRIVER_TIMEOUT");
+  EXPECT_EQ(code("--garbage-after 10"), "RACE_DRIVER_PROTOCOL");
+  EXPECT_EQ(code("--out-of-order"), "RACE_DRIVER_PROTOCOL");
+  auto missing = DriverTarget::Start("exit 7", RaceAbi(2), std::chrono::milliseconds(1500));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().error(), ErrorCode::RACE_DRIVER_CRASHED);
+}
+
+}  // namespace
+}  // namespace kvc::race

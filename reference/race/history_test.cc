@@ -1,0 +1,72 @@
+// Tests of the JSON Lines history format: round trip and malformed/truncated input.
+#include "reference/race/history.h"
+
+#include <gtest/gtest.h>
+
+namespace kvc::race {
+namespace {
+
+History Sample() {
+  HistoryRecorder rec(Json{{"model", "toy"}});
+  uint64_t a = rec.Invoke(0, "p0", "write", {{"v", 1}});
+  uint64_t b = rec.Invoke(1, "p0", "read", Json::object());
+  rec.Complete(a, Outcome::kOk, Json::object());
+  rec.Complete(b, Outcome::kError, {{"code", "LIFECYCLE_STALE_BASE"}});
+  uint64_t c = rec.Invoke(1, "p1", "read", Json::object());
+  rec.CompleteUnknown(c);
+  return rec.Take();
+}
+
+TEST(History, RoundTrip) {
+  History h = Sample();
+  std::string text = WriteHistoryJsonl(h);
+  auto back = ParseHistoryJsonl(text, "mem");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->ops.size(), 3u);
+  EXPECT_EQ(back->header["model"], "toy");
+  EXPECT_EQ(back->ops[1].outcome, Outcome::kError);
+  EXPECT_EQ(back->ops[2].outcome, Outcome::kUnknown);
+  EXPECT_FALSE(back->ops[2].return_ns.has_value());
+  EXPECT_LE(back->ops[0].invoke_ns, *back->ops[0].return_ns);
+  EXPECT_EQ(WriteHistoryJsonl(*back), text);
+}
+
+void ExpectParseError(const std::string& text, const std::string& needle) {
+  auto r = ParseHistoryJsonl(text, "h.jsonl");
+  ASSERT_FALSE(r.ok()) << "accepted: " << text;
+  EXPECT_EQ(r.status().code(), StatusCode::kParseError);
+  EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+}
+
+TEST(History, TruncatedOrMalformedInputIsAClearError) {
+  std::string text = WriteHistoryJsonl(Sample());
+  // Drop the end line: truncated.
+  std::string no_end = text.substr(0, text.rfind("{\"end\""));
+  ExpectParseError(no_end, "truncated");
+  // Cut in the middle of a line.
+  ExpectParseError(text.substr(0, text.size() / 2), "h.jsonl:");
+  ExpectParseError("", "empty history");
+  ExpectParseError("{\"kind\":\"other\"}\n", "kind");
+  std::string header = "{\"kind\":\"kvconform.race_history/1\"}\n";
+  ExpectParseError(header + "{\"end\":true,\"ops\":1}\n", "lost events");
+  ExpectParseError(header + "[1]\n", "expected a JSON object");
+  const std::string good =
+      R"({"id":0,"thread":0,"partition":"p","op":"read","args":{},"invoke_ns":5,"return_ns":9,"outcome":"ok","result":{}})";
+  auto with = [&](std::string from, std::string to) {
+    std::string l = good;
+    l.replace(l.find(from), from.size(), to);
+    return header + l + "\n{\"end\":true,\"ops\":1}\n";
+  };
+  ASSERT_TRUE(ParseHistoryJsonl(header + good + "\n{\"end\":true,\"ops\":1}\n", "h").ok());
+  ExpectParseError(with("\"return_ns\":9", "\"return_ns\":4"), "return_ns: precedes");
+  ExpectParseError(with("\"outcome\":\"ok\"", "\"outcome\":\"maybe\""), "outcome");
+  ExpectParseError(with("\"outcome\":\"ok\"", "\"outcome\":\"error\""), "result.code");
+  ExpectParseError(with("\"id\":0", "\"id\":-1"), "id: expected a non-negative integer");
+  ExpectParseError(with("\"partition\":\"p\"", "\"partition\":\"\""), "partition");
+  ExpectParseError(with("\"args\":{}", "\"args\":{},\"extra\":1"), "extra: unknown field");
+  ExpectParseError(header + good + "\n" + good + "\n{\"end\":true,\"ops\":2}\n", "duplicate operation id");
+  ExpectParseError(header + good + "\n{\"end\":true,\"ops\":1}\n" + good + "\n", "after the end line");
+}
+
+}  // namespace
+}  // namespace kvc::race

@@ -1,0 +1,225 @@
+// The sequential lineage model: KvOp -> lifecycle::KvObject / Reorder calls -> encoded result.
+#include "reference/race/kv_model.h"
+
+#include "reference/lifecycle/snapshot/snapshot.h"
+
+namespace kvc::race {
+
+namespace {
+
+OpResult Err(const Status& s) { return {Outcome::kError, ErrorJson(s)}; }
+
+template <typename T, typename F>
+OpResult Wrap(const StatusOr<T>& r, F&& encode) {
+  if (!r.ok()) return Err(r.status());
+  return {Outcome::kOk, encode(*r)};
+}
+
+// Removes every "digest" member, appending its value to `out` (deterministic order: objects
+// are key-sorted).
+void StripDigests(Json& j, std::vector<std::string>* out) {
+  if (j.is_object()) {
+    if (auto d = j.find("digest"); d != j.end()) {
+      if (out) out->push_back(d->is_string() ? d->get<std::string>() : d->dump());
+      j.erase(d);
+    }
+    for (auto& [k, v] : j.items()) StripDigests(v, out);
+  } else if (j.is_array()) {
+    for (auto& v : j) StripDigests(v, out);
+  }
+}
+
+}  // namespace
+
+OpResult ApplySequential(LineageState& st, const KvOp& op) {
+  lifecycle::KvObject& o = st.obj;
+  switch (op.kind) {
+    case KvOpKind::kAllocate: {
+      OpResult r = Wrap(o.Allocate(op.handle, op.handle), SnapshotJson);
+      if (r.outcome == Outcome::kOk) st.handles.insert(op.handle);
+      return r;
+    }
+    case KvOpKind::kRead: {
+      auto r = o.Read(op.handle);
+      if (!r.ok()) return Err(r.status());
+      Json j = SnapshotJson(*r);
+      j["layers"] = std::vector<uint64_t>(o.abi().num_layers, r->committed_length);
+      return {Outcome::kOk, std::move(j)};
+    }
+    case KvOpKind::kBeginAppend: {
+      OpResult r =
+          Wrap(o.BeginAppend(BeginRequest(op, o.abi())), [](const lifecycle::AppendTxn& t) {
+            return Json{{"txn", t.request.txn_id}, {"state", lifecycle::TxnStateName(t.state)}};
+          });
+      if (r.outcome == Outcome::kOk) st.txns.insert(op.txn);
+      return r;
+    }
+    case KvOpKind::kStageLayer: {
+      lifecycle::StageLayerRequest req;
+      req.txn_id = op.txn;
+      req.layer = op.layer;
+      req.interval = {op.start, op.count};
+      return Wrap(o.StageLayer(req), [](lifecycle::TxnState s) {
+        return Json{{"state", lifecycle::TxnStateName(s)}};
+      });
+    }
+    case KvOpKind::kPublish:
+      return Wrap(o.Publish(op.txn), ReceiptJson);
+    case KvOpKind::kCancelTxn: {
+      Status s = o.CancelTxn(op.txn);
+      if (!s.ok()) return Err(s);
+      return {Outcome::kOk, Json::object()};
+    }
+    case KvOpKind::kCancelRequest:
+      return Wrap(o.CancelRequest(op.handle), SnapshotJson);
+    case KvOpKind::kFork: {
+      if (st.groups.count(op.group)) return Err(GroupError("fork: group '" + op.group + "' exists"));
+      auto r = o.Fork(op.handle, op.length, op.children);
+      if (!r.ok()) return Err(r.status());
+      st.groups[op.group] = ForkGroupRows(op);
+      st.handles.insert(op.children.begin(), op.children.end());
+      Json kids = Json::array();
+      for (const auto& s : *r) kids.push_back(SnapshotJson(s));
+      return {Outcome::kOk, Json{{"children", std::move(kids)}}};
+    }
+    case KvOpKind::kReorder: {
+      auto g = st.groups.find(op.group);
+      if (g == st.groups.end()) return Err(GroupError("reorder: unknown group '" + op.group + "'"));
+      auto r = lifecycle::Reorder(g->second, op.perm);
+      if (!r.ok()) return Err(r.status());
+      g->second = std::move(*r);
+      return {Outcome::kOk, Json::object()};
+    }
+    case KvOpKind::kReadRow: {
+      auto g = st.groups.find(op.group);
+      if (g == st.groups.end()) return Err(GroupError("read_row: unknown group '" + op.group + "'"));
+      if (op.row >= g->second.size())
+        return Err(GroupError("read_row: group '" + op.group + "' has no row " + std::to_string(op.row)));
+      return {Outcome::kOk, RowJson(g->second[op.row])};
+    }
+    case KvOpKind::kTruncate:
+      return Wrap(o.Truncate(op.handle, op.length), SnapshotJson);
+    case KvOpKind::kFinish:
+      return Wrap(o.Finish(op.handle), SnapshotJson);
+    case KvOpKind::kRelease:
+      return Wrap(o.Release(op.handle), SnapshotJson);
+  }
+  return Err(Internal("unhandled op"));
+}
+
+StatusOr<KvModel> KvModel::FromHeader(const Json& h) {
+  auto model = h.find("model");
+  if (model == h.end() || !model->is_string() || model->get<std::string>() != "kv_lineage/1")
+    return ParseError("header: model: expected \"kv_lineage/1\"");
+  lifecycle::CacheAbi abi;
+  auto id = h.find("cache_abi");
+  if (id == h.end() || !id->is_string() || id->get_ref<const std::string&>().empty())
+    return ParseError("header: cache_abi: expected a non-empty string");
+  abi.id = id->get<std::string>();
+  auto layers = h.find("num_layers");
+  if (layers == h.end() || !layers->is_number_unsigned() || layers->get<uint64_t>() == 0 ||
+      layers->get<uint64_t>() > 4096)
+    return ParseError("header: num_layers: expected an integer in [1, 4096]");
+  abi.num_layers = layers->get<uint32_t>();
+  auto stage = h.find("position_stage");
+  if (stage != h.end()) {
+    if (!stage->is_string()) return ParseError("header: position_stage: expected a string");
+    abi.position_stage = stage->get<std::string>();
+  }
+  auto digests = h.find("digests");
+  if (digests == h.end() || !digests->is_string() ||
+      (*digests != "checked" && *digests != "opaque"))
+    return ParseError("header: digests: expected \"checked\" or \"opaque\"");
+  return KvModel(std::move(abi), *digests == "opaque");
+}
+
+Json KvModel::Header() const {
+  return {{"model", "kv_lineage/1"},
+          {"cache_abi", abi_.id},
+          {"num_layers", abi_.num_layers},
+          {"position_stage", abi_.position_stage},
+          {"digests", opaque_digests_ ? "opaque" : "checked"}};
+}
+
+StatusOr<KvModel::Op> KvModel::Compile(const HistoryOp& h) const {
+  auto call = ParseKvOp(h.op, h.args);
+  if (!call.ok())
+    return ParseError("line " + std::to_string(h.line) + " (op " + std::to_string(h.id) +
+                      "): " + call.status().message());
+  Op op{std::move(*call), h.outcome, h.result, {}};
+  if (opaque_digests_) StripDigests(op.result, &op.digests);
+  return op;
+}
+
+bool KvModel::Step(State& s, const Op& op, bool known) const {
+  if (!opaque_digests_) {
+    OpResult r = ApplySequential(s, op.call);
+    return !known || (r.outcome == op.outcome && r.result == op.result);
+  }
+  // The runtime's digests are its own: translate a base digest it reported into the model's,
+  // and learn the correspondence from results (it must stay a bijection).
+  KvOp call = op.call;
+  if (call.kind == KvOpKind::kBeginAppend) {
+    auto it = s.digest_map.find(lifecycle::DigestHex(call.base_digest));
+    if (it != s.digest_map.end()) call.base_digest = *lifecycle::ParseDigestHex(it->second);
+  }
+  OpResult r = ApplySequential(s, call);
+  if (!known) return true;
+  if (r.outcome != op.outcome) return false;
+  std::vector<std::string> mine;
+  StripDigests(r.result, &mine);
+  if (r.result != op.result || mine.size() != op.digests.size()) return false;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    auto it = s.digest_map.find(op.digests[i]);
+    if (it != s.digest_map.end()) {
+      if (it->second != mine[i]) return false;
+      continue;
+    }
+    for (const auto& [theirs, ours] : s.digest_map)
+      if (ours == mine[i]) return false;  // one model snapshot, two runtime digests
+    s.digest_map.emplace(op.digests[i], mine[i]);
+  }
+  return true;
+}
+
+uint64_t KvModel::Hash(const State& s) const {
+  uint64_t h = s.obj.Hash();
+  for (const auto& [g, rows] : s.groups) {
+    uint64_t x = lifecycle::Fnv1a64(g);
+    for (const auto& r : rows) x = lifecycle::Fnv1a64(r.cache_handle + "|" + r.token_state, x);
+    h = lifecycle::Fnv1a64U64(x, h);
+  }
+  return h;
+}
+
+std::string KvModel::Describe(const State& s) const {
+  Json j = Json::object();
+  Json handles = Json::object();
+  for (const auto& id : s.handles) {
+    if (const lifecycle::HandleRecord* h = s.obj.Find(id)) handles[id] = SnapshotJson(h->current);
+  }
+  j["handles"] = handles;
+  Json txns = Json::object();
+  for (const auto& id : s.txns) {
+    if (const lifecycle::AppendTxn* t = s.obj.FindTxn(id)) {
+      Json layers = Json::array();
+      for (const auto& l : t->layers) layers.push_back(std::string(l.k ? "K" : "") + (l.v ? "V" : ""));
+      txns[id] = {{"handle", t->request.handle_id},
+                  {"base_generation", t->request.base.generation},
+                  {"interval", {t->request.interval.start, t->request.interval.count}},
+                  {"state", lifecycle::TxnStateName(t->state)},
+                  {"layers", layers}};
+    }
+  }
+  j["txns"] = txns;
+  Json groups = Json::object();
+  for (const auto& [g, rows] : s.groups) {
+    Json arr = Json::array();
+    for (const auto& r : rows) arr.push_back(RowJson(r));
+    groups[g] = arr;
+  }
+  j["groups"] = groups;
+  return j.dump();
+}
+
+}  // namespace kvc::race

@@ -1,0 +1,88 @@
+// The sequential specification of one handle lineage, as a model for the linearizability checker.
+//
+// State of one partition (a lineage: a root handle and all its fork descendants, with their
+// transactions and beam groups) is a lifecycle::KvObject plus the beam-group rows its forks
+// created. Every rule comes from reference/lifecycle (KvObject, Reorder); this file only maps a
+// KvOp onto those calls and encodes the result (kv_ops.h), so the checker judges a store by the
+// same rules the store is built on. Sequential reads report every layer at the committed
+// length: the all-layer invariant I(S_g) of M5.1 0x01.
+//
+// Why partition by lineage (P-compositionality): linearizability is local (Herlihy & Wing), so
+// a history is linearizable iff each object's sub-history is, when no operation spans objects.
+// A fork reads the parent's snapshot and creates children whose state depends on it, so parent
+// and children are one object; handles of different lineages share nothing (txn ids, groups and
+// child ids are unique per lineage), so each lineage is its own object. Per-handle partitions
+// would be unsound: a fork would be split from the state it reads.
+// Thread safety: KvModel is immutable and shareable; LineageState is a value.
+#ifndef KVCONFORM_REFERENCE_RACE_KV_MODEL_H_
+#define KVCONFORM_REFERENCE_RACE_KV_MODEL_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "reference/lifecycle/kv_object/kv_object.h"
+#include "reference/lifecycle/reorder/reorder.h"
+#include "reference/race/history.h"
+#include "reference/race/kv_ops.h"
+
+namespace kvc::race {
+
+struct LineageState {
+  explicit LineageState(lifecycle::CacheAbi abi) : obj(std::move(abi)) {}
+  lifecycle::KvObject obj;
+  std::map<std::string, std::vector<lifecycle::LiveSequenceRow>> groups;
+  // Ids created so far (for Describe only; determined by obj, so equality is unaffected).
+  std::set<std::string> handles, txns;
+  // Opaque-digest histories only: runtime digest -> model digest, learned from results (a
+  // bijection: one runtime digest per model snapshot and vice versa).
+  std::map<std::string, std::string> digest_map;
+  friend bool operator==(const LineageState&, const LineageState&) = default;
+};
+
+struct OpResult {
+  Outcome outcome = Outcome::kOk;  // kOk or kError
+  Json result;
+};
+
+// Applies `op` to `st` sequentially (one atomic step) and encodes the result.
+OpResult ApplySequential(LineageState& st, const KvOp& op);
+
+// The KV lineage model for CheckHistory. `opaque_digests`: the history's snapshot digests come
+// from a runtime with its own digest scheme, so digests in results are not compared and a
+// the model learns a bijection between the runtime's digests and its own from results, and
+// translates a begin_append base through it (docs/history-format.md).
+class KvModel {
+ public:
+  struct Op {
+    KvOp call;
+    Outcome outcome;
+    Json result;                       // digests removed in opaque mode
+    std::vector<std::string> digests;  // opaque mode: the removed digests, in order
+  };
+  using State = LineageState;
+
+  KvModel(lifecycle::CacheAbi abi, bool opaque_digests)
+      : abi_(std::move(abi)), opaque_digests_(opaque_digests) {}
+  // From a history header: {"model": "kv_lineage/1", "cache_abi", "num_layers", "digests"}.
+  static StatusOr<KvModel> FromHeader(const Json& header);
+  Json Header() const;  // the header fields FromHeader reads
+
+  StatusOr<Op> Compile(const HistoryOp& h) const;
+  State Initial(const std::string&) const { return LineageState(abi_); }
+  bool Step(State& s, const Op& op, bool known) const;
+  uint64_t Hash(const State& s) const;
+  bool Equal(const State& a, const State& b) const { return a == b; }
+  std::string Describe(const State& s) const;
+
+  const lifecycle::CacheAbi& abi() const { return abi_; }
+
+ private:
+  lifecycle::CacheAbi abi_;
+  bool opaque_digests_;
+};
+
+}  // namespace kvc::race
+
+#endif  // KVCONFORM_REFERENCE_RACE_KV_MODEL_H_

@@ -1,0 +1,279 @@
+// Linearizability checking of recorded histories against a sequential model (Wing-Gong/Lowe).
+//
+// The checker is generic over a sequential model M (see the SequentialModel concept): it
+// partitions the history by HistoryOp::partition (independent objects, checked separately:
+// linearizability is local, Herlihy & Wing), and searches each partition for a total order
+// that respects real time (an op that returned before another was invoked comes first) and in
+// which every op with a known outcome returns exactly what the model returns. An op with an
+// unknown outcome may take effect at any point after its invocation, or never.
+// The search is Lowe's just-in-time linearization with a cache of visited
+// (linearized set, model state) pairs, so the model state must be hashable and comparable.
+// Verdict: linearizable / not linearizable (with a minimal witness: the longest linearizable
+// prefix, the op that cannot be placed after it, and the model state before that op) / unknown
+// when the time budget ran out. Thread safety: CheckHistory is reentrant; M must be const-safe.
+#ifndef KVCONFORM_REFERENCE_RACE_LINEARIZABILITY_H_
+#define KVCONFORM_REFERENCE_RACE_LINEARIZABILITY_H_
+
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/race/history.h"
+
+namespace kvc::race {
+
+// A sequential specification. Op is the model's compiled form of one HistoryOp.
+//  * Compile: validates the op's name/args/result shape (kParseError naming the line on bad
+//    input) and precomputes whatever Step needs.
+//  * Initial: the state of a fresh partition.
+//  * Step: applies the op to `s`; returns whether the model's result equals the recorded one.
+//    With known == false (unknown outcome) the result is not compared; Step applies the op's
+//    effect (if the model admits it) and returns true.
+//  * Hash/Equal/Describe: for the visited-state cache and the witness.
+template <class M>
+concept SequentialModel = requires(const M m, const HistoryOp& h, typename M::State s,
+                                   const typename M::Op& op, const std::string& partition) {
+  { m.Compile(h) } -> std::same_as<StatusOr<typename M::Op>>;
+  { m.Initial(partition) } -> std::same_as<typename M::State>;
+  { m.Step(s, op, true) } -> std::same_as<bool>;
+  { m.Hash(s) } -> std::same_as<uint64_t>;
+  { m.Equal(s, s) } -> std::same_as<bool>;
+  { m.Describe(s) } -> std::same_as<std::string>;
+};
+
+enum class Verdict : uint8_t { kLinearizable, kNotLinearizable, kUnknown };
+std::string_view VerdictName(Verdict v);  // "linearizable" | "not_linearizable" | "unknown"
+
+struct Witness {
+  std::string partition;
+  std::vector<uint64_t> prefix;   // op ids of the longest linearizable prefix, in order
+  uint64_t stuck_op = 0;          // the op that cannot be placed after that prefix
+  std::string state_before;       // model state after the prefix (M::Describe)
+};
+
+struct CheckOptions {
+  bool partition = true;                     // false: one search over the whole history
+  std::chrono::milliseconds budget{10'000};  // wall-clock budget for the whole check
+};
+
+struct CheckResult {
+  Verdict verdict = Verdict::kLinearizable;
+  size_t partitions = 0;
+  size_t unknown_outcomes = 0;          // ops whose outcome is unknown
+  uint64_t states_explored = 0;         // search steps over all partitions
+  std::optional<Witness> witness;       // when not linearizable
+  std::string unknown_partition;        // when the budget ran out: the partition being searched
+};
+
+namespace internal {
+
+inline uint64_t Mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+// One partition's search. ops: pointers into the history; compiled in the same order.
+template <SequentialModel M>
+Verdict SearchPartition(const M& model, const std::string& partition,
+                        const std::vector<const HistoryOp*>& ops,
+                        const std::vector<typename M::Op>& compiled,
+                        std::chrono::steady_clock::time_point deadline, uint64_t* steps,
+                        std::optional<Witness>* witness) {
+  using State = typename M::State;
+  const size_t n = ops.size();
+  // Events: call(i) at invoke_ns, ret(i) at return_ns or +inf. Calls sort before returns at
+  // equal times (concurrent), which is the permissive reading of a tie.
+  struct Event {
+    int64_t t;
+    bool is_ret;
+    uint32_t op;
+  };
+  std::vector<Event> ev;
+  ev.reserve(2 * n);
+  size_t known_total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ev.push_back({ops[i]->invoke_ns, false, static_cast<uint32_t>(i)});
+    ev.push_back({ops[i]->return_ns ? *ops[i]->return_ns : std::numeric_limits<int64_t>::max(),
+                  true, static_cast<uint32_t>(i)});
+    if (ops[i]->outcome != Outcome::kUnknown) ++known_total;
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+    if (a.t != b.t) return a.t < b.t;
+    return !a.is_ret && b.is_ret;
+  });
+  // Doubly linked list over events; node 0 is the head sentinel, events are 1..2n.
+  const size_t m = ev.size() + 1;
+  std::vector<uint32_t> next(m + 1), prev(m + 1);
+  std::vector<uint32_t> call_node(n), ret_node(n);
+  for (size_t k = 0; k < m; ++k) {
+    next[k] = static_cast<uint32_t>(k + 1);
+    prev[k + 1] = static_cast<uint32_t>(k);
+  }
+  const uint32_t kEnd = static_cast<uint32_t>(m);
+  for (size_t k = 0; k < ev.size(); ++k) {
+    (ev[k].is_ret ? ret_node : call_node)[ev[k].op] = static_cast<uint32_t>(k + 1);
+  }
+  auto unlink = [&](uint32_t node) {
+    next[prev[node]] = next[node];
+    prev[next[node]] = prev[node];
+  };
+  auto relink = [&](uint32_t node) {
+    next[prev[node]] = node;
+    prev[next[node]] = node;
+  };
+  const size_t words = (n + 63) / 64;
+  std::vector<uint64_t> lin(words, 0);
+  struct Key {
+    std::vector<uint64_t> bits;
+    State state;
+  };
+  std::unordered_multimap<uint64_t, Key> cache;
+  auto bits_hash = [&]() {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (uint64_t w : lin) h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ull;
+    return h;
+  };
+  auto cache_insert = [&](const State& s) {
+    uint64_t h = Mix64(bits_hash() ^ model.Hash(s));
+    auto range = cache.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second.bits == lin && model.Equal(it->second.state, s)) return false;
+    cache.emplace(h, Key{lin, s});
+    return true;
+  };
+  struct Frame {
+    uint32_t op;
+    State before;
+  };
+  std::vector<Frame> stack;
+  State state = model.Initial(partition);
+  size_t known_done = 0;
+  size_t best_depth = 0;
+  bool have_best = false;
+  uint32_t node = next[0];
+  uint64_t local_steps = 0;
+  while (true) {
+    if (known_done == known_total) {
+      *steps += local_steps;
+      return Verdict::kLinearizable;
+    }
+    if ((++local_steps & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
+      *steps += local_steps;
+      return Verdict::kUnknown;
+    }
+    if (node == kEnd) {
+      // Only unknown-outcome returns can be passed without linearizing their op; reaching the
+      // end with known ops left cannot happen (their returns stop the scan), but be safe.
+      if (stack.empty()) break;
+      Frame f = std::move(stack.back());
+      stack.pop_back();
+      state = std::move(f.before);
+      lin[f.op / 64] &= ~(1ull << (f.op % 64));
+      if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
+      relink(ret_node[f.op]);
+      relink(call_node[f.op]);
+      node = next[call_node[f.op]];
+      continue;
+    }
+    const Event& e = ev[node - 1];
+    if (!e.is_ret) {
+      State candidate = state;
+      bool known = ops[e.op]->outcome != Outcome::kUnknown;
+      bool ok = model.Step(candidate, compiled[e.op], known);
+      if (ok) {
+        lin[e.op / 64] |= 1ull << (e.op % 64);
+        if (cache_insert(candidate)) {
+          stack.push_back({e.op, std::move(state)});
+          state = std::move(candidate);
+          if (known) ++known_done;
+          unlink(call_node[e.op]);
+          unlink(ret_node[e.op]);
+          node = next[0];
+          continue;
+        }
+        lin[e.op / 64] &= ~(1ull << (e.op % 64));
+      }
+      node = next[node];
+      continue;
+    }
+    // A return whose call is not linearized yet.
+    if (ops[e.op]->outcome == Outcome::kUnknown) {
+      node = next[node];  // it never returned; nothing forces it before the end
+      continue;
+    }
+    if (!have_best || stack.size() > best_depth) {
+      have_best = true;
+      best_depth = stack.size();
+      Witness w;
+      w.partition = partition;
+      for (const Frame& f : stack) w.prefix.push_back(ops[f.op]->id);
+      w.stuck_op = ops[e.op]->id;
+      w.state_before = model.Describe(state);
+      *witness = std::move(w);
+    }
+    if (stack.empty()) break;
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    state = std::move(f.before);
+    lin[f.op / 64] &= ~(1ull << (f.op % 64));
+    if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
+    relink(ret_node[f.op]);
+    relink(call_node[f.op]);
+    node = next[call_node[f.op]];
+  }
+  *steps += local_steps;
+  return Verdict::kNotLinearizable;
+}
+
+}  // namespace internal
+
+// Checks `h` against `model`. Returns a Status (kParseError) when an op does not compile.
+template <SequentialModel M>
+StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const CheckOptions& opt = {}) {
+  auto deadline = std::chrono::steady_clock::now() + opt.budget;
+  CheckResult r;
+  std::map<std::string, std::vector<const HistoryOp*>> parts;
+  for (const HistoryOp& op : h.ops) {
+    parts[opt.partition ? op.partition : std::string("*")].push_back(&op);
+    if (op.outcome == Outcome::kUnknown) ++r.unknown_outcomes;
+  }
+  r.partitions = parts.size();
+  for (auto& [name, ops] : parts) {
+    std::vector<typename M::Op> compiled;
+    compiled.reserve(ops.size());
+    for (const HistoryOp* op : ops) {
+      KVC_ASSIGN_OR_RETURN(auto c, model.Compile(*op));
+      compiled.push_back(std::move(c));
+    }
+    std::optional<Witness> w;
+    Verdict v = internal::SearchPartition(model, name, ops, compiled, deadline,
+                                          &r.states_explored, &w);
+    if (v == Verdict::kNotLinearizable) {
+      r.verdict = v;
+      r.witness = std::move(w);
+      return r;
+    }
+    if (v == Verdict::kUnknown) {
+      r.verdict = v;
+      r.unknown_partition = name;
+      return r;
+    }
+  }
+  return r;
+}
+
+}  // namespace kvc::race
+
+#endif  // KVCONFORM_REFERENCE_RACE_LINEARIZABILITY_H_

@@ -1,0 +1,333 @@
+// `kvconform fuzz races|check|merge`: race fuzzing of the KV lifecycle (M5.1 0x01, 0x09).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "reference/race/driver.h"
+#include "reference/race/fuzzer.h"
+#include "reference/race/kv_model.h"
+#include "reference/race/linearizability.h"
+#include "tools/kvconform/cli.h"
+
+namespace kvc::cli {
+
+namespace {
+
+using namespace kvc::race;  // NOLINT
+
+// `fuzz check` exit code for a history whose check ran out of time (docs/history-format.md).
+constexpr int kExitCheckUnknown = 4;
+constexpr std::string_view kCampaignKind = "kvconform.race_campaign/1";
+
+std::string OpLine(const HistoryOp& op) {
+  std::string s = "#" + std::to_string(op.id) + " T" + std::to_string(op.thread) + " " + op.op +
+                  " " + op.args.dump() + " -> ";
+  if (op.outcome == Outcome::kUnknown) return s + "unknown";
+  return s + std::string(OutcomeName(op.outcome)) + " " + op.result.dump();
+}
+
+void PrintWitness(std::ostream& out, const History& h, const Witness& w) {
+  std::map<uint64_t, const HistoryOp*> by_id;
+  for (const auto& op : h.ops) by_id[op.id] = &op;
+  out << "  witness (partition " << w.partition << "): longest linearizable prefix, "
+      << w.prefix.size() << " op(s):\n";
+  for (uint64_t id : w.prefix) out << "    " << OpLine(*by_id.at(id)) << "\n";
+  out << "  cannot place: " << OpLine(*by_id.at(w.stuck_op)) << "\n";
+  out << "  model state before it: " << w.state_before << "\n";
+}
+
+struct RacesArgs {
+  uint32_t threads = 4, handles = 2, ops = 200, layers = 2;
+  uint64_t seed = 1, start = 0, programs = 0;
+  uint32_t repeat = 1;
+  double time_s = 0;
+  std::string mutant = "none";
+  std::string shard = "0/1";
+  std::string driver;
+  uint32_t driver_timeout_ms = 5000;
+  bool no_shrink = false;
+  double shrink_time_s = 20;
+  std::string history_out, report_out;
+  bool quiet = false;
+};
+
+int RunRaces(const RacesArgs& a) {
+  auto mutant = ParseMutant(a.mutant);
+  if (!mutant) {
+    std::cerr << "fuzz races: --mutant: unknown mutant '" << a.mutant << "'; one of:";
+    for (const auto& m : AllMutants()) std::cerr << " " << m.name;
+    std::cerr << "\n";
+    return kExitUsage;
+  }
+  if (!a.driver.empty() && *mutant != Mutant::kNone) {
+    std::cerr << "fuzz races: --mutant applies to the in-process store, not to --driver\n";
+    return kExitUsage;
+  }
+  uint32_t si = 0, sn = 1;
+  {
+    char slash = 0;
+    std::istringstream in(a.shard);
+    if (!(in >> si >> slash >> sn) || slash != '/' || sn == 0 || si >= sn || !in.eof()) {
+      std::cerr << "fuzz races: --shard: expected I/N with 0 <= I < N, got '" << a.shard << "'\n";
+      return kExitUsage;
+    }
+  }
+  if (a.threads == 0 || a.handles == 0 || a.layers == 0 || a.layers > 64) {
+    std::cerr << "fuzz races: --threads, --handles must be >= 1 and --layers in [1, 64]\n";
+    return kExitUsage;
+  }
+  CampaignOptions opt;
+  opt.shape = {a.threads, a.handles, a.ops, a.layers};
+  opt.seed = a.seed;
+  opt.start = a.start;
+  // Without --programs, a timed campaign runs until --time; otherwise 100 programs.
+  opt.programs = a.programs ? a.programs : (a.time_s > 0 ? UINT64_MAX / 2 : 100);
+  opt.repeat = a.repeat;
+  opt.time = std::chrono::milliseconds(static_cast<int64_t>(a.time_s * 1000));
+  opt.shard_index = si;
+  opt.shard_count = sn;
+  opt.shrink = !a.no_shrink;
+  opt.shrink_time = std::chrono::milliseconds(static_cast<int64_t>(a.shrink_time_s * 1000));
+  opt.progress = a.quiet ? nullptr : &std::cerr;
+  const lifecycle::CacheAbi abi = RaceAbi(a.layers);
+  TargetFactory factory;
+  if (a.driver.empty()) {
+    factory = [abi, m = *mutant]() -> StatusOr<std::unique_ptr<RaceTarget>> {
+      return std::unique_ptr<RaceTarget>(new StoreTarget(abi, m));
+    };
+  } else {
+    auto timeout = std::chrono::milliseconds(a.driver_timeout_ms);
+    factory = [abi, cmd = a.driver, timeout]() -> StatusOr<std::unique_ptr<RaceTarget>> {
+      auto d = DriverTarget::Start(cmd, abi, timeout);
+      if (!d.ok()) return d.status();
+      return std::unique_ptr<RaceTarget>(std::move(*d));
+    };
+  }
+  std::cout << "fuzz races: seed " << a.seed << ", shard " << si << "/" << sn << ", threads "
+            << a.threads << ", handles " << a.handles << ", ops " << a.ops << ", layers "
+            << a.layers << ", target " << (a.driver.empty() ? "store" : "driver '" + a.driver + "'")
+            << ", mutant " << a.mutant << "\n";
+  CampaignReport rep = RunCampaign(opt, factory);
+  std::string verdict = rep.failure ? "not_linearizable" : !rep.first_error.empty() ? "error" : "linearizable";
+  std::cout << "programs " << rep.programs_run << ", histories " << rep.histories << ", ops "
+            << rep.ops << ", unknown verdicts " << rep.unknown_verdicts << ", " << rep.seconds
+            << " s\n";
+  int rc = kExitOk;
+  const History* to_save = &rep.last_history;
+  if (!rep.first_error.empty()) {
+    std::cout << "TARGET FAILED: " << rep.first_error << "\n";
+    rc = kExitViolation;
+  }
+  if (rep.failure) {
+    const CampaignFailure& f = *rep.failure;
+    to_save = &f.history;
+    std::cout << "NOT LINEARIZABLE (" << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE)
+              << "): program " << f.program_index << " (program seed " << f.program_seed
+              << "), run " << f.run << ", detected after " << f.seconds_to_detection << " s\n";
+    std::cout << "  reproduce: kvconform fuzz races --seed " << a.seed << " --start "
+              << f.program_index << " --programs 1 --repeat 500 --threads " << a.threads
+              << " --handles " << a.handles << " --ops " << a.ops << " --layers " << a.layers
+              << " --mutant " << a.mutant;
+    if (!a.driver.empty()) std::cout << " --driver '" << a.driver << "'";
+    std::cout << "\n  shrunk program (" << f.shrunk.script.size() << " of "
+              << f.program.script.size() << " ops):\n";
+    std::istringstream lines(ProgramToText(f.shrunk));
+    for (std::string l; std::getline(lines, l);) std::cout << "    " << l << "\n";
+    PrintWitness(std::cout, f.history, f.witness);
+    rc = kExitViolation;
+  } else if (rep.first_error.empty()) {
+    std::cout << "no failure found\n";
+  }
+  if (!a.history_out.empty()) {
+    if (Status s = WriteHistoryFile(*to_save, a.history_out); !s.ok()) {
+      std::cerr << s.ToString() << "\n";
+      return kExitUsage;
+    }
+    std::cout << "history written to " << a.history_out << " (re-check: kvconform fuzz check "
+              << a.history_out << ")\n";
+  }
+  if (!a.report_out.empty()) {
+    Json r = {{"kind", kCampaignKind},
+              {"seed", a.seed},
+              {"start", a.start},
+              {"programs", opt.programs},
+              {"shard", {si, sn}},
+              {"shape", {{"threads", a.threads}, {"handles", a.handles}, {"ops", a.ops}, {"layers", a.layers}}},
+              {"mutant", a.mutant},
+              {"target", a.driver.empty() ? "store" : a.driver},
+              {"programs_run", rep.programs_run},
+              {"histories", rep.histories},
+              {"ops", rep.ops},
+              {"unknown_verdicts", rep.unknown_verdicts},
+              {"seconds", rep.seconds},
+              {"verdict", verdict},
+              {"error", rep.first_error}};
+    r["failure"] = rep.failure ? Json{{"program_index", rep.failure->program_index},
+                                      {"program_seed", rep.failure->program_seed},
+                                      {"seconds_to_detection", rep.failure->seconds_to_detection},
+                                      {"shrunk_ops", rep.failure->shrunk.script.size()}}
+                               : Json(nullptr);
+    std::ofstream(a.report_out) << r.dump(2) << "\n";
+  }
+  return rc;
+}
+
+int RunCheck(const std::string& path, bool no_partition, double budget_s) {
+  auto p0 = std::chrono::steady_clock::now();
+  auto h = ReadHistoryFile(path);
+  double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  if (!h.ok()) {
+    std::cerr << "fuzz check: " << h.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto model = KvModel::FromHeader(h->header);
+  if (!model.ok()) {
+    std::cerr << "fuzz check: " << path << ":1: " << model.status().message() << "\n";
+    return kExitUsage;
+  }
+  CheckOptions opt;
+  opt.partition = !no_partition;
+  opt.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000));
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = CheckHistory(*model, *h, opt);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r.ok()) {
+    std::cerr << "fuzz check: " << path << ": " << r.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::cout << path << ": " << VerdictName(r->verdict) << " (" << h->ops.size() << " ops, "
+            << r->partitions << " partition(s), " << r->unknown_outcomes << " unknown outcome(s), "
+            << r->states_explored << " search steps; parse " << parse_s << " s, check " << secs
+            << " s" << (no_partition ? ", unpartitioned" : "") << ")\n";
+  if (r->verdict == Verdict::kNotLinearizable) {
+    std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
+    PrintWitness(std::cout, *h, *r->witness);
+    return kExitViolation;
+  }
+  if (r->verdict == Verdict::kUnknown) {
+    std::cout << "the time budget ran out while searching partition " << r->unknown_partition
+              << "\n";
+    return kExitCheckUnknown;
+  }
+  return kExitOk;
+}
+
+int RunMerge(const std::vector<std::string>& files) {
+  Json merged;
+  std::set<uint32_t> shards_seen;
+  uint32_t shard_count = 0;
+  uint64_t programs = 0, histories = 0, ops = 0, unknown = 0;
+  std::vector<Json> failures;
+  std::vector<std::string> errors;
+  for (const auto& f : files) {
+    auto p = ReadJsonFileStrict(f);
+    if (!p.ok()) {
+      std::cerr << "fuzz merge: " << p.status().message() << "\n";
+      return kExitUsage;
+    }
+    const Json& j = p->value;
+    if (!j.is_object() || j.value("kind", "") != kCampaignKind || !j.contains("shard") ||
+        !j["shard"].is_array() || j["shard"].size() != 2 || !j["shard"][0].is_number_unsigned() ||
+        !j["shard"][1].is_number_unsigned() || !j.contains("verdict") || !j["verdict"].is_string()) {
+      std::cerr << "fuzz merge: " << f << ": expected a " << kCampaignKind
+                << " report (kvconform fuzz races --report FILE)\n";
+      return kExitUsage;
+    }
+    Json params = {j.value("seed", Json()), j.value("start", Json()), j.value("programs", Json()),
+                   j.value("shape", Json()), j.value("mutant", Json()), j.value("target", Json()),
+                   j["shard"][1]};
+    if (merged.is_null()) {
+      merged = params;
+      shard_count = j["shard"][1].get<uint32_t>();
+    } else if (merged != params) {
+      std::cerr << "fuzz merge: " << f << ": campaign parameters differ from " << files[0]
+                << " (seed, start, programs, shape, mutant, target and shard count must match)\n";
+      return kExitUsage;
+    }
+    uint32_t idx = j["shard"][0].get<uint32_t>();
+    if (!shards_seen.insert(idx).second) {
+      std::cerr << "fuzz merge: " << f << ": shard " << idx << "/" << shard_count
+                << " appears twice\n";
+      return kExitUsage;
+    }
+    programs += j.value("programs_run", uint64_t{0});
+    histories += j.value("histories", uint64_t{0});
+    ops += j.value("ops", uint64_t{0});
+    unknown += j.value("unknown_verdicts", uint64_t{0});
+    if (j["verdict"] == "not_linearizable") failures.push_back({{"shard", idx}, {"failure", j["failure"]}});
+    if (j["verdict"] == "error") errors.push_back(f + ": " + j.value("error", ""));
+  }
+  std::cout << "merged " << shards_seen.size() << " of " << shard_count << " shard(s): programs "
+            << programs << ", histories " << histories << ", ops " << ops
+            << ", unknown verdicts " << unknown << "\n";
+  if (shards_seen.size() != shard_count) {
+    std::cout << "missing shard(s):";
+    for (uint32_t i = 0; i < shard_count; ++i)
+      if (!shards_seen.count(i)) std::cout << " " << i;
+    std::cout << " (the campaign is incomplete)\n";
+  }
+  for (const auto& e : errors) std::cout << "TARGET FAILED: " << e << "\n";
+  for (const auto& f : failures) std::cout << "NOT LINEARIZABLE: " << f.dump() << "\n";
+  if (!failures.empty() || !errors.empty()) return kExitViolation;
+  if (shards_seen.size() != shard_count) return kExitUsage;
+  std::cout << "verdict: linearizable (no failure in any shard)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddFuzzCommand(CLI::App& app) {
+  CLI::App* fuzz = app.add_subcommand("fuzz", "Race fuzzing of the KV lifecycle (M5.1 0x01, 0x09)");
+  fuzz->require_subcommand(1);
+
+  auto ra = std::make_shared<RacesArgs>();
+  CLI::App* races = fuzz->add_subcommand(
+      "races", "Run random concurrent programs against the store (or --driver) and check each "
+               "history for linearizability; exit 1 on a failure");
+  races->add_option("--threads", ra->threads, "worker threads (default 4)");
+  races->add_option("--handles", ra->handles, "handle lineages per program (default 2)");
+  races->add_option("--ops", ra->ops, "operations per program (default 200)");
+  races->add_option("--layers", ra->layers, "cache-producing layers (default 2)");
+  races->add_option("--seed", ra->seed, "campaign seed (default 1)");
+  races->add_option("--start", ra->start, "first program index (default 0)");
+  races->add_option("--programs", ra->programs, "program indices to visit (default 100, or "
+                                                "unlimited with --time)");
+  races->add_option("--repeat", ra->repeat, "runs per program (default 1)");
+  races->add_option("--time", ra->time_s, "stop after this many seconds");
+  races->add_option("--mutant", ra->mutant, "seeded bug in the store (none, ...)");
+  races->add_option("--shard", ra->shard, "I/N: run only programs with index % N == I");
+  races->add_option("--driver", ra->driver, "external runtime driver command (driver protocol)");
+  races->add_option("--driver-timeout-ms", ra->driver_timeout_ms, "bounded wait per answer");
+  races->add_flag("--no-shrink", ra->no_shrink, "report the failing program unshrunk");
+  races->add_option("--shrink-time", ra->shrink_time_s, "shrinking budget in seconds (default 20)");
+  races->add_option("--history-out", ra->history_out, "write the failing (else last) history");
+  races->add_option("--report", ra->report_out, "write a campaign report (for fuzz merge)");
+  races->add_flag("--quiet", ra->quiet, "no progress lines");
+  races->callback([ra] { ExitCode() = RunRaces(*ra); });
+
+  auto path = std::make_shared<std::string>();
+  auto no_partition = std::make_shared<bool>(false);
+  auto budget = std::make_shared<double>(60);
+  CLI::App* check = fuzz->add_subcommand(
+      "check", "Re-check a recorded history (JSON Lines); exit 0 linearizable, 1 not, "
+               "2 malformed, 4 unknown within the budget");
+  check->add_option("history", *path, "HISTORY.jsonl")->required();
+  check->add_flag("--no-partition", *no_partition, "one search over all lineages (baseline)");
+  check->add_option("--budget", *budget, "time budget in seconds (default 60)");
+  check->callback([path, no_partition, budget] {
+    ExitCode() = RunCheck(*path, *no_partition, *budget);
+  });
+
+  auto files = std::make_shared<std::vector<std::string>>();
+  CLI::App* merge = fuzz->add_subcommand("merge", "Combine shard reports of one campaign");
+  merge->add_option("files", *files, "reports written by fuzz races --report")->required();
+  merge->callback([files] { ExitCode() = RunMerge(*files); });
+
+  CLI::App* mutants = fuzz->add_subcommand("mutants", "List the store's seeded bugs");
+  mutants->callback([] {
+    for (const auto& m : AllMutants()) std::cout << m.name << "  " << m.rule << "\n";
+    ExitCode() = kExitOk;
+  });
+}
+
+}  // namespace kvc::cli
