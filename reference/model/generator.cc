@@ -71,7 +71,8 @@ StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* dtype) {
   } else if (name == "llama3") {
     c.rope_theta = 500000.0;
     c.has_llama3_scaling = true;
-    c.llama3 = {8.0, 1.0, 4.0, 32};
+    c.max_position_embeddings = 1024;
+    c.llama3 = {8.0, 1.0, 4.0, 256};  // wavelengths 6.3 (high), 167 (medium), 4443 (low)
   } else if (name == "bench100m") {
     c.vocab_size = 32000; c.hidden_size = 768; c.intermediate_size = 2048; c.num_hidden_layers = 12;
     c.num_attention_heads = 12; c.num_key_value_heads = 4; c.head_dim = 64;

@@ -8,7 +8,7 @@
 //   tied    2, 32, 4, 2, 8, 64, 96          tie_word_embeddings
 //   headdim 2, 32, 4, 2, 16, 64, 96         head_dim != d / H_q
 //   bf16    2, 32, 4, 2, 8, 64, 96          BF16 weights
-//   llama3  2, 32, 4, 2, 8, 64, 96          rope_scaling llama3 (original_max 32)
+//   llama3  2, 32, 4, 2, 8, 64, 96          rope_scaling llama3 (original_max 256)
 //   bench100m 12, 768, 12, 4, 64, 2048, 32000   ~110M parameters, for benchmarks
 // Weights come from a SplitMix64 stream seeded by `seed` (uniform, fan-in scaled), so a
 // (shape, seed) pair always writes the same bytes. Thread-compatible.

@@ -31,6 +31,7 @@ void AddCalcCommand(CLI::App& app);
 void AddSuiteCommand(CLI::App& app);
 void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
+void AddModelCommands(CLI::App& app);  // gen-model, generate, parity
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddSuiteCommand(app);
   kvc::cli::AddErrorsCommand(app);
   kvc::cli::AddManifestCommand(app);
+  kvc::cli::AddModelCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
