@@ -73,7 +73,9 @@ Status Engine::Append(const std::string& handle, std::span<const int64_t> tokens
   }
   // Layer l's rows are in the storage's staged interval when the hook runs.
   auto hook = [&](uint64_t layer) -> Status {
-    return kv_.StageLayer({req.txn_id, static_cast<uint32_t>(layer), req.interval, true, true, ""}).status();
+    KVC_RETURN_IF_ERROR(
+        kv_.StageLayer({req.txn_id, static_cast<uint32_t>(layer), req.interval, true, true, ""}).status());
+    return observer_ ? observer_(handle, layer, *r->storage) : Status::Ok();
   };
   Status s = model_.Forward(tokens, *r->storage, opts_.mode, all_rows, hook, logits);
   if (!s.ok()) {

@@ -21,6 +21,7 @@
 #ifndef KVCONFORM_REFERENCE_MODEL_ENGINE_H_
 #define KVCONFORM_REFERENCE_MODEL_ENGINE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,13 @@ class Engine {
   Engine(const LlamaModel& model, EngineOptions opts);
 
   const EngineOptions& options() const { return opts_; }
+
+  // Test/trace hook: runs inside every model call after layer `layer` staged its rows and
+  // the transaction recorded them, before the layer's attention; a non-OK status fails the
+  // call (the transaction is cancelled and the staged rows dropped).
+  using LayerObserver =
+      std::function<Status(const std::string& handle, uint64_t layer, const KvStorage& storage)>;
+  void set_layer_observer(LayerObserver o) { observer_ = std::move(o); }
   const lifecycle::KvObject& kv_object() const { return kv_; }
 
   // A new empty request handle (generation 0, T = 0).
@@ -94,6 +102,7 @@ class Engine {
   lifecycle::KvObject kv_;
   std::map<std::string, Request> requests_;
   uint64_t next_txn_ = 0;
+  LayerObserver observer_;
 };
 
 // The cache ABI id the engine registers for a configuration (layers, H_kv, d_h, post-RoPE fp32).

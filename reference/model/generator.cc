@@ -88,6 +88,14 @@ StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* dtype) {
 Status GenerateModel(const std::string& dir, const std::string& shape, uint64_t seed) {
   DType dtype;
   KVC_ASSIGN_OR_RETURN(LlamaConfig c, GeneratorShape(shape, &dtype));
+  Json extra = {{"kvconform_generator",
+                 {{"shape", shape}, {"seed", seed},
+                  {"tool", "kvconform gen-model --out DIR --shape " + shape + " --seed " + std::to_string(seed)}}}};
+  return GenerateModelFromConfig(dir, c, dtype, seed, extra);
+}
+
+Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype, uint64_t seed,
+                               const Json& extra_config) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError(dir + ": cannot create: " + ec.message());
@@ -118,9 +126,7 @@ Status GenerateModel(const std::string& dir, const std::string& shape, uint64_t 
   }
   Json cfg = LlamaConfigToJson(c);
   if (dtype == DType::kBF16) cfg["torch_dtype"] = "bfloat16";
-  cfg["kvconform_generator"] = {{"shape", shape}, {"seed", seed},
-                                {"tool", "kvconform gen-model --out DIR --shape " + shape +
-                                             " --seed " + std::to_string(seed)}};
+  for (const auto& [k, v] : extra_config.items()) cfg[k] = v;
   KVC_RETURN_IF_ERROR(WriteFile(dir + "/config.json", cfg.dump(2) + "\n"));
   return WriteFile(dir + "/model.safetensors", SerializeSafetensors(out));
 }

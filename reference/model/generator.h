@@ -28,6 +28,10 @@ std::vector<std::string> GeneratorShapeNames();
 // The configuration and weight dtype of a named shape; InvalidArgument for an unknown name.
 StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* weight_dtype);
 
+// Writes DIR/config.json and DIR/model.safetensors (creating DIR) for any configuration.
+Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype, uint64_t seed,
+                               const Json& extra_config = Json::object());
+
 // Writes DIR/config.json and DIR/model.safetensors (creating DIR).
 Status GenerateModel(const std::string& dir, const std::string& shape, uint64_t seed);
 

@@ -134,9 +134,10 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
       return HeaderError(src, where + " field 'data_offsets': expected non-negative integers");
     if (*e < *b) return OffsetsError(src, where + " field 'data_offsets': end < begin");
     if (*e > data_size) {
-      return OffsetsError(src, where + " field 'data_offsets': end " + std::to_string(*e) +
-                                   " is past the data section of " + std::to_string(data_size) +
-                                   " bytes");
+      return ViolationStatus(ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH,
+                             src + ": " + where + " field 'data_offsets': end " + std::to_string(*e) +
+                                 " is past the data section of " + std::to_string(data_size) +
+                                 " bytes (file truncated?)");
     }
     auto nbytes = CheckedMul(numel, DTypeSize(t.dtype));
     if (!nbytes || *nbytes != *e - *b) {
