@@ -12,9 +12,10 @@
 //                                     a different token (copy-on-write in the shared block),
 //                                     compared with a fresh run of that token sequence
 //   fast_vs_deterministic             (deterministic baseline only) BLAS kernels
-// Deterministic pairs declare tolerance 0 and must be bit-identical (memcmp); the fast pair
-// declares kFastTolerance. max_rel = max_abs / max |baseline logit|. A pair passes when
-// max_abs <= tolerance and every step's argmax agrees.
+// In deterministic mode every pair declares tolerance 0 and must be bit-identical (memcmp)
+// except fast_vs_deterministic, which declares kFastTolerance; in fast mode every pair
+// declares kFastTolerance (BLAS blocking depends on the number of rows per call). max_rel = max_abs / max |baseline logit|. A pair passes when
+// max_abs <= tolerance and every step's argmax agrees, and no logit is NaN or infinite.
 // Thread-compatible; runs on the caller's thread.
 #ifndef KVCONFORM_REFERENCE_MODEL_PARITY_H_
 #define KVCONFORM_REFERENCE_MODEL_PARITY_H_
@@ -45,6 +46,7 @@ struct PairResult {
   double max_rel = 0;
   bool bit_identical = false;
   bool argmax_agree = false;
+  bool non_finite = false;  // a NaN/inf logit on either side: always a failure
   double tolerance = 0;
   bool passed = false;
   std::string detail;  // why it failed, or why it was skipped
