@@ -34,6 +34,11 @@ float Dot(const float* a, const float* b, size_t n) {
 
 void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t k, ComputeMode mode) {
 #ifdef KVCONFORM_HAVE_OPENBLAS
+  if (mode == ComputeMode::kFast && m == 1) {  // one row: y = W x
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f, w,
+                static_cast<int>(k), x, 1, 0.0f, y, 1);
+    return;
+  }
   if (mode == ComputeMode::kFast) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), 1.0f, x, static_cast<int>(k), w, static_cast<int>(k), 0.0f, y,

@@ -192,9 +192,74 @@ std::vector<FixtureOutcome> RunModelSection(const std::string& root) {
   return out;
 }
 
+struct BenchOptions {
+  std::string model, format = "text";
+  uint64_t prompt_len = 128, decode = 32;
+  int threads = 1;
+};
+
+// Prefill and decode throughput of both modes (a benchmark: prints figures, asserts nothing).
+void RunBench(const BenchOptions& o) {
+  auto m = model::LlamaModel::Load(o.model);
+  if (!m.ok()) { ExitCode() = FailWith("bench-engine", m.status()); return; }
+  model::SetBlasThreads(o.threads);
+  std::vector<int64_t> prompt(o.prompt_len);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int64_t>((i * 7919 + 13) % m->config().vocab_size);
+  nlohmann::json rows = nlohmann::json::array();
+  for (ComputeMode mode : {ComputeMode::kDeterministic, ComputeMode::kFast}) {
+    model::EngineOptions eo;
+    eo.mode = mode;
+    model::Engine e(*m, eo);
+    Status st = e.NewRequest("bench");
+    std::vector<float> logits;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (st.ok()) st = e.Prefill("bench", prompt, 0, &logits);
+    const auto t1 = std::chrono::steady_clock::now();
+    for (uint64_t g = 0; g < o.decode && st.ok(); ++g) {
+      const int64_t y = model::Argmax(logits);
+      st = e.Emit("bench", y);
+      if (st.ok()) st = e.Decode("bench", y, &logits);
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!st.ok()) { ExitCode() = FailWith("bench-engine", st); return; }
+    const double pre = std::chrono::duration<double>(t1 - t0).count();
+    const double dec = std::chrono::duration<double>(t2 - t1).count();
+    rows.push_back({{"mode", std::string(model::ComputeModeName(mode))},
+                    {"prefill_tokens_per_s", o.prompt_len / pre},
+                    {"decode_tokens_per_s", o.decode / dec},
+                    {"prefill_s", pre}, {"decode_s", dec}});
+  }
+  nlohmann::json out = {{"engine", "kvconform"}, {"model", o.model}, {"threads", o.threads},
+                        {"blas", model::FastModeUsesBlas()}, {"prompt_len", o.prompt_len},
+                        {"decode_tokens", o.decode}, {"results", rows}};
+  if (o.format == "json") {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "kvconform bench-engine: " << o.model << " threads=" << o.threads << " prompt="
+              << o.prompt_len << " decode=" << o.decode << "\n";
+    for (const auto& r : rows)
+      std::cout << "  " << std::left << std::setw(14) << r["mode"].get<std::string>() << std::fixed
+                << std::setprecision(2) << " prefill " << r["prefill_tokens_per_s"].get<double>()
+                << " tok/s   decode " << r["decode_tokens_per_s"].get<double>() << " tok/s\n";
+    std::cout << "  deterministic/fast decode time ratio: "
+              << rows[0]["decode_s"].get<double>() / rows[1]["decode_s"].get<double>() << "x\n";
+  }
+  ExitCode() = kExitOk;
+}
+
 }  // namespace
 
 void AddModelCommands(CLI::App& app) {
+  auto bo = std::make_shared<BenchOptions>();
+  auto* bench = app.add_subcommand("bench-engine", "benchmark: prefill/decode tokens/s of the reference engine in both modes");
+  bench->add_option("--model", bo->model, "HF model directory (e.g. gen-model --shape bench100m)")->required();
+  bench->add_option("--prompt-len", bo->prompt_len, "prompt tokens")->check(CLI::PositiveNumber);
+  bench->add_option("--decode", bo->decode, "decode steps")->check(CLI::PositiveNumber);
+  bench->add_option("--threads", bo->threads, "OpenBLAS threads in fast mode")->check(CLI::PositiveNumber);
+  bench->add_option("--format", bo->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  bench->callback([bo] { RunBench(*bo); });
+
   auto gen = std::make_shared<GenOptions>();
   auto* g = app.add_subcommand("gen-model", "write a small random-weight Llama checkpoint (config.json + model.safetensors)");
   g->add_option("--out", gen->out, "output directory")->required();
