@@ -2,6 +2,7 @@
 #include "reference/model/safetensors/safetensors.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -107,6 +108,52 @@ TEST(Safetensors, OpenNamesMissingFile) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kIoError);
   EXPECT_NE(f.status().message().find("/nonexistent/model.safetensors"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvc::model
+
+namespace kvc::model {
+namespace {
+
+// Property: any byte mutation or truncation of a valid file is either accepted with every
+// tensor inside the image, or rejected with a Status; never a crash. Prints its seed.
+TEST(Safetensors, MutatedImagesNeverCrash) {
+  const uint64_t seed = 20261129;
+  std::printf("Safetensors.MutatedImagesNeverCrash seed=%llu (reproduce: "
+              "build/bin/reference_tests --gtest_filter=Safetensors.MutatedImagesNeverCrash)\n",
+              static_cast<unsigned long long>(seed));
+  TensorToWrite a{"model.norm.weight", DType::kF32, {4}, std::vector<std::byte>(16, std::byte{1})};
+  TensorToWrite b{"lm_head.weight", DType::kBF16, {2, 3}, std::vector<std::byte>(12, std::byte{2})};
+  const std::string base = SerializeSafetensors({a, b});
+  uint64_t s = seed;
+  auto next = [&s] { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; };
+  int accepted = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string img = base;
+    const int edits = 1 + static_cast<int>(next() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const uint64_t op = next() % 4, pos = next() % img.size();
+      if (op == 0) img[pos] = static_cast<char>(next() & 0xff);
+      else if (op == 1) img.resize(pos);
+      else if (op == 2) img.insert(pos, 1, static_cast<char>("{}[],:\"0 9"[next() % 10]));
+      else img[pos] = static_cast<char>(img[pos] ^ (1 << (next() % 8)));
+      if (img.empty()) break;
+    }
+    auto bytes = Bytes(img);
+    auto f = SafetensorsFile::FromBytes(bytes.data(), bytes.size(), "fuzz");
+    if (!f.ok()) {
+      EXPECT_NE(f.status().error(), ErrorCode::kNone) << f.status().ToString();
+      continue;
+    }
+    ++accepted;
+    for (const auto& [name, t] : f->tensors()) {
+      ASSERT_GE(t.data, bytes.data());
+      ASSERT_LE(t.data + t.nbytes, bytes.data() + bytes.size());
+      ASSERT_EQ(ToFloat32(t).size(), t.numel());
+    }
+  }
+  std::printf("accepted %d of 4000 mutated images\n", accepted);
 }
 
 }  // namespace
