@@ -164,6 +164,13 @@ Status Engine::Truncate(const std::string& handle, uint64_t length) {
 
 Status Engine::Finish(const std::string& handle) { return kv_.Finish(handle).status(); }
 
+Status Engine::Cancel(const std::string& handle) {
+  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+  KVC_RETURN_IF_ERROR(kv_.CancelRequest(handle).status());
+  r->frontier.reset();
+  return Status::Ok();
+}
+
 Status Engine::Release(const std::string& handle) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
   KVC_RETURN_IF_ERROR(kv_.Release(handle).status());

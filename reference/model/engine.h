@@ -80,6 +80,8 @@ class Engine {
   Status Fork(const std::string& parent, uint64_t prefix, const std::vector<std::string>& children);
   Status Truncate(const std::string& handle, uint64_t length);
   Status Finish(const std::string& handle);
+  // CANCELLED (open transactions aborted); the emitted frontier is dropped.
+  Status Cancel(const std::string& handle);
   Status Release(const std::string& handle);  // from FINISHED or CANCELLED
   // rows_after[i] = rows[parent_index[i]]; checked to be a coupled permutation.
   StatusOr<std::vector<lifecycle::LiveSequenceRow>> Reorder(

@@ -250,6 +250,12 @@ TEST(EngineLifecycle, TruncateForkReleaseOnRealRows) {
   EXPECT_TRUE(e.storage("c2")->released());
   EXPECT_EQ(e.Append("c2", z, false, &cont).error(), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
   EXPECT_EQ(SharedBlockCount(*e.storage("c1")), 2u);  // still shared with r
+  // Cancel: no further appends, then release frees the rows.
+  ASSERT_TRUE(e.Fork("r", 8, {"c3"}).ok());
+  ASSERT_TRUE(e.Cancel("c3").ok());
+  EXPECT_EQ(e.Append("c3", z, false, &cont).error(), ErrorCode::LIFECYCLE_HANDLE_TERMINAL);
+  ASSERT_TRUE(e.Release("c3").ok());
+  EXPECT_EQ(e.storage("c3")->ResidentBytes(), 0u);
   ASSERT_TRUE(e.Append("c1", z, false, &cont).ok());
   q.push_back(42);
   ASSERT_TRUE(f.NewRequest("y").ok());
