@@ -21,9 +21,13 @@ class Reader {
   bool Has(const std::string& f) const { return j_.contains(f) && !j_[f].is_null(); }
 
   // A positive integer field (required unless `fallback` is given).
-  Status PositiveInt(const std::string& f, uint64_t* out, std::optional<uint64_t> fallback = {}) const {
+  Status PositiveInt(const std::string& f, uint64_t* out,
+                     std::optional<uint64_t> fallback = {}) const {
     if (!Has(f)) {
-      if (fallback) { *out = *fallback; return Status::Ok(); }
+      if (fallback) {
+        *out = *fallback;
+        return Status::Ok();
+      }
       return Invalid(f, "missing; expected a positive integer");
     }
     const Json& v = j_[f];
@@ -35,9 +39,13 @@ class Reader {
     }
     return Invalid(f, "expected a positive integer, got " + v.dump());
   }
-  Status PositiveNumber(const std::string& f, double* out, std::optional<double> fallback = {}) const {
+  Status PositiveNumber(const std::string& f, double* out,
+                        std::optional<double> fallback = {}) const {
     if (!Has(f)) {
-      if (fallback) { *out = *fallback; return Status::Ok(); }
+      if (fallback) {
+        *out = *fallback;
+        return Status::Ok();
+      }
       return Invalid(f, "missing; expected a positive number");
     }
     const Json& v = j_[f];
@@ -47,7 +55,10 @@ class Reader {
     return Status::Ok();
   }
   Status Bool(const std::string& f, bool* out, bool fallback) const {
-    if (!Has(f)) { *out = fallback; return Status::Ok(); }
+    if (!Has(f)) {
+      *out = fallback;
+      return Status::Ok();
+    }
     if (!j_[f].is_boolean()) return Invalid(f, "expected true or false, got " + j_[f].dump());
     *out = j_[f].get<bool>();
     return Status::Ok();
@@ -84,19 +95,21 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   KVC_RETURN_IF_ERROR(r.PositiveInt("intermediate_size", &c.intermediate_size));
   KVC_RETURN_IF_ERROR(r.PositiveInt("num_hidden_layers", &c.num_hidden_layers));
   KVC_RETURN_IF_ERROR(r.PositiveInt("num_attention_heads", &c.num_attention_heads));
-  KVC_RETURN_IF_ERROR(r.PositiveInt("num_key_value_heads", &c.num_key_value_heads,
-                                    c.num_attention_heads));
+  KVC_RETURN_IF_ERROR(
+      r.PositiveInt("num_key_value_heads", &c.num_key_value_heads, c.num_attention_heads));
   KVC_RETURN_IF_ERROR(r.PositiveInt("max_position_embeddings", &c.max_position_embeddings));
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
-    return r.Invalid("num_key_value_heads",
-                     std::to_string(c.num_key_value_heads) + " does not divide num_attention_heads " +
-                         std::to_string(c.num_attention_heads));
+    return r.Invalid("num_key_value_heads", std::to_string(c.num_key_value_heads) +
+                                                " does not divide num_attention_heads " +
+                                                std::to_string(c.num_attention_heads));
   }
   if (!r.Has("head_dim") && c.hidden_size % c.num_attention_heads != 0) {
-    return r.Invalid("hidden_size", std::to_string(c.hidden_size) +
-                                        " is not a multiple of num_attention_heads and head_dim is absent");
+    return r.Invalid("hidden_size",
+                     std::to_string(c.hidden_size) +
+                         " is not a multiple of num_attention_heads and head_dim is absent");
   }
-  KVC_RETURN_IF_ERROR(r.PositiveInt("head_dim", &c.head_dim, c.hidden_size / c.num_attention_heads));
+  KVC_RETURN_IF_ERROR(
+      r.PositiveInt("head_dim", &c.head_dim, c.hidden_size / c.num_attention_heads));
   if (c.head_dim % 2 != 0) return r.Invalid("head_dim", "is odd; RoPE rotates pairs");
   KVC_RETURN_IF_ERROR(r.PositiveNumber("rms_norm_eps", &c.rms_norm_eps, 1e-6));
   KVC_RETURN_IF_ERROR(r.PositiveNumber("rope_theta", &c.rope_theta, 10000.0));
@@ -105,8 +118,10 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
     const Json& rs = j["rope_scaling"];
     if (!rs.is_object()) return r.Invalid("rope_scaling", "expected an object or null");
     std::string type;
-    if (rs.contains("rope_type") && rs["rope_type"].is_string()) type = rs["rope_type"];
-    else if (rs.contains("type") && rs["type"].is_string()) type = rs["type"];
+    if (rs.contains("rope_type") && rs["rope_type"].is_string())
+      type = rs["rope_type"];
+    else if (rs.contains("type") && rs["type"].is_string())
+      type = rs["type"];
     if (type == "default") {
       // Plain RoPE.
     } else if (type == "llama3") {
@@ -120,8 +135,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       if (!(c.llama3.high_freq_factor > c.llama3.low_freq_factor))
         return s.Invalid("high_freq_factor", "must be greater than low_freq_factor");
     } else {
-      return r.Unsupported("rope_scaling.rope_type",
-                           "'" + type + "'; supported: default, llama3");
+      return r.Unsupported("rope_scaling.rope_type", "'" + type + "'; supported: default, llama3");
     }
   }
   if (c.head_dim > (1u << 16) || c.num_attention_heads > (1u << 16))
@@ -157,12 +171,12 @@ Json LlamaConfigToJson(const LlamaConfig& c) {
             {"tie_word_embeddings", c.tie_word_embeddings},
             {"torch_dtype", "float32"}};
   if (c.has_llama3_scaling) {
-    j["rope_scaling"] = {{"rope_type", "llama3"},
-                         {"factor", c.llama3.factor},
-                         {"low_freq_factor", c.llama3.low_freq_factor},
-                         {"high_freq_factor", c.llama3.high_freq_factor},
-                         {"original_max_position_embeddings",
-                          c.llama3.original_max_position_embeddings}};
+    j["rope_scaling"] = {
+        {"rope_type", "llama3"},
+        {"factor", c.llama3.factor},
+        {"low_freq_factor", c.llama3.low_freq_factor},
+        {"high_freq_factor", c.llama3.high_freq_factor},
+        {"original_max_position_embeddings", c.llama3.original_max_position_embeddings}};
   } else {
     j["rope_scaling"] = nullptr;
   }

@@ -27,14 +27,14 @@ struct Llama3RopeScaling {
 };
 
 struct LlamaConfig {
-  uint64_t vocab_size = 0;                // V
-  uint64_t hidden_size = 0;               // d
-  uint64_t intermediate_size = 0;         // F
-  uint64_t num_hidden_layers = 0;         // L
-  uint64_t num_attention_heads = 0;       // H_q
-  uint64_t num_key_value_heads = 0;       // H_kv (defaults to H_q)
-  uint64_t head_dim = 0;                  // d_h (defaults to d / H_q)
-  uint64_t max_position_embeddings = 0;   // positions must stay below this
+  uint64_t vocab_size = 0;               // V
+  uint64_t hidden_size = 0;              // d
+  uint64_t intermediate_size = 0;        // F
+  uint64_t num_hidden_layers = 0;        // L
+  uint64_t num_attention_heads = 0;      // H_q
+  uint64_t num_key_value_heads = 0;      // H_kv (defaults to H_q)
+  uint64_t head_dim = 0;                 // d_h (defaults to d / H_q)
+  uint64_t max_position_embeddings = 0;  // positions must stay below this
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool has_llama3_scaling = false;

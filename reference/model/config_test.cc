@@ -1,17 +1,16 @@
 // config.json parsing: defaults, inconsistencies, unsupported features, RoPE frequencies.
 #include "reference/model/config.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace kvc::model {
 namespace {
 
 Json Minimal() {
-  return {{"vocab_size", 10}, {"hidden_size", 16}, {"intermediate_size", 32},
-          {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-          {"max_position_embeddings", 64}};
+  return {{"vocab_size", 10},       {"hidden_size", 16},        {"intermediate_size", 32},
+          {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"max_position_embeddings", 64}};
 }
 
 ErrorCode CodeOf(const Json& j) {
@@ -39,28 +38,38 @@ TEST(LlamaConfig, RejectsMissingAndInconsistentFields) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
   EXPECT_NE(c.status().message().find("'hidden_size'"), std::string::npos);
-  j = Minimal(); j["num_key_value_heads"] = 3;
+  j = Minimal();
+  j["num_key_value_heads"] = 3;
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
-  j = Minimal(); j["num_hidden_layers"] = 0;
+  j = Minimal();
+  j["num_hidden_layers"] = 0;
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
-  j = Minimal(); j["vocab_size"] = "10";
+  j = Minimal();
+  j["vocab_size"] = "10";
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
-  j = Minimal(); j["num_attention_heads"] = 5;  // 16 % 5 without head_dim
+  j = Minimal();
+  j["num_attention_heads"] = 5;  // 16 % 5 without head_dim
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
-  j = Minimal(); j["head_dim"] = 3;
+  j = Minimal();
+  j["head_dim"] = 3;
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
-  j = Minimal(); j["rms_norm_eps"] = -1;
+  j = Minimal();
+  j["rms_norm_eps"] = -1;
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
 }
 
 TEST(LlamaConfig, RejectsUnsupportedFeatures) {
-  Json j = Minimal(); j["hidden_act"] = "gelu";
+  Json j = Minimal();
+  j["hidden_act"] = "gelu";
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
-  j = Minimal(); j["attention_bias"] = true;
+  j = Minimal();
+  j["attention_bias"] = true;
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
-  j = Minimal(); j["model_type"] = "mistral";
+  j = Minimal();
+  j["model_type"] = "mistral";
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
-  j = Minimal(); j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
+  j = Minimal();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
 }
 
@@ -69,8 +78,11 @@ TEST(LlamaConfig, Llama3RopeScalingBands) {
   Json j = Minimal();
   j["head_dim"] = 8;
   j["rope_theta"] = 500000.0;
-  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 256}};
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 256}};
   auto c = ParseLlamaConfig(j, "c");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   LlamaConfig plain = *c;
@@ -78,12 +90,12 @@ TEST(LlamaConfig, Llama3RopeScalingBands) {
   const auto base = RopeInverseFrequencies(plain);
   const auto scaled = RopeInverseFrequencies(*c);
   ASSERT_EQ(base.size(), 4u);
-  EXPECT_EQ(scaled[0], base[0]);              // wavelength 6.28 < 256/4: high frequency kept
+  EXPECT_EQ(scaled[0], base[0]);  // wavelength 6.28 < 256/4: high frequency kept
   // wavelength 167 in [64, 256]: smooth = (256/167.2 - 1) / 3, blend of inv/8 and inv.
   const double wl = 2 * M_PI / base[1];
   const double smooth = (256.0 / wl - 1.0) / 3.0;
   EXPECT_NEAR(scaled[1], (1 - smooth) * base[1] / 8 + smooth * base[1], 1e-7);
-  EXPECT_FLOAT_EQ(scaled[2], base[2] / 8);    // wavelength 4443 > 256: divided by factor
+  EXPECT_FLOAT_EQ(scaled[2], base[2] / 8);  // wavelength 4443 > 256: divided by factor
   EXPECT_FLOAT_EQ(scaled[3], base[3] / 8);
 }
 

@@ -20,7 +20,8 @@ Engine::Engine(const LlamaModel& model, EngineOptions opts)
     : model_(model),
       opts_(opts),
       kv_(lifecycle::CacheAbi{EngineCacheAbiId(model.config()),
-                              static_cast<uint32_t>(model.config().num_hidden_layers), "post_rope"}) {}
+                              static_cast<uint32_t>(model.config().num_hidden_layers),
+                              "post_rope"}) {}
 
 std::unique_ptr<KvStorage> Engine::NewStorage() const {
   return opts_.paged ? NewPagedKvStorage(model_.kv_shape(), opts_.block_size)
@@ -55,7 +56,8 @@ Status Engine::Append(const std::string& handle, std::span<const int64_t> tokens
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot snap, kv_.Read(handle));
   const uint64_t t = snap.committed_length, n = tokens.size();
   if (r->storage->committed_length() != t)
-    return Internal("engine: storage length differs from the published snapshot of '" + handle + "'");
+    return Internal("engine: storage length differs from the published snapshot of '" + handle +
+                    "'");
   KVC_RETURN_IF_ERROR(model_.CheckInputs(tokens, t));
 
   lifecycle::BeginAppendRequest req;
@@ -74,7 +76,8 @@ Status Engine::Append(const std::string& handle, std::span<const int64_t> tokens
   // Layer l's rows are in the storage's staged interval when the hook runs.
   auto hook = [&](uint64_t layer) -> Status {
     KVC_RETURN_IF_ERROR(
-        kv_.StageLayer({req.txn_id, static_cast<uint32_t>(layer), req.interval, true, true, ""}).status());
+        kv_.StageLayer({req.txn_id, static_cast<uint32_t>(layer), req.interval, true, true, ""})
+            .status());
     return observer_ ? observer_(handle, layer, *r->storage) : Status::Ok();
   };
   Status s = model_.Forward(tokens, *r->storage, opts_.mode, all_rows, hook, logits);
@@ -113,8 +116,9 @@ Status Engine::Emit(const std::string& handle, int64_t token) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
   if (r->frontier) {
     return ViolationStatus(ErrorCode::FRONTIER_FRONTIER_SKIPPED,
-                           "emit " + std::to_string(token) + " on '" + handle + "': emitted token " +
-                               std::to_string(*r->frontier) + " has not been processed");
+                           "emit " + std::to_string(token) + " on '" + handle +
+                               "': emitted token " + std::to_string(*r->frontier) +
+                               " has not been processed");
   }
   r->frontier = token;
   return Status::Ok();
@@ -144,12 +148,15 @@ Status Engine::RepairFrontier(const std::string& handle) {
   return Decode(handle, *r->frontier, &discarded);
 }
 
-Status Engine::Fork(const std::string& parent, uint64_t prefix, const std::vector<std::string>& children) {
+Status Engine::Fork(const std::string& parent, uint64_t prefix,
+                    const std::vector<std::string>& children) {
   KVC_ASSIGN_OR_RETURN(Request * p, Get(parent));
   KVC_RETURN_IF_ERROR(kv_.Fork(parent, prefix, children).status());
   for (const auto& c : children) {
     auto st = p->storage->Fork(prefix);
-    if (!st.ok()) return Internal("engine: storage fork failed after the lifecycle fork: " + st.status().message());
+    if (!st.ok())
+      return Internal("engine: storage fork failed after the lifecycle fork: " +
+                      st.status().message());
     requests_[c] = Request{std::move(st).value(), std::nullopt};
   }
   return Status::Ok();
@@ -180,15 +187,17 @@ Status Engine::Release(const std::string& handle) {
 }
 
 StatusOr<std::vector<lifecycle::LiveSequenceRow>> Engine::Reorder(
-    const std::vector<lifecycle::LiveSequenceRow>& rows, const std::vector<uint64_t>& parent_index) {
+    const std::vector<lifecycle::LiveSequenceRow>& rows,
+    const std::vector<uint64_t>& parent_index) {
   KVC_ASSIGN_OR_RETURN(auto after, lifecycle::Reorder(rows, parent_index));
   KVC_RETURN_IF_ERROR(lifecycle::CheckCoupledReorder(rows, parent_index, after));
   for (const auto& row : after) {
     KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot s, kv_.Read(row.cache_handle));
     if (s.committed_length != row.next_position)
-      return InvalidArgument("reorder: row of handle '" + row.cache_handle + "' says next position " +
-                             std::to_string(row.next_position) + " but the handle holds " +
-                             std::to_string(s.committed_length) + " rows");
+      return InvalidArgument("reorder: row of handle '" + row.cache_handle +
+                             "' says next position " + std::to_string(row.next_position) +
+                             " but the handle holds " + std::to_string(s.committed_length) +
+                             " rows");
   }
   return after;
 }

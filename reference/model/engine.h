@@ -37,8 +37,8 @@ namespace kvc::model {
 
 struct EngineOptions {
   ComputeMode mode = ComputeMode::kDeterministic;
-  bool paged = false;          // paged layout (else contiguous)
-  uint64_t block_size = 16;    // paged block size in positions (>= 1)
+  bool paged = false;        // paged layout (else contiguous)
+  uint64_t block_size = 16;  // paged block size in positions (>= 1)
 };
 
 class Engine {
@@ -85,7 +85,8 @@ class Engine {
   Status Release(const std::string& handle);  // from FINISHED or CANCELLED
   // rows_after[i] = rows[parent_index[i]]; checked to be a coupled permutation.
   StatusOr<std::vector<lifecycle::LiveSequenceRow>> Reorder(
-      const std::vector<lifecycle::LiveSequenceRow>& rows, const std::vector<uint64_t>& parent_index);
+      const std::vector<lifecycle::LiveSequenceRow>& rows,
+      const std::vector<uint64_t>& parent_index);
 
   StatusOr<lifecycle::Snapshot> Read(const std::string& handle) const { return kv_.Read(handle); }
   // The handle's physical storage (nullptr for unknown handles).

@@ -2,11 +2,11 @@
 // decode trace, the output/cache frontier, lifecycle operations on real rows, checkpoint errors.
 #include "reference/model/engine.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "reference/model/generator.h"
 #include "reference/model/hf_logits.h"
@@ -83,7 +83,8 @@ class ModelHfParity : public ::testing::TestWithParam<const char*> {};
 
 // Transformers v4.57.0 logits recorded by tools/record_hf_logits.py: max |diff| <= 1e-4.
 TEST_P(ModelHfParity, MatchesRecordedTransformersLogits) {
-  const std::string path = test::SourcePath(std::string("fixtures/models/") + GetParam() + "/hf_logits.json");
+  const std::string path =
+      test::SourcePath(std::string("fixtures/models/") + GetParam() + "/hf_logits.json");
   auto cmp = CompareWithHfLogits(Fixture(GetParam()), path);
   ASSERT_TRUE(cmp.ok()) << cmp.status().ToString();
   EXPECT_TRUE(cmp->tokens_agree);
@@ -113,8 +114,13 @@ TEST(EngineTrace, WorkedTwoLayerDecodeTrace) {
   for (uint64_t hq : {4, 8}) {
     TempDir t;
     LlamaConfig c;
-    c.vocab_size = 32; c.hidden_size = 16; c.intermediate_size = 32; c.num_hidden_layers = 2;
-    c.num_attention_heads = hq; c.num_key_value_heads = 2; c.head_dim = 4;
+    c.vocab_size = 32;
+    c.hidden_size = 16;
+    c.intermediate_size = 32;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = hq;
+    c.num_key_value_heads = 2;
+    c.head_dim = 4;
     c.max_position_embeddings = 64;
     ASSERT_TRUE(GenerateModelFromConfig(t.str(), c, DType::kF32, 3).ok());
     auto m = LlamaModel::Load(t.str());
@@ -128,9 +134,9 @@ TEST(EngineTrace, WorkedTwoLayerDecodeTrace) {
     std::vector<uint64_t> layers_seen;
     e.set_layer_observer([&](const std::string& h, uint64_t layer, const KvStorage& s) -> Status {
       auto snap = e.Read(h);
-      EXPECT_EQ(snap->committed_length, 4u);                        // next-call snapshot
-      EXPECT_EQ(s.committed_length() + s.staged_count(), 5u);       // current-call view
-      const uint64_t rows = s.staged_count();                        // T_new
+      EXPECT_EQ(snap->committed_length, 4u);                   // next-call snapshot
+      EXPECT_EQ(s.committed_length() + s.staged_count(), 5u);  // current-call view
+      const uint64_t rows = s.staged_count();                  // T_new
       pending_bytes += 1 /*B*/ * rows * s.shape().row * (fp16_bytes + fp16_bytes);
       layers_seen.push_back(layer);
       return Status::Ok();
@@ -279,7 +285,8 @@ TEST(EngineLifecycle, ReorderMovesCoupledRows) {
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ((*after)[0].cache_handle, "beam2");
   EXPECT_EQ((*after)[0].next_position, 7u);
-  EXPECT_EQ(e.Reorder(rows, {0, 0, 1}).status().error(), ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE);
+  EXPECT_EQ(e.Reorder(rows, {0, 0, 1}).status().error(),
+            ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE);
   auto bad = rows;
   bad[1].next_position = 9;  // the row's position no longer matches its handle's K/V
   EXPECT_FALSE(e.Reorder(bad, {2, 0, 1}).ok());
@@ -296,7 +303,8 @@ TEST(EngineInputs, TokenAndPositionErrorsOpenNoTransaction) {
   EXPECT_NE(s.message().find("ids[1] = 96"), std::string::npos) << s.message();
   const int64_t neg[1] = {-1};
   EXPECT_EQ(e.Append("r", neg, false, &logits).error(), ErrorCode::MODEL_TOKEN_OUT_OF_RANGE);
-  EXPECT_EQ(e.Prefill("r", Prompt(257, 96), 0, &logits).error(), ErrorCode::MODEL_POSITION_OUT_OF_RANGE);
+  EXPECT_EQ(e.Prefill("r", Prompt(257, 96), 0, &logits).error(),
+            ErrorCode::MODEL_POSITION_OUT_OF_RANGE);
   EXPECT_EQ(e.Read("r")->generation, 0u);
   EXPECT_EQ(e.kv_object().txn_count(), 0u);
 }
@@ -319,9 +327,12 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   }
   fs::create_directories(t / "sharded");
   fs::copy_file(t / "one/config.json", t / "sharded/config.json");
-  std::ofstream(t / "sharded/model-00001-of-00002.safetensors", std::ios::binary) << SerializeSafetensors(a);
-  std::ofstream(t / "sharded/model-00002-of-00002.safetensors", std::ios::binary) << SerializeSafetensors(b);
-  std::ofstream(t / "sharded/model.safetensors.index.json") << Json{{"metadata", Json::object()}, {"weight_map", wm}}.dump();
+  std::ofstream(t / "sharded/model-00001-of-00002.safetensors", std::ios::binary)
+      << SerializeSafetensors(a);
+  std::ofstream(t / "sharded/model-00002-of-00002.safetensors", std::ios::binary)
+      << SerializeSafetensors(b);
+  std::ofstream(t / "sharded/model.safetensors.index.json")
+      << Json{{"metadata", Json::object()}, {"weight_map", wm}}.dump();
   auto ms = LlamaModel::Load(t / "sharded");
   ASSERT_TRUE(ms.ok()) << ms.status().ToString();
   auto r1 = RunGreedy(Fixture("gqa2"), Prompt(8, 96), 2, {});
@@ -332,7 +343,8 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   // The index names a shard that lacks the tensor.
   Json wrong = wm;
   wrong["model.norm.weight"] = wm["model.norm.weight"] == "model-00001-of-00002.safetensors"
-                                   ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+                                   ? "model-00002-of-00002.safetensors"
+                                   : "model-00001-of-00002.safetensors";
   std::ofstream(t / "sharded/model.safetensors.index.json") << Json{{"weight_map", wrong}}.dump();
   EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
   Json escape = wm;
@@ -346,7 +358,8 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   std::vector<TensorToWrite> all;
   for (const auto& [name, tv] : one->tensors())
     if (name != "lm_head.weight")
-      all.push_back({name, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)});
+      all.push_back(
+          {name, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)});
   fs::create_directories(t / "missing");
   fs::copy_file(t / "one/config.json", t / "missing/config.json");
   std::ofstream(t / "missing/model.safetensors", std::ios::binary) << SerializeSafetensors(all);
@@ -362,14 +375,16 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   std::ofstream(t / "shape/config.json") << cfg.dump();
   s = LlamaModel::Load(t / "shape").status();
   EXPECT_EQ(s.error(), ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH);
-  EXPECT_NE(s.message().find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("model.layers.0.mlp.gate_proj.weight"), std::string::npos)
+      << s.message();
 
   // Truncated safetensors file.
   fs::create_directories(t / "trunc");
   fs::copy_file(t / "one/config.json", t / "trunc/config.json");
   fs::copy_file(t / "one/model.safetensors", t / "trunc/model.safetensors");
   fs::resize_file(t / "trunc/model.safetensors", fs::file_size(t / "trunc/model.safetensors") - 3);
-  EXPECT_EQ(LlamaModel::Load(t / "trunc").status().error(), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);
+  EXPECT_EQ(LlamaModel::Load(t / "trunc").status().error(),
+            ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);
 
   // Malformed config.json.
   std::ofstream(t / "shape/config.json") << "{\"vocab_size\": 96,";

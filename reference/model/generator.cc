@@ -20,7 +20,9 @@ struct SplitMix64 {
     return z ^ (z >> 31);
   }
   // Uniform in [-1, 1).
-  float Uniform() { return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0); }
+  float Uniform() {
+    return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0);
+  }
 };
 
 LlamaConfig Base() {
@@ -59,7 +61,10 @@ StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* dtype) {
     c.num_key_value_heads = 4;
   } else if (name == "gqa2") {
   } else if (name == "gqa4") {
-    c.hidden_size = 64; c.num_attention_heads = 8; c.num_key_value_heads = 2; c.intermediate_size = 96;
+    c.hidden_size = 64;
+    c.num_attention_heads = 8;
+    c.num_key_value_heads = 2;
+    c.intermediate_size = 96;
   } else if (name == "mqa") {
     c.num_key_value_heads = 1;
   } else if (name == "tied") {
@@ -74,8 +79,13 @@ StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* dtype) {
     c.max_position_embeddings = 1024;
     c.llama3 = {8.0, 1.0, 4.0, 256};  // wavelengths 6.3 (high), 167 (medium), 4443 (low)
   } else if (name == "bench100m") {
-    c.vocab_size = 32000; c.hidden_size = 768; c.intermediate_size = 2048; c.num_hidden_layers = 12;
-    c.num_attention_heads = 12; c.num_key_value_heads = 4; c.head_dim = 64;
+    c.vocab_size = 32000;
+    c.hidden_size = 768;
+    c.intermediate_size = 2048;
+    c.num_hidden_layers = 12;
+    c.num_attention_heads = 12;
+    c.num_key_value_heads = 4;
+    c.head_dim = 64;
     c.max_position_embeddings = 4096;
   } else {
     std::string known;
@@ -89,13 +99,15 @@ Status GenerateModel(const std::string& dir, const std::string& shape, uint64_t 
   DType dtype;
   KVC_ASSIGN_OR_RETURN(LlamaConfig c, GeneratorShape(shape, &dtype));
   Json extra = {{"kvconform_generator",
-                 {{"shape", shape}, {"seed", seed},
-                  {"tool", "kvconform gen-model --out DIR --shape " + shape + " --seed " + std::to_string(seed)}}}};
+                 {{"shape", shape},
+                  {"seed", seed},
+                  {"tool", "kvconform gen-model --out DIR --shape " + shape + " --seed " +
+                               std::to_string(seed)}}}};
   return GenerateModelFromConfig(dir, c, dtype, seed, extra);
 }
 
-Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype, uint64_t seed,
-                               const Json& extra_config) {
+Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype,
+                               uint64_t seed, const Json& extra_config) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError(dir + ": cannot create: " + ec.message());

@@ -29,8 +29,8 @@ std::vector<std::string> GeneratorShapeNames();
 StatusOr<LlamaConfig> GeneratorShape(const std::string& name, DType* weight_dtype);
 
 // Writes DIR/config.json and DIR/model.safetensors (creating DIR) for any configuration.
-Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype, uint64_t seed,
-                               const Json& extra_config = Json::object());
+Status GenerateModelFromConfig(const std::string& dir, const LlamaConfig& c, DType dtype,
+                               uint64_t seed, const Json& extra_config = Json::object());
 
 // Writes DIR/config.json and DIR/model.safetensors (creating DIR).
 Status GenerateModel(const std::string& dir, const std::string& shape, uint64_t seed);

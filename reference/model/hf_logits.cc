@@ -17,8 +17,10 @@ StatusOr<HfLogitsComparison> CompareWithHfLogits(const LlamaModel& model, const 
   if (!j.is_object() || j.value("kind", "") != "kvconform.hf_logits/1")
     return bad("kind", "expected \"kvconform.hf_logits/1\"");
   for (const char* f : {"prompt_ids", "tokens", "logits"})
-    if (!j.contains(f) || !j[f].is_array() || j[f].empty()) return bad(f, "expected a non-empty array");
-  if (!j.contains("tolerance") || !j["tolerance"].is_number()) return bad("tolerance", "expected a number");
+    if (!j.contains(f) || !j[f].is_array() || j[f].empty())
+      return bad(f, "expected a non-empty array");
+  if (!j.contains("tolerance") || !j["tolerance"].is_number())
+    return bad("tolerance", "expected a number");
   std::vector<int64_t> prompt;
   for (const auto& v : j["prompt_ids"]) {
     if (!v.is_number_integer()) return bad("prompt_ids", "expected integers");
@@ -49,7 +51,8 @@ StatusOr<HfLogitsComparison> CompareWithHfLogits(const LlamaModel& model, const 
   c.passed = c.tokens_agree && c.max_abs <= c.tolerance;
   if (!c.passed) {
     c.detail = !c.tokens_agree ? "greedy tokens differ from Transformers'"
-                               : "max |diff| " + std::to_string(c.max_abs) + " > " + std::to_string(c.tolerance);
+                               : "max |diff| " + std::to_string(c.max_abs) + " > " +
+                                     std::to_string(c.tolerance);
   } else {
     c.detail = "max |diff| " + std::to_string(c.max_abs);
   }

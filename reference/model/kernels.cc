@@ -32,7 +32,8 @@ float Dot(const float* a, const float* b, size_t n) {
   return (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail;
 }
 
-void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t k, ComputeMode mode) {
+void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t k,
+            ComputeMode mode) {
 #ifdef KVCONFORM_HAVE_OPENBLAS
   if (mode == ComputeMode::kFast && m == 1) {  // one row: y = W x
     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), 1.0f, w,

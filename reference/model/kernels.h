@@ -19,13 +19,14 @@ namespace kvc::model {
 
 enum class ComputeMode : uint8_t { kDeterministic, kFast };
 std::string_view ComputeModeName(ComputeMode m);  // "deterministic" | "fast"
-bool FastModeUsesBlas();                            // true when OpenBLAS is linked
+bool FastModeUsesBlas();                          // true when OpenBLAS is linked
 
 // sum_k a[k] * b[k] in the fixed order described above.
 float Dot(const float* a, const float* b, size_t n);
 
 // y[M, N] = x[M, K] * W[N, K]^T (a PyTorch Linear without bias).
-void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t k, ComputeMode mode);
+void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t k,
+            ComputeMode mode);
 
 // y[M, K] = x[M, K] / sqrt(mean(x^2) + eps) * weight[K] (HF LlamaRMSNorm, fp32).
 void RmsNorm(const float* x, const float* weight, float* y, size_t m, size_t k, float eps);

@@ -6,7 +6,8 @@
 
 namespace kvc::model {
 
-LlamaModel::LlamaModel(LlamaWeights w) : w_(std::move(w)), inv_freq_(RopeInverseFrequencies(w_.config)) {}
+LlamaModel::LlamaModel(LlamaWeights w)
+    : w_(std::move(w)), inv_freq_(RopeInverseFrequencies(w_.config)) {}
 
 StatusOr<LlamaModel> LlamaModel::Load(const std::string& dir) {
   KVC_ASSIGN_OR_RETURN(LlamaWeights w, LoadLlamaCheckpoint(dir));
@@ -19,15 +20,15 @@ Status LlamaModel::CheckInputs(std::span<const int64_t> tokens, uint64_t t_past)
     if (tokens[i] < 0 || static_cast<uint64_t>(tokens[i]) >= c.vocab_size) {
       return ViolationStatus(ErrorCode::MODEL_TOKEN_OUT_OF_RANGE,
                              "token ids[" + std::to_string(i) + "] = " + std::to_string(tokens[i]) +
-                                 " is outside [0, vocab_size=" + std::to_string(c.vocab_size) + ")");
+                                 " is outside [0, vocab_size=" + std::to_string(c.vocab_size) +
+                                 ")");
     }
   }
   if (t_past + tokens.size() > c.max_position_embeddings) {
-    return ViolationStatus(ErrorCode::MODEL_POSITION_OUT_OF_RANGE,
-                           "positions [" + std::to_string(t_past) + ", " +
-                               std::to_string(t_past + tokens.size()) +
-                               ") reach past max_position_embeddings=" +
-                               std::to_string(c.max_position_embeddings));
+    return ViolationStatus(
+        ErrorCode::MODEL_POSITION_OUT_OF_RANGE,
+        "positions [" + std::to_string(t_past) + ", " + std::to_string(t_past + tokens.size()) +
+            ") reach past max_position_embeddings=" + std::to_string(c.max_position_embeddings));
   }
   return Status::Ok();
 }
@@ -82,12 +83,14 @@ Status LlamaModel::Forward(std::span<const int64_t> tokens, KvStorage& cache, Co
   for (uint64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
     RmsNorm(h.data(), lw.input_norm.data(), x.data(), T, d, eps);
-    Linear(x.data(), lw.q_proj.data(), q.data(), T, qw, d, mode);    // [T, H_q*d_h]
-    Linear(x.data(), lw.k_proj.data(), k.data(), T, kvw, d, mode);   // [T, H_kv*d_h]
-    Linear(x.data(), lw.v_proj.data(), v.data(), T, kvw, d, mode);   // [T, H_kv*d_h]
+    Linear(x.data(), lw.q_proj.data(), q.data(), T, qw, d, mode);   // [T, H_q*d_h]
+    Linear(x.data(), lw.k_proj.data(), k.data(), T, kvw, d, mode);  // [T, H_kv*d_h]
+    Linear(x.data(), lw.v_proj.data(), v.data(), T, kvw, d, mode);  // [T, H_kv*d_h]
     for (size_t i = 0; i < T; ++i) {
-      for (size_t hq = 0; hq < Hq; ++hq) ApplyRope(&q[i * qw + hq * dh], &cosv[i * half], &sinv[i * half], half);
-      for (size_t hk = 0; hk < kvw / dh; ++hk) ApplyRope(&k[i * kvw + hk * dh], &cosv[i * half], &sinv[i * half], half);
+      for (size_t hq = 0; hq < Hq; ++hq)
+        ApplyRope(&q[i * qw + hq * dh], &cosv[i * half], &sinv[i * half], half);
+      for (size_t hk = 0; hk < kvw / dh; ++hk)
+        ApplyRope(&k[i * kvw + hk * dh], &cosv[i * half], &sinv[i * half], half);
       // Stored row: post-RoPE K, V (this article's cache ABI), staged, not yet committed.
       cache.WriteRow(l, t_past + i, &k[i * kvw], &v[i * kvw]);
     }

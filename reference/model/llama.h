@@ -47,8 +47,8 @@ class LlamaModel {
   // Precondition: cache.staged_count() == tokens.size() (the caller opened the append).
   // Writes every layer's K/V rows into the staged interval, calling `hook` after each
   // layer; fills `logits` with [T_new, V] (all_rows) or [1, V] (last row).
-  Status Forward(std::span<const int64_t> tokens, KvStorage& cache, ComputeMode mode,
-                 bool all_rows, const LayerStagedHook& hook, std::vector<float>* logits) const;
+  Status Forward(std::span<const int64_t> tokens, KvStorage& cache, ComputeMode mode, bool all_rows,
+                 const LayerStagedHook& hook, std::vector<float>* logits) const;
 
  private:
   LlamaWeights w_;

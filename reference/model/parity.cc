@@ -9,8 +9,8 @@ namespace {
 
 // Compares candidate step logits with the baseline's.
 PairResult Compare(const std::string& name, const GreedyRun& base,
-                   const std::vector<std::vector<float>>& cand, const std::vector<int64_t>& cand_tokens,
-                   double tol) {
+                   const std::vector<std::vector<float>>& cand,
+                   const std::vector<int64_t>& cand_tokens, double tol) {
   PairResult r;
   r.name = name;
   r.tolerance = tol;
@@ -20,7 +20,11 @@ PairResult Compare(const std::string& name, const GreedyRun& base,
   for (size_t g = 0; g < std::min(cand.size(), base.logits.size()); ++g) {
     const auto& a = base.logits[g];
     const auto& b = cand[g];
-    if (a.size() != b.size()) { r.bit_identical = false; r.max_abs = INFINITY; continue; }
+    if (a.size() != b.size()) {
+      r.bit_identical = false;
+      r.max_abs = INFINITY;
+      continue;
+    }
     if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0) r.bit_identical = false;
     for (size_t i = 0; i < a.size(); ++i) {
       if (!std::isfinite(a[i]) || !std::isfinite(b[i])) r.non_finite = true;
@@ -33,10 +37,11 @@ PairResult Compare(const std::string& name, const GreedyRun& base,
   r.max_rel = scale > 0 ? r.max_abs / scale : r.max_abs;
   r.passed = !r.non_finite && r.argmax_agree && (tol == 0 ? r.bit_identical : r.max_abs <= tol);
   if (!r.passed) {
-    r.detail = r.non_finite    ? "non-finite logits (NaN or infinity)"
+    r.detail = r.non_finite      ? "non-finite logits (NaN or infinity)"
                : !r.argmax_agree ? "greedy tokens differ"
-               : tol == 0      ? "logits are not bit-identical (max |diff| " + std::to_string(r.max_abs) + ")"
-                               : "max |diff| " + std::to_string(r.max_abs) + " > tolerance";
+               : tol == 0
+                   ? "logits are not bit-identical (max |diff| " + std::to_string(r.max_abs) + ")"
+                   : "max |diff| " + std::to_string(r.max_abs) + " > tolerance";
   }
   return r;
 }
@@ -72,8 +77,9 @@ StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t
   return run;
 }
 
-StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::vector<int64_t>& prompt,
-                                            uint64_t max_new, ComputeMode mode) {
+StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
+                                            const std::vector<int64_t>& prompt, uint64_t max_new,
+                                            ComputeMode mode) {
   EngineOptions base_opts;
   base_opts.mode = mode;
   KVC_ASSIGN_OR_RETURN(GreedyRun base, RunGreedy(model, prompt, max_new, base_opts));
@@ -95,7 +101,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
       cand.push_back(std::move(logits));
       prefix.push_back(toks.back());
     }
-    out.push_back(st.ok() ? Compare("cache_vs_nocache", base, cand, toks, tol0) : Failed("cache_vs_nocache", st));
+    out.push_back(st.ok() ? Compare("cache_vs_nocache", base, cand, toks, tol0)
+                          : Failed("cache_vs_nocache", st));
   }
   for (uint64_t c : {1, 3, 16, 64, 127}) {
     const std::string name = "chunked_prefill_c" + std::to_string(c);
@@ -108,7 +115,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
       continue;
     }
     auto run = RunGreedy(model, prompt, max_new, base_opts, c);
-    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0) : Failed(name, run.status()));
+    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
+                           : Failed(name, run.status()));
   }
   for (uint64_t b : {1, 4, 16}) {
     EngineOptions o = base_opts;
@@ -116,7 +124,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
     o.block_size = b;
     const std::string name = "paged_b" + std::to_string(b) + "_vs_contiguous";
     auto run = RunGreedy(model, prompt, max_new, o);
-    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0) : Failed(name, run.status()));
+    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
+                           : Failed(name, run.status()));
   }
   {  // fork then continue: paged (blocks shared) parent prefill, child decodes.
     EngineOptions o = base_opts;
@@ -154,9 +163,10 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
     if (st.ok()) st = e.Fork("parent", prompt.size() + 1, {"child"});
     const int64_t y1 = Argmax(logits);
     if (st.ok()) st = e.Emit("parent", y1);
-    if (st.ok()) st = e.Decode("parent", y1, &parent_logits);  // parent writes into the shared block
+    if (st.ok())
+      st = e.Decode("parent", y1, &parent_logits);  // parent writes into the shared block
     if (st.ok()) st = e.Emit("child", alt);
-    if (st.ok()) st = e.Decode("child", alt, &child_logits);   // child diverges (copy-on-write)
+    if (st.ok()) st = e.Decode("child", alt, &child_logits);  // child diverges (copy-on-write)
     GreedyRun fresh_child, fresh_parent;
     std::vector<int64_t> seq_child = prompt, seq_parent = prompt;
     seq_child.insert(seq_child.end(), {y0, alt});
@@ -174,10 +184,14 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
     if (!st.ok()) {
       out.push_back(Failed("fork_diverge_vs_fresh", st));
     } else {
-      PairResult a = Compare("fork_diverge_vs_fresh", fresh_child, {child_logits}, {Argmax(child_logits)}, tol0);
-      PairResult b = Compare("fork_diverge_vs_fresh", fresh_parent, {parent_logits}, {Argmax(parent_logits)}, tol0);
-      if (!b.passed) a = b, a.detail = "parent after the fork: " + b.detail;
-      else a.max_abs = std::max(a.max_abs, b.max_abs);
+      PairResult a = Compare("fork_diverge_vs_fresh", fresh_child, {child_logits},
+                             {Argmax(child_logits)}, tol0);
+      PairResult b = Compare("fork_diverge_vs_fresh", fresh_parent, {parent_logits},
+                             {Argmax(parent_logits)}, tol0);
+      if (!b.passed)
+        a = b, a.detail = "parent after the fork: " + b.detail;
+      else
+        a.max_abs = std::max(a.max_abs, b.max_abs);
       out.push_back(a);
     }
   }
@@ -185,8 +199,9 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::
     EngineOptions o = base_opts;
     o.mode = ComputeMode::kFast;
     auto run = RunGreedy(model, prompt, max_new, o);
-    out.push_back(run.ok() ? Compare("fast_vs_deterministic", base, run->logits, run->tokens, kFastTolerance)
-                           : Failed("fast_vs_deterministic", run.status()));
+    out.push_back(
+        run.ok() ? Compare("fast_vs_deterministic", base, run->logits, run->tokens, kFastTolerance)
+                 : Failed("fast_vs_deterministic", run.status()));
   }
   return out;
 }

@@ -14,9 +14,9 @@
 //   fast_vs_deterministic             (deterministic baseline only) BLAS kernels
 // In deterministic mode every pair declares tolerance 0 and must be bit-identical (memcmp)
 // except fast_vs_deterministic, which declares kFastTolerance; in fast mode every pair
-// declares kFastTolerance (BLAS blocking depends on the number of rows per call). max_rel = max_abs / max |baseline logit|. A pair passes when
-// max_abs <= tolerance and every step's argmax agrees, and no logit is NaN or infinite.
-// Thread-compatible; runs on the caller's thread.
+// declares kFastTolerance (BLAS blocking depends on the number of rows per call). max_rel = max_abs
+// / max |baseline logit|. A pair passes when max_abs <= tolerance and every step's argmax agrees,
+// and no logit is NaN or infinite. Thread-compatible; runs on the caller's thread.
 #ifndef KVCONFORM_REFERENCE_MODEL_PARITY_H_
 #define KVCONFORM_REFERENCE_MODEL_PARITY_H_
 
@@ -30,9 +30,9 @@ namespace kvc::model {
 inline constexpr double kFastTolerance = 1e-3;  // max |logit diff|, fast vs deterministic
 
 struct GreedyRun {
-  std::vector<int64_t> tokens;               // emitted ids y[0..G)
-  std::vector<std::vector<float>> logits;    // [G][V]: the logits that chose y[g]
-  uint64_t committed_length = 0;             // after the run: P + G - 1 (frontier unprocessed)
+  std::vector<int64_t> tokens;             // emitted ids y[0..G)
+  std::vector<std::vector<float>> logits;  // [G][V]: the logits that chose y[g]
+  uint64_t committed_length = 0;           // after the run: P + G - 1 (frontier unprocessed)
 };
 
 // Greedy generation of `max_new` tokens (>= 1) through an Engine with `opts`, prefill in
@@ -54,8 +54,9 @@ struct PairResult {
 };
 
 // Runs every pair. Errors only for failures to run (bad tokens, ...); mismatches are results.
-StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model, const std::vector<int64_t>& prompt,
-                                            uint64_t max_new, ComputeMode mode);
+StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
+                                            const std::vector<int64_t>& prompt, uint64_t max_new,
+                                            ComputeMode mode);
 
 }  // namespace kvc::model
 

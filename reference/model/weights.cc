@@ -61,8 +61,10 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
       if (j.status().code() == StatusCode::kIoError) return j.status();
       return IndexError(index.string(), j.status().message());
     }
-    const Json& wm = j->value.is_object() && j->value.contains("weight_map") ? j->value["weight_map"] : Json();
-    if (!wm.is_object()) return IndexError(index.string(), "field 'weight_map': expected an object");
+    const Json& wm =
+        j->value.is_object() && j->value.contains("weight_map") ? j->value["weight_map"] : Json();
+    if (!wm.is_object())
+      return IndexError(index.string(), "field 'weight_map': expected an object");
     for (const auto& [name, file] : wm.items()) {
       if (!file.is_string())
         return IndexError(index.string(), "weight_map['" + name + "']: expected a shard file name");
@@ -90,16 +92,17 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
   for (const auto& spec : RequiredTensors(config)) {
     auto it = where.find(spec.name);
     if (it == where.end()) {
-      return ViolationStatus(ErrorCode::MODEL_TENSOR_MISSING,
-                             dir + ": tensor '" + spec.name + "' is required by config.json but absent");
+      return ViolationStatus(
+          ErrorCode::MODEL_TENSOR_MISSING,
+          dir + ": tensor '" + spec.name + "' is required by config.json but absent");
     }
     const SafetensorsFile& sf = *shards[it->second];
     const TensorView* t = sf.Find(spec.name);
     if (t->shape != spec.shape) {
       return ViolationStatus(ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH,
-                             sf.path() + ": tensor '" + spec.name + "' field 'shape': " +
-                                 ShapeString(t->shape) + ", expected " + ShapeString(spec.shape) +
-                                 " from config.json");
+                             sf.path() + ": tensor '" + spec.name +
+                                 "' field 'shape': " + ShapeString(t->shape) + ", expected " +
+                                 ShapeString(spec.shape) + " from config.json");
     }
     loaded[spec.name] = ToFloat32(*t);
   }

@@ -19,15 +19,15 @@
 namespace kvc::model {
 
 struct LayerWeights {
-  std::vector<float> input_norm;     // [d]
-  std::vector<float> q_proj;         // [H_q*d_h, d]
-  std::vector<float> k_proj;         // [H_kv*d_h, d]
-  std::vector<float> v_proj;         // [H_kv*d_h, d]
-  std::vector<float> o_proj;         // [d, H_q*d_h]
-  std::vector<float> post_norm;      // [d]
-  std::vector<float> gate_proj;      // [F, d]
-  std::vector<float> up_proj;        // [F, d]
-  std::vector<float> down_proj;      // [d, F]
+  std::vector<float> input_norm;  // [d]
+  std::vector<float> q_proj;      // [H_q*d_h, d]
+  std::vector<float> k_proj;      // [H_kv*d_h, d]
+  std::vector<float> v_proj;      // [H_kv*d_h, d]
+  std::vector<float> o_proj;      // [d, H_q*d_h]
+  std::vector<float> post_norm;   // [d]
+  std::vector<float> gate_proj;   // [F, d]
+  std::vector<float> up_proj;     // [F, d]
+  std::vector<float> down_proj;   // [d, F]
 };
 
 struct LlamaWeights {

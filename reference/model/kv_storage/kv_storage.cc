@@ -32,13 +32,21 @@ class ContiguousKvStorage final : public KvStorage {
     std::memcpy(&k_[layer][pos * shape_.row], k, shape_.row * sizeof(float));
     std::memcpy(&v_[layer][pos * shape_.row], v, shape_.row * sizeof(float));
   }
-  const float* KeyRow(uint64_t layer, uint64_t pos) const override { return &k_[layer][pos * shape_.row]; }
-  const float* ValueRow(uint64_t layer, uint64_t pos) const override { return &v_[layer][pos * shape_.row]; }
-  void Commit() override { committed_ += staged_; staged_ = 0; }
+  const float* KeyRow(uint64_t layer, uint64_t pos) const override {
+    return &k_[layer][pos * shape_.row];
+  }
+  const float* ValueRow(uint64_t layer, uint64_t pos) const override {
+    return &v_[layer][pos * shape_.row];
+  }
+  void Commit() override {
+    committed_ += staged_;
+    staged_ = 0;
+  }
   void Abort() override { staged_ = 0; }
 
   StatusOr<std::unique_ptr<KvStorage>> Fork(uint64_t prefix) const override {
-    if (released_ || prefix > committed_) return FailedPrecondition("contiguous storage: fork past the committed prefix");
+    if (released_ || prefix > committed_)
+      return FailedPrecondition("contiguous storage: fork past the committed prefix");
     auto c = std::make_unique<ContiguousKvStorage>(shape_);
     for (uint64_t l = 0; l < shape_.layers; ++l) {
       c->k_[l].assign(k_[l].begin(), k_[l].begin() + prefix * shape_.row);
@@ -49,7 +57,8 @@ class ContiguousKvStorage final : public KvStorage {
   }
   Status Truncate(uint64_t length) override {
     if (released_ || staged_ || length > committed_)
-      return FailedPrecondition("contiguous storage: truncate needs length <= committed and no staged rows");
+      return FailedPrecondition(
+          "contiguous storage: truncate needs length <= committed and no staged rows");
     committed_ = length;
     return Status::Ok();
   }
@@ -114,11 +123,19 @@ class PagedKvStorage final : public KvStorage {
   const float* ValueRow(uint64_t layer, uint64_t pos) const override {
     return &table_[pos / bs_]->data[Offset(layer, pos % bs_, true)];
   }
-  void Commit() override { committed_ += staged_; staged_ = 0; DropUnused(); }
-  void Abort() override { staged_ = 0; DropUnused(); }
+  void Commit() override {
+    committed_ += staged_;
+    staged_ = 0;
+    DropUnused();
+  }
+  void Abort() override {
+    staged_ = 0;
+    DropUnused();
+  }
 
   StatusOr<std::unique_ptr<KvStorage>> Fork(uint64_t prefix) const override {
-    if (released_ || prefix > committed_) return FailedPrecondition("paged storage: fork past the committed prefix");
+    if (released_ || prefix > committed_)
+      return FailedPrecondition("paged storage: fork past the committed prefix");
     auto c = std::make_unique<PagedKvStorage>(shape_, bs_);
     const uint64_t blocks = (prefix + bs_ - 1) / bs_;
     c->table_.assign(table_.begin(), table_.begin() + blocks);  // shared, copy-on-write
@@ -127,7 +144,8 @@ class PagedKvStorage final : public KvStorage {
   }
   Status Truncate(uint64_t length) override {
     if (released_ || staged_ || length > committed_)
-      return FailedPrecondition("paged storage: truncate needs length <= committed and no staged rows");
+      return FailedPrecondition(
+          "paged storage: truncate needs length <= committed and no staged rows");
     committed_ = length;
     DropUnused();
     return Status::Ok();

@@ -14,7 +14,10 @@ void Append(KvStorage& s, uint64_t n, float base) {
     const uint64_t pos = s.committed_length() + i;
     for (uint64_t l = 0; l < kShape.layers; ++l) {
       float k[3], v[3];
-      for (int e = 0; e < 3; ++e) { k[e] = base + pos * 10 + l * 100 + e; v[e] = -k[e]; }
+      for (int e = 0; e < 3; ++e) {
+        k[e] = base + pos * 10 + l * 100 + e;
+        v[e] = -k[e];
+      }
       s.WriteRow(l, pos, k, v);
     }
   }
@@ -24,7 +27,11 @@ void Append(KvStorage& s, uint64_t n, float base) {
 TEST(KvStorage, LayoutsHoldTheSameRows) {
   auto c = NewContiguousKvStorage(kShape);
   auto p = NewPagedKvStorage(kShape, 4);
-  for (auto* s : {c.get(), p.get()}) { Append(*s, 5, 0); Append(*s, 1, 0); Append(*s, 7, 0); }
+  for (auto* s : {c.get(), p.get()}) {
+    Append(*s, 5, 0);
+    Append(*s, 1, 0);
+    Append(*s, 7, 0);
+  }
   ASSERT_EQ(c->committed_length(), 13u);
   ASSERT_EQ(p->committed_length(), 13u);
   for (uint64_t l = 0; l < 2; ++l)
@@ -53,7 +60,8 @@ TEST(KvStorage, PagedForkSharesBlocksAndCopiesOnWrite) {
 }
 
 TEST(KvStorage, AbortTruncateRelease) {
-  std::unique_ptr<KvStorage> both[2] = {NewContiguousKvStorage(kShape), NewPagedKvStorage(kShape, 2)};
+  std::unique_ptr<KvStorage> both[2] = {NewContiguousKvStorage(kShape),
+                                        NewPagedKvStorage(kShape, 2)};
   for (auto& s : both) {
     Append(*s, 3, 0);
     ASSERT_TRUE(s->Stage(2).ok());

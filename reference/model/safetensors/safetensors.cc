@@ -26,17 +26,22 @@ Status OffsetsError(const std::string& src, const std::string& what) {
 }
 
 bool ParseDType(std::string_view s, DType* out) {
-  if (s == "F32") *out = DType::kF32;
-  else if (s == "F16") *out = DType::kF16;
-  else if (s == "BF16") *out = DType::kBF16;
-  else return false;
+  if (s == "F32")
+    *out = DType::kF32;
+  else if (s == "F16")
+    *out = DType::kF16;
+  else if (s == "BF16")
+    *out = DType::kBF16;
+  else
+    return false;
   return true;
 }
 
 // A non-negative JSON integer, or nullopt.
 std::optional<uint64_t> AsU64(const Json& j) {
   if (j.is_number_unsigned()) return j.get<uint64_t>();
-  if (j.is_number_integer() && j.get<int64_t>() >= 0) return static_cast<uint64_t>(j.get<int64_t>());
+  if (j.is_number_integer() && j.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(j.get<int64_t>());
   return std::nullopt;
 }
 
@@ -44,9 +49,12 @@ std::optional<uint64_t> AsU64(const Json& j) {
 
 std::string_view DTypeName(DType d) {
   switch (d) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
   }
   return "?";
 }
@@ -75,8 +83,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
   }
   if (n > size - 8) {
     return ViolationStatus(ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH,
-                           src + ": header size " + std::to_string(n) + " runs past the end of the " +
-                               std::to_string(size) + "-byte file (truncated)");
+                           src + ": header size " + std::to_string(n) +
+                               " runs past the end of the " + std::to_string(size) +
+                               "-byte file (truncated)");
   }
   std::string_view header(reinterpret_cast<const char*>(bytes + 8), n);
   auto parsed = ParseJsonStrict(header, src + " (header)");
@@ -87,14 +96,16 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
   const uint64_t data_size = size - 8 - n;
   SafetensorsFile f;
   f.path_ = src;
-  struct Span { uint64_t begin, end; std::string name; };
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
   std::vector<Span> spans;
   for (const auto& [name, entry] : root.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) return HeaderError(src, "__metadata__ is not an object");
       for (const auto& [k, v] : entry.items())
-        if (!v.is_string())
-          return HeaderError(src, "__metadata__." + k + " is not a string");
+        if (!v.is_string()) return HeaderError(src, "__metadata__." + k + " is not a string");
       continue;
     }
     const std::string where = "tensor '" + name + "'";
@@ -114,15 +125,16 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     t.name = name;
     const std::string dt = entry["dtype"].get<std::string>();
     if (!ParseDType(dt, &t.dtype)) {
-      return ViolationStatus(ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
-                             src + ": " + where + " field 'dtype': '" + dt +
-                                 "' is not one of F32, F16, BF16");
+      return ViolationStatus(
+          ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
+          src + ": " + where + " field 'dtype': '" + dt + "' is not one of F32, F16, BF16");
     }
     uint64_t numel = 1;
     for (size_t i = 0; i < entry["shape"].size(); ++i) {
       auto d = AsU64(entry["shape"][i]);
-      if (!d) return HeaderError(src, where + " field 'shape[" + std::to_string(i) +
-                                          "]': expected a non-negative integer");
+      if (!d)
+        return HeaderError(src, where + " field 'shape[" + std::to_string(i) +
+                                    "]': expected a non-negative integer");
       auto p = CheckedMul(numel, *d);
       if (!p) return OffsetsError(src, where + " field 'shape': element count overflows 64 bits");
       numel = *p;
@@ -135,9 +147,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     if (*e < *b) return OffsetsError(src, where + " field 'data_offsets': end < begin");
     if (*e > data_size) {
       return ViolationStatus(ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH,
-                             src + ": " + where + " field 'data_offsets': end " + std::to_string(*e) +
-                                 " is past the data section of " + std::to_string(data_size) +
-                                 " bytes (file truncated?)");
+                             src + ": " + where + " field 'data_offsets': end " +
+                                 std::to_string(*e) + " is past the data section of " +
+                                 std::to_string(data_size) + " bytes (file truncated?)");
     }
     auto nbytes = CheckedMul(numel, DTypeSize(t.dtype));
     if (!nbytes || *nbytes != *e - *b) {
@@ -150,12 +162,14 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     spans.push_back({*b, *e, name});
     f.tensors_.emplace(name, std::move(t));
   }
-  std::sort(spans.begin(), spans.end(),
-            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   uint64_t at = 0;
   for (const auto& s : spans) {
     if (s.begin < at)
-      return OffsetsError(src, "tensor '" + s.name + "' field 'data_offsets': overlaps the previous tensor");
+      return OffsetsError(
+          src, "tensor '" + s.name + "' field 'data_offsets': overlaps the previous tensor");
     if (s.begin > at)
       return OffsetsError(src, "tensor '" + s.name + "' field 'data_offsets': leaves a gap of " +
                                    std::to_string(s.begin - at) + " bytes before it");
@@ -206,7 +220,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
 }
 
 SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept
-    : path_(std::move(o.path_)), map_(o.map_), map_size_(o.map_size_),
+    : path_(std::move(o.path_)),
+      map_(o.map_),
+      map_size_(o.map_size_),
       tensors_(std::move(o.tensors_)) {
   o.map_ = nullptr;
   o.map_size_ = 0;
@@ -237,9 +253,12 @@ const TensorView* SafetensorsFile::Find(const std::string& name) const {
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31) v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -272,8 +291,11 @@ uint16_t FloatToHalf(float f) {
   }
   int e;
   double fr = std::frexp(static_cast<double>(a), &e);  // a = fr * 2^e, fr in [0.5, 1)
-  long m = std::lrint(std::ldexp(fr, 11));            // 11 significant bits
-  if (m == 2048) { m = 1024; ++e; }
+  long m = std::lrint(std::ldexp(fr, 11));             // 11 significant bits
+  if (m == 2048) {
+    m = 1024;
+    ++e;
+  }
   const int exp = e - 1 + 15;
   if (exp >= 31) return sign | 0x7c00;
   return static_cast<uint16_t>(sign | (exp << 10) | (m & 0x3ff));
@@ -309,7 +331,8 @@ std::string SerializeSafetensors(const std::vector<TensorToWrite>& tensors) {
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += h;
-  for (const auto& t : tensors) out.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  for (const auto& t : tensors)
+    out.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
   return out;
 }
 

@@ -1,11 +1,11 @@
 // Strict safetensors validation: valid round trip and every malformed-header class.
 #include "reference/model/safetensors/safetensors.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-
-#include <gtest/gtest.h>
 
 namespace kvc::model {
 namespace {
@@ -43,8 +43,10 @@ TEST(Safetensors, RoundTripAndConversion) {
   const float bv[3] = {1.0f, -0.5f, 3.140625f};
   for (float v : bv) {
     uint16_t x = FloatToBFloat16(v), y = FloatToHalf(v);
-    b.bytes.push_back(std::byte(x & 0xff)); b.bytes.push_back(std::byte(x >> 8));
-    h.bytes.push_back(std::byte(y & 0xff)); h.bytes.push_back(std::byte(y >> 8));
+    b.bytes.push_back(std::byte(x & 0xff));
+    b.bytes.push_back(std::byte(x >> 8));
+    h.bytes.push_back(std::byte(y & 0xff));
+    h.bytes.push_back(std::byte(y >> 8));
   }
   auto img = Bytes(SerializeSafetensors({a, b, h}));
   auto f = SafetensorsFile::FromBytes(img.data(), img.size(), "rt");
@@ -70,13 +72,14 @@ TEST(Safetensors, RejectsMalformedFiles) {
     auto b = Bytes(Image(ok, 8));
     EXPECT_TRUE(SafetensorsFile::FromBytes(b.data(), b.size(), "t").ok());
   }
-  EXPECT_EQ(CodeOf("abc"), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);            // < 8 bytes
-  EXPECT_EQ(CodeOf(Image(ok, 8).substr(0, 20)), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);  // truncated header
-  EXPECT_EQ(CodeOf(Image(ok, 4)), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);   // data truncated
-  EXPECT_EQ(CodeOf(Image(ok, 9)), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);     // trailing byte
+  EXPECT_EQ(CodeOf("abc"), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);  // < 8 bytes
+  EXPECT_EQ(CodeOf(Image(ok, 8).substr(0, 20)),
+            ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);                        // truncated header
+  EXPECT_EQ(CodeOf(Image(ok, 4)), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);  // data truncated
+  EXPECT_EQ(CodeOf(Image(ok, 9)), ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);  // trailing byte
   std::string huge(8, '\xff');
-  EXPECT_EQ(CodeOf(huge + "{}"), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);     // size limit
-  EXPECT_EQ(CodeOf(Image("", 0)), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);    // size 0
+  EXPECT_EQ(CodeOf(huge + "{}"), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);   // size limit
+  EXPECT_EQ(CodeOf(Image("", 0)), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);  // size 0
   EXPECT_EQ(CodeOf(Image("[1,2]", 0)), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
   EXPECT_EQ(CodeOf(Image("{\"x\":", 0)), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{}})", 8)),
@@ -87,12 +90,15 @@ TEST(Safetensors, RejectsMalformedFiles) {
             ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // span != numel * size
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
             ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
-  EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})", 8)),
-            ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // shape product overflow
+  EXPECT_EQ(
+      CodeOf(Image(
+          R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})", 8)),
+      ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // shape product overflow
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)),
             ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // end < begin
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                         R"("y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
+                         R"("y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                         12)),
             ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // overlap
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
             ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // gap at the start
@@ -100,7 +106,8 @@ TEST(Safetensors, RejectsMalformedFiles) {
             ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[2]}})", 8)),
             ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
-  EXPECT_EQ(CodeOf(Image(R"({"__metadata__":{"a":1}})", 0)), ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
+  EXPECT_EQ(CodeOf(Image(R"({"__metadata__":{"a":1}})", 0)),
+            ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
 }
 
 TEST(Safetensors, OpenNamesMissingFile) {
@@ -120,24 +127,32 @@ namespace {
 // tensor inside the image, or rejected with a Status; never a crash. Prints its seed.
 TEST(Safetensors, MutatedImagesNeverCrash) {
   const uint64_t seed = 20261129;
-  std::printf("Safetensors.MutatedImagesNeverCrash seed=%llu (reproduce: "
-              "build/bin/reference_tests --gtest_filter=Safetensors.MutatedImagesNeverCrash)\n",
-              static_cast<unsigned long long>(seed));
+  std::printf(
+      "Safetensors.MutatedImagesNeverCrash seed=%llu (reproduce: "
+      "build/bin/reference_tests --gtest_filter=Safetensors.MutatedImagesNeverCrash)\n",
+      static_cast<unsigned long long>(seed));
   TensorToWrite a{"model.norm.weight", DType::kF32, {4}, std::vector<std::byte>(16, std::byte{1})};
   TensorToWrite b{"lm_head.weight", DType::kBF16, {2, 3}, std::vector<std::byte>(12, std::byte{2})};
   const std::string base = SerializeSafetensors({a, b});
   uint64_t s = seed;
-  auto next = [&s] { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; };
+  auto next = [&s] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return s >> 33;
+  };
   int accepted = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     std::string img = base;
     const int edits = 1 + static_cast<int>(next() % 3);
     for (int e = 0; e < edits; ++e) {
       const uint64_t op = next() % 4, pos = next() % img.size();
-      if (op == 0) img[pos] = static_cast<char>(next() & 0xff);
-      else if (op == 1) img.resize(pos);
-      else if (op == 2) img.insert(pos, 1, static_cast<char>("{}[],:\"0 9"[next() % 10]));
-      else img[pos] = static_cast<char>(img[pos] ^ (1 << (next() % 8)));
+      if (op == 0)
+        img[pos] = static_cast<char>(next() & 0xff);
+      else if (op == 1)
+        img.resize(pos);
+      else if (op == 2)
+        img.insert(pos, 1, static_cast<char>("{}[],:\"0 9"[next() % 10]));
+      else
+        img[pos] = static_cast<char>(img[pos] ^ (1 << (next() % 8)));
       if (img.empty()) break;
     }
     auto bytes = Bytes(img);
