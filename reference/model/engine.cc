@@ -52,53 +52,79 @@ Status Engine::NewRequest(const std::string& handle) {
 
 Status Engine::Append(const std::string& handle, std::span<const int64_t> tokens, bool all_rows,
                       std::vector<float>* logits) {
-  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot snap, kv_.Read(handle));
-  const uint64_t t = snap.committed_length, n = tokens.size();
-  if (r->storage->committed_length() != t)
-    return Internal("engine: storage length differs from the published snapshot of '" + handle +
-                    "'");
-  KVC_RETURN_IF_ERROR(model_.CheckInputs(tokens, t));
+  const AppendItem item{handle, tokens, all_rows, logits};
+  return AppendBatch(std::span<const AppendItem>(&item, 1));
+}
 
-  lifecycle::BeginAppendRequest req;
-  req.txn_id = handle + "/append-" + std::to_string(next_txn_++);
-  req.idempotency_key = req.txn_id;
-  req.handle_id = handle;
-  req.base = snap.base();
-  req.cache_abi = kv_.abi().id;
-  req.interval = {t, n};
-  req.binding = {t, n, t + n, "post_rope"};
-  KVC_RETURN_IF_ERROR(kv_.BeginAppend(req).status());
-  if (Status s = r->storage->Stage(n); !s.ok()) {
-    (void)kv_.CancelTxn(req.txn_id);
-    return s;
+Status Engine::AppendBatch(std::span<const AppendItem> items) {
+  if (items.empty()) return InvalidArgument("engine: empty batch");
+  struct Open {
+    Request* r = nullptr;
+    lifecycle::BeginAppendRequest req;
+    bool begun = false, staged = false;
+  };
+  std::vector<Open> open(items.size());
+  // Validate everything before any transaction opens.
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (items[j].handle == items[i].handle)
+        return InvalidArgument("engine: handle '" + items[i].handle +
+                               "' appears twice in one batch");
+    KVC_ASSIGN_OR_RETURN(open[i].r, Get(items[i].handle));
+    KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot snap, kv_.Read(items[i].handle));
+    const uint64_t t = snap.committed_length, n = items[i].tokens.size();
+    if (open[i].r->storage->committed_length() != t)
+      return Internal("engine: storage length differs from the published snapshot of '" +
+                      items[i].handle + "'");
+    KVC_RETURN_IF_ERROR(model_.CheckInputs(items[i].tokens, t));
+    auto& req = open[i].req;
+    req.txn_id = items[i].handle + "/append-" + std::to_string(next_txn_++);
+    req.idempotency_key = req.txn_id;
+    req.handle_id = items[i].handle;
+    req.base = snap.base();
+    req.cache_abi = kv_.abi().id;
+    req.interval = {t, n};
+    req.binding = {t, n, t + n, "post_rope"};
   }
-  // Layer l's rows are in the storage's staged interval when the hook runs.
-  auto hook = [&](uint64_t layer) -> Status {
+  auto abandon = [&](Status s) {
+    for (auto& o : open) {
+      if (o.begun) (void)kv_.CancelTxn(o.req.txn_id);
+      if (o.staged) o.r->storage->Abort();
+    }
+    return s;
+  };
+  std::vector<ForwardSegment> segs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (Status s = kv_.BeginAppend(open[i].req).status(); !s.ok()) return abandon(s);
+    open[i].begun = true;
+    if (Status s = open[i].r->storage->Stage(items[i].tokens.size()); !s.ok()) return abandon(s);
+    open[i].staged = true;
+    segs.push_back({items[i].tokens, open[i].r->storage.get(), items[i].all_rows, items[i].logits});
+  }
+  // Segment s's layer rows are in its storage's staged interval when the hook runs.
+  auto hook = [&](size_t s, uint64_t layer) -> Status {
+    const auto& req = open[s].req;
     KVC_RETURN_IF_ERROR(
         kv_.StageLayer({req.txn_id, static_cast<uint32_t>(layer), req.interval, true, true, ""})
             .status());
-    return observer_ ? observer_(handle, layer, *r->storage) : Status::Ok();
+    return observer_ ? observer_(items[s].handle, layer, *open[s].r->storage) : Status::Ok();
   };
-  Status s = model_.Forward(tokens, *r->storage, opts_.mode, all_rows, hook, logits);
-  if (!s.ok()) {
-    (void)kv_.CancelTxn(req.txn_id);
-    r->storage->Abort();
-    return s;
+  if (Status s = model_.ForwardBatch(segs, opts_.mode, hook); !s.ok()) return abandon(s);
+  Status first;
+  for (auto& o : open) {
+    auto receipt = kv_.Publish(o.req.txn_id);
+    if (!receipt.ok() || receipt->replayed) {
+      o.r->storage->Abort();
+    } else {
+      o.r->storage->Commit();
+    }
+    if (!receipt.ok()) {
+      if (first.ok()) first = receipt.status();
+    } else if (o.r->storage->committed_length() != receipt->result.committed_length && first.ok()) {
+      first = Internal("engine: storage committed length differs from the publication receipt");
+    }
   }
-  auto receipt = kv_.Publish(req.txn_id);
-  if (!receipt.ok()) {
-    r->storage->Abort();
-    return receipt.status();
-  }
-  if (receipt->replayed) {
-    r->storage->Abort();
-  } else {
-    r->storage->Commit();
-  }
-  if (r->storage->committed_length() != receipt->result.committed_length)
-    return Internal("engine: storage committed length differs from the publication receipt");
-  return Status::Ok();
+  return first;
 }
 
 Status Engine::Prefill(const std::string& handle, std::span<const int64_t> prompt, uint64_t chunk,
@@ -125,17 +151,32 @@ Status Engine::Emit(const std::string& handle, int64_t token) {
 }
 
 Status Engine::Decode(const std::string& handle, int64_t token, std::vector<float>* logits) {
-  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  if (!r->frontier || *r->frontier != token) {
-    return ViolationStatus(ErrorCode::FRONTIER_TOKEN_MISMATCH,
-                           "decode of token " + std::to_string(token) + " on '" + handle +
-                               "': the unprocessed frontier is " +
-                               (r->frontier ? "[" + std::to_string(*r->frontier) + "]" : "empty"));
+  const DecodeItem item{handle, token, logits};
+  return DecodeBatch(std::span<const DecodeItem>(&item, 1));
+}
+
+Status Engine::DecodeBatch(std::span<const DecodeItem> items) {
+  std::vector<AppendItem> appends;
+  std::vector<Request*> reqs;
+  for (const auto& it : items) {
+    KVC_ASSIGN_OR_RETURN(Request * r, Get(it.handle));
+    if (!r->frontier || *r->frontier != it.token) {
+      return ViolationStatus(
+          ErrorCode::FRONTIER_TOKEN_MISMATCH,
+          "decode of token " + std::to_string(it.token) + " on '" + it.handle +
+              "': the unprocessed frontier is " +
+              (r->frontier ? "[" + std::to_string(*r->frontier) + "]" : "empty"));
+    }
+    reqs.push_back(r);
+    appends.push_back({it.handle, std::span<const int64_t>(&it.token, 1), false, it.logits});
   }
-  const int64_t t[1] = {token};
-  KVC_RETURN_IF_ERROR(Append(handle, t, false, logits));
-  r->frontier.reset();
-  return Status::Ok();
+  std::vector<uint64_t> before;
+  for (Request* r : reqs) before.push_back(r->storage->committed_length());
+  Status s = AppendBatch(appends);
+  // A request whose row was published (committed grew by one) has processed its frontier.
+  for (size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i]->storage->committed_length() == before[i] + 1) reqs[i]->frontier.reset();
+  return s;
 }
 
 Status Engine::RepairFrontier(const std::string& handle) {

@@ -62,6 +62,19 @@ class Engine {
   // [n, V] (all_rows). Token/position errors are reported before any transaction opens.
   Status Append(const std::string& handle, std::span<const int64_t> tokens, bool all_rows,
                 std::vector<float>* logits);
+  // One batched model call: each item is its own append transaction on its own handle (all
+  // distinct); the rows of all items share the projections (ragged batch, see ForwardBatch).
+  // Every transaction is opened before the call and published after it; a failure before
+  // publication cancels all of them. A publication that fails affects only its own item; the
+  // first error is returned after every item was settled.
+  struct AppendItem {
+    std::string handle;
+    std::span<const int64_t> tokens;
+    bool all_rows = false;
+    std::vector<float>* logits = nullptr;
+  };
+  Status AppendBatch(std::span<const AppendItem> items);
+
   // Prefill of `prompt` in appends of `chunk` tokens (0 = one append); logits of the last row.
   Status Prefill(const std::string& handle, std::span<const int64_t> prompt, uint64_t chunk,
                  std::vector<float>* logits);
@@ -72,6 +85,13 @@ class Engine {
   // Processes the frontier token (must equal `token`, else FRONTIER_TOKEN_MISMATCH) through an
   // append and returns the logits that choose the next output.
   Status Decode(const std::string& handle, int64_t token, std::vector<float>* logits);
+  // Decode of several requests in one batched call (each its own transaction).
+  struct DecodeItem {
+    std::string handle;
+    int64_t token = 0;
+    std::vector<float>* logits = nullptr;
+  };
+  Status DecodeBatch(std::span<const DecodeItem> items);
   // Processes the frontier token and discards the logits (FRONTIER_NOTHING_TO_REPAIR if none).
   Status RepairFrontier(const std::string& handle);
   std::optional<int64_t> frontier(const std::string& handle) const;

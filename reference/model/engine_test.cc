@@ -67,7 +67,7 @@ TEST_P(ParityOnShape, EveryPairPasses) {
   const LlamaModel& m = Fixture(GetParam());
   auto res = RunParity(m, Prompt(130, m.config().vocab_size), 4, ComputeMode::kDeterministic);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  ASSERT_EQ(res->size(), 12u);
+  ASSERT_EQ(res->size(), 13u);
   for (const auto& r : *res) {
     EXPECT_FALSE(r.skipped) << r.name;
     EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
@@ -176,6 +176,38 @@ TEST(EngineTrace, MidCallFailurePublishesNothing) {
   p.push_back(5);
   ASSERT_TRUE(f.Prefill("r", p, 0, &logits).ok());
   EXPECT_TRUE(SameBits(logits, retry));
+}
+
+// A batched call is one forward pass with one transaction per request: a failure in any
+// segment before publication cancels every transaction of the batch.
+TEST(EngineTrace, BatchFailureCancelsEveryTransaction) {
+  const LlamaModel& m = Fixture("gqa2");
+  Engine e(m, {});
+  ASSERT_TRUE(e.NewRequest("a").ok());
+  ASSERT_TRUE(e.NewRequest("b").ok());
+  std::vector<float> la, lb;
+  const auto pa = Prompt(5, 96), pb = Prompt(3, 96, 1);
+  const Engine::AppendItem dup[2] = {{"a", pa, false, &la}, {"a", pb, false, &lb}};
+  EXPECT_EQ(e.AppendBatch(dup).code(), StatusCode::kInvalidArgument);
+  e.set_layer_observer([](const std::string& h, uint64_t layer, const KvStorage&) -> Status {
+    return h == "b" && layer == 1 ? Unavailable("injected failure in segment b") : Status::Ok();
+  });
+  const Engine::AppendItem batch[2] = {{"a", pa, false, &la}, {"b", pb, false, &lb}};
+  EXPECT_EQ(e.AppendBatch(batch).code(), StatusCode::kUnavailable);
+  for (const char* h : {"a", "b"}) {
+    EXPECT_EQ(e.Read(h)->committed_length, 0u);
+    EXPECT_EQ(e.Read(h)->generation, 0u);
+    EXPECT_EQ(e.storage(h)->staged_count(), 0u);
+  }
+  e.set_layer_observer(nullptr);
+  ASSERT_TRUE(e.AppendBatch(batch).ok());
+  EXPECT_EQ(e.Read("a")->committed_length, 5u);
+  EXPECT_EQ(e.Read("b")->committed_length, 3u);
+  std::vector<float> alone;
+  Engine f(m, {});
+  ASSERT_TRUE(f.NewRequest("b").ok());
+  ASSERT_TRUE(f.Prefill("b", pb, 0, &alone).ok());
+  EXPECT_TRUE(SameBits(lb, alone));
 }
 
 // M5.1 0x03 P=4, G=3 ordinary stop trace and the explicit final-token repair.

@@ -1,6 +1,7 @@
 // The Llama-family forward pass over a staged K/V append.
 #include "reference/model/llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -50,57 +51,85 @@ void ApplyRope(float* x, const float* cosv, const float* sinv, size_t half) {
 Status LlamaModel::Forward(std::span<const int64_t> tokens, KvStorage& cache, ComputeMode mode,
                            bool all_rows, const LayerStagedHook& hook,
                            std::vector<float>* logits) const {
+  const ForwardSegment seg{tokens, &cache, all_rows, logits};
+  return ForwardBatch(std::span<const ForwardSegment>(&seg, 1), mode, hook);
+}
+
+Status LlamaModel::ForwardBatch(std::span<const ForwardSegment> segs, ComputeMode mode,
+                                const LayerStagedHook& hook) const {
   const LlamaConfig& c = w_.config;
-  const uint64_t t_past = cache.committed_length();
-  const size_t T = tokens.size();
-  if (T == 0) return InvalidArgument("forward: no tokens");
-  if (cache.staged_count() != T)
-    return FailedPrecondition("forward: the cache must have exactly T_new staged rows");
-  KVC_RETURN_IF_ERROR(CheckInputs(tokens, t_past));
+  if (segs.empty()) return InvalidArgument("forward: no segments");
+  // Row r of the batch belongs to segment seg_of[r] at absolute position pos_of[r].
+  std::vector<size_t> seg_of, first_row(segs.size());
+  std::vector<uint64_t> pos_of;
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const ForwardSegment& g = segs[s];
+    if (g.tokens.empty() || g.cache == nullptr || g.logits == nullptr)
+      return InvalidArgument("forward: segment " + std::to_string(s) +
+                             " has no tokens, cache or output");
+    if (g.cache->staged_count() != g.tokens.size())
+      return FailedPrecondition("forward: the cache must have exactly T_new staged rows");
+    const uint64_t t_past = g.cache->committed_length();
+    KVC_RETURN_IF_ERROR(CheckInputs(g.tokens, t_past));
+    first_row[s] = seg_of.size();
+    for (size_t i = 0; i < g.tokens.size(); ++i) {
+      seg_of.push_back(s);
+      pos_of.push_back(t_past + i);
+    }
+  }
+  const size_t T = seg_of.size();
   const size_t d = c.hidden_size, F = c.intermediate_size, dh = c.head_dim, half = dh / 2;
   const size_t Hq = c.num_attention_heads, g = c.group_size();
   const size_t qw = c.q_width(), kvw = c.kv_width();
   const float eps = static_cast<float>(c.rms_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));  // HF: head_dim ** -0.5
 
-  // cos/sin [T, half] for positions t_past + i, as HF: angle = float(pos) * inv_freq.
+  // cos/sin [T, half] at each row's position, as HF: angle = float(pos) * inv_freq.
   std::vector<float> cosv(T * half), sinv(T * half);
-  for (size_t i = 0; i < T; ++i) {
-    const float pos = static_cast<float>(t_past + i);
+  uint64_t max_keys = 0;
+  for (size_t r = 0; r < T; ++r) {
+    const float pos = static_cast<float>(pos_of[r]);
+    max_keys = std::max<uint64_t>(max_keys, pos_of[r] + 1);
     for (size_t j = 0; j < half; ++j) {
       const float angle = pos * inv_freq_[j];
-      cosv[i * half + j] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sinv[i * half + j] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cosv[r * half + j] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sinv[r * half + j] = static_cast<float>(std::sin(static_cast<double>(angle)));
     }
   }
 
   std::vector<float> h(T * d);  // [T, d] residual stream
-  for (size_t i = 0; i < T; ++i)
-    std::memcpy(&h[i * d], &w_.embed_tokens[static_cast<size_t>(tokens[i]) * d], d * sizeof(float));
+  for (size_t r = 0; r < T; ++r) {
+    const int64_t tok = segs[seg_of[r]].tokens[r - first_row[seg_of[r]]];
+    std::memcpy(&h[r * d], &w_.embed_tokens[static_cast<size_t>(tok) * d], d * sizeof(float));
+  }
 
   std::vector<float> x(T * d), q(T * qw), k(T * kvw), v(T * kvw), attn(T * qw), o(T * d);
-  std::vector<float> gate(T * F), up(T * F), scores(t_past + T);
+  std::vector<float> gate(T * F), up(T * F), scores(max_keys);
   for (uint64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
     RmsNorm(h.data(), lw.input_norm.data(), x.data(), T, d, eps);
     Linear(x.data(), lw.q_proj.data(), q.data(), T, qw, d, mode);   // [T, H_q*d_h]
     Linear(x.data(), lw.k_proj.data(), k.data(), T, kvw, d, mode);  // [T, H_kv*d_h]
     Linear(x.data(), lw.v_proj.data(), v.data(), T, kvw, d, mode);  // [T, H_kv*d_h]
-    for (size_t i = 0; i < T; ++i) {
+    for (size_t r = 0; r < T; ++r) {
       for (size_t hq = 0; hq < Hq; ++hq)
-        ApplyRope(&q[i * qw + hq * dh], &cosv[i * half], &sinv[i * half], half);
+        ApplyRope(&q[r * qw + hq * dh], &cosv[r * half], &sinv[r * half], half);
       for (size_t hk = 0; hk < kvw / dh; ++hk)
-        ApplyRope(&k[i * kvw + hk * dh], &cosv[i * half], &sinv[i * half], half);
+        ApplyRope(&k[r * kvw + hk * dh], &cosv[r * half], &sinv[r * half], half);
       // Stored row: post-RoPE K, V (this article's cache ABI), staged, not yet committed.
-      cache.WriteRow(l, t_past + i, &k[i * kvw], &v[i * kvw]);
+      segs[seg_of[r]].cache->WriteRow(l, pos_of[r], &k[r * kvw], &v[r * kvw]);
     }
-    if (hook) KVC_RETURN_IF_ERROR(hook(l));
-    // Attention: row i (position t_past + i) sees keys [0, t_past + i]; reductions in key order.
-    for (size_t i = 0; i < T; ++i) {
-      const size_t n_keys = t_past + i + 1;
+    if (hook) {
+      for (size_t s = 0; s < segs.size(); ++s) KVC_RETURN_IF_ERROR(hook(s, l));
+    }
+    // Attention: row r (position p) sees keys [0, p] of its own segment; reductions in key
+    // order.
+    for (size_t r = 0; r < T; ++r) {
+      const KvStorage& cache = *segs[seg_of[r]].cache;
+      const size_t n_keys = pos_of[r] + 1;
       for (size_t hq = 0; hq < Hq; ++hq) {
         const size_t hk = hq / g;
-        const float* qi = &q[i * qw + hq * dh];
+        const float* qi = &q[r * qw + hq * dh];
         float mx = -INFINITY;
         for (size_t j = 0; j < n_keys; ++j) {
           scores[j] = Dot(qi, cache.KeyRow(l, j) + hk * dh, dh) * scale;
@@ -111,7 +140,7 @@ Status LlamaModel::Forward(std::span<const int64_t> tokens, KvStorage& cache, Co
           scores[j] = std::exp(scores[j] - mx);
           sum += scores[j];
         }
-        float* out = &attn[i * qw + hq * dh];
+        float* out = &attn[r * qw + hq * dh];
         std::fill(out, out + dh, 0.0f);
         for (size_t j = 0; j < n_keys; ++j) {
           const float p = scores[j] / sum;
@@ -132,10 +161,24 @@ Status LlamaModel::Forward(std::span<const int64_t> tokens, KvStorage& cache, Co
     Linear(gate.data(), lw.down_proj.data(), o.data(), T, d, F, mode);  // [T, d]
     for (size_t i = 0; i < T * d; ++i) h[i] += o[i];
   }
-  const size_t first = all_rows ? 0 : T - 1, rows = T - first;
-  RmsNorm(&h[first * d], w_.final_norm.data(), x.data(), rows, d, eps);
-  logits->assign(rows * c.vocab_size, 0.0f);
-  Linear(x.data(), w_.head().data(), logits->data(), rows, c.vocab_size, d, mode);  // [rows, V]
+  // Final norm and LM head over the rows whose logits are wanted, gathered: [rows, d].
+  std::vector<size_t> want;
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const size_t n = segs[s].tokens.size();
+    for (size_t i = segs[s].all_rows ? 0 : n - 1; i < n; ++i) want.push_back(first_row[s] + i);
+  }
+  std::vector<float> sel(want.size() * d), all_logits(want.size() * c.vocab_size);
+  for (size_t i = 0; i < want.size(); ++i)
+    std::memcpy(&sel[i * d], &h[want[i] * d], d * sizeof(float));
+  RmsNorm(sel.data(), w_.final_norm.data(), sel.data(), want.size(), d, eps);
+  Linear(sel.data(), w_.head().data(), all_logits.data(), want.size(), c.vocab_size, d, mode);
+  size_t at = 0;
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const size_t rows = segs[s].all_rows ? segs[s].tokens.size() : 1;
+    segs[s].logits->assign(all_logits.begin() + at * c.vocab_size,
+                           all_logits.begin() + (at + rows) * c.vocab_size);
+    at += rows;
+  }
   return Status::Ok();
 }
 

@@ -5,7 +5,7 @@
 // -> attention over committed + this call's rows (causal, GQA: query head h reads KV head
 // h / g) -> o_proj -> residual -> RMSNorm -> SwiGLU MLP -> residual; then final RMSNorm and
 // the LM head (tied to embed_tokens when tie_word_embeddings).
-// Shapes of one call with T_past committed rows and T_new tokens:
+// Shapes of one call (one segment) with T_past committed rows and T_new tokens:
 //   h      [T_new, d]               q [T_new, H_q*d_h]       k, v [T_new, H_kv*d_h]
 //   scores per (row i, head h): [T_past + i + 1]  (causal mask extent T_past + T_new)
 //   logits [T_new, V] (or [1, V]: the last row only)
@@ -26,10 +26,19 @@
 
 namespace kvc::model {
 
-// Called after layer `layer` has staged its K and V rows for the whole call interval (the
-// lifecycle hook: the engine records the layer's stage in the append transaction). A
-// non-OK status aborts the forward pass.
-using LayerStagedHook = std::function<Status(uint64_t layer)>;
+// Called after layer `layer` has staged its K and V rows for the whole call interval of
+// segment `segment` (the lifecycle hook: the engine records the layer's stage in that
+// segment's append transaction). A non-OK status aborts the forward pass.
+using LayerStagedHook = std::function<Status(size_t segment, uint64_t layer)>;
+
+// One request's part of a (ragged) batched call: its new tokens, its cache (with exactly
+// tokens.size() staged rows) and where its logits go ([n, V] when all_rows, else [1, V]).
+struct ForwardSegment {
+  std::span<const int64_t> tokens;
+  KvStorage* cache = nullptr;
+  bool all_rows = false;
+  std::vector<float>* logits = nullptr;
+};
 
 class LlamaModel {
  public:
@@ -49,6 +58,11 @@ class LlamaModel {
   // layer; fills `logits` with [T_new, V] (all_rows) or [1, V] (last row).
   Status Forward(std::span<const int64_t> tokens, KvStorage& cache, ComputeMode mode, bool all_rows,
                  const LayerStagedHook& hook, std::vector<float>* logits) const;
+  // A ragged batch: the rows of every segment are concatenated for the projections and the
+  // MLP ([sum n_i, d]); attention of each row reads only its own segment's cache. In
+  // deterministic mode a row's logits do not depend on what else is in the batch.
+  Status ForwardBatch(std::span<const ForwardSegment> segments, ComputeMode mode,
+                      const LayerStagedHook& hook) const;
 
  private:
   LlamaWeights w_;

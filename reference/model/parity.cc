@@ -195,6 +195,34 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       out.push_back(a);
     }
   }
+  {  // batch composition: the request shares every call with another request (other prompt,
+     // other length), prefill and decode, in one ragged batch.
+    Engine e(model, base_opts);
+    std::vector<int64_t> other(prompt.rbegin(), prompt.rend());
+    other.push_back(prompt.front());
+    other.push_back(prompt.back());
+    std::vector<std::vector<float>> cand;
+    std::vector<int64_t> toks;
+    std::vector<float> la, lb;
+    Status st = e.NewRequest("a");
+    if (st.ok()) st = e.NewRequest("b");
+    if (st.ok()) {
+      const Engine::AppendItem batch[2] = {{"b", other, false, &lb}, {"a", prompt, false, &la}};
+      st = e.AppendBatch(batch);
+    }
+    for (uint64_t g = 0; st.ok(); ++g) {
+      toks.push_back(Argmax(la));
+      cand.push_back(la);
+      if (g + 1 == max_new) break;
+      const int64_t ya = toks.back(), yb = Argmax(lb);
+      const Engine::DecodeItem batch[2] = {{"a", ya, &la}, {"b", yb, &lb}};
+      st = e.Emit("a", ya);
+      if (st.ok()) st = e.Emit("b", yb);
+      if (st.ok()) st = e.DecodeBatch(batch);
+    }
+    out.push_back(st.ok() ? Compare("batched_vs_alone", base, cand, toks, tol0)
+                          : Failed("batched_vs_alone", st));
+  }
   if (mode == ComputeMode::kDeterministic) {
     EngineOptions o = base_opts;
     o.mode = ComputeMode::kFast;

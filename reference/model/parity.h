@@ -11,6 +11,7 @@
 //   fork_diverge_vs_fresh             the parent decodes 2 tokens, a fork at P+1 continues with
 //                                     a different token (copy-on-write in the shared block),
 //                                     compared with a fresh run of that token sequence
+//   batched_vs_alone                  every call shares a ragged batch with another request
 //   fast_vs_deterministic             (deterministic baseline only) BLAS kernels
 // In deterministic mode every pair declares tolerance 0 and must be bit-identical (memcmp)
 // except fast_vs_deterministic, which declares kFastTolerance; in fast mode every pair
