@@ -31,7 +31,9 @@ void AddCalcCommand(CLI::App& app);
 void AddSuiteCommand(CLI::App& app);
 void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
-void AddModelCommands(CLI::App& app);  // gen-model, generate, parity
+void AddModelCommands(CLI::App& app);  // gen-model, generate, parity, bench-engine
+void AddCheckCommand(CLI::App& app);
+void AddGenTraceCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };
