@@ -2,6 +2,18 @@
 #include "reference/model/engine.h"
 
 namespace kvc::model {
+namespace {
+
+frontier::AppendCall Call(frontier::AppendPurpose purpose, uint64_t rows,
+                          std::optional<uint64_t> token = std::nullopt) {
+  frontier::AppendCall c;
+  c.purpose = purpose;
+  c.rows = rows;
+  c.input_token = token;
+  return c;
+}
+
+}  // namespace
 
 std::string EngineCacheAbiId(const LlamaConfig& c) {
   return "kvconform.llama/L=" + std::to_string(c.num_hidden_layers) +
@@ -40,8 +52,19 @@ const KvStorage* Engine::storage(const std::string& handle) const {
 }
 
 std::optional<int64_t> Engine::frontier(const std::string& handle) const {
+  const frontier::FrontierState* f = frontier_state(handle);
+  if (!f || !f->frontier_token()) return std::nullopt;
+  return static_cast<int64_t>(*f->frontier_token());
+}
+
+const frontier::FrontierState* Engine::frontier_state(const std::string& handle) const {
   auto it = requests_.find(handle);
-  return it == requests_.end() ? std::nullopt : it->second.frontier;
+  return it == requests_.end() || !it->second.fs ? nullptr : &*it->second.fs;
+}
+
+frontier::FrontierState& Engine::Fs(Request* r) {
+  if (!r->fs) r->fs.emplace(0);
+  return *r->fs;
 }
 
 Status Engine::NewRequest(const std::string& handle) {
@@ -57,6 +80,20 @@ Status Engine::Append(const std::string& handle, std::span<const int64_t> tokens
 }
 
 Status Engine::AppendBatch(std::span<const AppendItem> items) {
+  std::vector<std::optional<frontier::AppendCall>> calls(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].whole_prompt) {
+      auto it = requests_.find(items[i].handle);
+      if (it != requests_.end() && !it->second.fs && it->second.storage->committed_length() == 0)
+        it->second.fs.emplace(items[i].tokens.size());
+      calls[i] = Call(frontier::AppendPurpose::kPrefill, items[i].tokens.size());
+    }
+  }
+  return RunBatch(items, calls);
+}
+
+Status Engine::RunBatch(std::span<const AppendItem> items,
+                        const std::vector<std::optional<frontier::AppendCall>>& calls) {
   if (items.empty()) return InvalidArgument("engine: empty batch");
   struct Open {
     Request* r = nullptr;
@@ -77,6 +114,7 @@ Status Engine::AppendBatch(std::span<const AppendItem> items) {
       return Internal("engine: storage length differs from the published snapshot of '" +
                       items[i].handle + "'");
     KVC_RETURN_IF_ERROR(model_.CheckInputs(items[i].tokens, t));
+    if (calls[i]) KVC_RETURN_IF_ERROR(Fs(open[i].r).CheckAppend(*calls[i]));
     auto& req = open[i].req;
     req.txn_id = items[i].handle + "/append-" + std::to_string(next_txn_++);
     req.idempotency_key = req.txn_id;
@@ -111,12 +149,18 @@ Status Engine::AppendBatch(std::span<const AppendItem> items) {
   };
   if (Status s = model_.ForwardBatch(segs, opts_.mode, hook); !s.ok()) return abandon(s);
   Status first;
-  for (auto& o : open) {
+  for (size_t i = 0; i < open.size(); ++i) {
+    auto& o = open[i];
     auto receipt = kv_.Publish(o.req.txn_id);
     if (!receipt.ok() || receipt->replayed) {
       o.r->storage->Abort();
     } else {
       o.r->storage->Commit();
+      if (calls[i]) {
+        Fs(o.r).ApplyPublished(*calls[i]);
+      } else {
+        Fs(o.r).Untrack();  // a raw append: the frontier cannot follow it
+      }
     }
     if (!receipt.ok()) {
       if (first.ok()) first = receipt.status();
@@ -130,23 +174,29 @@ Status Engine::AppendBatch(std::span<const AppendItem> items) {
 Status Engine::Prefill(const std::string& handle, std::span<const int64_t> prompt, uint64_t chunk,
                        std::vector<float>* logits) {
   if (prompt.empty()) return InvalidArgument("prefill: empty prompt");
+  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+  if (!r->fs && r->storage->committed_length() == 0) r->fs.emplace(prompt.size());
   const uint64_t step = chunk == 0 ? prompt.size() : chunk;
   for (uint64_t at = 0; at < prompt.size(); at += step) {
     const uint64_t n = std::min<uint64_t>(step, prompt.size() - at);
-    KVC_RETURN_IF_ERROR(Append(handle, prompt.subspan(at, n), false, logits));
+    const AppendItem item{handle, prompt.subspan(at, n), false, logits};
+    KVC_RETURN_IF_ERROR(RunBatch(std::span<const AppendItem>(&item, 1),
+                                 {Call(frontier::AppendPurpose::kPrefill, n)}));
   }
   return Status::Ok();
 }
 
 Status Engine::Emit(const std::string& handle, int64_t token) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  if (r->frontier) {
-    return ViolationStatus(ErrorCode::FRONTIER_FRONTIER_SKIPPED,
-                           "emit " + std::to_string(token) + " on '" + handle +
-                               "': emitted token " + std::to_string(*r->frontier) +
-                               " has not been processed");
+  if (token < 0) {
+    return ViolationStatus(
+        ErrorCode::MODEL_TOKEN_OUT_OF_RANGE,
+        "emit on '" + handle + "': token " + std::to_string(token) + " is negative");
   }
-  r->frontier = token;
+  // Applied only when the emission is legal; before any tracked call there are no logits.
+  frontier::FrontierState next = r->fs ? *r->fs : frontier::FrontierState(0);
+  KVC_RETURN_IF_ERROR(next.Emit(next.emitted(), static_cast<uint64_t>(token)));
+  r->fs = next;
   return Status::Ok();
 }
 
@@ -157,36 +207,29 @@ Status Engine::Decode(const std::string& handle, int64_t token, std::vector<floa
 
 Status Engine::DecodeBatch(std::span<const DecodeItem> items) {
   std::vector<AppendItem> appends;
-  std::vector<Request*> reqs;
+  std::vector<std::optional<frontier::AppendCall>> calls;
   for (const auto& it : items) {
-    KVC_ASSIGN_OR_RETURN(Request * r, Get(it.handle));
-    if (!r->frontier || *r->frontier != it.token) {
+    if (it.token < 0) {
       return ViolationStatus(
-          ErrorCode::FRONTIER_TOKEN_MISMATCH,
-          "decode of token " + std::to_string(it.token) + " on '" + it.handle +
-              "': the unprocessed frontier is " +
-              (r->frontier ? "[" + std::to_string(*r->frontier) + "]" : "empty"));
+          ErrorCode::MODEL_TOKEN_OUT_OF_RANGE,
+          "decode on '" + it.handle + "': token " + std::to_string(it.token) + " is negative");
     }
-    reqs.push_back(r);
     appends.push_back({it.handle, std::span<const int64_t>(&it.token, 1), false, it.logits});
+    calls.push_back(Call(frontier::AppendPurpose::kDecode, 1, static_cast<uint64_t>(it.token)));
   }
-  std::vector<uint64_t> before;
-  for (Request* r : reqs) before.push_back(r->storage->committed_length());
-  Status s = AppendBatch(appends);
-  // A request whose row was published (committed grew by one) has processed its frontier.
-  for (size_t i = 0; i < reqs.size(); ++i)
-    if (reqs[i]->storage->committed_length() == before[i] + 1) reqs[i]->frontier.reset();
-  return s;
+  return RunBatch(appends, calls);
 }
 
 Status Engine::RepairFrontier(const std::string& handle) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  if (!r->frontier) {
-    return ViolationStatus(ErrorCode::FRONTIER_NOTHING_TO_REPAIR,
-                           "repair on '" + handle + "': the output frontier is empty");
-  }
+  const auto tok = Fs(r).frontier_token();
+  const frontier::AppendCall call = Call(frontier::AppendPurpose::kRepair, 1, tok);
+  KVC_RETURN_IF_ERROR(Fs(r).CheckAppend(call));  // FRONTIER_NOTHING_TO_REPAIR when empty
+  if (!tok) return FailedPrecondition("repair on '" + handle + "': the frontier is not tracked");
+  const int64_t t = static_cast<int64_t>(*tok);
   std::vector<float> discarded;  // real model work; not another output decision
-  return Decode(handle, *r->frontier, &discarded);
+  const AppendItem item{handle, std::span<const int64_t>(&t, 1), false, &discarded};
+  return RunBatch(std::span<const AppendItem>(&item, 1), {call});
 }
 
 Status Engine::Fork(const std::string& parent, uint64_t prefix,
@@ -195,10 +238,13 @@ Status Engine::Fork(const std::string& parent, uint64_t prefix,
   KVC_RETURN_IF_ERROR(kv_.Fork(parent, prefix, children).status());
   for (const auto& c : children) {
     auto st = p->storage->Fork(prefix);
+    // The child continues the parent's output history only when it keeps every committed row.
+    std::optional<frontier::FrontierState> fs = p->fs;
+    if (fs && prefix != p->storage->committed_length()) fs->Untrack();
     if (!st.ok())
       return Internal("engine: storage fork failed after the lifecycle fork: " +
                       st.status().message());
-    requests_[c] = Request{std::move(st).value(), std::nullopt};
+    requests_[c] = Request{std::move(st).value(), fs};
   }
   return Status::Ok();
 }
@@ -206,24 +252,25 @@ Status Engine::Fork(const std::string& parent, uint64_t prefix,
 Status Engine::Truncate(const std::string& handle, uint64_t length) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
   KVC_RETURN_IF_ERROR(kv_.Truncate(handle, length).status());
-  r->frontier.reset();  // the emitted token's context is gone; a new continuation starts
+  Fs(r).Untrack();  // rollback the frontier cannot follow (frontier.h)
   return r->storage->Truncate(length);
 }
 
-Status Engine::Finish(const std::string& handle) { return kv_.Finish(handle).status(); }
+Status Engine::Finish(const std::string& handle) {
+  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+  if (r->fs) KVC_RETURN_IF_ERROR(r->fs->CheckFinish());  // SERVICE_PHASE_EARLY_FINISH
+  return kv_.Finish(handle).status();
+}
 
 Status Engine::Cancel(const std::string& handle) {
-  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  KVC_RETURN_IF_ERROR(kv_.CancelRequest(handle).status());
-  r->frontier.reset();
-  return Status::Ok();
+  KVC_RETURN_IF_ERROR(Get(handle).status());
+  return kv_.CancelRequest(handle).status();
 }
 
 Status Engine::Release(const std::string& handle) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
   KVC_RETURN_IF_ERROR(kv_.Release(handle).status());
   r->storage->Release();
-  r->frontier.reset();
   return Status::Ok();
 }
 

@@ -8,8 +8,10 @@
 // staged rows in the storage; any failure cancels the transaction and drops them. A later call
 // therefore sees exactly the published snapshot's [0, T) rows.
 //
-// Output/cache frontier (0x03): Emit() records a selected output token as the unprocessed
-// frontier; Decode() processes exactly that token (an append of one row) and returns the
+// Output/cache frontier (0x03), kept by reference/frontier's FrontierState (one copy of the
+// rules): Prefill() creates it with the prompt length and reports prefill publications;
+// Emit() records a selected output token as the unprocessed frontier; Decode() processes
+// exactly that token (an append of one row, checked by FrontierState::CheckAppend) and returns the
 // logits that select the next output; RepairFrontier() processes it and discards the logits.
 // After a stop the frontier token is emitted but not committed (committed = P + E - 1).
 //
@@ -29,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/frontier/frontier.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
 #include "reference/lifecycle/reorder/reorder.h"
 #include "reference/model/llama.h"
@@ -60,6 +63,8 @@ class Engine {
 
   // One append transaction of `tokens` at [T, T + n); `logits` receives [1, V] (last row) or
   // [n, V] (all_rows). Token/position errors are reported before any transaction opens.
+  // A raw append has no frontier purpose, so the request's frontier stops being tracked
+  // (FrontierState::Untrack); use Prefill/Decode/RepairFrontier for tracked calls.
   Status Append(const std::string& handle, std::span<const int64_t> tokens, bool all_rows,
                 std::vector<float>* logits);
   // One batched model call: each item is its own append transaction on its own handle (all
@@ -72,6 +77,9 @@ class Engine {
     std::span<const int64_t> tokens;
     bool all_rows = false;
     std::vector<float>* logits = nullptr;
+    // The item is a request's whole prompt (a tracked prefill on an empty handle); otherwise
+    // it is a raw append.
+    bool whole_prompt = false;
   };
   Status AppendBatch(std::span<const AppendItem> items);
 
@@ -79,8 +87,8 @@ class Engine {
   Status Prefill(const std::string& handle, std::span<const int64_t> prompt, uint64_t chunk,
                  std::vector<float>* logits);
 
-  // Records `token` as emitted; FRONTIER_FRONTIER_SKIPPED if a previous emitted token is
-  // still unprocessed.
+  // Records `token` as emitted (FrontierState::Emit; the state is unchanged on error, e.g.
+  // FRONTIER_OUTPUT_BEFORE_LOGITS when no publication produced logits for it).
   Status Emit(const std::string& handle, int64_t token);
   // Processes the frontier token (must equal `token`, else FRONTIER_TOKEN_MISMATCH) through an
   // append and returns the logits that choose the next output.
@@ -95,6 +103,8 @@ class Engine {
   // Processes the frontier token and discards the logits (FRONTIER_NOTHING_TO_REPAIR if none).
   Status RepairFrontier(const std::string& handle);
   std::optional<int64_t> frontier(const std::string& handle) const;
+  // The request's frontier counters (nullptr before its first tracked call).
+  const frontier::FrontierState* frontier_state(const std::string& handle) const;
 
   // Lifecycle operations on real K/V rows.
   Status Fork(const std::string& parent, uint64_t prefix, const std::vector<std::string>& children);
@@ -115,10 +125,15 @@ class Engine {
  private:
   struct Request {
     std::unique_ptr<KvStorage> storage;
-    std::optional<int64_t> frontier;  // emitted, not yet processed
+    std::optional<frontier::FrontierState> fs;  // absent until the first tracked call
   };
   std::unique_ptr<KvStorage> NewStorage() const;
   StatusOr<Request*> Get(const std::string& handle);
+  // The batch core; calls[i] (when set) is item i's frontier purpose, checked before and
+  // applied after publication; an unset call untracks the request's frontier.
+  Status RunBatch(std::span<const AppendItem> items,
+                  const std::vector<std::optional<frontier::AppendCall>>& calls);
+  frontier::FrontierState& Fs(Request* r);  // creates an empty-prompt state when absent
 
   const LlamaModel& model_;
   EngineOptions opts_;

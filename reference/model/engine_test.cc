@@ -222,11 +222,12 @@ TEST(EngineFrontier, OrdinaryStopTraceAndRepair) {
   Engine e(m, o);
   ASSERT_TRUE(e.NewRequest("r").ok());
   std::vector<float> logits;
+  EXPECT_EQ(e.Emit("r", 1).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // no logits yet
   ASSERT_TRUE(e.Prefill("r", Prompt(4, 96), 0, &logits).ok());
   EXPECT_EQ(e.Read("r")->committed_length, 4u);
   const int64_t y0 = Argmax(logits);
   ASSERT_TRUE(e.Emit("r", y0).ok());
-  EXPECT_EQ(e.Emit("r", 1).error(), ErrorCode::FRONTIER_FRONTIER_SKIPPED);
+  EXPECT_EQ(e.Emit("r", 1).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // y0 unprocessed
   EXPECT_EQ(e.Decode("r", y0 + 1, &logits).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
   EXPECT_EQ(e.Read("r")->committed_length, 4u);
   ASSERT_TRUE(e.Decode("r", y0, &logits).ok());
@@ -238,7 +239,10 @@ TEST(EngineFrontier, OrdinaryStopTraceAndRepair) {
   ASSERT_TRUE(e.Emit("r", y2).ok());
   EXPECT_EQ(e.Read("r")->committed_length, 6u);
   EXPECT_EQ(e.frontier("r"), y2);
-  ASSERT_TRUE(e.RepairFrontier("r").ok());  // real model work; logits discarded
+  EXPECT_EQ(e.frontier_state("r")->emitted(), 3u);    // O
+  EXPECT_EQ(e.frontier_state("r")->processed(), 2u);  // G_in
+  EXPECT_EQ(e.frontier_state("r")->committed(), 6u);  // K_c = P + G_in
+  ASSERT_TRUE(e.RepairFrontier("r").ok());            // real model work; logits discarded
   EXPECT_EQ(e.Read("r")->committed_length, 7u);
   EXPECT_FALSE(e.frontier("r").has_value());
   EXPECT_EQ(e.RepairFrontier("r").error(), ErrorCode::FRONTIER_NOTHING_TO_REPAIR);

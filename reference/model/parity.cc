@@ -74,6 +74,10 @@ StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t
   }
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot s, e.Read("r"));
   run.committed_length = s.committed_length;
+  // The frontier counters and the lifecycle snapshot are two views of one request.
+  const frontier::FrontierState* fs = e.frontier_state("r");
+  if (!fs || !fs->tracked() || fs->committed() != s.committed_length || fs->emitted() != max_new)
+    return Internal("greedy run: frontier counters disagree with the published snapshot");
   return run;
 }
 
@@ -207,7 +211,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
     Status st = e.NewRequest("a");
     if (st.ok()) st = e.NewRequest("b");
     if (st.ok()) {
-      const Engine::AppendItem batch[2] = {{"b", other, false, &lb}, {"a", prompt, false, &la}};
+      const Engine::AppendItem batch[2] = {{"b", other, false, &lb, true},
+                                           {"a", prompt, false, &la, true}};
       st = e.AppendBatch(batch);
     }
     for (uint64_t g = 0; st.ok(); ++g) {
