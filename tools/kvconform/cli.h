@@ -33,6 +33,7 @@ void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
 // Adds `calc service-metrics`; call after AddCalcCommand.
 void AddServiceMetricsCommand(CLI::App& app);
+void AddModelCommands(CLI::App& app);  // gen-model, generate, parity, bench-engine
 void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);

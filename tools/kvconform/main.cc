@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddSuiteCommand(app);
   kvc::cli::AddErrorsCommand(app);
   kvc::cli::AddManifestCommand(app);
+  kvc::cli::AddModelCommands(app);
   kvc::cli::AddCheckCommand(app);
   kvc::cli::AddGenTraceCommand(app);
   kvc::cli::AddHandoffCommand(app);

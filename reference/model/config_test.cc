@@ -1,0 +1,103 @@
+// config.json parsing: defaults, inconsistencies, unsupported features, RoPE frequencies.
+#include "reference/model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace kvc::model {
+namespace {
+
+Json Minimal() {
+  return {{"vocab_size", 10},       {"hidden_size", 16},        {"intermediate_size", 32},
+          {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"max_position_embeddings", 64}};
+}
+
+ErrorCode CodeOf(const Json& j) {
+  auto c = ParseLlamaConfig(j, "config.json");
+  EXPECT_FALSE(c.ok());
+  return c.ok() ? ErrorCode::kNone : c.status().error();
+}
+
+TEST(LlamaConfig, DefaultsFollowTransformers) {
+  auto c = ParseLlamaConfig(Minimal(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->num_key_value_heads, 4u);  // MHA when absent
+  EXPECT_EQ(c->head_dim, 4u);             // hidden / heads
+  EXPECT_EQ(c->rope_theta, 10000.0);
+  EXPECT_FALSE(c->tie_word_embeddings);
+  Json j = Minimal();
+  j["head_dim"] = 8;  // explicit head_dim wins over hidden / heads
+  EXPECT_EQ(ParseLlamaConfig(j, "c")->head_dim, 8u);
+}
+
+TEST(LlamaConfig, RejectsMissingAndInconsistentFields) {
+  Json j = Minimal();
+  j.erase("hidden_size");
+  auto c = ParseLlamaConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_NE(c.status().message().find("'hidden_size'"), std::string::npos);
+  j = Minimal();
+  j["num_key_value_heads"] = 3;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["num_hidden_layers"] = 0;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["vocab_size"] = "10";
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["num_attention_heads"] = 5;  // 16 % 5 without head_dim
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["head_dim"] = 3;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["rms_norm_eps"] = -1;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+}
+
+TEST(LlamaConfig, RejectsUnsupportedFeatures) {
+  Json j = Minimal();
+  j["hidden_act"] = "gelu";
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+  j = Minimal();
+  j["attention_bias"] = true;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+  j = Minimal();
+  j["model_type"] = "mistral";
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+  j = Minimal();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+}
+
+TEST(LlamaConfig, Llama3RopeScalingBands) {
+  // d_h = 8, theta = 500000: base wavelengths 2*pi/inv = 6.28, 167.2, 4443, 118000.
+  Json j = Minimal();
+  j["head_dim"] = 8;
+  j["rope_theta"] = 500000.0;
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 256}};
+  auto c = ParseLlamaConfig(j, "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  LlamaConfig plain = *c;
+  plain.has_llama3_scaling = false;
+  const auto base = RopeInverseFrequencies(plain);
+  const auto scaled = RopeInverseFrequencies(*c);
+  ASSERT_EQ(base.size(), 4u);
+  EXPECT_EQ(scaled[0], base[0]);  // wavelength 6.28 < 256/4: high frequency kept
+  // wavelength 167 in [64, 256]: smooth = (256/167.2 - 1) / 3, blend of inv/8 and inv.
+  const double wl = 2 * M_PI / base[1];
+  const double smooth = (256.0 / wl - 1.0) / 3.0;
+  EXPECT_NEAR(scaled[1], (1 - smooth) * base[1] / 8 + smooth * base[1], 1e-7);
+  EXPECT_FLOAT_EQ(scaled[2], base[2] / 8);  // wavelength 4443 > 256: divided by factor
+  EXPECT_FLOAT_EQ(scaled[3], base[3] / 8);
+}
+
+}  // namespace
+}  // namespace kvc::model

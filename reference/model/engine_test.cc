@@ -1,0 +1,445 @@
+// The reference engine end to end: parity pairs on every bundled shape, the seed's two-layer
+// decode trace, the output/cache frontier, lifecycle operations on real rows, checkpoint errors.
+#include "reference/model/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "reference/model/generator.h"
+#include "reference/model/hf_logits.h"
+#include "reference/model/parity.h"
+#include "reference/testutil/testutil.h"
+
+namespace kvc::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kShapes[] = {"mha", "gqa2", "gqa4", "mqa", "tied", "headdim", "bf16", "llama3"};
+
+const LlamaModel& Fixture(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<LlamaModel>> cache;
+  auto& m = cache[name];
+  if (!m) {
+    auto loaded = LlamaModel::Load(test::SourcePath("fixtures/models/" + name));
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    m = std::make_unique<LlamaModel>(std::move(loaded).value());
+  }
+  return *m;
+}
+
+std::vector<int64_t> Prompt(size_t n, int64_t vocab, int64_t salt = 0) {
+  std::vector<int64_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>((i * 37 + 11 + salt) % vocab);
+  return p;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A fresh temporary directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("kvc_engine_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& s) const { return (path_ / s).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+class ParityOnShape : public ::testing::TestWithParam<const char*> {};
+
+// Cache vs no-cache, chunked prefill (1, 3, 16, 64, 127 vs full), paged vs contiguous,
+// fork-then-continue and fork-diverge vs fresh: memcmp-identical logits; fast within 1e-3.
+TEST_P(ParityOnShape, EveryPairPasses) {
+  const LlamaModel& m = Fixture(GetParam());
+  auto res = RunParity(m, Prompt(130, m.config().vocab_size), 4, ComputeMode::kDeterministic);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(res->size(), 13u);
+  for (const auto& r : *res) {
+    EXPECT_FALSE(r.skipped) << r.name;
+    EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+    if (r.tolerance == 0) {
+      EXPECT_TRUE(r.bit_identical) << r.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ParityOnShape, ::testing::ValuesIn(kShapes));
+
+class ModelHfParity : public ::testing::TestWithParam<const char*> {};
+
+// Transformers v4.57.0 logits recorded by tools/record_hf_logits.py: max |diff| <= 1e-4.
+TEST_P(ModelHfParity, MatchesRecordedTransformersLogits) {
+  const std::string path =
+      test::SourcePath(std::string("fixtures/models/") + GetParam() + "/hf_logits.json");
+  auto cmp = CompareWithHfLogits(Fixture(GetParam()), path);
+  ASSERT_TRUE(cmp.ok()) << cmp.status().ToString();
+  EXPECT_TRUE(cmp->tokens_agree);
+  EXPECT_LE(cmp->max_abs, 1e-4);
+  EXPECT_EQ(cmp->tolerance, 1e-4);
+  EXPECT_TRUE(cmp->passed) << cmp->detail;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ModelHfParity, ::testing::ValuesIn(kShapes));
+
+TEST(ModelHfParityCheck, DetectsAPerturbedLogit) {
+  TempDir t;
+  Json j = test::LoadJson("fixtures/models/gqa2/hf_logits.json");
+  j["logits"][1][3] = j["logits"][1][3].get<double>() + 2e-4;
+  std::ofstream(t / "hf.json") << j.dump();
+  auto cmp = CompareWithHfLogits(Fixture("gqa2"), t / "hf.json");
+  ASSERT_TRUE(cmp.ok()) << cmp.status().ToString();
+  EXPECT_FALSE(cmp->passed);
+  EXPECT_GE(cmp->max_abs, 1.9e-4);
+}
+
+// M5.1 0x01 "Worked Two-Layer Decode Trace": B=1, L=2, d=16, H_q=4, H_kv=2, d_h=4, T_past=4,
+// T_new=1. Inside each layer the current call sees 5 rows while the snapshot stays at 4; the
+// pending payload is 32 bytes per layer at fp16 K/V and 64 bytes for both layers; H_q=8
+// leaves it at 64. After publication the next-call snapshot is 5.
+TEST(EngineTrace, WorkedTwoLayerDecodeTrace) {
+  for (uint64_t hq : {4, 8}) {
+    TempDir t;
+    LlamaConfig c;
+    c.vocab_size = 32;
+    c.hidden_size = 16;
+    c.intermediate_size = 32;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = hq;
+    c.num_key_value_heads = 2;
+    c.head_dim = 4;
+    c.max_position_embeddings = 64;
+    ASSERT_TRUE(GenerateModelFromConfig(t.str(), c, DType::kF32, 3).ok());
+    auto m = LlamaModel::Load(t.str());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    Engine e(*m, {});
+    ASSERT_TRUE(e.NewRequest("r").ok());
+    std::vector<float> logits;
+    ASSERT_TRUE(e.Prefill("r", Prompt(4, 32), 0, &logits).ok());
+    const uint64_t fp16_bytes = 2;
+    uint64_t pending_bytes = 0;
+    std::vector<uint64_t> layers_seen;
+    e.set_layer_observer([&](const std::string& h, uint64_t layer, const KvStorage& s) -> Status {
+      auto snap = e.Read(h);
+      EXPECT_EQ(snap->committed_length, 4u);                   // next-call snapshot
+      EXPECT_EQ(s.committed_length() + s.staged_count(), 5u);  // current-call view
+      const uint64_t rows = s.staged_count();                  // T_new
+      pending_bytes += 1 /*B*/ * rows * s.shape().row * (fp16_bytes + fp16_bytes);
+      layers_seen.push_back(layer);
+      return Status::Ok();
+    });
+    ASSERT_TRUE(e.Emit("r", Argmax(logits)).ok());
+    ASSERT_TRUE(e.Decode("r", Argmax(logits), &logits).ok());
+    EXPECT_EQ(layers_seen, (std::vector<uint64_t>{0, 1}));
+    EXPECT_EQ(pending_bytes, 64u) << "H_q=" << hq;
+    EXPECT_EQ(pending_bytes / 2, 32u);
+    EXPECT_EQ(e.Read("r")->committed_length, 5u);
+    EXPECT_EQ(e.Read("r")->generation, 2u);  // two publications: prefill, decode
+  }
+}
+
+// A failure after layer 0 staged: no publication, snapshot and storage unchanged; the retry
+// produces the same logits as an undisturbed run.
+TEST(EngineTrace, MidCallFailurePublishesNothing) {
+  const LlamaModel& m = Fixture("gqa2");
+  Engine e(m, {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits, retry;
+  ASSERT_TRUE(e.Prefill("r", Prompt(6, 96), 0, &logits).ok());
+  const auto before = *e.Read("r");
+  e.set_layer_observer([](const std::string&, uint64_t layer, const KvStorage&) -> Status {
+    return layer == 0 ? Unavailable("injected worker loss after layer 0") : Status::Ok();
+  });
+  const int64_t tok[1] = {5};
+  EXPECT_FALSE(e.Append("r", tok, false, &retry).ok());
+  EXPECT_EQ(*e.Read("r"), before);
+  EXPECT_EQ(e.storage("r")->committed_length(), 6u);
+  EXPECT_EQ(e.storage("r")->staged_count(), 0u);
+  e.set_layer_observer(nullptr);
+  ASSERT_TRUE(e.Append("r", tok, false, &retry).ok());
+  Engine f(m, {});
+  ASSERT_TRUE(f.NewRequest("r").ok());
+  auto p = Prompt(6, 96);
+  p.push_back(5);
+  ASSERT_TRUE(f.Prefill("r", p, 0, &logits).ok());
+  EXPECT_TRUE(SameBits(logits, retry));
+}
+
+// A batched call is one forward pass with one transaction per request: a failure in any
+// segment before publication cancels every transaction of the batch.
+TEST(EngineTrace, BatchFailureCancelsEveryTransaction) {
+  const LlamaModel& m = Fixture("gqa2");
+  Engine e(m, {});
+  ASSERT_TRUE(e.NewRequest("a").ok());
+  ASSERT_TRUE(e.NewRequest("b").ok());
+  std::vector<float> la, lb;
+  const auto pa = Prompt(5, 96), pb = Prompt(3, 96, 1);
+  const Engine::AppendItem dup[2] = {{"a", pa, false, &la}, {"a", pb, false, &lb}};
+  EXPECT_EQ(e.AppendBatch(dup).code(), StatusCode::kInvalidArgument);
+  e.set_layer_observer([](const std::string& h, uint64_t layer, const KvStorage&) -> Status {
+    return h == "b" && layer == 1 ? Unavailable("injected failure in segment b") : Status::Ok();
+  });
+  const Engine::AppendItem batch[2] = {{"a", pa, false, &la}, {"b", pb, false, &lb}};
+  EXPECT_EQ(e.AppendBatch(batch).code(), StatusCode::kUnavailable);
+  for (const char* h : {"a", "b"}) {
+    EXPECT_EQ(e.Read(h)->committed_length, 0u);
+    EXPECT_EQ(e.Read(h)->generation, 0u);
+    EXPECT_EQ(e.storage(h)->staged_count(), 0u);
+  }
+  e.set_layer_observer(nullptr);
+  ASSERT_TRUE(e.AppendBatch(batch).ok());
+  EXPECT_EQ(e.Read("a")->committed_length, 5u);
+  EXPECT_EQ(e.Read("b")->committed_length, 3u);
+  std::vector<float> alone;
+  Engine f(m, {});
+  ASSERT_TRUE(f.NewRequest("b").ok());
+  ASSERT_TRUE(f.Prefill("b", pb, 0, &alone).ok());
+  EXPECT_TRUE(SameBits(lb, alone));
+}
+
+// M5.1 0x03 P=4, G=3 ordinary stop trace and the explicit final-token repair.
+TEST(EngineFrontier, OrdinaryStopTraceAndRepair) {
+  const LlamaModel& m = Fixture("gqa2");
+  EngineOptions o;
+  auto run = RunGreedy(m, Prompt(4, 96), 3, o);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->tokens.size(), 3u);
+  EXPECT_EQ(run->committed_length, 6u);  // P + E - 1: y2 emitted, not committed
+
+  Engine e(m, o);
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  EXPECT_EQ(e.Emit("r", 1).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // no logits yet
+  ASSERT_TRUE(e.Prefill("r", Prompt(4, 96), 0, &logits).ok());
+  EXPECT_EQ(e.Read("r")->committed_length, 4u);
+  const int64_t y0 = Argmax(logits);
+  ASSERT_TRUE(e.Emit("r", y0).ok());
+  EXPECT_EQ(e.Emit("r", 1).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // y0 unprocessed
+  EXPECT_EQ(e.Decode("r", y0 + 1, &logits).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  EXPECT_EQ(e.Read("r")->committed_length, 4u);
+  ASSERT_TRUE(e.Decode("r", y0, &logits).ok());
+  EXPECT_EQ(e.Read("r")->committed_length, 5u);
+  const int64_t y1 = Argmax(logits);
+  ASSERT_TRUE(e.Emit("r", y1).ok());
+  ASSERT_TRUE(e.Decode("r", y1, &logits).ok());
+  const int64_t y2 = Argmax(logits);
+  ASSERT_TRUE(e.Emit("r", y2).ok());
+  EXPECT_EQ(e.Read("r")->committed_length, 6u);
+  EXPECT_EQ(e.frontier("r"), y2);
+  EXPECT_EQ(e.frontier_state("r")->emitted(), 3u);    // O
+  EXPECT_EQ(e.frontier_state("r")->processed(), 2u);  // G_in
+  EXPECT_EQ(e.frontier_state("r")->committed(), 6u);  // K_c = P + G_in
+  ASSERT_TRUE(e.RepairFrontier("r").ok());            // real model work; logits discarded
+  EXPECT_EQ(e.Read("r")->committed_length, 7u);
+  EXPECT_FALSE(e.frontier("r").has_value());
+  EXPECT_EQ(e.RepairFrontier("r").error(), ErrorCode::FRONTIER_NOTHING_TO_REPAIR);
+  // The repaired cache holds y2's true row: continuing equals a fresh 8-token prefill.
+  const int64_t z[1] = {9};
+  std::vector<float> cont, fresh;
+  ASSERT_TRUE(e.Append("r", z, false, &cont).ok());
+  Engine f(m, o);
+  ASSERT_TRUE(f.NewRequest("r").ok());
+  auto all = Prompt(4, 96);
+  all.insert(all.end(), {y0, y1, y2, 9});
+  ASSERT_TRUE(f.Prefill("r", all, 0, &fresh).ok());
+  EXPECT_TRUE(SameBits(cont, fresh));
+}
+
+TEST(EngineLifecycle, TruncateForkReleaseOnRealRows) {
+  const LlamaModel& m = Fixture("gqa4");
+  EngineOptions o;
+  o.paged = true;
+  o.block_size = 4;
+  Engine e(m, o);
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits, cont, fresh;
+  const auto p = Prompt(10, 96);
+  ASSERT_TRUE(e.Prefill("r", p, 3, &logits).ok());
+  // Truncate to 7, then continue: equals a fresh run of p[0:7] + token.
+  ASSERT_TRUE(e.Truncate("r", 7).ok());
+  EXPECT_EQ(e.Truncate("r", 8).error(), ErrorCode::LIFECYCLE_TRUNCATE_GROWTH);
+  const int64_t z[1] = {42};
+  ASSERT_TRUE(e.Append("r", z, false, &cont).ok());
+  Engine f(m, {});
+  ASSERT_TRUE(f.NewRequest("x").ok());
+  std::vector<int64_t> q(p.begin(), p.begin() + 7);
+  q.push_back(42);
+  ASSERT_TRUE(f.Prefill("x", q, 0, &fresh).ok());
+  EXPECT_TRUE(SameBits(cont, fresh));
+  // Fork: children share the parent's blocks.
+  EXPECT_EQ(e.Fork("r", 9, {"c"}).error(), ErrorCode::LIFECYCLE_FORK_BEYOND_PREFIX);
+  ASSERT_TRUE(e.Fork("r", 8, {"c1", "c2"}).ok());
+  EXPECT_EQ(SharedBlockCount(*e.storage("c1")), 2u);
+  EXPECT_EQ(e.Read("c1")->committed_length, 8u);
+  EXPECT_EQ(e.Read("c1")->generation, 0u);
+  // Release: only from FINISHED or CANCELLED; afterwards the handle takes no appends.
+  EXPECT_EQ(e.Release("c2").error(), ErrorCode::LIFECYCLE_RELEASE_LIVE);
+  ASSERT_TRUE(e.Finish("c2").ok());
+  ASSERT_TRUE(e.Release("c2").ok());
+  EXPECT_TRUE(e.storage("c2")->released());
+  EXPECT_EQ(e.Append("c2", z, false, &cont).error(), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+  EXPECT_EQ(SharedBlockCount(*e.storage("c1")), 2u);  // still shared with r
+  // Cancel: no further appends, then release frees the rows.
+  ASSERT_TRUE(e.Fork("r", 8, {"c3"}).ok());
+  ASSERT_TRUE(e.Cancel("c3").ok());
+  EXPECT_EQ(e.Append("c3", z, false, &cont).error(), ErrorCode::LIFECYCLE_HANDLE_TERMINAL);
+  ASSERT_TRUE(e.Release("c3").ok());
+  EXPECT_EQ(e.storage("c3")->ResidentBytes(), 0u);
+  ASSERT_TRUE(e.Append("c1", z, false, &cont).ok());
+  q.push_back(42);
+  ASSERT_TRUE(f.NewRequest("y").ok());
+  ASSERT_TRUE(f.Prefill("y", q, 0, &fresh).ok());
+  EXPECT_TRUE(SameBits(cont, fresh));
+}
+
+TEST(EngineLifecycle, ReorderMovesCoupledRows) {
+  const LlamaModel& m = Fixture("mqa");
+  Engine e(m, {});
+  std::vector<lifecycle::LiveSequenceRow> rows;
+  std::vector<std::vector<float>> next(3);
+  for (int i = 0; i < 3; ++i) {
+    const std::string h = "beam" + std::to_string(i);
+    ASSERT_TRUE(e.NewRequest(h).ok());
+    std::vector<float> l;
+    ASSERT_TRUE(e.Prefill(h, Prompt(5 + i, 96, i), 0, &l).ok());
+    rows.push_back({"tokens" + std::to_string(i), h, 5u + i, "sampler" + std::to_string(i)});
+  }
+  auto after = e.Reorder(rows, {2, 0, 1});
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ((*after)[0].cache_handle, "beam2");
+  EXPECT_EQ((*after)[0].next_position, 7u);
+  EXPECT_EQ(e.Reorder(rows, {0, 0, 1}).status().error(),
+            ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE);
+  auto bad = rows;
+  bad[1].next_position = 9;  // the row's position no longer matches its handle's K/V
+  EXPECT_FALSE(e.Reorder(bad, {2, 0, 1}).ok());
+}
+
+TEST(EngineInputs, TokenAndPositionErrorsOpenNoTransaction) {
+  const LlamaModel& m = Fixture("gqa2");
+  Engine e(m, {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  const int64_t bad[2] = {3, 96};
+  Status s = e.Append("r", bad, false, &logits);
+  EXPECT_EQ(s.error(), ErrorCode::MODEL_TOKEN_OUT_OF_RANGE);
+  EXPECT_NE(s.message().find("ids[1] = 96"), std::string::npos) << s.message();
+  const int64_t neg[1] = {-1};
+  EXPECT_EQ(e.Append("r", neg, false, &logits).error(), ErrorCode::MODEL_TOKEN_OUT_OF_RANGE);
+  EXPECT_EQ(e.Prefill("r", Prompt(257, 96), 0, &logits).error(),
+            ErrorCode::MODEL_POSITION_OUT_OF_RANGE);
+  EXPECT_EQ(e.Read("r")->generation, 0u);
+  EXPECT_EQ(e.kv_object().txn_count(), 0u);
+}
+
+// Checkpoint directories: sharded index, missing tensor, shape mismatch, bad index, bad config.
+TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "one", "gqa2", 7).ok());
+  auto one = SafetensorsFile::Open(t / "one/model.safetensors");
+  ASSERT_TRUE(one.ok());
+  // Split into two shards plus an index.
+  std::vector<TensorToWrite> a, b;
+  Json wm = Json::object();
+  int i = 0;
+  for (const auto& [name, tv] : one->tensors()) {
+    TensorToWrite w{name, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)};
+    const bool first = (i++ % 2) == 0;
+    (first ? a : b).push_back(std::move(w));
+    wm[name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  fs::create_directories(t / "sharded");
+  fs::copy_file(t / "one/config.json", t / "sharded/config.json");
+  std::ofstream(t / "sharded/model-00001-of-00002.safetensors", std::ios::binary)
+      << SerializeSafetensors(a);
+  std::ofstream(t / "sharded/model-00002-of-00002.safetensors", std::ios::binary)
+      << SerializeSafetensors(b);
+  std::ofstream(t / "sharded/model.safetensors.index.json")
+      << Json{{"metadata", Json::object()}, {"weight_map", wm}}.dump();
+  auto ms = LlamaModel::Load(t / "sharded");
+  ASSERT_TRUE(ms.ok()) << ms.status().ToString();
+  auto r1 = RunGreedy(Fixture("gqa2"), Prompt(8, 96), 2, {});
+  auto r2 = RunGreedy(*ms, Prompt(8, 96), 2, {});
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_TRUE(SameBits(r1->logits[1], r2->logits[1]));
+
+  // The index names a shard that lacks the tensor.
+  Json wrong = wm;
+  wrong["model.norm.weight"] = wm["model.norm.weight"] == "model-00001-of-00002.safetensors"
+                                   ? "model-00002-of-00002.safetensors"
+                                   : "model-00001-of-00002.safetensors";
+  std::ofstream(t / "sharded/model.safetensors.index.json") << Json{{"weight_map", wrong}}.dump();
+  EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
+  Json escape = wm;
+  escape["model.norm.weight"] = "../one/model.safetensors";
+  std::ofstream(t / "sharded/model.safetensors.index.json") << Json{{"weight_map", escape}}.dump();
+  EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
+  std::ofstream(t / "sharded/model.safetensors.index.json") << "{\"weight_map\": 3}";
+  EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
+
+  // Missing tensor: drop lm_head from an untied model.
+  std::vector<TensorToWrite> all;
+  for (const auto& [name, tv] : one->tensors())
+    if (name != "lm_head.weight")
+      all.push_back(
+          {name, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)});
+  fs::create_directories(t / "missing");
+  fs::copy_file(t / "one/config.json", t / "missing/config.json");
+  std::ofstream(t / "missing/model.safetensors", std::ios::binary) << SerializeSafetensors(all);
+  Status s = LlamaModel::Load(t / "missing").status();
+  EXPECT_EQ(s.error(), ErrorCode::MODEL_TENSOR_MISSING);
+  EXPECT_NE(s.message().find("lm_head.weight"), std::string::npos);
+
+  // Shape mismatch: config says intermediate_size 65.
+  fs::create_directories(t / "shape");
+  fs::copy_file(t / "one/model.safetensors", t / "shape/model.safetensors");
+  Json cfg = test::LoadJson("fixtures/models/gqa2/config.json");
+  cfg["intermediate_size"] = 65;
+  std::ofstream(t / "shape/config.json") << cfg.dump();
+  s = LlamaModel::Load(t / "shape").status();
+  EXPECT_EQ(s.error(), ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH);
+  EXPECT_NE(s.message().find("model.layers.0.mlp.gate_proj.weight"), std::string::npos)
+      << s.message();
+
+  // Truncated safetensors file.
+  fs::create_directories(t / "trunc");
+  fs::copy_file(t / "one/config.json", t / "trunc/config.json");
+  fs::copy_file(t / "one/model.safetensors", t / "trunc/model.safetensors");
+  fs::resize_file(t / "trunc/model.safetensors", fs::file_size(t / "trunc/model.safetensors") - 3);
+  EXPECT_EQ(LlamaModel::Load(t / "trunc").status().error(),
+            ErrorCode::MODEL_SAFETENSORS_SIZE_MISMATCH);
+
+  // Malformed config.json.
+  std::ofstream(t / "shape/config.json") << "{\"vocab_size\": 96,";
+  EXPECT_EQ(LlamaModel::Load(t / "shape").status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_EQ(LlamaModel::Load(t / "nope").status().code(), StatusCode::kIoError);
+}
+
+TEST(EngineGenerator, SameSeedSameBytes) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "a", "gqa2", 7).ok());
+  auto a = ReadFileToString(t / "a/model.safetensors");
+  auto fixture = ReadFileToString(test::SourcePath("fixtures/models/gqa2/model.safetensors"));
+  ASSERT_TRUE(a.ok() && fixture.ok());
+  EXPECT_EQ(*a, *fixture);  // the bundled fixture is exactly what the README command writes
+  ASSERT_TRUE(GenerateModel(t / "b", "gqa2", 8).ok());
+  EXPECT_NE(*a, *ReadFileToString(t / "b/model.safetensors"));
+  DType d;
+  EXPECT_FALSE(GeneratorShape("nope", &d).ok());
+}
+
+}  // namespace
+}  // namespace kvc::model

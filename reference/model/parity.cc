@@ -1,0 +1,242 @@
+// Execution-path parity pairs of the reference engine.
+#include "reference/model/parity.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kvc::model {
+namespace {
+
+// Compares candidate step logits with the baseline's.
+PairResult Compare(const std::string& name, const GreedyRun& base,
+                   const std::vector<std::vector<float>>& cand,
+                   const std::vector<int64_t>& cand_tokens, double tol) {
+  PairResult r;
+  r.name = name;
+  r.tolerance = tol;
+  r.bit_identical = cand.size() == base.logits.size();
+  r.argmax_agree = cand_tokens.size() == base.tokens.size();
+  double scale = 0;
+  for (size_t g = 0; g < std::min(cand.size(), base.logits.size()); ++g) {
+    const auto& a = base.logits[g];
+    const auto& b = cand[g];
+    if (a.size() != b.size()) {
+      r.bit_identical = false;
+      r.max_abs = INFINITY;
+      continue;
+    }
+    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0) r.bit_identical = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) r.non_finite = true;
+      r.max_abs = std::max(r.max_abs, std::fabs(static_cast<double>(a[i]) - b[i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+    }
+    if (g < cand_tokens.size() && cand_tokens[g] != base.tokens[g]) r.argmax_agree = false;
+  }
+  if (std::isnan(r.max_abs)) r.max_abs = INFINITY;
+  r.max_rel = scale > 0 ? r.max_abs / scale : r.max_abs;
+  r.passed = !r.non_finite && r.argmax_agree && (tol == 0 ? r.bit_identical : r.max_abs <= tol);
+  if (!r.passed) {
+    r.detail = r.non_finite      ? "non-finite logits (NaN or infinity)"
+               : !r.argmax_agree ? "greedy tokens differ"
+               : tol == 0
+                   ? "logits are not bit-identical (max |diff| " + std::to_string(r.max_abs) + ")"
+                   : "max |diff| " + std::to_string(r.max_abs) + " > tolerance";
+  }
+  return r;
+}
+
+PairResult Failed(const std::string& name, const Status& s) {
+  PairResult r;
+  r.name = name;
+  r.detail = s.ToString();
+  r.max_abs = INFINITY;
+  return r;
+}
+
+}  // namespace
+
+StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
+                              uint64_t max_new, const EngineOptions& opts, uint64_t chunk) {
+  if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
+  Engine e(model, opts);
+  KVC_RETURN_IF_ERROR(e.NewRequest("r"));
+  GreedyRun run;
+  std::vector<float> logits;
+  KVC_RETURN_IF_ERROR(e.Prefill("r", prompt, chunk, &logits));
+  for (uint64_t g = 0;; ++g) {
+    const int64_t y = Argmax(logits);
+    run.tokens.push_back(y);
+    run.logits.push_back(logits);
+    KVC_RETURN_IF_ERROR(e.Emit("r", y));
+    if (g + 1 == max_new) break;
+    KVC_RETURN_IF_ERROR(e.Decode("r", y, &logits));
+  }
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot s, e.Read("r"));
+  run.committed_length = s.committed_length;
+  // The frontier counters and the lifecycle snapshot are two views of one request.
+  const frontier::FrontierState* fs = e.frontier_state("r");
+  if (!fs || !fs->tracked() || fs->committed() != s.committed_length || fs->emitted() != max_new)
+    return Internal("greedy run: frontier counters disagree with the published snapshot");
+  return run;
+}
+
+StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
+                                            const std::vector<int64_t>& prompt, uint64_t max_new,
+                                            ComputeMode mode) {
+  EngineOptions base_opts;
+  base_opts.mode = mode;
+  KVC_ASSIGN_OR_RETURN(GreedyRun base, RunGreedy(model, prompt, max_new, base_opts));
+  // Deterministic mode promises bit-identical paths; fast mode only the declared tolerance.
+  const double tol0 = mode == ComputeMode::kDeterministic ? 0.0 : kFastTolerance;
+  std::vector<PairResult> out;
+
+  {  // cache vs no-cache: every step recomputed over the whole prefix in a fresh request.
+    std::vector<std::vector<float>> cand;
+    std::vector<int64_t> toks, prefix = prompt;
+    Status st;
+    for (uint64_t g = 0; g < max_new && st.ok(); ++g) {
+      Engine e(model, base_opts);
+      st = e.NewRequest("nc");
+      std::vector<float> logits;
+      if (st.ok()) st = e.Prefill("nc", prefix, 0, &logits);
+      if (!st.ok()) break;
+      toks.push_back(Argmax(logits));
+      cand.push_back(std::move(logits));
+      prefix.push_back(toks.back());
+    }
+    out.push_back(st.ok() ? Compare("cache_vs_nocache", base, cand, toks, tol0)
+                          : Failed("cache_vs_nocache", st));
+  }
+  for (uint64_t c : {1, 3, 16, 64, 127}) {
+    const std::string name = "chunked_prefill_c" + std::to_string(c);
+    if (c >= prompt.size()) {
+      PairResult r;
+      r.name = name;
+      r.skipped = r.passed = r.argmax_agree = true;
+      r.detail = "chunk >= prompt length (same as unchunked)";
+      out.push_back(r);
+      continue;
+    }
+    auto run = RunGreedy(model, prompt, max_new, base_opts, c);
+    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
+                           : Failed(name, run.status()));
+  }
+  for (uint64_t b : {1, 4, 16}) {
+    EngineOptions o = base_opts;
+    o.paged = true;
+    o.block_size = b;
+    const std::string name = "paged_b" + std::to_string(b) + "_vs_contiguous";
+    auto run = RunGreedy(model, prompt, max_new, o);
+    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
+                           : Failed(name, run.status()));
+  }
+  {  // fork then continue: paged (blocks shared) parent prefill, child decodes.
+    EngineOptions o = base_opts;
+    o.paged = true;
+    o.block_size = 4;
+    Engine e(model, o);
+    std::vector<std::vector<float>> cand;
+    std::vector<int64_t> toks;
+    std::vector<float> logits;
+    Status st = e.NewRequest("parent");
+    if (st.ok()) st = e.Prefill("parent", prompt, 0, &logits);
+    if (st.ok()) st = e.Fork("parent", prompt.size(), {"child"});
+    for (uint64_t g = 0; st.ok(); ++g) {
+      toks.push_back(Argmax(logits));
+      cand.push_back(logits);
+      st = e.Emit("child", toks.back());
+      if (g + 1 == max_new || !st.ok()) break;
+      st = e.Decode("child", toks.back(), &logits);
+    }
+    out.push_back(st.ok() ? Compare("fork_then_continue_vs_fresh", base, cand, toks, tol0)
+                          : Failed("fork_then_continue_vs_fresh", st));
+  }
+  {  // fork at P+1 inside a shared block, the child continues with a different token.
+    EngineOptions o = base_opts;
+    o.paged = true;
+    o.block_size = 4;
+    Engine e(model, o);
+    std::vector<float> logits, child_logits, parent_logits;
+    Status st = e.NewRequest("parent");
+    if (st.ok()) st = e.Prefill("parent", prompt, 0, &logits);
+    const int64_t y0 = Argmax(logits);
+    const int64_t alt = (y0 + 1) % static_cast<int64_t>(model.config().vocab_size);
+    if (st.ok()) st = e.Emit("parent", y0);
+    if (st.ok()) st = e.Decode("parent", y0, &logits);  // commits y0: T = P + 1
+    if (st.ok()) st = e.Fork("parent", prompt.size() + 1, {"child"});
+    const int64_t y1 = Argmax(logits);
+    if (st.ok()) st = e.Emit("parent", y1);
+    if (st.ok())
+      st = e.Decode("parent", y1, &parent_logits);  // parent writes into the shared block
+    if (st.ok()) st = e.Emit("child", alt);
+    if (st.ok()) st = e.Decode("child", alt, &child_logits);  // child diverges (copy-on-write)
+    GreedyRun fresh_child, fresh_parent;
+    std::vector<int64_t> seq_child = prompt, seq_parent = prompt;
+    seq_child.insert(seq_child.end(), {y0, alt});
+    seq_parent.insert(seq_parent.end(), {y0, y1});
+    for (auto* pr : {&seq_child, &seq_parent}) {
+      if (!st.ok()) break;
+      Engine f(model, base_opts);
+      std::vector<float> l;
+      st = f.NewRequest("fresh");
+      if (st.ok()) st = f.Prefill("fresh", *pr, 0, &l);
+      GreedyRun& dst = pr == &seq_child ? fresh_child : fresh_parent;
+      dst.tokens.push_back(Argmax(l));
+      dst.logits.push_back(std::move(l));
+    }
+    if (!st.ok()) {
+      out.push_back(Failed("fork_diverge_vs_fresh", st));
+    } else {
+      PairResult a = Compare("fork_diverge_vs_fresh", fresh_child, {child_logits},
+                             {Argmax(child_logits)}, tol0);
+      PairResult b = Compare("fork_diverge_vs_fresh", fresh_parent, {parent_logits},
+                             {Argmax(parent_logits)}, tol0);
+      if (!b.passed)
+        a = b, a.detail = "parent after the fork: " + b.detail;
+      else
+        a.max_abs = std::max(a.max_abs, b.max_abs);
+      out.push_back(a);
+    }
+  }
+  {  // batch composition: the request shares every call with another request (other prompt,
+     // other length), prefill and decode, in one ragged batch.
+    Engine e(model, base_opts);
+    std::vector<int64_t> other(prompt.rbegin(), prompt.rend());
+    other.push_back(prompt.front());
+    other.push_back(prompt.back());
+    std::vector<std::vector<float>> cand;
+    std::vector<int64_t> toks;
+    std::vector<float> la, lb;
+    Status st = e.NewRequest("a");
+    if (st.ok()) st = e.NewRequest("b");
+    if (st.ok()) {
+      const Engine::AppendItem batch[2] = {{"b", other, false, &lb, true},
+                                           {"a", prompt, false, &la, true}};
+      st = e.AppendBatch(batch);
+    }
+    for (uint64_t g = 0; st.ok(); ++g) {
+      toks.push_back(Argmax(la));
+      cand.push_back(la);
+      if (g + 1 == max_new) break;
+      const int64_t ya = toks.back(), yb = Argmax(lb);
+      const Engine::DecodeItem batch[2] = {{"a", ya, &la}, {"b", yb, &lb}};
+      st = e.Emit("a", ya);
+      if (st.ok()) st = e.Emit("b", yb);
+      if (st.ok()) st = e.DecodeBatch(batch);
+    }
+    out.push_back(st.ok() ? Compare("batched_vs_alone", base, cand, toks, tol0)
+                          : Failed("batched_vs_alone", st));
+  }
+  if (mode == ComputeMode::kDeterministic) {
+    EngineOptions o = base_opts;
+    o.mode = ComputeMode::kFast;
+    auto run = RunGreedy(model, prompt, max_new, o);
+    out.push_back(
+        run.ok() ? Compare("fast_vs_deterministic", base, run->logits, run->tokens, kFastTolerance)
+                 : Failed("fast_vs_deterministic", run.status()));
+  }
+  return out;
+}
+
+}  // namespace kvc::model

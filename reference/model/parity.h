@@ -1,0 +1,64 @@
+// Cache/no-cache parity (M5.1 0x03) and the engine's other execution-path pairs.
+//
+// Baseline: greedy generation with a contiguous cache, the prompt in one append, then one
+// decode append per emitted token (the frontier token), in the requested compute mode. Each
+// pair runs the same prompt through another path and compares, at every output step, the
+// logits that chose that step's token:
+//   cache_vs_nocache            step g recomputed from scratch over prompt + y[0:g) (no cache)
+//   chunked_prefill_c{1,3,16,64,127}  prefill in appends of c tokens (chunks >= P are skipped)
+//   paged_b{1,4,16}_vs_contiguous     paged storage, block size b
+//   fork_then_continue_vs_fresh       prefill in a parent, fork at P, the child decodes
+//   fork_diverge_vs_fresh             the parent decodes 2 tokens, a fork at P+1 continues with
+//                                     a different token (copy-on-write in the shared block),
+//                                     compared with a fresh run of that token sequence
+//   batched_vs_alone                  every call shares a ragged batch with another request
+//   fast_vs_deterministic             (deterministic baseline only) BLAS kernels
+// In deterministic mode every pair declares tolerance 0 and must be bit-identical (memcmp)
+// except fast_vs_deterministic, which declares kFastTolerance; in fast mode every pair
+// declares kFastTolerance (BLAS blocking depends on the number of rows per call). max_rel = max_abs
+// / max |baseline logit|. A pair passes when max_abs <= tolerance and every step's argmax agrees,
+// and no logit is NaN or infinite. Thread-compatible; runs on the caller's thread.
+#ifndef KVCONFORM_REFERENCE_MODEL_PARITY_H_
+#define KVCONFORM_REFERENCE_MODEL_PARITY_H_
+
+#include <string>
+#include <vector>
+
+#include "reference/model/engine.h"
+
+namespace kvc::model {
+
+inline constexpr double kFastTolerance = 1e-3;  // max |logit diff|, fast vs deterministic
+
+struct GreedyRun {
+  std::vector<int64_t> tokens;             // emitted ids y[0..G)
+  std::vector<std::vector<float>> logits;  // [G][V]: the logits that chose y[g]
+  uint64_t committed_length = 0;           // after the run: P + G - 1 (frontier unprocessed)
+};
+
+// Greedy generation of `max_new` tokens (>= 1) through an Engine with `opts`, prefill in
+// appends of `chunk` tokens (0 = whole prompt).
+StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
+                              uint64_t max_new, const EngineOptions& opts, uint64_t chunk = 0);
+
+struct PairResult {
+  std::string name;
+  double max_abs = 0;
+  double max_rel = 0;
+  bool bit_identical = false;
+  bool argmax_agree = false;
+  bool non_finite = false;  // a NaN/inf logit on either side: always a failure
+  double tolerance = 0;
+  bool passed = false;
+  std::string detail;  // why it failed, or why it was skipped
+  bool skipped = false;
+};
+
+// Runs every pair. Errors only for failures to run (bad tokens, ...); mismatches are results.
+StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
+                                            const std::vector<int64_t>& prompt, uint64_t max_new,
+                                            ComputeMode mode);
+
+}  // namespace kvc::model
+
+#endif  // KVCONFORM_REFERENCE_MODEL_PARITY_H_

@@ -1,0 +1,370 @@
+// `kvconform gen-model | generate | parity`: the reference engine from the command line, plus
+// the "model parity" section of `kvconform suite` (parity on the bundled test models).
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "reference/model/generator.h"
+#include "reference/model/hf_logits.h"
+#include "reference/model/parity.h"
+#include "tools/kvconform/cli.h"
+
+namespace kvc::cli {
+namespace {
+
+using model::ComputeMode;
+
+int FailWith(const char* cmd, const Status& s) {
+  std::cerr << "kvconform " << cmd << ": " << s.ToString() << "\n";
+  return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
+}
+
+StatusOr<std::vector<int64_t>> ParseIds(const std::string& s) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
+    ids.push_back(v);
+  }
+  if (ids.empty())
+    return InvalidArgument("--prompt-ids: expected a comma-separated list of token ids");
+  return ids;
+}
+
+StatusOr<ComputeMode> ParseMode(const std::string& s) {
+  if (s == "deterministic") return ComputeMode::kDeterministic;
+  if (s == "fast") return ComputeMode::kFast;
+  return InvalidArgument("--mode: '" + s + "'; expected deterministic or fast");
+}
+
+struct GenOptions {
+  std::string out, shape;
+  uint64_t seed = 0;
+};
+
+struct GenerateOptions {
+  std::string model, prompt_ids, dump_logits, mode = "deterministic", layout = "contiguous";
+  uint64_t max_new = 1, block_size = 16, chunk = 0;
+};
+
+void RunGenerate(const GenerateOptions& o) {
+  auto ids = ParseIds(o.prompt_ids);
+  if (!ids.ok()) {
+    ExitCode() = FailWith("generate", ids.status());
+    return;
+  }
+  auto mode = ParseMode(o.mode);
+  if (!mode.ok()) {
+    ExitCode() = FailWith("generate", mode.status());
+    return;
+  }
+  auto m = model::LlamaModel::Load(o.model);
+  if (!m.ok()) {
+    ExitCode() = FailWith("generate", m.status());
+    return;
+  }
+  model::EngineOptions eo;
+  eo.mode = *mode;
+  eo.paged = o.layout == "paged";
+  eo.block_size = o.block_size;
+  auto run = model::RunGreedy(*m, *ids, o.max_new, eo, o.chunk);
+  if (!run.ok()) {
+    ExitCode() = FailWith("generate", run.status());
+    return;
+  }
+  if (!o.dump_logits.empty()) {
+    std::ofstream f(o.dump_logits, std::ios::trunc);
+    if (!f) {
+      ExitCode() = FailWith("generate", IoError(o.dump_logits + ": cannot open for writing"));
+      return;
+    }
+    for (size_t g = 0; g < run->tokens.size(); ++g) {
+      nlohmann::json j = {{"step", g}, {"token", run->tokens[g]}, {"logits", run->logits[g]}};
+      f << j.dump() << "\n";
+    }
+  }
+  for (size_t g = 0; g < run->tokens.size(); ++g) std::cout << (g ? "," : "") << run->tokens[g];
+  std::cout << "\n";
+  ExitCode() = kExitOk;
+}
+
+struct ParityOptions {
+  std::string model, prompt_ids, mode = "deterministic", format = "text";
+  uint64_t max_new = 4;
+};
+
+nlohmann::json PairToJson(const model::PairResult& r) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json("inf"); };
+  return {{"pair", r.name},
+          {"max_abs_diff", num(r.max_abs)},
+          {"max_rel_diff", num(r.max_rel)},
+          {"bit_identical", r.bit_identical},
+          {"argmax_agree", r.argmax_agree},
+          {"tolerance", r.tolerance},
+          {"skipped", r.skipped},
+          {"verdict", r.passed ? "pass" : "fail"},
+          {"detail", r.detail}};
+}
+
+void RunParityCmd(const ParityOptions& o) {
+  auto ids = ParseIds(o.prompt_ids);
+  if (!ids.ok()) {
+    ExitCode() = FailWith("parity", ids.status());
+    return;
+  }
+  auto mode = ParseMode(o.mode);
+  if (!mode.ok()) {
+    ExitCode() = FailWith("parity", mode.status());
+    return;
+  }
+  auto m = model::LlamaModel::Load(o.model);
+  if (!m.ok()) {
+    ExitCode() = FailWith("parity", m.status());
+    return;
+  }
+  auto res = model::RunParity(*m, *ids, o.max_new, *mode);
+  if (!res.ok()) {
+    ExitCode() = FailWith("parity", res.status());
+    return;
+  }
+  bool ok = true;
+  for (const auto& r : *res) ok = ok && r.passed;
+  if (o.format == "json") {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& r : *res) pairs.push_back(PairToJson(r));
+    std::cout << nlohmann::json{{"model", o.model},
+                                {"mode", o.mode},
+                                {"prompt_ids", *ids},
+                                {"max_new_tokens", o.max_new},
+                                {"verdict", ok ? "pass" : "fail"},
+                                {"pairs", pairs}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", " << ids->size()
+              << " prompt tokens, " << o.max_new << " new)\n";
+    std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(13) << "max_abs"
+              << std::setw(13) << "max_rel" << std::setw(8) << "argmax" << std::setw(11)
+              << "tolerance"
+              << "  verdict\n";
+    for (const auto& r : *res) {
+      std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(13)
+                << std::setprecision(4) << r.max_abs << std::setw(13) << r.max_rel << std::setw(8)
+                << (r.argmax_agree ? "same" : "DIFF") << std::setw(11) << r.tolerance << "  "
+                << (r.skipped  ? "skip"
+                    : r.passed ? "pass"
+                               : "FAIL")
+                << (r.detail.empty() ? "" : " (" + r.detail + ")") << "\n";
+    }
+    std::cout << "verdict: " << (ok ? "pass" : "fail") << "\n";
+  }
+  ExitCode() = ok ? kExitOk : kExitViolation;
+}
+
+// Suite section: every bundled model under fixtures/models/<name>/ runs the deterministic
+// parity pairs and, when it has hf_logits.json, the comparison with the recorded logits.
+std::vector<FixtureOutcome> RunModelSection(const std::string& root) {
+  std::vector<FixtureOutcome> out;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(root) / "fixtures" / "models";
+  std::error_code ec;
+  std::vector<fs::path> models;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (fs::exists(e.path() / "config.json")) models.push_back(e.path());
+  std::sort(models.begin(), models.end());
+  for (const auto& p : models) {
+    const std::string name = "models/" + p.filename().string();
+    auto m = model::LlamaModel::Load(p.string());
+    if (!m.ok()) {
+      FixtureOutcome o;
+      o.case_name = name + "/load";
+      o.error = m.status();
+      o.detail = m.status().ToString();
+      out.push_back(o);
+      continue;
+    }
+    const std::vector<int64_t> prompt = {1,  5,  9,  2, 7,  3,  11, 4,  8, 6,
+                                         10, 12, 13, 0, 14, 15, 16, 17, 18};
+    auto res = model::RunParity(*m, prompt, 4, ComputeMode::kDeterministic);
+    if (!res.ok()) {
+      FixtureOutcome o;
+      o.case_name = name + "/parity";
+      o.error = res.status();
+      o.detail = res.status().ToString();
+      out.push_back(o);
+    } else {
+      for (const auto& r : *res) {
+        FixtureOutcome o;
+        o.path = p.string();
+        o.case_name = name + "/" + r.name;
+        o.kind = "model parity";
+        o.passed = r.passed;
+        o.detail = r.detail;
+        out.push_back(o);
+      }
+    }
+    if (fs::exists(p / "hf_logits.json")) {
+      FixtureOutcome o;
+      o.path = (p / "hf_logits.json").string();
+      o.case_name = name + "/hf_logits";
+      o.kind = "model parity";
+      auto cmp = model::CompareWithHfLogits(*m, o.path);
+      if (!cmp.ok()) {
+        o.error = cmp.status();
+        o.detail = cmp.status().ToString();
+      } else {
+        o.passed = cmp->passed;
+        o.detail = cmp->detail;
+      }
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+struct BenchOptions {
+  std::string model, format = "text";
+  uint64_t prompt_len = 128, decode = 32;
+  int threads = 1;
+};
+
+// Prefill and decode throughput of both modes (a benchmark: prints figures, asserts nothing).
+void RunBench(const BenchOptions& o) {
+  auto m = model::LlamaModel::Load(o.model);
+  if (!m.ok()) {
+    ExitCode() = FailWith("bench-engine", m.status());
+    return;
+  }
+  model::SetBlasThreads(o.threads);
+  std::vector<int64_t> prompt(o.prompt_len);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int64_t>((i * 7919 + 13) % m->config().vocab_size);
+  nlohmann::json rows = nlohmann::json::array();
+  for (ComputeMode mode : {ComputeMode::kDeterministic, ComputeMode::kFast}) {
+    model::EngineOptions eo;
+    eo.mode = mode;
+    model::Engine e(*m, eo);
+    Status st = e.NewRequest("bench");
+    std::vector<float> logits;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (st.ok()) st = e.Prefill("bench", prompt, 0, &logits);
+    const auto t1 = std::chrono::steady_clock::now();
+    for (uint64_t g = 0; g < o.decode && st.ok(); ++g) {
+      const int64_t y = model::Argmax(logits);
+      st = e.Emit("bench", y);
+      if (st.ok()) st = e.Decode("bench", y, &logits);
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    if (!st.ok()) {
+      ExitCode() = FailWith("bench-engine", st);
+      return;
+    }
+    const double pre = std::chrono::duration<double>(t1 - t0).count();
+    const double dec = std::chrono::duration<double>(t2 - t1).count();
+    rows.push_back({{"mode", std::string(model::ComputeModeName(mode))},
+                    {"prefill_tokens_per_s", o.prompt_len / pre},
+                    {"decode_tokens_per_s", o.decode / dec},
+                    {"prefill_s", pre},
+                    {"decode_s", dec}});
+  }
+  nlohmann::json out = {{"engine", "kvconform"},
+                        {"model", o.model},
+                        {"threads", o.threads},
+                        {"blas", model::FastModeUsesBlas()},
+                        {"prompt_len", o.prompt_len},
+                        {"decode_tokens", o.decode},
+                        {"results", rows}};
+  if (o.format == "json") {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "kvconform bench-engine: " << o.model << " threads=" << o.threads
+              << " prompt=" << o.prompt_len << " decode=" << o.decode << "\n";
+    for (const auto& r : rows)
+      std::cout << "  " << std::left << std::setw(14) << r["mode"].get<std::string>() << std::fixed
+                << std::setprecision(2) << " prefill " << r["prefill_tokens_per_s"].get<double>()
+                << " tok/s   decode " << r["decode_tokens_per_s"].get<double>() << " tok/s\n";
+    std::cout << "  deterministic/fast decode time ratio: "
+              << rows[0]["decode_s"].get<double>() / rows[1]["decode_s"].get<double>() << "x\n";
+  }
+  ExitCode() = kExitOk;
+}
+
+}  // namespace
+
+void AddModelCommands(CLI::App& app) {
+  auto bo = std::make_shared<BenchOptions>();
+  auto* bench = app.add_subcommand(
+      "bench-engine", "benchmark: prefill/decode tokens/s of the reference engine in both modes");
+  bench->add_option("--model", bo->model, "HF model directory (e.g. gen-model --shape bench100m)")
+      ->required();
+  bench->add_option("--prompt-len", bo->prompt_len, "prompt tokens")->check(CLI::PositiveNumber);
+  bench->add_option("--decode", bo->decode, "decode steps")->check(CLI::PositiveNumber);
+  bench->add_option("--threads", bo->threads, "OpenBLAS threads in fast mode")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--format", bo->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  bench->callback([bo] { RunBench(*bo); });
+
+  auto gen = std::make_shared<GenOptions>();
+  auto* g = app.add_subcommand(
+      "gen-model",
+      "write a small random-weight Llama checkpoint (config.json + model.safetensors)");
+  g->add_option("--out", gen->out, "output directory")->required();
+  std::string shapes;
+  for (const auto& n : model::GeneratorShapeNames()) shapes += (shapes.empty() ? "" : ", ") + n;
+  g->add_option("--shape", gen->shape, "one of: " + shapes)->required();
+  g->add_option("--seed", gen->seed, "weight seed")->required();
+  g->callback([gen] {
+    Status s = model::GenerateModel(gen->out, gen->shape, gen->seed);
+    if (!s.ok()) {
+      ExitCode() = FailWith("gen-model", s);
+      return;
+    }
+    std::cout << "wrote " << gen->out << "/config.json and model.safetensors (shape " << gen->shape
+              << ", seed " << gen->seed << ")\n";
+    ExitCode() = kExitOk;
+  });
+
+  auto go = std::make_shared<GenerateOptions>();
+  auto* gen_cmd = app.add_subcommand(
+      "generate", "greedy generation with the reference engine; prints the generated ids");
+  gen_cmd->add_option("--model", go->model, "HF model directory")->required();
+  gen_cmd->add_option("--prompt-ids", go->prompt_ids, "comma-separated prompt token ids")
+      ->required();
+  gen_cmd->add_option("--max-new-tokens", go->max_new, "tokens to generate (>= 1)")->required();
+  gen_cmd->add_option("--dump-logits", go->dump_logits, "write JSON Lines {step, token, logits}");
+  gen_cmd->add_option("--mode", go->mode, "deterministic | fast");
+  gen_cmd->add_option("--layout", go->layout, "contiguous | paged")
+      ->check(CLI::IsMember({"contiguous", "paged"}));
+  gen_cmd->add_option("--block-size", go->block_size, "paged block size")
+      ->check(CLI::PositiveNumber);
+  gen_cmd->add_option("--prefill-chunk", go->chunk,
+                      "prefill in appends of this many tokens (0 = whole prompt)");
+  gen_cmd->callback([go] { RunGenerate(*go); });
+
+  auto po = std::make_shared<ParityOptions>();
+  auto* par = app.add_subcommand(
+      "parity",
+      "run every execution-path parity pair (cache/no-cache, chunked, paged, fork, fast)");
+  par->add_option("--model", po->model, "HF model directory")->required();
+  par->add_option("--prompt-ids", po->prompt_ids, "comma-separated prompt token ids")->required();
+  par->add_option("--max-new-tokens", po->max_new, "tokens to generate (>= 1)")->required();
+  par->add_option("--mode", po->mode, "deterministic | fast");
+  par->add_option("--format", po->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  par->callback([po] { RunParityCmd(*po); });
+
+  SuiteSections().push_back({"model parity (fixtures/models)", RunModelSection});
+}
+
+}  // namespace kvc::cli
