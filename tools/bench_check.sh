@@ -13,6 +13,7 @@ trap 'rm -rf "$T"' EXIT
 N=$(($(wc -l <"$T/trace.jsonl") - 1))
 BYTES=$(stat -c %s "$T/trace.jsonl")
 run() {  # run LABEL CMD... -> prints seconds and peak RSS (best of 3 by wall time)
+  shift
   local best=999999 rss=0
   for _ in 1 2 3; do
     /usr/bin/time -v "$@" >/dev/null 2>"$T/time" || true

@@ -247,7 +247,7 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
     } else if (!s.arrived) {
       return fail(ErrorCode::LEDGER_WORK_BEFORE_ARRIVAL, "/op", "the request has not arrived");
     } else if (s.released) {
-      return fail(ErrorCode::LEDGER_EVENT_AFTER_FINISH, "/op", "the request was already released");
+      return fail(ErrorCode::LIFECYCLE_HANDLE_RELEASED, "/op", "the request was already released");
     } else if (e.op == "release") {
       if (!s.finished) return fail(ErrorCode::LIFECYCLE_RELEASE_LIVE, "/op", "the request has not finished");
       s.released = true;

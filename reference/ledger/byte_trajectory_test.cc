@@ -92,5 +92,15 @@ TEST(ByteTrajectory, ReplayStopsAtTheFirstIllegalEvent) {
   EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(doc)), std::vector<std::string>{"LEDGER_DECODE_NOT_ONE_ROW"});
 }
 
+TEST(ByteTrajectory, EventsAfterFinishOrReleaseAreRejected) {
+  Json doc = test::LoadJson(kFixture);
+  doc["events"][7]["op"] = "decode_publish";  // A publishes after finishing at tau=6
+  doc["events"][7]["rows"] = 1;
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(doc)), std::vector<std::string>{"LEDGER_EVENT_AFTER_FINISH"});
+  Json late = test::LoadJson(kFixture);
+  late["events"][8]["request"] = "A";  // A decodes at tau=8 after its release at tau=7
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(late)), std::vector<std::string>{"LIFECYCLE_HANDLE_RELEASED"});
+}
+
 }  // namespace
 }  // namespace kvc

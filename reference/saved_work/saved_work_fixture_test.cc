@@ -15,6 +15,15 @@ using frontier::AppendCall;
 using frontier::AppendPurpose;
 using frontier::FrontierState;
 
+// An AppendCall with every member named (the struct has members without initializers).
+AppendCall MakeCall(AppendPurpose purpose, uint64_t rows, std::optional<uint64_t> input_token = std::nullopt) {
+  AppendCall c;
+  c.purpose = purpose;
+  c.rows = rows;
+  c.input_token = input_token;
+  return c;
+}
+
 const char* kFixture = "fixtures/m5_1/saved_work/saved_work_fixture.json";
 
 TEST(SavedWorkFixture, LongLedgerMatchesTheSeed) {
@@ -31,11 +40,11 @@ TEST(SavedWorkFixture, LongLedgerMatchesTheSeed) {
 
 TEST(SavedWorkFixture, OrdinaryStopLeavesTheFinalTokenUncommittedUntilRepair) {
   FrontierState f(4);
-  ASSERT_TRUE(f.CheckAppend({AppendPurpose::kPrefill, 4}).ok());
-  f.ApplyPublished({AppendPurpose::kPrefill, 4});
+  ASSERT_TRUE(f.CheckAppend(MakeCall(AppendPurpose::kPrefill, 4)).ok());
+  f.ApplyPublished(MakeCall(AppendPurpose::kPrefill, 4));
   ASSERT_TRUE(f.Emit(0, 20).ok());
   for (uint64_t y : {20u, 21u}) {
-    AppendCall decode{AppendPurpose::kDecode, 1, y};
+    AppendCall decode = MakeCall(AppendPurpose::kDecode, 1, y);
     ASSERT_TRUE(f.CheckAppend(decode).ok());
     f.ApplyPublished(decode);
     ASSERT_TRUE(f.Emit(f.emitted(), y + 1).ok());
@@ -43,7 +52,7 @@ TEST(SavedWorkFixture, OrdinaryStopLeavesTheFinalTokenUncommittedUntilRepair) {
   EXPECT_EQ(f.committed(), 6u);                    // length 6 committed
   EXPECT_EQ(f.prompt_length() + f.emitted(), 7u);  // 7 logical tokens
   EXPECT_EQ(f.frontier_token(), 22u);              // y2 unprocessed
-  AppendCall repair{AppendPurpose::kRepair, 1, 22};
+  AppendCall repair = MakeCall(AppendPurpose::kRepair, 1, 22);
   ASSERT_TRUE(f.CheckAppend(repair).ok());
   f.ApplyPublished(repair);
   EXPECT_EQ(f.committed(), 7u);
@@ -53,15 +62,17 @@ TEST(SavedWorkFixture, OrdinaryStopLeavesTheFinalTokenUncommittedUntilRepair) {
 
 TEST(SavedWorkFixture, SpeculativeHandoffCommitsOnlyAcceptedRowsThenTheCorrection) {
   FrontierState f(100);
-  f.ApplyPublished({AppendPurpose::kPrefill, 100});
-  AppendCall verify{AppendPurpose::kVerify, 2, std::nullopt, {60, 61, 62}, 2};
+  f.ApplyPublished(MakeCall(AppendPurpose::kPrefill, 100));
+  AppendCall verify = MakeCall(AppendPurpose::kVerify, 2);
+  verify.draft_tokens = {60, 61, 62};
+  verify.accepted = 2;
   ASSERT_TRUE(f.CheckAppend(verify).ok());
   f.ApplyPublished(verify);
   for (uint64_t t : {60u, 61u, 70u}) ASSERT_TRUE(f.Emit(f.emitted(), t).ok());
   EXPECT_EQ(f.emitted(), 3u);      // +3 output progress
   EXPECT_EQ(f.committed(), 102u);  // +2 rows
   EXPECT_EQ(f.frontier_token(), 70u);
-  AppendCall correction{AppendPurpose::kRepair, 1, 70};
+  AppendCall correction = MakeCall(AppendPurpose::kRepair, 1, 70);
   ASSERT_TRUE(f.CheckAppend(correction).ok());
   f.ApplyPublished(correction);
   EXPECT_EQ(f.committed(), 103u);

@@ -14,6 +14,16 @@ using frontier::AppendCall;
 using frontier::AppendPurpose;
 using frontier::FrontierState;
 
+// An AppendCall with every member named (the struct has members without initializers).
+frontier::AppendCall MakeCall(frontier::AppendPurpose purpose, uint64_t rows,
+                              std::optional<uint64_t> input_token = std::nullopt) {
+  frontier::AppendCall c;
+  c.purpose = purpose;
+  c.rows = rows;
+  c.input_token = input_token;
+  return c;
+}
+
 void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
   v->push_back({c, std::move(ptr), std::move(msg)});
 }
@@ -216,7 +226,7 @@ void ValidateSavedWorkFrontier(const Json& frontier_obj, const std::string& poin
 
   // Speculative handoff from a base of `base` committed rows and no unprocessed frontier.
   FrontierState s(base);
-  s.ApplyPublished({AppendPurpose::kPrefill, base});
+  s.ApplyPublished(MakeCall(AppendPurpose::kPrefill, base));
   if (verify && Replay(*verify, s, out)) {
     CheckCounters(*verify->expected, verify->ptr + "/expected", s, 0, out);
     uint64_t after_verify = s.emitted();

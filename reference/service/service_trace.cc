@@ -200,6 +200,16 @@ bool CheckRequests(const Doc& d, Violations* v) {
   return v->size() == before;
 }
 
+// An AppendCall with every member named (the struct has members without initializers).
+frontier::AppendCall MakeCall(frontier::AppendPurpose purpose, uint64_t rows,
+                              std::optional<uint64_t> input_token = std::nullopt) {
+  frontier::AppendCall c;
+  c.purpose = purpose;
+  c.rows = rows;
+  c.input_token = input_token;
+  return c;
+}
+
 // The frontier's opaque token id of a token string: its first index among the request's
 // declared outputs, or a value past them for an undeclared token.
 uint64_t TokenId(const Request& r, const std::string& token) {
@@ -252,14 +262,14 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     if (s.in_flight != 0 || s.frontier->prompt_complete())
       return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "prefill may begin only while prompt rows wait");
     if (e.rows == 0) return fail(ErrorCode::LIFECYCLE_APPEND_EMPTY, "/rows", "a prefill interval selects no rows");
-    if (Status st = s.frontier->CheckAppend({AppendPurpose::kPrefill, e.rows}); !st.ok()) return fail_status(st, "/rows");
+    if (Status st = s.frontier->CheckAppend(MakeCall(AppendPurpose::kPrefill, e.rows)); !st.ok()) return fail_status(st, "/rows");
     s.in_flight = e.rows;
   } else if (e.op == "prefill_publish") {
     if (s.in_flight == 0 || e.rows != s.in_flight)
       return fail(ErrorCode::SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN, "/rows",
                   "a publication must publish exactly the in-flight prefill interval (" + std::to_string(s.in_flight) +
                       " rows)");
-    s.frontier->ApplyPublished({AppendPurpose::kPrefill, e.rows});
+    s.frontier->ApplyPublished(MakeCall(AppendPurpose::kPrefill, e.rows));
     s.in_flight = 0;
     snap.version += 1;
     snap.committed_length = s.frontier->committed();
@@ -277,7 +287,7 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
                       e.token + "\"");
     s.output_times.push_back(e.t);
   } else if (e.op == "decode_publish") {
-    AppendCall decode{AppendPurpose::kDecode, 1, TokenId(r, e.token)};
+    AppendCall decode = MakeCall(AppendPurpose::kDecode, 1, TokenId(r, e.token));
     if (Status st = s.frontier->CheckAppend(decode); !st.ok())
       return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
     s.frontier->ApplyPublished(decode);

@@ -666,11 +666,15 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
       if (h && h->current.phase == lifecycle::Phase::kReleased && e.event_type == "release") {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,
         // release; observations after release may name them) and drop the operations.
-        std::erase_if(r->events, [](const auto& kv) {
-          return kv.second.type != "finish" && kv.second.type != "cancel_request";
-        });
+        decltype(r->events) kept;  // a fresh table: erase alone keeps the grown bucket array
+        for (auto& kv : r->events)
+          if (kv.second.type == "finish" || kv.second.type == "cancel_request")
+            kept.emplace(kv.first, kv.second);
+        r->events.swap(kept);
+        r->frontier = frontier::FrontierState(0);
+        r->frontier.Untrack();
         for (const auto& op : r->op_ids) EraseOp(op);
-        r->op_ids.clear();
+        std::vector<std::string>().swap(r->op_ids);
       }
       r->events.emplace(e.event_id, info);
     }

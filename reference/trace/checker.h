@@ -127,7 +127,7 @@ class ObjReader {
 };
 
 struct CheckerOptions {
-  size_t prune_every_releases = 1024;  // ForgetFinalTxnsOfReleased cadence
+  size_t prune_every_releases = 64;  // ForgetFinalTxnsOfReleased cadence (memory vs scan cost)
 };
 
 class TraceChecker {
