@@ -6,6 +6,7 @@
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_trace.h"
 #include "reference/manifest/manifest.h"
+#include "reference/trace/checker.h"
 
 namespace kvc {
 namespace {
@@ -18,6 +19,8 @@ const KindEntry kKinds[] = {
     {handoff::kTransferTraceKind, "transfer trace", "M5.6 0x0F", &handoff::ValidateTransferTrace, nullptr},
     {handoff::kRuntimeReleaseKind, "runtime release manifest", "M5.6 0x0FE-0x0FH", &handoff::ValidateRuntimeRelease,
      nullptr},
+    {trace::kTraceKind, "runtime mutation trace", "M5.1 0x01/0x03/0x05/0x07",  nullptr,
+     &trace::ValidateTraceJsonl},
 };
 
 }  // namespace
