@@ -39,7 +39,8 @@ struct Geometry {
 TransferPlan MakePlan(const Geometry& g, uint64_t generation) {
   TransferPlan p;
   p.transfer_id = "xfer-g" + std::to_string(generation);
-  p.identity = {"tenant", "req", generation, generation, 1, 1, "resv-" + std::to_string(generation)};
+  p.identity = {
+      "tenant", "req", generation, generation, 1, 1, "resv-" + std::to_string(generation)};
   p.tensor_abi_sha256 = Sha256Hex("abi");
   p.num_layers = g.layers;
   p.bytes_per_token_layer = kBytesPerTokenLayer;
@@ -95,16 +96,19 @@ struct World {
   std::vector<TransferTxn> attempts;  // index = generation - 1; the last one is current
   uint64_t now = 0;
   uint64_t last_published_generation = 0;
-  std::set<std::pair<size_t, std::string>> corrupted;  // (attempt index, chunk id) received with other bytes
+  std::set<std::pair<size_t, std::string>>
+      corrupted;  // (attempt index, chunk id) received with other bytes
 
   World(Geometry g, uint64_t capacity)
       : geo(std::move(g)),
         credits(capacity),
-        directory(lifecycle::CacheAbi{Sha256Hex("abi"), static_cast<uint32_t>(geo.layers), "post_rope"}) {}
+        directory(lifecycle::CacheAbi{Sha256Hex("abi"), static_cast<uint32_t>(geo.layers),
+                                      "post_rope"}) {}
 
   Snapshot Snap(const TransferTxn& t) const {
     Snapshot s;
-    for (const auto& c : t.plan().chunks) s.chunk_states.push_back(static_cast<int>(*t.chunk_state(c.chunk_id)));
+    for (const auto& c : t.plan().chunks)
+      s.chunk_states.push_back(static_cast<int>(*t.chunk_state(c.chunk_id)));
     s.txn_state = static_cast<int>(t.state());
     s.in_flight = credits.in_flight();
     s.unpublished = pool.unpublished();
@@ -120,7 +124,8 @@ struct World {
     for (const auto& a : attempts) {
       held += a.credit_held();
       if (a.state() == TxnState::kAborted) RC_ASSERT(a.credit_held() == 0u);
-      if (a.state() == TxnState::kReserved || a.state() == TxnState::kTransferring || a.state() == TxnState::kValidated)
+      if (a.state() == TxnState::kReserved || a.state() == TxnState::kTransferring ||
+          a.state() == TxnState::kValidated)
         unpublished += kReservedBlocks;
     }
     RC_ASSERT(held == credits.in_flight());
@@ -159,14 +164,20 @@ Status Drive(World& w, TransferTxn& a, int op, size_t pick, bool corrupt) {
       if (st == ChunkState::kReceived) return a.MarkDeviceVisible(c.chunk_id);
       return a.MarkDeviceVisible(c.chunk_id);  // duplicate visibility callback
     }
-    case 1: return a.AcquireCredit(c.chunk_id);
-    case 2: return CheckedSend(w, a, c);  // may be refused by the producer gate
-    case 3: return a.Receive(c.chunk_id, corrupt ? Sha256Hex("corrupt") : c.checksum);
-    case 4: return a.MarkDeviceVisible(c.chunk_id);
-    case 5: return a.Validate(a.plan().identity, a.plan().tensor_abi_sha256);
+    case 1:
+      return a.AcquireCredit(c.chunk_id);
+    case 2:
+      return CheckedSend(w, a, c);  // may be refused by the producer gate
+    case 3:
+      return a.Receive(c.chunk_id, corrupt ? Sha256Hex("corrupt") : c.checksum);
+    case 4:
+      return a.MarkDeviceVisible(c.chunk_id);
+    case 5:
+      return a.Validate(a.plan().identity, a.plan().tensor_abi_sha256);
     case 6: {
       bool all_visible = true;
-      for (const auto& x : chunks) all_visible &= a.chunk_state(x.chunk_id) == ChunkState::kDeviceVisible;
+      for (const auto& x : chunks)
+        all_visible &= a.chunk_state(x.chunk_id) == ChunkState::kDeviceVisible;
       auto current = w.directory.CurrentGeneration("req");
       bool was_published = a.state() == TxnState::kPublished;
       uint64_t pubs_before = w.directory.publications();
@@ -194,8 +205,10 @@ Status Drive(World& w, TransferTxn& a, int op, size_t pick, bool corrupt) {
       }
       return h.status();
     }
-    case 7: return a.Abort("random abort");
-    default: return a.AcknowledgeSourceRelease(a.plan().identity.generation);
+    case 7:
+      return a.Abort("random abort");
+    default:
+      return a.AcknowledgeSourceRelease(a.plan().identity.generation);
   }
 }
 
@@ -210,7 +223,8 @@ RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSched
   const int steps = Uniform<int>(1, 800);
   for (int i = 0; i < steps; ++i) {
     int kind = Uniform<int>(0, 100);
-    if (kind < 1) {  // reroute: a newer attempt supersedes; the old one keeps running (late completions)
+    if (kind <
+        1) {  // reroute: a newer attempt supersedes; the old one keeps running (late completions)
       if (w.attempts.size() < 60) Reroute(w);
       continue;
     }
@@ -219,13 +233,14 @@ RC_GTEST_PROP(HandoffProperties, CreditsGatesFencesAndAbortsHoldUnderRandomSched
       continue;
     }
     if (kind < 10) {  // validate and publish the current attempt, or late, a superseded one
-      size_t which = Uniform<int>(0, 2) == 0 ? Uniform<size_t>(0, w.attempts.size()) : w.attempts.size() - 1;
+      size_t which =
+          Uniform<int>(0, 2) == 0 ? Uniform<size_t>(0, w.attempts.size()) : w.attempts.size() - 1;
       TransferTxn& cur = w.attempts[which];
       Status v = Drive(w, cur, 5, 0, false);
       if (v.ok()) {
         (void)Drive(w, cur, 6, 0, false);
-      } else if (v.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH && which == w.attempts.size() - 1 &&
-                 w.attempts.size() < 60) {
+      } else if (v.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH &&
+                 which == w.attempts.size() - 1 && w.attempts.size() < 60) {
         // Corrupt bytes: abort and retry under a newer generation.
         RC_ASSERT(cur.Abort("checksum mismatch").ok());
         Reroute(w);
@@ -328,7 +343,8 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
 void CollectPointers(const Json& j, const std::string& at, std::vector<std::string>* out) {
   out->push_back(at);
   if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it) CollectPointers(it.value(), at + "/" + JsonPointerEscape(it.key()), out);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      CollectPointers(it.value(), at + "/" + JsonPointerEscape(it.key()), out);
   else if (j.is_array())
     for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at + "/" + std::to_string(i), out);
 }
@@ -336,10 +352,9 @@ void CollectPointers(const Json& j, const std::string& at, std::vector<std::stri
 // Hostile one-field mutations of every M5.6 fixture: the validators never crash or throw,
 // and are deterministic (the same document yields the same violations).
 RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
-  static const char* kFixtures[] = {"fixtures/m5_6/handoff/handoff_manifest.json",
-                                    "fixtures/m5_6/handoff/transfer_protocol.json",
-                                    "fixtures/m5_6/runtime/transfer_trace.json",
-                                    "fixtures/m5_6/runtime/runtime_release.json"};
+  static const char* kFixtures[] = {
+      "fixtures/m5_6/handoff/handoff_manifest.json", "fixtures/m5_6/handoff/transfer_protocol.json",
+      "fixtures/m5_6/runtime/transfer_trace.json", "fixtures/m5_6/runtime/runtime_release.json"};
   static const std::vector<Json> kDocs = [] {
     std::vector<Json> docs;
     for (const char* f : kFixtures) docs.push_back(test::LoadJson(f));
@@ -350,14 +365,29 @@ RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
   std::vector<std::string> ptrs;
   CollectPointers(base, "", &ptrs);
   std::string ptr = ptrs[Uniform<size_t>(1, ptrs.size())];
-  const Json values[] = {-1, 0, 1, uint64_t{1} << 53, (uint64_t{1} << 53) + 1, UINT64_MAX, 1e300, 0.5, "", "x",
-                         std::string(64, 'f'), nullptr, true, Json::array(), Json::object(), Json::array({1, 2})};
+  const Json values[] = {-1,
+                         0,
+                         1,
+                         uint64_t{1} << 53,
+                         (uint64_t{1} << 53) + 1,
+                         UINT64_MAX,
+                         1e300,
+                         0.5,
+                         "",
+                         "x",
+                         std::string(64, 'f'),
+                         nullptr,
+                         true,
+                         Json::array(),
+                         Json::object(),
+                         Json::array({1, 2})};
   Json doc = base;
   int how = Uniform<int>(0, 3);
   try {
     if (how == 0) doc[Json::json_pointer(ptr)] = values[Uniform<size_t>(0, std::size(values))];
     if (how == 1) doc = doc.patch(Json::array({{{"op", "remove"}, {"path", ptr}}}));
-    if (how == 2 && doc[Json::json_pointer(ptr)].is_object()) doc[Json::json_pointer(ptr)]["unexpected"] = 1;
+    if (how == 2 && doc[Json::json_pointer(ptr)].is_object())
+      doc[Json::json_pointer(ptr)]["unexpected"] = 1;
   } catch (const std::exception&) {
     RC_DISCARD("mutation not applicable");
   }
@@ -373,12 +403,15 @@ RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
 class SeedPrinter : public ::testing::Environment {
  public:
   void SetUp() override {
-    const uint64_t seed = rc::detail::configuration().testParams.seed;  // may print RapidCheck's own line
-    std::cout << "[handoff_properties] RapidCheck seed=" << seed << "; reproduce: RC_PARAMS=\"seed=" << seed
+    const uint64_t seed =
+        rc::detail::configuration().testParams.seed;  // may print RapidCheck's own line
+    std::cout << "[handoff_properties] RapidCheck seed=" << seed
+              << "; reproduce: RC_PARAMS=\"seed=" << seed
               << "\" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'\n";
   }
 };
-[[maybe_unused]] ::testing::Environment* const kSeedPrinter = ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+[[maybe_unused]] ::testing::Environment* const kSeedPrinter =
+    ::testing::AddGlobalTestEnvironment(new SeedPrinter);
 
 }  // namespace
 }  // namespace kvc::handoff

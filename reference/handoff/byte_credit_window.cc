@@ -12,9 +12,9 @@ Status ByteCreditWindow::Acquire(uint64_t bytes) {
   auto next = CheckedAdd(in_flight_, bytes);
   if (!next || *next > capacity_)
     return ViolationStatus(ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED,
-                           "acquiring " + std::to_string(bytes) + " B with " + std::to_string(in_flight_) +
-                               " B in flight exceeds the " + std::to_string(capacity_) +
-                               " B credit window");
+                           "acquiring " + std::to_string(bytes) + " B with " +
+                               std::to_string(in_flight_) + " B in flight exceeds the " +
+                               std::to_string(capacity_) + " B credit window");
   in_flight_ = *next;
   if (in_flight_ > high_water_) high_water_ = in_flight_;
   return Status();
@@ -31,8 +31,9 @@ Status ByteCreditWindow::Release(uint64_t bytes) {
 Status DestinationBlockPool::Reserve(uint64_t blocks) {
   if (blocks > free_blocks())
     return ViolationStatus(ErrorCode::HANDOFF_RESERVATION_TOO_SMALL,
-                           "reserving " + std::to_string(blocks) + " destination blocks with only " +
-                               std::to_string(free_blocks()) + " free");
+                           "reserving " + std::to_string(blocks) +
+                               " destination blocks with only " + std::to_string(free_blocks()) +
+                               " free");
   unpublished_ += blocks;
   return Status();
 }

@@ -12,7 +12,9 @@
 namespace kvc::handoff {
 namespace {
 
-Status Deny(ErrorCode c, std::string m) { return ViolationStatus(c, "transfer denied: " + std::move(m)); }
+Status Deny(ErrorCode c, std::string m) {
+  return ViolationStatus(c, "transfer denied: " + std::move(m));
+}
 
 std::optional<std::string> HexToBytes(const std::string& hex) {
   if (hex.size() % 2) return std::nullopt;
@@ -33,8 +35,8 @@ std::optional<std::string> HexToBytes(const std::string& hex) {
 StatusOr<std::string> HmacRaw(const std::string& key, const std::string& data) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-            data.size(), mac, &len))
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+            reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len))
     return Internal("HMAC-SHA256 failed");
   return std::string(reinterpret_cast<char*>(mac), len);
 }
@@ -71,7 +73,8 @@ StatusOr<std::string> SignCapability(const Capability& c, const std::string& key
   return hex;
 }
 
-Status AuthorizeTransfer(const TransferRequest& r, const Capability& c, const AuthorizationContext& ctx) {
+Status AuthorizeTransfer(const TransferRequest& r, const Capability& c,
+                         const AuthorizationContext& ctx) {
   // 1. Signature: unknown key, malformed or wrong MAC all deny identically (no oracle).
   std::optional<std::string> key = ctx.keys ? ctx.keys(c.key_id) : std::nullopt;
   auto given = HexToBytes(c.signature_hex);
@@ -79,46 +82,56 @@ Status AuthorizeTransfer(const TransferRequest& r, const Capability& c, const Au
   if (key && given) {
     KVC_ASSIGN_OR_RETURN(std::string payload, CapabilityPayload(c));
     KVC_ASSIGN_OR_RETURN(std::string want, HmacRaw(*key, payload));
-    sig_ok = given->size() == want.size() && CRYPTO_memcmp(given->data(), want.data(), want.size()) == 0;
+    sig_ok =
+        given->size() == want.size() && CRYPTO_memcmp(given->data(), want.data(), want.size()) == 0;
   }
   if (!sig_ok)
     return Deny(ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
                 "capability signature does not verify under key id \"" + c.key_id + "\"");
   if (!ctx.trusted_issuers.count(c.issuer))
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_ISSUER_UNTRUSTED, "issuer \"" + c.issuer + "\" is not a trusted control plane");
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_ISSUER_UNTRUSTED,
+                "issuer \"" + c.issuer + "\" is not a trusted control plane");
   if (c.expires_at_s <= ctx.now_s || c.expires_at_s - ctx.now_s > ctx.max_ttl_s)
     return Deny(ErrorCode::HANDOFF_CAPABILITY_EXPIRED,
-                "capability expires at " + std::to_string(c.expires_at_s) + " s; now " + std::to_string(ctx.now_s) +
+                "capability expires at " + std::to_string(c.expires_at_s) + " s; now " +
+                    std::to_string(ctx.now_s) +
                     " s requires 0 < expires_at - now <= " + std::to_string(ctx.max_ttl_s) + " s");
-  const char* field = c.tenant != r.tenant                 ? "tenant"
-                      : c.source != r.prefill_owner        ? "source"
-                      : c.destination != r.decode_owner    ? "destination"
-                      : c.transfer_id != r.transfer_id     ? "transfer_id"
-                      : c.generation != r.generation       ? "generation"
-                                                           : nullptr;
+  const char* field = c.tenant != r.tenant              ? "tenant"
+                      : c.source != r.prefill_owner     ? "source"
+                      : c.destination != r.decode_owner ? "destination"
+                      : c.transfer_id != r.transfer_id  ? "transfer_id"
+                      : c.generation != r.generation    ? "generation"
+                                                        : nullptr;
   if (field)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_IDENTITY_MISMATCH, std::string("capability and request differ in ") + field);
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_IDENTITY_MISMATCH,
+                std::string("capability and request differ in ") + field);
   if (c.route_epoch != ctx.current_route_epoch)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_EPOCH_STALE, "capability route epoch " + std::to_string(c.route_epoch) +
-                                                               " is not the current epoch " +
-                                                               std::to_string(ctx.current_route_epoch));
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_EPOCH_STALE,
+                "capability route epoch " + std::to_string(c.route_epoch) +
+                    " is not the current epoch " + std::to_string(ctx.current_route_epoch));
   if (c.cache_abi_sha256 != r.cache_abi_sha256)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH, "capability cache ABI differs from the request's");
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH,
+                "capability cache ABI differs from the request's");
   if (c.direction != r.direction)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_DIRECTION_MISMATCH,
-                "capability direction " + c.direction + " differs from the request's " + r.direction);
+    return Deny(
+        ErrorCode::HANDOFF_CAPABILITY_DIRECTION_MISMATCH,
+        "capability direction " + c.direction + " differs from the request's " + r.direction);
   std::set<std::string> allowed(c.allowed_regions.begin(), c.allowed_regions.end());
   for (const auto& region : r.regions)
     if (!allowed.count(region))
-      return Deny(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED, "region \"" + region + "\" is not in the capability");
+      return Deny(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
+                  "region \"" + region + "\" is not in the capability");
   if (r.bytes == 0 || r.bytes > c.max_bytes)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED, "requested " + std::to_string(r.bytes) +
-                                                                  " B; the capability allows 0 < bytes <= " +
-                                                                  std::to_string(c.max_bytes));
-  if (c.nonce.size() != r.nonce.size() || CRYPTO_memcmp(c.nonce.data(), r.nonce.data(), c.nonce.size()) != 0)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_NONCE_MISMATCH, "the request nonce is not the capability nonce");
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,
+                "requested " + std::to_string(r.bytes) +
+                    " B; the capability allows 0 < bytes <= " + std::to_string(c.max_bytes));
+  if (c.nonce.size() != r.nonce.size() ||
+      CRYPTO_memcmp(c.nonce.data(), r.nonce.data(), c.nonce.size()) != 0)
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_NONCE_MISMATCH,
+                "the request nonce is not the capability nonce");
   if (!ctx.nonces || !ctx.nonces->ConsumeOnce(c.nonce))
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_NONCE_REPLAYED, "the capability nonce was already consumed");
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_NONCE_REPLAYED,
+                "the capability nonce was already consumed");
   return Status();
 }
 

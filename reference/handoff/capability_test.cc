@@ -12,8 +12,8 @@ struct Fixture {
   NonceStore nonces;
   AuthorizationContext ctx;
   Fixture() {
-    cap = {"cp-a", "kvconform-test-key-1", "t", "p0", "d0", "x1", 7, 12, "abi", "push", {"r1", "r2", "r3"}, 4096,
-           1300, "n1", ""};
+    cap = {"cp-a", "kvconform-test-key-1", "t",  "p0", "d0", "x1", 7, 12, "abi",
+           "push", {"r1", "r2", "r3"},     4096, 1300, "n1", ""};
     cap.signature_hex = *SignCapability(cap, *SyntheticTestKey("kvconform-test-key-1"));
     req = {"t", "p0", "d0", "x1", 7, "abi", "push", {"r1", "r3"}, 4096, "n1"};
     ctx.now_s = 1000;
@@ -28,19 +28,23 @@ struct Fixture {
 TEST(Capability, AllowsOnceThenDeniesReplay) {
   Fixture f;
   EXPECT_TRUE(AuthorizeTransfer(f.req, f.cap, f.ctx).ok());
-  EXPECT_EQ(AuthorizeTransfer(f.req, f.cap, f.ctx).error(), ErrorCode::HANDOFF_CAPABILITY_NONCE_REPLAYED);
+  EXPECT_EQ(AuthorizeTransfer(f.req, f.cap, f.ctx).error(),
+            ErrorCode::HANDOFF_CAPABILITY_NONCE_REPLAYED);
 }
 
 TEST(Capability, AnySignedFieldChangeBreaksTheSignature) {
   Fixture f;
   f.cap.max_bytes = 1 << 30;
-  EXPECT_EQ(AuthorizeTransfer(f.req, f.cap, f.ctx).error(), ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
+  EXPECT_EQ(AuthorizeTransfer(f.req, f.cap, f.ctx).error(),
+            ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
   Fixture g;
   g.cap.allowed_regions.push_back("r9");
-  EXPECT_EQ(AuthorizeTransfer(g.req, g.cap, g.ctx).error(), ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
+  EXPECT_EQ(AuthorizeTransfer(g.req, g.cap, g.ctx).error(),
+            ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
   Fixture h;
   h.cap.signature_hex = "zz";
-  EXPECT_EQ(AuthorizeTransfer(h.req, h.cap, h.ctx).error(), ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
+  EXPECT_EQ(AuthorizeTransfer(h.req, h.cap, h.ctx).error(),
+            ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID);
 }
 
 TEST(Capability, DenialMessagesNeverCarryKeyMaterial) {
@@ -61,14 +65,20 @@ TEST(Capability, EachGateHasItsCode) {
     mutate(f);
     EXPECT_EQ(AuthorizeTransfer(f.req, f.cap, f.ctx).error(), code) << ErrorCodeName(code);
   };
-  expect([](Fixture& f) { f.ctx.trusted_issuers = {"cp-b"}; }, ErrorCode::HANDOFF_CAPABILITY_ISSUER_UNTRUSTED);
+  expect([](Fixture& f) { f.ctx.trusted_issuers = {"cp-b"}; },
+         ErrorCode::HANDOFF_CAPABILITY_ISSUER_UNTRUSTED);
   expect([](Fixture& f) { f.ctx.now_s = 1300; }, ErrorCode::HANDOFF_CAPABILITY_EXPIRED);
   expect([](Fixture& f) { f.ctx.max_ttl_s = 100; }, ErrorCode::HANDOFF_CAPABILITY_EXPIRED);
-  expect([](Fixture& f) { f.req.decode_owner = "d1"; }, ErrorCode::HANDOFF_CAPABILITY_IDENTITY_MISMATCH);
-  expect([](Fixture& f) { f.ctx.current_route_epoch = 13; }, ErrorCode::HANDOFF_CAPABILITY_EPOCH_STALE);
-  expect([](Fixture& f) { f.req.cache_abi_sha256 = "other"; }, ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH);
-  expect([](Fixture& f) { f.req.direction = "pull"; }, ErrorCode::HANDOFF_CAPABILITY_DIRECTION_MISMATCH);
-  expect([](Fixture& f) { f.req.regions.push_back("r4"); }, ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED);
+  expect([](Fixture& f) { f.req.decode_owner = "d1"; },
+         ErrorCode::HANDOFF_CAPABILITY_IDENTITY_MISMATCH);
+  expect([](Fixture& f) { f.ctx.current_route_epoch = 13; },
+         ErrorCode::HANDOFF_CAPABILITY_EPOCH_STALE);
+  expect([](Fixture& f) { f.req.cache_abi_sha256 = "other"; },
+         ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH);
+  expect([](Fixture& f) { f.req.direction = "pull"; },
+         ErrorCode::HANDOFF_CAPABILITY_DIRECTION_MISMATCH);
+  expect([](Fixture& f) { f.req.regions.push_back("r4"); },
+         ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED);
   expect([](Fixture& f) { f.req.bytes = 4097; }, ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED);
   expect([](Fixture& f) { f.req.bytes = 0; }, ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED);
   expect([](Fixture& f) { f.req.nonce = "n2"; }, ErrorCode::HANDOFF_CAPABILITY_NONCE_MISMATCH);

@@ -9,7 +9,8 @@ Status DecodeDirectory::ReserveGeneration(const std::string& request_id, uint64_
     return ViolationStatus(ErrorCode::HANDOFF_STALE_GENERATION,
                            "request " + request_id + " is at generation " +
                                std::to_string(it->second.current_generation) +
-                               "; a new attempt must use a newer generation, got " + std::to_string(generation));
+                               "; a new attempt must use a newer generation, got " +
+                               std::to_string(generation));
   entries_[request_id].current_generation = generation;
   return Status();
 }
@@ -46,8 +47,8 @@ Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t 
   return cache_.BeginAppend(req).status();
 }
 
-Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start,
-                                   uint64_t token_count) {
+Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer,
+                                   uint64_t token_start, uint64_t token_count) {
   if (layer > UINT32_MAX) return OutOfRange("layer index exceeds 32 bits");
   lifecycle::StageLayerRequest req;
   req.txn_id = transfer_id;
@@ -56,21 +57,24 @@ Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t laye
   return cache_.StageLayer(req).status();
 }
 
-Status DecodeDirectory::CancelDestination(const std::string& transfer_id) { return cache_.CancelTxn(transfer_id); }
+Status DecodeDirectory::CancelDestination(const std::string& transfer_id) {
+  return cache_.CancelTxn(transfer_id);
+}
 
-StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(const std::string& request_id,
-                                                                    uint64_t generation,
-                                                                    const std::string& transfer_id,
-                                                                    const std::string& content_digest) {
+StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
+    const std::string& request_id, uint64_t generation, const std::string& transfer_id,
+    const std::string& content_digest) {
   auto it = entries_.find(request_id);
   if (it == entries_.end())
-    return ViolationStatus(ErrorCode::HANDOFF_STALE_GENERATION,
-                           "request " + request_id + " has no reserved generation to publish under");
+    return ViolationStatus(
+        ErrorCode::HANDOFF_STALE_GENERATION,
+        "request " + request_id + " has no reserved generation to publish under");
   Entry& e = it->second;
   if (e.published && e.published->transfer_id == transfer_id) {
     if (e.published->content_digest != content_digest || e.published->generation != generation)
-      return ViolationStatus(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
-                             "transfer " + transfer_id + " was already published with other content or generation");
+      return ViolationStatus(
+          ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
+          "transfer " + transfer_id + " was already published with other content or generation");
     return PublishResult{*e.published, true};
   }
   if (generation != e.current_generation || (e.published && e.published->generation >= generation))
@@ -80,8 +84,8 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(const std::s
                                " is at generation " + std::to_string(e.current_generation));
   // The all-layer publication itself: M5.1 compare-and-publish of the attempt's append.
   KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, cache_.Publish(transfer_id));
-  e.published = PublishedHandle{request_id, generation, transfer_id, content_digest, next_handle_id_++,
-                                receipt.handle_id, receipt.result};
+  e.published = PublishedHandle{request_id,        generation,        transfer_id,   content_digest,
+                                next_handle_id_++, receipt.handle_id, receipt.result};
   ++publications_;
   return PublishResult{*e.published, false};
 }

@@ -35,9 +35,9 @@ struct PublishedHandle {
   std::string request_id;
   uint64_t generation = 0;
   std::string transfer_id;
-  std::string content_digest;  // digest over the expected chunk checksums
-  uint64_t handle_id = 0;      // directory-assigned, never reused
-  std::string cache_handle_id;       // the lifecycle handle decode reads
+  std::string content_digest;          // digest over the expected chunk checksums
+  uint64_t handle_id = 0;              // directory-assigned, never reused
+  std::string cache_handle_id;         // the lifecycle handle decode reads
   lifecycle::Snapshot cache_snapshot;  // the snapshot the all-layer publication created
   bool operator==(const PublishedHandle&) const = default;
 };
@@ -60,15 +60,18 @@ class DecodeDirectory {
   // Allocates the attempt's empty destination handle and begins its append transaction
   // (txn id = transfer_id) for [token_start, token_start + token_count). LIFECYCLE_* codes
   // from the lifecycle object pass through (e.g. APPEND_HOLE for token_start > 0).
-  Status OpenDestination(const std::string& request_id, uint64_t generation, const std::string& transfer_id,
-                         uint64_t token_start, uint64_t token_count);
+  Status OpenDestination(const std::string& request_id, uint64_t generation,
+                         const std::string& transfer_id, uint64_t token_start,
+                         uint64_t token_count);
   // Stages K and V of one layer (every chunk of it is DEVICE_VISIBLE).
-  Status StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start, uint64_t token_count);
+  Status StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start,
+                    uint64_t token_count);
   // Drops the attempt's unpublished rows (abort); the handle stays empty.
   Status CancelDestination(const std::string& transfer_id);
 
   // The generation fence, then the lifecycle compare-and-publish of transfer_id's append.
-  StatusOr<PublishResult> PublishIfGenerationCurrent(const std::string& request_id, uint64_t generation,
+  StatusOr<PublishResult> PublishIfGenerationCurrent(const std::string& request_id,
+                                                     uint64_t generation,
                                                      const std::string& transfer_id,
                                                      const std::string& content_digest);
 

@@ -18,7 +18,8 @@ TEST(HandoffManifestFixture, EightBlockPromptGivesFiveComputeSevenTransfer7168By
   EXPECT_EQ(m["logical_ledger"]["transfer_logical_bytes"], 7168);
   // Declaring the compute-set figure (5 * 1024) is rejected with the ledger code.
   m["logical_ledger"]["transfer_logical_bytes"] = 5120;
-  EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)), std::vector<std::string>{"HANDOFF_LOGICAL_BYTES_MISMATCH"});
+  EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)),
+            std::vector<std::string>{"HANDOFF_LOGICAL_BYTES_MISMATCH"});
 }
 
 TEST(TransferTraceFixture, Reproduces220Wall74Overlap60Exposed) {
@@ -37,7 +38,8 @@ TEST(TransferProtocolFixture, ReplayAcceptsSeedTimeline) {
   EXPECT_TRUE(ValidateTransferProtocol(p).empty()) << test::Describe(ValidateTransferProtocol(p));
   // Declaring an earlier all-visible time than the replay computes is caught.
   p["declared"]["all_device_visible_ms"] = 110;
-  EXPECT_EQ(test::CodeNames(ValidateTransferProtocol(p)), std::vector<std::string>{"HANDOFF_DECLARED_RESULT_MISMATCH"});
+  EXPECT_EQ(test::CodeNames(ValidateTransferProtocol(p)),
+            std::vector<std::string>{"HANDOFF_DECLARED_RESULT_MISMATCH"});
 }
 
 }  // namespace

@@ -41,7 +41,9 @@ std::vector<std::string> ReadStrings(const Json* arr, const std::string& ptr, Vi
 
 }  // namespace
 
-StatusOr<std::string> TensorAbiSha256(const Json& tensor_abi) { return CanonicalSha256(tensor_abi); }
+StatusOr<std::string> TensorAbiSha256(const Json& tensor_abi) {
+  return CanonicalSha256(tensor_abi);
+}
 
 Violations ValidateHandoffManifest(const Json& doc) {
   Violations v;
@@ -97,8 +99,8 @@ Violations ValidateHandoffManifest(const Json& doc) {
 
   FieldReader bl(top.Object("blocks"), "/blocks", &v);
   std::vector<BlockSet> sets;
-  for (const char* k : {"universe", "reusable_at_prefill", "visible_at_decode", "compute_set", "source_state_set",
-                        "transfer_set"})
+  for (const char* k : {"universe", "reusable_at_prefill", "visible_at_decode", "compute_set",
+                        "source_state_set", "transfer_set"})
     sets.push_back({k, ReadStrings(bl.Array(k), "/blocks/" + std::string(k), &v)});
   bl.RejectUnknownFields();
 
@@ -116,8 +118,8 @@ Violations ValidateHandoffManifest(const Json& doc) {
 
   FieldReader ph(top.Object("physical_ledger"), "/physical_ledger", &v);
   std::map<std::string, uint64_t> phys;
-  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes", "checksum_bytes", "retry_bytes",
-                        "framing_bytes", "total_bytes"})
+  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes",
+                        "checksum_bytes", "retry_bytes", "framing_bytes", "total_bytes"})
     if (auto x = ph.Uint(k)) phys[k] = *x;
   ph.RejectUnknownFields();
   top.RejectUnknownFields();
@@ -125,33 +127,43 @@ Violations ValidateHandoffManifest(const Json& doc) {
 
   // 2. Well-formedness.
   if (!IsSha256Hex(*prompt_digest))
-    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/input/prompt_digest_sha256", "expected a 64-character lowercase hex SHA-256"});
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/input/prompt_digest_sha256",
+                 "expected a 64-character lowercase hex SHA-256"});
   bool digest_decl_ok = IsSha256Hex(*abi_digest);
   if (!digest_decl_ok)
-    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/tensor_abi_sha256", "expected a 64-character lowercase hex SHA-256"});
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/tensor_abi_sha256",
+                 "expected a 64-character lowercase hex SHA-256"});
   size_t before_abi = v.size();
-  auto abi_bad = [&](std::string ptr, std::string msg) { v.push_back({ErrorCode::HANDOFF_ABI_INVALID, std::move(ptr), std::move(msg)}); };
-  for (auto [k, x] : {std::pair{"num_layers", *layers}, std::pair{"kv_heads", *kv_heads}, std::pair{"head_dim", *head_dim},
-                      std::pair{"tokens_per_block", *block_tokens}})
+  auto abi_bad = [&](std::string ptr, std::string msg) {
+    v.push_back({ErrorCode::HANDOFF_ABI_INVALID, std::move(ptr), std::move(msg)});
+  };
+  for (auto [k, x] :
+       {std::pair{"num_layers", *layers}, std::pair{"kv_heads", *kv_heads},
+        std::pair{"head_dim", *head_dim}, std::pair{"tokens_per_block", *block_tokens}})
     if (x == 0) abi_bad("/tensor_abi/" + std::string(k), std::string(k) + " must be positive");
   auto width = DtypeBytes(*dtype_name);
   if (!width || *width != *dtype_bytes)
-    abi_bad("/tensor_abi/dtype/bytes_per_scalar", "dtype \"" + *dtype_name + "\" has " +
-                                                      (width ? std::to_string(*width) : std::string("an unknown")) +
-                                                      " bytes per scalar, ABI declares " + std::to_string(*dtype_bytes));
+    abi_bad("/tensor_abi/dtype/bytes_per_scalar",
+            "dtype \"" + *dtype_name + "\" has " +
+                (width ? std::to_string(*width) : std::string("an unknown")) +
+                " bytes per scalar, ABI declares " + std::to_string(*dtype_bytes));
   if (coords != kCoordinates)
-    abi_bad("/tensor_abi/coordinates", "expected the coordinates " + Join(kCoordinates) + ", got " + Join(coords));
+    abi_bad("/tensor_abi/coordinates",
+            "expected the coordinates " + Join(kCoordinates) + ", got " + Join(coords));
   {
     auto a = axes, c = kCoordinates;
     std::sort(a.begin(), a.end());
     std::sort(c.begin(), c.end());
-    if (a != c) abi_bad("/tensor_abi/axis_order", "axis_order " + Join(axes) + " is not a permutation of " + Join(kCoordinates));
+    if (a != c)
+      abi_bad("/tensor_abi/axis_order",
+              "axis_order " + Join(axes) + " is not a permutation of " + Join(kCoordinates));
   }
   auto total = CheckedMul(*kv_heads, *tp_size);
   auto off = CheckedMul(*tp_rank, *kv_heads);
   if (*tp_rank >= *tp_size || !total || *total != *kv_total || !off || *off != *kv_off)
-    abi_bad("/tensor_abi/partition", "expected kv_heads * tp_size == kv_heads_total, tp_rank < tp_size and "
-                                     "kv_head_offset == tp_rank * kv_heads");
+    abi_bad("/tensor_abi/partition",
+            "expected kv_heads * tp_size == kv_heads_total, tp_rank < tp_size and "
+            "kv_head_offset == tp_rank * kv_heads");
   bool abi_ok = v.size() == before_abi;
 
   std::set<std::string> universe;
@@ -162,8 +174,10 @@ Violations ValidateHandoffManifest(const Json& doc) {
       const std::string& b = s.blocks[i];
       bool unknown = s.name != "universe" && !universe.count(b);
       if (!seen.insert(b).second || unknown) {
-        v.push_back({ErrorCode::HANDOFF_BLOCK_UNKNOWN, "/blocks/" + s.name + "/" + std::to_string(i),
-                     "block \"" + b + "\" is " + (unknown ? "not in the prompt universe U" : "listed twice")});
+        v.push_back({ErrorCode::HANDOFF_BLOCK_UNKNOWN,
+                     "/blocks/" + s.name + "/" + std::to_string(i),
+                     "block \"" + b + "\" is " +
+                         (unknown ? "not in the prompt universe U" : "listed twice")});
         blocks_ok = false;
       }
     }
@@ -177,8 +191,9 @@ Violations ValidateHandoffManifest(const Json& doc) {
     if (!want.ok()) {
       v.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/tensor_abi", want.status().message()});
     } else if (*want != *abi_digest) {
-      v.push_back({ErrorCode::HANDOFF_ABI_DIGEST_MISMATCH, "/tensor_abi_sha256",
-                   "SHA256(JCS(tensor_abi)) is " + *want + " but the manifest declares " + *abi_digest});
+      v.push_back(
+          {ErrorCode::HANDOFF_ABI_DIGEST_MISMATCH, "/tensor_abi_sha256",
+           "SHA256(JCS(tensor_abi)) is " + *want + " but the manifest declares " + *abi_digest});
     } else {
       abi_digest_ok = true;
     }
@@ -187,7 +202,9 @@ Violations ValidateHandoffManifest(const Json& doc) {
   // 4. Set algebra, in the order of U's listing.
   bool transfer_ok = false;
   if (blocks_ok) {
-    auto as_set = [&](size_t i) { return std::set<std::string>(sets[i].blocks.begin(), sets[i].blocks.end()); };
+    auto as_set = [&](size_t i) {
+      return std::set<std::string>(sets[i].blocks.begin(), sets[i].blocks.end());
+    };
     std::set<std::string> R = as_set(1), V = as_set(2);
     std::vector<std::string> C, S, X;
     for (const auto& b : sets[0].blocks) {
@@ -203,8 +220,9 @@ Violations ValidateHandoffManifest(const Json& doc) {
       v.push_back({ErrorCode::HANDOFF_COMPUTE_SET_MISMATCH, "/blocks/compute_set",
                    "C_P = U \\ R_P = " + Join(C) + ", manifest declares " + Join(sets[3].blocks)});
     if (!same(4, S))
-      v.push_back({ErrorCode::HANDOFF_SOURCE_SET_MISMATCH, "/blocks/source_state_set",
-                   "S_P = R_P u C_P = U = " + Join(S) + ", manifest declares " + Join(sets[4].blocks)});
+      v.push_back(
+          {ErrorCode::HANDOFF_SOURCE_SET_MISMATCH, "/blocks/source_state_set",
+           "S_P = R_P u C_P = U = " + Join(S) + ", manifest declares " + Join(sets[4].blocks)});
     if (!same(5, X))
       v.push_back({ErrorCode::HANDOFF_TRANSFER_SET_MISMATCH, "/blocks/transfer_set",
                    "X = U \\ V_D = " + Join(X) + ", manifest declares " + Join(sets[5].blocks)});
@@ -213,59 +231,74 @@ Violations ValidateHandoffManifest(const Json& doc) {
     if (!same(3, C)) {
     } else if (*l_compute != C.size()) {
       v.push_back({ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH, "/logical_ledger/compute_blocks",
-                   "|C_P| = " + std::to_string(C.size()) + ", ledger declares " + std::to_string(*l_compute)});
+                   "|C_P| = " + std::to_string(C.size()) + ", ledger declares " +
+                       std::to_string(*l_compute)});
     }
     // The token interval must be exactly |U| blocks.
     if (abi_ok) {
       auto span = CheckedMul(universe.size(), *block_tokens);
       if (!span || *span != *tok_count)
         v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/input/token_count",
-                     "token_count " + std::to_string(*tok_count) + " is not |U| * tokens_per_block = " +
-                         std::to_string(universe.size()) + " * " + std::to_string(*block_tokens)});
+                     "token_count " + std::to_string(*tok_count) +
+                         " is not |U| * tokens_per_block = " + std::to_string(universe.size()) +
+                         " * " + std::to_string(*block_tokens)});
     }
     // 5. Reservation: the destination holds the complete prompt K/V.
     if (*res_blocks < universe.size())
-      v.push_back({ErrorCode::HANDOFF_RESERVATION_TOO_SMALL, "/destination_reservation/blocks",
-                   "the reservation holds " + std::to_string(*res_blocks) + " blocks; the complete prompt needs |U| = " +
-                       std::to_string(universe.size())});
+      v.push_back(
+          {ErrorCode::HANDOFF_RESERVATION_TOO_SMALL, "/destination_reservation/blocks",
+           "the reservation holds " + std::to_string(*res_blocks) +
+               " blocks; the complete prompt needs |U| = " + std::to_string(universe.size())});
   }
   (void)tok_start;
   if (*res_id != *fence_reservation)
     v.push_back({ErrorCode::HANDOFF_IDENTITY_MISMATCH, "/destination_reservation/reservation_id",
-                 "reservation \"" + *res_id + "\" is not the identity fence's \"" + *fence_reservation + "\""});
+                 "reservation \"" + *res_id + "\" is not the identity fence's \"" +
+                     *fence_reservation + "\""});
 
   // 6. Ledgers.
   if (abi_ok && abi_digest_ok && transfer_ok) {
     auto bpb = CheckedProduct({*block_tokens, *layers, 2, *kv_heads, *head_dim, *dtype_bytes});
     auto m = bpb ? CheckedMul(sets[5].blocks.size(), *bpb) : std::nullopt;
     if (!bpb || !m) {
-      v.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/tensor_abi", "B_block * L * 2 * H_kv * d_h * b overflows 64 bits"});
+      v.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/tensor_abi",
+                   "B_block * L * 2 * H_kv * d_h * b overflows 64 bits"});
     } else {
-      auto chk = [&](const char* key, uint64_t declared, uint64_t want, const std::string& formula) {
+      auto chk = [&](const char* key, uint64_t declared, uint64_t want,
+                     const std::string& formula) {
         if (declared != want)
-          v.push_back({ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH, std::string("/logical_ledger/") + key,
-                       formula + " = " + std::to_string(want) + ", ledger declares " + std::to_string(declared)});
+          v.push_back({ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH,
+                       std::string("/logical_ledger/") + key,
+                       formula + " = " + std::to_string(want) + ", ledger declares " +
+                           std::to_string(declared)});
       };
       chk("transfer_blocks", *l_transfer, sets[5].blocks.size(), "|X|");
       chk("bytes_per_block", *l_bpb, *bpb, "B_block * L * 2 * H_kv * d_h * b");
       chk("transfer_logical_bytes", *l_bytes, *m, "|X| * B_block * L * 2 * H_kv * d_h * b");
       if (phys["logical_payload_bytes"] != *m)
-        v.push_back({ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/logical_payload_bytes",
-                     "the physical ledger's logical payload must equal the logical transfer bytes " + std::to_string(*m) +
-                         " (physical terms belong in their own rows), got " + std::to_string(phys["logical_payload_bytes"])});
+        v.push_back(
+            {ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/logical_payload_bytes",
+             "the physical ledger's logical payload must equal the logical transfer bytes " +
+                 std::to_string(*m) + " (physical terms belong in their own rows), got " +
+                 std::to_string(phys["logical_payload_bytes"])});
     }
   }
   uint64_t sum = 0;
   bool sum_ok = true;
-  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes", "checksum_bytes", "retry_bytes", "framing_bytes"}) {
+  for (const char* k : {"logical_payload_bytes", "padding_bytes", "descriptor_bytes",
+                        "checksum_bytes", "retry_bytes", "framing_bytes"}) {
     auto s = CheckedAdd(sum, phys[k]);
-    if (!s) sum_ok = false;
-    else sum = *s;
+    if (!s)
+      sum_ok = false;
+    else
+      sum = *s;
   }
   if (!sum_ok || sum != phys["total_bytes"])
-    v.push_back({ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/total_bytes",
-                 "total_bytes must be payload + padding + descriptors + checksums + retries + framing = " +
-                     (sum_ok ? std::to_string(sum) : std::string("overflow")) + ", got " + std::to_string(phys["total_bytes"])});
+    v.push_back(
+        {ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT, "/physical_ledger/total_bytes",
+         "total_bytes must be payload + padding + descriptors + checksums + retries + framing = " +
+             (sum_ok ? std::to_string(sum) : std::string("overflow")) + ", got " +
+             std::to_string(phys["total_bytes"])});
   return v;
 }
 

@@ -20,8 +20,9 @@
 namespace kvc::handoff {
 
 inline constexpr std::array<std::string_view, 8> kRollbackSteps = {
-    "STOP_NEW_ROUTES",   "ADVANCE_ROUTE_EPOCH", "DRAIN_OR_ABORT_TRANSFERS", "ENABLE_COLOCATED_FALLBACK",
-    "DISABLE_CONNECTOR", "REVOKE_CAPABILITIES", "RECLAIM_UNPUBLISHED",      "ROLLBACK_COMPLETE"};
+    "STOP_NEW_ROUTES",           "ADVANCE_ROUTE_EPOCH", "DRAIN_OR_ABORT_TRANSFERS",
+    "ENABLE_COLOCATED_FALLBACK", "DISABLE_CONNECTOR",   "REVOKE_CAPABILITIES",
+    "RECLAIM_UNPUBLISHED",       "ROLLBACK_COMPLETE"};
 
 // The rollback gate of 0x0FG, as observed counts/flags at ROLLBACK_COMPLETE.
 struct RollbackGate {

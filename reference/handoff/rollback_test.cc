@@ -30,7 +30,8 @@ TEST(Rollback, CompleteRequiresTheGate) {
   RollbackMachine m;
   RollbackGate g = CleanGate();
   g.temporary_regions_unrevoked = 2;
-  for (size_t i = 0; i + 1 < kRollbackSteps.size(); ++i) ASSERT_TRUE(m.Apply(kRollbackSteps[i], g).ok());
+  for (size_t i = 0; i + 1 < kRollbackSteps.size(); ++i)
+    ASSERT_TRUE(m.Apply(kRollbackSteps[i], g).ok());
   EXPECT_EQ(m.Apply("ROLLBACK_COMPLETE", g).error(), ErrorCode::HANDOFF_ROLLBACK_GATE_UNMET);
   EXPECT_TRUE(m.Apply("ROLLBACK_COMPLETE", CleanGate()).ok());
 }

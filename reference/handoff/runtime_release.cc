@@ -11,8 +11,11 @@ std::vector<std::string> Strings(const Json* arr, const std::string& ptr, Violat
   std::vector<std::string> out;
   if (!arr) return out;
   for (size_t i = 0; i < arr->size(); ++i) {
-    if ((*arr)[i].is_string()) out.push_back((*arr)[i].get<std::string>());
-    else v->push_back({ErrorCode::INPUT_FIELD_TYPE, ptr + "/" + std::to_string(i), "expected a string"});
+    if ((*arr)[i].is_string())
+      out.push_back((*arr)[i].get<std::string>());
+    else
+      v->push_back(
+          {ErrorCode::INPUT_FIELD_TYPE, ptr + "/" + std::to_string(i), "expected a string"});
   }
   return out;
 }
@@ -26,8 +29,8 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   top.OptString("description");
   top.OptString("seed_ref");
   FieldReader dep(top.Object("deployment"), "/deployment", &v);
-  for (const char* k : {"connector_class", "producer_role", "consumer_role", "transfer_backend", "buffer_device",
-                        "topology", "cache_abi_sha256"})
+  for (const char* k : {"connector_class", "producer_role", "consumer_role", "transfer_backend",
+                        "buffer_device", "topology", "cache_abi_sha256"})
     dep.String(k);
   dep.Enum("direction", {"push", "pull"});
   dep.Enum("fallback_mode", {"colocated", "recompute"});
@@ -38,15 +41,18 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   if (auto x = au.Uint("now_s")) ctx.now_s = *x;
   if (auto x = au.Uint("max_capability_ttl_s")) ctx.max_ttl_s = *x;
   if (auto x = au.Uint("current_route_epoch")) ctx.current_route_epoch = *x;
-  for (auto& s : Strings(au.Array("trusted_issuers"), "/authorization/trusted_issuers", &v)) ctx.trusted_issuers.insert(s);
+  for (auto& s : Strings(au.Array("trusted_issuers"), "/authorization/trusted_issuers", &v))
+    ctx.trusted_issuers.insert(s);
   au.RejectUnknownFields();
 
   Capability cap;
   FieldReader c(top.Object("capability"), "/capability", &v);
-  for (auto [k, dst] : {std::pair{"issuer", &cap.issuer}, std::pair{"key_id", &cap.key_id}, std::pair{"tenant", &cap.tenant},
-                        std::pair{"source", &cap.source}, std::pair{"destination", &cap.destination},
-                        std::pair{"transfer_id", &cap.transfer_id}, std::pair{"cache_abi_sha256", &cap.cache_abi_sha256},
-                        std::pair{"nonce", &cap.nonce}, std::pair{"signature_hmac_sha256", &cap.signature_hex}})
+  for (auto [k, dst] :
+       {std::pair{"issuer", &cap.issuer}, std::pair{"key_id", &cap.key_id},
+        std::pair{"tenant", &cap.tenant}, std::pair{"source", &cap.source},
+        std::pair{"destination", &cap.destination}, std::pair{"transfer_id", &cap.transfer_id},
+        std::pair{"cache_abi_sha256", &cap.cache_abi_sha256}, std::pair{"nonce", &cap.nonce},
+        std::pair{"signature_hmac_sha256", &cap.signature_hex}})
     if (auto s = c.String(k)) *dst = *s;
   if (auto s = c.Enum("direction", {"push", "pull"})) cap.direction = *s;
   if (auto x = c.Uint("generation")) cap.generation = *x;
@@ -62,9 +68,10 @@ Violations ValidateRuntimeRelease(const Json& doc) {
       std::string ptr = "/transfer_requests/" + std::to_string(i);
       FieldReader r(&(*rs)[i], ptr, &v);
       TransferRequest q;
-      for (auto [k, dst] : {std::pair{"tenant", &q.tenant}, std::pair{"prefill_owner", &q.prefill_owner},
-                            std::pair{"decode_owner", &q.decode_owner}, std::pair{"transfer_id", &q.transfer_id},
-                            std::pair{"cache_abi_sha256", &q.cache_abi_sha256}, std::pair{"nonce", &q.nonce}})
+      for (auto [k, dst] :
+           {std::pair{"tenant", &q.tenant}, std::pair{"prefill_owner", &q.prefill_owner},
+            std::pair{"decode_owner", &q.decode_owner}, std::pair{"transfer_id", &q.transfer_id},
+            std::pair{"cache_abi_sha256", &q.cache_abi_sha256}, std::pair{"nonce", &q.nonce}})
         if (auto s = r.String(k)) *dst = *s;
       if (auto s = r.Enum("direction", {"push", "pull"})) q.direction = *s;
       if (auto x = r.Uint("generation")) q.generation = *x;
@@ -84,15 +91,17 @@ Violations ValidateRuntimeRelease(const Json& doc) {
                         std::pair{"colocated_fallback_healthy", &pg.colocated_fallback_healthy},
                         std::pair{"rollback_drill_completed", &pg.rollback_drill_completed}})
     if (auto b = g.Bool(k)) *dst = *b;
-  for (auto [k, dst] : {std::pair{"exactness_mismatches", &pg.exactness_mismatches},
-                        std::pair{"stale_publications", &pg.stale_publications},
-                        std::pair{"unauthorized_accepted_transfers", &pg.unauthorized_accepted_transfers},
-                        std::pair{"canary_samples", &pg.canary_samples}, std::pair{"min_canary_samples", &pg.min_canary_samples},
-                        std::pair{"ttft_attainment_ppm", &pg.ttft_attainment_ppm},
-                        std::pair{"tpot_attainment_ppm", &pg.tpot_attainment_ppm},
-                        std::pair{"slo_target_ppm", &pg.slo_target_ppm},
-                        std::pair{"transfer_failure_ppm", &pg.transfer_failure_ppm},
-                        std::pair{"max_transfer_failure_ppm", &pg.max_transfer_failure_ppm}})
+  for (auto [k, dst] :
+       {std::pair{"exactness_mismatches", &pg.exactness_mismatches},
+        std::pair{"stale_publications", &pg.stale_publications},
+        std::pair{"unauthorized_accepted_transfers", &pg.unauthorized_accepted_transfers},
+        std::pair{"canary_samples", &pg.canary_samples},
+        std::pair{"min_canary_samples", &pg.min_canary_samples},
+        std::pair{"ttft_attainment_ppm", &pg.ttft_attainment_ppm},
+        std::pair{"tpot_attainment_ppm", &pg.tpot_attainment_ppm},
+        std::pair{"slo_target_ppm", &pg.slo_target_ppm},
+        std::pair{"transfer_failure_ppm", &pg.transfer_failure_ppm},
+        std::pair{"max_transfer_failure_ppm", &pg.max_transfer_failure_ppm}})
     if (auto x = g.Uint(k)) *dst = *x;
   if (auto x = g.Int("net_margin_us")) pg.net_margin_us = *x;
   if (auto x = g.Int("safety_margin_us")) pg.safety_margin_us = *x;
@@ -104,13 +113,15 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   RollbackGate rg;
   FieldReader gate(rb.Object("gate"), "/rollback/gate", &v);
   for (auto [k, dst] : {std::pair{"routes_selecting_connector", &rg.routes_selecting_connector},
-                        std::pair{"inflight_publishable_under_retired_epoch", &rg.inflight_publishable_under_retired_epoch},
+                        std::pair{"inflight_publishable_under_retired_epoch",
+                                  &rg.inflight_publishable_under_retired_epoch},
                         std::pair{"temporary_regions_unrevoked", &rg.temporary_regions_unrevoked},
                         std::pair{"unpublished_allocations", &rg.unpublished_allocations}})
     if (auto x = gate.Uint(k)) *dst = *x;
-  for (auto [k, dst] : {std::pair{"fallback_health_visible", &rg.fallback_health_visible},
-                        std::pair{"slo_clocks_visible", &rg.slo_clocks_visible},
-                        std::pair{"incident_trace_preserves_pins", &rg.incident_trace_preserves_pins}})
+  for (auto [k, dst] :
+       {std::pair{"fallback_health_visible", &rg.fallback_health_visible},
+        std::pair{"slo_clocks_visible", &rg.slo_clocks_visible},
+        std::pair{"incident_trace_preserves_pins", &rg.incident_trace_preserves_pins}})
     if (auto b = gate.Bool(k)) *dst = *b;
   gate.RejectUnknownFields();
   rb.RejectUnknownFields();
@@ -130,7 +141,8 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   ReleaseMachine release;
   bool release_ok = true;
   if (transitions.empty() || transitions.front() != "PINNED") {
-    v.push_back({ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID, "/release/transitions/0", "a release starts PINNED"});
+    v.push_back({ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID, "/release/transitions/0",
+                 "a release starts PINNED"});
     release_ok = false;
   }
   for (size_t i = 1; release_ok && i < transitions.size(); ++i) {

@@ -27,8 +27,10 @@ TEST(LayerStream, SlowLinkTailSerializesOnTheEngine) {
 TEST(LayerStream, RejectsMalformedAndOverflowingInput) {
   EXPECT_EQ(ComputeLayerStream({}, {}).status().error(), ErrorCode::HANDOFF_SCHEDULE_INVALID);
   EXPECT_EQ(ComputeLayerStream({1, 2}, {1}).status().error(), ErrorCode::HANDOFF_SCHEDULE_INVALID);
-  EXPECT_EQ(ComputeLayerStream({5, 4}, {1, 1}).status().error(), ErrorCode::HANDOFF_SCHEDULE_INVALID);
-  EXPECT_EQ(ComputeLayerStream({UINT64_MAX}, {1}).status().error(), ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
+  EXPECT_EQ(ComputeLayerStream({5, 4}, {1, 1}).status().error(),
+            ErrorCode::HANDOFF_SCHEDULE_INVALID);
+  EXPECT_EQ(ComputeLayerStream({UINT64_MAX}, {1}).status().error(),
+            ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
 }
 
 TEST(ExposedStall, IsClampedAtZero) {

@@ -62,8 +62,11 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
   if (auto x = g.Uint("head_dim", 1)) head_dim = *x;
   if (auto x = g.Uint("bytes_per_scalar", 1, 64)) b = *x;
   g.RejectUnknownFields();
-  if (auto p = CheckedProduct({2, kv_heads, head_dim, b})) d->plan.bytes_per_token_layer = *p;
-  else v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/geometry", "2 * H_kv * d_h * b overflows 64 bits"});
+  if (auto p = CheckedProduct({2, kv_heads, head_dim, b}))
+    d->plan.bytes_per_token_layer = *p;
+  else
+    v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/geometry",
+                  "2 * H_kv * d_h * b overflows 64 bits"});
   if (auto x = top.Uint("credit_capacity_bytes")) d->credit_capacity = *x;
   FieldReader dst(top.Object("destination"), "/destination", v);
   if (auto x = dst.Uint("pool_blocks")) d->pool_blocks = *x;
@@ -96,11 +99,13 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
       FieldReader e(&(*es)[i], "/events/" + std::to_string(i), v);
       Event ev;
       if (auto x = e.Uint("t_ms")) ev.t = *x;
-      auto type = e.Enum("event", {"reserve", "credit_acquire", "send", "receive", "device_visible", "validate",
-                                   "publish", "decode_admit", "source_release_ack", "abort"});
+      auto type =
+          e.Enum("event", {"reserve", "credit_acquire", "send", "receive", "device_visible",
+                           "validate", "publish", "decode_admit", "source_release_ack", "abort"});
       if (type) {
         ev.type = *type;
-        if (ev.type == "credit_acquire" || ev.type == "send" || ev.type == "receive" || ev.type == "device_visible")
+        if (ev.type == "credit_acquire" || ev.type == "send" || ev.type == "receive" ||
+            ev.type == "device_visible")
           if (auto x = e.String("chunk")) ev.chunk = *x;
         if (ev.type == "receive")
           if (auto x = e.String("checksum")) ev.checksum = *x;
@@ -110,7 +115,8 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
           if (auto x = e.String("reason")) ev.reason = *x;
       }
       if (e.Has("disposition"))
-        if (auto x = e.Enum("disposition", {"accepted", "rejected"})) ev.rejected = *x == "rejected";
+        if (auto x = e.Enum("disposition", {"accepted", "rejected"}))
+          ev.rejected = *x == "rejected";
       e.RejectUnknownFields();
       d->events.push_back(std::move(ev));
     }
@@ -140,41 +146,52 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
 
   // 2. Digest formats.
   auto fmt = [&](const std::string& ptr, const std::string& s) {
-    if (!IsSha256Hex(s)) v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr, "expected " + std::string(kSha) + ", got \"" + s + "\""});
+    if (!IsSha256Hex(s))
+      v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr,
+                   "expected " + std::string(kSha) + ", got \"" + s + "\""});
   };
   fmt("/tensor_abi_sha256", d.plan.tensor_abi_sha256);
   fmt("/expected_tensor_abi_sha256", d.expected_abi);
-  for (size_t i = 0; i < d.plan.chunks.size(); ++i) fmt("/chunks/" + std::to_string(i) + "/checksum", d.plan.chunks[i].checksum);
+  for (size_t i = 0; i < d.plan.chunks.size(); ++i)
+    fmt("/chunks/" + std::to_string(i) + "/checksum", d.plan.chunks[i].checksum);
   for (size_t i = 0; i < d.events.size(); ++i)
-    if (d.events[i].type == "receive") fmt("/events/" + std::to_string(i) + "/checksum", d.events[i].checksum);
+    if (d.events[i].type == "receive")
+      fmt("/events/" + std::to_string(i) + "/checksum", d.events[i].checksum);
   if (!v.empty()) return v;
 
   // 3. Static plan.
   for (const auto& issue : CheckPlan(d.plan))
-    v.push_back({issue.code, issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index) : "/chunks",
-                 issue.message});
+    v.push_back(
+        {issue.code,
+         issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index) : "/chunks",
+         issue.message});
   if (d.ready.size() != d.plan.num_layers)
     v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",
-                 "expected one producer-ready time per layer (" + std::to_string(d.plan.num_layers) + "), got " +
+                 "expected one producer-ready time per layer (" +
+                     std::to_string(d.plan.num_layers) + "), got " +
                      std::to_string(d.ready.size())});
   uint64_t largest = 0;
   for (const auto& c : d.plan.chunks) largest = std::max(largest, c.bytes);
   if (d.credit_capacity < largest)
     v.push_back({ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL, "/credit_capacity_bytes",
-                 "credit window " + std::to_string(d.credit_capacity) + " B is below the largest chunk (" +
-                     std::to_string(largest) + " B); no chunk could ever be sent"});
+                 "credit window " + std::to_string(d.credit_capacity) +
+                     " B is below the largest chunk (" + std::to_string(largest) +
+                     " B); no chunk could ever be sent"});
   if (!v.empty()) return v;
 
   // 4. Replay.
   ByteCreditWindow credits(d.credit_capacity);
   DestinationBlockPool pool(d.pool_blocks);
   if (d.plan.num_layers > UINT32_MAX) {
-    v.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/geometry/num_layers", "more than 2^32 layers"});
+    v.push_back(
+        {ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/geometry/num_layers", "more than 2^32 layers"});
     return v;
   }
   // The destination's cache ABI is the expected one; the transaction's claim is validated.
-  DecodeDirectory directory(lifecycle::CacheAbi{d.expected_abi, static_cast<uint32_t>(d.plan.num_layers), "post_rope"});
-  if (d.has_directory_generation) directory.SetCurrentGeneration(d.plan.identity.request_id, d.directory_generation);
+  DecodeDirectory directory(
+      lifecycle::CacheAbi{d.expected_abi, static_cast<uint32_t>(d.plan.num_layers), "post_rope"});
+  if (d.has_directory_generation)
+    directory.SetCurrentGeneration(d.plan.identity.request_id, d.directory_generation);
   auto txn_or = TransferTxn::Create(d.plan, &credits, &pool, &directory);
   if (!txn_or.ok()) {
     v.push_back({txn_or.status().error(), "/chunks", txn_or.status().message()});
@@ -191,7 +208,8 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     std::string ptr = "/events/" + std::to_string(i);
     if (e.t < prev_t) {
       v.push_back({ErrorCode::HANDOFF_EVENT_TIME_REGRESSION, ptr + "/t_ms",
-                   "event at " + std::to_string(e.t) + " ms follows one at " + std::to_string(prev_t) + " ms"});
+                   "event at " + std::to_string(e.t) + " ms follows one at " +
+                       std::to_string(prev_t) + " ms"});
       return v;
     }
     prev_t = e.t;
@@ -234,15 +252,17 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
       // The runtime refused this operation (e.g. a late completion after abort); the
       // protocol must refuse it too, and a refused operation changes nothing.
       if (s.ok()) {
-        v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, ptr + "/disposition",
-                     "t=" + std::to_string(e.t) + " ms " + e.type +
-                         ": the runtime records a rejection but the protocol accepts this operation"});
+        v.push_back(
+            {ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, ptr + "/disposition",
+             "t=" + std::to_string(e.t) + " ms " + e.type +
+                 ": the runtime records a rejection but the protocol accepts this operation"});
         return v;
       }
       continue;
     }
     if (!s.ok()) {
-      ErrorCode c = s.error() == ErrorCode::kNone ? ErrorCode::HANDOFF_TXN_TRANSITION_INVALID : s.error();
+      ErrorCode c =
+          s.error() == ErrorCode::kNone ? ErrorCode::HANDOFF_TXN_TRANSITION_INVALID : s.error();
       v.push_back({c, ptr, "t=" + std::to_string(e.t) + " ms " + e.type + ": " + s.message()});
       return v;
     }
@@ -251,9 +271,11 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   // 5. Declared results against the replay.
   std::optional<uint64_t> logical = 0;
   for (const auto& c : d.plan.chunks)
-    if (logical) logical = CheckedAdd(*logical, c.bytes);  // nullopt (reported as absent) on overflow
+    if (logical)
+      logical = CheckedAdd(*logical, c.bytes);  // nullopt (reported as absent) on overflow
   bool all_visible = true;
-  for (const auto& c : d.plan.chunks) all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
+  for (const auto& c : d.plan.chunks)
+    all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
   if (out) {
     ProtocolSummary s;
     s.last_layer_ready = d.ready.back();
@@ -274,8 +296,9 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     if (dec.contains(key)) declared = dec.at(key).get<uint64_t>();
     if (computed != declared)
       v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, std::string("/declared/") + key,
-                   std::string(what) + " recomputed by replay is " + (computed ? std::to_string(*computed) : "absent") +
-                       ", fixture declares " + (declared ? std::to_string(*declared) : "none")});
+                   std::string(what) + " recomputed by replay is " +
+                       (computed ? std::to_string(*computed) : "absent") + ", fixture declares " +
+                       (declared ? std::to_string(*declared) : "none")});
   };
   check("last_layer_ready_ms", d.ready.back(), "the last layer's producer-ready time");
   check("all_device_visible_ms", all_visible ? std::optional<uint64_t>(last_visible) : std::nullopt,
@@ -287,11 +310,13 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   std::string final_state(TxnStateName(txn.state()));
   if (dec.at("final_state").get<std::string>() != final_state)
     v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, "/declared/final_state",
-                 "replay ends in " + final_state + ", fixture declares " + dec.at("final_state").get<std::string>()});
+                 "replay ends in " + final_state + ", fixture declares " +
+                     dec.at("final_state").get<std::string>()});
   if (txn.state() == TxnState::kAborted && (credits.in_flight() != 0 || pool.unpublished() != 0))
     v.push_back({ErrorCode::HANDOFF_DECLARED_RESULT_MISMATCH, "/events",
-                 "internal: abort left " + std::to_string(credits.in_flight()) + " B of credit and " +
-                     std::to_string(pool.unpublished()) + " unpublished blocks held"});
+                 "internal: abort left " + std::to_string(credits.in_flight()) +
+                     " B of credit and " + std::to_string(pool.unpublished()) +
+                     " unpublished blocks held"});
   return v;
 }
 

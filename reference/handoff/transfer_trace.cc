@@ -44,14 +44,16 @@ bool Read(const Json& doc, Trace* t, Violations* v) {
       auto b = l.Uint("bytes", 1);
       l.RejectUnknownFields();
       if (id && b && !t->layer_bytes.emplace(*id, *b).second)
-        v->push_back({ErrorCode::INPUT_VALUE_INVALID, "/layers/" + std::to_string(i), "layer declared twice"});
+        v->push_back({ErrorCode::INPUT_VALUE_INVALID, "/layers/" + std::to_string(i),
+                      "layer declared twice"});
     }
   }
   if (const Json* es = top.Array("events")) {
     for (size_t i = 0; i < es->size(); ++i) {
       FieldReader e(&(*es)[i], "/events/" + std::to_string(i), v);
       Ev ev;
-      if (auto s = e.Enum("phase", {"registration", "gather", "network", "device_copy", "visibility", "publication"}))
+      if (auto s = e.Enum("phase", {"registration", "gather", "network", "device_copy",
+                                    "visibility", "publication"}))
         ev.phase = *s;
       if (auto s = e.String("transfer_id")) ev.transfer_id = *s;
       if (auto x = e.Uint("generation")) ev.generation = *x;
@@ -79,7 +81,8 @@ bool Read(const Json& doc, Trace* t, Violations* v) {
     }
   }
   FieldReader d(top.Object("declared"), "/declared", v);
-  for (const char* k : {"wall_us", "overlapped_us", "exposed_us", "retries", "transferred_bytes"}) d.Uint(k);
+  for (const char* k : {"wall_us", "overlapped_us", "exposed_us", "retries", "transferred_bytes"})
+    d.Uint(k);
   d.RejectUnknownFields();
   top.RejectUnknownFields();
   return v->size() == before;
@@ -93,11 +96,13 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     std::string ptr = "/events/" + std::to_string(i);
     if (e.transfer_id != t.transfer_id || e.generation != t.generation)
       v->push_back({ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, ptr,
-                    e.phase + " event carries " + e.transfer_id + "@" + std::to_string(e.generation) +
-                        ", the transaction is " + t.transfer_id + "@" + std::to_string(t.generation)});
+                    e.phase + " event carries " + e.transfer_id + "@" +
+                        std::to_string(e.generation) + ", the transaction is " + t.transfer_id +
+                        "@" + std::to_string(t.generation)});
     if (e.end < e.start)
       v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/end_us",
-                    e.phase + " ends at " + std::to_string(e.end) + " us before it starts at " + std::to_string(e.start)});
+                    e.phase + " ends at " + std::to_string(e.end) + " us before it starts at " +
+                        std::to_string(e.start)});
     if (e.layer && !t.layer_bytes.count(*e.layer))
       v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/layer",
                     "layer " + std::to_string(*e.layer) + " is not a declared layer"});
@@ -112,18 +117,22 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       net_done[*e.layer] = net_done.count(*e.layer) ? std::min(net_done[*e.layer], e.end) : e.end;
       auto sum = CheckedAdd(net_bytes[*e.layer], e.bytes);
       if (!sum) {
-        v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "layer bytes overflow 64 bits"});
+        v->push_back(
+            {ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "layer bytes overflow 64 bits"});
         return std::nullopt;
       }
       net_bytes[*e.layer] = *sum;
     }
-    if (e.phase == "device_copy") copy_done[*e.layer] = copy_done.count(*e.layer) ? std::min(copy_done[*e.layer], e.end) : e.end;
+    if (e.phase == "device_copy")
+      copy_done[*e.layer] =
+          copy_done.count(*e.layer) ? std::min(copy_done[*e.layer], e.end) : e.end;
   }
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Ev& e = t.events[i];
     if (e.phase != "visibility") continue;
     uint64_t l = *e.layer;
-    bool copied = net_done.count(l) && copy_done.count(l) && net_done[l] <= e.start && copy_done[l] <= e.start;
+    bool copied = net_done.count(l) && copy_done.count(l) && net_done[l] <= e.start &&
+                  copy_done[l] <= e.start;
     if (!copied)
       v->push_back({ErrorCode::HANDOFF_TRACE_VISIBLE_BEFORE_COPY, "/events/" + std::to_string(i),
                     "layer " + std::to_string(l) + " is visible at " + std::to_string(e.start) +
@@ -136,21 +145,24 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
   for (size_t i = 0; i < t.events.size(); ++i)
     if (t.events[i].phase == "publication" && t.events[i].result == "ok") pubs.push_back(i);
   if (pubs.size() != 1) {
-    v->push_back({ErrorCode::HANDOFF_TRACE_PUBLICATION_COUNT, "/events",
-                  "expected exactly one successful publication, found " + std::to_string(pubs.size())});
+    v->push_back(
+        {ErrorCode::HANDOFF_TRACE_PUBLICATION_COUNT, "/events",
+         "expected exactly one successful publication, found " + std::to_string(pubs.size())});
   } else {
     const Ev& p = t.events[pubs[0]];
     for (const auto& [l, bytes] : t.layer_bytes)
       if (!visible.count(l) || visible[l] > p.start)
-        v->push_back({ErrorCode::HANDOFF_TRACE_VISIBILITY_MISSING, "/events/" + std::to_string(pubs[0]),
-                      "publication at " + std::to_string(p.start) + " us but layer " + std::to_string(l) +
-                          " has no successful visibility event before it"});
+        v->push_back({ErrorCode::HANDOFF_TRACE_VISIBILITY_MISSING,
+                      "/events/" + std::to_string(pubs[0]),
+                      "publication at " + std::to_string(p.start) + " us but layer " +
+                          std::to_string(l) + " has no successful visibility event before it"});
   }
   uint64_t layer_sum = 0;
   for (const auto& [l, bytes] : t.layer_bytes) {
     auto sum = CheckedAdd(layer_sum, bytes);
     if (!sum) {
-      v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/layers", "layer bytes overflow 64 bits"});
+      v->push_back(
+          {ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/layers", "layer bytes overflow 64 bits"});
       return std::nullopt;
     }
     layer_sum = *sum;
@@ -161,7 +173,8 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
   }
   if (layer_sum != t.payload)
     v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, "/payload_bytes",
-                  "layers sum to " + std::to_string(layer_sum) + " B, payload_bytes declares " + std::to_string(t.payload)});
+                  "layers sum to " + std::to_string(layer_sum) + " B, payload_bytes declares " +
+                      std::to_string(t.payload)});
   if (v->size() != before || t.events.empty()) return std::nullopt;
 
   TraceSummary s;
@@ -172,11 +185,13 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     hi = std::max(hi, e.end);
     if (e.phase == "publication" && e.result == "ok") pub_end = e.end;
     if (e.phase == "network" && e.result == "failed") ++s.retries;
-    if (e.phase == "network" && e.result == "ok") s.transferred_bytes += e.bytes;  // == sum of net_bytes (checked)
+    if (e.phase == "network" && e.result == "ok")
+      s.transferred_bytes += e.bytes;  // == sum of net_bytes (checked)
     if (e.phase == "visibility") continue;
     auto work = CheckedAdd(s.work, e.end - e.start);
     if (!work) {
-      v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "summed phase work overflows 64 bits"});
+      v->push_back(
+          {ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "summed phase work overflows 64 bits"});
       return std::nullopt;
     }
     s.work = *work;

@@ -27,7 +27,8 @@ namespace kvc::handoff {
 inline constexpr const char* kTransferTraceKind = "kvconform.transfer_trace/1";
 
 struct TraceSummary {
-  uint64_t wall = 0, work = 0, busy = 0, overlapped = 0, exposed = 0, retries = 0, transferred_bytes = 0;
+  uint64_t wall = 0, work = 0, busy = 0, overlapped = 0, exposed = 0, retries = 0,
+           transferred_bytes = 0;
 };
 
 Violations ValidateTransferTrace(const Json& doc);

@@ -16,23 +16,34 @@ Status Breach(ErrorCode c, std::string m) { return ViolationStatus(c, std::move(
 
 std::string_view TxnStateName(TxnState s) {
   switch (s) {
-    case TxnState::kPlanned: return "PLANNED";
-    case TxnState::kReserved: return "RESERVED";
-    case TxnState::kTransferring: return "TRANSFERRING";
-    case TxnState::kValidated: return "VALIDATED";
-    case TxnState::kPublished: return "PUBLISHED";
-    case TxnState::kAborted: return "ABORTED";
+    case TxnState::kPlanned:
+      return "PLANNED";
+    case TxnState::kReserved:
+      return "RESERVED";
+    case TxnState::kTransferring:
+      return "TRANSFERRING";
+    case TxnState::kValidated:
+      return "VALIDATED";
+    case TxnState::kPublished:
+      return "PUBLISHED";
+    case TxnState::kAborted:
+      return "ABORTED";
   }
   return "?";
 }
 
 std::string_view ChunkStateName(ChunkState s) {
   switch (s) {
-    case ChunkState::kDeclared: return "DECLARED";
-    case ChunkState::kCreditAcquired: return "CREDIT_ACQUIRED";
-    case ChunkState::kSent: return "SENT";
-    case ChunkState::kReceived: return "RECEIVED";
-    case ChunkState::kDeviceVisible: return "DEVICE_VISIBLE";
+    case ChunkState::kDeclared:
+      return "DECLARED";
+    case ChunkState::kCreditAcquired:
+      return "CREDIT_ACQUIRED";
+    case ChunkState::kSent:
+      return "SENT";
+    case ChunkState::kReceived:
+      return "RECEIVED";
+    case ChunkState::kDeviceVisible:
+      return "DEVICE_VISIBLE";
   }
   return "?";
 }
@@ -51,10 +62,10 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                      "token_count * bytes_per_token_layer overflows 64 bits"});
     else if (*want != c.bytes)
       out.push_back({ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, static_cast<int64_t>(i),
-                     "chunk \"" + c.chunk_id + "\" declares " + std::to_string(c.bytes) + " B but " +
-                         std::to_string(c.token_count) + " tokens * " +
-                         std::to_string(plan.bytes_per_token_layer) + " B (2 * H_kv * d_h * b) = " +
-                         std::to_string(*want) + " B"});
+                     "chunk \"" + c.chunk_id + "\" declares " + std::to_string(c.bytes) +
+                         " B but " + std::to_string(c.token_count) + " tokens * " +
+                         std::to_string(plan.bytes_per_token_layer) +
+                         " B (2 * H_kv * d_h * b) = " + std::to_string(*want) + " B"});
   }
   // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
   auto end = CheckedAdd(plan.token_start, plan.token_count);
@@ -62,13 +73,14 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkSpec& c = plan.chunks[i];
     auto c_end = CheckedAdd(c.token_start, c.token_count);
-    if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end || !end || c.token_start < plan.token_start ||
-        *c_end > *end) {
-      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
-                     "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ", tokens " +
-                         std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
-                         ") lies outside layers [0," + std::to_string(plan.num_layers) + ") x tokens [" +
-                         std::to_string(plan.token_start) + "," + (end ? std::to_string(*end) : "?") + ")"});
+    if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end || !end ||
+        c.token_start < plan.token_start || *c_end > *end) {
+      out.push_back(
+          {ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
+           "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ", tokens " +
+               std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
+               ") lies outside layers [0," + std::to_string(plan.num_layers) + ") x tokens [" +
+               std::to_string(plan.token_start) + "," + (end ? std::to_string(*end) : "?") + ")"});
       continue;
     }
     per_layer[c.layer].push_back({c.token_start, *c_end});
@@ -82,13 +94,14 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       std::string problem;
       for (auto [s, e] : iv) {
         if (s != at) {
-          problem = s < at ? "overlap at token " + std::to_string(s) : "gap at tokens [" + std::to_string(at) + "," +
-                                                                            std::to_string(s) + ")";
+          problem = s < at ? "overlap at token " + std::to_string(s)
+                           : "gap at tokens [" + std::to_string(at) + "," + std::to_string(s) + ")";
           break;
         }
         at = e;
       }
-      if (problem.empty() && at != *end) problem = "gap at tokens [" + std::to_string(at) + "," + std::to_string(*end) + ")";
+      if (problem.empty() && at != *end)
+        problem = "gap at tokens [" + std::to_string(at) + "," + std::to_string(*end) + ")";
       if (!problem.empty())
         out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
                        "layer " + std::to_string(l) + " is not covered exactly once: " + problem});
@@ -111,30 +124,35 @@ TransferTxn::TransferTxn(TransferPlan plan, ByteCreditWindow* credits, Destinati
 
 StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* credits,
                                           DestinationBlockPool* pool, DecodeDirectory* directory) {
-  if (!credits || !pool || !directory) return InvalidArgument("TransferTxn needs a credit window, pool and directory");
+  if (!credits || !pool || !directory)
+    return InvalidArgument("TransferTxn needs a credit window, pool and directory");
   auto issues = CheckPlan(plan);
   if (!issues.empty()) return ViolationStatus(issues.front().code, issues.front().message);
-  if (plan.chunks.empty()) return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH, "a transfer plan has no chunks");
+  if (plan.chunks.empty())
+    return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH, "a transfer plan has no chunks");
   for (const auto& c : plan.chunks)
     if (c.bytes > credits->capacity())
       return ViolationStatus(ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL,
                              "chunk \"" + c.chunk_id + "\" has " + std::to_string(c.bytes) +
-                                 " B but the credit window holds only " + std::to_string(credits->capacity()) + " B");
+                                 " B but the credit window holds only " +
+                                 std::to_string(credits->capacity()) + " B");
   return TransferTxn(std::move(plan), credits, pool, directory);
 }
 
 StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
   auto it = chunks_.find(chunk_id);
   if (it == chunks_.end())
-    return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN,
-                  "chunk \"" + std::string(chunk_id) + "\" is not in transfer " + plan_.transfer_id + "'s manifest");
+    return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN, "chunk \"" + std::string(chunk_id) +
+                                                        "\" is not in transfer " +
+                                                        plan_.transfer_id + "'s manifest");
   return &it->second;
 }
 
 Status TransferTxn::RejectIfFenced(std::string_view what) const {
   if (state_ == TxnState::kAborted)
-    return Breach(ErrorCode::HANDOFF_LATE_COMPLETION, std::string(what) + " for transfer " + plan_.transfer_id +
-                                                          " after it was aborted (" + abort_reason_ + ")");
+    return Breach(ErrorCode::HANDOFF_LATE_COMPLETION,
+                  std::string(what) + " for transfer " + plan_.transfer_id +
+                      " after it was aborted (" + abort_reason_ + ")");
   return Status();
 }
 
@@ -153,8 +171,9 @@ uint64_t TransferTxn::credit_held() const {
 
 Status TransferTxn::Reserve() {
   if (state_ != TxnState::kPlanned)
-    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
-                  "reserve requires PLANNED, transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
+    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID, "reserve requires PLANNED, transfer " +
+                                                                 plan_.transfer_id + " is " +
+                                                                 std::string(TxnStateName(state_)));
   KVC_RETURN_IF_ERROR(pool_->Reserve(plan_.reserved_blocks));
   auto unreserve = [&](Status s) {
     Status r = pool_->ReleaseUnpublished(plan_.reserved_blocks);
@@ -162,10 +181,13 @@ Status TransferTxn::Reserve() {
   };
   // The generation stays reserved even if opening the destination fails: generations are
   // never reused, so a later attempt uses a newer one.
-  if (Status s = directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation); !s.ok())
+  if (Status s =
+          directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation);
+      !s.ok())
     return unreserve(s);
-  if (Status s = directory_->OpenDestination(plan_.identity.request_id, plan_.identity.generation,
-                                             plan_.transfer_id, plan_.token_start, plan_.token_count);
+  if (Status s =
+          directory_->OpenDestination(plan_.identity.request_id, plan_.identity.generation,
+                                      plan_.transfer_id, plan_.token_start, plan_.token_count);
       !s.ok())
     return unreserve(s);
   blocks_reserved_ = true;
@@ -178,7 +200,8 @@ Status TransferTxn::AcquireCredit(std::string_view chunk_id) {
   KVC_RETURN_IF_ERROR(RejectIfFenced("credit acquisition"));
   if (state_ != TxnState::kReserved && state_ != TxnState::kTransferring)
     return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
-                  "credit acquisition requires RESERVED or TRANSFERRING, transfer is " + std::string(TxnStateName(state_)));
+                  "credit acquisition requires RESERVED or TRANSFERRING, transfer is " +
+                      std::string(TxnStateName(state_)));
   KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
   if (c->state != ChunkState::kDeclared)
     return Breach(ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID,
@@ -196,8 +219,9 @@ Status TransferTxn::Send(std::string_view chunk_id, uint64_t now, uint64_t kv_re
   KVC_ASSIGN_OR_RETURN(Chunk * c, Find(chunk_id));
   switch (c->state) {
     case ChunkState::kDeclared:
-      return Breach(ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT,
-                    "chunk \"" + std::string(chunk_id) + "\" sent before acquiring its byte credit");
+      return Breach(
+          ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT,
+          "chunk \"" + std::string(chunk_id) + "\" sent before acquiring its byte credit");
     case ChunkState::kCreditAcquired:
       break;
     default:
@@ -206,8 +230,9 @@ Status TransferTxn::Send(std::string_view chunk_id, uint64_t now, uint64_t kv_re
   }
   if (now < kv_ready_time)
     return Breach(ErrorCode::HANDOFF_PRODUCER_GATE,
-                  "chunk \"" + std::string(chunk_id) + "\" (layer " + std::to_string(plan_.chunks[c->index].layer) +
-                      ") sent at " + std::to_string(now) + " before its K/V was ready at " +
+                  "chunk \"" + std::string(chunk_id) + "\" (layer " +
+                      std::to_string(plan_.chunks[c->index].layer) + ") sent at " +
+                      std::to_string(now) + " before its K/V was ready at " +
                       std::to_string(kv_ready_time));
   c->state = ChunkState::kSent;
   return Status();
@@ -220,15 +245,15 @@ Status TransferTxn::Receive(std::string_view chunk_id, std::string_view checksum
     if (c->observed_checksum != checksum)
       return Breach(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
                     "chunk \"" + std::string(chunk_id) + "\" of transfer " + plan_.transfer_id +
-                        " delivered again with different bytes (checksum " + std::string(checksum) + " vs " +
-                        c->observed_checksum + ")");
+                        " delivered again with different bytes (checksum " + std::string(checksum) +
+                        " vs " + c->observed_checksum + ")");
     ++retries_;
     return Status();
   }
   if (c->state != ChunkState::kSent)
     return Breach(ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID,
-                  "chunk \"" + std::string(chunk_id) + "\" received in state " + std::string(ChunkStateName(c->state)) +
-                      " (expected SENT)");
+                  "chunk \"" + std::string(chunk_id) + "\" received in state " +
+                      std::string(ChunkStateName(c->state)) + " (expected SENT)");
   c->observed_checksum = std::string(checksum);
   c->state = ChunkState::kReceived;
   return Status();
@@ -250,36 +275,43 @@ Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
   const uint64_t layer = plan_.chunks[c->index].layer;
   bool layer_complete = true;
   for (const auto& [id, other] : chunks_)
-    if (&other != c && plan_.chunks[other.index].layer == layer && other.state != ChunkState::kDeviceVisible)
+    if (&other != c && plan_.chunks[other.index].layer == layer &&
+        other.state != ChunkState::kDeviceVisible)
       layer_complete = false;
   if (layer_complete)
-    KVC_RETURN_IF_ERROR(directory_->StageLayer(plan_.transfer_id, layer, plan_.token_start, plan_.token_count));
+    KVC_RETURN_IF_ERROR(
+        directory_->StageLayer(plan_.transfer_id, layer, plan_.token_start, plan_.token_count));
   KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c->index].bytes));
   c->credit_held = false;
   c->state = ChunkState::kDeviceVisible;
   return Status();
 }
 
-Status TransferTxn::Validate(const TransferIdentity& expected, std::string_view expected_abi_sha256) {
+Status TransferTxn::Validate(const TransferIdentity& expected,
+                             std::string_view expected_abi_sha256) {
   if (state_ != TxnState::kTransferring)
     return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
-                  "validate requires TRANSFERRING, transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
+                  "validate requires TRANSFERRING, transfer " + plan_.transfer_id + " is " +
+                      std::string(TxnStateName(state_)));
   const TransferIdentity& id = plan_.identity;
   if (!(id == expected)) {
-    std::string field = id.tenant != expected.tenant                         ? "tenant"
-                        : id.request_id != expected.request_id               ? "request_id"
-                        : id.generation != expected.generation               ? "generation"
-                        : id.attempt != expected.attempt                     ? "attempt"
-                        : id.source_worker_epoch != expected.source_worker_epoch ? "source_worker_epoch"
+    std::string field = id.tenant != expected.tenant           ? "tenant"
+                        : id.request_id != expected.request_id ? "request_id"
+                        : id.generation != expected.generation ? "generation"
+                        : id.attempt != expected.attempt       ? "attempt"
+                        : id.source_worker_epoch != expected.source_worker_epoch
+                            ? "source_worker_epoch"
                         : id.destination_worker_epoch != expected.destination_worker_epoch
                             ? "destination_worker_epoch"
                             : "reservation_id";
     return Breach(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
-                  "transfer " + plan_.transfer_id + " identity fence differs from the reservation in " + field);
+                  "transfer " + plan_.transfer_id +
+                      " identity fence differs from the reservation in " + field);
   }
   if (plan_.tensor_abi_sha256 != expected_abi_sha256)
-    return Breach(ErrorCode::HANDOFF_ABI_MISMATCH, "transfer tensor ABI " + plan_.tensor_abi_sha256 +
-                                                       " differs from the destination's " + std::string(expected_abi_sha256));
+    return Breach(ErrorCode::HANDOFF_ABI_MISMATCH,
+                  "transfer tensor ABI " + plan_.tensor_abi_sha256 +
+                      " differs from the destination's " + std::string(expected_abi_sha256));
   for (const auto& spec : plan_.chunks) {
     const Chunk& c = chunks_.find(spec.chunk_id)->second;
     if (c.state != ChunkState::kDeviceVisible)
@@ -290,8 +322,9 @@ Status TransferTxn::Validate(const TransferIdentity& expected, std::string_view 
   for (const auto& spec : plan_.chunks) {
     const Chunk& c = chunks_.find(spec.chunk_id)->second;
     if (c.observed_checksum != spec.checksum)
-      return Breach(ErrorCode::HANDOFF_CHECKSUM_MISMATCH, "chunk \"" + spec.chunk_id + "\" received checksum " +
-                                                              c.observed_checksum + ", manifest expects " + spec.checksum);
+      return Breach(ErrorCode::HANDOFF_CHECKSUM_MISMATCH,
+                    "chunk \"" + spec.chunk_id + "\" received checksum " + c.observed_checksum +
+                        ", manifest expects " + spec.checksum);
   }
   state_ = TxnState::kValidated;
   return Status();
@@ -302,11 +335,12 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
   if (state_ != TxnState::kValidated) {
     if (state_ == TxnState::kAborted) return RejectIfFenced("publication");
     return Breach(ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE,
-                  "publication of transfer " + plan_.transfer_id + " in state " + std::string(TxnStateName(state_)) +
-                      " (expected VALIDATED)");
+                  "publication of transfer " + plan_.transfer_id + " in state " +
+                      std::string(TxnStateName(state_)) + " (expected VALIDATED)");
   }
-  auto r = directory_->PublishIfGenerationCurrent(plan_.identity.request_id, plan_.identity.generation,
-                                                  plan_.transfer_id, PlanContentDigest(plan_));
+  auto r =
+      directory_->PublishIfGenerationCurrent(plan_.identity.request_id, plan_.identity.generation,
+                                             plan_.transfer_id, PlanContentDigest(plan_));
   if (!r.ok()) {
     Status abort = Abort("publication rejected: " + r.status().message());
     if (!abort.ok()) return abort;
@@ -329,19 +363,23 @@ Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
   if (state_ != TxnState::kPublished || !published_ || !(handle == *published_))
     return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
                   "decode admission for request " + handle.request_id + " generation " +
-                      std::to_string(handle.generation) + " is not from transfer " + plan_.transfer_id +
-                      "'s published handle (transfer is " + std::string(TxnStateName(state_)) + ")");
+                      std::to_string(handle.generation) + " is not from transfer " +
+                      plan_.transfer_id + "'s published handle (transfer is " +
+                      std::string(TxnStateName(state_)) + ")");
   decode_admitted_ = true;
   return Status();
 }
 
 Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
-  if (state_ != TxnState::kPublished || !decode_admitted_ || generation != plan_.identity.generation)
+  if (state_ != TxnState::kPublished || !decode_admitted_ ||
+      generation != plan_.identity.generation)
     return Breach(ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY,
-                  "source release of transfer " + plan_.transfer_id + " under generation " + std::to_string(generation) +
+                  "source release of transfer " + plan_.transfer_id + " under generation " +
+                      std::to_string(generation) +
                       " requires PUBLISHED + decode admitted under generation " +
                       std::to_string(plan_.identity.generation) + " (transfer is " +
-                      std::string(TxnStateName(state_)) + (decode_admitted_ ? ", admitted)" : ", not admitted)"));
+                      std::string(TxnStateName(state_)) +
+                      (decode_admitted_ ? ", admitted)" : ", not admitted)"));
   source_released_ = true;
   return Status();
 }
@@ -366,7 +404,8 @@ Status TransferTxn::ReleaseHeld() {
 
 Status TransferTxn::Abort(std::string_view reason) {
   if (state_ == TxnState::kPublished)
-    return Breach(ErrorCode::HANDOFF_ABORT_PUBLISHED, "transfer " + plan_.transfer_id + " is already PUBLISHED");
+    return Breach(ErrorCode::HANDOFF_ABORT_PUBLISHED,
+                  "transfer " + plan_.transfer_id + " is already PUBLISHED");
   if (state_ == TxnState::kAborted) return Status();
   // 0x06E: cancel outstanding chunks and fence callbacks first (the state change below is
   // the fence: every later completion is rejected), then release credits and blocks.

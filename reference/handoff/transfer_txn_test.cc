@@ -90,16 +90,19 @@ TEST(TransferTxn, GatesAndIllegalChunkTransitions) {
   Rig r;
   auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->AcquireCredit("c0").error(), ErrorCode::HANDOFF_TXN_TRANSITION_INVALID);  // not reserved
+  EXPECT_EQ(t->AcquireCredit("c0").error(),
+            ErrorCode::HANDOFF_TXN_TRANSITION_INVALID);  // not reserved
   ASSERT_TRUE(t->Reserve().ok());
   EXPECT_EQ(t->Send("c0", 10, 0).error(), ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT);
   ASSERT_TRUE(t->AcquireCredit("c0").ok());
   EXPECT_EQ(t->Send("c0", 9, 10).error(), ErrorCode::HANDOFF_PRODUCER_GATE);
-  EXPECT_EQ(t->Receive("c0", t->plan().chunks[0].checksum).error(), ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID);
+  EXPECT_EQ(t->Receive("c0", t->plan().chunks[0].checksum).error(),
+            ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID);
   ASSERT_TRUE(t->Send("c0", 10, 10).ok());
   EXPECT_EQ(t->MarkDeviceVisible("c0").error(), ErrorCode::HANDOFF_VISIBLE_BEFORE_RECEIVE);
   EXPECT_EQ(t->AcquireCredit("zz").error(), ErrorCode::HANDOFF_CHUNK_UNKNOWN);
-  EXPECT_EQ(t->Validate(t->plan().identity, t->plan().tensor_abi_sha256).error(), ErrorCode::HANDOFF_CONSUMER_GATE);
+  EXPECT_EQ(t->Validate(t->plan().identity, t->plan().tensor_abi_sha256).error(),
+            ErrorCode::HANDOFF_CONSUMER_GATE);
   EXPECT_EQ(t->Publish().status().error(), ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE);
   EXPECT_EQ(r.directory.publications(), 0u);
 }
@@ -116,7 +119,8 @@ TEST(TransferTxn, RetriesAreIdempotentAndDifferentBytesAreCorruption) {
   EXPECT_TRUE(t->MarkDeviceVisible(c.chunk_id).ok());
   EXPECT_EQ(t->retries(), 3u);
   EXPECT_EQ(r.credits.in_flight(), 0u) << "a retried DEVICE_VISIBLE must not return credit twice";
-  EXPECT_EQ(t->Receive(c.chunk_id, Sha256Hex("other")).error(), ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
+  EXPECT_EQ(t->Receive(c.chunk_id, Sha256Hex("other")).error(),
+            ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
 }
 
 TEST(TransferTxn, ValidationChecksIdentityAbiAndChecksums) {
@@ -132,9 +136,11 @@ TEST(TransferTxn, ValidationChecksIdentityAbiAndChecksums) {
   }
   TransferIdentity other = plan.identity;
   other.destination_worker_epoch = 18;
-  EXPECT_EQ(t->Validate(other, plan.tensor_abi_sha256).error(), ErrorCode::HANDOFF_IDENTITY_MISMATCH);
+  EXPECT_EQ(t->Validate(other, plan.tensor_abi_sha256).error(),
+            ErrorCode::HANDOFF_IDENTITY_MISMATCH);
   EXPECT_EQ(t->Validate(plan.identity, Sha256Hex("x")).error(), ErrorCode::HANDOFF_ABI_MISMATCH);
-  EXPECT_EQ(t->Validate(plan.identity, plan.tensor_abi_sha256).error(), ErrorCode::HANDOFF_CHECKSUM_MISMATCH);
+  EXPECT_EQ(t->Validate(plan.identity, plan.tensor_abi_sha256).error(),
+            ErrorCode::HANDOFF_CHECKSUM_MISMATCH);
   EXPECT_EQ(t->state(), TxnState::kTransferring);
 }
 
@@ -188,7 +194,8 @@ TEST(DecodeDirectory, RepublishingSameTransferIsIdempotentOtherBytesAreCorruptio
   ASSERT_TRUE(d.ReserveGeneration("r", 3).ok());
   ASSERT_TRUE(d.OpenDestination("r", 3, "x", 0, 4).ok());
   // Publication goes through the lifecycle object: an incomplete append cannot publish.
-  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-a").status().error(), ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-a").status().error(),
+            ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
   ASSERT_TRUE(d.StageLayer("x", 0, 0, 4).ok());
   ASSERT_TRUE(d.StageLayer("x", 1, 0, 4).ok());
   auto a = d.PublishIfGenerationCurrent("r", 3, "x", "digest-a");
@@ -202,7 +209,8 @@ TEST(DecodeDirectory, RepublishingSameTransferIsIdempotentOtherBytesAreCorruptio
   EXPECT_EQ(again->handle, a->handle);
   EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "x", "digest-b").status().error(),
             ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
-  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "y", "digest-a").status().error(), ErrorCode::HANDOFF_STALE_GENERATION);
+  EXPECT_EQ(d.PublishIfGenerationCurrent("r", 3, "y", "digest-a").status().error(),
+            ErrorCode::HANDOFF_STALE_GENERATION);
   EXPECT_EQ(d.publications(), 1u);
 }
 
@@ -227,7 +235,8 @@ TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
   ByteCreditWindow small(256);
   DestinationBlockPool pool(4);
   DecodeDirectory dir(Abi());
-  EXPECT_EQ(TransferTxn::Create(p, &small, &pool, &dir).status().error(), ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL);
+  EXPECT_EQ(TransferTxn::Create(p, &small, &pool, &dir).status().error(),
+            ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL);
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ void RunLayerStream(const LayerStreamOptions& o) {
   if (o.format == "json") {
     std::cout << j.dump(2) << "\n";
   } else {
-    for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
+    for (auto it = j.begin(); it != j.end(); ++it)
+      std::cout << it.key() << ": " << it.value().dump() << "\n";
   }
   ExitCode() = kExitOk;
 }
@@ -41,9 +42,12 @@ void RunLayerStream(const LayerStreamOptions& o) {
 void AddCalcLayerStream(CLI::App* calc) {
   auto o = std::make_shared<LayerStreamOptions>();
   CLI::App* c = calc->add_subcommand(
-      "layer-stream", "Per-layer streamed visibility v_l = max(r_l, v_(l-1)) + x_l vs the serialized "
-                      "request-level completion r_(L-1) + sum x_l (M5.6 0x08I)");
-  c->add_option("--ready", o->ready, "K/V-ready time r_l per layer, e.g. 25,50,75,100")->delimiter(',')->required();
+      "layer-stream",
+      "Per-layer streamed visibility v_l = max(r_l, v_(l-1)) + x_l vs the serialized "
+      "request-level completion r_(L-1) + sum x_l (M5.6 0x08I)");
+  c->add_option("--ready", o->ready, "K/V-ready time r_l per layer, e.g. 25,50,75,100")
+      ->delimiter(',')
+      ->required();
   c->add_option("--transfer", o->transfer, "transfer duration x_l per layer, e.g. 10,10,10,10")
       ->delimiter(',')
       ->required();

@@ -14,7 +14,9 @@ struct ReplayOptions {
   std::string file, format = "text";
 };
 
-nlohmann::json Opt(const std::optional<uint64_t>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); }
+nlohmann::json Opt(const std::optional<uint64_t>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+}
 
 void RunReplay(const ReplayOptions& o) {
   auto parsed = ReadJsonFileStrict(o.file, true);
@@ -24,21 +26,32 @@ void RunReplay(const ReplayOptions& o) {
     return;
   }
   const Json& doc = parsed->value;
-  std::string kind = doc.is_object() && doc.contains("kind") && doc["kind"].is_string() ? doc["kind"].get<std::string>() : "";
+  std::string kind = doc.is_object() && doc.contains("kind") && doc["kind"].is_string()
+                         ? doc["kind"].get<std::string>()
+                         : "";
   nlohmann::json j;
   if (kind == handoff::kTransferProtocolKind) {
     auto s = handoff::ReplayTransferProtocol(doc);
     if (s)
-      j = {{"last_layer_ready_ms", s->last_layer_ready},       {"all_device_visible_ms", Opt(s->all_device_visible)},
-           {"validated_ms", Opt(s->validated)},                {"published_ms", Opt(s->published)},
-           {"max_inflight_bytes", s->max_inflight_bytes},      {"logical_bytes", Opt(s->logical_bytes)},
-           {"final_state", s->final_state},                    {"credits_in_flight_at_end", s->credits_in_flight_at_end},
-           {"unpublished_blocks_at_end", s->unpublished_blocks_at_end}, {"retries", s->retries}};
+      j = {{"last_layer_ready_ms", s->last_layer_ready},
+           {"all_device_visible_ms", Opt(s->all_device_visible)},
+           {"validated_ms", Opt(s->validated)},
+           {"published_ms", Opt(s->published)},
+           {"max_inflight_bytes", s->max_inflight_bytes},
+           {"logical_bytes", Opt(s->logical_bytes)},
+           {"final_state", s->final_state},
+           {"credits_in_flight_at_end", s->credits_in_flight_at_end},
+           {"unpublished_blocks_at_end", s->unpublished_blocks_at_end},
+           {"retries", s->retries}};
   } else if (kind == handoff::kTransferTraceKind) {
     auto s = handoff::AnalyzeTransferTrace(doc);
     if (s)
-      j = {{"wall_us", s->wall},           {"work_us", s->work},       {"busy_us", s->busy},
-           {"overlapped_us", s->overlapped}, {"exposed_us", s->exposed}, {"retries", s->retries},
+      j = {{"wall_us", s->wall},
+           {"work_us", s->work},
+           {"busy_us", s->busy},
+           {"overlapped_us", s->overlapped},
+           {"exposed_us", s->exposed},
+           {"retries", s->retries},
            {"transferred_bytes", s->transferred_bytes}};
   } else {
     std::cerr << "kvconform handoff replay: " << o.file << ": kind \"" << kind << "\" is not "
@@ -50,15 +63,16 @@ void RunReplay(const ReplayOptions& o) {
     // The document breaks the contract before a summary exists: show why.
     const KindEntry* k = FindKind(kind);
     for (const auto& v : k->validate_json(doc))
-      std::cerr << o.file << ":" << parsed->LineOf(v.pointer) << ": " << ErrorCodeName(v.code) << " at '" << v.pointer
-                << "': " << v.message << "\n";
+      std::cerr << o.file << ":" << parsed->LineOf(v.pointer) << ": " << ErrorCodeName(v.code)
+                << " at '" << v.pointer << "': " << v.message << "\n";
     ExitCode() = kExitViolation;
     return;
   }
   if (o.format == "json") {
     std::cout << j.dump(2) << "\n";
   } else {
-    for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
+    for (auto it = j.begin(); it != j.end(); ++it)
+      std::cout << it.key() << ": " << it.value().dump() << "\n";
   }
   ExitCode() = kExitOk;
 }
@@ -70,9 +84,12 @@ void AddHandoffCommand(CLI::App& app) {
   h->require_subcommand(1);
   auto o = std::make_shared<ReplayOptions>();
   CLI::App* r = h->add_subcommand(
-      "replay", "Replay a transfer-protocol timeline or analyze a transfer trace and print the computed "
-                "results (ready/visible/validated/published times, peak credit; wall/overlap/exposed)");
-  r->add_option("file", o->file, "a kvconform.transfer_protocol/1 or kvconform.transfer_trace/1 document")->required();
+      "replay",
+      "Replay a transfer-protocol timeline or analyze a transfer trace and print the computed "
+      "results (ready/visible/validated/published times, peak credit; wall/overlap/exposed)");
+  r->add_option("file", o->file,
+                "a kvconform.transfer_protocol/1 or kvconform.transfer_trace/1 document")
+      ->required();
   r->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   r->callback([o] { RunReplay(*o); });
 }
