@@ -383,7 +383,13 @@ TraceChecker::TraceChecker(std::string source, CheckerOptions opt)
 
 TraceChecker::~TraceChecker() = default;
 
-std::string TraceChecker::LinePtr() const { return "/" + std::to_string(line_ ? line_ - 1 : 0); }
+const std::string& TraceChecker::LinePtr() const {
+  if (line_ptr_line_ != line_) {
+    line_ptr_ = "/" + std::to_string(line_ ? line_ - 1 : 0);
+    line_ptr_line_ = line_;
+  }
+  return line_ptr_;
+}
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
@@ -601,7 +607,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   e.result_snapshot = env.OptUint("result_snapshot");
   e.outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true)
                   .value_or("success");
-  env.Allow("payload");
+  const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
   if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
@@ -695,9 +701,6 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
       return;
     }
   }
-  const dom::element* payload_el = nullptr;
-  dom::element pel;
-  if (!obj["payload"].get(pel)) payload_el = &pel;
   dom::object pobj;
   if (!payload_el || payload_el->get_object().get(pobj)) {
     Report(payload_el ? ErrorCode::INPUT_FIELD_TYPE : ErrorCode::INPUT_FIELD_MISSING,

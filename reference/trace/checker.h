@@ -118,6 +118,7 @@ class ObjReader {
   void RejectUnknown(bool semantic_plane = false);
 
  private:
+  friend class TraceChecker;  // reads the envelope's payload element once
   struct Impl;
   static std::unique_ptr<Impl> TakeImpl();  // a reset Impl, reused when one is spare
   static std::vector<std::unique_ptr<Impl>>& SpareImpls();
@@ -212,7 +213,8 @@ class TraceChecker {
   bool Apply(const Event& e, OpRef op);
   void NoteReleased();
   uint32_t line() const { return line_; }
-  std::string LinePtr() const;  // "/<line-1>"
+  // "/<line-1>"; valid until the next Feed or Finish.
+  const std::string& LinePtr() const;
 
  private:
   void ReadHeader(const simdjson::dom::element& root);
@@ -238,6 +240,8 @@ class TraceChecker {
   bool header_ok_ = false;
   bool header_seen_ = false;
   uint32_t line_ = 0;
+  mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
+  mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   size_t releases_since_prune_ = 0;
   Violations violations_;
