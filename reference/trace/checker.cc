@@ -27,13 +27,40 @@ std::string_view PlaneComponent(Plane p) {
 
 struct ObjReader::Impl {
   static constexpr size_t kMax = 32;  // no object of the format has more members
-  std::pair<std::string_view, dom::element> fields[kMax];
-  bool used[kMax] = {};
+  // Member i: its key, a cheap tag of the key (KeyTag) compared before the bytes, its value.
+  std::string_view keys[kMax];
+  uint64_t tags[kMax];
+  dom::element values[kMax];
+  bool used[kMax];
   size_t n = 0;
   size_t overflow = 0;
+  uint64_t bloom = 0;  // bit BloomBit(tag) of every member: most misses are decided here
+  mutable size_t cursor = 0;  // where the next lookup starts: one past the last member found
+  // Index of `key` among the members, or kMax. Equal keys have equal tags, so comparing tags
+  // first only skips byte comparisons that would fail. Readers mostly ask in document order,
+  // so the scan starts after the previous hit and wraps around.
+  static uint64_t BloomBit(uint64_t tag) { return uint64_t{1} << ((tag * 0x9E3779B97F4A7C15ull) >> 58); }
+  size_t IndexOf(std::string_view key, uint64_t tag) const {
+    if (!(bloom & BloomBit(tag))) return kMax;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = cursor + k < n ? cursor + k : cursor + k - n;
+      if (tags[i] == tag && keys[i] == key) {
+        cursor = i + 1;
+        return i;
+      }
+    }
+    return kMax;
+  }
 };
 
 namespace {
+
+// The length, first and last byte of a key: distinct for most distinct keys of the format.
+uint64_t KeyTag(std::string_view k) {
+  if (k.empty()) return 0;
+  return k.size() | uint64_t{static_cast<unsigned char>(k.front())} << 32 |
+         uint64_t{static_cast<unsigned char>(k.back())} << 40;
+}
 
 // Keys that belong to the allocator/residency planes; inside a semantic event they mean the
 // planes were collapsed.
@@ -58,29 +85,55 @@ std::string_view TypeName(const dom::element& e) {
 }  // namespace
 
 ObjReader::ObjReader(const dom::object& obj, std::string pointer, TraceChecker* c)
-    : impl_(std::make_unique<Impl>()), pointer_(std::move(pointer)), c_(c) {
+    : impl_(TakeImpl()), pointer_(std::move(pointer)), c_(c) {
   Impl& m = *impl_;
   for (auto field : obj) {
-    bool dup = false;
-    for (size_t i = 0; i < m.n; ++i)
-      if (m.fields[i].first == field.key) {
-        Bad(ErrorCode::TRACE_LINE_MALFORMED, field.key,
-            "duplicate object key \"" + std::string(field.key) + "\"");
-        dup = true;
-        break;
-      }
-    if (dup) continue;
+    const uint64_t tag = KeyTag(field.key);
+    if (m.IndexOf(field.key, tag) != Impl::kMax) {
+      Bad(ErrorCode::TRACE_LINE_MALFORMED, field.key,
+          "duplicate object key \"" + std::string(field.key) + "\"");
+      continue;
+    }
     if (m.n == Impl::kMax) {
       if (m.overflow++ == 0)
         Bad(ErrorCode::INPUT_FIELD_UNKNOWN, field.key,
             "object has more than " + std::to_string(Impl::kMax) + " members");
       continue;
     }
-    m.fields[m.n++] = {field.key, field.value};
+    m.keys[m.n] = field.key;
+    m.tags[m.n] = tag;
+    m.values[m.n] = field.value;
+    m.used[m.n] = false;
+    m.bloom |= Impl::BloomBit(tag);
+    ++m.n;
   }
 }
 
-ObjReader::~ObjReader() = default;
+// Impl is ~1.5 KB: readers are created twice per event, so released ones are kept for reuse
+// (a few per thread; a reader never outlives its thread).
+namespace {
+constexpr size_t kSpareImpls = 8;
+}  // namespace
+
+std::vector<std::unique_ptr<ObjReader::Impl>>& ObjReader::SpareImpls() {
+  thread_local std::vector<std::unique_ptr<Impl>> spare;
+  return spare;
+}
+
+std::unique_ptr<ObjReader::Impl> ObjReader::TakeImpl() {
+  auto& spare = SpareImpls();
+  if (spare.empty()) return std::make_unique<Impl>();
+  std::unique_ptr<Impl> m = std::move(spare.back());
+  spare.pop_back();
+  m->n = m->overflow = m->cursor = 0;
+  m->bloom = 0;
+  return m;
+}
+
+ObjReader::~ObjReader() {
+  auto& spare = SpareImpls();
+  if (impl_ && spare.size() < kSpareImpls) spare.push_back(std::move(impl_));
+}
 
 std::string ObjReader::Ptr(std::string_view key) const {
   return pointer_ + "/" + JsonPointerEscape(key);
@@ -92,22 +145,18 @@ void ObjReader::Bad(ErrorCode code, std::string_view key, std::string msg) {
 }
 
 bool ObjReader::Has(std::string_view key) const {
-  for (size_t i = 0; i < impl_->n; ++i)
-    if (impl_->fields[i].first == key) return true;
-  return false;
+  return impl_->IndexOf(key, KeyTag(key)) != Impl::kMax;
 }
 
 void ObjReader::Allow(std::string_view key) {
-  for (size_t i = 0; i < impl_->n; ++i)
-    if (impl_->fields[i].first == key) impl_->used[i] = true;
+  if (size_t i = impl_->IndexOf(key, KeyTag(key)); i != Impl::kMax) impl_->used[i] = true;
 }
 
 const dom::element* ObjReader::Get(std::string_view key, bool required) {
-  for (size_t i = 0; i < impl_->n; ++i)
-    if (impl_->fields[i].first == key) {
-      impl_->used[i] = true;
-      return &impl_->fields[i].second;
-    }
+  if (size_t i = impl_->IndexOf(key, KeyTag(key)); i != Impl::kMax) {
+    impl_->used[i] = true;
+    return &impl_->values[i];
+  }
   if (required)
     Bad(ErrorCode::INPUT_FIELD_MISSING, key, "required field \"" + std::string(key) + "\" is absent");
   return nullptr;
@@ -305,7 +354,7 @@ std::unique_ptr<ObjReader> ObjReader::Object(std::string_view key) {
 void ObjReader::RejectUnknown(bool semantic_plane) {
   for (size_t i = 0; i < impl_->n; ++i) {
     if (impl_->used[i]) continue;
-    std::string_view k = impl_->fields[i].first;
+    std::string_view k = impl_->keys[i];
     bool plane = false;
     if (semantic_plane)
       for (auto pk : kPlaneKeys) plane |= (pk == k);
@@ -334,7 +383,13 @@ TraceChecker::TraceChecker(std::string source, CheckerOptions opt)
 
 TraceChecker::~TraceChecker() = default;
 
-std::string TraceChecker::LinePtr() const { return "/" + std::to_string(line_ ? line_ - 1 : 0); }
+const std::string& TraceChecker::LinePtr() const {
+  if (line_ptr_line_ != line_) {
+    line_ptr_ = "/" + std::to_string(line_ ? line_ - 1 : 0);
+    line_ptr_line_ = line_;
+  }
+  return line_ptr_;
+}
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
@@ -386,7 +441,7 @@ lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, ui
   return {s.generation == UINT64_MAX ? UINT64_MAX : s.generation + 1, 0};          // unknown
 }
 
-bool TraceChecker::Apply(const Event& e, const std::function<Status(lifecycle::KvObject&)>& op) {
+bool TraceChecker::Apply(const Event& e, OpRef op) {
   if (e.outcome == "rejected") {
     lifecycle::KvObject trial = *kv_;
     Status s = op(trial);
@@ -552,16 +607,16 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   e.result_snapshot = env.OptUint("result_snapshot");
   e.outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true)
                   .value_or("success");
-  env.Allow("payload");
+  const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
   if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
-  e.event_id = *id;
-  e.source_instance = *inst;
-  e.source_component = *comp;
+  e.event_id = std::move(*id);
+  e.source_instance = std::move(*inst);
+  e.source_component = std::move(*comp);
   e.local_sequence = *seq;
   e.monotonic_ns = *ns;
-  e.event_type = *type;
+  e.event_type = std::move(*type);
 
   const EventTypeSpec* spec = FindEventType(e.event_type);
   if (!spec) {
@@ -632,7 +687,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
     }
   }
   // Events of a request whose creation was already reported are not replayed (gating).
-  if (e.request_id && IsPoisoned("request:" + *e.request_id)) return;
+  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + *e.request_id)) return;
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && e.event_type != "request_allocate") {
     const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
@@ -646,9 +701,6 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
       return;
     }
   }
-  const dom::element* payload_el = nullptr;
-  dom::element pel;
-  if (!obj["payload"].get(pel)) payload_el = &pel;
   dom::object pobj;
   if (!payload_el || payload_el->get_object().get(pobj)) {
     Report(payload_el ? ErrorCode::INPUT_FIELD_TYPE : ErrorCode::INPUT_FIELD_MISSING,

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -117,7 +118,10 @@ class ObjReader {
   void RejectUnknown(bool semantic_plane = false);
 
  private:
+  friend class TraceChecker;  // reads the envelope's payload element once
   struct Impl;
+  static std::unique_ptr<Impl> TakeImpl();  // a reset Impl, reused when one is spare
+  static std::vector<std::unique_ptr<Impl>>& SpareImpls();
   const simdjson::dom::element* Get(std::string_view key, bool required);
   void Bad(ErrorCode code, std::string_view key, std::string msg);
   std::unique_ptr<Impl> impl_;
@@ -192,10 +196,25 @@ class TraceChecker {
   // Runs `op` on the object under the event's outcome: "rejected" must fail (else
   // TRACE_OUTCOME_INVALID, state unchanged), anything else must succeed (else its code).
   // Returns true when the operation took effect.
-  bool Apply(const Event& e, const std::function<Status(lifecycle::KvObject&)>& op);
+  // `op` is called (at most once) during Apply only.
+  class OpRef {
+   public:
+    template <typename F>
+    OpRef(F&& f)  // NOLINT(google-explicit-constructor): lambdas convert implicitly
+        : obj_(&f), call_([](void* o, lifecycle::KvObject& kv) {
+            return (*static_cast<std::remove_reference_t<F>*>(o))(kv);
+          }) {}
+    Status operator()(lifecycle::KvObject& kv) const { return call_(obj_, kv); }
+
+   private:
+    void* obj_;
+    Status (*call_)(void*, lifecycle::KvObject&);
+  };
+  bool Apply(const Event& e, OpRef op);
   void NoteReleased();
   uint32_t line() const { return line_; }
-  std::string LinePtr() const;  // "/<line-1>"
+  // "/<line-1>"; valid until the next Feed or Finish.
+  const std::string& LinePtr() const;
 
  private:
   void ReadHeader(const simdjson::dom::element& root);
@@ -221,6 +240,8 @@ class TraceChecker {
   bool header_ok_ = false;
   bool header_seen_ = false;
   uint32_t line_ = 0;
+  mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
+  mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   size_t releases_since_prune_ = 0;
   Violations violations_;

@@ -88,6 +88,23 @@ TEST(TraceCheckerTest, DuplicateKeysAreRejected) {
             (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
 }
 
+// Member lookup compares a key tag (length, first and last byte) before the bytes and starts
+// after the previous hit: order must not matter, and tag-equal keys must stay distinct.
+TEST(TraceCheckerTest, MemberLookupIgnoresOrderAndTagCollisions) {
+  const std::string reversed =
+      R"({"payload":{"prompt_length":2},"handle_generation":0,"request_id":"R",)"
+      R"("event_type":"request_allocate","monotonic_ns":100,"local_sequence":0,)"
+      R"("source_component":"semantic","source_instance":"e","event_id":"e0"})";
+  Violations v = ValidateTraceJsonl(std::string(kHeader) + "\n" + reversed + "\n", "t.jsonl");
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  // "e_ent_id" has the tag of "event_id"; "event_id" is still found and "e_ent_id" is unknown.
+  std::string a = Alloc(0);
+  a.insert(1, R"("e_ent_id":"x",)");
+  v = ValidateTraceJsonl(std::string(kHeader) + "\n" + a + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_FIELD_UNKNOWN"});
+  EXPECT_EQ(v[0].pointer, "/1/e_ent_id");
+}
+
 TEST(TraceCheckerTest, ByteEquivalentRedeliveryIsDeduplicated) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Alloc(0) + "\n";
   Violations v = ValidateTraceJsonl(t, "t.jsonl");
