@@ -42,6 +42,13 @@ void Run(const ValidateOptions& opt) {
   for (const auto& f : opt.files) {
     std::error_code ec;
     if (std::filesystem::is_directory(f, ec)) {
+      // Data directories (model checkpoints, shared data) hold no cases; see fixture-format.md.
+      std::string base = std::filesystem::path(f).lexically_normal().filename().string();
+      if (base.empty()) base = std::filesystem::path(f).lexically_normal().parent_path().filename().string();
+      if (base == "models" || base.starts_with("_")) {
+        std::cerr << "kvconform validate: " << f << ": data directory, not cases; skipped\n";
+        continue;
+      }
       auto sub = ListDocumentFiles(f);
       if (sub.empty()) std::cerr << "kvconform validate: " << f << ": no .json/.jsonl files\n";
       files.insert(files.end(), sub.begin(), sub.end());
