@@ -64,15 +64,7 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
   top.Enum("kind", {kByteTrajectoryKind});
   top.OptString("description");
   top.OptString("seed_ref");
-  d->abi = top.Object("cache_abi");
-  FieldReader abi(d->abi, "/cache_abi", v);
-  abi.Enum("cache_family", {"full_kv"});
-  if (auto x = abi.Uint("num_cache_layers")) d->geometry.layers = *x;
-  if (auto x = abi.Uint("kv_heads_per_rank")) d->geometry.kv_heads_local = *x;
-  if (auto x = abi.Uint("head_dim")) d->geometry.head_dim = *x;
-  if (auto x = abi.Uint("key_bytes_per_scalar", 0, 64)) d->geometry.k_bytes = *x;
-  if (auto x = abi.Uint("value_bytes_per_scalar", 0, 64)) d->geometry.v_bytes = *x;
-  abi.RejectUnknownFields();
+  d->abi = ReadCacheAbiBinding(top, v, &d->geometry);
   if (auto s = top.String("cache_abi_sha256")) d->abi_sha = *s;
   if (auto x = top.Uint("bytes_per_token")) d->bytes_per_token = *x;
   FieldReader al(top.Object("allocator"), "/allocator", v);

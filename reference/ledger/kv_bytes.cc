@@ -107,4 +107,17 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   return g;
 }
 
+const Json* ReadCacheAbiBinding(FieldReader& top, Violations* out, CacheGeometry* g) {
+  const Json* abi_obj = top.Object("cache_abi");
+  FieldReader abi(abi_obj, top.Ptr("cache_abi"), out);
+  abi.Enum("cache_family", {"full_kv"});
+  if (auto x = abi.Uint("num_cache_layers")) g->layers = *x;
+  if (auto x = abi.Uint("kv_heads_per_rank")) g->kv_heads_local = *x;
+  if (auto x = abi.Uint("head_dim")) g->head_dim = *x;
+  if (auto x = abi.Uint("key_bytes_per_scalar", 0, 64)) g->k_bytes = *x;
+  if (auto x = abi.Uint("value_bytes_per_scalar", 0, 64)) g->v_bytes = *x;
+  abi.RejectUnknownFields();
+  return abi_obj;
+}
+
 }  // namespace kvc

@@ -15,6 +15,7 @@
 
 #include "reference/base/status.h"
 #include "reference/base/strict_json.h"
+#include "reference/validate/violation.h"
 
 namespace kvc {
 
@@ -50,6 +51,13 @@ std::optional<uint64_t> DtypeBytes(std::string_view name);
 // or num_attention_heads, head_dim or hidden_size / num_attention_heads, torch_dtype or
 // `dtype_override`). Errors name the missing or inconsistent field.
 StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override = "");
+
+// Reads the compact cache-ABI binding shared by the ledger-family documents (byte trajectory,
+// service trace): member "cache_abi" of `top` = {cache_family: "full_kv", num_cache_layers,
+// kv_heads_per_rank, head_dim, key_bytes_per_scalar, value_bytes_per_scalar}. Fills `g` with
+// what was readable and records INPUT_* violations through `top`'s sink; returns the object
+// (null when absent or not an object).
+const Json* ReadCacheAbiBinding(FieldReader& top, Violations* out, CacheGeometry* g);
 
 }  // namespace kvc
 
