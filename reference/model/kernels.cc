@@ -47,10 +47,10 @@ void Linear(const float* x, const float* w, float* y, size_t m, size_t n, size_t
     return;
   }
 #endif
-  // Rows in blocks of 4 so each weight row is reused from cache; the order of the
+  // Rows in blocks of 16 so each weight row is reused from cache; the order of the
   // reduction inside each output element is Dot()'s and nothing else.
-  for (size_t r0 = 0; r0 < m; r0 += 4) {
-    const size_t r1 = r0 + 4 < m ? r0 + 4 : m;
+  for (size_t r0 = 0; r0 < m; r0 += 16) {
+    const size_t r1 = r0 + 16 < m ? r0 + 16 : m;
     for (size_t o = 0; o < n; ++o) {
       const float* wr = w + o * k;
       for (size_t r = r0; r < r1; ++r) y[r * n + o] = Dot(x + r * k, wr, k);

@@ -304,6 +304,7 @@ uint16_t FloatToHalf(float f) {
 std::vector<float> ToFloat32(const TensorView& t) {
   const uint64_t n = t.numel();
   std::vector<float> out(n);
+  if (n == 0) return out;
   if (t.dtype == DType::kF32) {
     std::memcpy(out.data(), t.data, n * 4);
     return out;

@@ -12,7 +12,7 @@ namespace {
 
 std::vector<std::byte> Bytes(const std::string& s) {
   std::vector<std::byte> b(s.size());
-  std::memcpy(b.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(b.data(), s.data(), s.size());
   return b;
 }
 
