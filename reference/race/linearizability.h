@@ -140,6 +140,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     State state;
   };
   std::unordered_multimap<uint64_t, Key> cache;
+  // The cache only prunes re-visits; dropping it is always sound. Cap its memory (bit sets of
+  // huge unpartitioned histories are large) by starting over when it grows past the cap.
+  constexpr size_t kCacheCapBytes = size_t{1} << 30;
+  size_t cache_bytes = 0;
   auto bits_hash = [&]() {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (uint64_t w : lin) h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ull;
@@ -150,6 +154,11 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     auto range = cache.equal_range(h);
     for (auto it = range.first; it != range.second; ++it)
       if (it->second.bits == lin && model.Equal(it->second.state, s)) return false;
+    cache_bytes += words * sizeof(uint64_t) + 64;
+    if (cache_bytes > kCacheCapBytes) {
+      cache.clear();
+      cache_bytes = 0;
+    }
     cache.emplace(h, Key{lin, s});
     return true;
   };
@@ -162,6 +171,9 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   size_t known_done = 0;
   size_t best_depth = 0;
   bool have_best = false;
+  std::vector<uint32_t> best_prefix;  // the witness, described once at the end
+  uint32_t best_stuck = 0;
+  std::optional<State> best_state;
   uint32_t node = next[0];
   uint64_t local_steps = 0;
   while (true) {
@@ -216,12 +228,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     if (!have_best || stack.size() > best_depth) {
       have_best = true;
       best_depth = stack.size();
-      Witness w;
-      w.partition = partition;
-      for (const Frame& f : stack) w.prefix.push_back(ops[f.op]->id);
-      w.stuck_op = ops[e.op]->id;
-      w.state_before = model.Describe(state);
-      *witness = std::move(w);
+      best_prefix.clear();
+      for (const Frame& f : stack) best_prefix.push_back(f.op);
+      best_stuck = e.op;
+      best_state = state;
     }
     if (stack.empty()) break;
     Frame f = std::move(stack.back());
@@ -234,6 +244,14 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     node = next[call_node[f.op]];
   }
   *steps += local_steps;
+  if (have_best) {
+    Witness w;
+    w.partition = partition;
+    for (uint32_t i : best_prefix) w.prefix.push_back(ops[i]->id);
+    w.stuck_op = ops[best_stuck]->id;
+    w.state_before = model.Describe(*best_state);
+    *witness = std::move(w);
+  }
   return Verdict::kNotLinearizable;
 }
 
