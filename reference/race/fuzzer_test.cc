@@ -80,10 +80,12 @@ class PythonDriver : public ::testing::Test {
     return std::string("python3 ") + KVCONFORM_SOURCE_DIR +
            "/adapters/drivers/python_store_driver.py " + flags;
   }
-  static CampaignReport Run(const std::string& flags, uint64_t programs) {
+  static CampaignReport Run(const std::string& flags, uint64_t programs,
+                            ProgramShape shape = {3, 2, 80, 2}) {
     CampaignOptions o = Small(2);
     o.programs = programs;
-    o.shape = {3, 2, 80, 2};
+    o.time = std::chrono::milliseconds(40'000);
+    o.shape = shape;
     TargetFactory f = [cmd = Cmd(flags)]() -> StatusOr<std::unique_ptr<RaceTarget>> {
       auto d = DriverTarget::Start(cmd, RaceAbi(2), std::chrono::milliseconds(1500));
       if (!d.ok()) return d.status();
@@ -102,7 +104,8 @@ TEST_F(PythonDriver, CorrectDriverRoundTrip) {
 }
 
 TEST_F(PythonDriver, StalePublishBugIsFound) {
-  CampaignReport r = Run("--bug stale-publish", 40);
+  // One lineage, many appends: stale publications are frequent.
+  CampaignReport r = Run("--bug stale-publish", 60, {4, 1, 150, 2});
   EXPECT_TRUE(r.failure.has_value());
 }
 
