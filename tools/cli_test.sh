@@ -56,6 +56,30 @@ check savedwork_max 0 "$K" calc saved-work --prompt 1048576 --outputs 1048576 --
 check savedwork_overflow 2 "$K" calc saved-work --prompt 8589934592 --outputs 1; expect_out savedwork_overflow_msg 'exceeds 64 bits'
 check savedwork_huge 2 "$K" calc saved-work --prompt 99999999999999999999999 --outputs 1
 
+# kvconform check (docs/trace-format.md "Exit codes and output"): 0 conforms, 1 violations,
+# 2 unreadable file.
+TR=fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl
+check check_valid 0 "$K" check --format json "$TR"; expect_out check_valid_verdict '"verdict": "pass"'
+# An invalid fixture materialized from its patch: line 7 (event index 6) gets an unknown type.
+python3 -c 'import json,sys
+ls=[json.loads(l) for l in open(sys.argv[1])]; ls[6]["event_type"]="allocator_obs"
+open(sys.argv[2],"w").write("".join(json.dumps(l)+"\n" for l in ls))' \
+  fixtures/m5_1/observability/loop8_failure_retry_fork_release.jsonl "$T/unknown_type.jsonl"
+check check_invalid 1 "$K" check --format json "$T/unknown_type.jsonl"
+expect_out check_invalid_verdict '"verdict": "fail"'
+expect_out check_invalid_code '"code": "TRACE_EVENT_TYPE_UNKNOWN"'
+expect_out check_invalid_line '"line": 7,'
+# Cut in the middle of line 5: TRACE_TRUNCATED on line 5, exit 1.
+{ head -n 4 "$TR"; sed -n 5p "$TR" | head -c 40; } >"$T/cut.jsonl"
+check check_truncated 1 "$K" check "$T/cut.jsonl"; expect_out check_truncated_code 'cut.jsonl:5: TRACE_TRUNCATED'
+# Ends after append_start (line 3) and one staged layer: the open transaction is reported there.
+head -n 4 "$TR" >"$T/midtxn.jsonl"
+check check_mid_txn 1 "$K" check "$T/midtxn.jsonl"; expect_out check_mid_txn_code 'midtxn.jsonl:3: TRACE_OPERATION_UNTERMINATED'
+check check_missing 2 "$K" check "$T/nope.jsonl"; expect_out check_missing_msg 'cannot open'
+check check_missing_json 2 "$K" check --format json "$T/nope.jsonl"; expect_out check_missing_verdict '"verdict": "error"'
+check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
+expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
+
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'
 check errors_md 0 "$K" errors --format markdown

@@ -32,6 +32,8 @@ void AddSuiteCommand(CLI::App& app);
 void AddErrorsCommand(CLI::App& app);
 void AddManifestCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
+void AddCheckCommand(CLI::App& app);
+void AddGenTraceCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   kvc::cli::AddErrorsCommand(app);
   kvc::cli::AddManifestCommand(app);
   kvc::cli::AddFuzzCommand(app);
+  kvc::cli::AddCheckCommand(app);
+  kvc::cli::AddGenTraceCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

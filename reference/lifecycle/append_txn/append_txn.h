@@ -48,6 +48,9 @@ struct BeginAppendRequest {
   std::string cache_abi;        // must equal the object's ABI id
   Interval interval;            // [T_g, T_g + delta)
   PositionBinding binding;
+  // A repair append (M5.1 0x03/0x05): closes the output frontier of a FINISHED handle for reuse.
+  // Only repair appends are legal on FINISHED handles; finish stays in force.
+  bool repair = false;
 };
 
 // The seed's operation fingerprint: hash(txn_id, idempotency_key, handle_id, base generation,

@@ -17,9 +17,10 @@ Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); 
 
 }  // namespace
 
-Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op) {
+Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
+                   std::string_view id) {
   if (base == live.base()) return Status::Ok();
-  std::string where = std::string(op) + " on " + Q(live.handle_id) + ": base (generation " +
+  std::string where = std::string(op) + (id.empty() ? "" : " " + Q(id)) + " on " + Q(live.handle_id) + ": base (generation " +
                       U(base.generation) + ", digest " + DigestHex(base.digest) +
                       ") vs live (generation " + U(live.generation) + ", digest " +
                       DigestHex(live.digest) + ")";
@@ -35,8 +36,19 @@ KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
 StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
                                       uint64_t incarnation) {
   if (handle_id.empty()) return InvalidArgument("allocate: empty handle id");
-  if (handles_.find(handle_id) != handles_.end())
-    return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS, "allocate: handle " + Q(handle_id) + " exists");
+  if (auto it = handles_.find(handle_id); it != handles_.end()) {
+    // A released identity may be recycled, but only under a newer handle generation: the
+    // fence (incarnation, bound into every digest) keeps stale work from matching it.
+    const Snapshot& old = it->second.current;
+    if (old.phase != Phase::kReleased || incarnation < old.incarnation)
+      return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS,
+               "allocate: handle " + Q(handle_id) + " exists" +
+                   (old.phase == Phase::kReleased
+                        ? " (released; a recycled identity needs handle generation >= " +
+                              U(old.incarnation) + ")"
+                        : ""));
+    handles_.erase(it);
+  }
   HandleRecord h;
   Snapshot& s = h.current;
   s.handle_id = std::string(handle_id);
@@ -123,13 +135,16 @@ StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
                  U(o.base.generation) + ", interval [" + U(o.interval.start) + "," +
                  U(o.interval.start + o.interval.count) + "))");
   }
-  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(req.handle_id, "append", false));
+  KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(req.handle_id, "append", req.repair));
   const Snapshot& s = h->current;
+  if (s.phase == Phase::kCancelled)
+    return V(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
+             "append: handle " + Q(req.handle_id) + " is CANCELLED; no new work");
   if (req.cache_abi != abi_.id)
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
              "append " + Q(req.txn_id) + ": cache ABI " + Q(req.cache_abi) + ", handle has " +
                  Q(abi_.id));
-  KVC_RETURN_IF_ERROR(CompareBase(s, req.base, "append " + Q(req.txn_id)));
+  KVC_RETURN_IF_ERROR(CompareBase(s, req.base, "append", req.txn_id));
   if (req.interval.count == 0)
     return V(ErrorCode::LIFECYCLE_APPEND_EMPTY, "append " + Q(req.txn_id) + ": empty interval");
   if (req.interval.start != s.committed_length)
@@ -234,13 +249,14 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
   const Snapshot& live = rec.current;
   // One logical compare-and-publish on (handle, generation, digest). A released handle's
   // tombstone has a newer generation, so stale work fails on generation, not on any address.
-  Status cas = CompareBase(live, t.request.base, "publish " + Q(txn_id));
+  Status cas = CompareBase(live, t.request.base, "publish", txn_id);
   if (!cas.ok()) {
     t.state = TxnState::kRejected;
     CloseTxn(rec, txn_id);
     return cas;
   }
-  if (live.phase != Phase::kDecodeReady) return Internal("publish: base matched a terminal phase");
+  if (live.phase != Phase::kDecodeReady && !(t.request.repair && live.phase == Phase::kFinished))
+    return Internal("publish: base matched a terminal phase");
   KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(live, true));
   auto len = CheckedAdd(live.committed_length, t.request.interval.count);
   if (!len) return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "publish: length overflows");

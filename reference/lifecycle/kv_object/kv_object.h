@@ -67,7 +67,8 @@ class KvObject {
   const CacheAbi& abi() const { return abi_; }
 
   // Establishes an empty snapshot: generation 0, version 0, T = 0, DECODE_READY. `incarnation`
-  // is the request's handle generation (0x07). Arrival creates no K/V.
+  // is the request's handle generation (0x07). Arrival creates no K/V. A released handle id
+  // may be re-allocated with incarnation >= its tombstone's (recycled request identity).
   StatusOr<Snapshot> Allocate(std::string_view handle_id, std::string_view lineage_id,
                               uint64_t incarnation = 0);
 
@@ -135,7 +136,9 @@ class KvObject {
 
 // Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or
 // UNKNOWN_SNAPSHOT (future generation, or same generation with another digest).
-Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op);
+// `op` and `id` only name the operation in the message.
+Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
+                   std::string_view id = "");
 
 }  // namespace kvc::lifecycle
 

@@ -1,0 +1,165 @@
+// Output/cache frontier rules; see frontier.h.
+#include "reference/frontier/frontier.h"
+
+#include <string>
+
+namespace kvc::frontier {
+namespace {
+
+std::string U(uint64_t v) { return std::to_string(v); }
+Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
+
+}  // namespace
+
+Status FrontierState::CheckAppend(const AppendCall& c) const {
+  if (!tracked_) return Status::Ok();
+  switch (c.purpose) {
+    case AppendPurpose::kPrefill: {
+      if (c.rows > prompt_length_ - prompt_rows_)
+        return V(ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN,
+                 "prefill of " + U(c.rows) + " rows with only " +
+                     U(prompt_length_ - prompt_rows_) + " of " + U(prompt_length_) +
+                     " prompt rows remaining");
+      return Status::Ok();
+    }
+    case AppendPurpose::kDecode: {
+      if (!prompt_complete())
+        return V(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL,
+                 "decode append while " + U(prompt_length_ - prompt_rows_) +
+                     " prompt rows are unprocessed");
+      if (!frontier_token_)
+        return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+                 "decode append with an empty output frontier: it would commit a row for a token "
+                 "that was never emitted");
+      if (c.input_token != frontier_token_)
+        return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                 "decode processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
+                     ", the unprocessed frontier token is " + U(*frontier_token_));
+      if (c.rows > 1)  // an empty interval is the lifecycle's LIFECYCLE_APPEND_EMPTY
+        return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+                 "ordinary decode commits " + U(c.rows) +
+                     " rows; exactly one emitted token (the frontier) is unprocessed");
+      return Status::Ok();
+    }
+    case AppendPurpose::kRepair: {
+      if (!frontier_token_)
+        return V(ErrorCode::FRONTIER_NOTHING_TO_REPAIR,
+                 "repair append with an empty output frontier (K_c already covers every "
+                 "emitted token)");
+      if (c.input_token != frontier_token_)
+        return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                 "repair processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
+                     ", the unprocessed frontier token is " + U(*frontier_token_));
+      if (c.reused_draft_index) {
+        uint64_t i = *c.reused_draft_index;
+        return V(ErrorCode::FRONTIER_REJECTED_ROW_RELABELED,
+                 "repair reuses the row of draft " + U(i) + " (" +
+                     (i < last_accepted_ ? "an accepted draft already committed at its own position"
+                                         : "a rejected draft conditioned on a different token") +
+                     ") as the correction token's row; its K/V must be computed by a target call");
+      }
+      if (c.rows > 1)
+        return V(ErrorCode::FRONTIER_REPAIR_ROW_COUNT,
+                 "repair publishes " + U(c.rows) + " rows per layer; it processes exactly the one "
+                 "frontier token");
+      return Status::Ok();
+    }
+    case AppendPurpose::kVerify: {
+      if (!prompt_complete())
+        return V(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL,
+                 "verification while prompt rows are unprocessed");
+      if (c.accepted > c.draft_tokens.size())
+        return V(ErrorCode::FRONTIER_ACCEPTED_EXCEEDS_DRAFT,
+                 U(c.accepted) + " accepted of " + U(c.draft_tokens.size()) + " draft tokens");
+      if (frontier_token_ && c.input_token != frontier_token_)
+        return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                 "verification processes token " +
+                     (c.input_token ? U(*c.input_token) : "(none)") +
+                     ", the unprocessed frontier token is " + U(*frontier_token_));
+      uint64_t want = (frontier_token_ ? 1 : 0) + c.accepted;
+      if (c.rows > want)
+        return V(ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED,
+                 "verification commits " + U(c.rows) + " rows; only " + U(want) +
+                     " (frontier + accepted drafts) may cross the commit frontier");
+      if (c.rows < want)
+        return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
+                 "verification commits " + U(c.rows) + " rows; accepted drafts need " + U(want));
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+void FrontierState::ApplyPublished(const AppendCall& c) {
+  if (!tracked_) return;
+  switch (c.purpose) {
+    case AppendPurpose::kPrefill:
+      prompt_rows_ += std::min(c.rows, prompt_length_ - prompt_rows_);
+      // The first output becomes ready only once every prompt row is committed.
+      ready_outputs_ = (prompt_complete() && emitted_ == 0) ? 1 : 0;
+      break;
+    case AppendPurpose::kDecode:
+      processed_ += c.rows;
+      frontier_token_.reset();
+      expected_tokens_.clear();
+      ready_outputs_ = 1;
+      break;
+    case AppendPurpose::kRepair:
+      processed_ += c.rows;
+      frontier_token_.reset();
+      expected_tokens_.clear();
+      ready_outputs_ = 0;  // repair logits are discarded, not another output decision
+      break;
+    case AppendPurpose::kVerify:
+      processed_ += c.rows;
+      frontier_token_.reset();
+      last_drafts_ = c.draft_tokens;
+      last_accepted_ = c.accepted;
+      expected_tokens_.assign(c.draft_tokens.begin(),
+                              c.draft_tokens.begin() + static_cast<long>(c.accepted));
+      ready_outputs_ = c.accepted + 1;  // accepted drafts, then the correction / bonus token
+      break;
+  }
+}
+
+Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repair_logits) {
+  if (!tracked_) return Status::Ok();
+  // The emit is applied even when it breaks a rule, so one bad event raises one code and the
+  // rest of the trace is judged against the runtime's own output stream.
+  Status verdict;
+  if (output_index != emitted_)
+    verdict = V(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP,
+                "output index " + U(output_index) + ", expected the next index " + U(emitted_));
+  else if (from_repair_logits)
+    verdict = V(ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT,
+                "output " + U(output_index) + " taken from a repair call's logits, which are "
+                "discarded (a repair is not another output decision)");
+  else if (ready_outputs_ == 0)
+    verdict = V(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS,
+                "output " + U(output_index) + " emitted while no publication has produced target "
+                "logits for it");
+  if (ready_outputs_ > 0) --ready_outputs_;
+  ++emitted_;
+  if (!expected_tokens_.empty()) {
+    uint64_t want = expected_tokens_.front();
+    expected_tokens_.erase(expected_tokens_.begin());
+    if (token != want && verdict.ok())
+      verdict = V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                  "output " + U(output_index) + " is token " + U(token) +
+                      ", but the committed accepted draft at this position is " + U(want));
+    return verdict;  // an accepted draft: its row is already committed
+  }
+  frontier_token_ = token;
+  return verdict;
+}
+
+Status FrontierState::CheckFinish() const {
+  if (!tracked_) return Status::Ok();
+  if (!prompt_complete() || emitted_ == 0)
+    return V(ErrorCode::SERVICE_PHASE_EARLY_FINISH,
+             "finish after " + U(emitted_) + " outputs with " + U(prompt_length_ - prompt_rows_) +
+                 " prompt rows unprocessed; a finished request has selected at least one output");
+  return Status::Ok();
+}
+
+}  // namespace kvc::frontier

@@ -1,0 +1,89 @@
+// The output/cache frontier of one request (M5.1 0x03 "Output Progress And Cache Progress Are
+// Different Counters", "Boundary Consumed By Speculative Correction"; 0x09 "Final Output And
+// Cache State Are Different Frontiers", "Rejected Suffixes Stop At The Commit Frontier").
+//
+// Counters that must not alias:
+//   prompt_rows      prompt rows committed so far (P_1 + ... + P_c; <= P)
+//   emitted          O: output tokens selected and returned
+//   processed        G_in: generated tokens that passed through a cache-producing call
+//   committed        K_c = prompt_rows + processed (the lifecycle object's committed length)
+// An emitted token may be at most one position ahead of committed K/V (the output frontier).
+// Ordinary stop: O = G_in + 1, K_c = S + G_in. Repair: one more row, logits discarded.
+// Speculative verification: only accepted draft rows are committed; the correction token is
+// emitted unprocessed and needs its own target append.
+// Value type; thread safety: none. Token ids are opaque integers.
+#ifndef KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_
+#define KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "reference/base/status.h"
+
+namespace kvc::frontier {
+
+// Why a model call appends rows (the trace's append_start "purpose").
+enum class AppendPurpose : uint8_t { kPrefill, kDecode, kRepair, kVerify };
+
+// One cache-producing call, described before it is published.
+struct AppendCall {
+  AppendPurpose purpose = AppendPurpose::kPrefill;
+  uint64_t rows = 0;                     // rows the call commits (interval count)
+  std::optional<uint64_t> input_token;   // decode/repair/verify: the frontier token it processes
+  std::vector<uint64_t> draft_tokens;    // verify: candidates verified by the target call
+  uint64_t accepted = 0;                 // verify: accepted draft prefix length
+  // repair: the K/V rows are taken from draft row `reused_draft_index` of the last verification
+  // instead of being computed for the frontier token (legal only for an accepted draft with the
+  // same token; a rejected row relabelled as the correction is a violation).
+  std::optional<uint64_t> reused_draft_index;
+};
+
+class FrontierState {
+ public:
+  explicit FrontierState(uint64_t prompt_length) : prompt_length_(prompt_length) {}
+
+  // Checks `call` against the frontier before it begins (FRONTIER_*/SERVICE_PHASE_* codes).
+  Status CheckAppend(const AppendCall& call) const;
+  // Applies a published call (CheckAppend must have passed): counters advance; prefill and
+  // decode/verify publications make target logits ready; repair discards its logits.
+  void ApplyPublished(const AppendCall& call);
+  // An output selected from ready logits. `from_repair_logits` marks a token taken from a
+  // repair call's logits (FRONTIER_REPAIR_EMITS_OUTPUT).
+  Status Emit(uint64_t output_index, uint64_t token, bool from_repair_logits = false);
+  // SERVICE_PHASE_EARLY_FINISH before the first output or while prompt rows remain.
+  Status CheckFinish() const;
+  // Rollback/branching the frontier cannot follow (truncate, fork below the committed length):
+  // the tracker stops checking this request's output frontier.
+  void Untrack() { tracked_ = false; }
+
+  bool tracked() const { return tracked_; }
+  uint64_t prompt_length() const { return prompt_length_; }
+  uint64_t prompt_rows() const { return prompt_rows_; }
+  uint64_t emitted() const { return emitted_; }
+  uint64_t processed() const { return processed_; }
+  uint64_t committed() const { return prompt_rows_ + processed_; }
+  // Emitted tokens not yet processed: 0 or 1 (the output frontier).
+  uint64_t frontier_count() const { return frontier_token_ ? 1 : 0; }
+  std::optional<uint64_t> frontier_token() const { return frontier_token_; }
+  // Outputs that may still be emitted from the last publication's logits.
+  uint64_t ready_outputs() const { return ready_outputs_; }
+  bool prompt_complete() const { return prompt_rows_ == prompt_length_; }
+  friend bool operator==(const FrontierState&, const FrontierState&) = default;
+
+ private:
+  uint64_t prompt_length_;
+  uint64_t prompt_rows_ = 0;
+  uint64_t emitted_ = 0;
+  uint64_t processed_ = 0;
+  uint64_t ready_outputs_ = 0;
+  std::vector<uint64_t> expected_tokens_;  // verify: accepted drafts to emit first, in order
+  std::optional<uint64_t> frontier_token_;
+  std::vector<uint64_t> last_drafts_;      // last verification's candidates
+  uint64_t last_accepted_ = 0;
+  bool tracked_ = true;
+};
+
+}  // namespace kvc::frontier
+
+#endif  // KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_

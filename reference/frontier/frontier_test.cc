@@ -1,0 +1,140 @@
+// Tests of the output/cache frontier and the phase projection against the seed's worked numbers.
+#include "reference/frontier/frontier.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/frontier/phase.h"
+
+namespace kvc::frontier {
+namespace {
+
+AppendCall Mk(AppendPurpose p, uint64_t rows, std::optional<uint64_t> token = std::nullopt,
+              std::vector<uint64_t> drafts = {}, uint64_t accepted = 0) {
+  AppendCall c;
+  c.purpose = p;
+  c.rows = rows;
+  c.input_token = token;
+  c.draft_tokens = std::move(drafts);
+  c.accepted = accepted;
+  return c;
+}
+AppendCall Prefill(uint64_t rows) { return Mk(AppendPurpose::kPrefill, rows); }
+AppendCall Decode(uint64_t token) { return Mk(AppendPurpose::kDecode, 1, token); }
+
+// Runs a legal call: check, then publish.
+void Publish(FrontierState& f, const AppendCall& c) {
+  ASSERT_TRUE(f.CheckAppend(c).ok()) << f.CheckAppend(c).ToString();
+  f.ApplyPublished(c);
+}
+
+TEST(FrontierTest, OrdinaryStopAndRepairReproduceTheSeedCounters) {
+  // 0x03: P = 4, G = 3; 0x09: O = G_in + 1, K_c = S + G_in; repair K_c = S + G_in + 1.
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 10).ok());
+  EXPECT_EQ(f.committed(), 4u);
+  Publish(f, Decode(10));
+  ASSERT_TRUE(f.Emit(1, 11).ok());
+  Publish(f, Decode(11));
+  ASSERT_TRUE(f.Emit(2, 12).ok());
+  const uint64_t g_in = f.processed();
+  EXPECT_EQ(g_in, 2u);
+  EXPECT_EQ(f.emitted(), g_in + 1);      // O = G_in + 1 = 3
+  EXPECT_EQ(f.committed(), 4 + g_in);    // K_c = S + G_in = 6
+  EXPECT_EQ(f.frontier_token(), 12u);
+  ASSERT_TRUE(f.CheckFinish().ok());
+  AppendCall repair = Mk(AppendPurpose::kRepair, 1, 12);
+  Publish(f, repair);
+  EXPECT_EQ(f.emitted(), 3u);            // no new output
+  EXPECT_EQ(f.committed(), 7u);          // S + G_in + 1
+  EXPECT_EQ(f.ready_outputs(), 0u);      // repair logits discarded
+  EXPECT_EQ(f.Emit(3, 13, /*from_repair_logits=*/true).error(),
+            ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT);
+}
+
+TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
+  // 0x09: base 100, drafts [d0..d3], two accepted, correction -> 102, repair -> 103.
+  FrontierState f(99);
+  Publish(f, Prefill(99));
+  ASSERT_TRUE(f.Emit(0, 1).ok());
+  Publish(f, Decode(1));
+  ASSERT_EQ(f.committed(), 100u);
+  AppendCall verify = Mk(AppendPurpose::kVerify, 2, std::nullopt, {20, 21, 22, 23}, 2);
+  const uint64_t emitted_before = f.emitted();
+  Publish(f, verify);
+  EXPECT_EQ(f.committed(), 102u);
+  ASSERT_TRUE(f.Emit(1, 20).ok());
+  ASSERT_TRUE(f.Emit(2, 21).ok());
+  ASSERT_TRUE(f.Emit(3, 99).ok());  // correction c2
+  EXPECT_EQ(f.emitted() - emitted_before, 3u);
+  EXPECT_EQ(f.frontier_token(), 99u);
+  AppendCall relabel = Mk(AppendPurpose::kRepair, 1, 99);
+  relabel.reused_draft_index = 2;
+  EXPECT_EQ(f.CheckAppend(relabel).error(), ErrorCode::FRONTIER_REJECTED_ROW_RELABELED);
+  Publish(f, Mk(AppendPurpose::kRepair, 1, 99));
+  EXPECT_EQ(f.committed(), 103u);
+}
+
+TEST(FrontierTest, VerificationRowCountsAndTokens) {
+  FrontierState f(1);
+  Publish(f, Prefill(1));
+  AppendCall three = Mk(AppendPurpose::kVerify, 3, std::nullopt, {5, 6, 7, 8}, 2);
+  EXPECT_EQ(f.CheckAppend(three).error(), ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED);
+  AppendCall one = Mk(AppendPurpose::kVerify, 1, std::nullopt, {5, 6, 7, 8}, 2);
+  EXPECT_EQ(f.CheckAppend(one).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
+  AppendCall many = Mk(AppendPurpose::kVerify, 5, std::nullopt, {5, 6, 7, 8}, 5);
+  EXPECT_EQ(f.CheckAppend(many).error(), ErrorCode::FRONTIER_ACCEPTED_EXCEEDS_DRAFT);
+}
+
+TEST(FrontierTest, DecodeNeedsTheFrontierToken) {
+  FrontierState f(2);
+  EXPECT_EQ(f.CheckAppend(Prefill(3)).error(), ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN);
+  EXPECT_EQ(f.CheckAppend(Decode(1)).error(), ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL);
+  EXPECT_EQ(f.CheckFinish().error(), ErrorCode::SERVICE_PHASE_EARLY_FINISH);
+  Publish(f, Prefill(2));
+  EXPECT_EQ(f.CheckAppend(Decode(1)).error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kRepair, 1, 1)).error(),
+            ErrorCode::FRONTIER_NOTHING_TO_REPAIR);
+  ASSERT_TRUE(f.Emit(0, 7).ok());
+  EXPECT_EQ(f.CheckAppend(Decode(8)).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kDecode, 2, 7)).error(),
+            ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_EQ(f.Emit(1, 9).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+  EXPECT_EQ(f.Emit(5, 9).error(), ErrorCode::FRONTIER_OUTPUT_INDEX_GAP);
+}
+
+TEST(PhaseTest, ProjectionFollowsChunkedPrefillDecodeFinishRelease) {
+  using lifecycle::Phase;
+  lifecycle::Snapshot s;
+  s.handle_id = "A";
+  FrontierState f(4);
+  auto phase = [&](bool in_flight = false) { return Project(s, f, in_flight, 64).phase; };
+  EXPECT_EQ(phase(), ServicePhase::kWaitingPrefill);
+  EXPECT_EQ(Project(s, f, false, 64).eligible_work, EligibleWork::kPrefillRowsAvailable);
+  EXPECT_EQ(phase(true), ServicePhase::kPrefillInFlight);
+  // Partial prefill publication (2 of 4 rows) returns to WAITING_PREFILL.
+  Publish(f, Prefill(2));
+  s.committed_length = 2;
+  EXPECT_EQ(phase(), ServicePhase::kWaitingPrefill);
+  EXPECT_EQ(Project(s, f, false, 64).prompt_rows_remaining, 2u);
+  Publish(f, Prefill(2));
+  s.committed_length = 4;
+  EXPECT_EQ(phase(), ServicePhase::kOutputReady);
+  ASSERT_TRUE(f.Emit(0, 3).ok());
+  ServiceStateView v = Project(s, f, false, 64);
+  EXPECT_EQ(v.phase, ServicePhase::kDecodeFrontierReady);
+  EXPECT_EQ(v.eligible_work, EligibleWork::kDecodeFrontierAvailable);
+  EXPECT_EQ(v.logical_payload_bytes, 256u);
+  EXPECT_EQ(v.next_ordinary_append_bytes, 64u);
+  EXPECT_EQ(v.output_frontier_count, 1u);
+  s.phase = Phase::kFinished;
+  v = Project(s, f, false, 64);
+  EXPECT_EQ(v.phase, ServicePhase::kFinishedRetained);
+  EXPECT_EQ(v.terminal_retained_logical_payload_bytes, 256u);
+  s.phase = Phase::kReleased;
+  s.committed_length = 0;
+  EXPECT_EQ(phase(), ServicePhase::kReleased);
+}
+
+}  // namespace
+}  // namespace kvc::frontier

@@ -1,0 +1,787 @@
+// TraceChecker: header, envelope and audit-stream rules; event handlers are in event_types.cc.
+#include "reference/trace/checker.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <simdjson.h>
+
+#include "reference/lifecycle/snapshot/snapshot.h"
+
+namespace kvc::trace {
+namespace dom = simdjson::dom;
+
+std::string_view PlaneComponent(Plane p) {
+  switch (p) {
+    case Plane::kSemantic: return "semantic";
+    case Plane::kAllocator: return "allocator";
+    case Plane::kResidency: return "residency";
+    case Plane::kTransfer: return "transfer";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- ObjReader
+
+struct ObjReader::Impl {
+  static constexpr size_t kMax = 32;  // no object of the format has more members
+  std::pair<std::string_view, dom::element> fields[kMax];
+  bool used[kMax] = {};
+  size_t n = 0;
+  size_t overflow = 0;
+};
+
+namespace {
+
+// Keys that belong to the allocator/residency planes; inside a semantic event they mean the
+// planes were collapsed.
+constexpr std::string_view kPlaneKeys[] = {"allocated_blocks", "blocks", "slots", "used_slots",
+                                           "allocated_slots", "resident_payload_bytes", "tier",
+                                           "physical_slot", "block_ids"};
+
+std::string_view TypeName(const dom::element& e) {
+  switch (e.type()) {
+    case dom::element_type::ARRAY: return "array";
+    case dom::element_type::OBJECT: return "object";
+    case dom::element_type::INT64:
+    case dom::element_type::UINT64:
+    case dom::element_type::DOUBLE: return "number";
+    case dom::element_type::STRING: return "string";
+    case dom::element_type::BOOL: return "boolean";
+    case dom::element_type::NULL_VALUE: return "null";
+  }
+  return "?";
+}
+
+}  // namespace
+
+ObjReader::ObjReader(const dom::object& obj, std::string pointer, TraceChecker* c)
+    : impl_(std::make_unique<Impl>()), pointer_(std::move(pointer)), c_(c) {
+  Impl& m = *impl_;
+  for (auto field : obj) {
+    bool dup = false;
+    for (size_t i = 0; i < m.n; ++i)
+      if (m.fields[i].first == field.key) {
+        Bad(ErrorCode::TRACE_LINE_MALFORMED, field.key,
+            "duplicate object key \"" + std::string(field.key) + "\"");
+        dup = true;
+        break;
+      }
+    if (dup) continue;
+    if (m.n == Impl::kMax) {
+      if (m.overflow++ == 0)
+        Bad(ErrorCode::INPUT_FIELD_UNKNOWN, field.key,
+            "object has more than " + std::to_string(Impl::kMax) + " members");
+      continue;
+    }
+    m.fields[m.n++] = {field.key, field.value};
+  }
+}
+
+ObjReader::~ObjReader() = default;
+
+std::string ObjReader::Ptr(std::string_view key) const {
+  return pointer_ + "/" + JsonPointerEscape(key);
+}
+
+void ObjReader::Bad(ErrorCode code, std::string_view key, std::string msg) {
+  clean_ = false;
+  c_->Report(code, Ptr(key), std::move(msg));
+}
+
+bool ObjReader::Has(std::string_view key) const {
+  for (size_t i = 0; i < impl_->n; ++i)
+    if (impl_->fields[i].first == key) return true;
+  return false;
+}
+
+void ObjReader::Allow(std::string_view key) {
+  for (size_t i = 0; i < impl_->n; ++i)
+    if (impl_->fields[i].first == key) impl_->used[i] = true;
+}
+
+const dom::element* ObjReader::Get(std::string_view key, bool required) {
+  for (size_t i = 0; i < impl_->n; ++i)
+    if (impl_->fields[i].first == key) {
+      impl_->used[i] = true;
+      return &impl_->fields[i].second;
+    }
+  if (required)
+    Bad(ErrorCode::INPUT_FIELD_MISSING, key, "required field \"" + std::string(key) + "\" is absent");
+  return nullptr;
+}
+
+std::optional<std::string> ObjReader::Str(std::string_view key) {
+  const dom::element* e = Get(key, true);
+  if (!e) return std::nullopt;
+  if (!e->is_string()) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected a string, found " + std::string(TypeName(*e)));
+    return std::nullopt;
+  }
+  return std::string(std::string_view(*e));
+}
+
+std::optional<std::string> ObjReader::OptStr(std::string_view key) {
+  const dom::element* e = Get(key, false);
+  if (!e || e->is_null()) return std::nullopt;
+  if (!e->is_string()) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key,
+        "expected a string or null, found " + std::string(TypeName(*e)));
+    return std::nullopt;
+  }
+  return std::string(std::string_view(*e));
+}
+
+namespace {
+// Reads an unsigned integer element; `why` receives the problem.
+std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std::string* why) {
+  if (e.type() == dom::element_type::UINT64) return uint64_t(e);
+  if (e.type() == dom::element_type::INT64) {
+    int64_t v = int64_t(e);
+    if (v >= 0) return static_cast<uint64_t>(v);
+    *code = ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
+    *why = "expected a non-negative integer, found " + std::to_string(v);
+    return std::nullopt;
+  }
+  if (e.type() == dom::element_type::DOUBLE) {
+    *code = ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
+    *why = "expected an integer, found a fractional or exponent number";
+    return std::nullopt;
+  }
+  *code = ErrorCode::INPUT_FIELD_TYPE;
+  *why = "expected an unsigned integer, found " + std::string(TypeName(e));
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
+  const dom::element* e = Get(key, true);
+  if (!e) return std::nullopt;
+  ErrorCode code{};
+  std::string why;
+  auto v = ElementUint(*e, &code, &why);
+  if (!v) {
+    Bad(code, key, why);
+    return std::nullopt;
+  }
+  if (*v > max) {
+    Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
+        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<uint64_t> ObjReader::OptUint(std::string_view key, uint64_t max) {
+  const dom::element* e = Get(key, false);
+  if (!e || e->is_null()) return std::nullopt;
+  ErrorCode code{};
+  std::string why;
+  auto v = ElementUint(*e, &code, &why);
+  if (!v) {
+    Bad(code, key, why);
+    return std::nullopt;
+  }
+  if (*v > max) {
+    Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
+        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<bool> ObjReader::OptBool(std::string_view key) {
+  const dom::element* e = Get(key, false);
+  if (!e) return std::nullopt;
+  if (!e->is_bool()) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected a boolean, found " + std::string(TypeName(*e)));
+    return std::nullopt;
+  }
+  return bool(*e);
+}
+
+std::optional<std::string> ObjReader::Enum(std::string_view key,
+                                           std::initializer_list<std::string_view> allowed,
+                                           bool optional) {
+  auto s = optional ? OptStr(key) : Str(key);
+  if (!s) return std::nullopt;
+  for (auto a : allowed)
+    if (*s == a) return s;
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : "|") + std::string(a);
+  Bad(ErrorCode::INPUT_VALUE_INVALID, key, "\"" + *s + "\" is not one of " + list);
+  return std::nullopt;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view key) {
+  const dom::element* e = Get(key, true);
+  if (!e) return std::nullopt;
+  dom::array arr;
+  if (e->get_array().get(arr) || arr.size() != 2) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected [start, end) as a two-element array");
+    return std::nullopt;
+  }
+  uint64_t v[2];
+  for (size_t i = 0; i < 2; ++i) {
+    ErrorCode code{};
+    std::string why;
+    auto x = ElementUint(arr.at(i).value_unsafe(), &code, &why);
+    if (!x) {
+      Bad(code, key, why);
+      return std::nullopt;
+    }
+    v[i] = *x;
+  }
+  if (v[0] > v[1]) {
+    Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
+        "interval [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ") has start > end");
+    return std::nullopt;
+  }
+  return std::make_pair(v[0], v[1]);
+}
+
+std::optional<std::vector<uint64_t>> ObjReader::UintArray(std::string_view key, bool optional) {
+  const dom::element* e = Get(key, !optional);
+  if (!e) return std::nullopt;
+  dom::array arr;
+  if (e->get_array().get(arr)) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected an array of unsigned integers");
+    return std::nullopt;
+  }
+  std::vector<uint64_t> out;
+  for (dom::element x : arr) {
+    ErrorCode code{};
+    std::string why;
+    auto v = ElementUint(x, &code, &why);
+    if (!v) {
+      Bad(code, key, why);
+      return std::nullopt;
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+bool ObjReader::ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn) {
+  const dom::element* e = Get(key, true);
+  if (!e) return false;
+  dom::array arr;
+  if (e->get_array().get(arr)) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected an array of objects");
+    return false;
+  }
+  size_t i = 0;
+  bool ok = true;
+  for (dom::element x : arr) {
+    dom::object o;
+    std::string p = Ptr(key) + "/" + std::to_string(i++);
+    if (x.get_object().get(o)) {
+      clean_ = false;
+      c_->Report(ErrorCode::INPUT_FIELD_TYPE, p, "expected an object");
+      ok = false;
+      continue;
+    }
+    ObjReader r(o, p, c_);
+    fn(r);
+    r.RejectUnknown();
+    if (!r.clean()) clean_ = ok = false;
+  }
+  return ok;
+}
+
+std::unique_ptr<ObjReader> ObjReader::Object(std::string_view key) {
+  const dom::element* e = Get(key, true);
+  if (!e) return nullptr;
+  dom::object o;
+  if (e->get_object().get(o)) {
+    Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected an object, found " + std::string(TypeName(*e)));
+    return nullptr;
+  }
+  return std::make_unique<ObjReader>(o, Ptr(key), c_);
+}
+
+void ObjReader::RejectUnknown(bool semantic_plane) {
+  for (size_t i = 0; i < impl_->n; ++i) {
+    if (impl_->used[i]) continue;
+    std::string_view k = impl_->fields[i].first;
+    bool plane = false;
+    if (semantic_plane)
+      for (auto pk : kPlaneKeys) plane |= (pk == k);
+    if (plane)
+      Bad(ErrorCode::TRACE_PLANE_MIXED, k,
+          "allocator/residency field \"" + std::string(k) +
+              "\" inside a semantic event; emit it as an allocator_observation or "
+              "residency_observation with caused_by_event_id");
+    else
+      Bad(ErrorCode::INPUT_FIELD_UNKNOWN, k, "field \"" + std::string(k) + "\" is not defined here");
+  }
+}
+
+// ---------------------------------------------------------------- TraceChecker
+
+// Recent events per source remembered for duplicate-delivery and id-reuse detection.
+constexpr size_t kRecent = 32;
+
+struct TraceChecker::Parser {
+  dom::parser parser;
+  std::vector<char> buf;
+};
+
+TraceChecker::TraceChecker(std::string source, CheckerOptions opt)
+    : source_(std::move(source)), opt_(opt), parser_(std::make_unique<Parser>()) {}
+
+TraceChecker::~TraceChecker() = default;
+
+std::string TraceChecker::LinePtr() const { return "/" + std::to_string(line_ ? line_ - 1 : 0); }
+
+void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
+  violations_.push_back({code, std::move(pointer), std::move(message), line_});
+  contexts_.push_back(current_);
+}
+
+void TraceChecker::ReportStatus(const Status& s, std::string pointer) {
+  Report(s.error() == ErrorCode::kNone ? ErrorCode::INPUT_VALUE_INVALID : s.error(),
+         std::move(pointer), s.message());
+}
+
+TraceChecker::Request* TraceChecker::FindRequest(std::string_view id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length) {
+  Request& r = requests_[id];
+  for (const auto& op : r.op_ids) EraseOp(op);
+  r = Request{};
+  r.frontier = frontier::FrontierState(prompt_length);
+  return r;
+}
+
+TraceChecker::Op* TraceChecker::FindOp(std::string_view id) {
+  auto it = ops_.find(id);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+TraceChecker::Op& TraceChecker::NewOp(const std::string& id) { return ops_[id]; }
+void TraceChecker::EraseOp(std::string_view id) {
+  if (auto it = ops_.find(id); it != ops_.end()) ops_.erase(it);
+}
+bool TraceChecker::IsPoisoned(std::string_view id) const {
+  return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
+}
+void TraceChecker::Poison(const std::string& id) { poisoned_[id] = line_; }
+
+const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
+                                                        std::string_view event_id) const {
+  auto r = requests_.find(request);
+  if (r == requests_.end()) return nullptr;
+  auto e = r->second.events.find(event_id);
+  return e == r->second.events.end() ? nullptr : &e->second;
+}
+
+lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, uint64_t version) {
+  if (version == s.version) return s.base();
+  if (version < s.version) return {s.generation == 0 ? 0 : s.generation - 1, 0};  // stale
+  return {s.generation == UINT64_MAX ? UINT64_MAX : s.generation + 1, 0};          // unknown
+}
+
+bool TraceChecker::Apply(const Event& e, const std::function<Status(lifecycle::KvObject&)>& op) {
+  if (e.outcome == "rejected") {
+    lifecycle::KvObject trial = *kv_;
+    Status s = op(trial);
+    if (s.ok()) {
+      Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
+             e.event_type + " reported \"rejected\", but the contract admits it on the replayed "
+             "state (the runtime refused a legal operation or the trace lost an event)");
+      return false;
+    }
+    *kv_ = std::move(trial);  // keep the rejection's own effects (a REJECTED transaction)
+    return false;
+  }
+  Status s = op(*kv_);
+  if (!s.ok()) {
+    ReportStatus(s, LinePtr());
+    // Gating: the root cause is reported once; later events of the operation are not replayed.
+    if (e.operation_id) Poison(*e.operation_id);
+    return false;
+  }
+  return true;
+}
+
+void TraceChecker::NoteReleased() {
+  if (++releases_since_prune_ >= opt_.prune_every_releases) {
+    releases_since_prune_ = 0;
+    kv_->ForgetFinalTxnsOfReleased();
+  }
+}
+
+void TraceChecker::Feed(std::string_view line, uint32_t line_no) {
+  line_ = line_no;
+  current_ = {};
+  if (line_no == 1) header_seen_ = true;
+  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
+  Parser& p = *parser_;
+  p.buf.resize(line.size() + simdjson::SIMDJSON_PADDING);
+  if (!line.empty()) std::memcpy(p.buf.data(), line.data(), line.size());
+  dom::element root;
+  auto err = p.parser.parse(p.buf.data(), line.size(), false).get(root);
+  if (line.empty() || err) {
+    Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
+           LinePtr(),
+           source_ + ":" + std::to_string(line_no) + ": " +
+               (line.empty() ? std::string("empty line; expected one JSON object")
+                             : std::string("not JSON: ") + simdjson::error_message(err)));
+    return;
+  }
+  if (!root.is_object()) {
+    Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
+           LinePtr(), "expected one JSON object per line");
+    return;
+  }
+  if (line_no == 1) {
+    ReadHeader(root);
+    return;
+  }
+  ReadEvent(root, line);
+}
+
+void TraceChecker::ReadHeader(const dom::element& root) {
+  dom::object obj = root.get_object().value_unsafe();
+  ObjReader h(obj, "/0", this);
+  auto kind = h.Str("kind");
+  if (!kind || *kind != kTraceKind) {
+    if (kind)
+      Report(ErrorCode::TRACE_HEADER_INVALID, "/0/kind",
+             "line 1 declares kind \"" + *kind + "\"; expected \"" + kTraceKind + "\"");
+    return;
+  }
+  auto version = h.Uint("schema_version");
+  if (version && *version != kTraceSchemaVersion) {
+    Report(ErrorCode::TRACE_HEADER_INVALID, "/0/schema_version",
+           "schema_version " + std::to_string(*version) + " is not supported (this checker reads " +
+               std::to_string(kTraceSchemaVersion) + ")");
+    return;
+  }
+  if (auto prod = h.Object("producer")) {
+    prod->Str("name");
+    prod->Str("revision");
+    prod->RejectUnknown();
+  }
+  lifecycle::CacheAbi abi;
+  if (auto a = h.Object("cache_abi")) {
+    abi.id = a->Str("id").value_or("");
+    abi.num_layers = static_cast<uint32_t>(a->Uint("num_layers", 1u << 20).value_or(0));
+    abi.position_stage = a->Str("position_stage").value_or("");
+    bytes_per_token_ = a->Uint("bytes_per_token", uint64_t{1} << 40).value_or(0);
+    if (a->clean() && abi.num_layers == 0)
+      Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/num_layers",
+             "a cache ABI has at least one cache-producing layer");
+    a->RejectUnknown();
+  }
+  if (h.Has("bindings")) {
+    if (auto b = h.Object("bindings")) {
+      b->OptStr("manifest_sha256");
+      b->OptStr("runtime");
+      b->OptStr("cache_abi_sha256");
+      b->RejectUnknown();
+    }
+  }
+  h.ObjectArray("sources", [&](ObjReader& s) {
+    auto inst = s.Str("source_instance");
+    auto comp = s.Enum("source_component", {"semantic", "allocator", "residency", "transfer"});
+    s.OptStr("clock_domain");
+    if (inst && comp) {
+      if (sources_.count(*inst))
+        Report(ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
+               "source_instance \"" + *inst + "\" declared twice");
+      sources_[*inst].component = *comp;
+    }
+  });
+  auto sampling = h.Enum("audit", {"complete", "sampled"});
+  if (sampling && *sampling != "complete")
+    Report(ErrorCode::TRACE_HEADER_INVALID, "/0/audit",
+           "a sampled trace is not a mutation journal: absence of an event proves nothing, so "
+           "it cannot be replayed (M5.1 0x07)");
+  h.OptStr("description");
+  h.OptStr("regenerate");
+  h.RejectUnknown();
+  if (!h.clean() || abi.num_layers == 0 || !sampling || *sampling != "complete") return;
+  kv_ = std::make_unique<lifecycle::KvObject>(abi);
+  header_ok_ = true;
+}
+
+bool TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
+  auto it = sources_.find(e.source_instance);
+  if (it == sources_.end()) {
+    Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+           "source_instance \"" + e.source_instance + "\" is not declared in the header");
+    return false;
+  }
+  SourceState& s = it->second;
+  if (e.source_component != s.component || e.source_component != PlaneComponent(spec.plane)) {
+    Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
+           "event " + e.event_type + " from source_component \"" + e.source_component +
+               "\"; the header declares \"" + s.component + "\" for \"" + e.source_instance +
+               "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
+               " plane");
+    return false;
+  }
+  return true;
+}
+
+void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
+  ++events_;
+  dom::object obj = root.get_object().value_unsafe();
+  ObjReader env(obj, LinePtr(), this);
+  Event e;
+  e.line = line_;
+  e.content_hash = std::hash<std::string_view>{}(raw);
+  auto id = env.Str("event_id");
+  auto inst = env.Str("source_instance");
+  auto comp = env.Str("source_component");
+  auto seq = env.Uint("local_sequence");
+  auto ns = env.Uint("monotonic_ns");
+  auto type = env.Str("event_type");
+  env.OptStr("trace_id");
+  env.OptStr("observed_wall_time");
+  e.request_id = env.OptStr("request_id");
+  e.handle_generation = env.OptUint("handle_generation");
+  e.operation_id = env.OptStr("operation_id");
+  e.base_snapshot = env.OptUint("base_snapshot");
+  e.result_snapshot = env.OptUint("result_snapshot");
+  e.outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true)
+                  .value_or("success");
+  env.Allow("payload");
+  env.RejectUnknown(true);
+  current_ = {id.value_or(""), e.request_id.value_or("")};
+  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
+  e.event_id = *id;
+  e.source_instance = *inst;
+  e.source_component = *comp;
+  e.local_sequence = *seq;
+  e.monotonic_ns = *ns;
+  e.event_type = *type;
+
+  const EventTypeSpec* spec = FindEventType(e.event_type);
+  if (!spec) {
+    Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
+           "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);
+    return;
+  }
+  if (!CheckSource(e, *spec)) return;
+
+  // Source-local order: duplicate delivery, gaps, regressions, clocks.
+  SourceState& src = sources_[e.source_instance];
+  const uint64_t id_hash = std::hash<std::string_view>{}(e.event_id);
+  bool id_conflict = false;
+  for (const auto& r : src.recent) {
+    if (r[1] != id_hash) continue;
+    if (r[0] == e.local_sequence && r[2] == e.content_hash)
+      return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
+    id_conflict = true;
+  }
+  if (id_conflict)
+    Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
+           "event_id \"" + e.event_id + "\" already names a different event of source \"" +
+               e.source_instance + "\"");
+  if (src.seen && e.local_sequence <= src.last_seq) {
+    Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
+           "source \"" + e.source_instance + "\" local_sequence " +
+               std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
+  } else {
+    if (src.seen && e.local_sequence != src.last_seq + 1)
+      Report(ErrorCode::TRACE_SEQUENCE_GAP, LinePtr() + "/local_sequence",
+             "source \"" + e.source_instance + "\" local_sequence jumps from " +
+                 std::to_string(src.last_seq) + " to " + std::to_string(e.local_sequence) +
+                 " (an unexplained gap: the audit is incomplete)");
+    if (src.seen && e.monotonic_ns < src.last_ns)
+      Report(ErrorCode::TRACE_CLOCK_REGRESSION, LinePtr() + "/monotonic_ns",
+             "source \"" + e.source_instance + "\" monotonic_ns " + std::to_string(e.monotonic_ns) +
+                 " is before the previous " + std::to_string(src.last_ns));
+    src.seen = true;
+    src.last_seq = e.local_sequence;
+    src.last_ns = std::max(src.last_ns, e.monotonic_ns);
+  }
+  if (!id_conflict) {
+    if (src.recent.size() < kRecent) src.recent.push_back({e.local_sequence, id_hash, e.content_hash});
+    else src.recent[src.recent_pos++ % kRecent] = {e.local_sequence, id_hash, e.content_hash};
+  }
+
+  // Envelope requirements of the event type.
+  if (spec->needs_request && (!e.request_id || !e.handle_generation)) {
+    Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + (e.request_id ? "/handle_generation" : "/request_id"),
+           e.event_type + " requires request_id and handle_generation");
+    return;
+  }
+  if (spec->needs_operation && !e.operation_id) {
+    Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + "/operation_id",
+           e.event_type + " requires operation_id");
+    return;
+  }
+  // Event-id identity within the request's live history.
+  Request* req = e.request_id ? FindRequest(*e.request_id) : nullptr;
+  if (req) {
+    auto it = req->events.find(e.event_id);
+    if (it != req->events.end()) {
+      if (it->second.content_hash == e.content_hash) return;  // duplicate delivery
+      if (!id_conflict)
+        Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
+               "event_id \"" + e.event_id + "\" already names a different event of request \"" +
+                   *e.request_id + "\"");
+    }
+  }
+  // Events of a request whose creation was already reported are not replayed (gating).
+  if (e.request_id && IsPoisoned("request:" + *e.request_id)) return;
+  // The handle generation fence: a semantic event must target the live incarnation.
+  if (spec->plane == Plane::kSemantic && spec->needs_request && e.event_type != "request_allocate") {
+    const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
+    if (h && h->current.incarnation != *e.handle_generation &&
+        !(h->current.phase == lifecycle::Phase::kReleased &&
+          h->current.incarnation == *e.handle_generation + 1)) {
+      Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
+             e.event_type + " targets handle_generation " + std::to_string(*e.handle_generation) +
+                 " of \"" + *e.request_id + "\"; the live handle generation is " +
+                 std::to_string(h->current.incarnation));
+      return;
+    }
+  }
+  const dom::element* payload_el = nullptr;
+  dom::element pel;
+  if (!obj["payload"].get(pel)) payload_el = &pel;
+  dom::object pobj;
+  if (!payload_el || payload_el->get_object().get(pobj)) {
+    Report(payload_el ? ErrorCode::INPUT_FIELD_TYPE : ErrorCode::INPUT_FIELD_MISSING,
+           LinePtr() + "/payload", "expected a payload object");
+    return;
+  }
+  ObjReader payload(pobj, LinePtr() + "/payload", this);
+  spec->handle(*this, e, payload);
+  payload.RejectUnknown(spec->plane == Plane::kSemantic);
+  // Index the event id for causal references and duplicate detection.
+  if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
+    if (Request* r = FindRequest(*e.request_id)) {
+      const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
+      EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0};
+      if (h && h->current.phase == lifecycle::Phase::kReleased && e.event_type == "release") {
+        // Memory follows live handles: keep the terminal events (finish, cancel_request,
+        // release; observations after release may name them) and drop the operations.
+        decltype(r->events) kept;  // a fresh table: erase alone keeps the grown bucket array
+        for (auto& kv : r->events)
+          if (kv.second.type == "finish" || kv.second.type == "cancel_request")
+            kept.emplace(kv.first, kv.second);
+        r->events.swap(kept);
+        r->frontier = frontier::FrontierState(0);
+        r->frontier.Untrack();
+        for (const auto& op : r->op_ids) EraseOp(op);
+        std::vector<std::string>().swap(r->op_ids);
+      }
+      r->events.emplace(e.event_id, info);
+    }
+  }
+}
+
+const Violations& TraceChecker::Finish(bool ended_mid_line) {
+  current_ = {};
+  if (ended_mid_line) {
+    ++line_;
+    Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
+           source_ + ":" + std::to_string(line_) +
+               ": the trace ends in the middle of a line (no final newline); the partial event "
+               "was not replayed");
+  }
+  if (!header_seen_) {
+    line_ = 1;
+    Report(ErrorCode::TRACE_HEADER_INVALID, "/0", source_ + ": empty trace; expected a header line");
+  }
+  if (header_ok_) {
+    std::vector<const std::pair<const std::string, Op>*> open;
+    for (const auto& kv : ops_) {
+      const lifecycle::AppendTxn* t = kv_->FindTxn(kv.first);
+      if (t && !IsPoisoned(kv.first) &&
+          (t->state == lifecycle::TxnState::kOpen || t->state == lifecycle::TxnState::kPrepared))
+        open.push_back(&kv);
+    }
+    std::sort(open.begin(), open.end(),
+              [](auto* a, auto* b) { return a->second.start_line < b->second.start_line; });
+    for (auto* o : open) {
+      line_ = o->second.start_line;
+      current_ = {o->second.start_event_id, o->second.request_id};
+      Report(ErrorCode::TRACE_OPERATION_UNTERMINATED, LinePtr(),
+             "operation \"" + o->first + "\" (event \"" + o->second.start_event_id +
+                 "\", request \"" + o->second.request_id +
+                 "\") has neither a publication nor a failure when the trace ends");
+    }
+  }
+  return violations_;
+}
+
+Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
+  TraceChecker c{std::string(source)};
+  size_t start = 0;
+  uint32_t line = 0;
+  bool mid_line = false;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    ++line;
+    if (nl == std::string_view::npos) {
+      mid_line = true;
+      break;
+    }
+    c.Feed(text.substr(start, nl - start), line);
+    start = nl + 1;
+  }
+  return c.Finish(mid_line);
+}
+
+Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
+  dom::parser parser;
+  std::vector<char> pbuf;
+  char* buf = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  uint64_t count = 0, members = 0;
+  while ((n = getline(&buf, &cap, f)) > 0) {
+    size_t len = static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0);
+    pbuf.resize(len + simdjson::SIMDJSON_PADDING);
+    std::memcpy(pbuf.data(), buf, len);
+    dom::element root;
+    if (!parser.parse(pbuf.data(), len, false).get(root)) {
+      dom::object o;
+      if (!root.get_object().get(o)) members += o.size();
+    }
+    ++count;
+  }
+  std::free(buf);
+  std::fclose(f);
+  *lines = count + (members == UINT64_MAX ? 1 : 0);  // keep `members` observable
+  return Status::Ok();
+}
+
+Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
+  char* buf = nullptr;
+  size_t cap = 0;
+  ssize_t n;
+  uint32_t line = 0;
+  bool mid_line = false;
+  while ((n = getline(&buf, &cap, f)) > 0) {
+    ++line;
+    if (buf[n - 1] != '\n') {
+      mid_line = true;
+      break;
+    }
+    checker->Feed(std::string_view(buf, static_cast<size_t>(n - 1)), line);
+  }
+  bool read_error = std::ferror(f);
+  std::free(buf);
+  std::fclose(f);
+  if (read_error) return IoError(path + ": read error");
+  checker->Finish(mid_line);
+  return Status::Ok();
+}
+
+}  // namespace kvc::trace

@@ -1,0 +1,249 @@
+// The streaming checker of kvconform.trace/1 traces (docs/trace-format.md).
+//
+// TraceChecker replays one trace, line by line, through the reference state machines: the
+// lifecycle KvObject (reference/lifecycle/), the per-request output/cache FrontierState
+// (reference/frontier/) and the audit-stream rules of M5.1 0x07 (source-local sequence and
+// clocks, event-id identity, causal observations, plane separation). It reports every violation
+// with its registry code, line, event_id and request, in trace order.
+//
+// Streaming: Feed() takes one line at a time; memory follows live handles (per-request event
+// indexes are dropped at release, keeping the release event; final transaction records of
+// released handles are pruned), plus one small record per released handle and per source.
+// Event-type dispatch is table-driven (EventTypeSpec); later parts of the kit (M5.6 transfer
+// events) add rows with RegisterEventType() before checking starts.
+// Thread safety: none; one checker per trace.
+#ifndef KVCONFORM_REFERENCE_TRACE_CHECKER_H_
+#define KVCONFORM_REFERENCE_TRACE_CHECKER_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/frontier/frontier.h"
+#include "reference/lifecycle/kv_object/kv_object.h"
+#include "reference/validate/violation.h"
+
+namespace simdjson::dom {
+class element;
+class object;
+}  // namespace simdjson::dom
+
+namespace kvc::trace {
+
+inline constexpr const char* kTraceKind = "kvconform.trace/1";
+inline constexpr uint64_t kTraceSchemaVersion = 1;
+
+// Which state plane an event type belongs to (M5.1 0x07 "Five State Planes").
+enum class Plane : uint8_t { kSemantic, kAllocator, kResidency, kTransfer };
+std::string_view PlaneComponent(Plane p);  // "semantic", "allocator", "residency", "transfer"
+
+class TraceChecker;
+class ObjReader;
+
+// The envelope of one event (RuntimeMutationEvent of M5.1 0x07), read before dispatch.
+struct Event {
+  uint32_t line = 0;
+  std::string event_id;
+  std::string source_instance;
+  std::string source_component;
+  uint64_t local_sequence = 0;
+  uint64_t monotonic_ns = 0;
+  std::optional<std::string> request_id;
+  std::optional<uint64_t> handle_generation;
+  std::optional<std::string> operation_id;
+  std::string event_type;
+  std::optional<uint64_t> base_snapshot;
+  std::optional<uint64_t> result_snapshot;
+  std::string outcome;  // "success" when absent/null
+  uint64_t content_hash = 0;
+};
+
+// One row of the dispatch table.
+struct EventTypeSpec {
+  std::string_view name;
+  Plane plane;
+  bool needs_request;    // request_id + handle_generation required
+  bool needs_operation;  // operation_id required
+  bool indexed;          // may be named by an observation's caused_by_event_id
+  // Replays the event; `payload` reads the event's payload object (the handler must read
+  // every field it allows, then the checker rejects the rest).
+  void (*handle)(TraceChecker& c, const Event& e, ObjReader& payload);
+};
+
+// The built-in table plus registered rows. RegisterEventType fails on a duplicate name.
+const std::vector<EventTypeSpec>& EventTypes();
+Status RegisterEventType(const EventTypeSpec& spec);
+const EventTypeSpec* FindEventType(std::string_view name);
+
+// Reads one JSON object from a simdjson DOM, reporting INPUT_* violations (with the checker's
+// current line) for missing, mistyped, out-of-range and unknown members and duplicate keys.
+class ObjReader {
+ public:
+  ObjReader(const simdjson::dom::object& obj, std::string pointer, TraceChecker* c);
+  ~ObjReader();
+  ObjReader(const ObjReader&) = delete;
+  ObjReader& operator=(const ObjReader&) = delete;
+
+  const std::string& pointer() const { return pointer_; }
+  std::string Ptr(std::string_view key) const;
+  bool Has(std::string_view key) const;
+  // True when nothing was reported through this reader.
+  bool clean() const { return clean_; }
+
+  std::optional<std::string> Str(std::string_view key);
+  std::optional<std::string> OptStr(std::string_view key);  // absent or null -> nullopt
+  std::optional<uint64_t> Uint(std::string_view key, uint64_t max = UINT64_MAX);
+  std::optional<uint64_t> OptUint(std::string_view key, uint64_t max = UINT64_MAX);
+  std::optional<bool> OptBool(std::string_view key);
+  std::optional<std::string> Enum(std::string_view key, std::initializer_list<std::string_view> allowed,
+                                  bool optional = false);
+  // [start, end) as a two-element array with start <= end.
+  std::optional<std::pair<uint64_t, uint64_t>> Range(std::string_view key);
+  std::optional<std::vector<uint64_t>> UintArray(std::string_view key, bool optional);
+  // Array of objects: calls fn(reader) for each element.
+  bool ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn);
+  std::unique_ptr<ObjReader> Object(std::string_view key);
+  void Allow(std::string_view key);
+  // Reports keys never read/allowed (INPUT_FIELD_UNKNOWN). `plane_keys` are reported as
+  // TRACE_PLANE_MIXED instead (allocator/residency facts inside a semantic event).
+  void RejectUnknown(bool semantic_plane = false);
+
+ private:
+  struct Impl;
+  const simdjson::dom::element* Get(std::string_view key, bool required);
+  void Bad(ErrorCode code, std::string_view key, std::string msg);
+  std::unique_ptr<Impl> impl_;
+  std::string pointer_;
+  TraceChecker* c_;
+  bool clean_ = true;
+};
+
+struct CheckerOptions {
+  size_t prune_every_releases = 64;  // ForgetFinalTxnsOfReleased cadence (memory vs scan cost)
+};
+
+class TraceChecker {
+ public:
+  explicit TraceChecker(std::string source, CheckerOptions opt = {});
+  ~TraceChecker();
+
+  // Feeds one line without its '\n'. `line_no` is 1-based; line 1 must be the header.
+  void Feed(std::string_view line, uint32_t line_no);
+  // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
+  // line must not be fed). Reports unterminated operations. Returns all violations.
+  const Violations& Finish(bool ended_mid_line);
+
+  const Violations& violations() const { return violations_; }
+  // Parallel to violations(): the event and request each violation was found on ("" if none).
+  struct Context {
+    std::string event_id;
+    std::string request_id;
+  };
+  const std::vector<Context>& contexts() const { return contexts_; }
+  uint64_t events() const { return events_; }
+  bool header_ok() const { return header_ok_; }
+
+  // ---- For event handlers (table rows). ----
+  struct EventInfo {
+    std::string_view type;     // points into the dispatch table
+    uint64_t content_hash = 0;
+    uint64_t committed_length = 0;  // handle's committed length after the event
+  };
+  struct Request {
+    frontier::FrontierState frontier{0};
+    // This incarnation's events that observations may name as a cause (allocate, publish,
+    // fork, truncate, finish, release, cancel_request); cleared at release but for the release.
+    std::unordered_map<std::string, EventInfo, lifecycle::StringHash, std::equal_to<>> events;
+    std::vector<std::string> op_ids;  // append operations started on this incarnation
+  };
+  struct Op {
+    std::string request_id;
+    frontier::AppendCall call;
+    uint64_t base_version = 0;
+    uint32_t start_line = 0;
+    std::string start_event_id;
+  };
+
+  lifecycle::KvObject& kv() { return *kv_; }
+  uint64_t bytes_per_token() const { return bytes_per_token_; }
+  // Records a violation at the current line.
+  void Report(ErrorCode code, std::string pointer, std::string message);
+  // Reports a failed Status: its registry code, or INPUT_VALUE_INVALID for plain errors.
+  void ReportStatus(const Status& s, std::string pointer);
+  Request* FindRequest(std::string_view id);
+  Request& NewRequest(const std::string& id, uint64_t prompt_length);
+  Op* FindOp(std::string_view id);
+  Op& NewOp(const std::string& id);
+  void EraseOp(std::string_view id);
+  bool IsPoisoned(std::string_view op_id) const;
+  void Poison(const std::string& op_id);
+  // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
+  const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;
+  // Maps a trace snapshot version to a BaseRef for compare-and-publish on `s`.
+  static lifecycle::BaseRef BaseForVersion(const lifecycle::Snapshot& s, uint64_t version);
+  // Runs `op` on the object under the event's outcome: "rejected" must fail (else
+  // TRACE_OUTCOME_INVALID, state unchanged), anything else must succeed (else its code).
+  // Returns true when the operation took effect.
+  bool Apply(const Event& e, const std::function<Status(lifecycle::KvObject&)>& op);
+  void NoteReleased();
+  uint32_t line() const { return line_; }
+  std::string LinePtr() const;  // "/<line-1>"
+
+ private:
+  void ReadHeader(const simdjson::dom::element& root);
+  void ReadEvent(const simdjson::dom::element& root, std::string_view raw);
+  bool CheckSource(Event& e, const EventTypeSpec& spec);
+
+  struct SourceState {
+    std::string component;
+    bool seen = false;
+    uint64_t last_seq = 0;
+    uint64_t last_ns = 0;
+    // Recent (seq, event-id hash, content hash) for duplicate-delivery detection.
+    std::vector<std::array<uint64_t, 3>> recent;
+    size_t recent_pos = 0;
+  };
+
+  std::string source_;
+  CheckerOptions opt_;
+  struct Parser;
+  std::unique_ptr<Parser> parser_;
+  std::unique_ptr<lifecycle::KvObject> kv_;
+  uint64_t bytes_per_token_ = 0;
+  bool header_ok_ = false;
+  bool header_seen_ = false;
+  uint32_t line_ = 0;
+  uint64_t events_ = 0;
+  size_t releases_since_prune_ = 0;
+  Violations violations_;
+  std::vector<Context> contexts_;
+  Context current_;
+  template <typename T>
+  using Map = std::unordered_map<std::string, T, lifecycle::StringHash, std::equal_to<>>;
+  Map<SourceState> sources_;
+  Map<Request> requests_;
+  Map<Op> ops_;
+  Map<uint32_t> poisoned_;
+};
+
+// Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
+Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
+
+// The parse-only ceiling for benchmarks: parses every line of `path` with the same simdjson
+// DOM parser and touches nothing else; `lines` receives the number of lines parsed.
+Status ParseOnlyFile(const std::string& path, uint64_t* lines);
+
+// Streams a file through a checker (getline-sized memory). IoError when unreadable.
+Status CheckTraceFile(const std::string& path, TraceChecker* checker);
+
+}  // namespace kvc::trace
+
+#endif  // KVCONFORM_REFERENCE_TRACE_CHECKER_H_

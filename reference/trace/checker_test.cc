@@ -1,0 +1,164 @@
+// Tests of the streaming trace checker: stream-level errors, gating and dispatch.
+#include "reference/trace/checker.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "reference/testutil/testutil.h"
+
+namespace kvc::trace {
+namespace {
+
+const char* kHeader =
+    R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+    R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":8},)"
+    R"("sources":[{"source_instance":"e","source_component":"semantic"}],"audit":"complete"})";
+
+// One semantic event from source "e" with sequence `seq`.
+std::string Ev(int seq, const std::string& type, const std::string& rest) {
+  return R"({"event_id":"e)" + std::to_string(seq) + R"(","source_instance":"e",)" +
+         R"("source_component":"semantic","local_sequence":)" + std::to_string(seq) +
+         R"(,"monotonic_ns":)" + std::to_string(100 + seq) + R"(,"event_type":")" + type + "\"," +
+         rest + "}";
+}
+
+std::string Alloc(int seq) {
+  return Ev(seq, "request_allocate",
+            R"("request_id":"R","handle_generation":0,"payload":{"prompt_length":2})");
+}
+std::string Start(int seq) {
+  return Ev(seq, "append_start",
+            R"("request_id":"R","handle_generation":0,"operation_id":"p","base_snapshot":0,)"
+            R"("payload":{"interval":[0,2],"cache_position":[0,2],"mask_key_length":2,)"
+            R"("position_stage":"post_rope","purpose":"prefill"})");
+}
+std::string Stage(int seq) {
+  return Ev(seq, "append_stage_layer",
+            R"("request_id":"R","handle_generation":0,"operation_id":"p",)"
+            R"("payload":{"layer":0,"interval":[0,2]})");
+}
+std::string Publish(int seq) {
+  return Ev(seq, "append_publish",
+            R"("request_id":"R","handle_generation":0,"operation_id":"p","base_snapshot":0,)"
+            R"("result_snapshot":1,"payload":{"committed_length":2})");
+}
+
+std::vector<std::string> Codes(const std::string& text) {
+  return test::CodeNames(ValidateTraceJsonl(text, "t.jsonl"));
+}
+
+TEST(TraceCheckerTest, MinimalTracePasses) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                  "\n" + Publish(3) + "\n";
+  Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
+TEST(TraceCheckerTest, TraceEndingMidTransactionIsReported) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n";
+  Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OPERATION_UNTERMINATED"});
+  EXPECT_EQ(v[0].line, 3u);  // the append_start line
+}
+
+TEST(TraceCheckerTest, TraceEndingMidLineIsReported) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1).substr(0, 40);
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_TRUNCATED"}));
+}
+
+TEST(TraceCheckerTest, MalformedAndEmptyLinesAreViolationsNotCrashes) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n{not json\n\n[1,2]\n";
+  Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(v.size(), 3u) << test::Describe(v);
+  for (const auto& x : v) EXPECT_EQ(x.code, ErrorCode::TRACE_LINE_MALFORMED);
+  EXPECT_EQ(v[0].line, 3u);
+  EXPECT_EQ(v[2].line, 5u);
+}
+
+TEST(TraceCheckerTest, EmptyTraceAndBadHeader) {
+  EXPECT_EQ(Codes(""), (std::vector<std::string>{"TRACE_HEADER_INVALID"}));
+  EXPECT_EQ(Codes("{\"kind\":\"other/1\"}\n"), (std::vector<std::string>{"TRACE_HEADER_INVALID"}));
+}
+
+TEST(TraceCheckerTest, DuplicateKeysAreRejected) {
+  std::string a = Alloc(0);
+  a.insert(a.size() - 1, R"(,"event_type":"read")");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + a + "\n"),
+            (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
+}
+
+TEST(TraceCheckerTest, ByteEquivalentRedeliveryIsDeduplicated) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Alloc(0) + "\n";
+  Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
+TEST(TraceCheckerTest, OrphanPublicationIsTxnUnknown) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Publish(1) + "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_TXN_UNKNOWN"}));
+}
+
+TEST(TraceCheckerTest, HugeNumbersAndNegativeValuesAreInputErrors) {
+  std::string a = Alloc(0);
+  a.replace(a.find("\"prompt_length\":2"), 17, "\"prompt_length\":-1");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + a + "\n"),
+            (std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"}));
+  std::string b = Alloc(0);
+  b.replace(b.find("\"prompt_length\":2"), 17, "\"prompt_length\":1e400");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + b + "\n"),
+            (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
+}
+
+TEST(TraceCheckerTest, EventTypeTableRejectsDuplicateRegistration) {
+  EventTypeSpec dup = *FindEventType("fork");
+  EXPECT_FALSE(RegisterEventType(dup).ok());
+  EXPECT_NE(FindEventType("residency_observation"), nullptr);
+}
+
+TEST(TraceCheckerTest, ReleasedRequestsDropTheirOperationRecords) {
+  // Memory follows live handles: a long stream of allocate/prefill/finish/release cycles
+  // leaves no growing per-operation state behind (checked through the public verdict and a
+  // bounded number of transaction records in the object).
+  TraceChecker c("gen.jsonl", CheckerOptions{.prune_every_releases = 1});
+  c.Feed(kHeader, 1);
+  uint32_t line = 2;
+  int seq = 0;
+  for (int r = 0; r < 50; ++r) {
+    std::string id = "R" + std::to_string(r);
+    auto ev = [&](const std::string& type, const std::string& rest) {
+      std::string s = Ev(seq++, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest);
+      c.Feed(s, line++);
+    };
+    ev("request_allocate", R"("payload":{"prompt_length":2})");
+    ev("append_start", R"("operation_id":")" + id + R"(.p","base_snapshot":0,"payload":{"interval":[0,2],"cache_position":[0,2],"mask_key_length":2,"position_stage":"post_rope","purpose":"prefill"})");
+    ev("append_stage_layer", R"("operation_id":")" + id + R"(.p","payload":{"layer":0,"interval":[0,2]})");
+    ev("append_publish", R"("operation_id":")" + id + R"(.p","payload":{})");
+    ev("output_emit", R"("payload":{"output_index":0,"token":5})");
+    ev("finish", R"("payload":{})");
+    ev("release", R"("payload":{})");
+  }
+  const Violations& v = c.Finish(false);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  EXPECT_EQ(c.events(), 350u);
+  EXPECT_EQ(c.kv().txn_count(), 0u);
+}
+
+}  // namespace
+}  // namespace kvc::trace
+
+namespace kvc::trace {
+namespace {
+
+// docs/schemas/trace-v1.schema.json lists exactly the event types of the dispatch table.
+TEST(TraceSchemaTest, SchemaEventTypesMatchTheDispatchTable) {
+  Json schema = test::LoadJson("docs/schemas/trace-v1.schema.json");
+  std::set<std::string> in_schema, in_table;
+  for (const auto& t : schema["$defs"]["event"]["properties"]["event_type"]["enum"])
+    in_schema.insert(t.get<std::string>());
+  for (const auto& spec : EventTypes()) in_table.insert(std::string(spec.name));
+  EXPECT_EQ(in_schema, in_table);
+}
+
+}  // namespace
+}  // namespace kvc::trace

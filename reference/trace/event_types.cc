@@ -1,0 +1,549 @@
+// The kvconform.trace/1 event-type table and the handler of each event type.
+#include <mutex>
+
+#include "reference/base/checked_math.h"
+#include "reference/frontier/frontier.h"
+#include "reference/lifecycle/reorder/reorder.h"
+#include "reference/trace/checker.h"
+
+namespace kvc::trace {
+namespace {
+
+using lifecycle::BaseRef;
+using lifecycle::KvObject;
+using lifecycle::Phase;
+using lifecycle::Snapshot;
+
+std::string U(uint64_t v) { return std::to_string(v); }
+
+// The live snapshot of the event's request, or nullopt after reporting why not.
+std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
+  const lifecycle::HandleRecord* h = c.kv().Find(*e.request_id);
+  if (!h) {
+    c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
+             e.event_type + " names request \"" + *e.request_id +
+                 "\", which was never allocated or forked");
+    return std::nullopt;
+  }
+  return h->current;
+}
+
+// The CAS base an event's base_snapshot (a version) denotes on `s`; nullopt when absent.
+std::optional<BaseRef> Expected(const Event& e, const Snapshot& s) {
+  if (!e.base_snapshot) return std::nullopt;
+  return TraceChecker::BaseForVersion(s, *e.base_snapshot);
+}
+
+// After a successful mutation: result_snapshot and committed_length claims must match.
+void CheckResult(TraceChecker& c, const Event& e, const Snapshot& after,
+                 std::optional<uint64_t> claimed_length, bool frontier_claim = false) {
+  if (e.result_snapshot && *e.result_snapshot != after.version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             e.event_type + " reports result snapshot " + U(*e.result_snapshot) +
+                 "; the replayed snapshot version is " + U(after.version));
+  if (claimed_length && *claimed_length != after.committed_length) {
+    bool over = frontier_claim && *claimed_length > after.committed_length;
+    c.Report(over ? ErrorCode::FRONTIER_CACHE_OVERCOMMIT : ErrorCode::TRACE_SNAPSHOT_MISMATCH,
+             c.LinePtr() + "/payload/committed_length",
+             e.event_type + " reports committed length " + U(*claimed_length) +
+                 "; the replayed all-layer committed length is " + U(after.committed_length) +
+                 (over ? " (no cache-producing call processed the extra token)" : ""));
+  }
+}
+
+void NoResultAllowed(TraceChecker& c, const Event& e) {
+  if (e.result_snapshot)
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
+             e.event_type + " carries result snapshot " + U(*e.result_snapshot) +
+                 "; a failure leaves its base snapshot visible and names no result");
+}
+
+void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto prompt = p.Uint("prompt_length");
+  auto lineage = p.OptStr("lineage_id");
+  if (!prompt || !p.clean()) return;
+  if (e.result_snapshot && *e.result_snapshot != 0)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             "request_allocate establishes snapshot 0, not " + U(*e.result_snapshot));
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    return kv.Allocate(*e.request_id, lineage.value_or(*e.request_id), *e.handle_generation)
+        .status();
+  });
+  if (ok) c.NewRequest(*e.request_id, *prompt);
+  else if (e.outcome != "rejected") c.Poison("request:" + *e.request_id);
+}
+
+frontier::AppendPurpose PurposeOf(const std::string& s) {
+  if (s == "decode") return frontier::AppendPurpose::kDecode;
+  if (s == "repair") return frontier::AppendPurpose::kRepair;
+  if (s == "verify") return frontier::AppendPurpose::kVerify;
+  return frontier::AppendPurpose::kPrefill;
+}
+
+void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto key = p.OptStr("idempotency_key");
+  auto interval = p.Range("interval");
+  auto pos = p.Range("cache_position");
+  auto mask = p.Uint("mask_key_length");
+  auto stage = p.Str("position_stage");
+  auto abi = p.OptStr("cache_abi");
+  auto purpose = p.Enum("purpose", {"prefill", "decode", "repair", "verify"});
+  auto input = p.OptUint("input_token");
+  auto drafts = p.UintArray("draft_tokens", true);
+  auto accepted = p.OptUint("accepted_count");
+  auto reused = p.OptUint("reused_draft_index");
+  auto pending = p.OptUint("pending_payload_bytes");
+  if (!e.base_snapshot) {
+    c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/base_snapshot",
+             "append_start names the base snapshot it read");
+    return;
+  }
+  if (!p.clean() || !interval || !pos || !mask || !stage || !purpose) {
+    c.Poison(*e.operation_id);
+    return;
+  }
+  auto cur = Current(c, e);
+  if (!cur) return c.Poison(*e.operation_id);
+  lifecycle::BeginAppendRequest r;
+  r.txn_id = *e.operation_id;
+  r.idempotency_key = key.value_or(*e.operation_id);
+  r.handle_id = *e.request_id;
+  r.cache_abi = abi.value_or(c.kv().abi().id);
+  r.interval = {interval->first, interval->second - interval->first};
+  r.binding = {pos->first, pos->second - pos->first, *mask, *stage};
+  r.repair = *purpose == "repair";
+  // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
+  if (const lifecycle::AppendTxn* t = c.kv().FindTxn(r.txn_id);
+      t && c.FindOp(r.txn_id) && c.FindOp(r.txn_id)->base_version == *e.base_snapshot)
+    r.base = t->request.base;
+  else
+    r.base = TraceChecker::BaseForVersion(*cur, *e.base_snapshot);
+  frontier::AppendCall call;
+  call.purpose = PurposeOf(*purpose);
+  call.rows = r.interval.count;
+  call.input_token = input;
+  if (drafts) call.draft_tokens = *drafts;
+  call.accepted = accepted.value_or(0);
+  call.reused_draft_index = reused;
+  const bool retry = c.kv().FindTxn(r.txn_id) != nullptr;
+  TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  if (!retry && e.outcome != "rejected" && req) {
+    Status fs = req->frontier.CheckAppend(call);
+    if (!fs.ok()) {
+      // The lifecycle object judges the append on its own rules; the request's output frontier
+      // is no longer followed, so one frontier breach raises one code.
+      c.ReportStatus(fs, c.LinePtr() + "/payload");
+      req->frontier.Untrack();
+    }
+  }
+  bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
+  if (!ok) {
+    if (!retry) c.Poison(*e.operation_id);
+    return;
+  }
+  if (pending && !retry) {
+    // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
+    auto want = CheckedMul(r.interval.count, c.bytes_per_token());
+    if (!want || *pending != *want) {
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
+               "pending payload " + U(*pending) + " bytes; " + U(r.interval.count) + " rows x " +
+                   U(c.bytes_per_token()) + " B/token = " +
+                   (want ? U(*want) : std::string("overflow")));
+      c.Poison(*e.operation_id);
+    }
+  }
+  if (!retry) {
+    if (req) req->op_ids.push_back(r.txn_id);
+    TraceChecker::Op& op = c.NewOp(r.txn_id);
+    op.request_id = *e.request_id;
+    op.call = call;
+    op.base_version = *e.base_snapshot;
+    op.start_line = e.line;
+    op.start_event_id = e.event_id;
+  }
+}
+
+void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto layer = p.Uint("layer", UINT32_MAX);
+  auto interval = p.Range("interval");
+  auto k = p.OptBool("k");
+  auto v = p.OptBool("v");
+  auto abi = p.OptStr("cache_abi");
+  if (!p.clean() || !layer || !interval || c.IsPoisoned(*e.operation_id)) return;
+  lifecycle::StageLayerRequest r;
+  r.txn_id = *e.operation_id;
+  r.layer = static_cast<uint32_t>(*layer);
+  r.interval = {interval->first, interval->second - interval->first};
+  r.k = k.value_or(true);
+  r.v = v.value_or(true);
+  r.cache_abi = abi.value_or("");
+  c.Apply(e, [&](KvObject& kv) { return kv.StageLayer(r).status(); });
+}
+
+void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.OptUint("committed_length");
+  if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
+  if (e.outcome != "success" && e.outcome != "replayed" && e.outcome != "rejected") {
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             "append_publish outcome is success, replayed or rejected; a failure is append_failure");
+    return;
+  }
+  std::optional<lifecycle::PublishReceipt> receipt;
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    auto r = kv.Publish(*e.operation_id);
+    if (r.ok()) receipt = *r;
+    return r.status();
+  });
+  if (!ok || !receipt) return;
+  if (receipt->replayed != (e.outcome == "replayed")) {
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             receipt->replayed
+                 ? "append_publish reports a new publication, but operation \"" + *e.operation_id +
+                       "\" was already published: a retry returns the original receipt and must "
+                       "not advance the generation again"
+                 : "append_publish reports a replayed receipt for a first publication");
+    return;
+  }
+  TraceChecker::Op* op = c.FindOp(*e.operation_id);
+  if (e.base_snapshot && op && *e.base_snapshot != op->base_version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             "append_publish names base snapshot " + U(*e.base_snapshot) +
+                 "; its append_start read snapshot " + U(op->base_version));
+  if (receipt->replayed) {
+    if (e.result_snapshot && *e.result_snapshot != receipt->result.version)
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+               "replayed receipt names snapshot " + U(*e.result_snapshot) +
+                   "; the original publication created " + U(receipt->result.version));
+    return;
+  }
+  CheckResult(c, e, receipt->result, len);
+  if (op) {
+    if (TraceChecker::Request* req = c.FindRequest(op->request_id))
+      req->frontier.ApplyPublished(op->call);
+    // Keep the op record: a later retry of append_start compares against its base.
+  }
+}
+
+void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
+  p.OptStr("reason");
+  if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
+  NoResultAllowed(c, e);
+  if (e.event_type == "append_failure" && e.outcome != "failure" && e.outcome != "cancelled")
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             "append_failure carries outcome \"" + e.outcome + "\"; expected failure or cancelled");
+  c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
+}
+
+void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto index = p.Uint("output_index");
+  auto token = p.Uint("token");
+  auto from = p.Enum("from", {"target_logits", "repair_logits"}, true);
+  if (!p.clean() || !index || !token) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  if (!cur->readable()) {
+    c.Report(ErrorCode::LIFECYCLE_HANDLE_RELEASED, c.LinePtr() + "/request_id",
+             "output_emit on released request \"" + *e.request_id + "\"");
+    return;
+  }
+  if (e.base_snapshot && *e.base_snapshot != cur->version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
+                 U(cur->version));
+  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
+    Status s = req->frontier.Emit(*index, *token, from.value_or("") == "repair_logits");
+    if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+  }
+}
+
+void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.Uint("committed_length");
+  if (!p.clean() || !len) return;
+  auto r = c.kv().Read(*e.request_id);
+  if (e.outcome == "rejected") {
+    if (r.ok())
+      c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+               "read reported \"rejected\", but request \"" + *e.request_id + "\" is readable");
+    return;
+  }
+  if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
+  if (e.base_snapshot && *e.base_snapshot != r->version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             "read reports snapshot " + U(*e.base_snapshot) + "; readers resolve snapshot " +
+                 U(r->version));
+  if (*len != r->committed_length)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
+             "read observed committed length " + U(*len) + "; the all-layer snapshot has " +
+                 U(r->committed_length) + " (pending rows are not readable)");
+}
+
+void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto prefix = p.Uint("prefix_length");
+  std::vector<std::pair<std::string, uint64_t>> kids;
+  p.ObjectArray("children", [&](ObjReader& k) {
+    auto id = k.Str("request_id");
+    auto gen = k.OptUint("handle_generation");
+    if (id) kids.emplace_back(*id, gen.value_or(0));
+  });
+  if (!p.clean() || !prefix) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  for (size_t i = 0; i < kids.size(); ++i)
+    if (kids[i].second != 0)
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
+               c.LinePtr() + "/payload/children/" + U(i) + "/handle_generation",
+               "a fork child starts at handle generation 0, not " + U(kids[i].second));
+  if (e.result_snapshot && *e.result_snapshot != 0)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             "fork children start at snapshot 0, not " + U(*e.result_snapshot));
+  std::vector<std::string> ids;
+  for (const auto& k : kids) ids.push_back(k.first);
+  auto expected = Expected(e, *cur);
+  bool ok = c.Apply(e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); });
+  if (!ok) {
+    for (const auto& id : ids)
+      if (!c.kv().Find(id)) c.Poison("request:" + id);
+    return;
+  }
+  const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
+  for (const auto& id : ids) {
+    TraceChecker::Request& child = c.NewRequest(id, 0);
+    if (parent && *prefix == cur->committed_length) child.frontier = parent->frontier;
+    else child.frontier.Untrack();
+  }
+}
+
+void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.Uint("new_length");
+  if (!p.clean() || !len) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  auto expected = Expected(e, *cur);
+  std::optional<Snapshot> after;
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    auto r = kv.Truncate(*e.request_id, *len, expected);
+    if (r.ok()) after = *r;
+    return r.status();
+  });
+  if (!ok || !after) return;
+  CheckResult(c, e, *after, std::nullopt);
+  if (*len != cur->committed_length)
+    if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Untrack();
+}
+
+void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
+  std::vector<lifecycle::LiveSequenceRow> before, after;
+  auto read_rows = [&](const char* key, std::vector<lifecycle::LiveSequenceRow>* out) {
+    p.ObjectArray(key, [&](ObjReader& r) {
+      lifecycle::LiveSequenceRow row;
+      row.cache_handle = r.Str("request_id").value_or("");
+      row.token_state = r.Str("token_state").value_or("");
+      row.next_position = r.Uint("next_position").value_or(0);
+      row.sampler_state = r.Str("sampler_state").value_or("");
+      out->push_back(row);
+    });
+  };
+  read_rows("rows_before", &before);
+  auto index = p.UintArray("parent_index", false);
+  read_rows("rows_after", &after);
+  if (!p.clean() || !index) return;
+  for (const auto& row : before)
+    if (c.IsPoisoned("request:" + row.cache_handle)) return;
+  for (size_t i = 0; i < before.size(); ++i) {
+    auto r = c.kv().Read(before[i].cache_handle);
+    if (!r.ok())
+      return c.ReportStatus(r.status(), c.LinePtr() + "/payload/rows_before/" + U(i));
+    if (r->phase != Phase::kDecodeReady)
+      return c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
+                      c.LinePtr() + "/payload/rows_before/" + U(i),
+                      "reorder row " + U(i) + " holds " + std::string(PhaseName(r->phase)) +
+                          " handle \"" + before[i].cache_handle + "\"");
+    if (before[i].next_position != r->committed_length)
+      return c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
+                      c.LinePtr() + "/payload/rows_before/" + U(i) + "/next_position",
+                      "row " + U(i) + " next_position " + U(before[i].next_position) +
+                          "; handle \"" + before[i].cache_handle + "\" has committed length " +
+                          U(r->committed_length));
+  }
+  Status s = lifecycle::CheckCoupledReorder(before, *index, after);
+  if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+}
+
+void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
+  if (!p.clean()) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  auto expected = Expected(e, *cur);
+  std::optional<Snapshot> after;
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    auto r = kv.CancelRequest(*e.request_id, expected);
+    if (r.ok()) after = *r;
+    return r.status();
+  });
+  if (ok && after) CheckResult(c, e, *after, std::nullopt);
+}
+
+void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.OptUint("committed_length");
+  auto outputs = p.OptUint("emitted_outputs");
+  if (!p.clean()) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  if (req && e.outcome != "rejected" && cur->phase == Phase::kDecodeReady) {
+    Status fs = req->frontier.CheckFinish();
+    if (!fs.ok()) return c.ReportStatus(fs, c.LinePtr());
+  }
+  auto expected = Expected(e, *cur);
+  std::optional<Snapshot> after;
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    auto r = kv.Finish(*e.request_id, expected);
+    if (r.ok()) after = *r;
+    return r.status();
+  });
+  if (!ok || !after) return;
+  CheckResult(c, e, *after, len, /*frontier_claim=*/true);
+  if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted())
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/emitted_outputs",
+             "finish reports " + U(*outputs) + " emitted outputs; the trace emitted " +
+                 U(req->frontier.emitted()));
+}
+
+void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.OptUint("committed_length");
+  auto next_gen = p.OptUint("result_handle_generation");
+  if (!p.clean()) return;
+  auto cur = Current(c, e);
+  if (!cur) return;
+  auto expected = Expected(e, *cur);
+  std::optional<Snapshot> after;
+  bool ok = c.Apply(e, [&](KvObject& kv) {
+    auto r = kv.Release(*e.request_id, expected);
+    if (r.ok()) after = *r;
+    return r.status();
+  });
+  if (!ok || !after) return;
+  CheckResult(c, e, *after, len);
+  if (next_gen && *next_gen != after->incarnation)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/result_handle_generation",
+             "release fences handle generation " + U(after->incarnation) + ", not " + U(*next_gen));
+  c.NoteReleased();
+}
+
+// Allocator/residency observations: facts of other planes, tied to a semantic cause.
+const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto cause = p.Str("caused_by_event_id");
+  if (!cause) return nullptr;
+  if (!e.request_id) {
+    c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/request_id",
+             e.event_type + " names the request whose semantic event caused it");
+    return nullptr;
+  }
+  const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
+  if (!info)
+    c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
+             e.event_type + " is caused by \"" + *cause + "\", which is no earlier semantic event of "
+             "request \"" + *e.request_id + "\"");
+  return info;
+}
+
+constexpr std::string_view kMutationCauses[] = {"request_allocate", "append_publish", "fork",
+                                                "truncate", "release"};
+
+bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
+                    bool is_free) {
+  bool mutation = false;
+  for (auto m : kMutationCauses) mutation |= (info.type == m);
+  if (!mutation || (is_free != (info.type == "release"))) {
+    c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
+             e.event_type + (is_free ? " observes storage returned" : " observes storage held") +
+                 " after a " + std::string(info.type) + " event; " +
+                 (is_free ? "only release closes ownership (finish is not a physical free)"
+                          : "held storage follows allocate, publish, fork or truncate"));
+    return false;
+  }
+  return true;
+}
+
+void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
+  const TraceChecker::EventInfo* info = Cause(c, e, p);
+  auto blocks = p.Uint("blocks");
+  auto slots = p.Uint("slots");
+  auto used = p.Uint("used_slots");
+  auto slot_ids = p.UintArray("slot_ids", true);  // informative: physical slots observed
+  if (!p.clean() || !info || !blocks || !slots || !used) return;
+  if (slot_ids && slot_ids->size() > *slots)
+    return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slot_ids",
+                    U(slot_ids->size()) + " slot ids listed for " + U(*slots) + " slots");
+  bool is_free = *blocks == 0 && *slots == 0 && *used == 0;
+  if (!CheckCauseKind(c, e, *info, is_free)) return;
+  if (*used > *slots)
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
+             U(*used) + " used slots exceed " + U(*slots) + " allocated slots");
+  else if ((*slots == 0) != (*blocks == 0))
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slots",
+             U(*slots) + " slots in " + U(*blocks) + " blocks");
+}
+
+void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
+  const TraceChecker::EventInfo* info = Cause(c, e, p);
+  p.Str("tier");
+  auto bytes = p.Uint("resident_payload_bytes");
+  if (!p.clean() || !info || !bytes) return;
+  bool is_free = *bytes == 0 && info->type == "release";
+  if (info->type == "release" && *bytes != 0) {
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+             c.LinePtr() + "/payload/resident_payload_bytes",
+             U(*bytes) + " payload bytes resident after release; the released handle owns none");
+    return;
+  }
+  if (!CheckCauseKind(c, e, *info, is_free)) return;
+  uint64_t want = info->committed_length * c.bytes_per_token();
+  if (info->type != "release" && *bytes != want)
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+             c.LinePtr() + "/payload/resident_payload_bytes",
+             U(*bytes) + " resident payload bytes after " + std::string(info->type) + "; " +
+                 U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
+                 " B/token = " + U(want));
+}
+
+std::vector<EventTypeSpec>& Table() {
+  static std::vector<EventTypeSpec> t = {
+      {"request_allocate", Plane::kSemantic, true, false, true, &OnAllocate},
+      {"append_start", Plane::kSemantic, true, true, false, &OnAppendStart},
+      {"append_stage_layer", Plane::kSemantic, true, true, false, &OnStageLayer},
+      {"append_publish", Plane::kSemantic, true, true, true, &OnPublish},
+      {"append_failure", Plane::kSemantic, true, true, false, &OnFailure},
+      {"cancel_txn", Plane::kSemantic, true, true, false, &OnFailure},
+      {"output_emit", Plane::kSemantic, true, false, false, &OnOutput},
+      {"read", Plane::kSemantic, true, false, false, &OnRead},
+      {"fork", Plane::kSemantic, true, false, true, &OnFork},
+      {"truncate", Plane::kSemantic, true, false, true, &OnTruncate},
+      {"reorder", Plane::kSemantic, false, false, false, &OnReorder},
+      {"cancel_request", Plane::kSemantic, true, false, true, &OnCancelRequest},
+      {"finish", Plane::kSemantic, true, false, true, &OnFinish},
+      {"release", Plane::kSemantic, true, false, true, &OnRelease},
+      {"allocator_observation", Plane::kAllocator, false, false, false, &OnAllocator},
+      {"residency_observation", Plane::kResidency, false, false, false, &OnResidency},
+  };
+  return t;
+}
+
+}  // namespace
+
+const std::vector<EventTypeSpec>& EventTypes() { return Table(); }
+
+Status RegisterEventType(const EventTypeSpec& spec) {
+  if (FindEventType(spec.name))
+    return InvalidArgument("event type \"" + std::string(spec.name) + "\" is already registered");
+  Table().push_back(spec);
+  return Status::Ok();
+}
+
+const EventTypeSpec* FindEventType(std::string_view name) {
+  for (const auto& s : Table())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace kvc::trace

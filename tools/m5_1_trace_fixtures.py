@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""Writes the M5.1 kvconform.trace/1 fixtures and their one-field invalid fixtures.
+
+Regenerate: python3 tools/m5_1_trace_fixtures.py   (from the repository root)
+
+The traces transcribe the seed's worked histories event by event (M5.1 0x01 two-layer decode and
+worked synthetic lifecycle trace, 0x03/0x09 ordinary stop + repair and speculative correction,
+0x07 Loop 8 failure/retry/fork/release). Every number a trace *claims* (result snapshots,
+committed lengths, handle generations, resident bytes) is the seed's number; `kvconform check`
+recomputes each one from the state machines, so a wrong number here fails the valid-fixture suite.
+Each invalid fixture is one RFC 6902 operation on a trace (pointer /N is line N+1) and names the
+single code the checker must raise.
+"""
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEED = "M5.1"
+ABI = {"id": "abi-loop2-gqa-fp16", "num_layers": 2, "position_stage": "post_rope",
+       "bytes_per_token": 64}  # L=2, H_kv=2, d_h=4, fp16 K and V: 2*2*4*(2+2) = 64 B/token
+
+
+def header(sources, description):
+    return {"kind": "kvconform.trace/1", "schema_version": 1,
+            "producer": {"name": "tools/m5_1_trace_fixtures.py", "revision": "1"},
+            "cache_abi": ABI,
+            "sources": [{"source_instance": i, "source_component": c,
+                         "clock_domain": i + ".monotonic"} for i, c in sources],
+            "audit": "complete",
+            "description": description,
+            "regenerate": "python3 tools/m5_1_trace_fixtures.py"}
+
+
+class Trace:
+    def __init__(self, sources, description):
+        self.lines = [header(sources, description)]
+        self.seq = {}
+        self.labels = {}
+
+    def ev(self, label, source, event_type, payload, request=None, gen=None, op=None,
+           base=None, result=None, outcome=None):
+        comp = {s["source_instance"]: s["source_component"] for s in self.lines[0]["sources"]}[source]
+        n = self.seq.get(source, 0)
+        self.seq[source] = n + 1
+        e = {"event_id": f"{source}:{n}", "trace_id": "trace-1", "source_instance": source,
+             "source_component": comp, "local_sequence": n,
+             "monotonic_ns": 1_000_000 + 1000 * n + len(self.lines), "event_type": event_type}
+        if request is not None:
+            e["request_id"] = request
+            e["handle_generation"] = gen
+        e["operation_id"] = op
+        e["base_snapshot"] = base
+        e["result_snapshot"] = result
+        if outcome is not None:
+            e["outcome"] = outcome
+        e["payload"] = payload
+        if label:
+            assert label not in self.labels, label
+            self.labels[label] = len(self.lines)
+        self.lines.append(e)
+        return e
+
+    def idx(self, label):
+        return self.labels[label]
+
+    def write(self, rel):
+        path = os.path.join(ROOT, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            for line in self.lines:
+                f.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+def append_payload(start, end, purpose, **kw):
+    p = {"idempotency_key": kw.pop("key", None), "interval": [start, end],
+         "cache_position": [start, end], "mask_key_length": end,
+         "position_stage": "post_rope", "purpose": purpose}
+    if p["idempotency_key"] is None:
+        del p["idempotency_key"]
+    p.update(kw)
+    return p
+
+
+INVALID = []
+
+
+def invalid(concept, case, base_rel, description, seed_ref, patch, code):
+    INVALID.append((concept, case, base_rel, description, seed_ref, patch, code))
+
+
+def write_invalid():
+    for concept, case, base_rel, description, seed_ref, patch, code in INVALID:
+        d = os.path.join(ROOT, "invalid_fixtures/m5_1", concept)
+        os.makedirs(d, exist_ok=True)
+        base = os.path.relpath(os.path.join(ROOT, base_rel), d)
+        doc = {"kind": "kvconform.invalid_fixture/1", "case": f"m5_1/{concept}/{case}",
+               "description": description, "seed_ref": seed_ref, "base": base,
+               "patch": [patch], "expected_code": code}
+        with open(os.path.join(d, case + ".json"), "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+
+
+def rep(path, value):
+    return {"op": "replace", "path": path, "value": value}
+
+
+# ---------------------------------------------------------------- two-layer decode (0x01)
+def two_layer_decode():
+    rel = "fixtures/m5_1/lifecycle/two_layer_decode.jsonl"
+    t = Trace([("engine-0", "semantic")],
+              "M5.1 0x01 Worked Two-Layer Decode Trace and 'Prefill And Decode Use The Same Append "
+              "Interface': T_past=0/T_new=4 prefill then T_past=4/T_new=1 decode through the same "
+              "staged all-layer append; 64 pending bytes for the decode row (B=1, L=2, H_kv=2, "
+              "d_h=4, fp16).")
+    R = "req-decode"
+    t.ev("alloc", "engine-0", "request_allocate", {"prompt_length": 4}, R, 0, result=0)
+    t.ev("p_start", "engine-0", "append_start",
+         append_payload(0, 4, "prefill", pending_payload_bytes=256), R, 0, op="prefill", base=0)
+    for l in range(2):
+        t.ev(f"p_l{l}", "engine-0", "append_stage_layer", {"layer": l, "interval": [0, 4]}, R, 0,
+             op="prefill")
+    t.ev("p_pub", "engine-0", "append_publish", {"committed_length": 4}, R, 0, op="prefill",
+         base=0, result=1)
+    t.ev("emit0", "engine-0", "output_emit", {"output_index": 0, "token": 42}, R, 0, base=1)
+    t.ev("d_start", "engine-0", "append_start",
+         append_payload(4, 5, "decode", input_token=42, pending_payload_bytes=64), R, 0,
+         op="decode", base=1)
+    t.ev("d_l0", "engine-0", "append_stage_layer", {"layer": 0, "interval": [4, 5]}, R, 0,
+         op="decode")
+    t.ev("read_mid", "engine-0", "read", {"committed_length": 4}, R, 0, base=1)
+    t.ev("d_l1", "engine-0", "append_stage_layer", {"layer": 1, "interval": [4, 5]}, R, 0,
+         op="decode")
+    t.ev("d_pub", "engine-0", "append_publish", {"committed_length": 5}, R, 0, op="decode",
+         base=1, result=2)
+    t.write(rel)
+    s = "M5.1 0x01 Deriving The All-Layer Publication Invariant"
+    c = "lifecycle"
+    invalid(c, "decode_layer_incomplete", rel,
+            "Layer 1 stages K but not V for the decode row; publication would expose a partial "
+            "all-layer state.", s, {"op": "add", "path": f"/{t.idx('d_l1')}/payload/v", "value": False},
+            "LIFECYCLE_LAYER_INCOMPLETE")
+    invalid(c, "decode_layer_duplicate", rel,
+            "The second stage of the decode row names layer 0 again (duplicate layer, layer 1 "
+            "missing).", s, rep(f"/{t.idx('d_l1')}/payload/layer", 0), "LIFECYCLE_LAYER_DUPLICATE")
+    invalid(c, "decode_layer_out_of_range", rel,
+            "A stage names layer 2 of a two-layer cache ABI.", s,
+            rep(f"/{t.idx('d_l1')}/payload/layer", 2), "LIFECYCLE_LAYER_OUT_OF_RANGE")
+    invalid(c, "decode_layer_interval_mismatch", rel,
+            "Layer 1 stages rows [5,6) for a transaction over [4,5).", s,
+            rep(f"/{t.idx('d_l1')}/payload/interval", [5, 6]), "LIFECYCLE_LAYER_INTERVAL_MISMATCH")
+    invalid(c, "decode_append_hole", rel,
+            "The decode interval starts at 5 while the committed length is 4 (a hole).", s,
+            rep(f"/{t.idx('d_start')}/payload/interval", [5, 6]), "LIFECYCLE_APPEND_HOLE")
+    m = "M5.1 0x01 Cache Position, Attention Mask, And Append Ordering"
+    invalid(c, "decode_cache_position_mismatch", rel,
+            "cache_position [3,4) for the interval [4,5).", m,
+            rep(f"/{t.idx('d_start')}/payload/cache_position", [3, 4]),
+            "LIFECYCLE_POSITION_MISMATCH")
+    invalid(c, "decode_mask_only_new_rows", rel,
+            "The key-side mask covers only T_new = 1 instead of T_past + T_new = 5.", m,
+            rep(f"/{t.idx('d_start')}/payload/mask_key_length", 1), "LIFECYCLE_MASK_LENGTH_MISMATCH")
+    invalid(c, "decode_pre_rope_keys", rel,
+            "Keys staged before RoPE under an ABI that stores post-RoPE keys.",
+            "M5.1 0x01 One-Layer Tensor Trace, Then The Full Layer Chain",
+            rep(f"/{t.idx('d_start')}/payload/position_stage", "pre_rope"),
+            "LIFECYCLE_POSITION_STAGE_MISMATCH")
+    invalid(c, "decode_cache_abi_drift", rel,
+            "The decode transaction names another cache ABI.", s,
+            {"op": "add", "path": f"/{t.idx('d_start')}/payload/cache_abi", "value": "abi-other"},
+            "LIFECYCLE_CACHE_ABI_MISMATCH")
+    invalid(c, "decode_pending_bytes_drift", rel,
+            "The decode row claims 128 pending bytes; one row of the Loop 2 ABI is 64.",
+            "M5.1 0x01 Worked Two-Layer Decode Trace",
+            rep(f"/{t.idx('d_start')}/payload/pending_payload_bytes", 128), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "partial_publication_visible", rel,
+            "A reader between the layer-0 and layer-1 stages observes length 5: a partial "
+            "publication became visible.", s, rep(f"/{t.idx('read_mid')}/payload/committed_length", 5),
+            "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "decode_empty_append", rel,
+            "The decode transaction covers the empty interval [4,4).", s,
+            rep(f"/{t.idx('d_start')}/payload/interval", [4, 4]), "LIFECYCLE_APPEND_EMPTY")
+
+
+# ---------------------------------------------------------------- synthetic lifecycle (0x01)
+def synthetic_lifecycle():
+    rel = "fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl"
+    t = Trace([("engine-0", "semantic"), ("alloc-0", "allocator")],
+              "M5.1 0x01 Worked Synthetic Lifecycle Trace: txn-win/txn-lose on generation 1, "
+              "retry receipt, fork into A and B, coupled reorder, truncate A to 3, cancel B with "
+              "a partially staged transaction, and the slot-17 ABA race failing on generation.")
+    E = "engine-0"
+    H = "H"
+    t.ev("alloc", E, "request_allocate", {"prompt_length": 4}, H, 0, result=0)
+    t.ev(None, E, "append_start", append_payload(0, 4, "prefill"), H, 0, op="prefill", base=0)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [0, 4]}, H, 0, op="prefill")
+    t.ev("prefill_pub", E, "append_publish", {"committed_length": 4}, H, 0, op="prefill", base=0,
+         result=1)
+    t.ev(None, E, "output_emit", {"output_index": 0, "token": 100}, H, 0, base=1)
+    # 1. Two transactions capture generation 1 (snapshot 1).
+    t.ev("win_start", E, "append_start",
+         append_payload(4, 5, "decode", key="k-win", input_token=100), H, 0, op="txn-win", base=1)
+    t.ev("lose_start", E, "append_start",
+         append_payload(4, 5, "decode", key="k-lose", input_token=100), H, 0, op="txn-lose", base=1)
+    t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [4, 5]}, H, 0, op="txn-win")
+    t.ev("read_mid", E, "read", {"committed_length": 4}, H, 0, base=1)
+    t.ev(None, E, "append_stage_layer", {"layer": 1, "interval": [4, 5]}, H, 0, op="txn-win")
+    t.ev("win_pub", E, "append_publish", {"committed_length": 5}, H, 0, op="txn-win", base=1,
+         result=2)
+    # 2. Retry of txn-win returns its generation-2 receipt; txn-lose is stale.
+    t.ev("win_retry", E, "append_start",
+         append_payload(4, 5, "decode", key="k-win", input_token=100), H, 0, op="txn-win", base=1)
+    t.ev("win_replay", E, "append_publish", {}, H, 0, op="txn-win", base=1, result=2,
+         outcome="replayed")
+    t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [4, 5]}, H, 0, op="txn-lose")
+    t.ev(None, E, "append_stage_layer", {"layer": 1, "interval": [4, 5]}, H, 0, op="txn-lose")
+    t.ev("lose_pub", E, "append_publish", {}, H, 0, op="txn-lose",
+         base=1, outcome="rejected")
+    # 3. Fork into A and B at 5; coupled reorder; A truncates to 3; B cancels (after step 4's
+    # partially staged transaction).
+    t.ev("fork", E, "fork", {"prefix_length": 5, "children": [{"request_id": "A"},
+                                                               {"request_id": "B"}]},
+         H, 0, base=2, result=0)
+    rows = [{"request_id": "A", "token_state": "beam-a", "next_position": 5,
+             "sampler_state": "rng-a"},
+            {"request_id": "B", "token_state": "beam-b", "next_position": 5,
+             "sampler_state": "rng-b"}]
+    t.ev("reorder", E, "reorder", {"rows_before": rows, "parent_index": [1, 0],
+                                   "rows_after": [rows[1], rows[0]]})
+    t.ev("truncate_a", E, "truncate", {"new_length": 3}, "A", 0, base=0, result=1)
+    t.ev("release_a_refused", E, "release", {}, "A", 0, base=1, outcome="rejected")
+    # 4. Child B stages one layer; cancellation aborts it; late completion/publication rejected.
+    t.ev(None, E, "output_emit", {"output_index": 1, "token": 201}, "B", 0, base=0)
+    t.ev("b_start", E, "append_start", append_payload(5, 6, "decode", input_token=201), "B", 0,
+         op="b-txn", base=0)
+    t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [5, 6]}, "B", 0, op="b-txn")
+    t.ev("cancel_b", E, "cancel_request", {}, "B", 0, base=0, result=0)
+    t.ev("b_late_stage", E, "append_stage_layer", {"layer": 1, "interval": [5, 6]}, "B", 0,
+         op="b-txn", outcome="rejected")
+    t.ev("b_late_pub", E, "append_publish", {}, "B", 0, op="b-txn", base=0, outcome="rejected")
+    # 5. A prepared parent append; finish (generation 3) and release (generation 4) win; slot 17
+    # is observed under J; the delayed publication fails on generation, not address.
+    t.ev(None, E, "output_emit", {"output_index": 1, "token": 102}, H, 0, base=2)
+    t.ev("x_start", E, "append_start", append_payload(5, 6, "decode", input_token=102), H, 0,
+         op="x-delayed", base=2)
+    t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [5, 6]}, H, 0, op="x-delayed")
+    t.ev(None, E, "append_stage_layer", {"layer": 1, "interval": [5, 6]}, H, 0, op="x-delayed")
+    t.ev("finish_h", E, "finish", {"committed_length": 5, "emitted_outputs": 2}, H, 0, base=2,
+         result=2)
+    t.ev("release_h", E, "release", {"committed_length": 0, "result_handle_generation": 1}, H, 0,
+         base=2, result=3)
+    t.ev("alloc_j", E, "request_allocate", {"prompt_length": 8}, "J", 0, result=0)
+    t.ev("slot17", "alloc-0", "allocator_observation",
+         {"caused_by_event_id": t.lines[t.idx("alloc_j")]["event_id"], "blocks": 1, "slots": 1,
+          "used_slots": 0, "slot_ids": [17]}, "J", 0)
+    t.ev("x_pub", E, "append_publish", {}, H, 0, op="x-delayed", base=2, outcome="rejected")
+    t.ev("read_released", E, "read", {"committed_length": 0}, H, 0, outcome="rejected")
+    t.write(rel)
+
+    s = "M5.1 0x01 Worked Synthetic Lifecycle Trace"
+    c = "lifecycle"
+    invalid(c, "stale_base", rel, "The delayed parent append reads snapshot 1 although 2 is live.",
+            s, rep(f"/{t.idx('x_start')}/base_snapshot", 1), "LIFECYCLE_STALE_BASE")
+    invalid(c, "unknown_snapshot", rel, "The delayed parent append names snapshot 9, never published.",
+            s, rep(f"/{t.idx('x_start')}/base_snapshot", 9), "LIFECYCLE_UNKNOWN_SNAPSHOT")
+    invalid(c, "append_hole", rel,
+            "The delayed parent append's interval starts at 6, leaving position 5 empty.", s,
+            rep(f"/{t.idx('x_start')}/payload/interval", [6, 7]), "LIFECYCLE_APPEND_HOLE")
+    invalid(c, "reorder_not_bijective", rel,
+            "Beam reorder selects parent 1 twice: selection plus fork, not a reorder.", s,
+            rep(f"/{t.idx('reorder')}/payload/parent_index", [1, 1]),
+            "LIFECYCLE_REORDER_NOT_BIJECTIVE")
+    invalid(c, "reorder_split_sampler_state", rel,
+            "After the swap, row 0 carries B's cache but A's sampler state.", s,
+            rep(f"/{t.idx('reorder')}/payload/rows_after/0/sampler_state", "rng-a"),
+            "LIFECYCLE_REORDER_SPLIT_STATE")
+    invalid(c, "reorder_split_cache_handle", rel,
+            "After the swap, row 1 carries A's token state but B's cache handle.", s,
+            rep(f"/{t.idx('reorder')}/payload/rows_after/1/request_id", "B"),
+            "LIFECYCLE_REORDER_SPLIT_STATE")
+    invalid(c, "fork_beyond_prefix", rel, "The fork claims prefix 6 of a length-5 parent.", s,
+            rep(f"/{t.idx('fork')}/payload/prefix_length", 6), "LIFECYCLE_FORK_BEYOND_PREFIX")
+    invalid(c, "truncate_growth", rel, "Child A 'truncates' to 6, beyond its committed 5.", s,
+            rep(f"/{t.idx('truncate_a')}/payload/new_length", 6), "LIFECYCLE_TRUNCATE_GROWTH")
+    invalid(c, "release_before_finish", rel,
+            "The runtime's refused release of live child A (neither finished nor cancelled) is "
+            "reported as a success.", s,
+            rep(f"/{t.idx('release_a_refused')}/outcome", "success"), "LIFECYCLE_RELEASE_LIVE")
+    invalid(c, "retry_key_changed", rel,
+            "The retry of txn-win re-sends it under another idempotency key.", s,
+            rep(f"/{t.idx('win_retry')}/payload/idempotency_key", "k-other"),
+            "LIFECYCLE_RETRY_CONFLICT")
+    invalid(c, "retry_interval_changed", rel,
+            "The retry of txn-win re-sends it with a wider interval.", s,
+            rep(f"/{t.idx('win_retry')}/payload/interval", [4, 6]), "LIFECYCLE_RETRY_CONFLICT")
+    invalid(c, "retry_advances_generation", rel,
+            "The retry of txn-win is reported as a new publication instead of the original "
+            "receipt.", s, rep(f"/{t.idx('win_replay')}/outcome", "success"), "TRACE_OUTCOME_INVALID")
+    invalid(c, "stale_publication_accepted", rel,
+            "txn-lose's publication on the stale generation 1 is reported as a success.", s,
+            rep(f"/{t.idx('lose_pub')}/outcome", "success"), "LIFECYCLE_STALE_BASE")
+    invalid(c, "late_layer_completion", rel,
+            "Child B's late layer-1 completion after cancellation is accepted.", s,
+            rep(f"/{t.idx('b_late_stage')}/outcome", "success"), "LIFECYCLE_LATE_COMPLETION")
+    invalid(c, "late_publication", rel,
+            "Child B's aborted transaction is reported as published.", s,
+            rep(f"/{t.idx('b_late_pub')}/outcome", "success"), "LIFECYCLE_LATE_COMPLETION")
+    invalid(c, "aba_slot17_publication", rel,
+            "The delayed parent append publishes after finish and release (slot 17 reused by J): "
+            "it must fail on generation, not address.",
+            "M5.1 0x01 Why Generation Fencing Prevents The ABA Mistake",
+            rep(f"/{t.idx('x_pub')}/outcome", "success"), "LIFECYCLE_STALE_BASE")
+    invalid(c, "released_handle_read", rel, "A read of released H succeeds.", s,
+            rep(f"/{t.idx('read_released')}/outcome", "success"), "LIFECYCLE_HANDLE_RELEASED")
+    invalid(c, "fork_child_generation", rel, "Fork child A claims handle generation 1.", s,
+            {"op": "add", "path": f"/{t.idx('fork')}/payload/children/0/handle_generation",
+             "value": 1}, "TRACE_SNAPSHOT_MISMATCH")
+
+
+# ---------------------------------------------------------------- ordinary stop + repair (0x03/0x09)
+def ordinary_stop_repair():
+    rel = "fixtures/m5_1/frontier/ordinary_stop_repair.jsonl"
+    t = Trace([("engine-0", "semantic"), ("frontend-0", "semantic")],
+              "M5.1 0x03 'Output Progress And Cache Progress Are Different Counters' (P=4, G=3) and "
+              "0x09 'Final Output And Cache State Are Different Frontiers': ordinary stop leaves "
+              "O = G_in + 1 = 3 and K_c = S + G_in = 6; the repair append processes y2, publishes "
+              "one row per layer (K_c = 7) and discards its logits.")
+    E, F, R = "engine-0", "frontend-0", "req-stop"
+    t.ev("alloc", E, "request_allocate", {"prompt_length": 4}, R, 0, result=0)
+    t.ev(None, E, "append_start", append_payload(0, 4, "prefill"), R, 0, op="prefill", base=0)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [0, 4]}, R, 0, op="prefill")
+    t.ev(None, E, "append_publish", {"committed_length": 4}, R, 0, op="prefill", base=0, result=1)
+    toks = [501, 502, 503]
+    t.ev("emit0", F, "output_emit", {"output_index": 0, "token": toks[0]}, R, 0, base=1)
+    for g in (1, 2):
+        T = 3 + g
+        t.ev(f"dec{g}_start", E, "append_start",
+             append_payload(T, T + 1, "decode", input_token=toks[g - 1]), R, 0, op=f"decode-{g}",
+             base=g)
+        for l in range(2):
+            t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [T, T + 1]}, R, 0,
+                 op=f"decode-{g}")
+        t.ev(f"dec{g}_pub", E, "append_publish", {"committed_length": T + 1}, R, 0,
+             op=f"decode-{g}", base=g, result=g + 1)
+        t.ev(f"emit{g}", F, "output_emit", {"output_index": g, "token": toks[g]}, R, 0, base=g + 1)
+    t.ev("finish", E, "finish", {"committed_length": 6, "emitted_outputs": 3}, R, 0, base=3,
+         result=3)
+    t.ev("repair_start", E, "append_start",
+         append_payload(6, 7, "repair", input_token=toks[2]), R, 0, op="repair", base=3)
+    for l in range(2):
+        t.ev(f"repair_l{l}", E, "append_stage_layer", {"layer": l, "interval": [6, 7]}, R, 0,
+             op="repair")
+    t.ev("repair_pub", E, "append_publish", {"committed_length": 7}, R, 0, op="repair", base=3,
+         result=4)
+    t.write(rel)
+    s = "M5.1 0x09 Final Output And Cache State Are Different Frontiers"
+    c = "frontier"
+    invalid(c, "finish_cache_equals_outputs", rel,
+            "finish claims K_c = S + O = 7 without the repair call: invented state.", s,
+            rep(f"/{t.idx('finish')}/payload/committed_length", 7), "FRONTIER_CACHE_OVERCOMMIT")
+    invalid(c, "repair_emits_output", rel,
+            "The repair call's logits are emitted as a fourth user token.", s,
+            {"op": "add", "path": "/-", "value": {
+                "event_id": "frontend-0:3", "trace_id": "trace-1", "source_instance": "frontend-0",
+                "source_component": "semantic", "local_sequence": 3, "monotonic_ns": 1_100_000,
+                "event_type": "output_emit", "request_id": "req-stop", "handle_generation": 0,
+                "operation_id": None, "base_snapshot": 4, "result_snapshot": None,
+                "payload": {"output_index": 3, "token": 504, "from": "repair_logits"}}},
+            "FRONTIER_REPAIR_EMITS_OUTPUT")
+    invalid(c, "repair_wrong_token", rel,
+            "The repair processes y1 instead of the unprocessed frontier token y2.", s,
+            rep(f"/{t.idx('repair_start')}/payload/input_token", toks[1]), "FRONTIER_TOKEN_MISMATCH")
+    o = "M5.1 0x03 Output Progress And Cache Progress Are Different Counters"
+    invalid(c, "decode_wrong_token", rel,
+            "decode-2 processes y0 instead of the frontier token y1.", o,
+            rep(f"/{t.idx('dec2_start')}/payload/input_token", toks[0]), "FRONTIER_TOKEN_MISMATCH")
+    invalid(c, "output_index_gap", rel, "The second output is numbered 2.",
+            "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
+            rep(f"/{t.idx('emit1')}/payload/output_index", 2), "FRONTIER_OUTPUT_INDEX_GAP")
+    invalid(c, "finish_output_count_drift", rel, "finish reports 4 emitted outputs.", o,
+            rep(f"/{t.idx('finish')}/payload/emitted_outputs", 4), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "output_snapshot_drift", rel,
+            "y1 claims to be selected from snapshot 1 although decode-1 published snapshot 2.", o,
+            rep(f"/{t.idx('emit1')}/base_snapshot", 1), "TRACE_SNAPSHOT_MISMATCH")
+
+
+# ---------------------------------------------------------------- speculative correction (0x03/0x09)
+def speculative():
+    rel = "fixtures/m5_1/frontier/speculative_correction.jsonl"
+    t = Trace([("engine-0", "semantic")],
+              "M5.1 0x03 'Boundary Consumed By Speculative Correction' and 0x09 'Rejected Suffixes "
+              "Stop At The Commit Frontier': base cache 100, drafts [d0..d3], d0 and d1 accepted, "
+              "correction c2 emitted: +3 outputs, +2 rows (K = 102); the correction's own target "
+              "append brings K to 103.")
+    E, R = "engine-0", "req-spec"
+    t.ev(None, E, "request_allocate", {"prompt_length": 99}, R, 0, result=0)
+    t.ev(None, E, "append_start", append_payload(0, 99, "prefill"), R, 0, op="prefill", base=0)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [0, 99]}, R, 0, op="prefill")
+    t.ev(None, E, "append_publish", {"committed_length": 99}, R, 0, op="prefill", base=0, result=1)
+    t.ev(None, E, "output_emit", {"output_index": 0, "token": 700}, R, 0, base=1)
+    t.ev(None, E, "append_start", append_payload(99, 100, "decode", input_token=700), R, 0,
+         op="decode-0", base=1)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [99, 100]}, R, 0, op="decode-0")
+    t.ev("base100", E, "append_publish", {"committed_length": 100}, R, 0, op="decode-0", base=1,
+         result=2)
+    drafts = [801, 802, 803, 804]
+    t.ev("verify", E, "append_start",
+         append_payload(100, 102, "verify", draft_tokens=drafts, accepted_count=2), R, 0,
+         op="verify", base=2)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [100, 102]}, R, 0, op="verify")
+    t.ev("verify_pub", E, "append_publish", {"committed_length": 102}, R, 0, op="verify", base=2,
+         result=3)
+    t.ev("emit_d0", E, "output_emit", {"output_index": 1, "token": drafts[0]}, R, 0, base=3)
+    t.ev("emit_d1", E, "output_emit", {"output_index": 2, "token": drafts[1]}, R, 0, base=3)
+    t.ev("emit_c2", E, "output_emit", {"output_index": 3, "token": 902}, R, 0, base=3)
+    t.ev("repair", E, "append_start", append_payload(102, 103, "repair", input_token=902), R, 0,
+         op="correction", base=3)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [102, 103]}, R, 0,
+             op="correction")
+    t.ev("repair_pub", E, "append_publish", {"committed_length": 103}, R, 0, op="correction",
+         base=3, result=4)
+    t.write(rel)
+    s = "M5.1 0x09 Rejected Suffixes Stop At The Commit Frontier"
+    c = "frontier"
+    invalid(c, "rejected_draft_row_committed", rel,
+            "Only d0 is accepted, yet verification commits two rows: the rejected d1 row crosses "
+            "the commit frontier.", s,
+            rep(f"/{t.idx('verify')}/payload/accepted_count", 1), "FRONTIER_REJECTED_ROW_COMMITTED")
+    invalid(c, "decode_without_frontier", rel,
+            "The verification call is labelled an ordinary decode although no emitted token is "
+            "unprocessed: it would commit rows for tokens never emitted.",
+            "M5.1 0x03 Output Progress And Cache Progress Are Different Counters",
+            rep(f"/{t.idx('verify')}/payload/purpose", "decode"), "FRONTIER_CACHE_OVERCOMMIT")
+    invalid(c, "rejected_row_relabelled_as_correction", rel,
+            "The correction's K/V is the row computed for rejected draft d2.", s,
+            {"op": "add", "path": f"/{t.idx('repair')}/payload/reused_draft_index", "value": 2},
+            "FRONTIER_REJECTED_ROW_RELABELED")
+    invalid(c, "accepted_exceeds_draft", rel, "Five drafts accepted out of four.",
+            "M5.1 0x03 Boundary Consumed By Speculative Correction",
+            rep(f"/{t.idx('verify')}/payload/accepted_count", 5), "FRONTIER_ACCEPTED_EXCEEDS_DRAFT")
+    invalid(c, "accepted_output_token_swapped", rel,
+            "The second accepted output is not the committed draft d1.", s,
+            rep(f"/{t.idx('emit_d1')}/payload/token", 803), "FRONTIER_TOKEN_MISMATCH")
+    invalid(c, "verify_cache_counter_drift", rel,
+            "The verification publication reports K = 103 (the correction counted as committed).", s,
+            rep(f"/{t.idx('verify_pub')}/payload/committed_length", 103), "TRACE_SNAPSHOT_MISMATCH")
+
+
+# ---------------------------------------------------------------- Loop 8 observability (0x07)
+def loop8():
+    rel = "fixtures/m5_1/observability/loop8_failure_retry_fork_release.jsonl"
+    t = Trace([("engine-0", "semantic"), ("worker-0", "semantic"), ("alloc-0", "allocator"),
+               ("res-0", "residency")],
+              "M5.1 0x07 Worked Failure, Retry, Fork, And Release Trace: request R at handle "
+              "generation 7, engine seq 0..13 exactly as the seed lists them (per-layer staging "
+              "comes from the worker source), plus the three allocator and three residency "
+              "observations caused by the parent's publications and release (64 B/token).")
+    E, W, A, S = "engine-0", "worker-0", "alloc-0", "res-0"
+    R, C = "R", "R.branch"
+
+    def stage(op, iv, layers=(0, 1)):
+        for l in layers:
+            t.ev(None, W, "append_stage_layer", {"layer": l, "interval": iv}, R, 7, op=op)
+
+    t.ev("s0", E, "request_allocate", {"prompt_length": 4}, R, 7, result=0)
+    t.ev("s1", E, "append_start", append_payload(0, 4, "prefill"), R, 7, op="prefill-1", base=0)
+    stage("prefill-1", [0, 4])
+    t.ev("s2", E, "append_publish", {"committed_length": 4}, R, 7, op="prefill-1", base=0, result=1)
+    ev = lambda k: t.lines[t.idx(k)]["event_id"]
+    t.ev("a0", A, "allocator_observation",
+         {"caused_by_event_id": ev("s2"), "blocks": 2, "slots": 8, "used_slots": 4}, R, 7)
+    t.ev("r0", S, "residency_observation",
+         {"caused_by_event_id": ev("s2"), "tier": "gpu", "resident_payload_bytes": 256}, R, 7)
+    t.ev("s3", E, "output_emit", {"output_index": 0, "token": 11}, R, 7, base=1)
+    t.ev("s4", E, "append_start", append_payload(4, 5, "decode", input_token=11), R, 7,
+         op="decode-1", base=1)
+    stage("decode-1", [4, 5], layers=(0,))
+    t.ev("s5", E, "append_failure", {"reason": "worker lost"}, R, 7, op="decode-1", base=1,
+         outcome="failure")
+    t.ev("s6", E, "append_start", append_payload(4, 5, "decode", input_token=11), R, 7,
+         op="decode-2", base=1)
+    stage("decode-2", [4, 5])
+    t.ev("s7", E, "append_publish", {"committed_length": 5}, R, 7, op="decode-2", base=1, result=2)
+    t.ev("a1", A, "allocator_observation",
+         {"caused_by_event_id": ev("s7"), "blocks": 2, "slots": 8, "used_slots": 5}, R, 7)
+    t.ev("r1", S, "residency_observation",
+         {"caused_by_event_id": ev("s7"), "tier": "gpu", "resident_payload_bytes": 320}, R, 7)
+    t.ev("s8", E, "fork", {"prefix_length": 5, "children": [{"request_id": C,
+                                                            "handle_generation": 0}]},
+         R, 7, base=2, result=0)
+    t.ev("s9", E, "truncate", {"new_length": 3}, C, 0, base=0, result=1)
+    t.ev("s10", E, "finish", {"committed_length": 5, "emitted_outputs": 1}, R, 7, base=2, result=2)
+    t.ev("s11", E, "release", {"committed_length": 0, "result_handle_generation": 8}, R, 7,
+         base=2, result=3)
+    t.ev("a2", A, "allocator_observation",
+         {"caused_by_event_id": ev("s11"), "blocks": 0, "slots": 0, "used_slots": 0}, R, 7)
+    t.ev("r2", S, "residency_observation",
+         {"caused_by_event_id": ev("s11"), "tier": "gpu", "resident_payload_bytes": 0}, R, 7)
+    t.ev("s12", E, "finish", {"committed_length": 3}, C, 0, base=1, result=1)
+    t.ev("s13", E, "release", {"committed_length": 0, "result_handle_generation": 1}, C, 0,
+         base=1, result=2)
+    t.write(rel)
+    assert [t.lines[t.idx(f"s{i}")]["local_sequence"] for i in range(14)] == list(range(14))
+
+    s = "M5.1 0x07 Worked Failure, Retry, Fork, And Release Trace"
+    c = "observability"
+    invalid(c, "schema_version_drift", rel, "The header declares trace schema version 2.",
+            "kvconform.trace/1", rep("/0/schema_version", 2), "TRACE_HEADER_INVALID")
+    invalid(c, "sampled_audit", rel, "The header declares a sampled audit stream.",
+            "M5.1 0x07 Audit Stream, Traces, Metrics, And Logs", rep("/0/audit", "sampled"),
+            "TRACE_HEADER_INVALID")
+    invalid(c, "duplicate_event_id", rel,
+            "decode-1's start reuses the event_id of the output emit with different content.",
+            "M5.1 0x07 Deriving A Mutation Event From The Transition",
+            rep(f"/{t.idx('s4')}/event_id", ev("s3")), "TRACE_EVENT_ID_CONFLICT")
+    invalid(c, "missing_event_id", rel, "An observation lacks its event_id.",
+            "M5.1 0x07 Deriving A Mutation Event From The Transition",
+            {"op": "remove", "path": f"/{t.idx('r0')}/event_id"}, "INPUT_FIELD_MISSING")
+    invalid(c, "source_component_mismatch", rel,
+            "The allocator's release observation claims the residency component.",
+            "M5.1 0x07 Five State Planes, One Causal History",
+            rep(f"/{t.idx('a2')}/source_component", "residency"), "TRACE_SOURCE_UNDECLARED")
+    invalid(c, "local_sequence_gap", rel, "The engine's last event skips sequence 13.",
+            "M5.1 0x07 Deriving A Mutation Event From The Transition",
+            rep(f"/{t.idx('s13')}/local_sequence", 14), "TRACE_SEQUENCE_GAP")
+    invalid(c, "clock_regression", rel, "The engine's last event is timestamped before seq 12.",
+            "M5.1 0x07 Deriving A Mutation Event From The Transition",
+            rep(f"/{t.idx('s13')}/monotonic_ns", 5), "TRACE_CLOCK_REGRESSION")
+    invalid(c, "stale_handle_generation", rel,
+            "The child's release targets handle generation 1 before it was fenced.", s,
+            rep(f"/{t.idx('s13')}/handle_generation", 1), "TRACE_HANDLE_GENERATION_MISMATCH")
+    invalid(c, "bad_append_base", rel, "decode-1 claims base snapshot 0 although s1 is live.", s,
+            rep(f"/{t.idx('s4')}/base_snapshot", 0), "LIFECYCLE_STALE_BASE")
+    invalid(c, "bad_append_interval", rel, "decode-1 appends [5,6) at T = 4.", s,
+            rep(f"/{t.idx('s4')}/payload/interval", [5, 6]), "LIFECYCLE_APPEND_HOLE")
+    invalid(c, "failure_advances_snapshot", rel,
+            "The failure of decode-1 names result snapshot 2.", s,
+            rep(f"/{t.idx('s5')}/result_snapshot", 2), "TRACE_OUTCOME_INVALID")
+    invalid(c, "publish_result_drift", rel, "decode-2's publication names snapshot 3.", s,
+            rep(f"/{t.idx('s7')}/result_snapshot", 3), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "publish_length_drift", rel, "decode-2's publication reports T = 6.", s,
+            rep(f"/{t.idx('s7')}/payload/committed_length", 6), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "release_generation_drift", rel, "The parent release fences generation 7, not 8.",
+            s, rep(f"/{t.idx('s11')}/payload/result_handle_generation", 7), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "child_truncate_result_drift", rel, "The child truncate reports snapshot 2.", s,
+            rep(f"/{t.idx('s9')}/result_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "allocator_overflow", rel, "9 used slots in 8 allocated slots.",
+            "M5.1 0x07 Five State Planes, One Causal History",
+            rep(f"/{t.idx('a1')}/payload/used_slots", 9), "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "free_caused_by_finish", rel,
+            "The physical-free observation is caused by finish rather than release.",
+            "M5.1 0x07 Runtime Observability Failure Lab",
+            rep(f"/{t.idx('a2')}/payload/caused_by_event_id", ev("s10")), "TRACE_CAUSE_WRONG_EVENT")
+    invalid(c, "unknown_cause", rel, "A residency observation names an event that never happened.",
+            "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            rep(f"/{t.idx('r1')}/payload/caused_by_event_id", "engine-0:99"), "TRACE_CAUSE_UNKNOWN")
+    invalid(c, "negative_residency", rel, "Resident payload bytes of -64.",
+            "M5.1 0x07 Five State Planes, One Causal History",
+            rep(f"/{t.idx('r1')}/payload/resident_payload_bytes", -64), "INPUT_VALUE_OUT_OF_RANGE")
+    invalid(c, "residency_drift", rel, "384 resident bytes for 5 committed rows of 64 B.",
+            "M5.1 0x07 Five State Planes, One Causal History",
+            rep(f"/{t.idx('r1')}/payload/resident_payload_bytes", 384),
+            "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "resident_after_release", rel, "320 bytes still resident after release.",
+            "M5.1 0x07 Five State Planes, One Causal History",
+            rep(f"/{t.idx('r2')}/payload/resident_payload_bytes", 320),
+            "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "allocator_in_semantic_event", rel,
+            "decode-2's publication carries allocated_blocks: allocator plane collapsed into the "
+            "semantic event.", "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            {"op": "add", "path": f"/{t.idx('s7')}/payload/allocated_blocks", "value": 2},
+            "TRACE_PLANE_MIXED")
+    invalid(c, "unknown_event_type", rel, "The first allocator observation is spelled 'allocator_obs'.",
+            "kvconform.trace/1", rep(f"/{t.idx('a0')}/event_type", "allocator_obs"),
+            "TRACE_EVENT_TYPE_UNKNOWN")
+
+
+def main():
+    two_layer_decode()
+    synthetic_lifecycle()
+    ordinary_stop_repair()
+    speculative()
+    loop8()
+    write_invalid()
+    print(f"wrote 5 traces and {len(INVALID)} invalid fixtures", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
