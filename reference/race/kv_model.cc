@@ -31,6 +31,26 @@ void StripDigests(Json& j, std::vector<std::string>* out) {
 
 }  // namespace
 
+bool IsReadOnly(KvOpKind k) { return k == KvOpKind::kRead || k == KvOpKind::kReadRow; }
+
+OpResult ApplyReadOnly(const LineageState& st, const KvOp& op) {
+  if (op.kind == KvOpKind::kRead) {
+    auto r = st.obj.Read(op.handle);
+    if (!r.ok()) return Err(r.status());
+    Json j = SnapshotJson(*r);
+    j["layers"] = std::vector<uint64_t>(st.obj.abi().num_layers, r->committed_length);
+    return {Outcome::kOk, std::move(j)};
+  }
+  if (op.kind == KvOpKind::kReadRow) {
+    auto g = st.groups.find(op.group);
+    if (g == st.groups.end()) return Err(GroupError("read_row: unknown group '" + op.group + "'"));
+    if (op.row >= g->second.size())
+      return Err(GroupError("read_row: group '" + op.group + "' has no row " + std::to_string(op.row)));
+    return {Outcome::kOk, RowJson(g->second[op.row])};
+  }
+  return Err(Internal("ApplyReadOnly: not a read-only op"));
+}
+
 OpResult ApplySequential(LineageState& st, const KvOp& op) {
   lifecycle::KvObject& o = st.obj;
   switch (op.kind) {
@@ -39,13 +59,9 @@ OpResult ApplySequential(LineageState& st, const KvOp& op) {
       if (r.outcome == Outcome::kOk) st.handles.insert(op.handle);
       return r;
     }
-    case KvOpKind::kRead: {
-      auto r = o.Read(op.handle);
-      if (!r.ok()) return Err(r.status());
-      Json j = SnapshotJson(*r);
-      j["layers"] = std::vector<uint64_t>(o.abi().num_layers, r->committed_length);
-      return {Outcome::kOk, std::move(j)};
-    }
+    case KvOpKind::kRead:
+    case KvOpKind::kReadRow:
+      return ApplyReadOnly(st, op);
     case KvOpKind::kBeginAppend: {
       OpResult r =
           Wrap(o.BeginAppend(BeginRequest(op, o.abi())), [](const lifecycle::AppendTxn& t) {
@@ -89,13 +105,6 @@ OpResult ApplySequential(LineageState& st, const KvOp& op) {
       if (!r.ok()) return Err(r.status());
       g->second = std::move(*r);
       return {Outcome::kOk, Json::object()};
-    }
-    case KvOpKind::kReadRow: {
-      auto g = st.groups.find(op.group);
-      if (g == st.groups.end()) return Err(GroupError("read_row: unknown group '" + op.group + "'"));
-      if (op.row >= g->second.size())
-        return Err(GroupError("read_row: group '" + op.group + "' has no row " + std::to_string(op.row)));
-      return {Outcome::kOk, RowJson(g->second[op.row])};
     }
     case KvOpKind::kTruncate:
       return Wrap(o.Truncate(op.handle, op.length), SnapshotJson);
@@ -152,47 +161,65 @@ StatusOr<KvModel::Op> KvModel::Compile(const HistoryOp& h) const {
 }
 
 bool KvModel::Step(State& s, const Op& op, bool known) const {
-  if (!opaque_digests_) {
-    OpResult r = ApplySequential(s, op.call);
-    return !known || (r.outcome == op.outcome && r.result == op.result);
+  const KvOp* call = &op.call;
+  KvOp translated;
+  if (opaque_digests_ && call->kind == KvOpKind::kBeginAppend) {
+    // The runtime's digests are its own: translate a base digest it reported into the model's.
+    auto it = s->digest_map.find(lifecycle::DigestHex(call->base_digest));
+    if (it != s->digest_map.end()) {
+      translated = *call;
+      translated.base_digest = *lifecycle::ParseDigestHex(it->second);
+      call = &translated;
+    }
   }
-  // The runtime's digests are its own: translate a base digest it reported into the model's,
-  // and learn the correspondence from results (it must stay a bijection).
-  KvOp call = op.call;
-  if (call.kind == KvOpKind::kBeginAppend) {
-    auto it = s.digest_map.find(lifecycle::DigestHex(call.base_digest));
-    if (it != s.digest_map.end()) call.base_digest = *lifecycle::ParseDigestHex(it->second);
+  std::shared_ptr<LineageState> next;  // a private copy, only for ops that can change state
+  OpResult r;
+  if (IsReadOnly(call->kind)) {
+    r = ApplyReadOnly(*s, *call);
+  } else {
+    next = std::make_shared<LineageState>(*s);
+    r = ApplySequential(*next, *call);
   }
-  OpResult r = ApplySequential(s, call);
-  if (!known) return true;
+  auto commit = [&] {
+    if (next) s = std::move(next);
+    return true;
+  };
+  if (!known) return commit();
   if (r.outcome != op.outcome) return false;
+  if (!opaque_digests_) return r.result == op.result && commit();
+  // Learn the runtime-digest <-> model-digest correspondence; it must stay a bijection.
   std::vector<std::string> mine;
   StripDigests(r.result, &mine);
   if (r.result != op.result || mine.size() != op.digests.size()) return false;
+  std::vector<std::pair<std::string, std::string>> learned;
   for (size_t i = 0; i < mine.size(); ++i) {
-    auto it = s.digest_map.find(op.digests[i]);
-    if (it != s.digest_map.end()) {
+    auto it = s->digest_map.find(op.digests[i]);
+    if (it != s->digest_map.end()) {
       if (it->second != mine[i]) return false;
       continue;
     }
-    for (const auto& [theirs, ours] : s.digest_map)
+    for (const auto& [theirs, ours] : s->digest_map)
       if (ours == mine[i]) return false;  // one model snapshot, two runtime digests
-    s.digest_map.emplace(op.digests[i], mine[i]);
+    for (const auto& [theirs, ours] : learned)
+      if ((theirs == op.digests[i]) != (ours == mine[i])) return false;
+    learned.emplace_back(op.digests[i], mine[i]);
   }
-  return true;
+  if (!learned.empty()) {
+    if (!next) next = std::make_shared<LineageState>(*s);
+    for (auto& [theirs, ours] : learned) next->digest_map.emplace(theirs, ours);
+  }
+  return commit();
 }
 
 uint64_t KvModel::Hash(const State& s) const {
-  uint64_t h = s.obj.Hash();
-  for (const auto& [g, rows] : s.groups) {
-    uint64_t x = lifecycle::Fnv1a64(g);
-    for (const auto& r : rows) x = lifecycle::Fnv1a64(r.cache_handle + "|" + r.token_state, x);
-    h = lifecycle::Fnv1a64U64(x, h);
-  }
-  return h;
+  uint64_t h = lifecycle::Fnv1a64U64(s->obj.handle_count(), lifecycle::kFnvOffset);
+  h = lifecycle::Fnv1a64U64(s->obj.txn_count(), h);
+  h = lifecycle::Fnv1a64U64(s->groups.size(), h);
+  return lifecycle::Fnv1a64U64(s->digest_map.size(), h);
 }
 
-std::string KvModel::Describe(const State& s) const {
+std::string KvModel::Describe(const State& state) const {
+  const LineageState& s = *state;
   Json j = Json::object();
   Json handles = Json::object();
   for (const auto& id : s.handles) {

@@ -18,6 +18,7 @@
 #define KVCONFORM_REFERENCE_RACE_KV_MODEL_H_
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct OpResult {
 
 // Applies `op` to `st` sequentially (one atomic step) and encodes the result.
 OpResult ApplySequential(LineageState& st, const KvOp& op);
+// The same for the read-only ops (read, read_row), which never change the state.
+bool IsReadOnly(KvOpKind k);
+OpResult ApplyReadOnly(const LineageState& st, const KvOp& op);
 
 // The KV lineage model for CheckHistory. `opaque_digests`: the history's snapshot digests come
 // from a runtime with its own digest scheme, so digests in results are not compared and a
@@ -61,7 +65,9 @@ class KvModel {
     Json result;                       // digests removed in opaque mode
     std::vector<std::string> digests;  // opaque mode: the removed digests, in order
   };
-  using State = LineageState;
+  // Immutable, shared: Step copies the lineage only for ops that can change it, and the
+  // checker's stack and visited cache share states instead of copying them.
+  using State = std::shared_ptr<const LineageState>;
 
   KvModel(lifecycle::CacheAbi abi, bool opaque_digests)
       : abi_(std::move(abi)), opaque_digests_(opaque_digests) {}
@@ -70,10 +76,11 @@ class KvModel {
   Json Header() const;  // the header fields FromHeader reads
 
   StatusOr<Op> Compile(const HistoryOp& h) const;
-  State Initial(const std::string&) const { return LineageState(abi_); }
+  State Initial(const std::string&) const { return std::make_shared<const LineageState>(abi_); }
   bool Step(State& s, const Op& op, bool known) const;
+  // A cheap summary (counts); equal states hash equal, the cache compares states in full.
   uint64_t Hash(const State& s) const;
-  bool Equal(const State& a, const State& b) const { return a == b; }
+  bool Equal(const State& a, const State& b) const { return a == b || *a == *b; }
   std::string Describe(const State& s) const;
 
   const lifecycle::CacheAbi& abi() const { return abi_; }

@@ -15,6 +15,7 @@
 #define KVCONFORM_REFERENCE_RACE_LINEARIZABILITY_H_
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -62,6 +64,7 @@ struct Witness {
 struct CheckOptions {
   bool partition = true;                     // false: one search over the whole history
   std::chrono::milliseconds budget{10'000};  // wall-clock budget for the whole check
+  unsigned workers = 0;                      // partitions searched in parallel (0: all cores)
 };
 
 struct CheckResult {
@@ -140,6 +143,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     State state;
   };
   std::unordered_multimap<uint64_t, Key> cache;
+  // The cache only prunes re-visits; dropping it is always sound. Cap its memory (bit sets of
+  // huge unpartitioned histories are large) by starting over when it grows past the cap.
+  constexpr size_t kCacheCapBytes = size_t{1} << 30;
+  size_t cache_bytes = 0;
   auto bits_hash = [&]() {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (uint64_t w : lin) h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ull;
@@ -150,6 +157,11 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     auto range = cache.equal_range(h);
     for (auto it = range.first; it != range.second; ++it)
       if (it->second.bits == lin && model.Equal(it->second.state, s)) return false;
+    cache_bytes += words * sizeof(uint64_t) + 64;
+    if (cache_bytes > kCacheCapBytes) {
+      cache.clear();
+      cache_bytes = 0;
+    }
     cache.emplace(h, Key{lin, s});
     return true;
   };
@@ -162,6 +174,9 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   size_t known_done = 0;
   size_t best_depth = 0;
   bool have_best = false;
+  std::vector<uint32_t> best_prefix;  // the witness, described once at the end
+  uint32_t best_stuck = 0;
+  std::optional<State> best_state;
   uint32_t node = next[0];
   uint64_t local_steps = 0;
   while (true) {
@@ -216,12 +231,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     if (!have_best || stack.size() > best_depth) {
       have_best = true;
       best_depth = stack.size();
-      Witness w;
-      w.partition = partition;
-      for (const Frame& f : stack) w.prefix.push_back(ops[f.op]->id);
-      w.stuck_op = ops[e.op]->id;
-      w.state_before = model.Describe(state);
-      *witness = std::move(w);
+      best_prefix.clear();
+      for (const Frame& f : stack) best_prefix.push_back(f.op);
+      best_stuck = e.op;
+      best_state = state;
     }
     if (stack.empty()) break;
     Frame f = std::move(stack.back());
@@ -234,41 +247,81 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     node = next[call_node[f.op]];
   }
   *steps += local_steps;
+  if (have_best) {
+    Witness w;
+    w.partition = partition;
+    for (uint32_t i : best_prefix) w.prefix.push_back(ops[i]->id);
+    w.stuck_op = ops[best_stuck]->id;
+    w.state_before = model.Describe(*best_state);
+    *witness = std::move(w);
+  }
   return Verdict::kNotLinearizable;
 }
 
 }  // namespace internal
 
 // Checks `h` against `model`. Returns a Status (kParseError) when an op does not compile.
+// Partitions are independent searches run on `workers` threads; the first partition that is
+// not linearizable (or runs out of budget) stops the others. The verdict does not depend on the
+// number of workers; with several failing partitions, which one the witness names may vary.
 template <SequentialModel M>
 StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const CheckOptions& opt = {}) {
   auto deadline = std::chrono::steady_clock::now() + opt.budget;
   CheckResult r;
-  std::map<std::string, std::vector<const HistoryOp*>> parts;
+  std::map<std::string, std::vector<const HistoryOp*>> by_name;
   for (const HistoryOp& op : h.ops) {
-    parts[opt.partition ? op.partition : std::string("*")].push_back(&op);
+    by_name[opt.partition ? op.partition : std::string("*")].push_back(&op);
     if (op.outcome == Outcome::kUnknown) ++r.unknown_outcomes;
   }
-  r.partitions = parts.size();
-  for (auto& [name, ops] : parts) {
+  r.partitions = by_name.size();
+  struct Part {
+    const std::string* name;
+    const std::vector<const HistoryOp*>* ops;
     std::vector<typename M::Op> compiled;
-    compiled.reserve(ops.size());
-    for (const HistoryOp* op : ops) {
+    Verdict verdict = Verdict::kLinearizable;
+    std::optional<Witness> witness;
+    uint64_t steps = 0;
+    bool done = false;
+  };
+  std::vector<Part> parts;
+  parts.reserve(by_name.size());
+  for (const auto& [name, ops] : by_name) parts.push_back({&name, &ops, {}, {}, {}, 0, false});
+  // Compile everything first (deterministic errors, in history order within a partition).
+  for (Part& p : parts) {
+    p.compiled.reserve(p.ops->size());
+    for (const HistoryOp* op : *p.ops) {
       KVC_ASSIGN_OR_RETURN(auto c, model.Compile(*op));
-      compiled.push_back(std::move(c));
+      p.compiled.push_back(std::move(c));
     }
-    std::optional<Witness> w;
-    Verdict v = internal::SearchPartition(model, name, ops, compiled, deadline,
-                                          &r.states_explored, &w);
-    if (v == Verdict::kNotLinearizable) {
-      r.verdict = v;
-      r.witness = std::move(w);
-      return r;
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  auto work = [&] {
+    for (size_t i; !stop && (i = next++) < parts.size();) {
+      Part& p = parts[i];
+      p.verdict = internal::SearchPartition(model, *p.name, *p.ops, p.compiled, deadline,
+                                            &p.steps, &p.witness);
+      p.compiled.clear();
+      p.compiled.shrink_to_fit();
+      p.done = true;
+      if (p.verdict != Verdict::kLinearizable) stop = true;
     }
-    if (v == Verdict::kUnknown) {
-      r.verdict = v;
-      r.unknown_partition = name;
-      return r;
+  };
+  unsigned workers = opt.workers ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
+  workers = static_cast<unsigned>(std::min<size_t>(workers, parts.size()));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (Part& p : parts) {
+    r.states_explored += p.steps;
+    if (!p.done || r.verdict == Verdict::kNotLinearizable) continue;
+    if (p.verdict == Verdict::kNotLinearizable) {
+      r.verdict = p.verdict;
+      r.witness = std::move(p.witness);
+    } else if (p.verdict == Verdict::kUnknown && r.verdict == Verdict::kLinearizable) {
+      r.verdict = p.verdict;
+      r.unknown_partition = *p.name;
     }
   }
   return r;
