@@ -38,9 +38,6 @@ void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
-void AddFuzzCommand(CLI::App& app);
-void AddCheckCommand(CLI::App& app);
-void AddGenTraceCommand(CLI::App& app);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

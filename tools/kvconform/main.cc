@@ -18,9 +18,6 @@ int main(int argc, char** argv) {
   kvc::cli::AddGenTraceCommand(app);
   kvc::cli::AddHandoffCommand(app);
   kvc::cli::AddFuzzCommand(app);
-  kvc::cli::AddFuzzCommand(app);
-  kvc::cli::AddCheckCommand(app);
-  kvc::cli::AddGenTraceCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
