@@ -15,8 +15,8 @@
 // staged as they become DEVICE_VISIBLE, and publication is that object's compare-and-publish
 // (every layer or none). This type adds only the M5.6 cross-attempt generation fence and the
 // decode-visible handle. The destination handle starts empty, so the transferred interval must
-// start at token 0 (a suffix transfer onto a destination-visible prefix would fork that prefix
-// first; not implemented). Not thread-safe; callers serialize (one logical directory lock).
+// start at token 0; a suffix transfer onto a destination-visible prefix (which would fork that
+// prefix first) is rejected with LIFECYCLE_APPEND_HOLE. Not thread-safe; callers serialize (one logical directory lock).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 #define KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 
