@@ -105,13 +105,12 @@ constexpr size_t kBlockRows = 2;     // x rows per register block (portable path
 constexpr size_t kBlockCols = 2;     // weight rows (output columns) per register block
 constexpr size_t kAvxBlockRows = 4;  // the same for the AVX path (8 accumulator registers)
 constexpr size_t kAvxBlockCols = 2;
-constexpr size_t kTileRows = 32;   // x rows kept hot in cache while all weights stream by
+constexpr size_t kTileRows = 32;  // x rows kept hot in cache while all weights stream by
 
 // Deterministic y = x W^T: every element equals Dot(x row, w row, k) bit for bit (see
 // LinearBlock); blocking only decides which elements are computed together, so the result
 // does not depend on m or on the tiling.
-void LinearDeterministic(const float* x, const float* w, float* y, size_t m, size_t n,
-                         size_t k) {
+void LinearDeterministic(const float* x, const float* w, float* y, size_t m, size_t n, size_t k) {
 #ifdef KVC_HAVE_AVX_LINEAR
   static const bool use_avx = __builtin_cpu_supports("avx");
 #endif
