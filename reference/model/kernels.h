@@ -3,7 +3,9 @@
 // Deterministic mode: every reduction runs in one fixed order that depends only on the
 // reduction length, never on how many rows a call carries, how a prompt was chunked, the
 // batch, or the storage layout: Dot() sums 8 interleaved lanes in index order and combines
-// them in a fixed tree, then adds the tail; each output element is one Dot(). Fast mode:
+// them in a fixed tree, then adds the tail; each output element of Linear() is bit-identical
+// to one Dot() (Linear() computes blocks of outputs at once with SIMD registers, AVX when the
+// CPU has it, each output keeping Dot()'s exact order; kernels_test.cc checks this). Fast mode:
 // matrix products go through OpenBLAS sgemm when built with KVCONFORM_HAVE_OPENBLAS
 // (blocking depends on the shape, so results match deterministic mode only within a
 // declared tolerance); otherwise fast mode uses the deterministic kernels.
