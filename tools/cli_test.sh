@@ -80,6 +80,18 @@ check check_missing_json 2 "$K" check --format json "$T/nope.jsonl"; expect_out 
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
 
+# Race fuzzing CLI: shards and merge, re-checking recorded histories, truncated input, a mutant.
+check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 0/2 --report "$T/s0.json" --history-out "$T/h_ok.jsonl"
+check fuzz_shard1 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 1/2 --report "$T/s1.json"
+check fuzz_merge 0 "$K" fuzz merge "$T/s0.json" "$T/s1.json"; expect_out fuzz_merge_msg 'merged 2 of 2 shard'
+check fuzz_merge_missing 2 "$K" fuzz merge "$T/s0.json"; expect_out fuzz_merge_missing_msg 'missing shard'
+check fuzz_check_ok 0 "$K" fuzz check "$T/h_ok.jsonl"; expect_out fuzz_check_ok_msg 'linearizable'
+head -c 300 "$T/h_ok.jsonl" >"$T/h_trunc.jsonl"
+check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'truncated history'
+check fuzz_check_missing 2 "$K" fuzz check "$T/nope.jsonl"
+check fuzz_mutant 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --history-out "$T/h_bad.jsonl"
+check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_bad_msg 'cannot place'
+
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'
 check errors_md 0 "$K" errors --format markdown
