@@ -69,8 +69,10 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
     return kv.Allocate(*e.request_id, lineage.value_or(*e.request_id), *e.handle_generation)
         .status();
   });
-  if (ok) c.NewRequest(*e.request_id, *prompt);
-  else if (e.outcome != "rejected") c.Poison("request:" + *e.request_id);
+  if (ok)
+    c.NewRequest(*e.request_id, *prompt);
+  else if (e.outcome != "rejected")
+    c.Poison("request:" + *e.request_id);
 }
 
 frontier::AppendPurpose PurposeOf(const std::string& s) {
@@ -147,8 +149,8 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
     if (!want || *pending != *want) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
                "pending payload " + U(*pending) + " bytes; " + U(r.interval.count) + " rows x " +
-                   U(c.bytes_per_token()) + " B/token = " +
-                   (want ? U(*want) : std::string("overflow")));
+                   U(c.bytes_per_token()) +
+                   " B/token = " + (want ? U(*want) : std::string("overflow")));
       c.Poison(*e.operation_id);
     }
   }
@@ -184,8 +186,9 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.OptUint("committed_length");
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
   if (e.outcome != "success" && e.outcome != "replayed" && e.outcome != "rejected") {
-    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             "append_publish outcome is success, replayed or rejected; a failure is append_failure");
+    c.Report(
+        ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+        "append_publish outcome is success, replayed or rejected; a failure is append_failure");
     return;
   }
   std::optional<lifecycle::PublishReceipt> receipt;
@@ -299,7 +302,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   std::vector<std::string> ids;
   for (const auto& k : kids) ids.push_back(k.first);
   auto expected = Expected(e, *cur);
-  bool ok = c.Apply(e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); });
+  bool ok = c.Apply(
+      e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); });
   if (!ok) {
     for (const auto& id : ids)
       if (!c.kv().Find(id)) c.Poison("request:" + id);
@@ -308,9 +312,22 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
   for (const auto& id : ids) {
     TraceChecker::Request& child = c.NewRequest(id, 0);
-    if (parent && *prefix == cur->committed_length) child.frontier = parent->frontier;
-    else child.frontier.Untrack();
+    if (parent && *prefix == cur->committed_length)
+      child.frontier = parent->frontier;
+    else
+      child.frontier.Untrack();
   }
+}
+
+// Applies one snapshot-returning KvObject operation through the checker (outcome matching
+// and violation reporting are Apply's); on success `*after` holds the resulting snapshot.
+template <typename Op>
+bool ApplySnapshotOp(TraceChecker& c, const Event& e, std::optional<Snapshot>* after, Op op) {
+  return c.Apply(e, [&](KvObject& kv) {
+    StatusOr<Snapshot> r = op(kv);
+    if (r.ok()) *after = *r;
+    return r.status();
+  });
 }
 
 void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -320,11 +337,8 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!cur) return;
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
-  bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.Truncate(*e.request_id, *len, expected);
-    if (r.ok()) after = *r;
-    return r.status();
-  });
+  bool ok = ApplySnapshotOp(
+      c, e, &after, [&](KvObject& kv) { return kv.Truncate(*e.request_id, *len, expected); });
   if (!ok || !after) return;
   CheckResult(c, e, *after, std::nullopt);
   if (*len != cur->committed_length)
@@ -351,8 +365,7 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
     if (c.IsPoisoned("request:" + row.cache_handle)) return;
   for (size_t i = 0; i < before.size(); ++i) {
     auto r = c.kv().Read(before[i].cache_handle);
-    if (!r.ok())
-      return c.ReportStatus(r.status(), c.LinePtr() + "/payload/rows_before/" + U(i));
+    if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/payload/rows_before/" + U(i));
     if (r->phase != Phase::kDecodeReady)
       return c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
                       c.LinePtr() + "/payload/rows_before/" + U(i),
@@ -375,11 +388,8 @@ void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!cur) return;
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
-  bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.CancelRequest(*e.request_id, expected);
-    if (r.ok()) after = *r;
-    return r.status();
-  });
+  bool ok = ApplySnapshotOp(
+      c, e, &after, [&](KvObject& kv) { return kv.CancelRequest(*e.request_id, expected); });
   if (ok && after) CheckResult(c, e, *after, std::nullopt);
 }
 
@@ -396,11 +406,8 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   }
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
-  bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.Finish(*e.request_id, expected);
-    if (r.ok()) after = *r;
-    return r.status();
-  });
+  bool ok = ApplySnapshotOp(c, e, &after,
+                            [&](KvObject& kv) { return kv.Finish(*e.request_id, expected); });
   if (!ok || !after) return;
   CheckResult(c, e, *after, len, /*frontier_claim=*/true);
   if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted())
@@ -417,11 +424,8 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!cur) return;
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
-  bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.Release(*e.request_id, expected);
-    if (r.ok()) after = *r;
-    return r.status();
-  });
+  bool ok = ApplySnapshotOp(c, e, &after,
+                            [&](KvObject& kv) { return kv.Release(*e.request_id, expected); });
   if (!ok || !after) return;
   CheckResult(c, e, *after, len);
   if (next_gen && *next_gen != after->incarnation)
@@ -442,8 +446,10 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
   if (!info)
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             e.event_type + " is caused by \"" + *cause + "\", which is no earlier semantic event of "
-             "request \"" + *e.request_id + "\"");
+             e.event_type + " is caused by \"" + *cause +
+                 "\", which is no earlier semantic event of "
+                 "request \"" +
+                 *e.request_id + "\"");
   return info;
 }
 
