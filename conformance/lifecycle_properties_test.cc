@@ -1,9 +1,10 @@
 // Model-based RapidCheck properties of the lifecycle KvObject (M5.1 0x01) against a deliberately
-// simple sequential model with per-layer lengths.
+// simple sequential model with per-layer lengths, plus the 0x02 ledger identities and the 0x05
+// TPOT/TBT relation.
 //
 // On failure RapidCheck prints the seed and a shrunk counterexample with a reproduce string;
 // rerun exactly that case with
-//   RC_PARAMS="reproduce=<string>" build/bin/conformance_tests --gtest_filter='LifecycleProperties.*'
+//   RC_PARAMS="reproduce=<string>" build/bin/conformance_tests --gtest_filter='*Properties.*'
 // More cases: RC_PARAMS="max_success=2000" (ctest keeps the default 100 for speed).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -14,7 +15,9 @@
 #include <tuple>
 #include <vector>
 
+#include "reference/ledger/byte_trajectory.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
+#include "reference/service/service_metrics.h"
 
 namespace kvc::lifecycle {
 namespace {
@@ -299,6 +302,73 @@ RC_GTEST_PROP(LifecycleProperties, ContendedSingleHandleHistories, ()) {
   RC_CLASSIFY(h.published > 0, "published");
   RC_CLASSIFY(h.rejected > 0, "stale publication rejected");
   RC_CLASSIFY(h.released > 0, "released");
+}
+
+// M5.1 0x02 ledger identities for any owned state: logical <= materialized (every request has
+// at least its primary copy), reserved >= materialized (capacity C_i >= T_i per copy), and the
+// resident tiers partition the physical bytes. Values are kept small enough not to overflow.
+RC_GTEST_PROP(LedgerProperties, LedgerIdentitiesHoldForAnyOwnedState, ()) {
+  const std::vector<std::string> tiers = {"gpu", "cpu", "remote"};
+  const auto n = *rc::gen::inRange<size_t>(0, 6);
+  std::vector<OwnedCacheState> owned(n);
+  uint64_t sum_t = 0, sum_rt = 0, sum_rc = 0, copies = 0;
+  for (auto& o : owned) {
+    o.committed = *rc::gen::inRange<uint64_t>(0, 5000);
+    o.capacity = o.committed + *rc::gen::inRange<uint64_t>(0, 5000);
+    const auto r = *rc::gen::inRange<size_t>(1, 4);
+    for (size_t k = 0; k < r; ++k) o.copy_tiers.push_back(tiers[*rc::gen::inRange<size_t>(0, 3)]);
+    sum_t += o.committed;
+    sum_rt += r * o.committed;
+    sum_rc += r * o.capacity;
+    copies += r;
+  }
+  const auto b_token = *rc::gen::inRange<uint64_t>(1, 1u << 20);
+  const auto meta = *rc::gen::inRange<uint64_t>(0, 1u << 16);
+  const auto workspace = *rc::gen::inRange<uint64_t>(0, 1u << 30);
+  auto l = kvc::SnapshotLedger(owned, b_token, meta, tiers, workspace);
+  RC_ASSERT(l.ok());
+  RC_ASSERT(l->logical == b_token * sum_t);
+  RC_ASSERT(l->materialized == b_token * sum_rt);
+  RC_ASSERT(l->reserved == b_token * sum_rc);
+  RC_ASSERT(l->logical <= l->materialized);
+  RC_ASSERT(l->reserved >= l->materialized);
+  RC_ASSERT(l->replication_overhead == l->materialized - l->logical);
+  RC_ASSERT(l->reservation_slack == l->reserved - l->materialized);
+  RC_ASSERT(l->physical == l->reserved + copies * meta);
+  uint64_t resident = 0;
+  for (const auto& [tier, bytes] : l->resident_by_tier) resident += bytes;
+  RC_ASSERT(l->resident_by_tier.size() == tiers.size());
+  RC_ASSERT(resident == l->physical);
+  RC_ASSERT(l->instantaneous == l->physical + workspace);
+}
+
+// M5.1 0x05: TPOT = (y_{G-1} - y_0) / (G - 1) equals the mean of the G - 1 TBT gaps when G > 1,
+// and is undefined (never 0) for G = 1.
+RC_GTEST_PROP(ServiceMetricProperties, TpotIsTheMeanTbtWhenDefined, ()) {
+  kvc::RequestEndpoints r;
+  r.arrival = *rc::gen::inRange<uint64_t>(0, 1000);
+  const auto outputs = *rc::gen::inRange<size_t>(1, 20);
+  uint64_t t = r.arrival + *rc::gen::inRange<uint64_t>(0, 100);
+  for (size_t j = 0; j < outputs; ++j) {
+    r.output_times.push_back(t);
+    t += *rc::gen::inRange<uint64_t>(0, 50);
+  }
+  r.finish = r.output_times.back();
+  r.completed = true;
+  auto m = kvc::ComputeRequestMetrics(r, {15, 10}, 64);
+  RC_ASSERT(m.ok());
+  RC_ASSERT(m->tbt.size() == outputs - 1);
+  if (outputs == 1) {
+    RC_ASSERT(!m->tpot.has_value());
+    return;
+  }
+  uint64_t sum = 0;
+  for (uint64_t gap : m->tbt) sum += gap;
+  RC_ASSERT(sum == r.output_times.back() - r.output_times.front());
+  auto mean = kvc::Rational::Make(sum, outputs - 1);
+  RC_ASSERT(mean.ok());
+  RC_ASSERT(m->tpot.has_value());
+  RC_ASSERT(*m->tpot == *mean);
 }
 
 }  // namespace

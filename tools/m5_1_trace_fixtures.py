@@ -21,20 +21,22 @@ ABI = {"id": "abi-loop2-gqa-fp16", "num_layers": 2, "position_stage": "post_rope
        "bytes_per_token": 64}  # L=2, H_kv=2, d_h=4, fp16 K and V: 2*2*4*(2+2) = 64 B/token
 
 
-def header(sources, description):
-    return {"kind": "kvconform.trace/1", "schema_version": 1,
-            "producer": {"name": "tools/m5_1_trace_fixtures.py", "revision": "1"},
-            "cache_abi": ABI,
-            "sources": [{"source_instance": i, "source_component": c,
-                         "clock_domain": i + ".monotonic"} for i, c in sources],
-            "audit": "complete",
-            "description": description,
-            "regenerate": "python3 tools/m5_1_trace_fixtures.py"}
+def header(sources, description, extra=None):
+    h = {"kind": "kvconform.trace/1", "schema_version": 1,
+         "producer": {"name": "tools/m5_1_trace_fixtures.py", "revision": "1"},
+         "cache_abi": ABI,
+         "sources": [{"source_instance": i, "source_component": c,
+                      "clock_domain": i + ".monotonic"} for i, c in sources],
+         "audit": "complete"}
+    h.update(extra or {})
+    h["description"] = description
+    h["regenerate"] = "python3 tools/m5_1_trace_fixtures.py"
+    return h
 
 
 class Trace:
-    def __init__(self, sources, description):
-        self.lines = [header(sources, description)]
+    def __init__(self, sources, description, extra_header=None):
+        self.lines = [header(sources, description, extra_header)]
         self.seq = {}
         self.labels = {}
 
@@ -178,6 +180,10 @@ def two_layer_decode():
             "A reader between the layer-0 and layer-1 stages observes length 5: a partial "
             "publication became visible.", s, rep(f"/{t.idx('read_mid')}/payload/committed_length", 5),
             "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "prompt_overrun", rel,
+            "The request is allocated with a 3-token prompt, yet its prefill commits 4 prompt "
+            "rows.", "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
+            rep(f"/{t.idx('alloc')}/payload/prompt_length", 3), "SERVICE_PHASE_PROMPT_OVERRUN")
     invalid(c, "decode_empty_append", rel,
             "The decode transaction covers the empty interval [4,4).", s,
             rep(f"/{t.idx('d_start')}/payload/interval", [4, 4]), "LIFECYCLE_APPEND_EMPTY")
@@ -314,6 +320,15 @@ def synthetic_lifecycle():
             rep(f"/{t.idx('x_pub')}/outcome", "success"), "LIFECYCLE_STALE_BASE")
     invalid(c, "released_handle_read", rel, "A read of released H succeeds.", s,
             rep(f"/{t.idx('read_released')}/outcome", "success"), "LIFECYCLE_HANDLE_RELEASED")
+    invalid(c, "orphan_publication", rel,
+            "The retry's receipt names operation txn-ghost, which no append_start opened: a "
+            "publish with no start.", "M5.1 0x07 Runtime Observability Failure Lab",
+            rep(f"/{t.idx('win_replay')}/operation_id", "txn-ghost"), "LIFECYCLE_TXN_UNKNOWN")
+    invalid(c, "fork_alias", rel,
+            "The fork lists child A a second time: two children alias one handle instead of "
+            "owning independent snapshots.", s,
+            {"op": "add", "path": f"/{t.idx('fork')}/payload/children/-", "value": {"request_id": "A"}},
+            "LIFECYCLE_FORK_ALIAS")
     invalid(c, "fork_child_generation", rel, "Fork child A claims handle generation 1.", s,
             {"op": "add", "path": f"/{t.idx('fork')}/payload/children/0/handle_generation",
              "value": 1}, "TRACE_SNAPSHOT_MISMATCH")
@@ -377,6 +392,11 @@ def ordinary_stop_repair():
     invalid(c, "decode_wrong_token", rel,
             "decode-2 processes y0 instead of the frontier token y1.", o,
             rep(f"/{t.idx('dec2_start')}/payload/input_token", toks[0]), "FRONTIER_TOKEN_MISMATCH")
+    invalid(c, "output_before_logits", rel,
+            "decode-2 is labelled a repair: its logits are discarded, so y2 is emitted with no "
+            "target logits selected for it.",
+            "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
+            rep(f"/{t.idx('dec2_start')}/payload/purpose", "repair"), "FRONTIER_OUTPUT_BEFORE_LOGITS")
     invalid(c, "output_index_gap", rel, "The second output is numbered 2.",
             "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
             rep(f"/{t.idx('emit1')}/payload/output_index", 2), "FRONTIER_OUTPUT_INDEX_GAP")
@@ -453,7 +473,162 @@ def speculative():
             rep(f"/{t.idx('verify_pub')}/payload/committed_length", 103), "TRACE_SNAPSHOT_MISMATCH")
 
 
+# ---------------------------------------------------------------- verification through the frontier (0x03/0x09)
+def speculative_frontier_verify():
+    rel = "fixtures/m5_1/frontier/speculative_frontier_verify.jsonl"
+    t = Trace([("engine-0", "semantic")],
+              "M5.1 0x03 'Boundary Consumed By Speculative Correction' (a correction or bonus "
+              "token must pass through a valid target append path) and 0x09 'Rejected Suffixes "
+              "Stop At The Commit Frontier': after prefill (T=4) and y0, one target verification "
+              "call processes the unprocessed frontier token y0 with drafts [d0,d1,d2]; d0 is "
+              "accepted, so exactly 1 + 1 = 2 rows cross the commit frontier (T=6) and the "
+              "correction c1 is emitted as the new frontier.")
+    E, R = "engine-0", "req-verify"
+    t.ev(None, E, "request_allocate", {"prompt_length": 4}, R, 0, result=0)
+    t.ev(None, E, "append_start", append_payload(0, 4, "prefill"), R, 0, op="prefill", base=0)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [0, 4]}, R, 0, op="prefill")
+    t.ev(None, E, "append_publish", {"committed_length": 4}, R, 0, op="prefill", base=0, result=1)
+    t.ev(None, E, "output_emit", {"output_index": 0, "token": 600}, R, 0, base=1)
+    drafts = [601, 602, 603]
+    t.ev("verify", E, "append_start",
+         append_payload(4, 6, "verify", input_token=600, draft_tokens=drafts, accepted_count=1,
+                        pending_payload_bytes=128), R, 0, op="verify", base=1)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [4, 6]}, R, 0, op="verify")
+    t.ev(None, E, "append_publish", {"committed_length": 6}, R, 0, op="verify", base=1, result=2)
+    t.ev(None, E, "output_emit", {"output_index": 1, "token": drafts[0]}, R, 0, base=2)
+    t.ev(None, E, "output_emit", {"output_index": 2, "token": 612}, R, 0, base=2)
+    t.ev(None, E, "finish", {"committed_length": 6, "emitted_outputs": 3}, R, 0, base=2, result=2)
+    t.ev(None, E, "release", {"committed_length": 0, "result_handle_generation": 1}, R, 0, base=2,
+         result=3)
+    t.write(rel)
+    c = "frontier"
+    invalid(c, "multi_row_decode_overcommit", rel,
+            "The two-row call is labelled an ordinary decode: a decode processes exactly the one "
+            "frontier token, so the second row is a token that was never emitted.",
+            "M5.1 0x03 Output Progress And Cache Progress Are Different Counters",
+            rep(f"/{t.idx('verify')}/payload/purpose", "decode"), "FRONTIER_CACHE_OVERCOMMIT")
+    invalid(c, "repair_row_count", rel,
+            "The two-row call is labelled a repair: a repair publishes exactly one row per layer "
+            "(the frontier token's).", "M5.1 0x09 Final Output And Cache State Are Different Frontiers",
+            rep(f"/{t.idx('verify')}/payload/purpose", "repair"), "FRONTIER_REPAIR_ROW_COUNT")
+
+
+# ---------------------------------------------------------------- cancellation before the first output (0x01/0x05)
+def cancel_before_first_output():
+    rel = "fixtures/m5_1/lifecycle/cancel_before_first_output.jsonl"
+    t = Trace([("engine-0", "semantic")],
+              "M5.1 0x01 'Cancellation, Retry, And Release Races' with the 0x05 partial-prefill "
+              "publication: a 4-token prompt publishes its first chunk [0,2) (snapshot 1), the "
+              "client cancels before any output (CANCELLED keeps snapshot 1, T=2), and release "
+              "fences generation 1 (snapshot 2, T=0).")
+    E, R = "engine-0", "req-cancel"
+    t.ev(None, E, "request_allocate", {"prompt_length": 4}, R, 0, result=0)
+    t.ev(None, E, "append_start", append_payload(0, 2, "prefill", pending_payload_bytes=128), R, 0,
+         op="chunk-1", base=0)
+    for l in range(2):
+        t.ev(None, E, "append_stage_layer", {"layer": l, "interval": [0, 2]}, R, 0, op="chunk-1")
+    t.ev(None, E, "append_publish", {"committed_length": 2}, R, 0, op="chunk-1", base=0, result=1)
+    t.ev(None, E, "read", {"committed_length": 2}, R, 0, base=1)
+    t.ev("cancel", E, "cancel_request", {}, R, 0, base=1, result=1)
+    t.ev(None, E, "release", {"committed_length": 0, "result_handle_generation": 1}, R, 0, base=1,
+         result=2)
+    t.write(rel)
+    invalid("lifecycle", "early_finish", rel,
+            "The cancellation is reported as a finish: a request finishes before its prompt is "
+            "processed and before any output was selected.",
+            "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
+            rep(f"/{t.idx('cancel')}/event_type", "finish"), "SERVICE_PHASE_EARLY_FINISH")
+
+
 # ---------------------------------------------------------------- Loop 8 observability (0x07)
+# The runtime the 0x07 mapping is pinned to ("Pinning One Runtime Before Mapping It").
+RUNTIME_PIN = {
+    "name": "vllm", "release": "v0.23.0", "commit": "0fc695fc6d1d82e9a5ac6835ac8e4e1c83703665",
+    "checked_on": "2026-07-27",
+    "files": [{"path": p, "sha256": d} for p, d in [
+        ("vllm/v1/request.py", "4b97f41fc0ea474149f78d52a44ce89c16a9921c0641c48ad2573bdb8b7f71a4"),
+        ("vllm/v1/engine/__init__.py",
+         "6eb1175dd76d5099dd4b6297d12c682f13ca42e297968983bc433894c1b82245"),
+        ("vllm/v1/core/sched/scheduler.py",
+         "9ae1491f57a6294e32416b93ef2ea68107fa0d65c3a4d7f745f1261012f735e9"),
+        ("vllm/v1/core/kv_cache_manager.py",
+         "a69aa08062714b40b149648bbec031a42d22e422fbf9543cd10fbd12d2496edb"),
+        ("vllm/v1/metrics/loggers.py",
+         "ce2a0535d2b2b69e4368f34b692dac081be764e8d0eadab4f791b1afdcf43df4"),
+        ("vllm/tracing/utils.py", "2463b04ccfa8fc97d5cdb423accf50bb601c422322e72e241ccc0b1b2610305d"),
+        ("docs/design/metrics.md", "5d5b8bab2b6d1e36a9ade2ed5974011dddbf7695dee4a59b9113870fd8339d72"),
+    ]]}
+# Bounded metric families ("Audit Stream, Traces, Metrics, And Logs"): the seed's append-outcome
+# counter, an attempts/failures pair (the denominator beside the error count), running and KV-usage
+# gauges, and a TTFT histogram. No identity label.
+BOUNDED = ["model_name", "engine"]
+METRICS = [
+    {"name": "cache_append_outcomes_total", "type": "counter",
+     "labels": BOUNDED + ["event_type", "outcome"]},
+    {"name": "cache_append_attempts_total", "type": "counter", "labels": BOUNDED},
+    {"name": "cache_append_failures_total", "type": "counter", "labels": BOUNDED,
+     "counts": "failures", "denominator": "cache_append_attempts_total"},
+    {"name": "num_requests_running", "type": "gauge", "labels": BOUNDED},
+    {"name": "kv_cache_usage_ratio", "type": "gauge", "labels": BOUNDED},
+    {"name": "time_to_first_token_seconds", "type": "histogram", "labels": BOUNDED},
+]
+LOOP8_HEADER = {
+    "runtime_pin": RUNTIME_PIN, "metrics": METRICS, "trace_identity": "required",
+    "expected_final_states": [
+        {"request_id": "R", "handle_generation": 8, "snapshot": 3, "committed_length": 0,
+         "phase": "RELEASED"},
+        {"request_id": "R.branch", "handle_generation": 1, "snapshot": 2, "committed_length": 0,
+         "phase": "RELEASED"}]}
+
+# The categories of M5.1 0x07 "Executable Runtime And Observability Contract" ("Thirty-four
+# one-field mutations cover ..."), in the seed's order; every Loop 8 invalid fixture belongs to one.
+LOOP8_CATEGORIES = [
+    "schema and source drift", "sampled audit", "metric-cardinality leaks", "duplicate event IDs",
+    "missing trace identity", "source/component mismatch", "local sequence gaps",
+    "clock regression", "stale generations", "bad append bases and intervals",
+    "orphan publication", "failure mutation", "fork aliasing", "growing truncate",
+    "wrong finish/release state", "allocator overflow", "bad causal observations",
+    "negative residency", "expected-result drift"]
+LOOP8_CASES = {  # case -> category
+    "schema_version_drift": "schema and source drift",
+    "unknown_event_type": "schema and source drift",
+    "runtime_pin_short_commit": "schema and source drift",
+    "runtime_pin_bad_digest": "schema and source drift",
+    "sampled_audit": "sampled audit",
+    "metric_label_request_id": "metric-cardinality leaks",
+    "metric_failures_without_attempts": "metric-cardinality leaks",
+    "duplicate_event_id": "duplicate event IDs",
+    "missing_event_id": "missing trace identity",
+    "missing_trace_id": "missing trace identity",
+    "source_component_mismatch": "source/component mismatch",
+    "allocator_in_semantic_event": "source/component mismatch",
+    "local_sequence_gap": "local sequence gaps",
+    "clock_regression": "clock regression",
+    "stale_handle_generation": "stale generations",
+    "bad_append_base": "bad append bases and intervals",
+    "bad_append_interval": "bad append bases and intervals",
+    "orphan_publication": "orphan publication",
+    "failure_advances_snapshot": "failure mutation",
+    "fork_alias": "fork aliasing",
+    "growing_truncate": "growing truncate",
+    "release_before_finish": "wrong finish/release state",
+    "finish_cache_overclaim": "wrong finish/release state",
+    "release_generation_drift": "wrong finish/release state",
+    "allocator_overflow": "allocator overflow",
+    "free_caused_by_finish": "bad causal observations",
+    "unknown_cause": "bad causal observations",
+    "negative_residency": "negative residency",
+    "resident_after_release": "negative residency",
+    "residency_drift": "expected-result drift",
+    "publish_result_drift": "expected-result drift",
+    "publish_length_drift": "expected-result drift",
+    "child_truncate_result_drift": "expected-result drift",
+    "expected_final_state_drift": "expected-result drift",
+}
+
+
 def loop8():
     rel = "fixtures/m5_1/observability/loop8_failure_retry_fork_release.jsonl"
     t = Trace([("engine-0", "semantic"), ("worker-0", "semantic"), ("alloc-0", "allocator"),
@@ -461,7 +636,12 @@ def loop8():
               "M5.1 0x07 Worked Failure, Retry, Fork, And Release Trace: request R at handle "
               "generation 7, engine seq 0..13 exactly as the seed lists them (per-layer staging "
               "comes from the worker source), plus the three allocator and three residency "
-              "observations caused by the parent's publications and release (64 B/token).")
+              "observations caused by the parent's publications and release (64 B/token). The "
+              "header binds the pinned runtime of 'Pinning One Runtime Before Mapping It', the "
+              "bounded metric families of 'Audit Stream, Traces, Metrics, And Logs', required "
+              "trace identity, and the seed's final states (R: generation 8, snapshot 3, T=0; "
+              "R.branch: generation 1, snapshot 2, T=0).",
+              extra_header=LOOP8_HEADER)
     E, W, A, S = "engine-0", "worker-0", "alloc-0", "res-0"
     R, C = "R", "R.branch"
 
@@ -580,6 +760,58 @@ def loop8():
     invalid(c, "unknown_event_type", rel, "The first allocator observation is spelled 'allocator_obs'.",
             "kvconform.trace/1", rep(f"/{t.idx('a0')}/event_type", "allocator_obs"),
             "TRACE_EVENT_TYPE_UNKNOWN")
+    p = "M5.1 0x07 Pinning One Runtime Before Mapping It"
+    invalid(c, "runtime_pin_short_commit", rel,
+            "The runtime pin names the short commit 0fc695f instead of the full commit id.", p,
+            rep("/0/runtime_pin/commit", "0fc695f"), "TRACE_RUNTIME_PIN_INVALID")
+    invalid(c, "runtime_pin_bad_digest", rel,
+            "The scheduler.py digest lost its last hex digit (63 digits: not a SHA-256).", p,
+            rep("/0/runtime_pin/files/2/sha256", RUNTIME_PIN["files"][2]["sha256"][:-1]),
+            "TRACE_RUNTIME_PIN_INVALID")
+    m = "M5.1 0x07 Audit Stream, Traces, Metrics, And Logs"
+    invalid(c, "metric_label_request_id", rel,
+            "cache_append_outcomes_total is labelled by request_id: series grow with traffic.", m,
+            {"op": "add", "path": "/0/metrics/0/labels/-", "value": "request_id"},
+            "TRACE_METRIC_LABEL_UNBOUNDED")
+    invalid(c, "metric_failures_without_attempts", rel,
+            "The failure counter no longer names its attempts counter: no failure ratio exists.",
+            m, {"op": "remove", "path": "/0/metrics/2/denominator"},
+            "TRACE_METRIC_DENOMINATOR_MISSING")
+    invalid(c, "missing_trace_id", rel,
+            "decode-2's start carries no trace_id although the header requires trace identity.",
+            "M5.1 0x07 Deriving A Mutation Event From The Transition",
+            {"op": "remove", "path": f"/{t.idx('s6')}/trace_id"}, "TRACE_IDENTITY_MISSING")
+    invalid(c, "orphan_publication", rel,
+            "A publication of decode-3, which no append_start opened, is appended to the engine "
+            "stream (seq 14): a publish with no start.", "M5.1 0x07 Runtime Observability Failure Lab",
+            {"op": "add", "path": "/-", "value": {
+                "event_id": "engine-0:14", "trace_id": "trace-1", "source_instance": E,
+                "source_component": "semantic", "local_sequence": 14,
+                "monotonic_ns": t.lines[t.idx("s13")]["monotonic_ns"] + 1000,
+                "event_type": "append_publish", "request_id": R, "handle_generation": 7,
+                "operation_id": "decode-3", "base_snapshot": 2, "result_snapshot": 3,
+                "payload": {"committed_length": 6}}},
+            "LIFECYCLE_TXN_UNKNOWN")
+    invalid(c, "fork_alias", rel,
+            "The fork lists R.branch twice: two children alias one handle.", s,
+            {"op": "add", "path": f"/{t.idx('s8')}/payload/children/-",
+             "value": {"request_id": C, "handle_generation": 0}}, "LIFECYCLE_FORK_ALIAS")
+    invalid(c, "growing_truncate", rel, "The child 'truncates' from T=5 to T=6.", s,
+            rep(f"/{t.idx('s9')}/payload/new_length", 6), "LIFECYCLE_TRUNCATE_GROWTH")
+    invalid(c, "release_before_finish", rel,
+            "The child's finish is recorded as a read: the child is released while DECODE_READY.",
+            s, rep(f"/{t.idx('s12')}/event_type", "read"), "LIFECYCLE_RELEASE_LIVE")
+    invalid(c, "finish_cache_overclaim", rel,
+            "The parent's finish reports T=6 although only 5 rows were published.", s,
+            rep(f"/{t.idx('s10')}/payload/committed_length", 6), "FRONTIER_CACHE_OVERCOMMIT")
+    invalid(c, "expected_final_state_drift", rel,
+            "The expected final state of R.branch names snapshot 3; its release created 2.",
+            "M5.1 0x07 Executable Runtime And Observability Contract",
+            rep("/0/expected_final_states/1/snapshot", 3), "TRACE_EXPECTED_RESULT_MISMATCH")
+    cases = [case for concept, case, *_ in INVALID if concept == c]
+    assert sorted(cases) == sorted(LOOP8_CASES), set(cases) ^ set(LOOP8_CASES)
+    assert len(cases) == 34, len(cases)
+    assert sorted(set(LOOP8_CASES.values())) == sorted(LOOP8_CATEGORIES)
 
 
 def main():
@@ -587,9 +819,11 @@ def main():
     synthetic_lifecycle()
     ordinary_stop_repair()
     speculative()
+    speculative_frontier_verify()
+    cancel_before_first_output()
     loop8()
     write_invalid()
-    print(f"wrote 5 traces and {len(INVALID)} invalid fixtures", file=sys.stderr)
+    print(f"wrote 7 traces and {len(INVALID)} invalid fixtures", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -560,6 +560,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
            "it cannot be replayed (M5.1 0x07)");
   h.OptStr("description");
   h.OptStr("regenerate");
+  for (auto key : kRuntimeBindingKeys) h.Allow(key);  // runtime_binding.h reads them
+  for (auto& v : ReadRuntimeBinding(obj, &binding_)) Report(v.code, v.pointer, v.message);
   h.RejectUnknown();
   if (!h.clean() || abi.num_layers == 0 || !sampling || *sampling != "complete") return;
   kv_ = std::make_unique<lifecycle::KvObject>(abi);
@@ -598,7 +600,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   auto seq = env.Uint("local_sequence");
   auto ns = env.Uint("monotonic_ns");
   auto type = env.Str("event_type");
-  env.OptStr("trace_id");
+  auto trace_id = env.OptStr("trace_id");
   env.OptStr("observed_wall_time");
   e.request_id = env.OptStr("request_id");
   e.handle_generation = env.OptUint("handle_generation");
@@ -611,6 +613,9 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
   if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
+  if (binding_.trace_identity_required && (!trace_id || trace_id->empty()))
+    Report(ErrorCode::TRACE_IDENTITY_MISSING, LinePtr() + "/trace_id",
+           "the header requires trace identity (trace_identity: required); this event has none");
   e.event_id = std::move(*id);
   e.source_instance = std::move(*inst);
   e.source_component = std::move(*comp);
@@ -750,7 +755,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     std::vector<const std::pair<const std::string, Op>*> open;
     for (const auto& kv : ops_) {
       const lifecycle::AppendTxn* t = kv_->FindTxn(kv.first);
-      if (t && !IsPoisoned(kv.first) &&
+      if (t && !IsPoisoned(kv.first) && !IsPoisoned("request:" + kv.second.request_id) &&
           (t->state == lifecycle::TxnState::kOpen || t->state == lifecycle::TxnState::kPrepared))
         open.push_back(&kv);
     }
@@ -764,6 +769,14 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
                  "\", request \"" + o->second.request_id +
                  "\") has neither a publication nor a failure when the trace ends");
     }
+    // Expected final states judge a history the replay accepted; after a replay violation the
+    // replayed state is not the runtime's, so the root cause alone is reported.
+    const bool replay_clean = std::none_of(violations_.begin(), violations_.end(),
+                                           [](const Violation& v) { return v.line > 1; });
+    line_ = 1;
+    current_ = {};
+    if (replay_clean)
+      for (auto& v : CheckExpectedFinalStates(binding_, *kv_)) Report(v.code, v.pointer, v.message);
   }
   return violations_;
 }

@@ -30,6 +30,7 @@
 #include "reference/base/status.h"
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
+#include "reference/trace/runtime_binding.h"
 #include "reference/validate/violation.h"
 
 namespace simdjson::dom {
@@ -253,6 +254,7 @@ class TraceChecker {
   Map<Request> requests_;
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
+  RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
 };
 
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).

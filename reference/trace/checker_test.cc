@@ -179,3 +179,39 @@ TEST(TraceSchemaTest, SchemaEventTypesMatchTheDispatchTable) {
 
 }  // namespace
 }  // namespace kvc::trace
+
+namespace kvc::trace {
+namespace {
+
+// The prefill of a 2-token prompt on request R (snapshot 0 -> 1, T = 2), after Alloc(0).
+std::string PrefillLines() { return Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n"; }
+
+// Regression: an early finish used to stop before the lifecycle replay, so the release that
+// followed was reported as LIFECYCLE_RELEASE_LIVE too (two codes for one root cause).
+TEST(TraceGatingTest, EarlyFinishRaisesOneCodeAndTheReleaseStillReplays) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+                  Ev(4, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{})") +
+                  "\n" +
+                  Ev(5, "release", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"result_snapshot":2,"payload":{})") +
+                  "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"SERVICE_PHASE_EARLY_FINISH"}));
+}
+
+// A refused request-level transition (here a growing truncate) leaves the request in a state
+// the runtime did not report: its later events are not replayed, so one code is raised.
+TEST(TraceGatingTest, RefusedTruncateSkipsTheRequestsLaterEvents) {
+  const std::string emit =
+      Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"payload":{"output_index":0,"token":7})");
+  const std::string cut = Ev(5, "truncate", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"result_snapshot":2,"payload":{"new_length":3})");
+  const std::string fin = Ev(6, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":2,"payload":{})");
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit + "\n" +
+                  cut + "\n" + fin + "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_TRUNCATE_GROWTH"}));
+  // The legal truncate (to 1) replays the same finish without a violation.
+  std::string ok = t;
+  ok.replace(ok.find("\"new_length\":3"), 14, "\"new_length\":1");
+  EXPECT_EQ(Codes(ok), (std::vector<std::string>{}));
+}
+
+}  // namespace
+}  // namespace kvc::trace

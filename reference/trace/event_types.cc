@@ -58,6 +58,12 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
                  "; a failure leaves its base snapshot visible and names no result");
 }
 
+// Gating: a refused request-level transition (truncate, cancel_request, finish, release) leaves
+// the request in a state the runtime did not report, so its later events are not replayed.
+void RefuseRequest(TraceChecker& c, const Event& e) {
+  if (e.outcome != "rejected") c.Poison("request:" + *e.request_id);
+}
+
 void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
   auto prompt = p.Uint("prompt_length");
   auto lineage = p.OptStr("lineage_id");
@@ -339,7 +345,8 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(
       c, e, &after, [&](KvObject& kv) { return kv.Truncate(*e.request_id, *len, expected); });
-  if (!ok || !after) return;
+  if (!ok) return RefuseRequest(c, e);
+  if (!after) return;
   CheckResult(c, e, *after, std::nullopt);
   if (*len != cur->committed_length)
     if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Untrack();
@@ -390,7 +397,8 @@ void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(
       c, e, &after, [&](KvObject& kv) { return kv.CancelRequest(*e.request_id, expected); });
-  if (ok && after) CheckResult(c, e, *after, std::nullopt);
+  if (!ok) return RefuseRequest(c, e);
+  if (after) CheckResult(c, e, *after, std::nullopt);
 }
 
 void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -402,13 +410,19 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (req && e.outcome != "rejected" && cur->phase == Phase::kDecodeReady) {
     Status fs = req->frontier.CheckFinish();
-    if (!fs.ok()) return c.ReportStatus(fs, c.LinePtr());
+    if (!fs.ok()) {
+      // As for appends: the lifecycle object judges the finish on its own rules and the
+      // request's output frontier is no longer followed, so an early finish raises one code.
+      c.ReportStatus(fs, c.LinePtr());
+      req->frontier.Untrack();
+    }
   }
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(c, e, &after,
                             [&](KvObject& kv) { return kv.Finish(*e.request_id, expected); });
-  if (!ok || !after) return;
+  if (!ok) return RefuseRequest(c, e);
+  if (!after) return;
   CheckResult(c, e, *after, len, /*frontier_claim=*/true);
   if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted())
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/emitted_outputs",
@@ -426,7 +440,8 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(c, e, &after,
                             [&](KvObject& kv) { return kv.Release(*e.request_id, expected); });
-  if (!ok || !after) return;
+  if (!ok) return RefuseRequest(c, e);
+  if (!after) return;
   CheckResult(c, e, *after, len);
   if (next_gen && *next_gen != after->incarnation)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/result_handle_generation",

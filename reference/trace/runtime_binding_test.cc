@@ -1,0 +1,171 @@
+// Tests of the runtime-binding header rules: source pin, metric families, trace identity and
+// expected final states, alone and through the trace checker.
+#include "reference/trace/runtime_binding.h"
+
+#include <gtest/gtest.h>
+
+#include "reference/testutil/testutil.h"
+#include "reference/trace/checker.h"
+
+namespace kvc::trace {
+namespace {
+
+using Codes = std::vector<std::string>;
+
+Json Pin() {
+  return Json::parse(R"({"name":"vllm","release":"v0.23.0",
+    "commit":"0fc695fc6d1d82e9a5ac6835ac8e4e1c83703665","checked_on":"2026-07-27",
+    "files":[{"path":"vllm/v1/request.py",
+              "sha256":"4b97f41fc0ea474149f78d52a44ce89c16a9921c0641c48ad2573bdb8b7f71a4"}]})");
+}
+
+Json Metrics() {
+  return Json::parse(R"([
+    {"name":"cache_append_outcomes_total","type":"counter",
+     "labels":["model_name","engine","event_type","outcome"]},
+    {"name":"cache_append_attempts_total","type":"counter","labels":["model_name","engine"]},
+    {"name":"cache_append_failures_total","type":"counter","labels":["model_name","engine"],
+     "counts":"failures","denominator":"cache_append_attempts_total"},
+    {"name":"kv_cache_usage_ratio","type":"gauge","labels":["model_name","engine"]}])");
+}
+
+TEST(RuntimeBindingTest, ThePinnedRuntimeAndBoundedMetricsPass) {
+  EXPECT_TRUE(CheckRuntimePin(Pin(), "/0/runtime_pin").empty());
+  EXPECT_TRUE(CheckMetricFamilies(Metrics(), "/0/metrics").empty());
+}
+
+TEST(RuntimeBindingTest, ADriftedPinIsRejected) {
+  for (const char* commit : {"0fc695f", "0FC695FC6D1D82E9A5AC6835AC8E4E1C83703665", "main"}) {
+    Json pin = Pin();
+    pin["commit"] = commit;
+    Violations v = CheckRuntimePin(pin, "/0/runtime_pin");
+    ASSERT_EQ(test::CodeNames(v), Codes{"TRACE_RUNTIME_PIN_INVALID"}) << commit;
+    EXPECT_EQ(v[0].pointer, "/0/runtime_pin/commit");
+  }
+  Json pin = Pin();
+  pin["files"][0]["sha256"] = "4b97f41f";  // not 64 hex digits
+  EXPECT_EQ(test::CodeNames(CheckRuntimePin(pin, "/p")), Codes{"TRACE_RUNTIME_PIN_INVALID"});
+  pin = Pin();
+  pin["files"].push_back(pin["files"][0]);  // one file pinned twice
+  EXPECT_EQ(test::CodeNames(CheckRuntimePin(pin, "/p")), Codes{"TRACE_RUNTIME_PIN_INVALID"});
+  pin = Pin();
+  pin["files"] = Json::array();
+  EXPECT_EQ(test::CodeNames(CheckRuntimePin(pin, "/p")), Codes{"TRACE_RUNTIME_PIN_INVALID"});
+  pin = Pin();
+  pin["release"] = "";
+  EXPECT_EQ(test::CodeNames(CheckRuntimePin(pin, "/p")), Codes{"TRACE_RUNTIME_PIN_INVALID"});
+  pin = Pin();
+  pin.erase("commit");
+  EXPECT_EQ(test::CodeNames(CheckRuntimePin(pin, "/p")), Codes{"INPUT_FIELD_MISSING"});
+}
+
+TEST(RuntimeBindingTest, IdentityLabelsAreUnboundedMetricLabels) {
+  for (const char* label : {"request_id", "trace_id", "operation_id", "event_id"}) {
+    Json m = Metrics();
+    m[0]["labels"].push_back(label);
+    Violations v = CheckMetricFamilies(m, "/0/metrics");
+    ASSERT_EQ(test::CodeNames(v), Codes{"TRACE_METRIC_LABEL_UNBOUNDED"}) << label;
+    EXPECT_EQ(v[0].pointer, "/0/metrics/0/labels");
+  }
+  EXPECT_FALSE(IsUnboundedIdentityLabel("model_name"));
+  EXPECT_FALSE(IsUnboundedIdentityLabel("outcome"));
+}
+
+TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
+  Json m = Metrics();
+  m[2].erase("denominator");
+  Violations v = CheckMetricFamilies(m, "/0/metrics");
+  ASSERT_EQ(test::CodeNames(v), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  EXPECT_EQ(v[0].pointer, "/0/metrics/2/denominator");
+  m = Metrics();
+  m.erase(1);  // the attempts counter is gone; the failure counter names nothing declared
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  m = Metrics();
+  m[2]["denominator"] = "kv_cache_usage_ratio";  // a gauge is no attempts count
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  m = Metrics();
+  m[2]["denominator"] = "cache_append_failures_total";  // itself
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  m = Metrics();
+  m[3]["counts"] = "failures";  // a gauge does not count failures
+  m[3]["denominator"] = "cache_append_attempts_total";
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
+  m = Metrics();
+  m[1]["denominator"] = "cache_append_outcomes_total";  // only failure counters name one
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
+  m = Metrics();
+  m.push_back(m[0]);  // one family declared twice
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
+}
+
+// ---- Through the checker: line 1 binds, events and the end of the trace are judged.
+
+std::string Header(const std::string& extra) {
+  return R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+         R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":8},)"
+         R"("sources":[{"source_instance":"e","source_component":"semantic"}],"audit":"complete")" +
+         extra + "}\n";
+}
+
+std::string Alloc(bool trace_id) {
+  return std::string(R"({"event_id":"e0",)") + (trace_id ? R"("trace_id":"t-1",)" : "") +
+         R"("source_instance":"e","source_component":"semantic","local_sequence":0,)"
+         R"("monotonic_ns":100,"event_type":"request_allocate","request_id":"R",)"
+         R"("handle_generation":3,"result_snapshot":0,"payload":{"prompt_length":2}})"
+         "\n";
+}
+
+Codes Check(const std::string& text) { return test::CodeNames(ValidateTraceJsonl(text, "t.jsonl")); }
+
+TEST(RuntimeBindingTest, RequiredTraceIdentityIsCheckedOnEveryEvent) {
+  const std::string req = R"(,"trace_identity":"required")";
+  EXPECT_EQ(Check(Header(req) + Alloc(true)), Codes{});
+  EXPECT_EQ(Check(Header(req) + Alloc(false)), Codes{"TRACE_IDENTITY_MISSING"});
+  EXPECT_EQ(Check(Header(R"(,"trace_identity":"optional")") + Alloc(false)), Codes{});
+  EXPECT_EQ(Check(Header("") + Alloc(false)), Codes{});  // absent: version-1 traces unchanged
+  EXPECT_EQ(Check(Header(R"(,"trace_identity":"sometimes")") + Alloc(true)),
+            Codes{"INPUT_VALUE_INVALID"});
+}
+
+TEST(RuntimeBindingTest, ExpectedFinalStatesAreComparedWithTheReplay) {
+  const std::string good =
+      R"(,"expected_final_states":[{"request_id":"R","handle_generation":3,"snapshot":0,)"
+      R"("committed_length":0,"phase":"DECODE_READY"}])";
+  EXPECT_EQ(Check(Header(good) + Alloc(true)), Codes{});
+  std::string drift = good;
+  drift.replace(drift.find("\"snapshot\":0"), 12, "\"snapshot\":1");
+  Violations v = ValidateTraceJsonl(Header(drift) + Alloc(true), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), Codes{"TRACE_EXPECTED_RESULT_MISMATCH"});
+  EXPECT_EQ(v[0].line, 1u);
+  EXPECT_EQ(v[0].pointer, "/0/expected_final_states/0/snapshot");
+  std::string phase = good;
+  phase.replace(phase.find("DECODE_READY"), 12, "FINISHED");
+  EXPECT_EQ(Check(Header(phase) + Alloc(true)), Codes{"TRACE_EXPECTED_RESULT_MISMATCH"});
+  std::string unknown = good;
+  unknown.replace(unknown.find("\"R\""), 3, "\"Q\"");
+  EXPECT_EQ(Check(Header(unknown) + Alloc(true)), Codes{"TRACE_EXPECTED_RESULT_MISMATCH"});
+  // After a replay violation the replayed state is not the runtime's: only the root cause.
+  std::string second = Alloc(true);
+  second.replace(second.find("\"e0\""), 4, "\"e2\"");
+  second.replace(second.find("\"local_sequence\":0"), 18, "\"local_sequence\":2");
+  second.replace(second.find("\"R\""), 3, "\"S\"");
+  EXPECT_EQ(Check(Header(drift) + Alloc(true) + second), Codes{"TRACE_SEQUENCE_GAP"});
+}
+
+TEST(RuntimeBindingTest, HeaderRulesReportOnLineOneAndTheReplayContinues) {
+  Json m = Metrics();
+  m[0]["labels"].push_back("request_id");
+  Violations v = ValidateTraceJsonl(Header(",\"metrics\":" + m.dump()) + Alloc(false), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), Codes{"TRACE_METRIC_LABEL_UNBOUNDED"});
+  EXPECT_EQ(v[0].line, 1u);
+  Json pin = Pin();
+  pin["commit"] = "0fc695f";
+  EXPECT_EQ(Check(Header(",\"runtime_pin\":" + pin.dump()) + Alloc(false)),
+            Codes{"TRACE_RUNTIME_PIN_INVALID"});
+  EXPECT_EQ(Check(Header(",\"runtime_pin\":" + Pin().dump() + ",\"metrics\":" + Metrics().dump()) +
+                  Alloc(false)),
+            Codes{});
+}
+
+}  // namespace
+}  // namespace kvc::trace
