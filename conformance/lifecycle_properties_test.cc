@@ -340,6 +340,8 @@ RC_GTEST_PROP(LedgerProperties, LedgerIdentitiesHoldForAnyOwnedState, ()) {
   RC_ASSERT(l->resident_by_tier.size() == tiers.size());
   RC_ASSERT(resident == l->physical);
   RC_ASSERT(l->instantaneous == l->physical + workspace);
+  RC_CLASSIFY(n == 0, "no owned request");
+  RC_CLASSIFY(sum_rt > sum_t, "replicated copies");
 }
 
 // M5.1 0x05: TPOT = (y_{G-1} - y_0) / (G - 1) equals the mean of the G - 1 TBT gaps when G > 1,
@@ -358,6 +360,7 @@ RC_GTEST_PROP(ServiceMetricProperties, TpotIsTheMeanTbtWhenDefined, ()) {
   auto m = kvc::ComputeRequestMetrics(r, {15, 10}, 64);
   RC_ASSERT(m.ok());
   RC_ASSERT(m->tbt.size() == outputs - 1);
+  RC_CLASSIFY(outputs == 1, "one output: TPOT undefined");
   if (outputs == 1) {
     RC_ASSERT(!m->tpot.has_value());
     return;
