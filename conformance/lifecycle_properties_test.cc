@@ -139,13 +139,15 @@ class Harness {
   void Stage(const std::string& id, uint32_t layer) {
     if (!txns_.count(id)) return;
     MTxn& t = txns_[id];
-    const uint64_t before = obj_.Find(t.h)->current.committed_length;
+    const Snapshot before_snap = obj_.Find(t.h)->current;
+    const uint64_t before = before_snap.committed_length;
     bool expect = (t.state == kOpen || t.state == kPrepared) && model_[t.h].phase != kReleased &&
                   !t.staged[layer];
     auto r = obj_.StageLayer({id, layer, {t.start, t.count}, true, true, ""});
     RC_ASSERT(r.ok() == expect);
     // No partial publication: staging never changes what readers resolve.
     RC_ASSERT(obj_.Find(t.h)->current.committed_length == before);
+    if (auto seen = obj_.Read(t.h); seen.ok()) RC_ASSERT(*seen == before_snap);  // a reader's view
     if (!r.ok()) return;
     t.staged[layer] = true;
     bool all = true;
