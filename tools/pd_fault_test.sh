@@ -25,7 +25,7 @@ case_() {
   local dt=$(python3 -c "import sys;print(f'{float(sys.argv[2])-float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)")
   if [ "$rc" -ne "$want" ]; then
     fail=$((fail+1)); echo "FAIL $name: exit $rc, expected $want (${dt}s)"
-    head -c 3000 "$T/$name.json"; tail -20 "$T/$name.err"; return
+    grep -v '^ *[0-9]*,\?$' "$T/$name.json" | head -c 3000; tail -20 "$T/$name.err"; return
   fi
   if python3 - "$T/$name.json" <<PY
 import json, sys
@@ -39,21 +39,24 @@ def leak_free():
     if p.get("credit"):
         assert p["credit"]["in_flight_end"] == 0, p["credit"]
         assert p["credit"]["high_water"] <= p["credit"]["capacity"], p["credit"]
-def identical():
+def identical(source=True):
     assert r["verdict"] == "identical", r.get("reason")
     assert all(s["bit_identical"] for s in r["steps"]) and len(r["steps"]) == 4, r["steps"]
     k = r["kv_sha256"]
-    assert k["colocated"] == k["published"] == k["source"] and len(k["colocated"]) == 64, k
+    assert k["colocated"] == k["published"] and len(k["colocated"]) == 64, k
+    assert k["source"] == k["colocated"] or not source, k
+    assert d["publications"] == 1, d["publications"]
     assert d["pool"]["decode_owned"] == 1 and d["pool"]["free"] == d["pool"]["capacity"] - 1, d["pool"]
     leak_free()
 def failed(code):
     assert r["verdict"] == "failed" and r.get("code") == code, (r.get("code"), r.get("reason"))
     assert "published_kv_sha256" not in d, "a failed request published a cache"
+    assert d.get("publications", 0) == 0 and d.get("pool", {}).get("decode_owned", 0) == 0, d.get("pool")
     leak_free()
 $py
 PY
   then pass=$((pass+1)); echo "ok   $name (${dt}s): $(python3 -c 'import json,sys;r=json.load(open(sys.argv[1]));print(r["verdict"], r.get("code",""), "| recovery:", r["recovery"])' "$T/$name.json")"
-  else fail=$((fail+1)); echo "FAIL $name (${dt}s)"; head -c 4000 "$T/$name.json"; echo; fi
+  else fail=$((fail+1)); echo "FAIL $name (${dt}s)"; grep -v '^ *[0-9]*,\?$' "$T/$name.json" | head -c 4000; echo; fi
 }
 
 case_ baseline_tcp 0 'identical(); assert r["recovery"] == "none needed"'
@@ -68,7 +71,7 @@ case_ credit_window_smaller_than_chunk 1 'failed("HANDOFF_CREDIT_WINDOW_TOO_SMAL
 case_ credit_exhausted_by_unacked_chunks 0 'identical(); assert p["credit_waits"] >= 1 and d["credit"]["high_water"] == d["credit"]["capacity"] == 512, (p["credit_waits"], d["credit"])' --fault credit-stall
 case_ credit_never_returned 1 'failed("PD_CREDIT_STARVED"); assert p["retransmits"] >= 1' --fault credit-starve
 case_ kill_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] in ("PD_PEER_LOST",), r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9"; assert p["credit"]["in_flight_end"] == 0 and p["outcome"] == "failed"' --fault kill-decode:3
-case_ kill_prefill_after_publication 0 'identical(); assert r["workers"]["prefill"] == "killed by signal 9" and "peer_lost_after_publication" in d' --fault kill-prefill-after-publish
+case_ kill_prefill_after_publication 0 'identical(source=False); assert r["workers"]["prefill"] == "killed by signal 9" and "peer_lost_after_publication" in d' --fault kill-prefill-after-publish
 
 # Bad usage: exit 2 with a clear message.
 "$K" "${BASE[@]}" --fault explode >"$T/out" 2>&1; rc=$?

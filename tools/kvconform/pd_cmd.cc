@@ -540,9 +540,6 @@ std::string Recovery(const nlohmann::json& p, const nlohmann::json& d) {
   if (d.value("late_completions_rejected", 0) > 0)
     parts.push_back(std::to_string(d.value("late_completions_rejected", 0)) +
                     " late completion(s) of a superseded attempt rejected");
-  if (p.value("credit_waits", 0) > 0)
-    parts.push_back("sender blocked " + std::to_string(p.value("credit_waits", 0)) +
-                    " time(s) on an exhausted credit window");
   if (d.contains("peer_lost_after_publication"))
     parts.push_back("prefill worker lost after publication; decode continued from the "
                     "published handle");
@@ -654,6 +651,8 @@ void RunPdRun(const PdOptions& o0) {
   if (!code.empty()) out["code"] = code;
   if (!reason.empty()) out["reason"] = reason;
   out["recovery"] = Recovery(p, d);
+  out["flow_control"] = {{"sender_credit_waits", p.value("credit_waits", 0)},
+                         {"credit_bytes", o.credit_bytes}};
   out["steps"] = steps;
   out["kv_sha256"] = {{"colocated", col->kv_sha256},
                       {"source", p.value("source_kv_sha256", "")},

@@ -828,6 +828,7 @@ DecodeResult DecodeSession::Run() {
     for (auto& [n, a] : attempts_)
       if (a.txn) retries += a.txn->retries();
     rep["txn_retries"] = retries;
+    rep["publications"] = directory_.publications();
     if (published_attempt_) {
       Attempt& a = attempts_[*published_attempt_];
       rep["published_attempt"] = *published_attempt_;

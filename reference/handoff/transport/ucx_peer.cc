@@ -115,7 +115,10 @@ Status UcxPeer::Connect(const std::string& remote_address) {
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(remote_address.data());
-  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  // UCX 1.13's shared-memory transports have no peer failure handler, so PEER mode would
+  // leave shm without an active-message lane; on shm a dead peer is detected by our deadlines.
+  ep.err_mode =
+      transport_ == UcxTransport::kTcp ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   ep.err_handler.cb = [](void* arg, ucp_ep_h h, ucs_status_t status) {
     UcxPeer::OnEpError(arg, h, status);
   };

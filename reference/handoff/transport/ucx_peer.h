@@ -2,9 +2,10 @@
 //
 // A thin wrapper over UCX's UCP tag API (ucp_tag_send_nbx / ucp_tag_probe_nb +
 // ucp_tag_msg_recv_nbx), the layer NIXL builds on. Every blocking call takes a deadline and
-// returns DeadlineExceeded (code PD_PEER_TIMEOUT) when it runs out; an endpoint error (the peer
-// closed or died: UCP_ERR_HANDLING_MODE_PEER) fails every pending and later operation with
-// Unavailable (code PD_PEER_LOST). Nothing here hangs: an operation that times out is cancelled
+// returns DeadlineExceeded (code PD_PEER_TIMEOUT) when it runs out; on tcp an endpoint error (the
+// peer closed or died: UCP_ERR_HANDLING_MODE_PEER) fails every pending and later operation with
+// Unavailable (code PD_PEER_LOST). UCX 1.13's shm transports have no peer failure handler, so on
+// shm the endpoint uses error mode NONE and a dead peer surfaces as PD_PEER_TIMEOUT. Nothing here hangs: an operation that times out is cancelled
 // and, if UCX still owns it, its state is parked until the worker is destroyed.
 //
 // Tags: the caller's 64-bit tag; receives match (tag & mask) == (want & mask).
