@@ -311,7 +311,8 @@ void RunWorker(const PdOptions& o) {
       rep = {{"role", "prefill"}, {"raw", true}, {"payload_bytes", src.bytes.size()},
              {"chunks", src.chunks.size()}, {"transfer_seconds", r.seconds}};
     } else {
-      const std::string source_digest = src.payload.value("source_kv_sha256", "");
+      const std::string source_digest =
+          src.payload.is_object() ? src.payload.value("source_kv_sha256", "") : "";
       auto r = tp::RunPrefillWorker(*w, std::move(src));
       st = r.status;
       rep = r.report;

@@ -21,12 +21,13 @@ using std::chrono::milliseconds;
 enum MsgType : uint64_t {
   kManifest = 1,
   kReply = 2,
-  kChunk = 3,
+  kChunk = 0x83,  // bit 63 set: bulk data, matched by pre-posted receives
+
   kAck = 4,
   kResult = 5,
   kAbort = 6,
   kFin = 7,
-  kRawData = 8,
+  kRawData = 0x88,
   kRawDone = 9,
 };
 
@@ -37,6 +38,7 @@ uint64_t TypeOf(uint64_t tag) { return tag >> 56; }
 uint64_t AttemptOf(uint64_t tag) { return (tag >> 32) & 0xffffff; }
 uint64_t IndexOf(uint64_t tag) { return tag & 0xffffffff; }
 
+constexpr uint64_t kBulkBit = uint64_t{1} << 63;  // data messages; control ones have it clear
 constexpr uint32_t kChunkMagic = 0x4843564b;  // "KVCH"
 constexpr size_t kMaxControl = 64u << 20;     // JSON control messages
 
@@ -274,7 +276,7 @@ Status PrefillSession::Pump() {
     if (!done) break;
     sends_.pop_front();
   }
-  KVC_ASSIGN_OR_RETURN(bool got, peer_->TryRecv(0, 0, kMaxControl, &inbox_,
+  KVC_ASSIGN_OR_RETURN(bool got, peer_->TryRecv(0, kBulkBit, kMaxControl, &inbox_,
                                                 After(opts_.peer_timeout), "a decode message"));
   if (got) return Dispatch(inbox_);
   return Status();
@@ -590,6 +592,13 @@ class DecodeSession {
     uint64_t attempt;
     size_t index;
   };
+  // A pre-posted receive for chunk messages (staging memory of header + largest chunk).
+  struct Slot {
+    Message msg;
+    Pending op;
+  };
+  Status PostSlot(Slot& s);
+  Status PollSlots(bool* progressed);
 
   Status OnManifest(uint64_t attempt, const Message& m);
   Status OnChunk(uint64_t attempt, uint64_t index, const Message& m);
@@ -606,6 +615,8 @@ class DecodeSession {
   std::unique_ptr<UcxPeer> peer_;
   std::map<uint64_t, Attempt> attempts_;
   std::vector<Held> held_;
+  std::vector<Slot> slots_;
+  size_t slot_bytes_ = 0;
   std::optional<uint64_t> published_attempt_;
   uint64_t chunks_received_ = 0, duplicates_ = 0, late_rejected_ = 0;
   nlohmann::json events_ = nlohmann::json::array();
@@ -669,6 +680,22 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
     if (!t) return reply(ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "chunk bytes overflow"));
     total = *t;
   }
+  uint64_t largest = 0;
+  for (const auto& c : plan->chunks) largest = std::max(largest, c.bytes);
+  if (slots_.empty() && largest > 0 && largest < (uint64_t{1} << 40)) {
+    // Staging: enough receives for a full credit window plus one, each header + largest chunk.
+    slot_bytes_ = sizeof(ChunkHeader) + largest;
+    const uint64_t n = std::min<uint64_t>(64, std::max<uint64_t>(2, credits_.capacity() / largest + 1));
+    slots_.resize(n);
+    for (Slot& sl : slots_) {
+      sl.msg.bytes.resize(slot_bytes_);
+      KVC_RETURN_IF_ERROR(PostSlot(sl));
+    }
+  }
+  if (sizeof(ChunkHeader) + largest > slot_bytes_)
+    return reply(Malformed("manifest: a " + std::to_string(largest) +
+                           " B chunk exceeds the staging slots (" + std::to_string(slot_bytes_) +
+                           " B) posted for the first attempt"));
   auto txn = TransferTxn::Create(*plan, &credits_, &pool_, &directory_);
   if (!txn.ok()) return reply(txn.status());
   a.txn.emplace(std::move(*txn));
@@ -676,6 +703,34 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
   a.dest.assign(total, 0);
   a.finished = false;
   return reply(Status());
+}
+
+Status DecodeSession::PostSlot(Slot& sl) {
+  KVC_ASSIGN_OR_RETURN(sl.op, peer_->RecvNb(Tag(kChunk, 0, 0), kBulkBit, sl.msg.bytes.data(),
+                                            sl.msg.bytes.size()));
+  return Status();
+}
+
+Status DecodeSession::PollSlots(bool* progressed) {
+  for (Slot& sl : slots_) {
+    if (!sl.op.valid()) continue;
+    KVC_ASSIGN_OR_RETURN(bool done, peer_->Test(sl.op));
+    if (!done) continue;
+    *progressed = true;
+    const OpState* st = sl.op.state();
+    Message view;
+    view.tag = st->sender_tag;
+    // OnChunk reads the staging bytes, then the slot is re-posted (swap keeps the buffer).
+    view.bytes.swap(sl.msg.bytes);
+    view.bytes.resize(st->length);
+    Status s = TypeOf(view.tag) == kChunk ? OnChunk(AttemptOf(view.tag), IndexOf(view.tag), view)
+                                          : Malformed("unexpected bulk message type");
+    view.bytes.resize(slot_bytes_);
+    sl.msg.bytes.swap(view.bytes);
+    KVC_RETURN_IF_ERROR(s);
+    KVC_RETURN_IF_ERROR(PostSlot(sl));
+  }
+  return Status();
 }
 
 Status DecodeSession::MakeVisible(uint64_t attempt, size_t index) {
@@ -842,7 +897,10 @@ DecodeResult DecodeSession::Run() {
     rep["leak_free"] = !leak;
     if (leak && res.status.ok())
       res.status = Internal("decode: credits or unpublished blocks leaked");
-    if (peer_) (void)peer_->Close(After(milliseconds(300)));
+    if (peer_) {
+      for (Slot& sl : slots_) peer_->Cancel(sl.op);
+      (void)peer_->Close(After(milliseconds(300)));
+    }
     return res;
   };
   {
@@ -852,9 +910,13 @@ DecodeResult DecodeSession::Run() {
   }
   Message m;
   Deadline idle = After(opts_.peer_timeout);
-  const size_t max_msg = SIZE_MAX / 2;
+  const size_t max_msg = kMaxControl;
   while (true) {
-    auto got = peer_->TryRecv(0, 0, max_msg, &m, After(opts_.peer_timeout), "a prefill message");
+    bool progressed = false;
+    if (Status s = PollSlots(&progressed); !s.ok()) return finish(s);
+    if (progressed) idle = After(opts_.peer_timeout);
+    auto got =
+        peer_->TryRecv(0, kBulkBit, max_msg, &m, After(opts_.peer_timeout), "a prefill message");
     if (!got.ok()) return finish(got.status());
     if (!*got) {
       if (Clock::now() >= idle)
@@ -870,9 +932,6 @@ DecodeResult DecodeSession::Run() {
     switch (type) {
       case kManifest:
         s = OnManifest(attempt, m);
-        break;
-      case kChunk:
-        s = OnChunk(attempt, IndexOf(m.tag), m);
         break;
       case kAbort: {
         auto j = ParseJson(m, "abort");
@@ -993,6 +1052,11 @@ RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& src) {
     return r;
   }
   UcxPeer& p = **peer;
+  for (const auto& c : src.chunks)
+    if (c.bytes != src.chunks.front().bytes) {
+      r.status = InvalidArgument("raw benchmark: every message must have the same size");
+      return r;
+    }
   uint64_t hdr[2] = {src.bytes.size(), src.chunks.size()};
   if (r.status = p.Send(Tag(kManifest, 0, 0), {{hdr, sizeof(hdr)}}, After(opts.peer_timeout),
                         "raw header");
@@ -1059,29 +1123,22 @@ RawResult RunRawReceiver(const WorkerOptions& opts) {
   uint64_t total = 0, chunks = 0;
   std::memcpy(&total, hdr->bytes.data(), 8);
   std::memcpy(&chunks, hdr->bytes.data() + 8, 8);
+  // Every message pre-posted straight into its place in the destination (the best case).
   std::vector<uint8_t> dest(total);
+  const uint64_t per = chunks ? (total + chunks - 1) / chunks : 0;
+  std::vector<Pending> ops;
   const auto t0 = Clock::now();
-  uint64_t off = 0;
-  for (uint64_t i = 0; i < chunks; ++i) {
-    uint64_t tag = 0;
-    size_t len = 0;
-    const Deadline d = After(opts.peer_timeout);
-    while (true) {
-      auto got = p.TryRecvInto(Tag(kRawData, 0, 0), uint64_t{0xff} << 56, dest.data() + off,
-                               dest.size() - off, &tag, &len, d, "raw data");
-      if (!got.ok()) {
-        r.status = got.status();
-        return r;
-      }
-      if (*got) break;
-      if (Clock::now() >= d) {
-        r.status = Status(StatusCode::kDeadlineExceeded, "raw data timed out",
-                          ErrorCode::PD_PEER_TIMEOUT);
-        return r;
-      }
+  for (uint64_t i = 0, off = 0; i < chunks; ++i, off += per) {
+    const size_t cap = static_cast<size_t>(std::min<uint64_t>(per, total - off));
+    auto op = p.RecvNb(Tag(kRawData, 0, i), ~uint64_t{0}, dest.data() + off, cap);
+    if (!op.ok()) {
+      r.status = op.status();
+      return r;
     }
-    off += len;
+    ops.push_back(std::move(*op));
   }
+  for (Pending& op : ops)
+    if (r.status = p.Wait(op, After(opts.peer_timeout), "raw data"); !r.status.ok()) return r;
   const uint64_t one = 1;
   r.status = p.Send(Tag(kRawDone, 0, 0), {{&one, sizeof(one)}}, After(opts.peer_timeout), "raw done");
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -179,10 +179,18 @@ StatusOr<Pending> UcxPeer::RecvNb(uint64_t tag, uint64_t mask, void* buf, size_t
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rp.cb.recv = RecvDone;
   rp.user_data = s;
+  // An immediate completion (the message was already waiting) skips the callback and reports
+  // its tag and length through recv_info instead.
+  ucp_tag_recv_info_t imm{};
+  rp.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+  rp.recv_info.tag_info = &imm;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(Wrk(worker_), buf, cap, tag, mask, &rp);
   if (UCS_PTR_IS_ERR(r)) return Fail("ucp_tag_recv_nbx", UCS_PTR_STATUS(r));
   if (r == nullptr) {
-    s->done = true;  // immediate completion is reported through the callback for recv
+    s->done = true;
+    s->status = UCS_OK;
+    s->sender_tag = imm.sender_tag;
+    s->length = imm.length;
   } else {
     s->request = r;
   }
@@ -247,6 +255,18 @@ Status UcxPeer::Wait(Pending& p, Deadline deadline, std::string_view what) {
                     ErrorCode::PD_PEER_TIMEOUT);
     }
   }
+}
+
+void UcxPeer::Cancel(Pending& p) {
+  if (!p.valid() || p.state_->request == nullptr) return;
+  OpState* s = p.state_.get();
+  if (!s->done) {
+    ucp_request_cancel(Wrk(worker_), s->request);
+    for (int i = 0; i < 1000 && !s->done; ++i) Progress();
+  }
+  ucp_request_free(s->request);
+  s->request = nullptr;
+  if (!s->done) Park(std::move(p.state_));
 }
 
 Status UcxPeer::Send(uint64_t tag, std::vector<SendPart> parts, Deadline deadline,

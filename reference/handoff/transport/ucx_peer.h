@@ -96,6 +96,10 @@ class UcxPeer {
   // Progresses until `p` finishes or the deadline passes (then it is cancelled).
   Status Wait(Pending& p, Deadline deadline, std::string_view what);
 
+  // Cancels an unfinished operation (e.g. a pre-posted receive nobody will fill); UCX's state
+  // is parked if it does not complete promptly. No-op for finished or empty operations.
+  void Cancel(Pending& p);
+
   // Blocking conveniences.
   Status Send(uint64_t tag, std::vector<SendPart> parts, Deadline deadline, std::string_view what);
   // Receives the next message whose tag matches (tag, mask), whatever its length (probe, then
