@@ -461,6 +461,8 @@ PrefillResult PrefillSession::Run() {
                        {"high_water", window_->high_water()},
                        {"in_flight_end", window_->in_flight()}};
     if (peer_) {
+      // Outstanding sends are cancelled before their headers and buffers go away.
+      for (InFlightSend& x : sends_) peer_->Cancel(x.op);
       if (!peer_->peer_failed())
         (void)SendJson(*peer_, Tag(kFin, 0, 0), nlohmann::json::object(), milliseconds(500),
                        "sending FIN");

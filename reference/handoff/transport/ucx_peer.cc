@@ -361,7 +361,9 @@ Status UcxPeer::Close(Deadline deadline) {
   if (UCS_PTR_IS_ERR(r)) return Fail("ucp_ep_close_nbx", UCS_PTR_STATUS(r));
   while (ucp_request_check_status(r) == UCS_INPROGRESS) {
     if (Clock::now() >= deadline) {
-      // The peer did not acknowledge the flush: leave the request to the worker's teardown.
+      // The peer did not acknowledge the flush: release the request (UCX frees it when the
+      // worker is destroyed) so teardown does not trip over an unreleased request.
+      ucp_request_free(r);
       return Status(StatusCode::kDeadlineExceeded, "ucx: endpoint close timed out",
                     ErrorCode::PD_PEER_TIMEOUT);
     }
