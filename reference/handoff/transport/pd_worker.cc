@@ -193,6 +193,7 @@ class PrefillSession {
     nlohmann::json reply;
     std::optional<nlohmann::json> result;
     std::vector<bool> acked;
+    uint64_t acked_count = 0;
     std::vector<uint64_t> sends;
     std::vector<Clock::time_point> last_send;
     bool fenced = false;  // aborted: later ACKs are ignored
@@ -301,6 +302,7 @@ Status PrefillSession::Dispatch(const Message& m) {
         return Malformed("ACK for chunk index " + std::to_string(index) + " out of range");
       if (a.fenced || a.acked[index] || a.sends[index] == 0) return Status();  // late/duplicate
       a.acked[index] = true;
+      ++a.acked_count;
       return window_->Release(a.plan.chunks[index].bytes);
     }
     case kResult: {
@@ -342,12 +344,11 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
   size_t next = 0;
   Deadline idle = After(opts_.peer_timeout);
   bool waiting_for_credit = false;
-  auto all_acked = [&] {
-    for (size_t i : order)
-      if (!a.acked[i]) return false;
-    return true;
-  };
-  while (!all_acked()) {
+  // `order` holds chunks not sent yet in this attempt, so it is done when the attempt's
+  // acknowledgement count grows by order.size().
+  const uint64_t target = a.acked_count + order.size();
+  auto last_scan = Clock::now();
+  while (a.acked_count < target) {
     if (a.result) return Status();  // D aborted the attempt (or published early: impossible)
     if (next < order.size()) {
       const size_t i = order[next];
@@ -379,10 +380,13 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
       waiting_for_credit = true;
     }
     const size_t before = sends_.size();
+    const uint64_t acked_before = a.acked_count;
     KVC_RETURN_IF_ERROR(Pump());
-    if (sends_.size() != before) idle = After(opts_.peer_timeout);
+    if (sends_.size() != before || a.acked_count != acked_before) idle = After(opts_.peer_timeout);
     // Retransmit chunks whose DEVICE_VISIBLE acknowledgement is overdue (same transfer_id and
-    // bytes: the destination treats it as an idempotent retry).
+    // bytes: the destination treats it as an idempotent retry). Scanned once a millisecond.
+    if (Clock::now() - last_scan < milliseconds(1)) continue;
+    last_scan = Clock::now();
     for (size_t k = 0; k < next; ++k) {
       const size_t i = order[k];
       if (a.acked[i] || Clock::now() - a.last_send[i] < opts_.rto) continue;
