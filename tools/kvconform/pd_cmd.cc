@@ -174,16 +174,19 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
       src.chunks.push_back({"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" +
                                 std::to_string(n),
                             l, at, n, n * src.bytes_per_token_layer, ""});
-      // Chunk payload: n K rows, then n V rows ([n, H_kv * d_h] fp32 each).
-      for (uint64_t p = at; p < at + n; ++p) {
-        const auto* k = reinterpret_cast<const uint8_t*>(s->KeyRow(l, p));
-        src.bytes.insert(src.bytes.end(), k, k + row * sizeof(float));
-      }
-      for (uint64_t p = at; p < at + n; ++p) {
-        const auto* v = reinterpret_cast<const uint8_t*>(s->ValueRow(l, p));
-        src.bytes.insert(src.bytes.end(), v, v + row * sizeof(float));
-      }
     }
+  KVC_RETURN_IF_ERROR(tp::LayoutSource(&src));
+  // Chunk payload: n K rows, then n V rows ([n, H_kv * d_h] fp32 each).
+  const size_t row_bytes = row * sizeof(float);
+  for (size_t i = 0; i < src.chunks.size(); ++i) {
+    const auto& c = src.chunks[i];
+    uint8_t* out = src.bytes.data() + src.offsets[i];
+    for (uint64_t k = 0; k < c.token_count; ++k) {
+      std::memcpy(out + k * row_bytes, s->KeyRow(c.layer, c.token_start + k), row_bytes);
+      std::memcpy(out + (c.token_count + k) * row_bytes, s->ValueRow(c.layer, c.token_start + k),
+                  row_bytes);
+    }
+  }
   src.payload = {{"prompt_ids", ids},
                  {"first_token", model::Argmax(logits)},
                  {"prefill_logits_bits", FloatBits(logits)},
@@ -210,7 +213,7 @@ tp::SourceKv SyntheticSource(uint64_t bytes, uint64_t chunk_bytes) {
       src.chunks.push_back({"L" + std::to_string(l) + "/t" + std::to_string(at), l, at, n,
                             n * 4096, ""});
     }
-  src.bytes.resize(src.token_count * 32 * 4096);
+  (void)tp::LayoutSource(&src);  // sizes bytes: chunks + header slots (cannot overflow here)
   uint64_t x = 0x9e3779b97f4a7c15ull;
   for (size_t i = 0; i + 8 <= src.bytes.size(); i += 8) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -308,7 +311,7 @@ void RunWorker(const PdOptions& o) {
     if (o.raw) {
       auto r = tp::RunRawSender(*w, src);
       st = r.status;
-      rep = {{"role", "prefill"}, {"raw", true}, {"payload_bytes", src.bytes.size()},
+      rep = {{"role", "prefill"}, {"raw", true}, {"payload_bytes", tp::PayloadBytes(src)},
              {"chunks", src.chunks.size()}, {"transfer_seconds", r.seconds}};
     } else {
       const std::string source_digest =
@@ -699,12 +702,13 @@ void RunPdBench(const PdOptions& o) {
     tp::SourceKv src = SyntheticSource(o.bytes, o.chunk_bytes);
     const auto t0 = tp::Clock::now();
     std::string acc;
-    for (size_t i = 0, off = 0; i < src.chunks.size(); off += src.chunks[i].bytes, ++i)
-      acc += Sha256Hex(std::string_view(reinterpret_cast<const char*>(src.bytes.data() + off),
-                                        src.chunks[i].bytes));
+    for (size_t i = 0; i < src.chunks.size(); ++i)
+      acc += Sha256Hex(std::string_view(
+          reinterpret_cast<const char*>(src.bytes.data() + src.offsets[i]), src.chunks[i].bytes));
     const double s = std::chrono::duration<double>(tp::Clock::now() - t0).count();
-    nlohmann::json j = {{"mode", "sha256-only"}, {"bytes", src.bytes.size()}, {"seconds", s},
-                        {"gib_per_s", src.bytes.size() / s / (1 << 30)},
+    const uint64_t n = tp::PayloadBytes(src);
+    nlohmann::json j = {{"mode", "sha256-only"}, {"bytes", n}, {"seconds", s},
+                        {"gib_per_s", n / s / (1 << 30)},
                         {"digest_of_digests", Sha256Hex(acc)}};
     std::cout << j.dump() << "\n";
     ExitCode() = kExitOk;

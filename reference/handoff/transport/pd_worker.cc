@@ -324,15 +324,17 @@ Status PrefillSession::SendChunk(Attempt& a, size_t i, bool corrupt) {
   s.header->payload_bytes = c.bytes;
   s.header->send_time_us = SteadyNowUs();
   s.header->ready_time_us = src_.layer_ready_us.at(c.layer);
-  const uint8_t* payload = src_.bytes.data() + src_.offsets[i];
+  // The header goes into the slot right before the payload: one contiguous message.
+  uint8_t* slot = src_.bytes.data() + src_.offsets[i] - sizeof(ChunkHeader);
+  std::memcpy(slot, s.header.get(), sizeof(ChunkHeader));
+  const uint8_t* wire = slot;
+  const size_t wire_bytes = sizeof(ChunkHeader) + static_cast<size_t>(c.bytes);
   if (corrupt) {
-    s.copy.assign(payload, payload + c.bytes);
-    s.copy[s.copy.size() / 2] ^= 0x01;  // one flipped bit in the middle of the chunk
-    payload = s.copy.data();
+    s.copy.assign(wire, wire + wire_bytes);
+    s.copy[sizeof(ChunkHeader) + c.bytes / 2] ^= 0x01;  // one flipped bit mid-payload
+    wire = s.copy.data();
   }
-  KVC_ASSIGN_OR_RETURN(s.op, peer_->SendNb(Tag(kChunk, a.attempt, i),
-                                           {{s.header.get(), sizeof(ChunkHeader)},
-                                            {payload, static_cast<size_t>(c.bytes)}}));
+  KVC_ASSIGN_OR_RETURN(s.op, peer_->SendNb(Tag(kChunk, a.attempt, i), {{wire, wire_bytes}}));
   sends_.push_back(std::move(s));
   ++a.sends[i];
   a.last_send[i] = Clock::now();
@@ -474,7 +476,8 @@ PrefillResult PrefillSession::Run() {
     }
     return res;
   };
-  if (Status s = LayoutSource(&src_); !s.ok()) return finish(s);
+  if (src_.offsets.size() != src_.chunks.size())
+    if (Status s = LayoutSource(&src_); !s.ok()) return finish(s);
   // Checksums are part of the manifest, computed once over the immutable source bytes.
   const auto t_hash = Clock::now();
   for (size_t i = 0; i < src_.chunks.size(); ++i)
@@ -484,7 +487,7 @@ PrefillResult PrefillSession::Run() {
                              src_.chunks[i].bytes))
                        : "";
   rep["checksum_seconds"] = std::chrono::duration<double>(Clock::now() - t_hash).count();
-  rep["payload_bytes"] = src_.bytes.size();
+  rep["payload_bytes"] = PayloadBytes(src_);
   rep["chunks"] = src_.chunks.size();
   {
     auto peer = Establish(opts_, /*listen=*/false);
@@ -1035,17 +1038,26 @@ Status LayoutSource(SourceKv* src) {
   uint64_t total = 0;
   src->offsets.clear();
   for (const auto& c : src->chunks) {
-    src->offsets.push_back(total);
-    auto t = CheckedAdd(total, c.bytes);
-    if (!t) return ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "source chunk bytes overflow");
-    total = *t;
+    auto start = CheckedAdd(total, kChunkHeaderSlot);
+    auto end = start ? CheckedAdd(*start, c.bytes) : std::nullopt;
+    if (!end)
+      return ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "source chunk bytes overflow");
+    src->offsets.push_back(*start);
+    total = *end;
   }
+  if (src->bytes.empty()) src->bytes.resize(total);
   if (total != src->bytes.size())
-    return InvalidArgument("source: chunks cover " + std::to_string(total) + " B but " +
-                           std::to_string(src->bytes.size()) + " B are offered");
+    return InvalidArgument("source: chunks and header slots cover " + std::to_string(total) +
+                           " B but " + std::to_string(src->bytes.size()) + " B are offered");
   if (src->layer_ready_us.size() != src->num_layers)
     return InvalidArgument("source: one K/V-ready time per layer is required");
   return Status();
+}
+
+uint64_t PayloadBytes(const SourceKv& src) {
+  uint64_t n = 0;
+  for (const auto& c : src.chunks) n += c.bytes;
+  return n;
 }
 
 PrefillResult RunPrefillWorker(const WorkerOptions& opts, SourceKv source) {
@@ -1071,7 +1083,7 @@ RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& src) {
       r.status = InvalidArgument("raw benchmark: every message must have the same size");
       return r;
     }
-  uint64_t hdr[2] = {src.bytes.size(), src.chunks.size()};
+  uint64_t hdr[2] = {PayloadBytes(src), src.chunks.size()};
   if (r.status = p.Send(Tag(kManifest, 0, 0), {{hdr, sizeof(hdr)}}, After(opts.peer_timeout),
                         "raw header");
       !r.status.ok())
@@ -1087,7 +1099,6 @@ RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& src) {
   const auto t0 = Clock::now();
   std::deque<std::pair<Pending, uint64_t>> inflight;
   uint64_t in_flight = 0;
-  uint64_t off = 0;
   auto retire = [&](bool block) -> Status {
     while (!inflight.empty()) {
       KVC_ASSIGN_OR_RETURN(bool done, p.Test(inflight.front().first));
@@ -1108,14 +1119,14 @@ RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& src) {
       inflight.pop_front();
     }
     if (!r.status.ok()) break;
-    auto op = p.SendNb(Tag(kRawData, 0, i), {{src.bytes.data() + off, static_cast<size_t>(n)}});
+    auto op = p.SendNb(Tag(kRawData, 0, i),
+                       {{src.bytes.data() + src.offsets[i], static_cast<size_t>(n)}});
     if (!op.ok()) {
       r.status = op.status();
       break;
     }
     inflight.emplace_back(std::move(*op), n);
     in_flight += n;
-    off += n;
   }
   if (r.status.ok()) r.status = retire(true);
   if (r.status.ok()) {

@@ -85,13 +85,19 @@ struct SourceKv {
   uint64_t reserved_blocks = 0;
   std::vector<ChunkSpec> chunks;  // chunk_id, layer, token_start, token_count, bytes
   std::vector<uint64_t> offsets;  // chunk i's bytes at bytes[offsets[i], +chunks[i].bytes)
+  // Each chunk is preceded by a kChunkHeaderSlot-byte slot where P writes the chunk header, so
+  // header + payload leave as one contiguous message (UCX's IOV path is slower on tcp).
   std::vector<uint8_t> bytes;
   std::vector<uint64_t> layer_ready_us;  // producer gate: K/V-ready time of each layer
   std::string tensor_abi_sha256;
   nlohmann::json payload;  // forwarded to D inside the manifest
 };
-// Lays out `chunks` consecutively (offsets) and checks sizes (overflow-checked).
+inline constexpr uint64_t kChunkHeaderSlot = 64;
+// Lays out `chunks` in order, each after a header slot (offsets, overflow-checked), and sizes
+// `bytes` when it is empty; otherwise checks that it has exactly that size.
 Status LayoutSource(SourceKv* src);
+// Payload bytes of a source (sum of chunk bytes, without header slots).
+uint64_t PayloadBytes(const SourceKv& src);
 
 struct PrefillResult {
   Status status;           // OK when some attempt was published
