@@ -808,6 +808,12 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
                      std::to_string(attempt) + ", index " + std::to_string(index) + ")");
   const ChunkSpec& spec = txn.plan().chunks[index];
   const uint8_t* payload = m.bytes.data() + sizeof(ChunkHeader);
+  if (h.payload_bytes != spec.bytes)  // never copied: it would not fit its reserved place
+    return AbortAttempt(
+        attempt, ViolationStatus(ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH,
+                                 "chunk \"" + spec.chunk_id + "\" arrived with " +
+                                     std::to_string(h.payload_bytes) + " B, the manifest declares " +
+                                     std::to_string(spec.bytes) + " B"));
   if (txn.state() == TxnState::kAborted || txn.state() == TxnState::kPublished) {
     // A completion after the attempt ended: fenced, no effect (counted, not acknowledged).
     ++late_rejected_;
