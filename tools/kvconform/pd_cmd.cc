@@ -171,9 +171,9 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
   for (uint64_t l = 0; l < layers; ++l)
     for (uint64_t at = 0; at < t; at += chunk) {
       const uint64_t n = std::min(chunk, t - at);
-      src.chunks.push_back({"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" +
-                                std::to_string(n),
-                            l, at, n, n * src.bytes_per_token_layer, ""});
+      src.chunks.push_back(
+          {"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" + std::to_string(n), l, at, n,
+           n * src.bytes_per_token_layer, ""});
     }
   KVC_RETURN_IF_ERROR(tp::LayoutSource(&src));
   // Chunk payload: n K rows, then n V rows ([n, H_kv * d_h] fp32 each).
@@ -210,8 +210,8 @@ tp::SourceKv SyntheticSource(uint64_t bytes, uint64_t chunk_bytes) {
   for (uint64_t l = 0; l < 32; ++l)
     for (uint64_t at = 0; at < src.token_count; at += chunk_tokens) {
       const uint64_t n = std::min(chunk_tokens, src.token_count - at);
-      src.chunks.push_back({"L" + std::to_string(l) + "/t" + std::to_string(at), l, at, n,
-                            n * 4096, ""});
+      src.chunks.push_back(
+          {"L" + std::to_string(l) + "/t" + std::to_string(at), l, at, n, n * 4096, ""});
     }
   (void)tp::LayoutSource(&src);  // sizes bytes: chunks + header slots (cannot overflow here)
   uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -266,8 +266,8 @@ Status DecodeFromPublished(const model::LlamaModel& m, model::ComputeMode mode,
   }
   tokens.push_back(y);
   for (uint64_t g = 1; g < max_new; ++g) {
-    KVC_RETURN_IF_ERROR(m.CheckInputs(std::span<const int64_t>(&tokens.back(), 1),
-                                      storage->committed_length()));
+    KVC_RETURN_IF_ERROR(
+        m.CheckInputs(std::span<const int64_t>(&tokens.back(), 1), storage->committed_length()));
     std::vector<float> logits;
     KVC_RETURN_IF_ERROR(storage->Stage(1));
     model::ForwardSegment seg{std::span<const int64_t>(&tokens.back(), 1), storage.get(), false,
@@ -311,8 +311,11 @@ void RunWorker(const PdOptions& o) {
     if (o.raw) {
       auto r = tp::RunRawSender(*w, src);
       st = r.status;
-      rep = {{"role", "prefill"}, {"raw", true}, {"payload_bytes", tp::PayloadBytes(src)},
-             {"chunks", src.chunks.size()}, {"transfer_seconds", r.seconds}};
+      rep = {{"role", "prefill"},
+             {"raw", true},
+             {"payload_bytes", tp::PayloadBytes(src)},
+             {"chunks", src.chunks.size()},
+             {"transfer_seconds", r.seconds}};
     } else {
       const std::string source_digest =
           src.payload.is_object() ? src.payload.value("source_kv_sha256", "") : "";
@@ -346,11 +349,11 @@ void RunWorker(const PdOptions& o) {
           st = DecodeFromPublished(*m, *mode, r, &rep);
           if (!st.ok()) rep["error"] = {{"code", "decode"}, {"message", st.message()}};
         } else {
-          rep["published_bytes_sha256"] = o.checksum == "sha256"
-                                              ? Sha256Hex(std::string_view(
-                                                    reinterpret_cast<const char*>(r.bytes.data()),
-                                                    r.bytes.size()))
-                                              : "";
+          rep["published_bytes_sha256"] =
+              o.checksum == "sha256"
+                  ? Sha256Hex(std::string_view(reinterpret_cast<const char*>(r.bytes.data()),
+                                               r.bytes.size()))
+                  : "";
         }
       }
     }
@@ -358,10 +361,10 @@ void RunWorker(const PdOptions& o) {
     return fail(InvalidArgument("--role: '" + o.role + "'; expected prefill or decode"));
   }
   if (!st.ok() && !rep.contains("error"))
-    rep["error"] = {{"code", st.error() == ErrorCode::kNone
-                                 ? std::string(StatusCodeName(st.code()))
-                                 : std::string(ErrorCodeName(st.error()))},
-                    {"message", st.message()}};
+    rep["error"] = {
+        {"code", st.error() == ErrorCode::kNone ? std::string(StatusCodeName(st.code()))
+                                                : std::string(ErrorCodeName(st.error()))},
+        {"message", st.message()}};
   if (Status s = WriteJsonFile(o.result, rep); !s.ok()) return fail(s);
   ExitCode() = st.ok() ? kExitOk : kExitViolation;
 }
@@ -401,8 +404,10 @@ void Reap(std::vector<Child*> cs, tp::Deadline deadline) {
     for (Child* c : cs) {
       if (c->exited || c->pid < 0) continue;
       pid_t r = waitpid(c->pid, &c->status, WNOHANG);
-      if (r == c->pid) c->exited = true;
-      else all = false;
+      if (r == c->pid)
+        c->exited = true;
+      else
+        all = false;
     }
     if (all) return;
     if (tp::Clock::now() >= deadline) {
@@ -435,9 +440,20 @@ StatusOr<nlohmann::json> ReadJson(const std::string& path) {
 }
 
 std::vector<std::string> CommonArgs(const PdOptions& o) {
-  return {"--transport", o.transport, "--fault", o.fault, "--credit-bytes",
-          std::to_string(o.credit_bytes), "--peer-timeout-ms", std::to_string(o.peer_timeout_ms),
-          "--rto-ms", std::to_string(o.rto_ms), "--checksum", o.checksum, "--mode", o.mode};
+  return {"--transport",
+          o.transport,
+          "--fault",
+          o.fault,
+          "--credit-bytes",
+          std::to_string(o.credit_bytes),
+          "--peer-timeout-ms",
+          std::to_string(o.peer_timeout_ms),
+          "--rto-ms",
+          std::to_string(o.rto_ms),
+          "--checksum",
+          o.checksum,
+          "--mode",
+          o.mode};
 }
 
 struct PairRun {
@@ -454,9 +470,9 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
   if (!mkdtemp(tmpl)) return IoError("mkdtemp failed");
   run.dir = tmpl;
   const std::string port_file = run.dir + "/port";
-  std::vector<std::string> d_args = {"kvconform", "pd-worker", "--role", "decode", "--bootstrap",
-                                     "127.0.0.1:0", "--port-file", port_file, "--result",
-                                     run.dir + "/decode.json"};
+  std::vector<std::string> d_args = {
+      "kvconform",   "pd-worker",   "--role",  "decode",   "--bootstrap",
+      "127.0.0.1:0", "--port-file", port_file, "--result", run.dir + "/decode.json"};
   for (auto& a : CommonArgs(o)) d_args.push_back(a);
   for (auto& a : d_extra) d_args.push_back(a);
   KVC_ASSIGN_OR_RETURN(run.d, Spawn(d_args, run.dir + "/decode.log"));
@@ -478,8 +494,9 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
     return Status(StatusCode::kUnavailable, "the decode worker never reported its bootstrap port",
                   ErrorCode::PD_BOOTSTRAP_FAILED);
   }
-  std::vector<std::string> p_args = {"kvconform", "pd-worker", "--role", "prefill", "--bootstrap",
-                                     "127.0.0.1:" + port, "--result", run.dir + "/prefill.json"};
+  std::vector<std::string> p_args = {
+      "kvconform",   "pd-worker",         "--role",   "prefill",
+      "--bootstrap", "127.0.0.1:" + port, "--result", run.dir + "/prefill.json"};
   for (auto& a : CommonArgs(o)) p_args.push_back(a);
   for (auto& a : p_extra) p_args.push_back(a);
   KVC_ASSIGN_OR_RETURN(run.p, Spawn(p_args, run.dir + "/prefill.log"));
@@ -545,8 +562,9 @@ std::string Recovery(const nlohmann::json& p, const nlohmann::json& d) {
     parts.push_back(std::to_string(d.value("late_completions_rejected", 0)) +
                     " late completion(s) of a superseded attempt rejected");
   if (d.contains("peer_lost_after_publication"))
-    parts.push_back("prefill worker lost after publication; decode continued from the "
-                    "published handle");
+    parts.push_back(
+        "prefill worker lost after publication; decode continued from the "
+        "published handle");
   std::string s;
   for (const auto& x : parts) s += (s.empty() ? "" : "; ") + x;
   return s.empty() ? "none needed" : s;
@@ -568,9 +586,10 @@ void RunPdRun(const PdOptions& o0) {
   if (!m.ok()) return fail(m.status());
   auto col = RunColocated(*m, *ids, o.max_new, *mode);
   if (!col.ok()) return fail(col.status());
-  std::vector<std::string> p_extra = {"--model", o.model, "--prompt-ids", o.prompt_ids,
+  std::vector<std::string> p_extra = {"--model",          o.model,
+                                      "--prompt-ids",     o.prompt_ids,
                                       "--max-new-tokens", std::to_string(o.max_new),
-                                      "--chunk-tokens", std::to_string(o.chunk_tokens)};
+                                      "--chunk-tokens",   std::to_string(o.chunk_tokens)};
   std::vector<std::string> d_extra = {"--model", o.model};
   auto run = RunPair(o, p_extra, d_extra);
   if (!run.ok()) return fail(run.status());
@@ -580,8 +599,7 @@ void RunPdRun(const PdOptions& o0) {
                         {"transport", o.transport},
                         {"fault", o.fault},
                         {"mode", o.mode},
-                        {"workers",
-                         {{"prefill", ExitText(run->p)}, {"decode", ExitText(run->d)}}}};
+                        {"workers", {{"prefill", ExitText(run->p)}, {"decode", ExitText(run->d)}}}};
   nlohmann::json p = run->prep.ok() ? *run->prep : nlohmann::json::object();
   nlohmann::json d = run->drep.ok() ? *run->drep : nlohmann::json::object();
   out["prefill"] = p;
@@ -647,8 +665,8 @@ void RunPdRun(const PdOptions& o0) {
   if (!d_leak_free || !p_leak_free) {
     verdict = "failed";
     code = "PD_WORKER_FAILED";
-    reason = "credits or blocks leaked (decode leak_free=" + std::string(d_leak_free ? "true" : "false") +
-             ", prefill in_flight_end=" +
+    reason = "credits or blocks leaked (decode leak_free=" +
+             std::string(d_leak_free ? "true" : "false") + ", prefill in_flight_end=" +
              (p.contains("credit") ? p["credit"]["in_flight_end"].dump() : "?") + ")";
   }
   out["verdict"] = verdict;
@@ -689,8 +707,9 @@ void RunPdRun(const PdOptions& o0) {
     if (!code.empty()) std::cout << " " << code << ": " << reason;
     std::cout << "\n";
     if (verdict != "identical")
-      std::cerr << "--- prefill log ---\n" << out["logs"]["prefill"].get<std::string>()
-                << "--- decode log ---\n" << out["logs"]["decode"].get<std::string>();
+      std::cerr << "--- prefill log ---\n"
+                << out["logs"]["prefill"].get<std::string>() << "--- decode log ---\n"
+                << out["logs"]["decode"].get<std::string>();
   }
   ExitCode() = verdict == "identical" ? kExitOk : kExitViolation;
 }
@@ -707,7 +726,9 @@ void RunPdBench(const PdOptions& o) {
           reinterpret_cast<const char*>(src.bytes.data() + src.offsets[i]), src.chunks[i].bytes));
     const double s = std::chrono::duration<double>(tp::Clock::now() - t0).count();
     const uint64_t n = tp::PayloadBytes(src);
-    nlohmann::json j = {{"mode", "sha256-only"}, {"bytes", n}, {"seconds", s},
+    nlohmann::json j = {{"mode", "sha256-only"},
+                        {"bytes", n},
+                        {"seconds", s},
                         {"gib_per_s", n / s / (1 << 30)},
                         {"digest_of_digests", Sha256Hex(acc)}};
     std::cout << j.dump() << "\n";
@@ -732,15 +753,15 @@ void RunPdBench(const PdOptions& o) {
   const auto& p = *run->prep;
   const double secs = p.value("transfer_seconds", 0.0);
   const uint64_t bytes = p.value("payload_bytes", uint64_t{0});
-  nlohmann::json j = {{"mode", o.raw ? "raw" : (o.checksum == "sha256" ? "protocol+sha256"
-                                                                        : "protocol")},
-                      {"transport", o.transport},
-                      {"bytes", bytes},
-                      {"chunks", p.value("chunks", 0)},
-                      {"message_bytes", o.chunk_bytes},
-                      {"credit_bytes", o.credit_bytes},
-                      {"seconds", secs},
-                      {"gib_per_s", secs > 0 ? bytes / secs / (1 << 30) : 0.0}};
+  nlohmann::json j = {
+      {"mode", o.raw ? "raw" : (o.checksum == "sha256" ? "protocol+sha256" : "protocol")},
+      {"transport", o.transport},
+      {"bytes", bytes},
+      {"chunks", p.value("chunks", 0)},
+      {"message_bytes", o.chunk_bytes},
+      {"credit_bytes", o.credit_bytes},
+      {"seconds", secs},
+      {"gib_per_s", secs > 0 ? bytes / secs / (1 << 30) : 0.0}};
   if (!o.raw) j["sender_checksum_seconds"] = p.value("checksum_seconds", 0.0);
   std::error_code ec;
   std::filesystem::remove_all(run->dir, ec);
@@ -789,8 +810,9 @@ void AddPdCommands(CLI::App& app) {
   AddShared(w, &worker);
   w->callback([] { RunWorker(worker); });
 
-  CLI::App* b = app.add_subcommand("pd-bench", "one transfer of synthetic K/V bytes (see "
-                                               "tools/bench_pd_transfer.sh)");
+  CLI::App* b = app.add_subcommand("pd-bench",
+                                   "one transfer of synthetic K/V bytes (see "
+                                   "tools/bench_pd_transfer.sh)");
   b->add_option("--bytes", bench.bytes, "payload bytes")->required();
   b->add_option("--chunk-bytes", bench.chunk_bytes, "message size (default 1 MiB)");
   b->add_flag("--raw", bench.raw, "raw UCX with the same messages and window");

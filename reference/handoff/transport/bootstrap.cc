@@ -167,12 +167,13 @@ StatusOr<std::string> BootstrapSocket::RecvBlob(Deadline deadline) {
   };
   unsigned char hdr[4];
   KVC_RETURN_IF_ERROR(read_exact(reinterpret_cast<char*>(hdr), 4));
-  const uint32_t n = hdr[0] | (hdr[1] << 8) | (hdr[2] << 16) | (static_cast<uint32_t>(hdr[3]) << 24);
+  const uint32_t n =
+      hdr[0] | (hdr[1] << 8) | (hdr[2] << 16) | (static_cast<uint32_t>(hdr[3]) << 24);
   if (n == 0 || n > kMaxBlob)
-    return Status(StatusCode::kInvalidArgument,
-                  "bootstrap: peer announced a " + std::to_string(n) +
-                      " B address (expected 1 B .. 1 MiB)",
-                  ErrorCode::PD_BOOTSTRAP_FAILED);
+    return Status(
+        StatusCode::kInvalidArgument,
+        "bootstrap: peer announced a " + std::to_string(n) + " B address (expected 1 B .. 1 MiB)",
+        ErrorCode::PD_BOOTSTRAP_FAILED);
   std::string out(n, '\0');
   KVC_RETURN_IF_ERROR(read_exact(out.data(), n));
   return out;

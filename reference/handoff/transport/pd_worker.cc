@@ -39,8 +39,8 @@ uint64_t AttemptOf(uint64_t tag) { return (tag >> 32) & 0xffffff; }
 uint64_t IndexOf(uint64_t tag) { return tag & 0xffffffff; }
 
 constexpr uint64_t kBulkBit = uint64_t{1} << 63;  // data messages; control ones have it clear
-constexpr uint32_t kChunkMagic = 0x4843564b;  // "KVCH"
-constexpr size_t kMaxControl = 64u << 20;     // JSON control messages
+constexpr uint32_t kChunkMagic = 0x4843564b;      // "KVCH"
+constexpr size_t kMaxControl = 64u << 20;         // JSON control messages
 
 // The fixed header in front of every chunk payload (host byte order: both workers run the
 // same build; docs/pd-transfer.md).
@@ -164,9 +164,8 @@ StatusOr<TransferPlan> PlanFromJson(const nlohmann::json& j) {
     p.reserved_blocks = j.at("reserved_blocks").get<uint64_t>();
     for (const auto& c : j.at("chunks"))
       p.chunks.push_back({c.at("chunk_id").get<std::string>(), c.at("layer").get<uint64_t>(),
-                          c.at("token_start").get<uint64_t>(),
-                          c.at("token_count").get<uint64_t>(), c.at("bytes").get<uint64_t>(),
-                          c.at("checksum").get<std::string>()});
+                          c.at("token_start").get<uint64_t>(), c.at("token_count").get<uint64_t>(),
+                          c.at("bytes").get<uint64_t>(), c.at("checksum").get<std::string>()});
     return p;
   } catch (const std::exception& e) {
     return Malformed(std::string("manifest: ") + e.what());
@@ -232,9 +231,10 @@ PrefillSession::Attempt& PrefillSession::NewAttempt(uint64_t attempt) {
   Attempt& a = attempts_[attempt];
   a.attempt = attempt;
   TransferPlan& p = a.plan;
-  p.identity = {opts_.tenant,        opts_.request_id,          attempt, attempt,
+  p.identity = {opts_.tenant,       opts_.request_id,        attempt, attempt,
                 opts_.source_epoch, opts_.destination_epoch, ""};
-  p.transfer_id = opts_.request_id + "/g" + std::to_string(attempt) + "/a" + std::to_string(attempt);
+  p.transfer_id =
+      opts_.request_id + "/g" + std::to_string(attempt) + "/a" + std::to_string(attempt);
   p.identity.reservation_id = "rsv:" + p.transfer_id;
   p.tensor_abi_sha256 = src_.tensor_abi_sha256;
   p.num_layers = src_.num_layers;
@@ -368,8 +368,8 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
           a.last_send[i] = Clock::now();
           ++dropped_;
         } else {
-          KVC_RETURN_IF_ERROR(
-              SendChunk(a, i, faults && first && f.kind == FaultSpec::Kind::kCorrupt && i == f.chunk));
+          KVC_RETURN_IF_ERROR(SendChunk(
+              a, i, faults && first && f.kind == FaultSpec::Kind::kCorrupt && i == f.chunk));
           if (faults && f.kind == FaultSpec::Kind::kDuplicate && i == f.chunk) {
             KVC_RETURN_IF_ERROR(SendChunk(a, i, false));
             ++duplicates_sent_;
@@ -393,15 +393,14 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
       const size_t i = order[k];
       if (a.acked[i] || Clock::now() - a.last_send[i] < opts_.rto) continue;
       if (a.sends[i] > opts_.max_retransmits)
-        return Status(StatusCode::kDeadlineExceeded,
-                      "chunk \"" + a.plan.chunks[i].chunk_id + "\" of " + a.plan.transfer_id +
-                          " was never acknowledged DEVICE_VISIBLE after " +
-                          std::to_string(a.sends[i]) + " transmissions: its " +
-                          std::to_string(a.plan.chunks[i].bytes) +
-                          " B of credit never came back (window " +
-                          std::to_string(window_->capacity()) + " B, in flight " +
-                          std::to_string(window_->in_flight()) + " B)",
-                      ErrorCode::PD_CREDIT_STARVED);
+        return Status(
+            StatusCode::kDeadlineExceeded,
+            "chunk \"" + a.plan.chunks[i].chunk_id + "\" of " + a.plan.transfer_id +
+                " was never acknowledged DEVICE_VISIBLE after " + std::to_string(a.sends[i]) +
+                " transmissions: its " + std::to_string(a.plan.chunks[i].bytes) +
+                " B of credit never came back (window " + std::to_string(window_->capacity()) +
+                " B, in flight " + std::to_string(window_->in_flight()) + " B)",
+            ErrorCode::PD_CREDIT_STARVED);
       KVC_RETURN_IF_ERROR(SendChunk(a, i, false));
       ++retransmits_;
       idle = After(opts_.peer_timeout);
@@ -694,7 +693,8 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
   for (const auto& c : plan->chunks) {
     a.offsets.push_back(total);
     auto t = CheckedAdd(total, c.bytes);
-    if (!t) return reply(ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "chunk bytes overflow"));
+    if (!t)
+      return reply(ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "chunk bytes overflow"));
     total = *t;
   }
   uint64_t largest = 0;
@@ -702,7 +702,8 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
   if (slots_.empty() && largest > 0 && largest < (uint64_t{1} << 40)) {
     // Staging: enough receives for a full credit window plus one, each header + largest chunk.
     slot_bytes_ = sizeof(ChunkHeader) + largest;
-    const uint64_t n = std::min<uint64_t>(64, std::max<uint64_t>(2, credits_.capacity() / largest + 1));
+    const uint64_t n =
+        std::min<uint64_t>(64, std::max<uint64_t>(2, credits_.capacity() / largest + 1));
     slots_.resize(n);
     for (Slot& sl : slots_) {
       sl.msg.bytes.resize(slot_bytes_);
@@ -723,8 +724,8 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
 }
 
 Status DecodeSession::PostSlot(Slot& sl) {
-  KVC_ASSIGN_OR_RETURN(sl.op, peer_->RecvNb(Tag(kChunk, 0, 0), kBulkBit, sl.msg.bytes.data(),
-                                            sl.msg.bytes.size()));
+  KVC_ASSIGN_OR_RETURN(
+      sl.op, peer_->RecvNb(Tag(kChunk, 0, 0), kBulkBit, sl.msg.bytes.data(), sl.msg.bytes.size()));
   return Status();
 }
 
@@ -802,18 +803,17 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
   ChunkHeader h;
   std::memcpy(&h, m.bytes.data(), sizeof(h));
   if (h.magic != kChunkMagic || h.version != 1 || h.attempt != attempt || h.chunk_index != index ||
-      index >= txn.plan().chunks.size() ||
-      h.payload_bytes != m.bytes.size() - sizeof(ChunkHeader))
+      index >= txn.plan().chunks.size() || h.payload_bytes != m.bytes.size() - sizeof(ChunkHeader))
     return Malformed("chunk header does not match its tag or length (attempt " +
                      std::to_string(attempt) + ", index " + std::to_string(index) + ")");
   const ChunkSpec& spec = txn.plan().chunks[index];
   const uint8_t* payload = m.bytes.data() + sizeof(ChunkHeader);
   if (h.payload_bytes != spec.bytes)  // never copied: it would not fit its reserved place
-    return AbortAttempt(
-        attempt, ViolationStatus(ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH,
-                                 "chunk \"" + spec.chunk_id + "\" arrived with " +
-                                     std::to_string(h.payload_bytes) + " B, the manifest declares " +
-                                     std::to_string(spec.bytes) + " B"));
+    return AbortAttempt(attempt, ViolationStatus(ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH,
+                                                 "chunk \"" + spec.chunk_id + "\" arrived with " +
+                                                     std::to_string(h.payload_bytes) +
+                                                     " B, the manifest declares " +
+                                                     std::to_string(spec.bytes) + " B"));
   if (txn.state() == TxnState::kAborted || txn.state() == TxnState::kPublished) {
     // A completion after the attempt ended: fenced, no effect (counted, not acknowledged).
     ++late_rejected_;
@@ -847,11 +847,13 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
     // The copy engine is stalled until the window is exhausted (the next chunk cannot fit).
     uint64_t smallest = UINT64_MAX;
     for (const auto& c : txn.plan().chunks)
-      if (txn.chunk_state(c.chunk_id) == ChunkState::kDeclared) smallest = std::min(smallest, c.bytes);
-    const bool exhausted = smallest == UINT64_MAX || credits_.in_flight() + smallest > credits_.capacity();
+      if (txn.chunk_state(c.chunk_id) == ChunkState::kDeclared)
+        smallest = std::min(smallest, c.bytes);
+    const bool exhausted =
+        smallest == UINT64_MAX || credits_.in_flight() + smallest > credits_.capacity();
     if (!exhausted) return Status();
-    events_.push_back({{"credit_stall", {{"in_flight", credits_.in_flight()},
-                                         {"capacity", credits_.capacity()}}}});
+    events_.push_back({{"credit_stall",
+                        {{"in_flight", credits_.in_flight()}, {"capacity", credits_.capacity()}}}});
     std::this_thread::sleep_for(milliseconds(100));
     std::vector<Held> flush;
     flush.swap(held_);
@@ -885,7 +887,8 @@ DecodeResult DecodeSession::Run() {
     if (!published_attempt_) {
       // The prefill worker's reason, if it sent one with its ABORT, is the root cause.
       for (auto& ev : events_)
-        if (ev.contains("result") && ev["result"].contains("error") && s.error() == ErrorCode::PD_ATTEMPTS_EXHAUSTED)
+        if (ev.contains("result") && ev["result"].contains("error") &&
+            s.error() == ErrorCode::PD_ATTEMPTS_EXHAUSTED)
           s = StatusFromJson(ev["result"]["error"], "aborted");
     }
     res.status = s;
@@ -958,7 +961,8 @@ DecodeResult DecodeSession::Run() {
         break;
       case kAbort: {
         auto j = ParseJson(m, "abort");
-        const Status why = j.ok() ? StatusFromJson(*j, "aborted by the prefill worker") : j.status();
+        const Status why =
+            j.ok() ? StatusFromJson(*j, "aborted by the prefill worker") : j.status();
         events_.push_back({{"attempt", attempt}, {"abort_from_prefill", StatusJson(why)}});
         s = attempts_.count(attempt) ? AbortAttempt(attempt, why) : Status();
         break;
@@ -1011,8 +1015,10 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
   } else if (k == "drop" || k == "dup" || k == "corrupt" || k == "kill-decode") {
     KVC_RETURN_IF_ERROR(want(2));
     KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
-    f.kind = k == "drop" ? K::kDrop : k == "dup" ? K::kDuplicate : k == "corrupt" ? K::kCorrupt
-                                                                                  : K::kKillDecode;
+    f.kind = k == "drop"      ? K::kDrop
+             : k == "dup"     ? K::kDuplicate
+             : k == "corrupt" ? K::kCorrupt
+                              : K::kKillDecode;
   } else if (k == "delay") {
     KVC_RETURN_IF_ERROR(want(3));
     KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
@@ -1095,8 +1101,8 @@ RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& src) {
       !r.status.ok())
     return r;
   // The receiver answers once its destination is allocated and every receive is posted.
-  if (auto ready = p.Recv(Tag(kReply, 0, 0), ~uint64_t{0}, 64, After(opts.peer_timeout),
-                          "raw ready");
+  if (auto ready =
+          p.Recv(Tag(kReply, 0, 0), ~uint64_t{0}, 64, After(opts.peer_timeout), "raw ready");
       !ready.ok()) {
     r.status = ready.status();
     return r;
@@ -1183,7 +1189,8 @@ RawResult RunRawReceiver(const WorkerOptions& opts) {
   for (Pending& op : ops)
     if (r.status = p.Wait(op, After(opts.peer_timeout), "raw data"); !r.status.ok()) return r;
   const uint64_t one = 1;
-  r.status = p.Send(Tag(kRawDone, 0, 0), {{&one, sizeof(one)}}, After(opts.peer_timeout), "raw done");
+  r.status =
+      p.Send(Tag(kRawDone, 0, 0), {{&one, sizeof(one)}}, After(opts.peer_timeout), "raw done");
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   (void)p.Close(After(milliseconds(300)));
   return r;

@@ -21,11 +21,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "reference/base/status.h"
 #include "reference/handoff/transfer_txn.h"
@@ -37,18 +36,18 @@ namespace kvc::handoff::transport {
 struct FaultSpec {
   enum class Kind {
     kNone,
-    kDrop,            // drop:K       chunk K's first transmission is lost
-    kDuplicate,       // dup:K        chunk K is sent twice (identical bytes)
-    kReorder,         // reorder      chunks are sent in reverse order
-    kDelay,           // delay:K:MS   chunk K is held back MS ms and sent last
-    kCorrupt,         // corrupt:K    one byte of chunk K's first transmission is flipped
-    kStaleReroute,    // stale-reroute  attempt 1 is superseded by attempt 2 midway; its
-                      //              remaining chunks complete late under the old generation
-    kCreditWindow,    // credit-window:B  D grants a B-byte window (smaller than a chunk)
-    kCreditStall,     // credit-stall D's device copy stalls until the window is exhausted
-    kCreditStarve,    // credit-starve  D never makes a chunk DEVICE_VISIBLE (no credit back)
-    kKillDecode,      // kill-decode:K  D is SIGKILLed after receiving K chunks
-    kKillPrefill,     // kill-prefill-after-publish  P is SIGKILLed when told of publication
+    kDrop,          // drop:K       chunk K's first transmission is lost
+    kDuplicate,     // dup:K        chunk K is sent twice (identical bytes)
+    kReorder,       // reorder      chunks are sent in reverse order
+    kDelay,         // delay:K:MS   chunk K is held back MS ms and sent last
+    kCorrupt,       // corrupt:K    one byte of chunk K's first transmission is flipped
+    kStaleReroute,  // stale-reroute  attempt 1 is superseded by attempt 2 midway; its
+                    //              remaining chunks complete late under the old generation
+    kCreditWindow,  // credit-window:B  D grants a B-byte window (smaller than a chunk)
+    kCreditStall,   // credit-stall D's device copy stalls until the window is exhausted
+    kCreditStarve,  // credit-starve  D never makes a chunk DEVICE_VISIBLE (no credit back)
+    kKillDecode,    // kill-decode:K  D is SIGKILLed after receiving K chunks
+    kKillPrefill,   // kill-prefill-after-publish  P is SIGKILLed when told of publication
   };
   Kind kind = Kind::kNone;
   uint64_t chunk = 0;
@@ -100,8 +99,8 @@ Status LayoutSource(SourceKv* src);
 uint64_t PayloadBytes(const SourceKv& src);
 
 struct PrefillResult {
-  Status status;           // OK when some attempt was published
-  nlohmann::json report;   // attempts, retransmits, credit figures, timings
+  Status status;          // OK when some attempt was published
+  nlohmann::json report;  // attempts, retransmits, credit figures, timings
 };
 PrefillResult RunPrefillWorker(const WorkerOptions& opts, SourceKv source);
 

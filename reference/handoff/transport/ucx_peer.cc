@@ -38,13 +38,15 @@ StatusOr<UcxTransport> ParseUcxTransport(std::string_view s) {
   return InvalidArgument("--transport: '" + std::string(s) + "'; expected tcp or shm");
 }
 
-std::string_view UcxTransportName(UcxTransport t) { return t == UcxTransport::kTcp ? "tcp" : "shm"; }
+std::string_view UcxTransportName(UcxTransport t) {
+  return t == UcxTransport::kTcp ? "tcp" : "shm";
+}
 
 Status UcxPeer::Fail(std::string_view what, int ucs_status) const {
-  return Status(StatusCode::kUnavailable,
-                "ucx: " + std::string(what) + ": " +
-                    ucs_status_string(static_cast<ucs_status_t>(ucs_status)),
-                ErrorCode::PD_TRANSPORT_ERROR);
+  return Status(
+      StatusCode::kUnavailable,
+      "ucx: " + std::string(what) + ": " + ucs_status_string(static_cast<ucs_status_t>(ucs_status)),
+      ErrorCode::PD_TRANSPORT_ERROR);
 }
 
 Status UcxPeer::PeerGone(std::string_view what) const {
@@ -52,7 +54,6 @@ Status UcxPeer::PeerGone(std::string_view what) const {
                 "ucx: " + std::string(what) + ": the peer worker is gone (" + peer_error_ + ")",
                 ErrorCode::PD_PEER_LOST);
 }
-
 
 void UcxPeer::OnEpError(void* arg, void* ep, int status) {
   auto* self = static_cast<UcxPeer*>(arg);
@@ -143,8 +144,8 @@ StatusOr<Pending> UcxPeer::SendNb(uint64_t tag, std::vector<SendPart> parts) {
   s->iov = std::move(parts);
   static_assert(sizeof(SendPart) == sizeof(ucp_dt_iov_t));
   ucp_request_param_t rp{};
-  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                    UCP_OP_ATTR_FIELD_DATATYPE;
+  rp.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
   rp.cb.send = SendDone;
   rp.user_data = s;
   const void* buffer = nullptr;
@@ -330,8 +331,8 @@ StatusOr<bool> UcxPeer::TryRecv(uint64_t tag, uint64_t mask, size_t max_bytes, M
   // Probed without removal: size the buffer, then receive it for real.
   out->bytes.resize(std::min(info.length, max_bytes));
   size_t len = 0;
-  KVC_ASSIGN_OR_RETURN(bool got, TryRecvInto(tag, mask, out->bytes.data(), out->bytes.size(), &out->tag,
-                                             &len, deadline, what));
+  KVC_ASSIGN_OR_RETURN(bool got, TryRecvInto(tag, mask, out->bytes.data(), out->bytes.size(),
+                                             &out->tag, &len, deadline, what));
   if (got) out->bytes.resize(len);
   return got;
 }

@@ -5,8 +5,9 @@
 // returns DeadlineExceeded (code PD_PEER_TIMEOUT) when it runs out; on tcp an endpoint error (the
 // peer closed or died: UCP_ERR_HANDLING_MODE_PEER) fails every pending and later operation with
 // Unavailable (code PD_PEER_LOST). UCX 1.13's shm transports have no peer failure handler, so on
-// shm the endpoint uses error mode NONE and a dead peer surfaces as PD_PEER_TIMEOUT. Nothing here hangs: an operation that times out is cancelled
-// and, if UCX still owns it, its state is parked until the worker is destroyed.
+// shm the endpoint uses error mode NONE and a dead peer surfaces as PD_PEER_TIMEOUT. Nothing here
+// hangs: an operation that times out is cancelled and, if UCX still owns it, its state is parked
+// until the worker is destroyed.
 //
 // Tags: the caller's 64-bit tag; receives match (tag & mask) == (want & mask).
 // Transports: kTcp restricts UCX to "tcp" (works across hosts), kShm to "sm" (posix/sysv shared
@@ -48,9 +49,9 @@ struct SendPart {
 // Completion state of one non-blocking operation. Owned by the caller through Pending.
 struct OpState {
   bool done = false;
-  int status = 0;         // ucs_status_t
+  int status = 0;  // ucs_status_t
   uint64_t sender_tag = 0;
-  size_t length = 0;      // received bytes
+  size_t length = 0;          // received bytes
   std::vector<SendPart> iov;  // kept alive for UCX's IOV datatype
   void* request = nullptr;    // UCX request while in flight
 };
