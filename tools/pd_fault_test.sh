@@ -71,6 +71,7 @@ case_ credit_window_smaller_than_chunk 1 'failed("HANDOFF_CREDIT_WINDOW_TOO_SMAL
 case_ credit_exhausted_by_unacked_chunks 0 'identical(); assert p["credit_waits"] >= 1 and d["credit"]["high_water"] == d["credit"]["capacity"] == 512, (p["credit_waits"], d["credit"])' --fault credit-stall
 case_ credit_never_returned 1 'failed("PD_CREDIT_STARVED"); assert p["retransmits"] >= 1' --fault credit-starve
 case_ kill_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] in ("PD_PEER_LOST",), r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9"; assert p["credit"]["in_flight_end"] == 0 and p["outcome"] == "failed"' --fault kill-decode:3
+case_ hang_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] == "PD_CREDIT_STARVED", r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9" and p["outcome"] == "failed" and p["credit"]["in_flight_end"] == 0' --fault hang-decode:3 --peer-timeout-ms 1000
 case_ kill_prefill_after_publication 0 'identical(source=False); assert r["workers"]["prefill"] == "killed by signal 9" and "peer_lost_after_publication" in d' --fault kill-prefill-after-publish
 
 # Bad usage: exit 2 with a clear message.

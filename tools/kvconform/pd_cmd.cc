@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -397,8 +398,10 @@ StatusOr<Child> Spawn(const std::vector<std::string>& args, const std::string& l
   return c;
 }
 
-// Waits for every child until the deadline; kills the stragglers (SIGKILL) after it.
-void Reap(std::vector<Child*> cs, tp::Deadline deadline) {
+// Waits for every child until the deadline; kills the stragglers (SIGKILL) after it. Once one
+// child has exited, the others get at most `grace` more (a hung peer is not waited for).
+void Reap(std::vector<Child*> cs, tp::Deadline deadline, milliseconds grace) {
+  bool shortened = false;
   while (true) {
     bool all = true;
     for (Child* c : cs) {
@@ -410,6 +413,10 @@ void Reap(std::vector<Child*> cs, tp::Deadline deadline) {
         all = false;
     }
     if (all) return;
+    if (!shortened && std::any_of(cs.begin(), cs.end(), [](Child* c) { return c->exited; })) {
+      shortened = true;
+      deadline = std::min(deadline, tp::Clock::now() + grace);
+    }
     if (tp::Clock::now() >= deadline) {
       for (Child* c : cs)
         if (!c->exited && c->pid > 0) {
@@ -490,7 +497,7 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
     std::this_thread::sleep_for(milliseconds(5));
   }
   if (port.empty()) {
-    Reap({&run.d}, tp::Clock::now());
+    Reap({&run.d}, tp::Clock::now(), milliseconds(0));
     return Status(StatusCode::kUnavailable, "the decode worker never reported its bootstrap port",
                   ErrorCode::PD_BOOTSTRAP_FAILED);
   }
@@ -501,7 +508,8 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
   for (auto& a : p_extra) p_args.push_back(a);
   KVC_ASSIGN_OR_RETURN(run.p, Spawn(p_args, run.dir + "/prefill.log"));
   // Each worker bounds its own waits; this outer bound only catches a bug in them.
-  Reap({&run.p, &run.d}, tp::After(milliseconds(4 * o.peer_timeout_ms + 60000)));
+  Reap({&run.p, &run.d}, tp::After(milliseconds(4 * o.peer_timeout_ms + 60000)),
+       milliseconds(o.peer_timeout_ms + 1000));
   run.prep = ReadJson(run.dir + "/prefill.json");
   run.drep = ReadJson(run.dir + "/decode.json");
   return run;
@@ -769,14 +777,22 @@ void RunPdBench(const PdOptions& o) {
   ExitCode() = kExitOk;
 }
 
+// Shared options; a repeated one takes its last value (scripts append overrides).
 void AddShared(CLI::App* c, PdOptions* o) {
-  c->add_option("--transport", o->transport, "UCX transport: tcp (default) or shm");
-  c->add_option("--fault", o->fault, "fault to inject (docs/pd-transfer.md)");
-  c->add_option("--credit-bytes", o->credit_bytes, "byte-credit window granted by decode");
-  c->add_option("--peer-timeout-ms", o->peer_timeout_ms, "bound on every wait for the peer");
-  c->add_option("--rto-ms", o->rto_ms, "retransmission timeout of an unacknowledged chunk");
-  c->add_option("--checksum", o->checksum, "per-chunk checksum: sha256 (default) or none");
-  c->add_option("--mode", o->mode, "deterministic (default) or fast");
+  c->add_option("--transport", o->transport, "UCX transport: tcp (default) or shm")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--fault", o->fault, "fault to inject (docs/pd-transfer.md)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--credit-bytes", o->credit_bytes, "byte-credit window granted by decode")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--peer-timeout-ms", o->peer_timeout_ms, "bound on every wait for the peer")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--rto-ms", o->rto_ms, "retransmission timeout of an unacknowledged chunk")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--checksum", o->checksum, "per-chunk checksum: sha256 (default) or none")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--mode", o->mode, "deterministic (default) or fast")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
 }  // namespace

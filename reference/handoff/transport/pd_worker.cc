@@ -2,6 +2,7 @@
 #include "reference/handoff/transport/pd_worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -794,6 +795,8 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
   ++chunks_received_;
   if (opts_.fault.kind == FaultSpec::Kind::kKillDecode && chunks_received_ >= opts_.fault.chunk)
     raise(SIGKILL);
+  if (opts_.fault.kind == FaultSpec::Kind::kHangDecode && chunks_received_ >= opts_.fault.chunk)
+    while (true) pause();  // hung: alive, never answers (the peer's deadlines must fire)
   auto it = attempts_.find(attempt);
   if (it == attempts_.end() || !it->second.txn)
     return Malformed("chunk for attempt " + std::to_string(attempt) + " without a reservation");
@@ -1012,13 +1015,15 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
   };
   if (k == "none") {
     KVC_RETURN_IF_ERROR(want(1));
-  } else if (k == "drop" || k == "dup" || k == "corrupt" || k == "kill-decode") {
+  } else if (k == "drop" || k == "dup" || k == "corrupt" || k == "kill-decode" ||
+             k == "hang-decode") {
     KVC_RETURN_IF_ERROR(want(2));
     KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
-    f.kind = k == "drop"      ? K::kDrop
-             : k == "dup"     ? K::kDuplicate
-             : k == "corrupt" ? K::kCorrupt
-                              : K::kKillDecode;
+    f.kind = k == "drop"          ? K::kDrop
+             : k == "dup"         ? K::kDuplicate
+             : k == "corrupt"     ? K::kCorrupt
+             : k == "kill-decode" ? K::kKillDecode
+                                  : K::kHangDecode;
   } else if (k == "delay") {
     KVC_RETURN_IF_ERROR(want(3));
     KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
@@ -1040,7 +1045,7 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
     return InvalidArgument(
         "--fault '" + s +
         "': expected none, drop:K, dup:K, reorder, delay:K:MS, corrupt:K, stale-reroute, "
-        "credit-window:BYTES, credit-stall, credit-starve, kill-decode:K or "
+        "credit-window:BYTES, credit-stall, credit-starve, kill-decode:K, hang-decode:K or "
         "kill-prefill-after-publish");
   }
   return f;

@@ -47,6 +47,7 @@ struct FaultSpec {
     kCreditStall,   // credit-stall D's device copy stalls until the window is exhausted
     kCreditStarve,  // credit-starve  D never makes a chunk DEVICE_VISIBLE (no credit back)
     kKillDecode,    // kill-decode:K  D is SIGKILLed after receiving K chunks
+    kHangDecode,    // hang-decode:K  D stops answering (stays alive) after K chunks
     kKillPrefill,   // kill-prefill-after-publish  P is SIGKILLed when told of publication
   };
   Kind kind = Kind::kNone;
