@@ -38,6 +38,7 @@ void AddCheckCommand(CLI::App& app);
 void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
+void AddPdCommands(CLI::App& app);  // pd-run, pd-worker, pd-bench (UCX handoff)
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddGenTraceCommand(app);
   kvc::cli::AddHandoffCommand(app);
   kvc::cli::AddFuzzCommand(app);
+  kvc::cli::AddPdCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

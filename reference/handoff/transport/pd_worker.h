@@ -1,0 +1,135 @@
+// The prefill (P) and decode (D) workers of a real two-process K/V handoff over UCX.
+//
+// P offers source K/V bytes laid out as the plan's chunks (chunk i at source.offsets[i]); D
+// drives the one TransferTxn per attempt (reference/handoff/transfer_txn.h) over its own
+// ByteCreditWindow, DestinationBlockPool and DecodeDirectory, so the protocol rules live in
+// one place. Messages (docs/pd-transfer.md): tag = type << 56 | attempt << 32 | chunk index.
+//   P->D MANIFEST (JSON plan + decode payload), CHUNK (48-byte header + payload), ABORT, FIN
+//   D->P REPLY (reservation result + granted credit), ACK (chunk DEVICE_VISIBLE: credit
+//        returned), RESULT (published + source release acknowledged, or aborted + code)
+// P enforces the granted byte-credit window on send (acquire before send, release on ACK) and
+// retransmits an unacknowledged chunk after `rto` (same transfer_id: an idempotent retry);
+// D re-checks the window on arrival (its TransferTxn acquires the chunk's credit when the bytes
+// land in staging and returns it at DEVICE_VISIBLE, after the copy into the reserved buffer).
+// A retryable abort (checksum or duplicate corruption) makes P start a new attempt under the
+// next generation; the directory's generation fence rejects anything late from the old one.
+// Faults are injected into attempt 1 only (see FaultSpec).
+// Every wait is bounded by `peer_timeout`; a dead peer ends the worker with PD_PEER_LOST.
+// Thread safety: each worker runs on the calling thread and owns everything it creates.
+#ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSPORT_PD_WORKER_H_
+#define KVCONFORM_REFERENCE_HANDOFF_TRANSPORT_PD_WORKER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/base/status.h"
+#include "reference/handoff/transfer_txn.h"
+#include "reference/handoff/transport/bootstrap.h"
+#include "reference/handoff/transport/ucx_peer.h"
+
+namespace kvc::handoff::transport {
+
+struct FaultSpec {
+  enum class Kind {
+    kNone,
+    kDrop,          // drop:K       chunk K's first transmission is lost
+    kDuplicate,     // dup:K        chunk K is sent twice (identical bytes)
+    kReorder,       // reorder      chunks are sent in reverse order
+    kDelay,         // delay:K:MS   chunk K is held back MS ms and sent last
+    kCorrupt,       // corrupt:K    one byte of chunk K's first transmission is flipped
+    kStaleReroute,  // stale-reroute  attempt 1 is superseded by attempt 2 midway; its
+                    //              remaining chunks complete late under the old generation
+    kCreditWindow,  // credit-window:B  D grants a B-byte window (smaller than a chunk)
+    kCreditStall,   // credit-stall D's device copy stalls until the window is exhausted
+    kCreditStarve,  // credit-starve  D never makes a chunk DEVICE_VISIBLE (no credit back)
+    kKillDecode,    // kill-decode:K  D is SIGKILLed after receiving K chunks
+    kHangDecode,    // hang-decode:K  D stops answering (stays alive) after K chunks
+    kKillPrefill,   // kill-prefill-after-publish  P is SIGKILLed when told of publication
+  };
+  Kind kind = Kind::kNone;
+  uint64_t chunk = 0;
+  uint64_t ms = 0;
+  uint64_t bytes = 0;
+  std::string text = "none";
+};
+StatusOr<FaultSpec> ParseFault(const std::string& s);
+
+struct WorkerOptions {
+  UcxTransport transport = UcxTransport::kTcp;
+  HostPort bootstrap{"127.0.0.1", 0};
+  std::string port_file;  // D: writes the bound bootstrap port here (for port 0)
+  FaultSpec fault;
+  uint64_t credit_bytes = 4u << 20;  // D: the granted byte-credit window
+  uint64_t pool_blocks = 1u << 20;   // D: destination block pool capacity
+  std::chrono::milliseconds peer_timeout{5000};
+  std::chrono::milliseconds rto{300};  // P: retransmission timeout
+  uint64_t max_retransmits = 3;        // P: per chunk, before PD_CREDIT_STARVED
+  uint64_t max_attempts = 2;           // P: attempts (generations) per request
+  bool checksum = true;                // SHA-256 per chunk (false only for benchmarks)
+  std::string tenant = "tenant-0";
+  std::string request_id = "req-0";
+  uint64_t source_epoch = 1;
+  uint64_t destination_epoch = 1;
+};
+
+// What P offers: the plan's shape (transfer_id/identity/checksums are filled per attempt),
+// the source bytes, and an opaque payload for D (prompt, first token, logits...).
+struct SourceKv {
+  uint64_t num_layers = 0;
+  uint64_t token_count = 0;
+  uint64_t bytes_per_token_layer = 0;
+  uint64_t reserved_blocks = 0;
+  std::vector<ChunkSpec> chunks;  // chunk_id, layer, token_start, token_count, bytes
+  std::vector<uint64_t> offsets;  // chunk i's bytes at bytes[offsets[i], +chunks[i].bytes)
+  // Each chunk is preceded by a kChunkHeaderSlot-byte slot where P writes the chunk header, so
+  // header + payload leave as one contiguous message (UCX's IOV path is slower on tcp).
+  std::vector<uint8_t> bytes;
+  std::vector<uint64_t> layer_ready_us;  // producer gate: K/V-ready time of each layer
+  std::string tensor_abi_sha256;
+  nlohmann::json payload;  // forwarded to D inside the manifest
+};
+inline constexpr uint64_t kChunkHeaderSlot = 64;
+// Lays out `chunks` in order, each after a header slot (offsets, overflow-checked), and sizes
+// `bytes` when it is empty; otherwise checks that it has exactly that size.
+Status LayoutSource(SourceKv* src);
+// Payload bytes of a source (sum of chunk bytes, without header slots).
+uint64_t PayloadBytes(const SourceKv& src);
+
+struct PrefillResult {
+  Status status;          // OK when some attempt was published
+  nlohmann::json report;  // attempts, retransmits, credit figures, timings
+};
+PrefillResult RunPrefillWorker(const WorkerOptions& opts, SourceKv source);
+
+struct DecodeResult {
+  Status status;  // OK when a transfer was published (even if P died afterwards)
+  nlohmann::json report;
+  // The published attempt: its plan, destination bytes (same layout as the source) and the
+  // manifest payload. Absent when nothing was published.
+  std::optional<TransferPlan> plan;
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> bytes;
+  nlohmann::json payload;
+};
+// `abi` is the destination's own cache ABI: id = its tensor ABI digest (validated against the
+// manifest), num_layers = its L.
+DecodeResult RunDecodeWorker(const WorkerOptions& opts, const lifecycle::CacheAbi& abi);
+
+// Microseconds on the steady clock (the producer gate compares two such P-side times).
+uint64_t SteadyNowUs();
+
+// The benchmark peer: the same bytes, the same message size and window, no protocol.
+struct RawResult {
+  Status status;
+  double seconds = 0;  // first send .. receiver's done message (sender side)
+};
+RawResult RunRawSender(const WorkerOptions& opts, const SourceKv& source);
+RawResult RunRawReceiver(const WorkerOptions& opts);
+
+}  // namespace kvc::handoff::transport
+
+#endif  // KVCONFORM_REFERENCE_HANDOFF_TRANSPORT_PD_WORKER_H_

@@ -1,0 +1,840 @@
+// `kvconform pd-run | pd-worker | pd-bench`: a real two-process prefill-to-decode K/V handoff
+// over UCX (reference/handoff/transport), compared with a colocated run of the same engine.
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "reference/base/canonical_json.h"
+#include "reference/handoff/transport/pd_worker.h"
+#include "reference/model/engine.h"
+#include "reference/model/llama.h"
+#include "reference/model/parity.h"
+#include "tools/kvconform/cli.h"
+
+namespace kvc::cli {
+namespace {
+
+namespace tp = kvc::handoff::transport;
+using std::chrono::milliseconds;
+
+constexpr uint64_t kBlockTokens = 16;  // destination block size (tokens) for the reservation
+
+struct PdOptions {
+  // Shared by pd-run, pd-worker and pd-bench.
+  std::string model, prompt_ids, mode = "deterministic", transport = "tcp", fault = "none";
+  std::string format = "text", checksum = "sha256";
+  uint64_t max_new = 4, chunk_tokens = 0, credit_bytes = 4u << 20;
+  uint64_t peer_timeout_ms = 5000, rto_ms = 300;
+  // pd-worker only.
+  std::string role, bootstrap = "127.0.0.1:0", port_file, result;
+  uint64_t synthetic_bytes = 0, chunk_bytes = 1u << 20;
+  bool raw = false;
+  // pd-run / pd-bench.
+  bool deterministic = false;
+  uint64_t bytes = 0;
+  bool checksum_only = false;
+};
+
+int FailWith(const char* cmd, const Status& s) {
+  std::cerr << "kvconform " << cmd << ": " << s.ToString() << "\n";
+  return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
+}
+
+StatusOr<std::vector<int64_t>> ParseIds(const std::string& s) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
+    ids.push_back(v);
+  }
+  if (ids.empty()) return InvalidArgument("--prompt-ids: expected a comma-separated list of ids");
+  return ids;
+}
+
+StatusOr<model::ComputeMode> ParseMode(const std::string& s) {
+  if (s == "deterministic") return model::ComputeMode::kDeterministic;
+  if (s == "fast") return model::ComputeMode::kFast;
+  return InvalidArgument("--mode: '" + s + "'; expected deterministic or fast");
+}
+
+StatusOr<tp::WorkerOptions> ToWorkerOptions(const PdOptions& o) {
+  tp::WorkerOptions w;
+  KVC_ASSIGN_OR_RETURN(w.transport, tp::ParseUcxTransport(o.transport));
+  KVC_ASSIGN_OR_RETURN(w.bootstrap, tp::ParseHostPort(o.bootstrap));
+  KVC_ASSIGN_OR_RETURN(w.fault, tp::ParseFault(o.fault));
+  if (o.checksum != "sha256" && o.checksum != "none")
+    return InvalidArgument("--checksum: '" + o.checksum + "'; expected sha256 or none");
+  if (o.credit_bytes == 0) return InvalidArgument("--credit-bytes must be >= 1");
+  if (o.peer_timeout_ms == 0 || o.rto_ms == 0)
+    return InvalidArgument("--peer-timeout-ms and --rto-ms must be >= 1");
+  w.checksum = o.checksum == "sha256";
+  w.credit_bytes = o.credit_bytes;
+  w.peer_timeout = milliseconds(o.peer_timeout_ms);
+  w.rto = milliseconds(o.rto_ms);
+  w.port_file = o.port_file;
+  return w;
+}
+
+// SHA-256 over a storage's rows [0, T): for each layer, every K row, then every V row (fp32).
+std::string KvDigest(const model::KvStorage& s, uint64_t t) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  const size_t row = s.shape().row * sizeof(float);
+  for (uint64_t l = 0; l < s.shape().layers; ++l) {
+    for (uint64_t p = 0; p < t; ++p) EVP_DigestUpdate(ctx, s.KeyRow(l, p), row);
+    for (uint64_t p = 0; p < t; ++p) EVP_DigestUpdate(ctx, s.ValueRow(l, p), row);
+  }
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx, md, &n);
+  EVP_MD_CTX_free(ctx);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+nlohmann::json FloatBits(const std::vector<float>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (float f : v) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    a.push_back(b);
+  }
+  return a;
+}
+
+StatusOr<std::vector<float>> BitsToFloats(const nlohmann::json& a) {
+  std::vector<float> out;
+  try {
+    for (const auto& x : a) {
+      const uint32_t b = x.get<uint32_t>();
+      float f;
+      std::memcpy(&f, &b, 4);
+      out.push_back(f);
+    }
+  } catch (const std::exception& e) {
+    return ParseError(std::string("logit bits: ") + e.what());
+  }
+  return out;
+}
+
+std::string AbiDigest(const model::LlamaConfig& c) { return Sha256Hex(model::EngineCacheAbiId(c)); }
+
+// ----- prefill worker (model) ---------------------------------------------------------------
+
+StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vector<int64_t>& ids,
+                                     const PdOptions& o, model::ComputeMode mode) {
+  model::EngineOptions eo;
+  eo.mode = mode;
+  model::Engine e(m, eo);
+  KVC_RETURN_IF_ERROR(e.NewRequest("r"));
+  tp::SourceKv src;
+  const uint64_t layers = m.config().num_hidden_layers, t = ids.size();
+  src.layer_ready_us.assign(layers, 0);
+  e.set_layer_observer([&](const std::string&, uint64_t layer, const model::KvStorage&) {
+    src.layer_ready_us[layer] = tp::SteadyNowUs();
+    return Status::Ok();
+  });
+  std::vector<float> logits;
+  KVC_RETURN_IF_ERROR(e.Prefill("r", ids, 0, &logits));
+  const model::KvStorage* s = e.storage("r");
+  const uint64_t row = s->shape().row;
+  const uint64_t chunk = o.chunk_tokens == 0 ? t : o.chunk_tokens;
+  src.num_layers = layers;
+  src.token_count = t;
+  src.bytes_per_token_layer = 2 * row * sizeof(float);
+  src.reserved_blocks = (t + kBlockTokens - 1) / kBlockTokens;
+  src.tensor_abi_sha256 = AbiDigest(m.config());
+  for (uint64_t l = 0; l < layers; ++l)
+    for (uint64_t at = 0; at < t; at += chunk) {
+      const uint64_t n = std::min(chunk, t - at);
+      src.chunks.push_back(
+          {"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" + std::to_string(n), l, at, n,
+           n * src.bytes_per_token_layer, ""});
+    }
+  KVC_RETURN_IF_ERROR(tp::LayoutSource(&src));
+  // Chunk payload: n K rows, then n V rows ([n, H_kv * d_h] fp32 each).
+  const size_t row_bytes = row * sizeof(float);
+  for (size_t i = 0; i < src.chunks.size(); ++i) {
+    const auto& c = src.chunks[i];
+    uint8_t* out = src.bytes.data() + src.offsets[i];
+    for (uint64_t k = 0; k < c.token_count; ++k) {
+      std::memcpy(out + k * row_bytes, s->KeyRow(c.layer, c.token_start + k), row_bytes);
+      std::memcpy(out + (c.token_count + k) * row_bytes, s->ValueRow(c.layer, c.token_start + k),
+                  row_bytes);
+    }
+  }
+  src.payload = {{"prompt_ids", ids},
+                 {"first_token", model::Argmax(logits)},
+                 {"prefill_logits_bits", FloatBits(logits)},
+                 {"max_new_tokens", o.max_new},
+                 {"source_kv_sha256", KvDigest(*s, t)}};
+  return src;
+}
+
+tp::SourceKv SyntheticSource(uint64_t bytes, uint64_t chunk_bytes) {
+  // K/V-shaped: 32 layers, 4 KiB per token-layer (2 * H_kv=8 * d_h=128 * 2 B, the seed's
+  // running configuration), tokens split into chunks of chunk_bytes per layer.
+  tp::SourceKv src;
+  src.num_layers = 32;
+  src.bytes_per_token_layer = 4096;
+  const uint64_t per_layer = std::max<uint64_t>(bytes / 32, 4096);
+  src.token_count = per_layer / 4096;
+  const uint64_t chunk_tokens = std::max<uint64_t>(1, std::min(chunk_bytes, per_layer) / 4096);
+  src.reserved_blocks = (src.token_count + kBlockTokens - 1) / kBlockTokens;
+  src.tensor_abi_sha256 = Sha256Hex("synthetic:L=32;row_bytes=4096");
+  src.layer_ready_us.assign(32, 0);
+  for (uint64_t l = 0; l < 32; ++l)
+    for (uint64_t at = 0; at < src.token_count; at += chunk_tokens) {
+      const uint64_t n = std::min(chunk_tokens, src.token_count - at);
+      src.chunks.push_back(
+          {"L" + std::to_string(l) + "/t" + std::to_string(at), l, at, n, n * 4096, ""});
+    }
+  (void)tp::LayoutSource(&src);  // sizes bytes: chunks + header slots (cannot overflow here)
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i + 8 <= src.bytes.size(); i += 8) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::memcpy(src.bytes.data() + i, &x, 8);
+  }
+  return src;
+}
+
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) {
+    std::cout << j.dump(2) << "\n";
+    return Status();
+  }
+  std::ofstream f(path + ".tmp", std::ios::trunc);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+    return IoError(path + ": cannot write the worker result");
+  return Status();
+}
+
+// ----- decode worker (model) ----------------------------------------------------------------
+
+// Adopts the published destination bytes as the decode cache and decodes the remaining tokens.
+Status DecodeFromPublished(const model::LlamaModel& m, model::ComputeMode mode,
+                           const tp::DecodeResult& d, nlohmann::json* rep) {
+  const handoff::TransferPlan& plan = *d.plan;
+  const uint64_t row = m.kv_shape().row, t = plan.token_count;
+  auto storage = model::NewContiguousKvStorage(m.kv_shape());
+  KVC_RETURN_IF_ERROR(storage->Stage(t));
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const auto& c = plan.chunks[i];
+    const auto* base = reinterpret_cast<const float*>(d.bytes.data() + d.offsets[i]);
+    for (uint64_t k = 0; k < c.token_count; ++k)
+      storage->WriteRow(c.layer, c.token_start + k, base + k * row,
+                        base + (c.token_count + k) * row);
+  }
+  storage->Commit();
+  (*rep)["published_kv_sha256"] = KvDigest(*storage, t);
+  std::vector<int64_t> tokens;
+  nlohmann::json steps = nlohmann::json::array();
+  int64_t y = 0;
+  uint64_t max_new = 0;
+  try {
+    y = d.payload.at("first_token").get<int64_t>();
+    max_new = d.payload.at("max_new_tokens").get<uint64_t>();
+    steps.push_back(d.payload.at("prefill_logits_bits"));
+  } catch (const std::exception& e) {
+    return ParseError(std::string("manifest payload: ") + e.what());
+  }
+  tokens.push_back(y);
+  for (uint64_t g = 1; g < max_new; ++g) {
+    KVC_RETURN_IF_ERROR(
+        m.CheckInputs(std::span<const int64_t>(&tokens.back(), 1), storage->committed_length()));
+    std::vector<float> logits;
+    KVC_RETURN_IF_ERROR(storage->Stage(1));
+    model::ForwardSegment seg{std::span<const int64_t>(&tokens.back(), 1), storage.get(), false,
+                              &logits};
+    if (Status s = m.ForwardBatch(std::span<const model::ForwardSegment>(&seg, 1), mode, nullptr);
+        !s.ok()) {
+      storage->Abort();
+      return s;
+    }
+    storage->Commit();
+    tokens.push_back(model::Argmax(logits));
+    steps.push_back(FloatBits(logits));
+  }
+  (*rep)["tokens"] = tokens;
+  (*rep)["step_logits_bits"] = steps;
+  return Status();
+}
+
+void RunWorker(const PdOptions& o) {
+  auto fail = [&](const Status& s) { ExitCode() = FailWith("pd-worker", s); };
+  auto w = ToWorkerOptions(o);
+  if (!w.ok()) return fail(w.status());
+  auto mode = ParseMode(o.mode);
+  if (!mode.ok()) return fail(mode.status());
+  nlohmann::json rep;
+  Status st;
+  if (o.role == "prefill") {
+    tp::SourceKv src;
+    if (o.synthetic_bytes > 0) {
+      src = SyntheticSource(o.synthetic_bytes, o.chunk_bytes);
+    } else {
+      auto ids = ParseIds(o.prompt_ids);
+      if (!ids.ok()) return fail(ids.status());
+      if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
+      auto m = model::LlamaModel::Load(o.model);
+      if (!m.ok()) return fail(m.status());
+      auto s = PrefillSource(*m, *ids, o, *mode);
+      if (!s.ok()) return fail(s.status());
+      src = std::move(*s);
+    }
+    if (o.raw) {
+      auto r = tp::RunRawSender(*w, src);
+      st = r.status;
+      rep = {{"role", "prefill"},
+             {"raw", true},
+             {"payload_bytes", tp::PayloadBytes(src)},
+             {"chunks", src.chunks.size()},
+             {"transfer_seconds", r.seconds}};
+    } else {
+      const std::string source_digest =
+          src.payload.is_object() ? src.payload.value("source_kv_sha256", "") : "";
+      auto r = tp::RunPrefillWorker(*w, std::move(src));
+      st = r.status;
+      rep = r.report;
+      if (!source_digest.empty()) rep["source_kv_sha256"] = source_digest;
+    }
+  } else if (o.role == "decode") {
+    if (o.raw) {
+      auto r = tp::RunRawReceiver(*w);
+      st = r.status;
+      rep = {{"role", "decode"}, {"raw", true}, {"receive_seconds", r.seconds}};
+    } else {
+      lifecycle::CacheAbi abi;
+      std::optional<model::LlamaModel> m;
+      if (o.synthetic_bytes > 0 || o.model.empty()) {
+        abi = {Sha256Hex("synthetic:L=32;row_bytes=4096"), 32, "post_rope"};
+      } else {
+        auto lm = model::LlamaModel::Load(o.model);
+        if (!lm.ok()) return fail(lm.status());
+        m.emplace(std::move(*lm));
+        abi = {AbiDigest(m->config()), static_cast<uint32_t>(m->config().num_hidden_layers),
+               "post_rope"};
+      }
+      auto r = tp::RunDecodeWorker(*w, abi);
+      st = r.status;
+      rep = r.report;
+      if (st.ok() && r.plan) {
+        if (m) {
+          st = DecodeFromPublished(*m, *mode, r, &rep);
+          if (!st.ok()) rep["error"] = {{"code", "decode"}, {"message", st.message()}};
+        } else {
+          rep["published_bytes_sha256"] =
+              o.checksum == "sha256"
+                  ? Sha256Hex(std::string_view(reinterpret_cast<const char*>(r.bytes.data()),
+                                               r.bytes.size()))
+                  : "";
+        }
+      }
+    }
+  } else {
+    return fail(InvalidArgument("--role: '" + o.role + "'; expected prefill or decode"));
+  }
+  if (!st.ok() && !rep.contains("error"))
+    rep["error"] = {
+        {"code", st.error() == ErrorCode::kNone ? std::string(StatusCodeName(st.code()))
+                                                : std::string(ErrorCodeName(st.error()))},
+        {"message", st.message()}};
+  if (Status s = WriteJsonFile(o.result, rep); !s.ok()) return fail(s);
+  ExitCode() = st.ok() ? kExitOk : kExitViolation;
+}
+
+// ----- pd-run / pd-bench: spawn both workers ------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  int status = 0;
+  bool exited = false;
+};
+
+StatusOr<Child> Spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child c;
+  c.pid = fork();
+  if (c.pid < 0) return IoError(std::string("fork: ") + std::strerror(errno));
+  if (c.pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  return c;
+}
+
+// Waits for every child until the deadline; kills the stragglers (SIGKILL) after it. Once one
+// child has exited, the others get at most `grace` more (a hung peer is not waited for).
+void Reap(std::vector<Child*> cs, tp::Deadline deadline, milliseconds grace) {
+  bool shortened = false;
+  while (true) {
+    bool all = true;
+    for (Child* c : cs) {
+      if (c->exited || c->pid < 0) continue;
+      pid_t r = waitpid(c->pid, &c->status, WNOHANG);
+      if (r == c->pid)
+        c->exited = true;
+      else
+        all = false;
+    }
+    if (all) return;
+    if (!shortened && std::any_of(cs.begin(), cs.end(), [](Child* c) { return c->exited; })) {
+      shortened = true;
+      deadline = std::min(deadline, tp::Clock::now() + grace);
+    }
+    if (tp::Clock::now() >= deadline) {
+      for (Child* c : cs)
+        if (!c->exited && c->pid > 0) {
+          kill(c->pid, SIGKILL);
+          waitpid(c->pid, &c->status, 0);
+          c->exited = true;
+        }
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+}
+
+std::string ExitText(const Child& c) {
+  if (WIFSIGNALED(c.status)) return "killed by signal " + std::to_string(WTERMSIG(c.status));
+  if (WIFEXITED(c.status)) return "exit " + std::to_string(WEXITSTATUS(c.status));
+  return "unknown";
+}
+
+StatusOr<nlohmann::json> ReadJson(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return IoError(path + ": no result (the worker died before writing it)");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    return ParseError(path + ": " + e.what());
+  }
+}
+
+std::vector<std::string> CommonArgs(const PdOptions& o) {
+  return {"--transport",
+          o.transport,
+          "--fault",
+          o.fault,
+          "--credit-bytes",
+          std::to_string(o.credit_bytes),
+          "--peer-timeout-ms",
+          std::to_string(o.peer_timeout_ms),
+          "--rto-ms",
+          std::to_string(o.rto_ms),
+          "--checksum",
+          o.checksum,
+          "--mode",
+          o.mode};
+}
+
+struct PairRun {
+  Child p, d;
+  StatusOr<nlohmann::json> prep = IoError("not run"), drep = IoError("not run");
+  std::string dir;
+};
+
+// Starts D (listening on an ephemeral port it reports through a file), then P; waits for both.
+StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_extra,
+                          const std::vector<std::string>& d_extra) {
+  PairRun run;
+  char tmpl[] = "/tmp/kvconform-pd-XXXXXX";
+  if (!mkdtemp(tmpl)) return IoError("mkdtemp failed");
+  run.dir = tmpl;
+  const std::string port_file = run.dir + "/port";
+  std::vector<std::string> d_args = {
+      "kvconform",   "pd-worker",   "--role",  "decode",   "--bootstrap",
+      "127.0.0.1:0", "--port-file", port_file, "--result", run.dir + "/decode.json"};
+  for (auto& a : CommonArgs(o)) d_args.push_back(a);
+  for (auto& a : d_extra) d_args.push_back(a);
+  KVC_ASSIGN_OR_RETURN(run.d, Spawn(d_args, run.dir + "/decode.log"));
+  const tp::Deadline boot = tp::After(milliseconds(o.peer_timeout_ms + 5000));
+  std::string port;
+  while (port.empty()) {
+    std::ifstream f(port_file);
+    if (f) std::getline(f, port);
+    if (!port.empty()) break;
+    if (waitpid(run.d.pid, &run.d.status, WNOHANG) == run.d.pid) {
+      run.d.exited = true;
+      break;
+    }
+    if (tp::Clock::now() >= boot) break;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  if (port.empty()) {
+    Reap({&run.d}, tp::Clock::now(), milliseconds(0));
+    return Status(StatusCode::kUnavailable, "the decode worker never reported its bootstrap port",
+                  ErrorCode::PD_BOOTSTRAP_FAILED);
+  }
+  std::vector<std::string> p_args = {
+      "kvconform",   "pd-worker",         "--role",   "prefill",
+      "--bootstrap", "127.0.0.1:" + port, "--result", run.dir + "/prefill.json"};
+  for (auto& a : CommonArgs(o)) p_args.push_back(a);
+  for (auto& a : p_extra) p_args.push_back(a);
+  KVC_ASSIGN_OR_RETURN(run.p, Spawn(p_args, run.dir + "/prefill.log"));
+  // Each worker bounds its own waits; this outer bound only catches a bug in them.
+  Reap({&run.p, &run.d}, tp::After(milliseconds(4 * o.peer_timeout_ms + 60000)),
+       milliseconds(o.peer_timeout_ms + 1000));
+  run.prep = ReadJson(run.dir + "/prefill.json");
+  run.drep = ReadJson(run.dir + "/decode.json");
+  return run;
+}
+
+std::string LogTail(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  return s.size() > 2000 ? s.substr(s.size() - 2000) : s;
+}
+
+struct Colocated {
+  std::vector<int64_t> tokens;
+  std::vector<std::vector<float>> logits;
+  std::string kv_sha256;
+};
+
+// The colocated baseline: one engine, prefill, then greedy decode (parity.cc's RunGreedy
+// sequence), with the digest of the K/V rows right after prefill.
+StatusOr<Colocated> RunColocated(const model::LlamaModel& m, const std::vector<int64_t>& ids,
+                                 uint64_t max_new, model::ComputeMode mode) {
+  model::EngineOptions eo;
+  eo.mode = mode;
+  model::Engine e(m, eo);
+  KVC_RETURN_IF_ERROR(e.NewRequest("r"));
+  Colocated c;
+  std::vector<float> logits;
+  KVC_RETURN_IF_ERROR(e.Prefill("r", ids, 0, &logits));
+  c.kv_sha256 = KvDigest(*e.storage("r"), ids.size());
+  for (uint64_t g = 0;; ++g) {
+    const int64_t y = model::Argmax(logits);
+    c.tokens.push_back(y);
+    c.logits.push_back(logits);
+    KVC_RETURN_IF_ERROR(e.Emit("r", y));
+    if (g + 1 == max_new) break;
+    KVC_RETURN_IF_ERROR(e.Decode("r", y, &logits));
+  }
+  return c;
+}
+
+std::string Recovery(const nlohmann::json& p, const nlohmann::json& d) {
+  std::vector<std::string> parts;
+  const auto attempts = p.value("attempts", nlohmann::json::array());
+  for (const auto& a : attempts)
+    if (a.value("outcome", "") != "published")
+      parts.push_back("attempt " + std::to_string(a.value("attempt", 0)) + " (generation " +
+                      std::to_string(a.value("generation", 0)) + ") aborted with " +
+                      a.value("error", nlohmann::json::object()).value("code", "?"));
+  if (p.value("retransmits", 0) > 0)
+    parts.push_back(std::to_string(p.value("retransmits", 0)) +
+                    " retransmission(s) under the same transfer_id");
+  if (d.value("duplicates_absorbed", 0) > 0)
+    parts.push_back(std::to_string(d.value("duplicates_absorbed", 0)) +
+                    " duplicate delivery(ies) absorbed idempotently");
+  if (d.value("late_completions_rejected", 0) > 0)
+    parts.push_back(std::to_string(d.value("late_completions_rejected", 0)) +
+                    " late completion(s) of a superseded attempt rejected");
+  if (d.contains("peer_lost_after_publication"))
+    parts.push_back(
+        "prefill worker lost after publication; decode continued from the "
+        "published handle");
+  std::string s;
+  for (const auto& x : parts) s += (s.empty() ? "" : "; ") + x;
+  return s.empty() ? "none needed" : s;
+}
+
+void RunPdRun(const PdOptions& o0) {
+  PdOptions o = o0;
+  if (o.deterministic) o.mode = "deterministic";
+  auto fail = [&](const Status& s) { ExitCode() = FailWith("pd-run", s); };
+  auto ids = ParseIds(o.prompt_ids);
+  if (!ids.ok()) return fail(ids.status());
+  if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
+  auto mode = ParseMode(o.mode);
+  if (!mode.ok()) return fail(mode.status());
+  if (auto w = ToWorkerOptions(o); !w.ok()) return fail(w.status());
+  if (o.format != "text" && o.format != "json")
+    return fail(InvalidArgument("--format: '" + o.format + "'; expected text or json"));
+  auto m = model::LlamaModel::Load(o.model);
+  if (!m.ok()) return fail(m.status());
+  auto col = RunColocated(*m, *ids, o.max_new, *mode);
+  if (!col.ok()) return fail(col.status());
+  std::vector<std::string> p_extra = {"--model",          o.model,
+                                      "--prompt-ids",     o.prompt_ids,
+                                      "--max-new-tokens", std::to_string(o.max_new),
+                                      "--chunk-tokens",   std::to_string(o.chunk_tokens)};
+  std::vector<std::string> d_extra = {"--model", o.model};
+  auto run = RunPair(o, p_extra, d_extra);
+  if (!run.ok()) return fail(run.status());
+
+  nlohmann::json out = {{"kind", "kvconform.pd_run/1"},
+                        {"model", o.model},
+                        {"transport", o.transport},
+                        {"fault", o.fault},
+                        {"mode", o.mode},
+                        {"workers", {{"prefill", ExitText(run->p)}, {"decode", ExitText(run->d)}}}};
+  nlohmann::json p = run->prep.ok() ? *run->prep : nlohmann::json::object();
+  nlohmann::json d = run->drep.ok() ? *run->drep : nlohmann::json::object();
+  out["prefill"] = p;
+  out["decode"] = d;
+  // Judge: the decode side's outcome decides; a worker that died is reported with its signal.
+  std::string verdict = "identical", code, reason;
+  const bool tol0 = *mode == model::ComputeMode::kDeterministic;
+  nlohmann::json steps = nlohmann::json::array();
+  if (!run->drep.ok() || d.value("outcome", "") != "published" || !d.contains("tokens")) {
+    verdict = "failed";
+    if (run->drep.ok() && d.contains("error")) {
+      code = d["error"].value("code", "");
+      reason = "decode: " + d["error"].value("message", "");
+    }
+    if (run->prep.ok() && p.contains("error") &&
+        (code.empty() || code == "PD_PEER_TIMEOUT" || code == "PD_ATTEMPTS_EXHAUSTED")) {
+      code = p["error"].value("code", "");
+      reason = "prefill: " + p["error"].value("message", "");
+    }
+    if (!run->drep.ok()) {
+      code = code.empty() ? "PD_WORKER_FAILED" : code;
+      reason = "decode worker " + ExitText(run->d) + (reason.empty() ? "" : "; " + reason);
+    }
+  } else {
+    const auto tokens = d["tokens"].get<std::vector<int64_t>>();
+    bool all_identical = tokens == col->tokens;
+    for (size_t g = 0; g < col->tokens.size(); ++g) {
+      nlohmann::json st = {{"step", g}, {"colocated_token", col->tokens[g]}};
+      std::vector<float> got;
+      if (g < tokens.size()) {
+        st["pd_token"] = tokens[g];
+        auto f = BitsToFloats(d["step_logits_bits"][g]);
+        if (f.ok()) got = *f;
+      }
+      const auto& want = col->logits[g];
+      bool bit = got.size() == want.size() &&
+                 std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0;
+      double max_abs = got.size() == want.size() ? 0.0 : INFINITY;
+      for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+        max_abs = std::max(max_abs, static_cast<double>(std::fabs(got[i] - want[i])));
+      st["bit_identical"] = bit;
+      st["max_abs_diff"] = std::isfinite(max_abs) ? nlohmann::json(max_abs) : nlohmann::json("inf");
+      const bool ok = tol0 ? bit : max_abs <= model::kFastTolerance;
+      all_identical = all_identical && ok;
+      steps.push_back(st);
+    }
+    const std::string pub = d.value("published_kv_sha256", "");
+    const std::string srcd = p.value("source_kv_sha256", "");
+    if (!all_identical) {
+      verdict = "failed";
+      code = "PD_OUTPUT_MISMATCH";
+      reason = "disaggregated decode differs from colocated";
+    } else if (pub != col->kv_sha256 || (!srcd.empty() && srcd != col->kv_sha256)) {
+      verdict = "failed";
+      code = "PD_KV_DIGEST_MISMATCH";
+      reason = "published K/V digest " + pub + " != colocated " + col->kv_sha256;
+    }
+  }
+  // Leak check: every credit back in its window, no unpublished destination block left.
+  const bool d_leak_free = !run->drep.ok() || d.value("leak_free", false);
+  const bool p_leak_free =
+      !run->prep.ok() || !p.contains("credit") || p["credit"].value("in_flight_end", 1) == 0;
+  if (!d_leak_free || !p_leak_free) {
+    verdict = "failed";
+    code = "PD_WORKER_FAILED";
+    reason = "credits or blocks leaked (decode leak_free=" +
+             std::string(d_leak_free ? "true" : "false") + ", prefill in_flight_end=" +
+             (p.contains("credit") ? p["credit"]["in_flight_end"].dump() : "?") + ")";
+  }
+  out["verdict"] = verdict;
+  if (!code.empty()) out["code"] = code;
+  if (!reason.empty()) out["reason"] = reason;
+  out["recovery"] = Recovery(p, d);
+  out["flow_control"] = {{"sender_credit_waits", p.value("credit_waits", 0)},
+                         {"credit_bytes", o.credit_bytes}};
+  out["steps"] = steps;
+  out["kv_sha256"] = {{"colocated", col->kv_sha256},
+                      {"source", p.value("source_kv_sha256", "")},
+                      {"published", d.value("published_kv_sha256", "")}};
+  out["leaks"] = {{"decode_leak_free", d_leak_free}, {"prefill_credit_returned", p_leak_free}};
+  if (verdict != "identical") {
+    out["logs"] = {{"prefill", LogTail(run->dir + "/prefill.log")},
+                   {"decode", LogTail(run->dir + "/decode.log")}};
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(run->dir, ec);
+  if (o.format == "json") {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "pd-run: " << o.model << " transport=" << o.transport << " fault=" << o.fault
+              << " mode=" << o.mode << "\n";
+    std::cout << "workers: prefill " << ExitText(run->p) << ", decode " << ExitText(run->d) << "\n";
+    for (const auto& s : steps)
+      std::cout << "  step " << s["step"] << ": colocated " << s["colocated_token"] << " pd "
+                << s.value("pd_token", nlohmann::json("-")) << " bit_identical "
+                << s["bit_identical"] << " max_abs_diff " << s["max_abs_diff"] << "\n";
+    std::cout << "kv sha256: colocated " << col->kv_sha256 << "\n           source    "
+              << p.value("source_kv_sha256", "-") << "\n           published "
+              << d.value("published_kv_sha256", "-") << "\n";
+    if (d.contains("pool"))
+      std::cout << "decode pool " << d["pool"].dump() << " credit " << d["credit"].dump() << "\n";
+    if (p.contains("credit")) std::cout << "prefill credit " << p["credit"].dump() << "\n";
+    std::cout << "recovery: " << out["recovery"].get<std::string>() << "\n";
+    std::cout << "verdict: " << verdict;
+    if (!code.empty()) std::cout << " " << code << ": " << reason;
+    std::cout << "\n";
+    if (verdict != "identical")
+      std::cerr << "--- prefill log ---\n"
+                << out["logs"]["prefill"].get<std::string>() << "--- decode log ---\n"
+                << out["logs"]["decode"].get<std::string>();
+  }
+  ExitCode() = verdict == "identical" ? kExitOk : kExitViolation;
+}
+
+void RunPdBench(const PdOptions& o) {
+  auto fail = [&](const Status& s) { ExitCode() = FailWith("pd-bench", s); };
+  if (o.bytes == 0) return fail(InvalidArgument("--bytes must be >= 1"));
+  if (o.checksum_only) {
+    tp::SourceKv src = SyntheticSource(o.bytes, o.chunk_bytes);
+    const auto t0 = tp::Clock::now();
+    std::string acc;
+    for (size_t i = 0; i < src.chunks.size(); ++i)
+      acc += Sha256Hex(std::string_view(
+          reinterpret_cast<const char*>(src.bytes.data() + src.offsets[i]), src.chunks[i].bytes));
+    const double s = std::chrono::duration<double>(tp::Clock::now() - t0).count();
+    const uint64_t n = tp::PayloadBytes(src);
+    nlohmann::json j = {{"mode", "sha256-only"},
+                        {"bytes", n},
+                        {"seconds", s},
+                        {"gib_per_s", n / s / (1 << 30)},
+                        {"digest_of_digests", Sha256Hex(acc)}};
+    std::cout << j.dump() << "\n";
+    ExitCode() = kExitOk;
+    return;
+  }
+  if (auto w = ToWorkerOptions(o); !w.ok()) return fail(w.status());
+  std::vector<std::string> extra = {"--synthetic-bytes", std::to_string(o.bytes), "--chunk-bytes",
+                                    std::to_string(o.chunk_bytes)};
+  if (o.raw) extra.push_back("--raw");
+  auto run = RunPair(o, extra, extra);
+  if (!run.ok()) return fail(run.status());
+  if (!run->prep.ok() || !run->drep.ok() || run->prep->contains("error") ||
+      run->drep->contains("error")) {
+    std::cerr << "pd-bench: a worker failed\n"
+              << (run->prep.ok() ? run->prep->dump() : run->prep.status().ToString()) << "\n"
+              << (run->drep.ok() ? run->drep->dump() : run->drep.status().ToString()) << "\n"
+              << LogTail(run->dir + "/prefill.log") << LogTail(run->dir + "/decode.log");
+    ExitCode() = kExitViolation;
+    return;
+  }
+  const auto& p = *run->prep;
+  const double secs = p.value("transfer_seconds", 0.0);
+  const uint64_t bytes = p.value("payload_bytes", uint64_t{0});
+  nlohmann::json j = {
+      {"mode", o.raw ? "raw" : (o.checksum == "sha256" ? "protocol+sha256" : "protocol")},
+      {"transport", o.transport},
+      {"bytes", bytes},
+      {"chunks", p.value("chunks", 0)},
+      {"message_bytes", o.chunk_bytes},
+      {"credit_bytes", o.credit_bytes},
+      {"seconds", secs},
+      {"gib_per_s", secs > 0 ? bytes / secs / (1 << 30) : 0.0}};
+  if (!o.raw) j["sender_checksum_seconds"] = p.value("checksum_seconds", 0.0);
+  std::error_code ec;
+  std::filesystem::remove_all(run->dir, ec);
+  std::cout << j.dump() << "\n";
+  ExitCode() = kExitOk;
+}
+
+// Shared options; a repeated one takes its last value (scripts append overrides).
+void AddShared(CLI::App* c, PdOptions* o) {
+  c->add_option("--transport", o->transport, "UCX transport: tcp (default) or shm")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--fault", o->fault, "fault to inject (docs/pd-transfer.md)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--credit-bytes", o->credit_bytes, "byte-credit window granted by decode")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--peer-timeout-ms", o->peer_timeout_ms, "bound on every wait for the peer")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--rto-ms", o->rto_ms, "retransmission timeout of an unacknowledged chunk")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--checksum", o->checksum, "per-chunk checksum: sha256 (default) or none")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--mode", o->mode, "deterministic (default) or fast")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+}  // namespace
+
+void AddPdCommands(CLI::App& app) {
+  static PdOptions run, worker, bench;
+  CLI::App* r = app.add_subcommand(
+      "pd-run", "prefill and decode in two processes with a UCX K/V handoff, vs colocated");
+  r->add_option("--model", run.model, "model directory")->required();
+  r->add_option("--prompt-ids", run.prompt_ids, "comma-separated token ids")->required();
+  r->add_option("--max-new-tokens", run.max_new, "tokens to generate (>= 1)");
+  r->add_option("--chunk-tokens", run.chunk_tokens, "tokens per chunk (0: one chunk per layer)");
+  r->add_flag("--deterministic", run.deterministic, "deterministic kernels (bit-identity)");
+  r->add_option("--format", run.format, "text (default) or json");
+  AddShared(r, &run);
+  r->callback([] { RunPdRun(run); });
+
+  CLI::App* w = app.add_subcommand("pd-worker", "one prefill or decode worker (pd-run starts two)");
+  w->add_option("--role", worker.role, "prefill or decode")->required();
+  w->add_option("--bootstrap", worker.bootstrap,
+                "HOST:PORT: decode listens there (port 0: any), prefill connects");
+  w->add_option("--port-file", worker.port_file, "decode: write the bound port here");
+  w->add_option("--result", worker.result, "write the worker's JSON report here (else stdout)");
+  w->add_option("--model", worker.model, "model directory");
+  w->add_option("--prompt-ids", worker.prompt_ids, "prefill: comma-separated token ids");
+  w->add_option("--max-new-tokens", worker.max_new, "prefill: tokens the request generates");
+  w->add_option("--chunk-tokens", worker.chunk_tokens, "prefill: tokens per chunk");
+  w->add_option("--synthetic-bytes", worker.synthetic_bytes, "benchmark: K/V-shaped bytes");
+  w->add_option("--chunk-bytes", worker.chunk_bytes, "benchmark: message size");
+  w->add_flag("--raw", worker.raw, "benchmark: raw UCX, no protocol");
+  AddShared(w, &worker);
+  w->callback([] { RunWorker(worker); });
+
+  CLI::App* b = app.add_subcommand("pd-bench",
+                                   "one transfer of synthetic K/V bytes (see "
+                                   "tools/bench_pd_transfer.sh)");
+  b->add_option("--bytes", bench.bytes, "payload bytes")->required();
+  b->add_option("--chunk-bytes", bench.chunk_bytes, "message size (default 1 MiB)");
+  b->add_flag("--raw", bench.raw, "raw UCX with the same messages and window");
+  b->add_flag("--checksum-only", bench.checksum_only, "time SHA-256 over the bytes, no transfer");
+  AddShared(b, &bench);
+  b->callback([] { RunPdBench(bench); });
+}
+
+}  // namespace kvc::cli

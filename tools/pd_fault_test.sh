@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Fault injection on the real two-process prefill-to-decode handoff (kvconform pd-run over UCX).
+# Run by ctest (pd_fault_injection) from the source root with KVCONFORM=path/to/kvconform.
+# Each case runs prefill and decode as two processes on the smallest fixture model and checks:
+# the decode side never publishes a partial or wrong cache (identical output or a failure with
+# its stable code), how it recovered, and that credits and destination blocks are back in their
+# pools on both sides (the workers' counters).
+set -u
+K=${KVCONFORM:-build/bin/kvconform}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+MODEL=fixtures/models/mqa
+# 12 prompt tokens, 4 per chunk: 3 chunks x 2 layers = 6 chunks of 256 B; a 512 B window.
+BASE=(pd-run --model "$MODEL" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 4
+      --deterministic --chunk-tokens 4 --credit-bytes 512 --peer-timeout-ms 3000 --rto-ms 150
+      --format json)
+
+# case NAME EXPECTED_RC PYTHON_ASSERTIONS [extra pd-run args...]; `r` is the pd-run JSON.
+case_() {
+  local name=$1 want=$2 py=$3; shift 3
+  local t0=$(date +%s.%N)
+  "$K" "${BASE[@]}" "$@" >"$T/$name.json" 2>"$T/$name.err"
+  local rc=$?
+  local dt=$(python3 -c "import sys;print(f'{float(sys.argv[2])-float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)")
+  if [ "$rc" -ne "$want" ]; then
+    fail=$((fail+1)); echo "FAIL $name: exit $rc, expected $want (${dt}s)"
+    grep -v '^ *[0-9]*,\?$' "$T/$name.json" | head -c 3000; tail -20 "$T/$name.err"; return
+  fi
+  if python3 - "$T/$name.json" <<PY
+import json, sys
+r = json.load(open(sys.argv[1]))
+p, d = r.get("prefill", {}), r.get("decode", {})
+def leak_free():
+    assert r["leaks"]["decode_leak_free"] and r["leaks"]["prefill_credit_returned"], r["leaks"]
+    if d:
+        assert d["credit"]["in_flight_end"] == 0 and d["pool"]["unpublished"] == 0, (d["credit"], d["pool"])
+        assert d["credit"]["high_water"] <= d["credit"]["capacity"], d["credit"]
+    if p.get("credit"):
+        assert p["credit"]["in_flight_end"] == 0, p["credit"]
+        assert p["credit"]["high_water"] <= p["credit"]["capacity"], p["credit"]
+def identical(source=True):
+    assert r["verdict"] == "identical", r.get("reason")
+    assert all(s["bit_identical"] for s in r["steps"]) and len(r["steps"]) == 4, r["steps"]
+    k = r["kv_sha256"]
+    assert k["colocated"] == k["published"] and len(k["colocated"]) == 64, k
+    assert k["source"] == k["colocated"] or not source, k
+    assert d["publications"] == 1, d["publications"]
+    assert d["pool"]["decode_owned"] == 1 and d["pool"]["free"] == d["pool"]["capacity"] - 1, d["pool"]
+    leak_free()
+def failed(code):
+    assert r["verdict"] == "failed" and r.get("code") == code, (r.get("code"), r.get("reason"))
+    assert "published_kv_sha256" not in d, "a failed request published a cache"
+    assert d.get("publications", 0) == 0 and d.get("pool", {}).get("decode_owned", 0) == 0, d.get("pool")
+    leak_free()
+$py
+PY
+  then pass=$((pass+1)); echo "ok   $name (${dt}s): $(python3 -c 'import json,sys;r=json.load(open(sys.argv[1]));print(r["verdict"], r.get("code",""), "| recovery:", r["recovery"])' "$T/$name.json")"
+  else fail=$((fail+1)); echo "FAIL $name (${dt}s)"; grep -v '^ *[0-9]*,\?$' "$T/$name.json" | head -c 4000; echo; fi
+}
+
+case_ baseline_tcp 0 'identical(); assert r["recovery"] == "none needed"'
+case_ baseline_shm 0 'identical()' --transport shm
+case_ drop_chunk 0 'identical(); assert p["retransmits"] >= 1 and p["dropped"] == 1' --fault drop:2
+case_ duplicate_chunk 0 'identical(); assert p["duplicates_sent"] == 1 and d["duplicates_absorbed"] >= 1 and d["txn_retries"] >= 1' --fault dup:1
+case_ reorder_chunks 0 'identical()' --fault reorder
+case_ delay_chunk 0 'identical(); assert p["attempts"][0]["outcome"] == "published"' --fault delay:0:100
+case_ corrupt_chunk 0 'identical(); a = p["attempts"]; assert a[0]["outcome"] == "aborted" and a[0]["error"]["code"] == "HANDOFF_CHECKSUM_MISMATCH" and a[1]["outcome"] == "published" and d["published_generation"] == 2, a' --fault corrupt:3
+case_ stale_generation_after_reroute 0 'identical(); a = {x["attempt"]: x for x in p["attempts"]}; assert a[2]["outcome"] == "published" and a[1]["error"]["code"] == "HANDOFF_STALE_GENERATION" and d["published_generation"] == 2 and d["late_completions_rejected"] >= 1, a' --fault stale-reroute
+case_ credit_window_smaller_than_chunk 1 'failed("HANDOFF_CREDIT_WINDOW_TOO_SMALL")' --fault credit-window:128
+case_ credit_exhausted_by_unacked_chunks 0 'identical(); assert p["credit_waits"] >= 1 and d["credit"]["high_water"] == d["credit"]["capacity"] == 512, (p["credit_waits"], d["credit"])' --fault credit-stall
+case_ credit_never_returned 1 'failed("PD_CREDIT_STARVED"); assert p["retransmits"] >= 1' --fault credit-starve
+case_ kill_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] in ("PD_PEER_LOST",), r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9"; assert p["credit"]["in_flight_end"] == 0 and p["outcome"] == "failed"' --fault kill-decode:3
+case_ hang_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] == "PD_CREDIT_STARVED", r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9" and p["outcome"] == "failed" and p["credit"]["in_flight_end"] == 0' --fault hang-decode:3 --peer-timeout-ms 1000
+case_ kill_prefill_after_publication 0 'identical(source=False); assert r["workers"]["prefill"] == "killed by signal 9" and "peer_lost_after_publication" in d' --fault kill-prefill-after-publish
+
+# Bad usage: exit 2 with a clear message.
+"$K" "${BASE[@]}" --fault explode >"$T/out" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "expected none, drop:K" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL bad_fault: rc=$rc"; cat "$T/out"; fi
+"$K" "${BASE[@]}" --transport rdma >"$T/out" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "expected tcp or shm" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL bad_transport: rc=$rc"; cat "$T/out"; fi
+
+echo "pd_fault_test: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
