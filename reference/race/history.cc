@@ -75,45 +75,65 @@ StatusOr<uint64_t> GetU64(const Json& j, const char* key, std::string_view src, 
 }
 
 // simdjson element -> Json (args and result objects); a duplicate key is an error, as in the
-// strict reader the rest of the kit uses.
-StatusOr<Json> ToJson(dom::element e, std::string_view src, size_t line, const std::string& path) {
+// strict reader the rest of the kit uses. On failure *bad_path receives the offending member's
+// path, innermost key first (built only on error: this runs for every field of every line).
+bool ToJsonRec(dom::element e, Json* out, std::vector<std::string_view>* bad_path) {
   switch (e.type()) {
     case dom::element_type::OBJECT: {
-      Json o = Json::object();
+      *out = Json::object();
       dom::object obj = e.get_object().value_unsafe();
       for (auto field : obj) {
-        std::string key(field.key);
-        if (o.contains(key)) return LineError(src, line, path + "." + key, "duplicate key");
-        KVC_ASSIGN_OR_RETURN(Json v, ToJson(field.value, src, line, path + "." + key));
-        o.emplace(std::move(key), std::move(v));
+        auto [it, fresh] = out->emplace(std::string(field.key), Json());
+        if (!fresh || !ToJsonRec(field.value, &it.value(), bad_path)) {
+          bad_path->push_back(field.key);
+          return false;
+        }
       }
-      return o;
+      return true;
     }
     case dom::element_type::ARRAY: {
-      Json a = Json::array();
+      *out = Json::array();
       dom::array arr = e.get_array().value_unsafe();
       for (auto v : arr) {
-        KVC_ASSIGN_OR_RETURN(Json x, ToJson(v, src, line, path + "[]"));
-        a.push_back(std::move(x));
+        out->push_back(Json());
+        if (!ToJsonRec(v, &out->back(), bad_path)) {
+          bad_path->push_back("[]");
+          return false;
+        }
       }
-      return a;
+      return true;
     }
     case dom::element_type::STRING:
-      return Json(std::string(e.get_string().value_unsafe()));
+      *out = std::string(e.get_string().value_unsafe());
+      return true;
     case dom::element_type::INT64: {
       int64_t v = e.get_int64().value_unsafe();
-      return v >= 0 ? Json(static_cast<uint64_t>(v)) : Json(v);
+      *out = v >= 0 ? Json(static_cast<uint64_t>(v)) : Json(v);
+      return true;
     }
     case dom::element_type::UINT64:
-      return Json(e.get_uint64().value_unsafe());
+      *out = e.get_uint64().value_unsafe();
+      return true;
     case dom::element_type::DOUBLE:
-      return Json(e.get_double().value_unsafe());
+      *out = e.get_double().value_unsafe();
+      return true;
     case dom::element_type::BOOL:
-      return Json(e.get_bool().value_unsafe());
+      *out = e.get_bool().value_unsafe();
+      return true;
     case dom::element_type::NULL_VALUE:
-      return Json(nullptr);
+      *out = nullptr;
+      return true;
   }
-  return LineError(src, line, path, "unsupported JSON value");
+  return false;
+}
+
+StatusOr<Json> ToJson(dom::element e, std::string_view src, size_t line, std::string_view field) {
+  Json out;
+  std::vector<std::string_view> bad;
+  if (ToJsonRec(e, &out, &bad)) return out;
+  std::string path(field);
+  for (auto it = bad.rbegin(); it != bad.rend(); ++it) path += (*it == "[]" ? "" : ".") + std::string(*it);
+  return LineError(src, line, path, "duplicate key");
 }
 
 std::string Dump(dom::element e) { return std::string(simdjson::minify(e)); }

@@ -176,7 +176,7 @@ uint64_t MixStr(uint64_t h, std::string_view s) {
 }
 
 // Per-record hashes for the Work digest (0 for an absent record).
-uint64_t HandleHash(const LineageState& st, const std::string& id) {
+uint64_t HandleHash(const LineageState& st, std::string_view id) {
   const lifecycle::HandleRecord* h = st.obj.Find(id);
   if (!h) return 0;
   const lifecycle::Snapshot& s = h->current;
@@ -188,7 +188,7 @@ uint64_t HandleHash(const LineageState& st, const std::string& id) {
   return x;
 }
 
-uint64_t TxnHash(const LineageState& st, const std::string& id) {
+uint64_t TxnHash(const LineageState& st, std::string_view id) {
   const lifecycle::AppendTxn* t = st.obj.FindTxn(id);
   if (!t) return 0;
   uint64_t x = MixU64(MixStr(0x74786eull, id), t->fingerprint);
@@ -210,34 +210,43 @@ uint64_t GroupHash(const LineageState& st, const std::string& id) {
   return x;
 }
 
-// The records an op can change (deduplicated), read before it is applied.
+// The records an op can change (deduplicated), read before it is applied. Ids are views into
+// the op, or into `owned` (ids read from the lineage, which the op may change).
 struct Touched {
-  std::vector<std::string> handles, txns, groups;
+  std::vector<std::string_view> handles, txns;
+  std::vector<std::string> owned;
+  const std::string* group = nullptr;
   uint64_t Hash(const LineageState& st) const {
     uint64_t x = 0;
-    for (const auto& h : handles) x ^= HandleHash(st, h);
-    for (const auto& t : txns) x ^= TxnHash(st, t);
-    for (const auto& g : groups) x ^= GroupHash(st, g);
+    for (auto h : handles) x ^= HandleHash(st, h);
+    for (auto t : txns) x ^= TxnHash(st, t);
+    if (group) x ^= GroupHash(st, *group);
     return x;
   }
 };
 
-void AddUnique(std::vector<std::string>& v, const std::string& s) {
+void AddUnique(std::vector<std::string_view>& v, std::string_view s) {
   if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
 
 Touched TouchedBy(const LineageState& st, const KvOp& op) {
   Touched t;
+  // Ids read from the lineage are copied first (owned never reallocates after this).
+  std::vector<std::string> from_lineage;
+  const lifecycle::AppendTxn* txn = op.txn.empty() ? nullptr : st.obj.FindTxn(op.txn);
+  if (txn) from_lineage.push_back(txn->request.handle_id);
+  for (const std::string* h : {&op.handle, txn ? &txn->request.handle_id : nullptr}) {
+    if (!h || h->empty()) continue;
+    if (const lifecycle::HandleRecord* r = st.obj.Find(*h))
+      for (const auto& id : r->open_txns) from_lineage.push_back(id);
+  }
+  t.owned = std::move(from_lineage);
   AddUnique(t.handles, op.handle);
   for (const auto& c : op.children) AddUnique(t.handles, c);
+  if (txn) AddUnique(t.handles, t.owned[0]);
   AddUnique(t.txns, op.txn);
-  if (const lifecycle::AppendTxn* txn = op.txn.empty() ? nullptr : st.obj.FindTxn(op.txn))
-    AddUnique(t.handles, txn->request.handle_id);
-  for (const auto& h : std::vector<std::string>(t.handles)) {
-    if (const lifecycle::HandleRecord* r = st.obj.Find(h))
-      for (const auto& id : r->open_txns) AddUnique(t.txns, id);
-  }
-  AddUnique(t.groups, op.group);
+  for (size_t i = txn ? 1 : 0; i < t.owned.size(); ++i) AddUnique(t.txns, t.owned[i]);
+  if (!op.group.empty()) t.group = &op.group;
   return t;
 }
 

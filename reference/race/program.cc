@@ -214,6 +214,39 @@ Program GenerateProgram(const ProgramShape& shape, uint64_t seed) {
   return p;
 }
 
+namespace {
+
+// The scripts with one chunk removed, chunk sizes halving from n/2 down to 1, each chunk at
+// every multiple of its size (delta debugging's order: O(n) candidates per size, O(n log n) in
+// all, lazily; rc::shrink::removeChunks tries every start offset, O(n^2), too many when each
+// passing candidate costs K runs).
+class HalvingChunkRemovals {
+ public:
+  explicit HalvingChunkRemovals(std::vector<ProgOp> script)
+      : s_(std::make_shared<const std::vector<ProgOp>>(std::move(script))),
+        chunk_(std::max<size_t>(1, s_->size() / 2)) {}
+  rc::Maybe<std::vector<ProgOp>> operator()() {
+    if (s_->empty() || chunk_ == 0) return rc::Nothing;
+    if (at_ >= s_->size()) {
+      chunk_ /= 2;
+      at_ = 0;
+      if (chunk_ == 0) return rc::Nothing;
+    }
+    const size_t end = std::min(s_->size(), at_ + chunk_);
+    std::vector<ProgOp> out(s_->begin(), s_->begin() + static_cast<ptrdiff_t>(at_));
+    out.insert(out.end(), s_->begin() + static_cast<ptrdiff_t>(end), s_->end());
+    at_ += chunk_;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<ProgOp>> s_;
+  size_t chunk_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
 rc::Seq<Program> ShrinkProgram(const Program& p) {
   std::vector<std::string> lineages;
   for (const ProgOp& op : p.script)
@@ -242,7 +275,8 @@ rc::Seq<Program> ShrinkProgram(const Program& p) {
     return q;
   };
   return rc::seq::concat(rc::seq::fromContainer(std::move(alone)),
-                         rc::seq::map(rc::shrink::removeChunks(p.script), with_script),
+                         rc::seq::map(rc::Seq<std::vector<ProgOp>>(HalvingChunkRemovals(p.script)),
+                                      with_script),
                          rc::seq::map(rc::seq::fromContainer(std::move(off_zero)), to_zero));
 }
 

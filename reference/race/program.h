@@ -67,8 +67,8 @@ rc::Gen<Program> GenProgram(const ProgramShape& shape);
 void showValue(const Program& p, std::ostream& os);  // RapidCheck's counterexample text
 rc::Gen<Program> GenFixedProgram(Program p);
 // Shrink candidates, most aggressive first: each lineage alone (lineages are independent
-// objects), then removal of chunks of script ops (rc::shrink::removeChunks), then each op
-// moved to thread 0 (fewer concurrent workers).
+// objects), then removal of one chunk of script ops (sizes n/2, n/4, ..., 1, at multiples of
+// the size), then each op moved to thread 0 (fewer concurrent workers).
 rc::Seq<Program> ShrinkProgram(const Program& p);
 // One line per op, e.g. "T2 publish h0.t3"; the prologue is marked "pre".
 std::string ProgramToText(const Program& p);

@@ -1,4 +1,6 @@
 // `kvconform fuzz races|check|merge`: race fuzzing of the KV lifecycle (M5.1 0x01, 0x09).
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -178,9 +180,14 @@ int RunRaces(const RacesArgs& a) {
 }
 
 int RunCheck(const std::string& path, bool no_partition, bool exact, double budget_s) {
+  // Wall and CPU seconds (all threads: std::clock is process CPU time) of each phase: on a
+  // shared, loaded machine the CPU figure is the stable one.
+  auto cpu_s = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
   auto p0 = std::chrono::steady_clock::now();
+  double c0 = cpu_s();
   auto h = ReadHistoryFile(path);
   double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  double parse_cpu = cpu_s() - c0;
   if (!h.ok()) {
     std::cerr << "fuzz check: " << h.status().message() << "\n";
     return kExitUsage;
@@ -195,8 +202,10 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   opt.in_place = !exact;
   opt.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000));
   auto t0 = std::chrono::steady_clock::now();
+  double c1 = cpu_s();
   auto r = CheckHistory(*model, *h, opt);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double check_cpu = cpu_s() - c1;
   if (!r.ok()) {
     std::cerr << "fuzz check: " << path << ": " << r.status().message() << "\n";
     return kExitUsage;
@@ -204,7 +213,8 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   std::cout << path << ": " << VerdictName(r->verdict) << " (" << h->ops.size() << " ops, "
             << r->partitions << " partition(s), " << r->unknown_outcomes << " unknown outcome(s), "
             << r->states_explored << " search steps; parse " << parse_s << " s, check " << secs
-            << " s" << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
+            << " s; cpu parse " << parse_cpu << " s, check " << check_cpu << " s"
+            << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
             << ")\n";
   if (r->verdict == Verdict::kNotLinearizable) {
     std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
