@@ -26,8 +26,8 @@ class Validator {
   explicit Validator(std::string_view source) : source_(source) {}
 
   void Add(ErrorCode code, size_t line, std::string pointer, const std::string& what) {
-    out_.push_back({code, std::move(pointer),
-                    source_ + ":" + std::to_string(line) + ": " + what, static_cast<uint32_t>(line)});
+    out_.push_back({code, std::move(pointer), source_ + ":" + std::to_string(line) + ": " + what,
+                    static_cast<uint32_t>(line)});
   }
 
   void Header(const Json& j, size_t line) {
@@ -50,14 +50,16 @@ class Validator {
     auto ops = r.Uint("ops", 0, UINT64_MAX);
     r.RejectUnknownFields();
     if (end && !*end)
-      schema.push_back({ErrorCode::INPUT_VALUE_INVALID, LinePtr(line) + "/end", "end: expected true"});
+      schema.push_back(
+          {ErrorCode::INPUT_VALUE_INVALID, LinePtr(line) + "/end", "end: expected true"});
     if (!schema.empty()) return Take(schema, line);
     if (*ops != ops_read_)
       Add(ErrorCode::RACE_HISTORY_TRUNCATED, line, LinePtr(line) + "/ops",
           "ops: the end line declares " + std::to_string(*ops) + " operations but " +
               std::to_string(ops_read_) + " were read (lost events?)");
     else if (!terminated)
-      Add(ErrorCode::RACE_HISTORY_TRUNCATED, line, LinePtr(line), "the end line is not newline-terminated");
+      Add(ErrorCode::RACE_HISTORY_TRUNCATED, line, LinePtr(line),
+          "the end line is not newline-terminated");
   }
 
   void Op(const Json& j, size_t line) {
@@ -76,7 +78,8 @@ class Validator {
     const Json* res = r.Any("result");
     r.RejectUnknownFields();
     if (partition && partition->empty())
-      schema.push_back({ErrorCode::INPUT_VALUE_INVALID, p + "/partition", "partition: expected a non-empty string"});
+      schema.push_back({ErrorCode::INPUT_VALUE_INVALID, p + "/partition",
+                        "partition: expected a non-empty string"});
     if (!schema.empty()) return Take(schema, line);
 
     if (!ids_.insert(*id).second) {
@@ -195,7 +198,8 @@ Violations ValidateHistoryJsonl(std::string_view text, std::string_view source) 
     ++line;
     if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
     if (after_end) {
-      v.Add(ErrorCode::RACE_HISTORY_LINE_MALFORMED, line, LinePtr(line), "content after the end line");
+      v.Add(ErrorCode::RACE_HISTORY_LINE_MALFORMED, line, LinePtr(line),
+            "content after the end line");
       break;
     }
     if (s.empty()) {

@@ -29,7 +29,8 @@ std::string Text(const std::vector<Json>& lines) {
 
 std::set<std::string> Codes(const std::string& text) {
   std::set<std::string> c;
-  for (const auto& v : ValidateHistoryJsonl(text, "h.jsonl")) c.insert(std::string(ErrorCodeName(v.code)));
+  for (const auto& v : ValidateHistoryJsonl(text, "h.jsonl"))
+    c.insert(std::string(ErrorCodeName(v.code)));
   return c;
 }
 
@@ -40,7 +41,8 @@ History Recorded() {
 
 TEST(HistoryValidate, RecordedHistoryIsValid) {
   Violations v = ValidateHistoryJsonl(WriteHistoryJsonl(Recorded()), "h.jsonl");
-  for (const auto& x : v) ADD_FAILURE() << ErrorCodeName(x.code) << " " << x.pointer << " " << x.message;
+  for (const auto& x : v)
+    ADD_FAILURE() << ErrorCodeName(x.code) << " " << x.pointer << " " << x.message;
 }
 
 TEST(HistoryValidate, OneFieldMutationsRaiseTheirCode) {
@@ -62,9 +64,11 @@ TEST(HistoryValidate, OneFieldMutationsRaiseTheirCode) {
   EXPECT_EQ(with([](auto& l) { l.pop_back(); }), S{"RACE_HISTORY_TRUNCATED"});
   EXPECT_EQ(with([](auto& l) { l.erase(l.begin() + 3); }), S{"RACE_HISTORY_TRUNCATED"});
   EXPECT_EQ(with([](auto& l) { l[2] = "garbage"; }), S{"RACE_HISTORY_LINE_MALFORMED"});
-  EXPECT_EQ(with([](auto& l) { l[2]["return_ns"] = l[2]["invoke_ns"].template get<int64_t>() - 1; }),
-            S{"RACE_HISTORY_TIME_ORDER"});
-  EXPECT_EQ(with([](auto& l) { l[2]["return_ns"] = nullptr; }), S{"RACE_HISTORY_OUTCOME_INCONSISTENT"});
+  EXPECT_EQ(
+      with([](auto& l) { l[2]["return_ns"] = l[2]["invoke_ns"].template get<int64_t>() - 1; }),
+      S{"RACE_HISTORY_TIME_ORDER"});
+  EXPECT_EQ(with([](auto& l) { l[2]["return_ns"] = nullptr; }),
+            S{"RACE_HISTORY_OUTCOME_INCONSISTENT"});
   EXPECT_EQ(with([](auto& l) {
               l[2]["outcome"] = "error";
               l[2]["result"] = {{"code", "NOT_A_CODE"}};
@@ -72,14 +76,16 @@ TEST(HistoryValidate, OneFieldMutationsRaiseTheirCode) {
             S{"RACE_HISTORY_OUTCOME_INCONSISTENT"});
   // One clock per worker: move a worker's second op to start inside its first.
   std::map<uint32_t, std::vector<size_t>> by_thread;
-  for (size_t i = 1; i + 1 < base.size(); ++i) by_thread[base[i]["thread"].get<uint32_t>()].push_back(i);
+  for (size_t i = 1; i + 1 < base.size(); ++i)
+    by_thread[base[i]["thread"].get<uint32_t>()].push_back(i);
   for (const auto& [t, idx] : by_thread) {
     if (idx.size() < 2 || base[idx[0]]["return_ns"].is_null()) continue;
     int64_t inside = base[idx[0]]["invoke_ns"].get<int64_t>() + 0;
     if (base[idx[0]]["return_ns"].get<int64_t>() <= inside) continue;
     EXPECT_EQ(with([&](auto& l) {
                 l[idx[1]]["invoke_ns"] = inside;
-                if (!l[idx[1]]["return_ns"].is_null() && l[idx[1]]["return_ns"].template get<int64_t>() < inside)
+                if (!l[idx[1]]["return_ns"].is_null() &&
+                    l[idx[1]]["return_ns"].template get<int64_t>() < inside)
                   l[idx[1]]["return_ns"] = inside;
               }),
               S{"RACE_HISTORY_THREAD_OVERLAP"});
