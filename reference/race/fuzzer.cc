@@ -94,11 +94,17 @@ void ShrinkFailure(const CampaignOptions& opt, const TargetFactory& factory,
   const auto deadline = Clock::now() + opt.shrink_time;
   const Program root = f->program;
   uint64_t attempt = 0;
+  bool root_case = true;  // RapidCheck evaluates the root (the failing program) first
   auto fails = [&](const Program& cand) {
-    for (uint32_t k = 0; k < std::max<uint32_t>(1, opt.shrink_reruns); ++k) {
+    // The root must fail again before anything is shrunk: a rare race gets 5K runs.
+    const uint32_t runs = std::max<uint32_t>(1, opt.shrink_reruns) * (root_case ? 5 : 1);
+    root_case = false;
+    for (uint32_t k = 0; k < runs; ++k) {
       if (Clock::now() >= deadline) return false;
-      RunVerdict c = RunAndCheck(cand, factory, SplitMix64(f->program_seed + ++attempt),
-                                 opt.check_budget);
+      // The first run of every candidate reuses the failing run's delay/yield seed.
+      const uint64_t pause_seed =
+          k == 0 ? f->program_seed + f->run : SplitMix64(f->program_seed + ++attempt);
+      RunVerdict c = RunAndCheck(cand, factory, pause_seed, opt.check_budget);
       if (c.error.empty() && c.verdict == Verdict::kNotLinearizable) {
         if (cand.script.size() <= f->shrunk.script.size()) {
           f->shrunk = cand;
