@@ -118,5 +118,19 @@ for f in invalid_fixtures/m5_6/*/*.json; do
   expect_out "invalid-code:$f" "\"code\": \"$code\""
 done
 
+# Race histories as a document kind: the valid fixture, every invalid fixture with its code, and
+# a cut-off history named by file and line.
+check validate_race_history 0 "$K" validate fixtures/race/history.jsonl
+for f in invalid_fixtures/race/*.json; do
+  code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
+  check "invalid:$f" 1 "$K" validate --format json "$f"
+  expect_out "invalid-code:$f" "\"code\": \"$code\""
+done
+head -c -40 fixtures/race/history.jsonl >"$T/race_cut.jsonl"
+check validate_race_cut 1 "$K" validate "$T/race_cut.jsonl"; expect_out validate_race_cut_msg 'RACE_HISTORY_TRUNCATED'
+check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz_check_race_cut_msg 'race_cut.jsonl:43: .*truncated'
+check fuzz_aba_slot_reuse 1 "$K" fuzz races --mutant no_generation_fence --programs 50 --ops 60 --seed 1 --quiet --shrink-time 3 --shrink-reruns 2
+expect_out fuzz_aba_shrunk 'shrunk program \(RapidCheck, seed'
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

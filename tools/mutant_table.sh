@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutant detection table: for every seeded bug of the race store, run `kvconform fuzz races`
-# over a few seeds and report the median time to detection and the shrunk program (Markdown).
+# over a few seeds and report the median time to detection and the RapidCheck-shrunk program
+# size (Markdown).
 # Usage: tools/mutant_table.sh [SEEDS (default "1 2 3 4 5")] [extra fuzz flags...]
 # Environment: KVCONFORM (default build/bin/kvconform), TIME_LIMIT per run (default 60 s).
 set -euo pipefail
@@ -12,8 +13,8 @@ LIMIT=${TIME_LIMIT:-60}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mutants=$("$KVC" fuzz mutants | awk '{print $1}')
-echo "| mutant | found (seeds) | median s to detection | median programs | shrunk ops (seed ${SEEDS%% *}) |"
-echo "|---|---|---|---|---|"
+echo "| mutant | found (seeds) | median s to detection | median programs | median shrunk ops (per seed) | median shrink s |"
+echo "|---|---|---|---|---|---|"
 for m in $mutants; do
   for s in $SEEDS; do
     "$KVC" fuzz races --mutant "$m" --seed "$s" --time "$LIMIT" --quiet --shrink-time 10 \
@@ -22,17 +23,18 @@ for m in $mutants; do
   python3 - "$tmp" "$m" $SEEDS <<'PY'
 import json, statistics, sys
 tmp, m, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
-found, secs, progs, shrunk = 0, [], [], "-"
+found, secs, progs, shrunk, shrink_s = 0, [], [], [], []
 for i, s in enumerate(seeds):
     r = json.load(open(f"{tmp}/{m}.{s}.json"))
     if r["failure"]:
         found += 1
         secs.append(r["failure"]["seconds_to_detection"])
         progs.append(r["failure"]["program_index"] + 1)
-        if i == 0:
-            shrunk = str(r["failure"]["shrunk_ops"])
+        shrunk.append(r["failure"]["shrunk_ops"])
+        shrink_s.append(r["failure"].get("shrink_seconds", 0))
 med = lambda v: f"{statistics.median(v):.3f}" if v else "-"
-print(f"| {m} | {found}/{len(seeds)} | {med(secs)} | {med(progs)} | {shrunk} |")
+per = ", ".join(str(x) for x in shrunk) or "-"
+print(f"| {m} | {found}/{len(seeds)} | {med(secs)} | {med(progs)} | {med(shrunk)} ({per}) | {med(shrink_s)} |")
 PY
 done
 echo

@@ -21,6 +21,19 @@ void ConcurrentStore::SetLayers(Lineage& l, const std::string& handle, uint64_t 
   l.layers[handle].assign(abi_.num_layers, length);
 }
 
+void ConcurrentStore::TakeSlot(Lineage& l, const std::string& handle) {
+  size_t i = 0;
+  while (i < l.slots.size() && !l.slots[i].empty()) ++i;
+  if (i == l.slots.size()) l.slots.emplace_back();
+  l.slots[i] = handle;
+  l.slot_of[handle] = i;
+}
+
+void ConcurrentStore::FreeSlot(Lineage& l, const std::string& handle) {
+  auto it = l.slot_of.find(handle);
+  if (it != l.slot_of.end() && l.slots[it->second] == handle) l.slots[it->second].clear();
+}
+
 OpResult ConcurrentStore::Execute(const std::string& lineage, const KvOp& op) {
   Pause();
   Lineage& l = Get(lineage);
@@ -60,18 +73,26 @@ OpResult ConcurrentStore::Execute(const std::string& lineage, const KvOp& op) {
         } else {
           l.layers.erase(op.handle);  // logical ownership ends; rows are unreachable
         }
+        FreeSlot(l, op.handle);  // the address is reused by the next allocation
       }
       return r;
     }
     case KvOpKind::kAllocate: {
       OpResult r = ApplySequential(l.st, op);
-      if (r.outcome == Outcome::kOk) SetLayers(l, op.handle, 0);
+      if (r.outcome == Outcome::kOk) {
+        SetLayers(l, op.handle, 0);
+        TakeSlot(l, op.handle);
+      }
       return r;
     }
     case KvOpKind::kFork: {
       OpResult r = ApplySequential(l.st, op);
-      if (r.outcome == Outcome::kOk)
-        for (const auto& c : op.children) SetLayers(l, c, op.length);  // shared prefix rows
+      if (r.outcome == Outcome::kOk) {
+        for (const auto& c : op.children) {
+          SetLayers(l, c, op.length);  // shared prefix rows
+          TakeSlot(l, c);
+        }
+      }
       return r;
     }
     case KvOpKind::kBeginAppend:
@@ -141,15 +162,23 @@ OpResult ConcurrentStore::Publish(Lineage& l, std::unique_lock<std::mutex>& lock
     const std::string handle = t->request.handle_id;
     const lifecycle::HandleRecord* h = obj.Find(handle);
     const bool live = h && h->current.phase == Phase::kDecodeReady;
-    if (mutant_ == Mutant::kNoGenerationFence && live && t->state == TxnState::kPrepared &&
-        !(h->current.base() == t->request.base)) {
-      // Compares the slot only: the stale transaction is re-pointed at the live snapshot.
-      const uint64_t count = t->request.interval.count;
-      (void)obj.CancelTxn(op.txn);
-      auto r = InternalAppend(l, handle, count);
-      if (!r.ok()) return {Outcome::kError, ErrorJson(r.status())};
-      SetLayers(l, handle, r->result.committed_length);
-      return {Outcome::kOk, ReceiptJson(*r)};
+    if (mutant_ == Mutant::kNoGenerationFence && t->state == TxnState::kPrepared) {
+      // Compares the slot (address) only, never the generation: the completion lands on
+      // whatever live handle occupies the transaction's slot now. After release + reuse
+      // (M5.1 0x01 slot-17 example) that is the new occupant; without reuse it is the same
+      // handle at a newer snapshot.
+      auto slot = l.slot_of.find(handle);
+      const std::string occupant = slot == l.slot_of.end() ? "" : l.slots[slot->second];
+      const lifecycle::HandleRecord* o = occupant.empty() ? nullptr : obj.Find(occupant);
+      if (o && o->current.phase == Phase::kDecodeReady &&
+          !(occupant == handle && o->current.base() == t->request.base)) {
+        const uint64_t count = t->request.interval.count;
+        if (live) (void)obj.CancelTxn(op.txn);
+        auto r = InternalAppend(l, occupant, count);
+        if (!r.ok()) return {Outcome::kError, ErrorJson(r.status())};
+        SetLayers(l, occupant, r->result.committed_length);
+        return {Outcome::kOk, ReceiptJson(*r)};
+      }
     }
     if (mutant_ == Mutant::kRetryDoubleAdvance && live && t->state == TxnState::kPublished) {
       auto r = obj.Publish(op.txn);  // the replayed receipt...

@@ -54,6 +54,11 @@ class ConcurrentStore {
     std::unordered_map<std::string, std::vector<uint64_t>> layers;  // handle -> rows per layer
     std::unordered_map<std::string, lifecycle::Snapshot> shadow;     // kReleaseLeavesReadable
     uint64_t internal_txns = 0;                                      // mutant helper txn ids
+    // Physical slots (addresses): a handle occupies the lowest free slot from allocate/fork
+    // until release; a released slot is reused by the next handle. slot_of keeps the slot of
+    // released handles too, so a stale transaction still knows the address it was staged for.
+    std::vector<std::string> slots;                      // slot -> occupant ("" when free)
+    std::unordered_map<std::string, size_t> slot_of;     // handle -> its slot
   };
 
   Lineage& Get(const std::string& lineage);
@@ -69,6 +74,8 @@ class ConcurrentStore {
   StatusOr<lifecycle::PublishReceipt> InternalAppend(Lineage& l, const std::string& handle,
                                                      uint64_t count);
   void SetLayers(Lineage& l, const std::string& handle, uint64_t length);
+  void TakeSlot(Lineage& l, const std::string& handle);
+  void FreeSlot(Lineage& l, const std::string& handle);
 
   const lifecycle::CacheAbi abi_;
   const Mutant mutant_;

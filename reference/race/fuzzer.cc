@@ -1,6 +1,8 @@
 // The race fuzzer campaign: run, check, shrink.
 #include "reference/race/fuzzer.h"
 
+#include <rapidcheck.h>
+
 namespace kvc::race {
 
 uint64_t SplitMix64(uint64_t x) {
@@ -66,6 +68,74 @@ RunVerdict RunAndCheck(const Program& p, const TargetFactory& factory, uint64_t 
   return v;
 }
 
+// A RapidCheck listener that reports accepted shrinks on the progress stream.
+class ShrinkListener : public rc::detail::TestListener {
+ public:
+  explicit ShrinkListener(std::ostream* out) : out_(out) {}
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool accepted) override {
+    if (accepted && out_) *out_ << "." << std::flush;
+  }
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {
+    if (out_) *out_ << "\n";
+  }
+
+ private:
+  std::ostream* out_;
+};
+
+// Shrinks f->program with RapidCheck: a property over GenFixedProgram(program) (the failing
+// program at the root, ShrinkProgram below it) that fails when any of opt.shrink_reruns runs
+// of a candidate is not linearizable. RapidCheck's shrinker accepts every failing candidate
+// and continues from it, so the last failing candidate is its final counterexample. After
+// opt.shrink_time every candidate passes without running, which ends the shrink.
+void ShrinkFailure(const CampaignOptions& opt, const TargetFactory& factory,
+                   Clock::time_point t0, CampaignFailure* f) {
+  const auto deadline = Clock::now() + opt.shrink_time;
+  const Program root = f->program;
+  uint64_t attempt = 0;
+  bool root_case = true;  // RapidCheck evaluates the root (the failing program) first
+  auto fails = [&](const Program& cand) {
+    // The root must fail again before anything is shrunk: a rare race gets 5K runs.
+    const uint32_t runs = std::max<uint32_t>(1, opt.shrink_reruns) * (root_case ? 5 : 1);
+    root_case = false;
+    for (uint32_t k = 0; k < runs; ++k) {
+      if (Clock::now() >= deadline) return false;
+      // The first run of every candidate reuses the failing run's delay/yield seed.
+      const uint64_t pause_seed =
+          k == 0 ? f->program_seed + f->run : SplitMix64(f->program_seed + ++attempt);
+      RunVerdict c = RunAndCheck(cand, factory, pause_seed, opt.check_budget);
+      if (c.error.empty() && c.verdict == Verdict::kNotLinearizable) {
+        if (cand.script.size() <= f->shrunk.script.size()) {
+          f->shrunk = cand;
+          f->history = std::move(c.history);
+          f->witness = std::move(c.witness);
+        }
+        return true;
+      }
+    }
+    return false;
+  };
+  auto property = rc::detail::toProperty([&] {
+    const Program cand = *GenFixedProgram(root);
+    RC_ASSERT(!fails(cand));
+  });
+  rc::detail::TestParams params;
+  params.seed = f->program_seed;
+  params.maxSuccess = 1;  // the root is the failing program; only its shrinks are searched
+  params.maxSize = 0;
+  params.disableShrinking = false;
+  if (opt.progress) *opt.progress << "shrinking with RapidCheck (" << opt.shrink_reruns
+                                  << " runs per candidate) ";
+  ShrinkListener listener(opt.progress);
+  (void)rc::detail::checkProperty(property, rc::detail::TestMetadata{"race", "race program"},
+                                  params, listener);
+  f->shrink_seconds = Since(t0) - f->seconds_to_detection;
+  if (opt.progress)
+    *opt.progress << "shrunk " << f->program.script.size() << " -> " << f->shrunk.script.size()
+                  << " ops in " << f->shrink_seconds << " s\n";
+}
+
 }  // namespace
 
 CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& factory) {
@@ -101,46 +171,7 @@ CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& fact
         f.shrunk = p;
         f.history = std::move(v.history);
         f.witness = std::move(v.witness);
-        if (opt.shrink) {
-          const auto deadline = Clock::now() + opt.shrink_time;
-          uint64_t attempt = 0;
-          auto still_fails = [&](const Program& cand) {
-            for (int k = 0; k < 40 && Clock::now() < deadline; ++k) {
-              RunVerdict c = RunAndCheck(cand, factory, SplitMix64(pseed + ++attempt),
-                                         opt.check_budget);
-              if (c.error.empty() && c.verdict == Verdict::kNotLinearizable) {
-                f.history = std::move(c.history);
-                f.witness = std::move(c.witness);
-                return true;
-              }
-            }
-            return false;
-          };
-          // First try the failing lineage alone (lineages are independent objects).
-          {
-            Program cand = f.shrunk;
-            std::erase_if(cand.script, [&](const ProgOp& op) { return op.lineage != f.witness.partition; });
-            std::erase_if(cand.prologue, [&](const ProgOp& op) { return op.lineage != f.witness.partition; });
-            if (cand.script.size() < f.shrunk.script.size() && still_fails(cand)) f.shrunk = std::move(cand);
-          }
-          for (size_t chunk = f.shrunk.script.size() / 2; chunk >= 1 && Clock::now() < deadline;
-               chunk /= 2) {
-            for (size_t at = 0; at < f.shrunk.script.size() && Clock::now() < deadline;) {
-              Program cand = f.shrunk;
-              size_t end = std::min(cand.script.size(), at + chunk);
-              cand.script.erase(cand.script.begin() + at, cand.script.begin() + end);
-              if (still_fails(cand)) {
-                f.shrunk = std::move(cand);
-              } else {
-                at += chunk;
-              }
-            }
-          }
-          if (opt.progress)
-            *opt.progress << "shrunk " << f.program.script.size() << " -> "
-                          << f.shrunk.script.size() << " ops in " << Since(t0) - f.seconds_to_detection
-                          << " s\n";
-        }
+        if (opt.shrink) ShrinkFailure(opt, factory, t0, &f);
         rep.failure = std::move(f);
         rep.seconds = Since(t0);
         return rep;

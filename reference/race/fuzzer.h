@@ -4,8 +4,8 @@
 // a shard I/N it runs only the programs with i % N == I, so N shards together run exactly the
 // programs one unsharded campaign would. Every history is checked against the KV lineage model;
 // the first non-linearizable history stops the campaign, and the failing program is shrunk by
-// removing script operations while re-runs still fail (delta debugging; each candidate is
-// re-run a bounded number of times, because interleavings are not deterministic).
+// RapidCheck's shrinker over ShrinkProgram (program.h); a candidate counts as failing when any
+// of `shrink_reruns` runs fails, because interleavings are not deterministic.
 // Thread safety: RunCampaign is self-contained; progress goes to the given stream.
 #ifndef KVCONFORM_REFERENCE_RACE_FUZZER_H_
 #define KVCONFORM_REFERENCE_RACE_FUZZER_H_
@@ -52,6 +52,9 @@ struct CampaignOptions {
   uint32_t shard_index = 0, shard_count = 1;
   bool shrink = true;
   std::chrono::milliseconds shrink_time{20'000};
+  // A shrink candidate counts as failing when any of this many runs of it is not
+  // linearizable (runs are nondeterministic: interleavings and injected delays vary).
+  uint32_t shrink_reruns = 10;
   std::chrono::milliseconds check_budget{10'000};  // per history
   std::ostream* progress = nullptr;   // progress lines (every ~2 s) and shrink steps
 };
@@ -62,7 +65,8 @@ struct CampaignFailure {
   uint32_t run = 0;                   // which repeat failed
   double seconds_to_detection = 0;    // from campaign start
   Program program;                    // as generated
-  Program shrunk;                     // smallest program that still failed
+  Program shrunk;                     // RapidCheck's shrunk counterexample (still failed)
+  double shrink_seconds = 0;
   History history;                    // the failing history of the shrunk program
   Witness witness;
 };

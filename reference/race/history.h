@@ -19,6 +19,7 @@
 
 #include "reference/base/status.h"
 #include "reference/base/strict_json.h"
+#include "reference/validate/violation.h"
 
 namespace kvc::race {
 
@@ -59,6 +60,14 @@ Status WriteHistoryFile(const History& h, const std::string& path);
 // kParseError whose message names "source:line: field: what was expected".
 StatusOr<History> ParseHistoryJsonl(std::string_view text, std::string_view source_name);
 StatusOr<History> ReadHistoryFile(const std::string& path);
+
+// The document-kind validator (`kvconform validate`, reference/validate/kinds.cc): every
+// violation in the text, in line order, each with its registry code, the JSON pointer
+// "/<line-1>/<field>" and its 1-based line: schema (INPUT_*), malformed or truncated lines,
+// the header's model, ids, invoke <= return, one clock per worker (its operations do not
+// overlap), outcomes and results, op names and arguments (RACE_HISTORY_*). A line with a schema
+// violation is not checked further (gating: one-field mutations raise their root cause only).
+Violations ValidateHistoryJsonl(std::string_view text, std::string_view source);
 
 // Thread-safe builder used by runners: Invoke() stamps the invoke time and returns a slot;
 // Complete()/CompleteUnknown() stamp the return. Take() hands out the history (ops by id).

@@ -1,6 +1,8 @@
 // The sequential lineage model: KvOp -> lifecycle::KvObject / Reorder calls -> encoded result.
 #include "reference/race/kv_model.h"
 
+#include <algorithm>
+
 #include "reference/lifecycle/snapshot/snapshot.h"
 
 namespace kvc::race {
@@ -155,60 +157,160 @@ StatusOr<KvModel::Op> KvModel::Compile(const HistoryOp& h) const {
   if (!call.ok())
     return ParseError("line " + std::to_string(h.line) + " (op " + std::to_string(h.id) +
                       "): " + call.status().message());
-  Op op{std::move(*call), h.outcome, h.result, {}};
-  if (opaque_digests_) StripDigests(op.result, &op.digests);
+  Op op{std::move(*call), h.outcome, &h.result, {}, {}};
+  if (opaque_digests_) {
+    op.stripped = h.result;
+    StripDigests(op.stripped, &op.digests);
+  }
   return op;
 }
 
+namespace {
+
+uint64_t MixU64(uint64_t h, uint64_t v) { return lifecycle::Fnv1a64U64(v, h); }
+
+uint64_t MixStr(uint64_t h, std::string_view s) {
+  h = MixU64(h, s.size());
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Per-record hashes for the Work digest (0 for an absent record).
+uint64_t HandleHash(const LineageState& st, std::string_view id) {
+  const lifecycle::HandleRecord* h = st.obj.Find(id);
+  if (!h) return 0;
+  const lifecycle::Snapshot& s = h->current;
+  uint64_t x = MixStr(0x68616e646c65ull, id);
+  for (uint64_t v : {s.incarnation, s.generation, s.version, s.committed_length, s.digest,
+                     static_cast<uint64_t>(s.phase), h->released_length,
+                     static_cast<uint64_t>(h->open_txns.size())})
+    x = MixU64(x, v);
+  return x;
+}
+
+uint64_t TxnHash(const LineageState& st, std::string_view id) {
+  const lifecycle::AppendTxn* t = st.obj.FindTxn(id);
+  if (!t) return 0;
+  uint64_t x = MixU64(MixStr(0x74786eull, id), t->fingerprint);
+  x = MixU64(x, static_cast<uint64_t>(t->state));
+  for (const auto& l : t->layers) x = MixU64(x, (l.k ? 1u : 0u) | (l.v ? 2u : 0u));
+  return x;
+}
+
+uint64_t GroupHash(const LineageState& st, const std::string& id) {
+  auto g = st.groups.find(id);
+  if (g == st.groups.end()) return 0;
+  uint64_t x = MixStr(0x67726f7570ull, id);
+  for (const auto& r : g->second) {
+    x = MixStr(x, r.token_state);
+    x = MixStr(x, r.cache_handle);
+    x = MixU64(x, r.next_position);
+    x = MixStr(x, r.sampler_state);
+  }
+  return x;
+}
+
+// The records an op can change (deduplicated), read before it is applied. Ids are views into
+// the op, or into `owned` (ids read from the lineage, which the op may change).
+struct Touched {
+  std::vector<std::string_view> handles, txns;
+  std::vector<std::string> owned;
+  const std::string* group = nullptr;
+  uint64_t Hash(const LineageState& st) const {
+    uint64_t x = 0;
+    for (auto h : handles) x ^= HandleHash(st, h);
+    for (auto t : txns) x ^= TxnHash(st, t);
+    if (group) x ^= GroupHash(st, *group);
+    return x;
+  }
+};
+
+void AddUnique(std::vector<std::string_view>& v, std::string_view s) {
+  if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+Touched TouchedBy(const LineageState& st, const KvOp& op) {
+  Touched t;
+  // Ids read from the lineage are copied first (owned never reallocates after this).
+  std::vector<std::string> from_lineage;
+  const lifecycle::AppendTxn* txn = op.txn.empty() ? nullptr : st.obj.FindTxn(op.txn);
+  if (txn) from_lineage.push_back(txn->request.handle_id);
+  for (const std::string* h : {&op.handle, txn ? &txn->request.handle_id : nullptr}) {
+    if (!h || h->empty()) continue;
+    if (const lifecycle::HandleRecord* r = st.obj.Find(*h))
+      for (const auto& id : r->open_txns) from_lineage.push_back(id);
+  }
+  t.owned = std::move(from_lineage);
+  AddUnique(t.handles, op.handle);
+  for (const auto& c : op.children) AddUnique(t.handles, c);
+  if (txn) AddUnique(t.handles, t.owned[0]);
+  AddUnique(t.txns, op.txn);
+  for (size_t i = txn ? 1 : 0; i < t.owned.size(); ++i) AddUnique(t.txns, t.owned[i]);
+  if (!op.group.empty()) t.group = &op.group;
+  return t;
+}
+
+}  // namespace
+
 bool KvModel::Step(State& s, const Op& op, bool known) const {
+  if (ReadOnly(op)) {
+    // Never changes the lineage: run it on the shared state (ApplyInPlace does not write it).
+    return ApplyInPlace(const_cast<LineageState&>(*s), op, known, nullptr);
+  }
+  auto next = std::make_shared<LineageState>(*s);  // a private copy for an op that can change it
+  if (!ApplyInPlace(*next, op, known, nullptr)) return false;
+  s = std::move(next);
+  return true;
+}
+
+bool KvModel::Apply(Work& w, const Op& op, bool known) const {
+  if (ReadOnly(op)) return ApplyInPlace(w.st, op, known, nullptr);
+  Touched t = TouchedBy(w.st, op.call);
+  w.digest ^= t.Hash(w.st);
+  bool ok = ApplyInPlace(w.st, op, known, &w.digest);
+  w.digest ^= t.Hash(w.st);
+  return ok;
+}
+
+bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const {
   const KvOp* call = &op.call;
   KvOp translated;
   if (opaque_digests_ && call->kind == KvOpKind::kBeginAppend) {
     // The runtime's digests are its own: translate a base digest it reported into the model's.
-    auto it = s->digest_map.find(lifecycle::DigestHex(call->base_digest));
-    if (it != s->digest_map.end()) {
+    auto it = st.digest_map.find(lifecycle::DigestHex(call->base_digest));
+    if (it != st.digest_map.end()) {
       translated = *call;
       translated.base_digest = *lifecycle::ParseDigestHex(it->second);
       call = &translated;
     }
   }
-  std::shared_ptr<LineageState> next;  // a private copy, only for ops that can change state
-  OpResult r;
-  if (IsReadOnly(call->kind)) {
-    r = ApplyReadOnly(*s, *call);
-  } else {
-    next = std::make_shared<LineageState>(*s);
-    r = ApplySequential(*next, *call);
-  }
-  auto commit = [&] {
-    if (next) s = std::move(next);
-    return true;
-  };
-  if (!known) return commit();
+  // Read-only ops never write st (ApplyReadOnly takes it const).
+  OpResult r = IsReadOnly(call->kind) ? ApplyReadOnly(st, *call) : ApplySequential(st, *call);
+  if (!known) return true;
   if (r.outcome != op.outcome) return false;
-  if (!opaque_digests_) return r.result == op.result && commit();
+  if (!opaque_digests_) return r.result == *op.result;
   // Learn the runtime-digest <-> model-digest correspondence; it must stay a bijection.
   std::vector<std::string> mine;
   StripDigests(r.result, &mine);
-  if (r.result != op.result || mine.size() != op.digests.size()) return false;
+  if (r.result != op.stripped || mine.size() != op.digests.size()) return false;
   std::vector<std::pair<std::string, std::string>> learned;
   for (size_t i = 0; i < mine.size(); ++i) {
-    auto it = s->digest_map.find(op.digests[i]);
-    if (it != s->digest_map.end()) {
+    auto it = st.digest_map.find(op.digests[i]);
+    if (it != st.digest_map.end()) {
       if (it->second != mine[i]) return false;
       continue;
     }
-    for (const auto& [theirs, ours] : s->digest_map)
+    for (const auto& [theirs, ours] : st.digest_map)
       if (ours == mine[i]) return false;  // one model snapshot, two runtime digests
     for (const auto& [theirs, ours] : learned)
       if ((theirs == op.digests[i]) != (ours == mine[i])) return false;
     learned.emplace_back(op.digests[i], mine[i]);
   }
-  if (!learned.empty()) {
-    if (!next) next = std::make_shared<LineageState>(*s);
-    for (auto& [theirs, ours] : learned) next->digest_map.emplace(theirs, ours);
+  for (auto& [theirs, ours] : learned) {
+    if (st.digest_map.emplace(theirs, ours).second && digest)
+      *digest ^= MixStr(MixStr(0x6d6170ull, theirs), ours);
   }
-  return commit();
+  return true;
 }
 
 uint64_t KvModel::Hash(const State& s) const {

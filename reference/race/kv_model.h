@@ -59,10 +59,13 @@ OpResult ApplyReadOnly(const LineageState& st, const KvOp& op);
 // translates a begin_append base through it (docs/history-format.md).
 class KvModel {
  public:
+  // Lifetime: an Op refers to the HistoryOp it was compiled from (checked mode), which must
+  // outlive it (CheckHistory compiles and uses ops within one call).
   struct Op {
     KvOp call;
     Outcome outcome;
-    Json result;                       // digests removed in opaque mode
+    const Json* result = nullptr;      // the recorded result (checked mode: the HistoryOp's)
+    Json stripped;                     // opaque mode: the result with digests removed
     std::vector<std::string> digests;  // opaque mode: the removed digests, in order
   };
   // Immutable, shared: Step copies the lineage only for ops that can change it, and the
@@ -78,6 +81,20 @@ class KvModel {
   StatusOr<Op> Compile(const HistoryOp& h) const;
   State Initial(const std::string&) const { return std::make_shared<const LineageState>(abi_); }
   bool Step(State& s, const Op& op, bool known) const;
+
+  // The checker's in-place fast path (InPlaceModel in linearizability.h): one mutable lineage
+  // and a digest kept up to date incrementally (XOR of per-record hashes of the records an op
+  // can touch, recomputed around each Apply), so a step costs the op, not a lineage copy.
+  struct Work {
+    LineageState st;
+    uint64_t digest = 0;
+  };
+  Work InitialWork(const std::string&) const { return Work{LineageState(abi_), 0}; }
+  bool Apply(Work& w, const Op& op, bool known) const;
+  // A read never changes the lineage, except that with opaque digests it can learn a digest
+  // correspondence; so reads count as read-only in checked mode only.
+  bool ReadOnly(const Op& op) const { return !opaque_digests_ && IsReadOnly(op.call.kind); }
+  uint64_t Digest(const Work& w) const { return w.digest; }
   // A cheap summary (counts); equal states hash equal, the cache compares states in full.
   uint64_t Hash(const State& s) const;
   bool Equal(const State& a, const State& b) const { return a == b || *a == *b; }
@@ -86,6 +103,10 @@ class KvModel {
   const lifecycle::CacheAbi& abi() const { return abi_; }
 
  private:
+  // Applies op to st in place and compares the result with the recorded one (known ops);
+  // on false, st may have changed. Step runs it on a private copy, Apply on the Work.
+  bool ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const;
+
   lifecycle::CacheAbi abi_;
   bool opaque_digests_;
 };

@@ -25,6 +25,8 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "reference/base/status.h"
@@ -51,6 +53,24 @@ concept SequentialModel = requires(const M m, const HistoryOp& h, typename M::St
   { m.Describe(s) } -> std::same_as<std::string>;
 };
 
+// An optional fast path for models whose state is expensive to copy. Work is a mutable state
+// that the search changes in place (copied only for sparse checkpoints):
+//  * InitialWork: the state of a fresh partition (equal to Initial).
+//  * Apply: like Step, but on one mutable state; when it returns false `w` may have changed
+//    (the search restores it from a checkpoint by replaying the linearized ops).
+//  * ReadOnly: Apply never changes `w` for this op (no restore needed when it fails).
+//  * Digest: a 64-bit digest of `w` (equal states should digest equal). The fast search caches
+//    (linearized set, digest) pairs; a digest collision can only prune a path wrongly, so the
+//    checker confirms every "not linearizable" of the fast search with the exact search.
+template <class M>
+concept InPlaceModel = SequentialModel<M> &&
+    requires(const M m, typename M::Work w, const typename M::Op& op, const std::string& p) {
+  { m.InitialWork(p) } -> std::same_as<typename M::Work>;
+  { m.Apply(w, op, true) } -> std::same_as<bool>;
+  { m.ReadOnly(op) } -> std::same_as<bool>;
+  { m.Digest(w) } -> std::same_as<uint64_t>;
+};
+
 enum class Verdict : uint8_t { kLinearizable, kNotLinearizable, kUnknown };
 std::string_view VerdictName(Verdict v);  // "linearizable" | "not_linearizable" | "unknown"
 
@@ -65,6 +85,10 @@ struct CheckOptions {
   bool partition = true;                     // false: one search over the whole history
   std::chrono::milliseconds budget{10'000};  // wall-clock budget for the whole check
   unsigned workers = 0;                      // partitions searched in parallel (0: all cores)
+  // InPlaceModel only: search with in-place states and a digest cache first (fast), and
+  // confirm a "not linearizable" with the exact search (full states in the cache). false: the
+  // exact search only.
+  bool in_place = true;
 };
 
 struct CheckResult {
@@ -258,6 +282,170 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   return Verdict::kNotLinearizable;
 }
 
+
+// Events of one partition in time order: call(i) at invoke_ns, ret(i) at return_ns or +inf.
+// Calls sort before returns at equal times (concurrent), the permissive reading of a tie. A
+// doubly linked list over them (node 0 is the head sentinel, events are nodes 1..2n) lets the
+// search unlink a linearized op's call and return and relink them on backtracking.
+struct EventList {
+  struct Event {
+    int64_t t;
+    bool is_ret;
+    uint32_t op;
+  };
+  std::vector<Event> ev;
+  std::vector<uint32_t> next, prev, call_node, ret_node;
+  uint32_t end = 0;
+  size_t known_total = 0;
+
+  explicit EventList(const std::vector<const HistoryOp*>& ops) {
+    const size_t n = ops.size();
+    ev.reserve(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      ev.push_back({ops[i]->invoke_ns, false, static_cast<uint32_t>(i)});
+      ev.push_back({ops[i]->return_ns ? *ops[i]->return_ns : std::numeric_limits<int64_t>::max(),
+                    true, static_cast<uint32_t>(i)});
+      if (ops[i]->outcome != Outcome::kUnknown) ++known_total;
+    }
+    std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+      if (a.t != b.t) return a.t < b.t;
+      return !a.is_ret && b.is_ret;
+    });
+    const size_t m = ev.size() + 1;
+    next.resize(m + 1);
+    prev.resize(m + 1);
+    call_node.resize(n);
+    ret_node.resize(n);
+    for (size_t k = 0; k < m; ++k) {
+      next[k] = static_cast<uint32_t>(k + 1);
+      prev[k + 1] = static_cast<uint32_t>(k);
+    }
+    end = static_cast<uint32_t>(m);
+    for (size_t k = 0; k < ev.size(); ++k)
+      (ev[k].is_ret ? ret_node : call_node)[ev[k].op] = static_cast<uint32_t>(k + 1);
+  }
+  void Unlink(uint32_t op) {
+    for (uint32_t node : {call_node[op], ret_node[op]}) {
+      next[prev[node]] = next[node];
+      prev[next[node]] = prev[node];
+    }
+  }
+  void Relink(uint32_t op) {  // reverse order of Unlink
+    for (uint32_t node : {ret_node[op], call_node[op]}) {
+      next[prev[node]] = node;
+      prev[next[node]] = node;
+    }
+  }
+};
+
+// The fast search (InPlaceModel): the same just-in-time linearization as SearchPartition, on
+// one mutable state. A checkpoint (a copy of the state before the op) is kept every
+// kCheckpointEvery linearized ops; a failed Apply or a backtrack restores the state from the
+// nearest checkpoint below and replays the linearized ops above it (Apply is deterministic).
+// The visited cache holds (Zobrist hash of the linearized set, Digest(state)) pairs.
+// Returns kLinearizable (a linearization was found: always exact), kNotLinearizable (no
+// linearization was found; may be wrong after a digest collision, so the caller confirms it
+// with SearchPartition) or kUnknown (deadline).
+template <InPlaceModel M>
+Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
+                               const std::vector<const HistoryOp*>& ops,
+                               const std::vector<typename M::Op>& compiled,
+                               std::chrono::steady_clock::time_point deadline, uint64_t* steps) {
+  using Work = typename M::Work;
+  constexpr size_t kCheckpointEvery = 64;
+  const size_t n = ops.size();
+  EventList el(ops);
+  std::vector<uint64_t> zobrist(n);
+  for (size_t i = 0; i < n; ++i) zobrist[i] = Mix64(0x9e3779b97f4a7c15ull * (i + 1));
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return static_cast<size_t>(Mix64(p.first ^ Mix64(p.second)));
+    }
+  };
+  std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> cache;
+  struct Frame {
+    uint32_t op;
+    std::optional<Work> before;  // a checkpoint: the state before `op`
+  };
+  std::vector<Frame> stack;
+  Work w = model.InitialWork(partition);
+  uint64_t lin_hash = 0;
+  size_t known_done = 0;
+  // Restores `w` to the state after every op on the stack.
+  auto restore = [&] {
+    size_t c = stack.size();
+    while (c > 0 && !stack[c - 1].before) --c;
+    w = c > 0 ? *stack[c - 1].before : model.InitialWork(partition);
+    for (size_t i = c > 0 ? c - 1 : 0; i < stack.size(); ++i) {
+      uint32_t op = stack[i].op;
+      (void)model.Apply(w, compiled[op], ops[op]->outcome != Outcome::kUnknown);
+    }
+  };
+  uint32_t node = el.next[0];
+  uint64_t local_steps = 0;
+  Verdict verdict = Verdict::kNotLinearizable;
+  while (true) {
+    if (known_done == el.known_total) {
+      verdict = Verdict::kLinearizable;
+      break;
+    }
+    if ((++local_steps & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
+      verdict = Verdict::kUnknown;
+      break;
+    }
+    bool backtrack = node == el.end;
+    if (!backtrack) {
+      const auto& e = el.ev[node - 1];
+      if (!e.is_ret) {
+        const auto& c = compiled[e.op];
+        const bool known = ops[e.op]->outcome != Outcome::kUnknown;
+        const bool read_only = model.ReadOnly(c);
+        std::optional<Work> before;
+        if (!read_only && !stack.empty() && stack.size() % kCheckpointEvery == 0) before = w;
+        if (model.Apply(w, c, known) &&
+            cache.insert({lin_hash ^ zobrist[e.op], model.Digest(w)}).second) {
+          stack.push_back({e.op, std::move(before)});
+          lin_hash ^= zobrist[e.op];
+          if (known) ++known_done;
+          el.Unlink(e.op);
+          node = el.next[0];
+          continue;
+        }
+        if (!read_only) {
+          if (before) {
+            w = std::move(*before);
+          } else {
+            restore();
+          }
+        }
+        node = el.next[node];
+        continue;
+      }
+      // A return whose call is not linearized yet: an unknown outcome never returned, so
+      // nothing forces it before the end; a known one forces a backtrack.
+      if (ops[e.op]->outcome == Outcome::kUnknown) {
+        node = el.next[node];
+        continue;
+      }
+      backtrack = true;
+    }
+    if (stack.empty()) break;
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    lin_hash ^= zobrist[f.op];
+    if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
+    if (f.before) {
+      w = std::move(*f.before);
+    } else {
+      restore();
+    }
+    el.Relink(f.op);
+    node = el.next[el.call_node[f.op]];
+  }
+  *steps += local_steps;
+  return verdict;
+}
+
 }  // namespace internal
 
 // Checks `h` against `model`. Returns a Status (kParseError) when an op does not compile.
@@ -286,29 +474,54 @@ StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const Check
   std::vector<Part> parts;
   parts.reserve(by_name.size());
   for (const auto& [name, ops] : by_name) parts.push_back({&name, &ops, {}, {}, {}, 0, false});
-  // Compile everything first (deterministic errors, in history order within a partition).
-  for (Part& p : parts) {
-    p.compiled.reserve(p.ops->size());
-    for (const HistoryOp* op : *p.ops) {
-      KVC_ASSIGN_OR_RETURN(auto c, model.Compile(*op));
-      p.compiled.push_back(std::move(c));
-    }
+  unsigned workers = opt.workers ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
+  workers = static_cast<unsigned>(std::min<size_t>(workers, parts.size()));
+  // Compile everything first, partitions in parallel; the error reported is the one of the
+  // first partition (by name) that has one, at its first op in history order: deterministic.
+  {
+    std::vector<Status> errors(parts.size());
+    std::atomic<size_t> next_part{0};
+    auto compile = [&] {
+      for (size_t i; (i = next_part++) < parts.size();) {
+        Part& p = parts[i];
+        p.compiled.reserve(p.ops->size());
+        for (const HistoryOp* op : *p.ops) {
+          auto c = model.Compile(*op);
+          if (!c.ok()) {
+            errors[i] = c.status();
+            break;
+          }
+          p.compiled.push_back(std::move(*c));
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(compile);
+    compile();
+    for (auto& t : pool) t.join();
+    for (Status& e : errors)
+      if (!e.ok()) return e;
   }
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   auto work = [&] {
     for (size_t i; !stop && (i = next++) < parts.size();) {
       Part& p = parts[i];
-      p.verdict = internal::SearchPartition(model, *p.name, *p.ops, p.compiled, deadline,
-                                            &p.steps, &p.witness);
+      p.verdict = Verdict::kNotLinearizable;
+      if constexpr (InPlaceModel<M>) {
+        if (opt.in_place)
+          p.verdict = internal::SearchPartitionInPlace(model, *p.name, *p.ops, p.compiled,
+                                                       deadline, &p.steps);
+      }
+      if (p.verdict == Verdict::kNotLinearizable)  // none found yet: the exact search decides
+        p.verdict = internal::SearchPartition(model, *p.name, *p.ops, p.compiled, deadline,
+                                              &p.steps, &p.witness);
       p.compiled.clear();
       p.compiled.shrink_to_fit();
       p.done = true;
       if (p.verdict != Verdict::kLinearizable) stop = true;
     }
   };
-  unsigned workers = opt.workers ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
-  workers = static_cast<unsigned>(std::min<size_t>(workers, parts.size()));
   std::vector<std::thread> pool;
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
   work();

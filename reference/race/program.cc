@@ -62,8 +62,72 @@ Program GenerateProgram(const ProgramShape& shape, uint64_t seed) {
   }
   int total = 0;
   for (const auto& w : kWeights) total += w.weight;
+  auto fork_op = [&](VLineage& l, const std::string& parent, uint32_t thread) {
+    ProgOp op;
+    op.kind = KvOpKind::kFork;
+    op.thread = thread;
+    op.lineage = l.root;
+    op.handle = parent;
+    op.group = l.root + ".g" + std::to_string(l.forks);
+    size_t kids = 2 + uni(2);
+    for (size_t j = 0; j < kids; ++j)
+      op.children.push_back(l.root + ".f" + std::to_string(l.forks) + ".c" + std::to_string(j));
+    ++l.forks;
+    l.handles.insert(l.handles.end(), op.children.begin(), op.children.end());
+    l.groups.push_back({op.group, kids});
+    return op;
+  };
   for (uint32_t n = 0; n < shape.ops; ++n) {
     VLineage& l = ls[uni(lineages)];
+    if (n + 2 * shape.layers + 6 <= shape.ops && chance(3)) {
+      // The slot-reuse ABA scenario of M5.1 0x01 ("Why Generation Fencing Prevents The ABA
+      // Mistake", slot 17), issued in order by one worker: a transaction is prepared on a fresh
+      // child, the child is finished and released (its slot is freed), a new fork takes the
+      // freed slot, and only then does the transaction's publication arrive. The correct store
+      // rejects it on generation; a store that addresses by slot lands it on the new occupant.
+      const uint32_t t = static_cast<uint32_t>(uni(threads));
+      const std::string parent = l.handles[uni(l.handles.size())];
+      std::vector<ProgOp> m;
+      m.push_back(fork_op(l, parent, t));
+      const std::string child = m.back().children[0];
+      VTxn txn{l.root + ".t" + std::to_string(l.txns.size()), child, shape.layers, true};
+      l.txns.push_back(txn);
+      ProgOp op;
+      op.thread = t;
+      op.lineage = l.root;
+      op.kind = KvOpKind::kBeginAppend;
+      op.txn = txn.name;
+      op.handle = child;
+      op.count = 1 + uni(3);
+      m.push_back(op);
+      for (uint32_t layer = 0; layer < shape.layers; ++layer) {
+        ProgOp st;
+        st.thread = t;
+        st.lineage = l.root;
+        st.kind = KvOpKind::kStageLayer;
+        st.txn = txn.name;
+        st.layer = layer;
+        m.push_back(st);
+      }
+      for (KvOpKind k : {KvOpKind::kFinish, KvOpKind::kRelease}) {
+        ProgOp e;
+        e.thread = t;
+        e.lineage = l.root;
+        e.kind = k;
+        e.handle = child;
+        m.push_back(e);
+      }
+      m.push_back(fork_op(l, parent, t));
+      ProgOp pub;
+      pub.thread = t;
+      pub.lineage = l.root;
+      pub.kind = KvOpKind::kPublish;
+      pub.txn = txn.name;
+      m.push_back(pub);
+      n += static_cast<uint32_t>(m.size()) - 1;
+      for (auto& x : m) p.script.push_back(std::move(x));
+      continue;
+    }
     ProgOp op;
     op.thread = static_cast<uint32_t>(uni(threads));
     op.lineage = l.root;
@@ -118,15 +182,9 @@ Program GenerateProgram(const ProgramShape& shape, uint64_t seed) {
         op.txn = l.txns[uni(l.txns.size())].name;
         break;
       case KvOpKind::kFork: {
-        op.handle = any_handle();
-        op.group = l.root + ".g" + std::to_string(l.forks);
-        size_t kids = 2 + uni(2);
-        for (size_t j = 0; j < kids; ++j)
-          op.children.push_back(l.root + ".f" + std::to_string(l.forks) + ".c" + std::to_string(j));
+        const uint32_t thread = op.thread;
+        op = fork_op(l, any_handle(), thread);
         op.delta = chance(70) ? 0 : chance(66) ? -1 : 1;
-        ++l.forks;
-        l.handles.insert(l.handles.end(), op.children.begin(), op.children.end());
-        l.groups.push_back({op.group, kids});
         break;
       }
       case KvOpKind::kReorder: {
@@ -154,6 +212,87 @@ Program GenerateProgram(const ProgramShape& shape, uint64_t seed) {
     p.script.push_back(std::move(op));
   }
   return p;
+}
+
+namespace {
+
+// The scripts with one chunk removed, chunk sizes halving from n/2 down to 1, each chunk at
+// every multiple of its size (delta debugging's order: O(n) candidates per size, O(n log n) in
+// all, lazily; rc::shrink::removeChunks tries every start offset, O(n^2), too many when each
+// passing candidate costs K runs).
+class HalvingChunkRemovals {
+ public:
+  explicit HalvingChunkRemovals(std::vector<ProgOp> script)
+      : s_(std::make_shared<const std::vector<ProgOp>>(std::move(script))),
+        chunk_(std::max<size_t>(1, s_->size() / 2)) {}
+  rc::Maybe<std::vector<ProgOp>> operator()() {
+    if (s_->empty() || chunk_ == 0) return rc::Nothing;
+    if (at_ >= s_->size()) {
+      chunk_ /= 2;
+      at_ = 0;
+      if (chunk_ == 0) return rc::Nothing;
+    }
+    const size_t end = std::min(s_->size(), at_ + chunk_);
+    std::vector<ProgOp> out(s_->begin(), s_->begin() + static_cast<ptrdiff_t>(at_));
+    out.insert(out.end(), s_->begin() + static_cast<ptrdiff_t>(end), s_->end());
+    at_ += chunk_;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<ProgOp>> s_;
+  size_t chunk_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+rc::Seq<Program> ShrinkProgram(const Program& p) {
+  std::vector<std::string> lineages;
+  for (const ProgOp& op : p.script)
+    if (std::find(lineages.begin(), lineages.end(), op.lineage) == lineages.end())
+      lineages.push_back(op.lineage);
+  std::vector<Program> alone;
+  if (lineages.size() > 1) {
+    for (const std::string& l : lineages) {
+      Program q = p;
+      std::erase_if(q.script, [&](const ProgOp& op) { return op.lineage != l; });
+      std::erase_if(q.prologue, [&](const ProgOp& op) { return op.lineage != l; });
+      alone.push_back(std::move(q));
+    }
+  }
+  auto with_script = [p](std::vector<ProgOp> script) {
+    Program q = p;
+    q.script = std::move(script);
+    return q;
+  };
+  std::vector<size_t> off_zero;
+  for (size_t i = 0; i < p.script.size(); ++i)
+    if (p.script[i].thread != 0) off_zero.push_back(i);
+  auto to_zero = [p](size_t i) {
+    Program q = p;
+    q.script[i].thread = 0;
+    return q;
+  };
+  return rc::seq::concat(rc::seq::fromContainer(std::move(alone)),
+                         rc::seq::map(rc::Seq<std::vector<ProgOp>>(HalvingChunkRemovals(p.script)),
+                                      with_script),
+                         rc::seq::map(rc::seq::fromContainer(std::move(off_zero)), to_zero));
+}
+
+void showValue(const Program& p, std::ostream& os) { os << ProgramToText(p); }
+
+rc::Gen<Program> GenFixedProgram(Program p) {
+  return rc::Gen<Program>([p](const rc::Random&, int) {
+    return rc::shrinkable::shrinkRecur(p, &ShrinkProgram);
+  });
+}
+
+rc::Gen<Program> GenProgram(const ProgramShape& shape) {
+  return rc::Gen<Program>([shape](const rc::Random& random, int) {
+    rc::Random r = random;
+    return rc::shrinkable::shrinkRecur(GenerateProgram(shape, r.next()), &ShrinkProgram);
+  });
 }
 
 std::string ProgramToText(const Program& p) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <rapidcheck.h>
+
 #include "reference/race/history.h"
 #include "reference/race/kv_model.h"
 #include "reference/race/kv_ops.h"
@@ -55,6 +57,19 @@ struct Program {
 };
 
 Program GenerateProgram(const ProgramShape& shape, uint64_t seed);
+
+// RapidCheck generators. GenProgram draws a program seed from RapidCheck's Random and
+// generates GenerateProgram(shape, seed); GenFixedProgram has `p` at its root. Both shrink by
+// ShrinkProgram, recursively (rc::shrinkable::shrinkRecur), so RapidCheck's shrinker reduces a
+// failing program. A shrunk program may name a transaction or group whose creating op was
+// removed; its ops then fail in the store and the model alike (a valid program).
+rc::Gen<Program> GenProgram(const ProgramShape& shape);
+void showValue(const Program& p, std::ostream& os);  // RapidCheck's counterexample text
+rc::Gen<Program> GenFixedProgram(Program p);
+// Shrink candidates, most aggressive first: each lineage alone (lineages are independent
+// objects), then removal of one chunk of script ops (sizes n/2, n/4, ..., 1, at multiples of
+// the size), then each op moved to thread 0 (fewer concurrent workers).
+rc::Seq<Program> ShrinkProgram(const Program& p);
 // One line per op, e.g. "T2 publish h0.t3"; the prologue is marked "pre".
 std::string ProgramToText(const Program& p);
 

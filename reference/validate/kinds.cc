@@ -8,6 +8,7 @@
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_trace.h"
 #include "reference/manifest/manifest.h"
+#include "reference/race/history.h"
 #include "reference/saved_work/saved_work_fixture.h"
 #include "reference/service/service_trace.h"
 #include "reference/trace/checker.h"
@@ -29,6 +30,8 @@ const KindEntry kKinds[] = {
     {kSavedWorkKind, "saved-work ledger and frontier", "M5.1 0x03", &ValidateSavedWorkFixture, nullptr},
     {trace::kTraceKind, "runtime mutation trace", "M5.1 0x01/0x03/0x05/0x07",  nullptr,
      &trace::ValidateTraceJsonl},
+    {race::kHistoryKind, "race history", "M5.1 0x01 Cancellation, Retry, And Release Races", nullptr,
+     &race::ValidateHistoryJsonl},
 };
 
 }  // namespace

@@ -1,4 +1,6 @@
 // `kvconform fuzz races|check|merge`: race fuzzing of the KV lifecycle (M5.1 0x01, 0x09).
+#include <chrono>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -47,6 +49,7 @@ struct RacesArgs {
   uint32_t driver_timeout_ms = 5000;
   bool no_shrink = false;
   double shrink_time_s = 20;
+  uint32_t shrink_reruns = 10;
   std::string history_out, report_out;
   bool quiet = false;
 };
@@ -88,6 +91,7 @@ int RunRaces(const RacesArgs& a) {
   opt.shard_count = sn;
   opt.shrink = !a.no_shrink;
   opt.shrink_time = std::chrono::milliseconds(static_cast<int64_t>(a.shrink_time_s * 1000));
+  opt.shrink_reruns = std::max<uint32_t>(1, a.shrink_reruns);
   opt.progress = a.quiet ? nullptr : &std::cerr;
   const lifecycle::CacheAbi abi = RaceAbi(a.layers);
   TargetFactory factory;
@@ -129,8 +133,9 @@ int RunRaces(const RacesArgs& a) {
               << " --handles " << a.handles << " --ops " << a.ops << " --layers " << a.layers
               << " --mutant " << a.mutant;
     if (!a.driver.empty()) std::cout << " --driver '" << a.driver << "'";
-    std::cout << "\n  shrunk program (" << f.shrunk.script.size() << " of "
-              << f.program.script.size() << " ops):\n";
+    std::cout << "\n  shrunk program (RapidCheck, seed " << f.program_seed << ", "
+              << opt.shrink_reruns << " runs per candidate; " << f.shrunk.script.size() << " of "
+              << f.program.script.size() << " ops, " << f.shrink_seconds << " s):\n";
     std::istringstream lines(ProgramToText(f.shrunk));
     for (std::string l; std::getline(lines, l);) std::cout << "    " << l << "\n";
     PrintWitness(std::cout, f.history, f.witness);
@@ -165,17 +170,24 @@ int RunRaces(const RacesArgs& a) {
     r["failure"] = rep.failure ? Json{{"program_index", rep.failure->program_index},
                                       {"program_seed", rep.failure->program_seed},
                                       {"seconds_to_detection", rep.failure->seconds_to_detection},
-                                      {"shrunk_ops", rep.failure->shrunk.script.size()}}
+                                      {"shrunk_ops", rep.failure->shrunk.script.size()},
+                                      {"shrink_seconds", rep.failure->shrink_seconds},
+                                      {"shrunk_program", ProgramToText(rep.failure->shrunk)}}
                                : Json(nullptr);
     std::ofstream(a.report_out) << r.dump(2) << "\n";
   }
   return rc;
 }
 
-int RunCheck(const std::string& path, bool no_partition, double budget_s) {
+int RunCheck(const std::string& path, bool no_partition, bool exact, double budget_s) {
+  // Wall and CPU seconds (all threads: std::clock is process CPU time) of each phase: on a
+  // shared, loaded machine the CPU figure is the stable one.
+  auto cpu_s = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
   auto p0 = std::chrono::steady_clock::now();
+  double c0 = cpu_s();
   auto h = ReadHistoryFile(path);
   double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  double parse_cpu = cpu_s() - c0;
   if (!h.ok()) {
     std::cerr << "fuzz check: " << h.status().message() << "\n";
     return kExitUsage;
@@ -187,10 +199,13 @@ int RunCheck(const std::string& path, bool no_partition, double budget_s) {
   }
   CheckOptions opt;
   opt.partition = !no_partition;
+  opt.in_place = !exact;
   opt.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000));
   auto t0 = std::chrono::steady_clock::now();
+  double c1 = cpu_s();
   auto r = CheckHistory(*model, *h, opt);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double check_cpu = cpu_s() - c1;
   if (!r.ok()) {
     std::cerr << "fuzz check: " << path << ": " << r.status().message() << "\n";
     return kExitUsage;
@@ -198,7 +213,9 @@ int RunCheck(const std::string& path, bool no_partition, double budget_s) {
   std::cout << path << ": " << VerdictName(r->verdict) << " (" << h->ops.size() << " ops, "
             << r->partitions << " partition(s), " << r->unknown_outcomes << " unknown outcome(s), "
             << r->states_explored << " search steps; parse " << parse_s << " s, check " << secs
-            << " s" << (no_partition ? ", unpartitioned" : "") << ")\n";
+            << " s; cpu parse " << parse_cpu << " s, check " << check_cpu << " s"
+            << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
+            << ")\n";
   if (r->verdict == Verdict::kNotLinearizable) {
     std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
     PrintWitness(std::cout, *h, *r->witness);
@@ -300,6 +317,8 @@ void AddFuzzCommand(CLI::App& app) {
   races->add_option("--driver-timeout-ms", ra->driver_timeout_ms, "bounded wait per answer");
   races->add_flag("--no-shrink", ra->no_shrink, "report the failing program unshrunk");
   races->add_option("--shrink-time", ra->shrink_time_s, "shrinking budget in seconds (default 20)");
+  races->add_option("--shrink-reruns", ra->shrink_reruns,
+                    "runs per shrink candidate; it fails if any run fails (default 10)");
   races->add_option("--history-out", ra->history_out, "write the failing (else last) history");
   races->add_option("--report", ra->report_out, "write a campaign report (for fuzz merge)");
   races->add_flag("--quiet", ra->quiet, "no progress lines");
@@ -314,8 +333,12 @@ void AddFuzzCommand(CLI::App& app) {
   check->add_option("history", *path, "HISTORY.jsonl")->required();
   check->add_flag("--no-partition", *no_partition, "one search over all lineages (baseline)");
   check->add_option("--budget", *budget, "time budget in seconds (default 60)");
-  check->callback([path, no_partition, budget] {
-    ExitCode() = RunCheck(*path, *no_partition, *budget);
+  auto exact = std::make_shared<bool>(false);
+  check->add_flag("--exact", *exact,
+                  "the exact search only (full state copies in the visited cache), no in-place "
+                  "fast path");
+  check->callback([path, no_partition, exact, budget] {
+    ExitCode() = RunCheck(*path, *no_partition, *exact, *budget);
   });
 
   auto files = std::make_shared<std::vector<std::string>>();
