@@ -84,7 +84,8 @@ __global__ void RopeKernel(RopeParams p, int64_t q_rows, int64_t total_pairs) {
     const int64_t t = row % p.t;
     const int64_t b = row / (static_cast<int64_t>(heads) * p.t);
     const float pos = static_cast<float>(p.positions[b * p.t + t]);
-    const float angle = pos * RopeInvFreq(i, p.head_dim, p.theta);
+    const float angle =
+        pos * (p.inv_freq ? p.inv_freq[i] : RopeInvFreq(i, p.head_dim, p.theta));
     float s, c;
     sincosf(angle, &s, &c);
     float* r = base + row * p.head_dim;
@@ -620,7 +621,8 @@ cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
 // Decode with a GQA group of 8 and head_dim 128 takes DecodeGqa8Kernel; every other shape the
 // tiled AttentionKernel. Both write the same outputs / split partials.
 bool UseDecodeFastPath(const AttentionParams& p) {
-  return p.t_q == 1 && p.layout.head_dim == kDecD && p.num_q_heads == kDecG * p.layout.num_kv_heads;
+  return !p.simt_only && p.t_q == 1 && p.layout.head_dim == kDecD &&
+         p.num_q_heads == kDecG * p.layout.num_kv_heads;
 }
 
 template <typename T>

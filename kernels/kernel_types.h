@@ -163,6 +163,9 @@ struct RopeParams {
   int32_t t = 0;
   int32_t head_dim = 0;  // even
   float theta = 10000.0f;
+  // Optional [d_h / 2] inverse frequencies (e.g. the model's llama3-scaled ones); null = the
+  // theta formula (RopeInvFreq).
+  const float* inv_freq = nullptr;
 };
 
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)); n elements.
@@ -253,6 +256,9 @@ struct AttentionParams {
   float scale = 0.0f;  // usually 1/sqrt(d_h)
   int32_t split_size = 0;
   float* workspace = nullptr;
+  // Forces the tiled SIMT kernel for every shape (no decode fast path, no tensor-core prefill):
+  // decode and prefill rows then share one arithmetic (the CUDA engine's deterministic mode).
+  bool simt_only = false;
 };
 
 // Floats of split-K workspace: B * H_q * t_q * NumSplits * (d_h + 2); 0 when unsplit.
