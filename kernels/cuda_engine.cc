@@ -553,6 +553,17 @@ Status CudaEngine::Decode(const std::string& handle, int64_t token, std::vector<
                    Call(frontier::AppendPurpose::kDecode, 1, static_cast<uint64_t>(token)), logits);
 }
 
+Status CudaEngine::Finish(const std::string& handle) {
+  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+  if (r->fs) KVC_RETURN_IF_ERROR(r->fs->CheckFinish());
+  return kv_.Finish(handle).status();
+}
+
+Status CudaEngine::Cancel(const std::string& handle) {
+  KVC_RETURN_IF_ERROR(Get(handle).status());
+  return kv_.CancelRequest(handle).status();
+}
+
 Status CudaEngine::Release(const std::string& handle) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
   KVC_RETURN_IF_ERROR(kv_.Release(handle).status());

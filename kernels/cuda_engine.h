@@ -110,7 +110,9 @@ class CudaEngine {
                  std::vector<float>* logits);
   Status Emit(const std::string& handle, int64_t token);
   Status Decode(const std::string& handle, int64_t token, std::vector<float>* logits);
-  Status Release(const std::string& handle);
+  Status Finish(const std::string& handle);  // SERVICE_PHASE_EARLY_FINISH as Engine::Finish
+  Status Cancel(const std::string& handle);  // CANCELLED; open transactions aborted
+  Status Release(const std::string& handle);  // from FINISHED or CANCELLED; returns its blocks
   StatusOr<lifecycle::Snapshot> Read(const std::string& handle) const { return kv_.Read(handle); }
   const frontier::FrontierState* frontier_state(const std::string& handle) const;
   // The device's published length of `handle` (read back from the device): equals the

@@ -120,6 +120,16 @@ TEST(CudaEngine, FailedAppendsLeaveThePublishedStateUnchanged) {
     ASSERT_TRUE((*fresh)->NewRequest("f").ok());
     ASSERT_TRUE((*fresh)->Prefill("f", seq, 0, &ref).ok());
     EXPECT_EQ(ref, l8) << (paged ? "paged" : "contiguous");
+    // Release needs FINISHED or CANCELLED; a released paged request returns its blocks, after
+    // which the second request fits.
+    EXPECT_FALSE(eng.Release("r").ok());
+    ASSERT_TRUE(eng.Cancel("r").ok());
+    ASSERT_TRUE(eng.Release("r").ok());
+    if (paged) {
+      ASSERT_TRUE(eng.Prefill("s", p6, 0, &other).ok());
+      EXPECT_EQ(other, logits);
+      EXPECT_EQ(*eng.DeviceVisibleLength("s"), 6);
+    }
   }
 }
 

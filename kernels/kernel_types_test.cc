@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 #include <vector>
 
@@ -127,6 +128,122 @@ TEST(Rope, InvFreqMatchesDefinition) {
   EXPECT_FLOAT_EQ(RopeInvFreq(16, 128, 10000.0f), 0.1f);   // 10000^(-0.25)
   EXPECT_FLOAT_EQ(RopeInvFreq(32, 128, 10000.0f), 0.01f);  // 10000^(-0.5)
   EXPECT_FLOAT_EQ(RopeInvFreq(1, 4, 10000.0f), 0.01f);     // 10000^(-2/4)
+}
+
+}  // namespace
+}  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// Host transcription of DecodeFastKernel's warp reduction (ReduceScatterStep / ReduceScatterAll
+// in cuda_kernels_impl.cu): every lane reads its xor partner's pre-step registers.
+void HostReduceScatterAll(std::vector<std::vector<double>>& s, int n) {
+  for (int half = n / 2; half >= 2; half /= 2) {
+    const int o = half / 2;
+    const auto old = s;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int partner = lane ^ o;
+      const bool upper = (lane & o) != 0, partner_upper = !upper;
+      for (int i = 0; i < half; ++i) {
+        const double keep = upper ? old[lane][i + half] : old[lane][i];
+        const double recv = partner_upper ? old[partner][i] : old[partner][i + half];
+        s[lane][i] = keep + recv;
+      }
+    }
+  }
+  for (int o = n / 2; o < 32; o <<= 1) {
+    const auto old = s;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 2; ++j) s[lane][j] = old[lane][j] + old[lane ^ o][j];
+  }
+}
+
+TEST(DecodeFastPath, ReductionLeavesTheMappedEntriesOnEachLane) {
+  std::mt19937_64 rng(5);
+  for (int g : {1, 2, 4, 8}) {
+    const int n = DecodeFastPartials(g);
+    std::vector<std::vector<double>> s(32, std::vector<double>(n));
+    std::vector<double> total(n, 0.0);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < n; ++i) total[i] += (s[lane][i] = double(rng() % 1000));  // exact sums
+    HostReduceScatterAll(s, n);
+    const int head_bits = g == 8 ? 2 : (g == 4 ? 1 : 0);  // the kernel's kHeadBits
+    for (int lane = 0; lane < 32; ++lane) {
+      int key[2], head[2];
+      for (int j = 0; j < 2; ++j) {
+        DecodeFastEntry(g, lane, j, &key[j], &head[j]);
+        ASSERT_LT(key[j], kDecodeKeys);
+        ASSERT_LT(head[j], g);
+        EXPECT_EQ(s[lane][j], total[key[j] * g + head[j]]) << "g=" << g << " lane=" << lane;
+      }
+      if (g >= 2) {  // one key, heads h0 (even) and h0 + 1; key_of_lane as in the kernel
+        EXPECT_EQ(key[0], key[1]);
+        EXPECT_EQ(head[0] % 2, 0);
+        EXPECT_EQ(head[1], head[0] + 1);
+        EXPECT_EQ(key[0], (lane >> head_bits) & (kDecodeKeys - 1));
+      } else {  // two keys of the one head; key_of_lane = 2 (lane & 3)
+        EXPECT_EQ(key[0], 2 * (lane & 3));
+        EXPECT_EQ(key[1], key[0] + 1);
+      }
+    }
+    // The kernel's broadcast sources: weight of (kk, h) from lane (kk << head_bits) | (h >> 1),
+    // slot h & 1 (G == 1: lane kk >> 1, slot kk & 1); correction of head h from lane h >> 1.
+    for (int kk = 0; kk < kDecodeKeys; ++kk)
+      for (int h = 0; h < g; ++h) {
+        const int src = g >= 2 ? ((kk << head_bits) | (h >> 1)) : (kk >> 1);
+        const int slot = g >= 2 ? (h & 1) : (kk & 1);
+        int key, head;
+        DecodeFastEntry(g, src, slot, &key, &head);
+        EXPECT_EQ(key, kk);
+        EXPECT_EQ(head, h);
+      }
+    // The max/sum offsets (G/2, G, 2G for G >= 2; 1, 2 for G == 1) visit each key once.
+    for (int lane = 0; lane < 32; ++lane) {
+      std::set<int> keys;
+      const std::vector<int> offs =
+          g >= 2 ? std::vector<int>{g / 2, g, 2 * g} : std::vector<int>{1, 2};
+      for (int mask = 0; mask < (1 << offs.size()); ++mask) {
+        int other = lane;
+        for (size_t b = 0; b < offs.size(); ++b)
+          if (mask & (1 << b)) other ^= offs[b];
+        for (int j = 0; j < (g >= 2 ? 1 : 2); ++j) {
+          int key, head, my_key, my_head;
+          DecodeFastEntry(g, other, j, &key, &head);
+          DecodeFastEntry(g, lane, j, &my_key, &my_head);
+          EXPECT_EQ(head, my_head) << "a reduction partner holds another head";
+          EXPECT_TRUE(keys.insert(key).second) << "g=" << g << " key " << key << " twice";
+        }
+      }
+      EXPECT_EQ(keys.size(), size_t(kDecodeKeys)) << "g=" << g;
+    }
+  }
+}
+
+TEST(DecodeFastPath, Selection) {
+  AttentionParams p;
+  p.layout.num_kv_heads = 4;
+  p.layout.head_dim = 128;
+  p.t_q = 1;
+  for (int g : {1, 2, 4, 8}) {
+    p.num_q_heads = 4 * g;
+    EXPECT_TRUE(UseDecodeFastPath(p)) << g;
+  }
+  p.num_q_heads = 4 * 16;
+  EXPECT_FALSE(UseDecodeFastPath(p));  // group 16: tiled kernel
+  p.num_q_heads = 4 * 3;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.num_q_heads = 8;
+  p.layout.head_dim = 64;
+  EXPECT_TRUE(UseDecodeFastPath(p));
+  p.layout.head_dim = 256;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.layout.head_dim = 128;
+  p.t_q = 2;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.t_q = 1;
+  p.simt_only = true;
+  EXPECT_FALSE(UseDecodeFastPath(p));
 }
 
 }  // namespace

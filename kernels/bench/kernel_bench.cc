@@ -290,13 +290,18 @@ int Run(bool quick, const char* csv) {
       p.num_q_heads = pHq;
       p.t_q = T;
       p.scale = 1.0f / std::sqrt(float(d));
-      const double ms = TimeMs([&] { BENCH_CHECK(AttentionCuda(p, 0)); }, 1, quick ? 2 : 3);
       // Causal FLOPs: QK^T and PV, 2 FLOPs per MAC, over the T(T+1)/2 visible (q, k) pairs.
       const double flops = 4.0 * pHq * d * (double(T) * (T + 1) / 2);
-      const double tflops = flops / (ms * 1e9);
-      Emit({"prefill", "causal bf16 K/V (SIMT fp32 math)",
-            Shape({{"Hq", pHq}, {"Hkv", pHkv}, {"T", T}}), ms, tflops, "TFLOP/s",
-            100 * tflops / gemm_tflops, "350 TFLOP/s"});
+      // The SIMT reference path (simt_only) and the tensor-core kernel (selected for this shape).
+      for (bool simt : {true, false}) {
+        p.simt_only = simt;
+        const double ms = TimeMs([&] { BENCH_CHECK(AttentionCuda(p, 0)); }, 1, quick ? 2 : 3);
+        const double tflops = flops / (ms * 1e9);
+        Emit({"prefill",
+              simt ? "causal bf16 K/V (SIMT fp32 math)" : "causal bf16 K/V (tensor-core mma.sync)",
+              Shape({{"Hq", pHq}, {"Hkv", pHkv}, {"T", T}}), ms, tflops, "TFLOP/s",
+              100 * tflops / gemm_tflops, "350 TFLOP/s"});
+      }
       for (void* ptr :
            {k, v, static_cast<void*>(pq), static_cast<void*>(po), static_cast<void*>(plen)})
         BENCH_CHECK(cudaFree(ptr));
