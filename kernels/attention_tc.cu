@@ -13,10 +13,10 @@ namespace kvc::kernels::internal {
 namespace {
 
 constexpr int kThreads = kTcWarps * 32;
-constexpr int kDSteps = kTcHeadDim / 16;   // k-steps of S = Q K^T
-constexpr int kKeyTiles = kTcBlockN / 8;   // n-tiles of S
-constexpr int kPvSteps = kTcBlockN / 16;   // k-steps of O += P V
-constexpr int kDTiles = kTcHeadDim / 8;    // n-tiles of O
+constexpr int kDSteps = kTcHeadDim / 16;  // k-steps of S = Q K^T
+constexpr int kKeyTiles = kTcBlockN / 8;  // n-tiles of S
+constexpr int kPvSteps = kTcBlockN / 16;  // k-steps of O += P V
+constexpr int kDTiles = kTcHeadDim / 8;   // n-tiles of O
 constexpr unsigned kFull = 0xffffffffu;
 static_assert(kTcBlockM == 16 * kTcWarps, "one m16 row tile per warp");
 
@@ -42,8 +42,8 @@ __device__ __forceinline__ void Mma(float* d, const uint32_t* a, const uint32_t*
 __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [kTcBlockM][kTcQkStride]
-  __nv_bfloat16* ks = qs + kTcBlockM * kTcQkStride;                 // [kTcBlockN][kTcQkStride]
-  __nv_bfloat16* vt = ks + kTcBlockN * kTcQkStride;                 // [kTcHeadDim][kTcVtStride]
+  __nv_bfloat16* ks = qs + kTcBlockM * kTcQkStride;                // [kTcBlockN][kTcQkStride]
+  __nv_bfloat16* vt = ks + kTcBlockN * kTcQkStride;                // [kTcHeadDim][kTcVtStride]
   const KvLayout& l = p.layout;
   const int32_t m0 = (gridDim.x - 1 - blockIdx.x) * kTcBlockM;
   const int32_t h_q = blockIdx.y;
@@ -95,10 +95,10 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
       if (t < kv_len) {
         const int64_t off = KvRowOffset(l, p.block_table, b, h_kv, t);
         if (off >= 0) {
-          kq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.k_cache) +
-                                               off + c);
-          vq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.v_cache) +
-                                               off + c);
+          kq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.k_cache) + off +
+                                               c);
+          vq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.v_cache) + off +
+                                               c);
         } else {
           kq = vq = make_uint4(kFull, kFull, kFull, kFull);  // unaddressable row: NaN, visible
         }
@@ -137,12 +137,13 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
     for (int rh = 0; rh < 2; ++rh) {
       float mx = -INFINITY;
 #pragma unroll
-      for (int nt = 0; nt < kKeyTiles; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * rh], s[nt][2 * rh + 1]));
+      for (int nt = 0; nt < kKeyTiles; ++nt)
+        mx = fmaxf(mx, fmaxf(s[nt][2 * rh], s[nt][2 * rh + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
       const float m_new = fmaxf(m_run[rh], mx);
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
-      const float corr = expf(m_run[rh] - m_use);              // 0 when m_run was -inf
+      const float corr = expf(m_run[rh] - m_use);             // 0 when m_run was -inf
       float sum = 0.0f;
 #pragma unroll
       for (int nt = 0; nt < kKeyTiles; ++nt) {

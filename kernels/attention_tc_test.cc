@@ -146,8 +146,8 @@ void EmulateMma(std::array<std::array<float, 4>, 32>& d,
 }
 
 // AttentionTcKernel for one (b, h_q), transcribed lane by lane (contiguous logical K/V).
-std::vector<float> EmulateTcHead(const LogicalKv& kv, int b, int h_kv, int kv_len,
-                                 const float* q, int t_q, float scale) {
+std::vector<float> EmulateTcHead(const LogicalKv& kv, int b, int h_kv, int kv_len, const float* q,
+                                 int t_q, float scale) {
   constexpr int D = kTcHeadDim;
   std::vector<float> out(static_cast<size_t>(t_q) * D, NAN);
   for (int m0 = 0; m0 < t_q; m0 += kTcBlockM) {
@@ -253,7 +253,11 @@ TEST(TcPrefill, LaneLevelEmulationMeetsTheBf16Tolerance) {
   // One head, a committed past of 70 rows and 75 new rows: two query tiles (the second
   // partial), three key tiles (the last partial), rows whose limits end mid-tile.
   const int t_q = 75, kv_len = 145, D = kTcHeadDim;
-  LogicalKv kv{1, 1, kv_len, D, RandomFloats(size_t(kv_len) * D, rng),
+  LogicalKv kv{1,
+               1,
+               kv_len,
+               D,
+               RandomFloats(size_t(kv_len) * D, rng),
                RandomFloats(size_t(kv_len) * D, rng)};
   const auto q = RandomFloats(size_t(t_q) * D, rng, -2, 2);
   const float scale = 1.0f / std::sqrt(float(D));

@@ -75,7 +75,8 @@ StatusOr<std::unique_ptr<CudaModel>> CudaModel::Upload(const model::LlamaWeights
   KVC_RETURN_IF_ERROR(CheckCudaDevice());
   const model::LlamaConfig& c = w.config;
   if (c.hidden_size > INT32_MAX || c.intermediate_size > INT32_MAX || c.vocab_size > INT32_MAX ||
-      c.q_width() > INT32_MAX || c.head_dim > kAttnMaxHeadDim || w.layers.size() != c.num_hidden_layers)
+      c.q_width() > INT32_MAX || c.head_dim > kAttnMaxHeadDim ||
+      w.layers.size() != c.num_hidden_layers)
     return InvalidArgument("cuda model: shape outside the CUDA engine's int32 limits or d_h > " +
                            std::to_string(kAttnMaxHeadDim));
   std::unique_ptr<CudaModel> m(new CudaModel(c));
@@ -167,8 +168,8 @@ StatusOr<std::unique_ptr<CudaEngine>> CudaEngine::Create(const CudaModel& m, Cud
 
 Status CudaEngine::Init() {
   const model::LlamaConfig& c = m_.config();
-  uint64_t mt = opts_.max_tokens ? opts_.max_tokens
-                                 : std::min<uint64_t>(c.max_position_embeddings, 8192);
+  uint64_t mt =
+      opts_.max_tokens ? opts_.max_tokens : std::min<uint64_t>(c.max_position_embeddings, 8192);
   if (mt == 0 || mt > (1u << 24)) return InvalidArgument("cuda engine: max_tokens out of range");
   max_tokens_ = static_cast<int32_t>(mt);
   cudaStream_t st = nullptr;
@@ -177,13 +178,15 @@ Status CudaEngine::Init() {
   cublasHandle_t hb = nullptr;
   KVC_RETURN_IF_ERROR(CublasStatus(cublasCreate(&hb), "cublasCreate"));
   cublas_ = hb;
-  KVC_RETURN_IF_ERROR(CublasStatus(cublasSetMathMode(hb, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  KVC_RETURN_IF_ERROR(
+      CublasStatus(cublasSetMathMode(hb, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
   s_ = std::make_unique<Scratch>();
   KVC_ASSIGN_OR_RETURN(s_->ints, DeviceAlloc<int32_t>(4, &s_->fixed, "engine ints"));
   if (opts_.paged) {
     const int32_t bs = static_cast<int32_t>(opts_.block_size);
     const int64_t per_req = (max_tokens_ + bs - 1) / bs;
-    const int64_t blocks = per_req * static_cast<int64_t>(std::max<uint64_t>(opts_.max_requests, 1));
+    const int64_t blocks =
+        per_req * static_cast<int64_t>(std::max<uint64_t>(opts_.max_requests, 1));
     if (blocks > INT32_MAX) return InvalidArgument("cuda engine: block pool too large");
     pool_ = std::make_unique<BlockPool>(static_cast<int32_t>(blocks));
     const size_t floats = static_cast<size_t>(blocks) * c.num_key_value_heads * bs * c.head_dim;
@@ -243,7 +246,8 @@ const frontier::FrontierState* CudaEngine::frontier_state(const std::string& han
 }
 
 Status CudaEngine::NewRequest(const std::string& handle) {
-  if (requests_.count(handle)) return InvalidArgument("cuda engine: handle '" + handle + "' exists");
+  if (requests_.count(handle))
+    return InvalidArgument("cuda engine: handle '" + handle + "' exists");
   const model::LlamaConfig& c = m_.config();
   auto r = std::make_unique<Request>(opts_.paged ? static_cast<int32_t>(opts_.block_size) : 0,
                                      max_tokens_);
@@ -298,8 +302,10 @@ Status CudaEngine::Forward(Request* r, std::span<const int64_t> tokens,
   const int32_t t_past = r->table.committed_len();
   KVC_RETURN_IF_ERROR(EnsureScratch(T));
   cudaStream_t st = S(stream_);
-  const int32_t d = static_cast<int32_t>(c.hidden_size), F = static_cast<int32_t>(c.intermediate_size);
-  const int32_t dh = static_cast<int32_t>(c.head_dim), Hq = static_cast<int32_t>(c.num_attention_heads);
+  const int32_t d = static_cast<int32_t>(c.hidden_size),
+                F = static_cast<int32_t>(c.intermediate_size);
+  const int32_t dh = static_cast<int32_t>(c.head_dim),
+                Hq = static_cast<int32_t>(c.num_attention_heads);
   const int32_t Hkv = static_cast<int32_t>(c.num_key_value_heads);
   const int32_t qw = Hq * dh, kvw = Hkv * dh, V = static_cast<int32_t>(c.vocab_size);
 
@@ -312,9 +318,9 @@ Status CudaEngine::Forward(Request* r, std::span<const int64_t> tokens,
   const int32_t ints[4] = {t_past, t_past + T, 0, 0};
   KVC_CUDA(cudaMemcpyAsync(s_->tokens, tok.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice, st),
            "upload tokens");
-  KVC_CUDA(cudaMemcpyAsync(s_->positions, pos.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice,
-                           st),
-           "upload positions");
+  KVC_CUDA(
+      cudaMemcpyAsync(s_->positions, pos.data(), T * sizeof(int32_t), cudaMemcpyHostToDevice, st),
+      "upload positions");
   KVC_CUDA(cudaMemcpyAsync(s_->ints, ints, sizeof(ints), cudaMemcpyHostToDevice, st),
            "upload lengths");
   KvLayout lay;
@@ -421,9 +427,9 @@ Status CudaEngine::Forward(Request* r, std::span<const int64_t> tokens,
     KVC_CUDA(internal::AddInPlace(s_->h, s_->o, static_cast<int64_t>(T) * d, st), "residual");
   }
   // Final norm and LM head over the last row only (the engine's calls want [1, V]).
-  KVC_CUDA(RmsNormCuda({s_->h + static_cast<int64_t>(T - 1) * d, m_.final_norm(), s_->x, 1, d, eps},
-                       st),
-           "final RMSNorm");
+  KVC_CUDA(
+      RmsNormCuda({s_->h + static_cast<int64_t>(T - 1) * d, m_.final_norm(), s_->x, 1, d, eps}, st),
+      "final RMSNorm");
   KVC_RETURN_IF_ERROR(Linear(s_->x, m_.head(), s_->logits, 1, V, d));
   logits->assign(static_cast<size_t>(V), NAN);
   int32_t flag = 1;
@@ -458,7 +464,8 @@ Status CudaEngine::RunAppend(const std::string& handle, std::span<const int64_t>
   req.interval = {t, n};
   req.binding = {t, n, t + n, "post_rope"};
   KVC_RETURN_IF_ERROR(kv_.BeginAppend(req).status());
-  if (Status s = r->table.Stage(static_cast<int32_t>(std::min<uint64_t>(n, INT32_MAX)), pool_.get());
+  if (Status s =
+          r->table.Stage(static_cast<int32_t>(std::min<uint64_t>(n, INT32_MAX)), pool_.get());
       !s.ok()) {
     (void)kv_.CancelTxn(req.txn_id);
     return s;

@@ -90,9 +90,9 @@ class CudaModel {
 struct CudaEngineOptions {
   model::ComputeMode mode = model::ComputeMode::kDeterministic;
   bool paged = false;
-  uint64_t block_size = 16;      // paged block size in positions (>= 1)
-  uint64_t max_tokens = 0;       // per request; 0 = min(max_position_embeddings, 8192)
-  uint64_t max_requests = 4;     // paged: the pool holds max_requests * blocks(max_tokens)
+  uint64_t block_size = 16;   // paged block size in positions (>= 1)
+  uint64_t max_tokens = 0;    // per request; 0 = min(max_position_embeddings, 8192)
+  uint64_t max_requests = 4;  // paged: the pool holds max_requests * blocks(max_tokens)
 };
 
 class CudaEngine {
@@ -110,8 +110,8 @@ class CudaEngine {
                  std::vector<float>* logits);
   Status Emit(const std::string& handle, int64_t token);
   Status Decode(const std::string& handle, int64_t token, std::vector<float>* logits);
-  Status Finish(const std::string& handle);  // SERVICE_PHASE_EARLY_FINISH as Engine::Finish
-  Status Cancel(const std::string& handle);  // CANCELLED; open transactions aborted
+  Status Finish(const std::string& handle);   // SERVICE_PHASE_EARLY_FINISH as Engine::Finish
+  Status Cancel(const std::string& handle);   // CANCELLED; open transactions aborted
   Status Release(const std::string& handle);  // from FINISHED or CANCELLED; returns its blocks
   StatusOr<lifecycle::Snapshot> Read(const std::string& handle) const { return kv_.Read(handle); }
   const frontier::FrontierState* frontier_state(const std::string& handle) const;
@@ -143,8 +143,8 @@ class CudaEngine {
   // Paged: the engine-wide pool per layer ([num_blocks, H_kv, block_size, d_h] fp32, K and V).
   std::vector<float*> pool_k_, pool_v_;
   std::unique_ptr<Scratch> s_;
-  void* stream_ = nullptr;   // cudaStream_t
-  void* cublas_ = nullptr;   // cublasHandle_t
+  void* stream_ = nullptr;  // cudaStream_t
+  void* cublas_ = nullptr;  // cublasHandle_t
 };
 
 }  // namespace kvc::kernels

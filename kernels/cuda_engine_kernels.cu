@@ -11,8 +11,8 @@ int Grid(int64_t n, int threads) {
   return static_cast<int>(b < 65536 * 16 ? b : 65536 * 16);
 }
 
-__global__ void EmbedGatherKernel(const float* table, const int32_t* tokens, float* h,
-                                  int32_t rows, int32_t d) {
+__global__ void EmbedGatherKernel(const float* table, const int32_t* tokens, float* h, int32_t rows,
+                                  int32_t d) {
   const int64_t n = static_cast<int64_t>(rows) * d;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -21,8 +21,8 @@ __global__ void EmbedGatherKernel(const float* table, const int32_t* tokens, flo
   }
 }
 
-__global__ void PermuteHeadsKernel(const float* in, float* out, int32_t t, int32_t heads,
-                                   int32_t d, bool to_head_major) {
+__global__ void PermuteHeadsKernel(const float* in, float* out, int32_t t, int32_t heads, int32_t d,
+                                   bool to_head_major) {
   const int64_t n = static_cast<int64_t>(t) * heads * d;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -69,8 +69,8 @@ __global__ void __launch_bounds__(kLinWarps * 32)
 
 cudaError_t EmbedGather(const float* table, const int32_t* tokens, float* h, int32_t rows,
                         int32_t d, cudaStream_t stream) {
-  EmbedGatherKernel<<<Grid(static_cast<int64_t>(rows) * d, 256), 256, 0, stream>>>(table, tokens,
-                                                                                  h, rows, d);
+  EmbedGatherKernel<<<Grid(static_cast<int64_t>(rows) * d, 256), 256, 0, stream>>>(table, tokens, h,
+                                                                                   rows, d);
   return cudaGetLastError();
 }
 
@@ -89,8 +89,8 @@ cudaError_t AddInPlace(float* y, const float* x, int64_t n, cudaStream_t stream)
 cudaError_t DeterministicLinear(const float* x, const float* w, float* y, int32_t m, int32_t n,
                                 int32_t k, cudaStream_t stream) {
   const int64_t outputs = static_cast<int64_t>(m) * n;
-  DeterministicLinearKernel<<<Grid(outputs, kLinWarps), kLinWarps * 32, 0, stream>>>(x, w, y, m,
-                                                                                      n, k);
+  DeterministicLinearKernel<<<Grid(outputs, kLinWarps), kLinWarps * 32, 0, stream>>>(x, w, y, m, n,
+                                                                                     k);
   return cudaGetLastError();
 }
 

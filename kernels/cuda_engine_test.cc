@@ -21,13 +21,14 @@ model::LlamaWeights LoadFixture(const std::string& name) {
   return w.ok() ? std::move(*w) : model::LlamaWeights{};
 }
 
-#define REQUIRE_DEVICE()                                                  \
-  do {                                                                    \
-    std::string why;                                                      \
+#define REQUIRE_DEVICE()                                                       \
+  do {                                                                         \
+    std::string why;                                                           \
     if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
   } while (0)
 
-const std::vector<int64_t> kPrompt = {1, 5, 9, 2, 7, 3, 11, 4, 8, 6, 10, 12, 13, 0, 14, 15, 16, 17, 18};
+const std::vector<int64_t> kPrompt = {1,  5,  9,  2, 7,  3,  11, 4,  8, 6,
+                                      10, 12, 13, 0, 14, 15, 16, 17, 18};
 
 TEST(CudaEngine, UnavailableWithoutDeviceIsAClearError) {
   std::string why;

@@ -84,8 +84,7 @@ __global__ void RopeKernel(RopeParams p, int64_t q_rows, int64_t total_pairs) {
     const int64_t t = row % p.t;
     const int64_t b = row / (static_cast<int64_t>(heads) * p.t);
     const float pos = static_cast<float>(p.positions[b * p.t + t]);
-    const float angle =
-        pos * (p.inv_freq ? p.inv_freq[i] : RopeInvFreq(i, p.head_dim, p.theta));
+    const float angle = pos * (p.inv_freq ? p.inv_freq[i] : RopeInvFreq(i, p.head_dim, p.theta));
     float s, c;
     sincosf(angle, &s, &c);
     float* r = base + row * p.head_dim;
@@ -430,8 +429,8 @@ struct LoadC<__nv_bfloat16, 2> {
 template <>
 struct LoadC<__half, 2> {
   static __device__ __forceinline__ void Run(const void* base, int64_t i, float* out) {
-    const float2 v = __half22float2(*reinterpret_cast<const __half2*>(
-        static_cast<const __half*>(base) + i));
+    const float2 v =
+        __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(base) + i));
     out[0] = v.x;
     out[1] = v.y;
   }
@@ -470,9 +469,10 @@ __device__ __forceinline__ void ReduceScatterAll(float* s, int lane) {
 template <typename T, int G, int D>
 __global__ void __launch_bounds__(kDecWarps * 32, 2)
     DecodeFastKernel(AttentionParams p, int32_t num_splits) {
-  constexpr int C = D / 32;                  // channels per lane
-  constexpr int N = kDecKeys * G;            // partial dots per chunk
-  constexpr int kHeadBits = G >= 2 ? (G == 8 ? 2 : (G == 4 ? 1 : 0)) : 0;  // log2(G / 2)
+  // C channels per lane, N partial dots per chunk, kHeadBits = log2(G / 2) (0 for G <= 2).
+  constexpr int C = D / 32;
+  constexpr int N = kDecKeys * G;
+  constexpr int kHeadBits = G >= 2 ? (G == 8 ? 2 : (G == 4 ? 1 : 0)) : 0;
   static_assert(C == 2 || C == 4, "head_dim 64 or 128");
   static_assert(G == 1 || G == 2 || G == 4 || G == 8, "GQA group 1, 2, 4 or 8");
   __shared__ float red_m[kDecWarps][G];
@@ -491,9 +491,8 @@ __global__ void __launch_bounds__(kDecWarps * 32, 2)
   float q[G][C];
 #pragma unroll
   for (int h = 0; h < G; ++h) {
-    LoadC<float, C>::Run(p.q, (static_cast<int64_t>(b) * p.num_q_heads + h_kv * G + h) * D +
-                                  lane * C,
-                         q[h]);
+    LoadC<float, C>::Run(
+        p.q, (static_cast<int64_t>(b) * p.num_q_heads + h_kv * G + h) * D + lane * C, q[h]);
 #pragma unroll
     for (int c = 0; c < C; ++c) q[h][c] *= p.scale;
   }

@@ -556,8 +556,8 @@ TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
     const auto naive =
         test::NaiveDtypeAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale, KvDtype::kBF16);
     const double vs_twin = Nmse(got, twin), err = Nmse(got, ref), naive_err = Nmse(naive, ref);
-    std::printf("%s tensor-core bf16: NMSE %.3e vs twin, %.3e vs fp64, naive bf16 %.3e\n",
-                tc.name, vs_twin, err, naive_err);
+    std::printf("%s tensor-core bf16: NMSE %.3e vs twin, %.3e vs fp64, naive bf16 %.3e\n", tc.name,
+                vs_twin, err, naive_err);
     EXPECT_LE(vs_twin, 5e-4);
     EXPECT_LE(err, 5e-4);
     EXPECT_LE(err, 2.0 * naive_err);

@@ -67,8 +67,7 @@ PairResult Skipped(const std::string& name, const std::string& why) {
 }  // namespace
 
 StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>& prompt,
-                                  uint64_t max_new, const CudaEngineOptions& opts,
-                                  uint64_t chunk) {
+                                  uint64_t max_new, const CudaEngineOptions& opts, uint64_t chunk) {
   if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
   KVC_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::Create(m, opts));
   KVC_RETURN_IF_ERROR(e->NewRequest("r"));
@@ -91,8 +90,7 @@ StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>
   KVC_ASSIGN_OR_RETURN(int32_t visible, e->DeviceVisibleLength("r"));
   if (visible < 0 || static_cast<uint64_t>(visible) != s.committed_length)
     return Internal("greedy run (cuda): device visible length " + std::to_string(visible) +
-                    " differs from the published snapshot's " +
-                    std::to_string(s.committed_length));
+                    " differs from the published snapshot's " + std::to_string(s.committed_length));
   return run;
 }
 

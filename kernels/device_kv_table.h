@@ -32,7 +32,7 @@ class BlockPool {
 
  private:
   int32_t num_blocks_;
-  std::vector<int32_t> free_;      // kept sorted descending: back() is the lowest id
+  std::vector<int32_t> free_;  // kept sorted descending: back() is the lowest id
   std::vector<bool> allocated_;
 };
 

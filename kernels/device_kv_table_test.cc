@@ -13,9 +13,9 @@ TEST(BlockPool, AllocatesLowestFirstAndRejectsDoubleFree) {
   EXPECT_EQ(*pool.Allocate(), 0);
   EXPECT_EQ(*pool.Allocate(), 1);
   ASSERT_TRUE(pool.Free(0).ok());
-  EXPECT_FALSE(pool.Free(0).ok());   // not allocated any more
-  EXPECT_FALSE(pool.Free(7).ok());   // outside the pool
-  EXPECT_EQ(*pool.Allocate(), 0);    // lowest free id again
+  EXPECT_FALSE(pool.Free(0).ok());  // not allocated any more
+  EXPECT_FALSE(pool.Free(7).ok());  // outside the pool
+  EXPECT_EQ(*pool.Allocate(), 0);   // lowest free id again
   EXPECT_EQ(*pool.Allocate(), 2);
   EXPECT_EQ(pool.Allocate().status().code(), StatusCode::kOutOfRange);
   EXPECT_EQ(pool.free_count(), 0);

@@ -224,8 +224,7 @@ void RunParityCmd(const ParityOptions& o) {
               << "\n";
   } else {
     std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", device " << o.device
-              << ", " << ids->size()
-              << " prompt tokens, " << o.max_new << " new)\n";
+              << ", " << ids->size() << " prompt tokens, " << o.max_new << " new)\n";
     std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(13) << "max_abs"
               << std::setw(13) << "max_rel" << std::setw(8) << "argmax" << std::setw(11)
               << "tolerance"
@@ -422,8 +421,9 @@ void AddModelCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   gen_cmd->add_option("--prefill-chunk", go->chunk,
                       "prefill in appends of this many tokens (0 = whole prompt)");
-  gen_cmd->add_option("--device", go->device,
-                      "cpu | cuda (the CUDA backend; exit code 4 when it is unavailable)")
+  gen_cmd
+      ->add_option("--device", go->device,
+                   "cpu | cuda (the CUDA backend; exit code 4 when it is unavailable)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   gen_cmd->callback([go] { RunGenerate(*go); });
 
