@@ -124,7 +124,7 @@ cat "$SUMMARY"
 if [ -f "$OUTDIR/device_tests.log" ]; then
   echo "-- device tests: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUTDIR/device_tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]|Skipped|no CUDA device' "$OUTDIR/device_tests.log" | sort -u | head -12
-  grep -E 'NMSE' "$OUTDIR/device_tests.log" | head -8
+  grep -E 'NMSE|^\[ parity' "$OUTDIR/device_tests.log" | cut -c1-140 | head -40
 fi
 if [ -f "$OUTDIR/parity.log" ]; then
   echo "-- kvconform parity --device cuda (GPU pairs; deterministic: tolerance 0 = bit-identical)"
