@@ -464,6 +464,35 @@ Status CudaEngine::RunAppend(const std::string& handle, std::span<const int64_t>
   req.interval = {t, n};
   req.binding = {t, n, t + n, "post_rope"};
   KVC_RETURN_IF_ERROR(kv_.BeginAppend(req).status());
+  // The device's published state must be the snapshot this transaction builds on (checked once
+  // the lifecycle accepted the transaction, so lifecycle errors keep their own codes).
+  Status device_state = [&]() -> Status {
+    int32_t visible = -1;
+    std::vector<int32_t> table(r->table.max_blocks(), -2);
+    KVC_CUDA(cudaMemcpy(&visible, r->d_visible_len, sizeof(int32_t), cudaMemcpyDeviceToHost),
+             "download visible length");
+    if (!table.empty())
+      KVC_CUDA(cudaMemcpy(table.data(), r->d_visible_table, table.size() * sizeof(int32_t),
+                          cudaMemcpyDeviceToHost),
+               "download visible block table");
+    const auto& committed = r->table.committed_table();
+    for (size_t j = 0; j < table.size(); ++j) {
+      // Entries past the published blocks are not part of the visible state.
+      if (static_cast<int64_t>(j) * r->table.block_size() < static_cast<int64_t>(t) &&
+          table[j] != committed[j])
+        return Internal("cuda engine: device block table entry " + std::to_string(j) +
+                        " differs from the committed table of '" + handle + "'");
+    }
+    if (visible < 0 || static_cast<uint64_t>(visible) != t)
+      return Internal("cuda engine: device visible length " + std::to_string(visible) +
+                      " differs from the published snapshot of '" + handle + "' (" +
+                      std::to_string(t) + ")");
+    return Status::Ok();
+  }();
+  if (!device_state.ok()) {
+    (void)kv_.CancelTxn(req.txn_id);
+    return device_state;
+  }
   if (Status s =
           r->table.Stage(static_cast<int32_t>(std::min<uint64_t>(n, INT32_MAX)), pool_.get());
       !s.ok()) {

@@ -9,7 +9,9 @@
 // makes the rows visible on the device: KvPublishCuda flips (visible_table, visible_len) from
 // the transaction's staged table, and the engine reads the flip back and checks it against the
 // receipt. Any failure before publication drops the staged interval (paged blocks return to
-// the pool); the device's visible state never changed.
+// the pool); the device's visible state never changed. Each append also checks, once the
+// lifecycle accepted it, that the device's published (visible_len, visible_table) is the
+// snapshot the transaction builds on (kInternal otherwise).
 //
 // Device side (per call of T tokens at positions [T_past, T_past + T)):
 //   embeddings (gather) -> per layer: RMSNorm -> Q/K/V projections -> RoPE (config's inverse
