@@ -114,6 +114,18 @@ if [ -n "$BIN" ]; then
   step bench 150 "$BIN/kvconform_kernel_bench" "${QARG[@]}" --csv "$OUTDIR/bench.csv"
 fi
 step torch_peer 90 python3 tools/torch_sdpa_peer.py "${QARG[@]}" --csv "$OUTDIR/torch_peer.csv"
+# Last (lowest priority, bounded): compute-sanitizer on the new kernels' tests: memcheck
+# (out-of-bounds / misaligned accesses) and racecheck (shared-memory hazards of the tiled and
+# tensor-core attention kernels).
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ -n "$BIN" ] && [ -n "$SAN" ]; then
+  step memcheck 60 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/kernels_device_tests" \
+    --gtest_filter='*TensorCorePrefill*:*AttentionMatchesTwin*:CudaEngine.FailedAppends*'
+  step racecheck 45 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/kernels_device_tests" \
+    --gtest_filter='*TensorCorePrefill*'
+elif [ -n "$BIN" ]; then
+  echo "compute-sanitizer not found: memcheck/racecheck skipped" >> "$SUMMARY"
+fi
 
 # ---- The short table, last ---------------------------------------------------------------------
 echo
@@ -135,6 +147,9 @@ if [ -f "$OUTDIR/bench.log" ]; then
   grep -E '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | cut -c1-140
   grep -vE '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | tail -5
 fi
+for t in memcheck racecheck; do
+  [ -f "$OUTDIR/$t.log" ] && echo "-- $t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/$t.log" | tail -1)"
+done
 if [ -f "$OUTDIR/torch_peer.log" ]; then
   echo "-- torch sdpa peer"
   tail -20 "$OUTDIR/torch_peer.log" | cut -c1-140
