@@ -245,7 +245,8 @@ Status RopeCpu(const RopeParams& p) {
           float* row = base + ((static_cast<int64_t>(b) * heads + h) * p.t + t) * p.head_dim;
           const float pos = static_cast<float>(p.positions[static_cast<int64_t>(b) * p.t + t]);
           for (int32_t i = 0; i < half; ++i) {
-            const float angle = pos * RopeInvFreq(i, p.head_dim, p.theta);
+            const float angle =
+                pos * (p.inv_freq ? p.inv_freq[i] : RopeInvFreq(i, p.head_dim, p.theta));
             const float c = std::cos(angle);
             const float s = std::sin(angle);
             const float x0 = row[i];

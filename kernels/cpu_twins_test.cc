@@ -85,6 +85,33 @@ TEST(RmsNormCpu, MatchesFloat64Formula) {
   EXPECT_FALSE(RmsNormCpu({x.data(), w.data(), y.data(), 0, dim, 1e-5f}).ok());
 }
 
+// The optional inv_freq table replaces the theta formula: the formula's own values give the
+// same bits, and halved frequencies at position 2p equal the formula at position p (exact
+// power-of-two scaling).
+TEST(RopeCpu, InverseFrequencyTable) {
+  std::mt19937_64 rng(TestSeed(14, "RopeCpuInvFreq"));
+  const int d = 16;
+  auto x0 = RandomFloats(d, rng);
+  std::vector<float> f(d / 2), half_f(d / 2);
+  for (int i = 0; i < d / 2; ++i) {
+    f[i] = RopeInvFreq(i, d, 10000.0f);
+    half_f[i] = f[i] * 0.5f;
+  }
+  auto rope_at = [&](std::vector<float> x, int pos, const float* table) {
+    RopeParams p;
+    p.q = x.data();
+    p.positions = &pos;
+    p.batch = p.num_q_heads = p.t = 1;
+    p.head_dim = d;
+    p.inv_freq = table;
+    EXPECT_TRUE(RopeCpu(p).ok());
+    return x;
+  };
+  EXPECT_EQ(rope_at(x0, 41, f.data()), rope_at(x0, 41, nullptr));
+  EXPECT_EQ(rope_at(x0, 82, half_f.data()), rope_at(x0, 41, nullptr));
+  EXPECT_NE(rope_at(x0, 41, half_f.data()), rope_at(x0, 41, nullptr));
+}
+
 TEST(RopeCpu, RotateHalfFormulaAndRelativePosition) {
   std::mt19937_64 rng(TestSeed(12, "RopeCpu"));
   const int d = 64;

@@ -84,7 +84,7 @@ __global__ void RopeKernel(RopeParams p, int64_t q_rows, int64_t total_pairs) {
     const int64_t t = row % p.t;
     const int64_t b = row / (static_cast<int64_t>(heads) * p.t);
     const float pos = static_cast<float>(p.positions[b * p.t + t]);
-    const float angle = pos * RopeInvFreq(i, p.head_dim, p.theta);
+    const float angle = pos * (p.inv_freq ? p.inv_freq[i] : RopeInvFreq(i, p.head_dim, p.theta));
     float s, c;
     sincosf(angle, &s, &c);
     float* r = base + row * p.head_dim;
@@ -364,17 +364,16 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
 }
 
-// ---- Decode fast path: t_q == 1, GQA group of 8, head_dim 128 ---------------------------------
-// grid = (splits, 1, B * H_kv); block = 4 warps. No shared-memory staging of K/V: each lane owns
-// 4 channels (8-byte bf16/f16 or 16-byte f32 loads, a warp reads one 256/512-byte row), holds
-// the group's 8 pre-scaled query heads for its channels in registers, and a warp walks chunks
-// of 8 keys (warp w takes chunks w, w+4, ...). The 64 partial dots of a chunk (8 keys x 8 heads)
-// are summed across the warp by a reduce-scatter (62 shuffles instead of 320), after which lane
-// L holds the complete scores of key L>>2 for heads 2(L&3) and 2(L&3)+1. The four warps' online
-// softmax states are merged through shared memory at the end (fixed warp order).
-constexpr int kDecG = 8;
-constexpr int kDecD = 128;
-constexpr int kDecKeys = 8;
+// ---- Decode fast path: t_q == 1, G in {1, 2, 4, 8}, head_dim 64 / 128 -------------------------
+// grid = (splits, 1, B * H_kv); block = 4 warps (kernel_types.h "Decode fast path" gives the
+// lane/entry maps). No shared-memory staging of K/V: each lane owns D/32 channels (4: 8-byte
+// bf16/f16 or 16-byte f32 loads; 2: 4/8-byte loads), holds the group's G pre-scaled query heads
+// for its channels in registers, and a warp walks chunks of 8 keys (warp w takes chunks w, w+4,
+// ...). The N = 8G partial dots of a chunk are summed across the warp by a reduce-scatter
+// (plus butterfly adds when N < 64), after which lane L holds complete scores of two entries
+// (G >= 2: one key, heads h0 and h0 + 1; G == 1: two keys of the one head). The four warps'
+// online-softmax states are merged through shared memory at the end (fixed warp order).
+constexpr int kDecKeys = kDecodeKeys;
 constexpr int kDecWarps = 4;
 constexpr unsigned kFull = 0xffffffffu;
 
@@ -398,6 +397,45 @@ __device__ __forceinline__ float4 Load4<__half>(const void* base, int64_t i) {
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
+template <typename T, int C>
+struct LoadC;
+template <typename T>
+struct LoadC<T, 4> {
+  static __device__ __forceinline__ void Run(const void* base, int64_t i, float* out) {
+    const float4 v = Load4<T>(base, i);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  }
+};
+template <>
+struct LoadC<float, 2> {
+  static __device__ __forceinline__ void Run(const void* base, int64_t i, float* out) {
+    const float2 v = *reinterpret_cast<const float2*>(static_cast<const float*>(base) + i);
+    out[0] = v.x;
+    out[1] = v.y;
+  }
+};
+template <>
+struct LoadC<__nv_bfloat16, 2> {
+  static __device__ __forceinline__ void Run(const void* base, int64_t i, float* out) {
+    const uint32_t u =
+        *reinterpret_cast<const uint32_t*>(static_cast<const __nv_bfloat16*>(base) + i);
+    out[0] = __uint_as_float(u << 16);
+    out[1] = __uint_as_float(u & 0xffff0000u);
+  }
+};
+template <>
+struct LoadC<__half, 2> {
+  static __device__ __forceinline__ void Run(const void* base, int64_t i, float* out) {
+    const float2 v =
+        __half22float2(*reinterpret_cast<const __half2*>(static_cast<const __half*>(base) + i));
+    out[0] = v.x;
+    out[1] = v.y;
+  }
+};
+
 // One step of the warp reduce-scatter over s[0 .. 2 kHalf): lanes exchange with lane ^ (kHalf/2)
 // and keep the lower (bit clear) or upper (bit set) half; compile-time indices keep s in registers.
 template <int kHalf>
@@ -412,12 +450,34 @@ __device__ __forceinline__ void ReduceScatterStep(float* s, int lane) {
   }
 }
 
-template <typename T>
+// Reduce-scatter N partials down to s[0], s[1], then complete the sums over the lanes the
+// scatter did not cover (offsets N/2 .. 16).
+template <int N>
+__device__ __forceinline__ void ReduceScatterAll(float* s, int lane) {
+  if constexpr (N >= 64) ReduceScatterStep<32>(s, lane);
+  if constexpr (N >= 32) ReduceScatterStep<16>(s, lane);
+  if constexpr (N >= 16) ReduceScatterStep<8>(s, lane);
+  ReduceScatterStep<4>(s, lane);
+  ReduceScatterStep<2>(s, lane);
+#pragma unroll
+  for (int o = N / 2; o < 32; o <<= 1) {
+    s[0] += __shfl_xor_sync(kFull, s[0], o);
+    s[1] += __shfl_xor_sync(kFull, s[1], o);
+  }
+}
+
+template <typename T, int G, int D>
 __global__ void __launch_bounds__(kDecWarps * 32, 2)
-    DecodeGqa8Kernel(AttentionParams p, int32_t num_splits) {
-  __shared__ float red_m[kDecWarps][kDecG];
-  __shared__ float red_l[kDecWarps][kDecG];
-  __shared__ float red_acc[kDecWarps][kDecG][kDecD];
+    DecodeFastKernel(AttentionParams p, int32_t num_splits) {
+  // C channels per lane, N partial dots per chunk, kHeadBits = log2(G / 2) (0 for G <= 2).
+  constexpr int C = D / 32;
+  constexpr int N = kDecKeys * G;
+  constexpr int kHeadBits = G >= 2 ? (G == 8 ? 2 : (G == 4 ? 1 : 0)) : 0;
+  static_assert(C == 2 || C == 4, "head_dim 64 or 128");
+  static_assert(G == 1 || G == 2 || G == 4 || G == 8, "GQA group 1, 2, 4 or 8");
+  __shared__ float red_m[kDecWarps][G];
+  __shared__ float red_l[kDecWarps][G];
+  __shared__ float red_acc[kDecWarps][G][D];
   const KvLayout& l = p.layout;
   const int32_t split = blockIdx.x;
   const int32_t b = blockIdx.z / l.num_kv_heads;
@@ -428,114 +488,143 @@ __global__ void __launch_bounds__(kDecWarps * 32, 2)
   int32_t t_begin, t_end;
   SplitKeyRange(split, p.split_size, kv_len, &t_begin, &t_end);  // t_q == 1: limit = kv_len
 
-  float q[kDecG][4];
+  float q[G][C];
 #pragma unroll
-  for (int h = 0; h < kDecG; ++h) {
-    const float4 v = *reinterpret_cast<const float4*>(
-        p.q + (static_cast<int64_t>(b) * p.num_q_heads + h_kv * kDecG + h) * kDecD + lane * 4);
-    q[h][0] = v.x * p.scale;
-    q[h][1] = v.y * p.scale;
-    q[h][2] = v.z * p.scale;
-    q[h][3] = v.w * p.scale;
+  for (int h = 0; h < G; ++h) {
+    LoadC<float, C>::Run(
+        p.q, (static_cast<int64_t>(b) * p.num_q_heads + h_kv * G + h) * D + lane * C, q[h]);
+#pragma unroll
+    for (int c = 0; c < C; ++c) q[h][c] *= p.scale;
   }
-  float acc[kDecG][4];
+  float acc[G][C];
 #pragma unroll
-  for (int h = 0; h < kDecG; ++h) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
-  // Online-softmax state of heads 2(lane&3) and 2(lane&3)+1 (replicated over lane>>2).
+  for (int h = 0; h < G; ++h)
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[h][c] = 0.0f;
+  // Online-softmax state of this lane's two entries: G >= 2: heads h0, h0 + 1 (replicated over
+  // the key/replica lanes); G == 1: the one head (m0/l0; m1/l1 unused).
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  const int key_of_lane = G >= 2 ? ((lane >> kHeadBits) & (kDecKeys - 1)) : 2 * (lane & 3);
 
   for (int32_t c0 = t_begin + warp * kDecKeys; c0 < t_end; c0 += kDecWarps * kDecKeys) {
-    float4 kr[kDecKeys], vr[kDecKeys];
+    float kr[kDecKeys][C], vr[kDecKeys][C];
 #pragma unroll
     for (int kk = 0; kk < kDecKeys; ++kk) {
       const int32_t t = c0 + kk;
-      kr[kk] = vr[kk] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int c = 0; c < C; ++c) kr[kk][c] = vr[kk][c] = 0.0f;
       if (t < t_end) {
         const int64_t off = KvRowOffset(l, p.block_table, b, h_kv, t);
         if (off >= 0) {
-          kr[kk] = Load4<T>(p.k_cache, off + lane * 4);
-          vr[kk] = Load4<T>(p.v_cache, off + lane * 4);
+          LoadC<T, C>::Run(p.k_cache, off + lane * C, kr[kk]);
+          LoadC<T, C>::Run(p.v_cache, off + lane * C, vr[kk]);
         } else {
-          kr[kk] = vr[kk] = make_float4(NAN, NAN, NAN, NAN);
+#pragma unroll
+          for (int c = 0; c < C; ++c) kr[kk][c] = vr[kk][c] = NAN;
         }
       }
     }
-    float s[kDecKeys * kDecG];
+    float s[N];
 #pragma unroll
     for (int kk = 0; kk < kDecKeys; ++kk) {
 #pragma unroll
-      for (int h = 0; h < kDecG; ++h) {
-        s[kk * kDecG + h] =
-            q[h][0] * kr[kk].x + q[h][1] * kr[kk].y + q[h][2] * kr[kk].z + q[h][3] * kr[kk].w;
+      for (int h = 0; h < G; ++h) {
+        float a = 0.0f;
+#pragma unroll
+        for (int c = 0; c < C; ++c) a += q[h][c] * kr[kk][c];
+        s[kk * G + h] = a;
       }
     }
-    // Reduce-scatter over the warp: after step o, s[0 .. half) holds sums over the lanes that
-    // differ in bit o, for the index half the lane kept (upper half when its bit o is set).
-    ReduceScatterStep<32>(s, lane);
-    ReduceScatterStep<16>(s, lane);
-    ReduceScatterStep<8>(s, lane);
-    ReduceScatterStep<4>(s, lane);
-    ReduceScatterStep<2>(s, lane);
-    const bool valid = c0 + (lane >> 2) < t_end;
-    const float sc0 = valid ? s[0] : -INFINITY;
-    const float sc1 = valid ? s[1] : -INFINITY;
-    float mx0 = sc0, mx1 = sc1;
+    ReduceScatterAll<N>(s, lane);
+    if constexpr (G >= 2) {
+      const bool valid = c0 + key_of_lane < t_end;
+      const float sc0 = valid ? s[0] : -INFINITY;
+      const float sc1 = valid ? s[1] : -INFINITY;
+      // Max and sum over the 8 keys: lane bits kHeadBits .. kHeadBits + 2 (replicas excluded).
+      float mx0 = sc0, mx1 = sc1;
 #pragma unroll
-    for (int o = 4; o < 32; o <<= 1) {
-      mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
-    }
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float corr0 = mn0 == -INFINITY ? 1.0f : expf(m0 - mn0);
-    const float corr1 = mn1 == -INFINITY ? 1.0f : expf(m1 - mn1);
-    const float p0 = sc0 == -INFINITY ? 0.0f : expf(sc0 - mn0);
-    const float p1 = sc1 == -INFINITY ? 0.0f : expf(sc1 - mn1);
-    float ps0 = p0, ps1 = p1;
+      for (int o = G / 2; o < 4 * G; o <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(kFull, mx0, o));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(kFull, mx1, o));
+      }
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float corr0 = mn0 == -INFINITY ? 1.0f : expf(m0 - mn0);
+      const float corr1 = mn1 == -INFINITY ? 1.0f : expf(m1 - mn1);
+      const float p0 = sc0 == -INFINITY ? 0.0f : expf(sc0 - mn0);
+      const float p1 = sc1 == -INFINITY ? 0.0f : expf(sc1 - mn1);
+      float ps0 = p0, ps1 = p1;
 #pragma unroll
-    for (int o = 4; o < 32; o <<= 1) {
-      ps0 += __shfl_xor_sync(kFull, ps0, o);
-      ps1 += __shfl_xor_sync(kFull, ps1, o);
-    }
-    l0 = l0 * corr0 + ps0;
-    l1 = l1 * corr1 + ps1;
-    m0 = mn0;
-    m1 = mn1;
+      for (int o = G / 2; o < 4 * G; o <<= 1) {
+        ps0 += __shfl_xor_sync(kFull, ps0, o);
+        ps1 += __shfl_xor_sync(kFull, ps1, o);
+      }
+      l0 = l0 * corr0 + ps0;
+      l1 = l1 * corr1 + ps1;
+      m0 = mn0;
+      m1 = mn1;
 #pragma unroll
-    for (int h = 0; h < kDecG; ++h) {
-      const float c = __shfl_sync(kFull, (h & 1) ? corr1 : corr0, h >> 1);
-      acc[h][0] *= c;
-      acc[h][1] *= c;
-      acc[h][2] *= c;
-      acc[h][3] *= c;
-    }
+      for (int h = 0; h < G; ++h) {
+        const float c = __shfl_sync(kFull, (h & 1) ? corr1 : corr0, h >> 1);
 #pragma unroll
-    for (int kk = 0; kk < kDecKeys; ++kk) {
+        for (int e = 0; e < C; ++e) acc[h][e] *= c;
+      }
 #pragma unroll
-      for (int h = 0; h < kDecG; ++h) {
-        const float w = __shfl_sync(kFull, (h & 1) ? p1 : p0, (kk << 2) | (h >> 1));
-        acc[h][0] += w * vr[kk].x;
-        acc[h][1] += w * vr[kk].y;
-        acc[h][2] += w * vr[kk].z;
-        acc[h][3] += w * vr[kk].w;
+      for (int kk = 0; kk < kDecKeys; ++kk) {
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          const float w = __shfl_sync(kFull, (h & 1) ? p1 : p0, (kk << kHeadBits) | (h >> 1));
+#pragma unroll
+          for (int e = 0; e < C; ++e) acc[h][e] += w * vr[kk][e];
+        }
+      }
+    } else {
+      // G == 1: lane L holds keys 2(L&3) and 2(L&3)+1 of the one head.
+      const float sc0 = c0 + key_of_lane < t_end ? s[0] : -INFINITY;
+      const float sc1 = c0 + key_of_lane + 1 < t_end ? s[1] : -INFINITY;
+      float mx = fmaxf(sc0, sc1);
+      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
+      const float mn = fmaxf(m0, mx);
+      const float corr = mn == -INFINITY ? 1.0f : expf(m0 - mn);
+      const float p0 = sc0 == -INFINITY ? 0.0f : expf(sc0 - mn);
+      const float p1 = sc1 == -INFINITY ? 0.0f : expf(sc1 - mn);
+      float ps = p0 + p1;
+      ps += __shfl_xor_sync(kFull, ps, 1);
+      ps += __shfl_xor_sync(kFull, ps, 2);
+      l0 = l0 * corr + ps;
+      m0 = mn;
+#pragma unroll
+      for (int e = 0; e < C; ++e) acc[0][e] *= corr;
+#pragma unroll
+      for (int kk = 0; kk < kDecKeys; ++kk) {
+        const float w = __shfl_sync(kFull, (kk & 1) ? p1 : p0, kk >> 1);
+#pragma unroll
+        for (int e = 0; e < C; ++e) acc[0][e] += w * vr[kk][e];
       }
     }
   }
 
 #pragma unroll
-  for (int h = 0; h < kDecG; ++h) {
+  for (int h = 0; h < G; ++h) {
 #pragma unroll
-    for (int c = 0; c < 4; ++c) red_acc[warp][h][lane * 4 + c] = acc[h][c];
+    for (int c = 0; c < C; ++c) red_acc[warp][h][lane * C + c] = acc[h][c];
   }
-  if (lane < 4) {
-    red_m[warp][2 * lane] = m0;
-    red_m[warp][2 * lane + 1] = m1;
-    red_l[warp][2 * lane] = l0;
-    red_l[warp][2 * lane + 1] = l1;
+  if constexpr (G >= 2) {
+    if (lane < G / 2) {
+      red_m[warp][2 * lane] = m0;
+      red_m[warp][2 * lane + 1] = m1;
+      red_l[warp][2 * lane] = l0;
+      red_l[warp][2 * lane + 1] = l1;
+    }
+  } else {
+    if (lane == 0) {
+      red_m[warp][0] = m0;
+      red_l[warp][0] = l0;
+    }
   }
   __syncthreads();
-  const int d = threadIdx.x;  // 128 threads = 128 channels
-#pragma unroll
-  for (int h = 0; h < kDecG; ++h) {
+  for (int e = threadIdx.x; e < G * D; e += kDecWarps * 32) {
+    const int h = e / D, d = e % D;
     float big_m = -INFINITY;
     for (int w = 0; w < kDecWarps; ++w)
       if (red_l[w][h] > 0.0f) big_m = fmaxf(big_m, red_m[w][h]);
@@ -546,15 +635,15 @@ __global__ void __launch_bounds__(kDecWarps * 32, 2)
       sum_l += f * red_l[w][h];
       sum_a += f * red_acc[w][h][d];
     }
-    const int64_t ri = static_cast<int64_t>(b) * p.num_q_heads + h_kv * kDecG + h;
+    const int64_t ri = static_cast<int64_t>(b) * p.num_q_heads + h_kv * G + h;
     if (num_splits == 1) {
-      p.out[ri * kDecD + d] = sum_l > 0.0f ? sum_a / sum_l : 0.0f;
+      p.out[ri * D + d] = sum_l > 0.0f ? sum_a / sum_l : 0.0f;
     } else {
-      float* ws = p.workspace + (ri * num_splits + split) * (kDecD + 2);
+      float* ws = p.workspace + (ri * num_splits + split) * (D + 2);
       ws[d] = sum_a;
       if (d == 0) {
-        ws[kDecD] = big_m;
-        ws[kDecD + 1] = sum_l;
+        ws[D] = big_m;
+        ws[D + 1] = sum_l;
       }
     }
   }
@@ -617,10 +706,27 @@ cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Decode with a GQA group of 8 and head_dim 128 takes DecodeGqa8Kernel; every other shape the
-// tiled AttentionKernel. Both write the same outputs / split partials.
-bool UseDecodeFastPath(const AttentionParams& p) {
-  return p.t_q == 1 && p.layout.head_dim == kDecD && p.num_q_heads == kDecG * p.layout.num_kv_heads;
+// Decode (t_q == 1) with G in {1, 2, 4, 8} and head_dim 64 / 128 takes DecodeFastKernel
+// (UseDecodeFastPath in kernel_types.h); every other shape the tiled AttentionKernel. Both write
+// the same outputs / split partials.
+template <typename T, int G, int D>
+void LaunchDecodeFastGD(const AttentionParams& p, int32_t splits, unsigned bh,
+                        cudaStream_t stream) {
+  DecodeFastKernel<T, G, D><<<dim3(splits, 1, bh), kDecWarps * 32, 0, stream>>>(p, splits);
+}
+template <typename T, int D>
+void LaunchDecodeFastD(const AttentionParams& p, int32_t g, int32_t splits, unsigned bh,
+                       cudaStream_t stream) {
+  switch (g) {
+    case 1:
+      return LaunchDecodeFastGD<T, 1, D>(p, splits, bh, stream);
+    case 2:
+      return LaunchDecodeFastGD<T, 2, D>(p, splits, bh, stream);
+    case 4:
+      return LaunchDecodeFastGD<T, 4, D>(p, splits, bh, stream);
+    default:
+      return LaunchDecodeFastGD<T, 8, D>(p, splits, bh, stream);
+  }
 }
 
 template <typename T>
@@ -634,8 +740,11 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
   cudaError_t e = cudaSuccess;
   if (UseDecodeFastPath(p)) {
-    DecodeGqa8Kernel<T>
-        <<<dim3(splits, 1, static_cast<unsigned>(bh)), kDecWarps * 32, 0, stream>>>(p, splits);
+    if (l.head_dim == 64) {
+      LaunchDecodeFastD<T, 64>(p, g, splits, static_cast<unsigned>(bh), stream);
+    } else {
+      LaunchDecodeFastD<T, 128>(p, g, splits, static_cast<unsigned>(bh), stream);
+    }
   } else {
     const size_t smem = static_cast<size_t>(AttentionSmemFloats(rows, l.head_dim)) * sizeof(float);
     e = cudaFuncSetAttribute(AttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -689,6 +798,7 @@ cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream) {
 }
 
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream) {
+  if (UseTensorCorePrefill(p)) return LaunchAttentionTc(p, stream);
   switch (p.layout.dtype) {
     case KvDtype::kF16:
       return LaunchAttentionT<__half>(p, stream);

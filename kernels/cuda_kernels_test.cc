@@ -4,7 +4,8 @@
 // Tolerances (NMSE = sum (x - ref)^2 / sum ref^2, NaN counts as failure):
 //   elementwise fp32 kernels (RMSNorm, RoPE, SwiGLU) and fp32 GEMM vs twin: NMSE <= 1e-7
 //   bf16 GEMM vs twin: NMSE <= 1e-5 (bf16 output rounding of differently ordered sums)
-//   attention vs twin on the same stored K/V, every dtype: NMSE <= 1e-7
+//   attention (SIMT path) vs twin on the same stored K/V, every dtype: NMSE <= 1e-7
+//   tensor-core prefill (bf16, d_h 128) vs twin: NMSE <= 5e-4; vs float64 as below
 //   attention with bf16 storage vs float64 attention on the unrounded fp32 K/V:
 //     NMSE <= 5e-4 AND NMSE <= 2 x NMSE(naive bf16 reference)
 //   paged vs contiguous attention on the device: bit-exact
@@ -158,6 +159,43 @@ TEST_F(DeviceTest, RopeMatchesTwin) {
   EXPECT_LE(Nmse(dq.Download<float>(), qw), 1e-7);
   EXPECT_LE(Nmse(dk.Download<float>(), kw), 1e-7);
   EXPECT_TRUE(dq.GuardsIntact() && dk.GuardsIntact() && dp.GuardsIntact());
+}
+
+// RoPE with an explicit inverse-frequency table (the CUDA engine passes the model's, e.g.
+// llama3-scaled): device vs twin with the same table, NMSE <= 1e-7.
+TEST_F(DeviceTest, RopeWithInvFreqTableMatchesTwin) {
+  std::mt19937_64 rng(TestSeed(110, "RopeWithInvFreqTableMatchesTwin"));
+  const int B = 5, Hq = 4, Hkv = 2, T = 1, d = 16;
+  auto q = RandomFloats(size_t(B) * Hq * T * d, rng),
+       k = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  auto inv = RandomFloats(d / 2, rng, 0.001f, 1.0f);
+  const std::vector<int32_t> pos = {0, 1, 255, 4096, 30000};
+  auto qw = q, kw = k;
+  RopeParams p;
+  p.q = qw.data();
+  p.k = kw.data();
+  p.positions = pos.data();
+  p.batch = B;
+  p.num_q_heads = Hq;
+  p.num_kv_heads = Hkv;
+  p.t = T;
+  p.head_dim = d;
+  p.inv_freq = inv.data();
+  ASSERT_TRUE(RopeCpu(p).ok());
+  DeviceBuffer dq, dk, dp, df;
+  UploadNew(dq, q);
+  UploadNew(dk, k);
+  UploadNew(dp, pos);
+  UploadNew(df, inv);
+  p.q = dq.as<float>();
+  p.k = dk.as<float>();
+  p.positions = dp.as<int32_t>();
+  p.inv_freq = df.as<float>();
+  CUDA_OK(RopeCuda(p, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_LE(Nmse(dq.Download<float>(), qw), 1e-7);
+  EXPECT_LE(Nmse(dk.Download<float>(), kw), 1e-7);
+  EXPECT_TRUE(dq.GuardsIntact() && dk.GuardsIntact() && dp.GuardsIntact() && df.GuardsIntact());
 }
 
 TEST_F(DeviceTest, SwiGluMatchesTwin) {
@@ -409,8 +447,14 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       {"prefill_past_split", 2, 2, 8, 128, 37, 16, 64, {137, 60}},
       {"prefill_d64_manytiles", 1, 1, 4, 64, 70, 16, 0, {90}},
       {"decode_d256_mha", 2, 3, 3, 256, 1, 8, 0, {33, 64}},
-      {"decode_gqa4_tiled_split", 2, 2, 8, 128, 1, 16, 96, {200, 31}},
+      {"decode_gqa4_split", 2, 2, 8, 128, 1, 16, 96, {200, 31}},
       {"decode_gqa8_short_ragged", 4, 1, 8, 128, 1, 16, 0, {1, 7, 8, 9}},
+      {"decode_fast_g1_d64", 2, 3, 3, 64, 1, 16, 0, {100, 257}},
+      {"decode_fast_g1_d128", 1, 4, 4, 128, 1, 16, 0, {77}},
+      {"decode_fast_g2_d128_split", 2, 2, 4, 128, 1, 16, 64, {300, 45}},
+      {"decode_fast_g2_d64", 1, 2, 4, 64, 1, 4, 0, {33}},
+      {"decode_fast_g4_d64_ragged", 3, 2, 8, 64, 1, 8, 0, {1, 9, 130}},
+      {"decode_fast_g8_d64_split", 2, 1, 8, 64, 1, 16, 32, {90, 200}},
   };
   for (const auto& tc : cases) {
     const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
@@ -438,6 +482,9 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       p.t_q = tc.t_q;
       p.scale = 1.0f / std::sqrt(float(tc.d));
       p.split_size = tc.split;
+      // Prefill rows: the SIMT path vs its twin (the tensor-core path has its own test, below).
+      // Decode rows take the launcher's choice: DecodeFastKernel for G in {1,2,4,8}, d_h 64/128.
+      p.simt_only = tc.t_q > 1;
       std::vector<float> ws(std::max<int64_t>(1, AttentionWorkspaceFloats(p)));
       p.workspace = ws.data();
       ASSERT_TRUE(AttentionCpu(p).ok());
@@ -459,6 +506,63 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
         EXPECT_LE(err, 2.0 * naive_err);
       }
     }
+  }
+}
+
+// Tensor-core prefill (bf16 K/V, d_h 128): against the CPU twin on the same stored K/V and
+// against the float64 reference, with the bf16 criterion (NMSE <= 5e-4 and <= 2x the
+// naive bf16 reference's NMSE); paged == contiguous bit-exactly; two runs bit-identical; every
+// output element written (the output is poisoned with NaN first).
+TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
+  std::mt19937_64 rng(TestSeed(111, "TensorCorePrefillMeetsBf16Tolerance"));
+  const std::vector<AttnCase> cases = {
+      {"tc_past_gqa4", 2, 2, 8, 128, 75, 16, 0, {145, 90}},
+      {"tc_no_past", 1, 1, 2, 128, 64, 16, 0, {64}},
+      {"tc_two_rows", 1, 2, 2, 128, 2, 16, 0, {200}},
+      {"tc_long", 1, 1, 4, 128, 300, 64, 0, {700}},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
+    LogicalKv kv{tc.B,
+                 tc.Hkv,
+                 max_len,
+                 tc.d,
+                 RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng),
+                 RandomFloats(size_t(tc.B) * tc.Hkv * max_len * tc.d, rng)};
+    auto q = RandomFloats(size_t(tc.B) * tc.Hq * tc.t_q * tc.d, rng, -2, 2);
+    HostCache contig = MakeCache(kv, KvDtype::kBF16, max_len, 0, rng);
+    HostCache paged = MakeCache(kv, KvDtype::kBF16, max_len, tc.block_size, rng);
+    std::vector<float> twin(q.size(), NAN);
+    AttentionParams p;
+    p.layout = contig.layout;
+    p.k_cache = contig.k.data();
+    p.v_cache = contig.v.data();
+    p.kv_len = tc.len.data();
+    p.max_kv_len = max_len;
+    p.q = q.data();
+    p.out = twin.data();
+    p.num_q_heads = tc.Hq;
+    p.t_q = tc.t_q;
+    p.scale = 1.0f / std::sqrt(float(tc.d));
+    ASSERT_TRUE(UseTensorCorePrefill(p));
+    ASSERT_TRUE(AttentionCpu(p).ok());
+    const auto got = RunAttentionDevice(contig, tc.len, q, p);
+    const auto again = RunAttentionDevice(contig, tc.len, q, p);
+    AttentionParams pp = p;
+    pp.layout = paged.layout;
+    const auto got_p = RunAttentionDevice(paged, tc.len, q, pp);
+    const auto ref = test::ReferenceAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale);
+    const auto naive =
+        test::NaiveDtypeAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale, KvDtype::kBF16);
+    const double vs_twin = Nmse(got, twin), err = Nmse(got, ref), naive_err = Nmse(naive, ref);
+    std::printf("%s tensor-core bf16: NMSE %.3e vs twin, %.3e vs fp64, naive bf16 %.3e\n", tc.name,
+                vs_twin, err, naive_err);
+    EXPECT_LE(vs_twin, 5e-4);
+    EXPECT_LE(err, 5e-4);
+    EXPECT_LE(err, 2.0 * naive_err);
+    EXPECT_EQ(0, std::memcmp(got.data(), again.data(), q.size() * 4)) << "deterministic";
+    EXPECT_EQ(0, std::memcmp(got.data(), got_p.data(), q.size() * 4)) << "paged == contiguous";
   }
 }
 

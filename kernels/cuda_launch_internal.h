@@ -15,6 +15,8 @@ cudaError_t LaunchSwiGlu(const SwiGluParams& p, cudaStream_t stream);
 cudaError_t LaunchKvAppend(const KvAppendParams& p, cudaStream_t stream);
 cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream);
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream);
+// Tensor-core prefill (attention_tc.cu); only for UseTensorCorePrefill(p) shapes.
+cudaError_t LaunchAttentionTc(const AttentionParams& p, cudaStream_t stream);
 cudaError_t LaunchFillUniform(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
                               float hi, cudaStream_t stream);
 

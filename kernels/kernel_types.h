@@ -163,6 +163,9 @@ struct RopeParams {
   int32_t t = 0;
   int32_t head_dim = 0;  // even
   float theta = 10000.0f;
+  // Optional [d_h / 2] inverse frequencies (e.g. the model's llama3-scaled ones); null = the
+  // theta formula (RopeInvFreq).
+  const float* inv_freq = nullptr;
 };
 
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)); n elements.
@@ -253,6 +256,9 @@ struct AttentionParams {
   float scale = 0.0f;  // usually 1/sqrt(d_h)
   int32_t split_size = 0;
   float* workspace = nullptr;
+  // Forces the tiled SIMT kernel for every shape (no decode fast path, no tensor-core prefill):
+  // decode and prefill rows then share one arithmetic (the CUDA engine's deterministic mode).
+  bool simt_only = false;
 };
 
 // Floats of split-K workspace: B * H_q * t_q * NumSplits * (d_h + 2); 0 when unsplit.
@@ -261,6 +267,76 @@ KVC_HD int64_t AttentionWorkspaceFloats(const AttentionParams& p) {
   if (n <= 1) return 0;
   return static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q * n * (p.layout.head_dim + 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Decode fast path (cuda_kernels_impl.cu DecodeFastKernel<T, G, D>): t_q == 1, GQA group
+// G in {1, 2, 4, 8}, head_dim D in {64, 128}. One block = 4 warps per (split, b, h_kv); lane l
+// owns channels [l * D/32, (l + 1) * D/32) of every K/V row and of the G query heads; a warp
+// walks chunks of kDecodeKeys keys. Per chunk each lane computes the N = kDecodeKeys * G partial
+// dots (index idx = key * G + head) over its channels; a warp reduce-scatter (halving steps at
+// lane offsets N/4, ..., 1) followed by butterfly adds at offsets N/2, ..., 16 leaves lane l with
+// the complete dots of entries idx = 2 * (l & (N/2 - 1)) + j, j in {0, 1}.
+inline constexpr int32_t kDecodeKeys = 8;
+KVC_HD bool UseDecodeFastPath(const AttentionParams& p) {
+  if (p.simt_only || p.t_q != 1 || p.layout.num_kv_heads <= 0) return false;
+  if (p.num_q_heads % p.layout.num_kv_heads != 0) return false;
+  const int32_t g = p.num_q_heads / p.layout.num_kv_heads;
+  return (p.layout.head_dim == 64 || p.layout.head_dim == 128) &&
+         (g == 1 || g == 2 || g == 4 || g == 8);
+}
+KVC_HD int32_t DecodeFastPartials(int32_t g) { return kDecodeKeys * g; }
+// The (key in chunk, head in group) whose complete dot lane `lane` holds in slot j.
+KVC_HD void DecodeFastEntry(int32_t g, int32_t lane, int32_t j, int32_t* key, int32_t* head) {
+  const int32_t n = DecodeFastPartials(g);
+  const int32_t idx = 2 * (lane & (n / 2 - 1)) + j;
+  *key = idx / g;
+  *head = idx % g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core causal prefill (kernels/attention_tc.cu): bf16 K/V, head_dim 128, t_q > 1,
+// unsplit. One thread block = 4 warps = kTcBlockM query rows of one (b, h_q); each warp owns 16
+// rows (one m16 MMA row tile). Keys stream through shared memory in tiles of kTcBlockN: K as
+// [key][d] rows, V transposed as [d][key] rows, both bf16 with 16 bytes of padding per row so
+// the fragment loads of a warp hit 32 distinct banks. S = Q K^T and O += P V use
+// mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation); Q is rounded to bf16 once, P (the
+// exponentials) is rounded to bf16 for the P V product, the softmax state stays fp32.
+inline constexpr int32_t kTcBlockM = 64;
+inline constexpr int32_t kTcBlockN = 64;
+inline constexpr int32_t kTcHeadDim = 128;
+inline constexpr int32_t kTcWarps = 4;
+inline constexpr int32_t kTcQkStride = kTcHeadDim + 8;  // bf16 per Q/K smem row
+inline constexpr int32_t kTcVtStride = kTcBlockN + 8;   // bf16 per transposed-V smem row
+
+// Dynamic shared memory of one block: Q [64][136] + K [64][136] + V^T [128][72], bf16.
+KVC_HD int32_t TcPrefillSmemBytes() {
+  return 2 * (kTcBlockM * kTcQkStride + kTcBlockN * kTcQkStride + kTcHeadDim * kTcVtStride);
+}
+
+// The attention launcher takes the tensor-core prefill for exactly these shapes.
+KVC_HD bool UseTensorCorePrefill(const AttentionParams& p) {
+  return !p.simt_only && p.layout.dtype == KvDtype::kBF16 && p.layout.head_dim == kTcHeadDim &&
+         p.t_q > 1 && NumSplits(p.max_kv_len, p.split_size) == 1;
+}
+
+// Keys [0, end) the block whose first query row is m0 must visit: the widest (last valid) row's
+// causal limit.
+KVC_HD int32_t TcPrefillKeyEnd(int32_t kv_len, int32_t t_q, int32_t m0) {
+  const int32_t last = (m0 + kTcBlockM < t_q ? m0 + kTcBlockM : t_q) - 1;
+  return CausalKeyLimit(kv_len, t_q, last);
+}
+
+// Fragment maps of mma.sync.aligned.m16n8k16 with .bf16 inputs (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"): element i of lane `lane` in the A (16x16, row-major, 8 elements), B (16x8,
+// "col", 4 elements: row = k, col = n) and C/D (16x8 fp32, 4 elements) fragments. Elements 2j
+// and 2j+1 share one 32-bit register (low half = even element) and are adjacent in the column
+// (A) or row (B) index, so one 32-bit shared-memory load fetches both.
+KVC_HD int32_t MmaARow(int32_t lane, int32_t i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
+KVC_HD int32_t MmaACol(int32_t lane, int32_t i) { return (lane & 3) * 2 + (i & 1) + 8 * (i >> 2); }
+KVC_HD int32_t MmaBRow(int32_t lane, int32_t i) { return (lane & 3) * 2 + (i & 1) + 8 * (i >> 1); }
+KVC_HD int32_t MmaBCol(int32_t lane, int32_t i) { return lane >> 2; }
+KVC_HD int32_t MmaCRow(int32_t lane, int32_t i) { return (lane >> 2) + 8 * (i >> 1); }
+KVC_HD int32_t MmaCCol(int32_t lane, int32_t i) { return (lane & 3) * 2 + (i & 1); }
 
 // inv_freq[i] = theta^(-2i/d_h), computed in double and rounded once to float so host and
 // device agree bit-for-bit.

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -127,6 +132,295 @@ TEST(Rope, InvFreqMatchesDefinition) {
   EXPECT_FLOAT_EQ(RopeInvFreq(16, 128, 10000.0f), 0.1f);   // 10000^(-0.25)
   EXPECT_FLOAT_EQ(RopeInvFreq(32, 128, 10000.0f), 0.01f);  // 10000^(-0.5)
   EXPECT_FLOAT_EQ(RopeInvFreq(1, 4, 10000.0f), 0.01f);     // 10000^(-2/4)
+}
+
+}  // namespace
+}  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// Host transcription of DecodeFastKernel's warp reduction (ReduceScatterStep / ReduceScatterAll
+// in cuda_kernels_impl.cu): every lane reads its xor partner's pre-step registers.
+void HostReduceScatterAll(std::vector<std::vector<double>>& s, int n) {
+  for (int half = n / 2; half >= 2; half /= 2) {
+    const int o = half / 2;
+    const auto old = s;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int partner = lane ^ o;
+      const bool upper = (lane & o) != 0, partner_upper = !upper;
+      for (int i = 0; i < half; ++i) {
+        const double keep = upper ? old[lane][i + half] : old[lane][i];
+        const double recv = partner_upper ? old[partner][i] : old[partner][i + half];
+        s[lane][i] = keep + recv;
+      }
+    }
+  }
+  for (int o = n / 2; o < 32; o <<= 1) {
+    const auto old = s;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 2; ++j) s[lane][j] = old[lane][j] + old[lane ^ o][j];
+  }
+}
+
+TEST(DecodeFastPath, ReductionLeavesTheMappedEntriesOnEachLane) {
+  std::mt19937_64 rng(5);
+  for (int g : {1, 2, 4, 8}) {
+    const int n = DecodeFastPartials(g);
+    std::vector<std::vector<double>> s(32, std::vector<double>(n));
+    std::vector<double> total(n, 0.0);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int i = 0; i < n; ++i) total[i] += (s[lane][i] = double(rng() % 1000));  // exact sums
+    HostReduceScatterAll(s, n);
+    const int head_bits = g == 8 ? 2 : (g == 4 ? 1 : 0);  // the kernel's kHeadBits
+    for (int lane = 0; lane < 32; ++lane) {
+      int key[2], head[2];
+      for (int j = 0; j < 2; ++j) {
+        DecodeFastEntry(g, lane, j, &key[j], &head[j]);
+        ASSERT_LT(key[j], kDecodeKeys);
+        ASSERT_LT(head[j], g);
+        EXPECT_EQ(s[lane][j], total[key[j] * g + head[j]]) << "g=" << g << " lane=" << lane;
+      }
+      if (g >= 2) {  // one key, heads h0 (even) and h0 + 1; key_of_lane as in the kernel
+        EXPECT_EQ(key[0], key[1]);
+        EXPECT_EQ(head[0] % 2, 0);
+        EXPECT_EQ(head[1], head[0] + 1);
+        EXPECT_EQ(key[0], (lane >> head_bits) & (kDecodeKeys - 1));
+      } else {  // two keys of the one head; key_of_lane = 2 (lane & 3)
+        EXPECT_EQ(key[0], 2 * (lane & 3));
+        EXPECT_EQ(key[1], key[0] + 1);
+      }
+    }
+    // The kernel's broadcast sources: weight of (kk, h) from lane (kk << head_bits) | (h >> 1),
+    // slot h & 1 (G == 1: lane kk >> 1, slot kk & 1); correction of head h from lane h >> 1.
+    for (int kk = 0; kk < kDecodeKeys; ++kk)
+      for (int h = 0; h < g; ++h) {
+        const int src = g >= 2 ? ((kk << head_bits) | (h >> 1)) : (kk >> 1);
+        const int slot = g >= 2 ? (h & 1) : (kk & 1);
+        int key, head;
+        DecodeFastEntry(g, src, slot, &key, &head);
+        EXPECT_EQ(key, kk);
+        EXPECT_EQ(head, h);
+      }
+    // The max/sum offsets (G/2, G, 2G for G >= 2; 1, 2 for G == 1) visit each key once.
+    for (int lane = 0; lane < 32; ++lane) {
+      std::set<int> keys;
+      const std::vector<int> offs =
+          g >= 2 ? std::vector<int>{g / 2, g, 2 * g} : std::vector<int>{1, 2};
+      for (int mask = 0; mask < (1 << offs.size()); ++mask) {
+        int other = lane;
+        for (size_t b = 0; b < offs.size(); ++b)
+          if (mask & (1 << b)) other ^= offs[b];
+        for (int j = 0; j < (g >= 2 ? 1 : 2); ++j) {
+          int key, head, my_key, my_head;
+          DecodeFastEntry(g, other, j, &key, &head);
+          DecodeFastEntry(g, lane, j, &my_key, &my_head);
+          EXPECT_EQ(head, my_head) << "a reduction partner holds another head";
+          EXPECT_TRUE(keys.insert(key).second) << "g=" << g << " key " << key << " twice";
+        }
+      }
+      EXPECT_EQ(keys.size(), size_t(kDecodeKeys)) << "g=" << g;
+    }
+  }
+}
+
+TEST(DecodeFastPath, Selection) {
+  AttentionParams p;
+  p.layout.num_kv_heads = 4;
+  p.layout.head_dim = 128;
+  p.t_q = 1;
+  for (int g : {1, 2, 4, 8}) {
+    p.num_q_heads = 4 * g;
+    EXPECT_TRUE(UseDecodeFastPath(p)) << g;
+  }
+  p.num_q_heads = 4 * 16;
+  EXPECT_FALSE(UseDecodeFastPath(p));  // group 16: tiled kernel
+  p.num_q_heads = 4 * 3;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.num_q_heads = 8;
+  p.layout.head_dim = 64;
+  EXPECT_TRUE(UseDecodeFastPath(p));
+  p.layout.head_dim = 256;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.layout.head_dim = 128;
+  p.t_q = 2;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+  p.t_q = 1;
+  p.simt_only = true;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+}
+
+}  // namespace
+}  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// DecodeFastKernel<float, G, D> for one (b, h_kv) and one key range, transcribed lane by lane
+// (warps, 8-key chunks, the reduction of HostReduceScatterAll, the G >= 2 and G == 1 softmax
+// branches, the shuffled corrections/weights and the fixed-order warp merge). Returns
+// out[G][D]. Shuffles read the pre-step values of the partner lane.
+std::vector<double> EmulateDecodeFast(int G, int D, const std::vector<float>& K,
+                                      const std::vector<float>& V, const std::vector<float>& Q,
+                                      int t_begin, int t_end, float scale) {
+  const int C = D / 32, N = kDecodeKeys * G;
+  const int head_bits = G == 8 ? 2 : (G == 4 ? 1 : 0);
+  constexpr int kWarps = 4;
+  std::vector<double> wm(kWarps * G), wl(kWarps * G), wacc(size_t(kWarps) * G * D);
+  using Lanes = std::array<double, 32>;
+  auto xor_max = [](Lanes v, int o) {
+    Lanes r;
+    for (int l = 0; l < 32; ++l) r[l] = std::max(v[l], v[l ^ o]);
+    return r;
+  };
+  auto xor_add = [](Lanes v, int o) {
+    Lanes r;
+    for (int l = 0; l < 32; ++l) r[l] = v[l] + v[l ^ o];
+    return r;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int w = 0; w < kWarps; ++w) {
+    std::vector<std::vector<double>> acc(32, std::vector<double>(size_t(G) * C, 0.0));
+    Lanes m0, m1, l0, l1;
+    m0.fill(-inf), m1.fill(-inf), l0.fill(0), l1.fill(0);
+    for (int c0 = t_begin + w * kDecodeKeys; c0 < t_end; c0 += kWarps * kDecodeKeys) {
+      std::vector<std::vector<double>> s(32, std::vector<double>(N, 0.0));
+      for (int lane = 0; lane < 32; ++lane)
+        for (int kk = 0; kk < kDecodeKeys; ++kk)
+          for (int h = 0; h < G; ++h) {
+            double a = 0;
+            if (c0 + kk < t_end)
+              for (int c = 0; c < C; ++c)
+                a += double(Q[h * D + lane * C + c]) * scale * K[(c0 + kk) * D + lane * C + c];
+            s[lane][kk * G + h] = a;
+          }
+      HostReduceScatterAll(s, N);
+      auto v_at = [&](int kk, int lane, int c) {
+        return c0 + kk < t_end ? double(V[(c0 + kk) * D + lane * C + c]) : 0.0;
+      };
+      if (G >= 2) {
+        Lanes sc0, sc1;
+        for (int l = 0; l < 32; ++l) {
+          const bool valid = c0 + ((l >> head_bits) & (kDecodeKeys - 1)) < t_end;
+          sc0[l] = valid ? s[l][0] : -inf;
+          sc1[l] = valid ? s[l][1] : -inf;
+        }
+        Lanes mx0 = sc0, mx1 = sc1;
+        for (int o = G / 2; o < 4 * G; o <<= 1) mx0 = xor_max(mx0, o), mx1 = xor_max(mx1, o);
+        Lanes c0v, c1v, p0, p1;
+        for (int l = 0; l < 32; ++l) {
+          const double mn0 = std::max(m0[l], mx0[l]), mn1 = std::max(m1[l], mx1[l]);
+          c0v[l] = mn0 == -inf ? 1.0 : std::exp(m0[l] - mn0);
+          c1v[l] = mn1 == -inf ? 1.0 : std::exp(m1[l] - mn1);
+          p0[l] = sc0[l] == -inf ? 0.0 : std::exp(sc0[l] - mn0);
+          p1[l] = sc1[l] == -inf ? 0.0 : std::exp(sc1[l] - mn1);
+          m0[l] = mn0, m1[l] = mn1;
+        }
+        Lanes ps0 = p0, ps1 = p1;
+        for (int o = G / 2; o < 4 * G; o <<= 1) ps0 = xor_add(ps0, o), ps1 = xor_add(ps1, o);
+        for (int l = 0; l < 32; ++l) {
+          l0[l] = l0[l] * c0v[l] + ps0[l];
+          l1[l] = l1[l] * c1v[l] + ps1[l];
+        }
+        for (int l = 0; l < 32; ++l)
+          for (int h = 0; h < G; ++h) {
+            const double corr = (h & 1) ? c1v[h >> 1] : c0v[h >> 1];
+            for (int e = 0; e < C; ++e) acc[l][h * C + e] *= corr;
+            for (int kk = 0; kk < kDecodeKeys; ++kk) {
+              const int src = (kk << head_bits) | (h >> 1);
+              const double wgt = (h & 1) ? p1[src] : p0[src];
+              for (int e = 0; e < C; ++e) acc[l][h * C + e] += wgt * v_at(kk, l, e);
+            }
+          }
+      } else {
+        Lanes sc0, sc1;
+        for (int l = 0; l < 32; ++l) {
+          const int key = 2 * (l & 3);
+          sc0[l] = c0 + key < t_end ? s[l][0] : -inf;
+          sc1[l] = c0 + key + 1 < t_end ? s[l][1] : -inf;
+        }
+        Lanes mx;
+        for (int l = 0; l < 32; ++l) mx[l] = std::max(sc0[l], sc1[l]);
+        mx = xor_max(xor_max(mx, 1), 2);
+        Lanes corr, p0, p1, ps;
+        for (int l = 0; l < 32; ++l) {
+          const double mn = std::max(m0[l], mx[l]);
+          corr[l] = mn == -inf ? 1.0 : std::exp(m0[l] - mn);
+          p0[l] = sc0[l] == -inf ? 0.0 : std::exp(sc0[l] - mn);
+          p1[l] = sc1[l] == -inf ? 0.0 : std::exp(sc1[l] - mn);
+          ps[l] = p0[l] + p1[l];
+          m0[l] = mn;
+        }
+        ps = xor_add(xor_add(ps, 1), 2);
+        for (int l = 0; l < 32; ++l) {
+          l0[l] = l0[l] * corr[l] + ps[l];
+          for (int e = 0; e < C; ++e) {
+            acc[l][e] *= corr[l];
+            for (int kk = 0; kk < kDecodeKeys; ++kk)
+              acc[l][e] += ((kk & 1) ? p1[kk >> 1] : p0[kk >> 1]) * v_at(kk, l, e);
+          }
+        }
+      }
+    }
+    for (int h = 0; h < G; ++h) {
+      // red_m/red_l from lane h >> 1 (G >= 2: slot h & 1) or lane 0 (G == 1).
+      const int src = G >= 2 ? (h >> 1) : 0;
+      wm[w * G + h] = (G >= 2 && (h & 1)) ? m1[src] : m0[src];
+      wl[w * G + h] = (G >= 2 && (h & 1)) ? l1[src] : l0[src];
+      for (int lane = 0; lane < 32; ++lane)
+        for (int c = 0; c < C; ++c)
+          wacc[(size_t(w) * G + h) * D + lane * C + c] = acc[lane][h * C + c];
+    }
+  }
+  std::vector<double> out(size_t(G) * D);
+  for (int h = 0; h < G; ++h)
+    for (int d = 0; d < D; ++d) {
+      double big_m = -inf, sum_l = 0, sum_a = 0;
+      for (int w = 0; w < kWarps; ++w)
+        if (wl[w * G + h] > 0) big_m = std::max(big_m, wm[w * G + h]);
+      for (int w = 0; w < kWarps; ++w) {
+        if (!(wl[w * G + h] > 0)) continue;
+        const double f = std::exp(wm[w * G + h] - big_m);
+        sum_l += f * wl[w * G + h];
+        sum_a += f * wacc[(size_t(w) * G + h) * D + d];
+      }
+      out[h * D + d] = sum_l > 0 ? sum_a / sum_l : 0.0;
+    }
+  return out;
+}
+
+TEST(DecodeFastPath, LaneLevelEmulationMatchesSoftmaxAttention) {
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int G : {1, 2, 4, 8})
+    for (int D : {64, 128})
+      for (int len : {1, 5, 8, 33, 100}) {
+        std::vector<float> K(size_t(len) * D), V(size_t(len) * D), Q(size_t(G) * D);
+        for (auto* v : {&K, &V, &Q})
+          for (auto& x : *v) x = u(rng);
+        const float scale = 1.0f / std::sqrt(float(D));
+        const auto got = EmulateDecodeFast(G, D, K, V, Q, 0, len, scale);
+        double num = 0, den = 0;
+        for (int h = 0; h < G; ++h) {
+          std::vector<double> sc(len);
+          double mx = -1e300, sum = 0;
+          for (int t = 0; t < len; ++t) {
+            double a = 0;
+            for (int d = 0; d < D; ++d) a += double(Q[h * D + d]) * K[t * D + d];
+            sc[t] = a * scale;
+            mx = std::max(mx, sc[t]);
+          }
+          for (int t = 0; t < len; ++t) sum += (sc[t] = std::exp(sc[t] - mx));
+          for (int d = 0; d < D; ++d) {
+            double ref = 0;
+            for (int t = 0; t < len; ++t) ref += sc[t] * V[t * D + d];
+            ref /= sum;
+            num += (got[h * D + d] - ref) * (got[h * D + d] - ref);
+            den += ref * ref;
+          }
+        }
+        EXPECT_LE(num / den, 1e-20) << "G=" << G << " D=" << D << " len=" << len;
+      }
 }
 
 }  // namespace

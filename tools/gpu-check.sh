@@ -21,7 +21,10 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: $0 [--quick|--prepare]" >&2; exit 64 ;;
 esac
-TARGETS=(kernels_device_tests kvconform_kernel_bench)
+TARGETS=(kernels_device_tests kvconform_kernel_bench kvconform)
+# Parity pairs of the CUDA engine (kvconform parity --device cuda): bundled models x both modes.
+PARITY_MODELS=(gqa4 llama3 headdim)
+PARITY_PROMPT=1,5,9,2,7,3,11,4,8,6,10,12,13,0,14,15,16,17,18
 
 if [ "$MODE" = prepare ]; then
   set -e
@@ -31,9 +34,16 @@ if [ "$MODE" = prepare ]; then
   else
     BUILD_DIR=$BD KVCONFORM_CUDA=ON JOBS=${JOBS:-2} tools/build.sh
   fi
-  mkdir -p build-gpu-carry/bin
-  for t in "${TARGETS[@]}"; do cp "$BD/bin/$t" build-gpu-carry/bin/; done
-  echo "prepared: $(ls build-gpu-carry/bin | tr '\n' ' ')(carry build-gpu-carry)"
+  rm -rf build-gpu-carry
+  mkdir -p build-gpu-carry/bin build-gpu-carry/lib
+  # Stripped binaries (the device code lives in a data section and stays), plus the shared
+  # libraries the GPU image may lack (everything but libc/libstdc++ and the CUDA libraries).
+  for t in "${TARGETS[@]}"; do strip -o "build-gpu-carry/bin/$t" "$BD/bin/$t"; done
+  ldd "$BD/bin/kvconform" "$BD/bin/kernels_device_tests" | awk '$3 ~ /^\// {print $3}' | sort -u |
+    grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|libcuda|libcudart|libcublas|libcublasLt)\.so' |
+    while read -r lib; do cp -L "$lib" build-gpu-carry/lib/; done
+  echo "prepared: $(ls build-gpu-carry/bin build-gpu-carry/lib | tr '\n' ' ')"
+  echo "size: $(du -sh build-gpu-carry | cut -f1) (carry build-gpu-carry; the device call carries at most 64 MiB)"
   exit 0
 fi
 
@@ -83,7 +93,7 @@ elif [ -x build-gpu-carry/bin/kernels_device_tests ]; then
   # Prebuilt binaries need libcudart/libcublas 13: the toolkit's, else the pip wheel's.
   CUBLAS_PIP=$(python3 -c 'import os, nvidia.cublas as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
   CUDART_PIP=$(python3 -c 'import os, nvidia.cuda_runtime as m; print(os.path.join(os.path.dirname(m.__file__), "lib"))' 2>/dev/null || true)
-  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib:${CUBLAS_PIP}:${CUDART_PIP}:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib:${CUBLAS_PIP}:${CUDART_PIP}:${LD_LIBRARY_PATH:-}:$PWD/build-gpu-carry/lib"
   ldd "$BIN/kernels_device_tests" 2>&1 | grep -E 'cuda|cublas|not found' >> "$SUMMARY" || true
 else
   echo "build failed and no build-gpu-carry/bin: nothing to run (tail of build.log):"
@@ -96,9 +106,26 @@ if [ -n "$BIN" ]; then
       --format=csv > "$OUTDIR/nvidia-smi.log" 2>&1 || true
   fi
   step device_tests 120 "$BIN/kernels_device_tests" --gtest_color=no
+  # kvconform parity --device cuda: CPU pairs, then cpu_vs_gpu and the GPU path pairs.
+  PARITY_CMD="rc=0; for m in ${PARITY_MODELS[*]}; do for mode in deterministic fast; do \
+    $BIN/kvconform parity --device cuda --model fixtures/models/\$m --mode \$mode \
+      --prompt-ids $PARITY_PROMPT --max-new-tokens 4 || rc=1; done; done; exit \$rc"
+  step parity 60 bash -c "$PARITY_CMD"
   step bench 150 "$BIN/kvconform_kernel_bench" "${QARG[@]}" --csv "$OUTDIR/bench.csv"
 fi
 step torch_peer 90 python3 tools/torch_sdpa_peer.py "${QARG[@]}" --csv "$OUTDIR/torch_peer.csv"
+# Last (lowest priority, bounded): compute-sanitizer on the new kernels' tests: memcheck
+# (out-of-bounds / misaligned accesses) and racecheck (shared-memory hazards of the tiled and
+# tensor-core attention kernels).
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ -n "$BIN" ] && [ -n "$SAN" ]; then
+  step memcheck 60 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/kernels_device_tests" \
+    --gtest_filter='*TensorCorePrefill*:*AttentionMatchesTwin*:CudaEngine.FailedAppends*'
+  step racecheck 45 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/kernels_device_tests" \
+    --gtest_filter='*TensorCorePrefill*'
+elif [ -n "$BIN" ]; then
+  echo "compute-sanitizer not found: memcheck/racecheck skipped" >> "$SUMMARY"
+fi
 
 # ---- The short table, last ---------------------------------------------------------------------
 echo
@@ -109,13 +136,20 @@ cat "$SUMMARY"
 if [ -f "$OUTDIR/device_tests.log" ]; then
   echo "-- device tests: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUTDIR/device_tests.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]|Skipped|no CUDA device' "$OUTDIR/device_tests.log" | sort -u | head -12
-  grep -E 'NMSE' "$OUTDIR/device_tests.log" | head -8
+  grep -E 'NMSE|^\[ parity' "$OUTDIR/device_tests.log" | cut -c1-140 | head -40
+fi
+if [ -f "$OUTDIR/parity.log" ]; then
+  echo "-- kvconform parity --device cuda (GPU pairs; deterministic: tolerance 0 = bit-identical)"
+  grep -E '^(kvconform parity:|cpu_vs_gpu|gpu_|verdict:)' "$OUTDIR/parity.log" | cut -c1-140
 fi
 if [ -f "$OUTDIR/bench.log" ]; then
   echo "-- kvconform_kernel_bench"
   grep -E '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | cut -c1-140
   grep -vE '^(device|group|ceiling|decode|append|prefill)' "$OUTDIR/bench.log" | tail -5
 fi
+for t in memcheck racecheck; do
+  [ -f "$OUTDIR/$t.log" ] && echo "-- $t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/$t.log" | tail -1)"
+done
 if [ -f "$OUTDIR/torch_peer.log" ]; then
   echo "-- torch sdpa peer"
   tail -20 "$OUTDIR/torch_peer.log" | cut -c1-140

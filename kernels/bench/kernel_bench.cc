@@ -173,12 +173,14 @@ int Run(bool quick, const char* csv) {
   int32_t* d_len = static_cast<int32_t*>(Malloc(B * 4));
   float* ws = static_cast<float*>(Malloc(size_t(B) * Hq * 256 * (d + 2) * 4));  // <= 256 splits
 
-  auto decode = [&](int batch, int ctx, bool use_paged, int split) {
+  // hq / hd: query heads and head_dim (the storage is reinterpreted: [B, H_kv, max_ctx, hd]).
+  auto decode_gd = [&](int batch, int ctx, bool use_paged, int split, int hq, int hd) {
     std::vector<int32_t> len(batch, ctx);
     BENCH_CHECK(cudaMemcpy(d_len, len.data(), batch * 4, cudaMemcpyHostToDevice));
     AttentionParams p;
     p.layout = use_paged ? paged : contig;
     p.layout.batch = batch;
+    p.layout.head_dim = hd;
     p.k_cache = use_paged ? kp : kc;
     p.v_cache = use_paged ? vp : vc;
     p.block_table = use_paged ? d_table : nullptr;
@@ -186,9 +188,9 @@ int Run(bool quick, const char* csv) {
     p.max_kv_len = ctx;
     p.q = q;
     p.out = out;
-    p.num_q_heads = Hq;
+    p.num_q_heads = hq;
     p.t_q = 1;
-    p.scale = 1.0f / std::sqrt(float(d));
+    p.scale = 1.0f / std::sqrt(float(hd));
     p.split_size = split;
     p.workspace = ws;
     if (NumSplits(ctx, split) > 256) {
@@ -196,8 +198,11 @@ int Run(bool quick, const char* csv) {
       std::exit(2);
     }
     const double ms = TimeMs([&] { BENCH_CHECK(AttentionCuda(p, 0)); }, 3, reps);
-    const double bytes = 2.0 * batch * Hkv * double(ctx) * d * 2 + 2.0 * batch * Hq * d * 4;
+    const double bytes = 2.0 * batch * Hkv * double(ctx) * hd * 2 + 2.0 * batch * hq * hd * 4;
     return std::pair<double, double>(ms, bytes / (ms * 1e6));
+  };
+  auto decode = [&](int batch, int ctx, bool use_paged, int split) {
+    return decode_gd(batch, ctx, use_paged, split, Hq, d);
   };
   for (int ctx : contexts) {
     const int split = ChooseSplitSize(B, Hkv, ctx, sms);
@@ -208,6 +213,18 @@ int Run(bool quick, const char* csv) {
     Emit({"decode", "paged16 bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_p,
           gbs_p, "GB/s", 100 * gbs_p / copy_gbs,
           "paged/contig time " + std::to_string(ms_p / ms_c).substr(0, 5) + " (<=1.05)"});
+  }
+  // The decode fast path's other instantiations (GQA 1/2/4 at d_h 128, GQA 8/1 at d_h 64).
+  {
+    const int ctx = quick ? 4096 : 8192;
+    const int split = ChooseSplitSize(B, Hkv, ctx, sms);
+    for (auto [g, hd] :
+         std::vector<std::pair<int, int>>{{1, 128}, {2, 128}, {4, 128}, {8, 64}, {1, 64}}) {
+      auto [ms_g, gbs_g] = decode_gd(B, ctx, false, split, Hkv * g, hd);
+      Emit({"decode", "contiguous bf16 GQA" + std::to_string(g) + ":1 d" + std::to_string(hd),
+            Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_g, gbs_g, "GB/s",
+            100 * gbs_g / copy_gbs, ""});
+    }
   }
   {
     const int ctx = max_ctx;
@@ -290,13 +307,18 @@ int Run(bool quick, const char* csv) {
       p.num_q_heads = pHq;
       p.t_q = T;
       p.scale = 1.0f / std::sqrt(float(d));
-      const double ms = TimeMs([&] { BENCH_CHECK(AttentionCuda(p, 0)); }, 1, quick ? 2 : 3);
       // Causal FLOPs: QK^T and PV, 2 FLOPs per MAC, over the T(T+1)/2 visible (q, k) pairs.
       const double flops = 4.0 * pHq * d * (double(T) * (T + 1) / 2);
-      const double tflops = flops / (ms * 1e9);
-      Emit({"prefill", "causal bf16 K/V (SIMT fp32 math)",
-            Shape({{"Hq", pHq}, {"Hkv", pHkv}, {"T", T}}), ms, tflops, "TFLOP/s",
-            100 * tflops / gemm_tflops, "350 TFLOP/s"});
+      // The SIMT reference path (simt_only) and the tensor-core kernel (selected for this shape).
+      for (bool simt : {true, false}) {
+        p.simt_only = simt;
+        const double ms = TimeMs([&] { BENCH_CHECK(AttentionCuda(p, 0)); }, 1, quick ? 2 : 3);
+        const double tflops = flops / (ms * 1e9);
+        Emit({"prefill",
+              simt ? "causal bf16 K/V (SIMT fp32 math)" : "causal bf16 K/V (tensor-core mma.sync)",
+              Shape({{"Hq", pHq}, {"Hkv", pHkv}, {"T", T}}), ms, tflops, "TFLOP/s",
+              100 * tflops / gemm_tflops, "350 TFLOP/s"});
+      }
       for (void* ptr :
            {k, v, static_cast<void*>(pq), static_cast<void*>(po), static_cast<void*>(plen)})
         BENCH_CHECK(cudaFree(ptr));

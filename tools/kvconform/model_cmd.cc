@@ -11,15 +11,38 @@
 #include "reference/model/hf_logits.h"
 #include "reference/model/parity.h"
 #include "tools/kvconform/cli.h"
+#if defined(KVCONFORM_HAVE_CUDA_KERNELS)
+#include "kernels/cuda_parity.h"
+#endif
 
 namespace kvc::cli {
 namespace {
 
 using model::ComputeMode;
 
+// `--device cuda` when this build has no CUDA kernels or no usable device is found
+// (docs/model.md "CUDA backend").
+constexpr int kExitDeviceUnavailable = 4;
+
 int FailWith(const char* cmd, const Status& s) {
   std::cerr << "kvconform " << cmd << ": " << s.ToString() << "\n";
+  if (s.code() == StatusCode::kUnavailable) return kExitDeviceUnavailable;
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
+}
+
+// OK for "cpu"; for "cuda" OK only when this build has the CUDA backend and a device is usable
+// (kUnavailable otherwise, which FailWith maps to kExitDeviceUnavailable).
+Status CheckDevice(const std::string& device) {
+  if (device == "cpu") return Status::Ok();
+#if defined(KVCONFORM_HAVE_CUDA_KERNELS)
+  Status s = kernels::CheckCudaDevice();
+  if (!s.ok()) return Unavailable("--device cuda: " + s.message());
+  return Status::Ok();
+#else
+  return Unavailable(
+      "--device cuda: this kvconform was built without the CUDA backend (configure with "
+      "KVCONFORM_CUDA=ON or AUTO on a machine with nvcc)");
+#endif
 }
 
 StatusOr<std::vector<int64_t>> ParseIds(const std::string& s) {
@@ -56,6 +79,7 @@ struct GenOptions {
 
 struct GenerateOptions {
   std::string model, prompt_ids, dump_logits, mode = "deterministic", layout = "contiguous";
+  std::string device = "cpu";
   uint64_t max_new = 1, block_size = 16, chunk = 0;
 };
 
@@ -70,16 +94,41 @@ void RunGenerate(const GenerateOptions& o) {
     ExitCode() = FailWith("generate", mode.status());
     return;
   }
-  auto m = model::LlamaModel::Load(o.model);
-  if (!m.ok()) {
-    ExitCode() = FailWith("generate", m.status());
+  if (Status d = CheckDevice(o.device); !d.ok()) {
+    ExitCode() = FailWith("generate", d);
     return;
   }
-  model::EngineOptions eo;
-  eo.mode = *mode;
-  eo.paged = o.layout == "paged";
-  eo.block_size = o.block_size;
-  auto run = model::RunGreedy(*m, *ids, o.max_new, eo, o.chunk);
+  StatusOr<model::GreedyRun> run = Internal("no run");
+  if (o.device == "cpu") {
+    auto m = model::LlamaModel::Load(o.model);
+    if (!m.ok()) {
+      ExitCode() = FailWith("generate", m.status());
+      return;
+    }
+    model::EngineOptions eo;
+    eo.mode = *mode;
+    eo.paged = o.layout == "paged";
+    eo.block_size = o.block_size;
+    run = model::RunGreedy(*m, *ids, o.max_new, eo, o.chunk);
+  } else {
+#if defined(KVCONFORM_HAVE_CUDA_KERNELS)
+    auto w = model::LoadLlamaCheckpoint(o.model);
+    if (!w.ok()) {
+      ExitCode() = FailWith("generate", w.status());
+      return;
+    }
+    auto gm = kernels::CudaModel::Upload(*w);
+    if (!gm.ok()) {
+      ExitCode() = FailWith("generate", gm.status());
+      return;
+    }
+    kernels::CudaEngineOptions eo;
+    eo.mode = *mode;
+    eo.paged = o.layout == "paged";
+    eo.block_size = o.block_size;
+    run = kernels::RunGreedyCuda(**gm, *ids, o.max_new, eo, o.chunk);
+#endif
+  }
   if (!run.ok()) {
     ExitCode() = FailWith("generate", run.status());
     return;
@@ -101,7 +150,7 @@ void RunGenerate(const GenerateOptions& o) {
 }
 
 struct ParityOptions {
-  std::string model, prompt_ids, mode = "deterministic", format = "text";
+  std::string model, prompt_ids, mode = "deterministic", format = "text", device = "cpu";
   uint64_t max_new = 4;
 };
 
@@ -129,16 +178,36 @@ void RunParityCmd(const ParityOptions& o) {
     ExitCode() = FailWith("parity", mode.status());
     return;
   }
-  auto m = model::LlamaModel::Load(o.model);
-  if (!m.ok()) {
-    ExitCode() = FailWith("parity", m.status());
+  if (Status d = CheckDevice(o.device); !d.ok()) {
+    ExitCode() = FailWith("parity", d);
     return;
   }
-  auto res = model::RunParity(*m, *ids, o.max_new, *mode);
+  auto w = model::LoadLlamaCheckpoint(o.model);
+  if (!w.ok()) {
+    ExitCode() = FailWith("parity", w.status());
+    return;
+  }
+  const model::LlamaModel m(o.device == "cpu" ? std::move(*w) : *w);
+  auto res = model::RunParity(m, *ids, o.max_new, *mode);
   if (!res.ok()) {
     ExitCode() = FailWith("parity", res.status());
     return;
   }
+#if defined(KVCONFORM_HAVE_CUDA_KERNELS)
+  if (o.device == "cuda") {  // the GPU pairs follow the CPU pairs
+    auto gm = kernels::CudaModel::Upload(*w);
+    if (!gm.ok()) {
+      ExitCode() = FailWith("parity", gm.status());
+      return;
+    }
+    auto gpu = kernels::RunCudaParity(m, **gm, *ids, o.max_new, *mode);
+    if (!gpu.ok()) {
+      ExitCode() = FailWith("parity", gpu.status());
+      return;
+    }
+    res->insert(res->end(), gpu->begin(), gpu->end());
+  }
+#endif
   bool ok = true;
   for (const auto& r : *res) ok = ok && r.passed;
   if (o.format == "json") {
@@ -146,6 +215,7 @@ void RunParityCmd(const ParityOptions& o) {
     for (const auto& r : *res) pairs.push_back(PairToJson(r));
     std::cout << nlohmann::json{{"model", o.model},
                                 {"mode", o.mode},
+                                {"device", o.device},
                                 {"prompt_ids", *ids},
                                 {"max_new_tokens", o.max_new},
                                 {"verdict", ok ? "pass" : "fail"},
@@ -153,8 +223,8 @@ void RunParityCmd(const ParityOptions& o) {
                      .dump(2)
               << "\n";
   } else {
-    std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", " << ids->size()
-              << " prompt tokens, " << o.max_new << " new)\n";
+    std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", device " << o.device
+              << ", " << ids->size() << " prompt tokens, " << o.max_new << " new)\n";
     std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(13) << "max_abs"
               << std::setw(13) << "max_rel" << std::setw(8) << "argmax" << std::setw(11)
               << "tolerance"
@@ -351,6 +421,10 @@ void AddModelCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   gen_cmd->add_option("--prefill-chunk", go->chunk,
                       "prefill in appends of this many tokens (0 = whole prompt)");
+  gen_cmd
+      ->add_option("--device", go->device,
+                   "cpu | cuda (the CUDA backend; exit code 4 when it is unavailable)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   gen_cmd->callback([go] { RunGenerate(*go); });
 
   auto po = std::make_shared<ParityOptions>();
@@ -362,6 +436,10 @@ void AddModelCommands(CLI::App& app) {
   par->add_option("--max-new-tokens", po->max_new, "tokens to generate (>= 1)")->required();
   par->add_option("--mode", po->mode, "deterministic | fast");
   par->add_option("--format", po->format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  par->add_option("--device", po->device,
+                  "cpu | cuda (adds the CPU-vs-GPU and GPU path pairs; exit code 4 when the CUDA "
+                  "backend is unavailable)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   par->callback([po] { RunParityCmd(*po); });
 
   SuiteSections().push_back({"model parity (fixtures/models)", RunModelSection});

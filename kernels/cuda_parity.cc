@@ -1,0 +1,160 @@
+// CPU-vs-GPU and GPU execution-path parity pairs of the CUDA engine.
+#include "kernels/cuda_parity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace kvc::kernels {
+namespace {
+
+using model::GreedyRun;
+using model::PairResult;
+
+// Step-by-step comparison (the same verdict rules as reference/model/parity.cc).
+PairResult Compare(const std::string& name, const GreedyRun& base, const GreedyRun& cand,
+                   double tol) {
+  PairResult r;
+  r.name = name;
+  r.tolerance = tol;
+  r.bit_identical = cand.logits.size() == base.logits.size();
+  r.argmax_agree = cand.tokens == base.tokens;
+  double scale = 0;
+  for (size_t g = 0; g < std::min(cand.logits.size(), base.logits.size()); ++g) {
+    const auto& a = base.logits[g];
+    const auto& b = cand.logits[g];
+    if (a.size() != b.size()) {
+      r.bit_identical = false;
+      r.max_abs = INFINITY;
+      continue;
+    }
+    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0) r.bit_identical = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) r.non_finite = true;
+      r.max_abs = std::max(r.max_abs, std::fabs(static_cast<double>(a[i]) - b[i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
+    }
+  }
+  if (std::isnan(r.max_abs)) r.max_abs = INFINITY;
+  r.max_rel = scale > 0 ? r.max_abs / scale : r.max_abs;
+  r.passed = !r.non_finite && r.argmax_agree && (tol == 0 ? r.bit_identical : r.max_abs <= tol);
+  if (!r.passed) {
+    r.detail = r.non_finite      ? "non-finite logits (NaN or infinity)"
+               : !r.argmax_agree ? "greedy tokens differ"
+               : tol == 0
+                   ? "logits are not bit-identical (max |diff| " + std::to_string(r.max_abs) + ")"
+                   : "max |diff| " + std::to_string(r.max_abs) + " > tolerance";
+  }
+  return r;
+}
+
+PairResult Failed(const std::string& name, const Status& s) {
+  PairResult r;
+  r.name = name;
+  r.detail = s.ToString();
+  r.max_abs = INFINITY;
+  return r;
+}
+
+PairResult Skipped(const std::string& name, const std::string& why) {
+  PairResult r;
+  r.name = name;
+  r.skipped = r.passed = r.argmax_agree = true;
+  r.detail = why;
+  return r;
+}
+
+}  // namespace
+
+StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>& prompt,
+                                  uint64_t max_new, const CudaEngineOptions& opts, uint64_t chunk) {
+  if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
+  KVC_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::Create(m, opts));
+  KVC_RETURN_IF_ERROR(e->NewRequest("r"));
+  GreedyRun run;
+  std::vector<float> logits;
+  KVC_RETURN_IF_ERROR(e->Prefill("r", prompt, chunk, &logits));
+  for (uint64_t g = 0;; ++g) {
+    const int64_t y = model::Argmax(logits);
+    run.tokens.push_back(y);
+    run.logits.push_back(logits);
+    KVC_RETURN_IF_ERROR(e->Emit("r", y));
+    if (g + 1 == max_new) break;
+    KVC_RETURN_IF_ERROR(e->Decode("r", y, &logits));
+  }
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot s, e->Read("r"));
+  run.committed_length = s.committed_length;
+  const frontier::FrontierState* fs = e->frontier_state("r");
+  if (!fs || !fs->tracked() || fs->committed() != s.committed_length || fs->emitted() != max_new)
+    return Internal("greedy run (cuda): frontier counters disagree with the published snapshot");
+  KVC_ASSIGN_OR_RETURN(int32_t visible, e->DeviceVisibleLength("r"));
+  if (visible < 0 || static_cast<uint64_t>(visible) != s.committed_length)
+    return Internal("greedy run (cuda): device visible length " + std::to_string(visible) +
+                    " differs from the published snapshot's " + std::to_string(s.committed_length));
+  return run;
+}
+
+StatusOr<std::vector<PairResult>> RunCudaParity(const model::LlamaModel& cpu, const CudaModel& gpu,
+                                                const std::vector<int64_t>& prompt,
+                                                uint64_t max_new, model::ComputeMode mode) {
+  CudaEngineOptions base_opts;
+  base_opts.mode = mode;
+  KVC_ASSIGN_OR_RETURN(GreedyRun base, RunGreedyCuda(gpu, prompt, max_new, base_opts));
+  const double tol0 = mode == model::ComputeMode::kDeterministic ? 0.0 : model::kFastTolerance;
+  std::vector<PairResult> out;
+  {
+    model::EngineOptions eo;
+    eo.mode = mode;
+    auto c = model::RunGreedy(cpu, prompt, max_new, eo);
+    if (!c.ok()) {
+      out.push_back(Failed("cpu_vs_gpu", c.status()));
+    } else {
+      double scale = 1.0;
+      for (const auto& l : c->logits)
+        for (float x : l) scale = std::max(scale, std::fabs(static_cast<double>(x)));
+      // The CPU run is the reference side: max |CPU - GPU| over every step's logits.
+      out.push_back(Compare("cpu_vs_gpu", *c, base, kCpuGpuRelTolerance * scale));
+    }
+  }
+  {  // cache vs no-cache: every step recomputed over the whole prefix in a fresh engine.
+    GreedyRun cand;
+    std::vector<int64_t> prefix = prompt;
+    Status st;
+    for (uint64_t g = 0; g < max_new && st.ok(); ++g) {
+      auto e = CudaEngine::Create(gpu, base_opts);
+      if (!e.ok()) {
+        st = e.status();
+        break;
+      }
+      std::vector<float> logits;
+      st = (*e)->NewRequest("nc");
+      if (st.ok()) st = (*e)->Prefill("nc", prefix, 0, &logits);
+      if (!st.ok()) break;
+      cand.tokens.push_back(model::Argmax(logits));
+      cand.logits.push_back(std::move(logits));
+      prefix.push_back(cand.tokens.back());
+    }
+    out.push_back(st.ok() ? Compare("gpu_cache_vs_nocache", base, cand, tol0)
+                          : Failed("gpu_cache_vs_nocache", st));
+  }
+  for (uint64_t c : {1, 3, 16}) {
+    const std::string name = "gpu_chunked_prefill_c" + std::to_string(c);
+    if (c >= prompt.size()) {
+      out.push_back(Skipped(name, "chunk >= prompt length (same as unchunked)"));
+      continue;
+    }
+    auto run = RunGreedyCuda(gpu, prompt, max_new, base_opts, c);
+    out.push_back(run.ok() ? Compare(name, base, *run, tol0) : Failed(name, run.status()));
+  }
+  for (uint64_t b : {1, 16}) {
+    CudaEngineOptions o = base_opts;
+    o.paged = true;
+    o.block_size = b;
+    const std::string name = "gpu_paged_b" + std::to_string(b) + "_vs_contiguous";
+    auto run = RunGreedyCuda(gpu, prompt, max_new, o);
+    out.push_back(run.ok() ? Compare(name, base, *run, tol0) : Failed(name, run.status()));
+  }
+  return out;
+}
+
+}  // namespace kvc::kernels
