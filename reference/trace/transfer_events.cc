@@ -206,6 +206,16 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   s.destinations.emplace(*name, std::make_unique<Destination>(*credit, *blocks));
 }
 
+// The destination already holds exact visible state V_D = [0, committed_length) (a prefix
+// cache entry) under `prefix_handle`; a warm transfer extends it by X = U \ V_D only.
+void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto handle = p.Str("prefix_handle");
+  auto length = p.Uint("committed_length");
+  if (!p.clean() || !handle || !length || !OutcomeAllowed(c, e, true)) return;
+  Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
+  if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+}
+
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
   auto layer = p.Uint("layer");
   auto interval = p.Range("interval");
@@ -232,6 +242,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   auto count = p.Uint("token_count");
   auto bptl = p.Uint("bytes_per_token_layer");
   auto blocks = p.Uint("reserved_blocks");
+  auto prefix = p.OptStr("visible_prefix_handle");
   p.ObjectArray("chunks", [&](ObjReader& r) {
     handoff::ChunkSpec ch;
     ch.chunk_id = r.Str("chunk_id").value_or("");
@@ -265,6 +276,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   plan.token_count = *count;
   plan.bytes_per_token_layer = *bptl;
   plan.reserved_blocks = *blocks;
+  plan.visible_prefix_handle = prefix.value_or("");
   bool digests_ok = true;
   auto fmt = [&](const std::string& ptr, const std::string& v) {
     if (IsSha256Hex(v)) return;
@@ -281,7 +293,8 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
                               U(plan.identity.generation) + "|" + U(plan.identity.attempt) + "|" +
                               U(plan.identity.source_worker_epoch) + "|" +
                               U(plan.identity.destination_worker_epoch) + "|" +
-                              plan.identity.reservation_id + "|" + *dest;
+                              plan.identity.reservation_id + "|" + *dest + "|" +
+                              plan.visible_prefix_handle;
   if (auto it = s.transfers.find(plan.transfer_id); it != s.transfers.end()) {
     if (it->second.content == content) return;  // an identical re-plan is an idempotent retry
     c.Report(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION, c.LinePtr() + "/operation_id",
@@ -468,6 +481,7 @@ void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
 
 constexpr EventTypeSpec kRows[] = {
     {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination},
+    {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix},
     {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady},
     {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan},
     {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},

@@ -1,6 +1,6 @@
 // The M5.6 transfer plane of kvconform.trace/1: event types replayed through reference/handoff.
 //
-// The rows (transfer_destination, kv_ready, transfer_plan, transfer_reserve,
+// The rows (transfer_destination, destination_prefix, kv_ready, transfer_plan, transfer_reserve,
 // chunk_credit_acquire, chunk_send, chunk_receive, chunk_device_visible, transfer_validate,
 // transfer_publish, decode_admit, source_release_ack, transfer_abort) are added to the
 // checker's dispatch table with RegisterEventType; docs/trace-format.md defines their payloads.

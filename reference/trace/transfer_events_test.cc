@@ -32,7 +32,7 @@ TEST(TransferEventsTest, RowsAreRegisteredOnTheTransferPlane) {
   ASSERT_TRUE(RegisterTransferEventTypes().ok());
   ASSERT_TRUE(RegisterTransferEventTypes().ok());  // idempotent
   for (const char* name :
-       {"transfer_destination", "kv_ready", "transfer_plan", "transfer_reserve",
+       {"transfer_destination", "destination_prefix", "kv_ready", "transfer_plan", "transfer_reserve",
         "chunk_credit_acquire", "chunk_send", "chunk_receive", "chunk_device_visible",
         "transfer_validate", "transfer_publish", "decode_admit", "source_release_ack",
         "transfer_abort"}) {
