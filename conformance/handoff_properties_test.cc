@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -15,6 +16,7 @@
 #include "reference/base/canonical_json.h"
 #include "reference/handoff/transfer_txn.h"
 #include "reference/testutil/testutil.h"
+#include "reference/trace/checker.h"
 #include "reference/validate/kinds.h"
 
 namespace kvc::handoff {
@@ -487,6 +489,50 @@ class SeedPrinter : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kSeedPrinter =
     ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+
+}  // namespace
+}  // namespace kvc::handoff
+
+namespace kvc::handoff {
+namespace {
+
+// Hostile one-field mutations of the transfer-plane traces: the trace checker never crashes
+// or throws on them, and is deterministic (the same bytes yield the same violations).
+RC_GTEST_PROP(HandoffProperties, TraceCheckerSurvivesRandomTransferEventMutations, ()) {
+  static const std::vector<std::vector<Json>> kTraces = [] {
+    std::vector<std::vector<Json>> out;
+    for (const char* f : {"fixtures/m5_6/trace/transfer_protocol.jsonl",
+                          "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl"}) {
+      std::ifstream in(test::SourcePath(f));
+      std::vector<Json> lines;
+      for (std::string l; std::getline(in, l);) lines.push_back(Json::parse(l));
+      out.push_back(std::move(lines));
+    }
+    return out;
+  }();
+  std::vector<Json> lines = kTraces[Uniform<size_t>(0, kTraces.size())];
+  RC_ASSERT(lines.size() > 1u);
+  const size_t at = Uniform<size_t>(1, lines.size());
+  std::vector<std::string> ptrs;
+  CollectPointers(lines[at], "", &ptrs);
+  const std::string ptr = ptrs[Uniform<size_t>(1, ptrs.size())];
+  const Json values[] = {-1, 0, 1, 6, UINT64_MAX, 0.5, "", "c7", "xfer-req-42-g6",
+                         std::string(64, 'f'), nullptr, true, Json::array(), Json::object()};
+  try {
+    if (Uniform<int>(0, 2) == 0)
+      lines[at][Json::json_pointer(ptr)] = values[Uniform<size_t>(0, std::size(values))];
+    else
+      lines[at] = lines[at].patch(Json::array({{{"op", "remove"}, {"path", ptr}}}));
+  } catch (const std::exception&) {
+    RC_DISCARD("mutation not applicable");
+  }
+  std::string text;
+  for (const auto& l : lines) text += l.dump() + "\n";
+  Violations a = trace::ValidateTraceJsonl(text, "mutated.jsonl");
+  Violations b = trace::ValidateTraceJsonl(text, "mutated.jsonl");
+  RC_ASSERT(test::Describe(a) == test::Describe(b));
+  RC_TAG(a.empty() ? "accepted" : "rejected");
+}
 
 }  // namespace
 }  // namespace kvc::handoff
