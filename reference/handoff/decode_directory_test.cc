@@ -94,8 +94,8 @@ TEST(WarmDestination, ColdSuffixIsStillAHoleAndUnknownPrefixIsRefused) {
   ASSERT_TRUE(cold.ok());
   EXPECT_EQ(cold->Reserve().error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
   Rig r2;
-  auto missing = TransferTxn::Create(SuffixPlan(4, 28, "prefix:none"), &r2.credits, &r2.pool,
-                                     &r2.directory);
+  auto missing =
+      TransferTxn::Create(SuffixPlan(4, 28, "prefix:none"), &r2.credits, &r2.pool, &r2.directory);
   ASSERT_TRUE(missing.ok());
   EXPECT_EQ(missing->Reserve().error(), ErrorCode::LIFECYCLE_UNKNOWN_HANDLE);
 }

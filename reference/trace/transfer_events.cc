@@ -114,8 +114,9 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   if (c.IsPoisoned("transfer:" + id)) return nullptr;  // its root cause is already reported
   auto it = s.transfers.find(id);
   if (it == s.transfers.end() || !it->second.txn) {
-    c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
-             e.event_type + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
+    c.Report(
+        ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
+        e.event_type + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
     return nullptr;
   }
   Transfer& t = it->second;
@@ -142,9 +143,10 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
   if (e.outcome == "rejected") {
     if (!s.ok()) return false;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             e.event_type + " reported \"rejected\", but the M5.6 transaction admits it on the "
-                            "replayed state (the runtime refused a legal operation or the trace "
-                            "lost an event)");
+             e.event_type +
+                 " reported \"rejected\", but the M5.6 transaction admits it on the "
+                 "replayed state (the runtime refused a legal operation or the trace "
+                 "lost an event)");
     c.Poison(gate);
     return false;
   }
@@ -162,14 +164,14 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
   if (!observed || *observed == d.credits.in_flight()) return;
   const bool early = e.event_type == "chunk_receive" && d.credits.in_flight() >= chunk_bytes &&
                      *observed == d.credits.in_flight() - chunk_bytes;
-  c.Report(early ? ErrorCode::HANDOFF_CREDIT_RETURNED_EARLY
-                 : ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
-           c.LinePtr() + "/payload/in_flight_bytes",
-           e.event_type + " reports " + U(*observed) + " B in flight; the credit window holds " +
-               U(d.credits.in_flight()) + " B" +
-               (early ? " (this chunk's " + U(chunk_bytes) +
-                            " B were returned at receive; credit returns at DEVICE_VISIBLE)"
-                      : ""));
+  c.Report(
+      early ? ErrorCode::HANDOFF_CREDIT_RETURNED_EARLY : ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+      c.LinePtr() + "/payload/in_flight_bytes",
+      e.event_type + " reports " + U(*observed) + " B in flight; the credit window holds " +
+          U(d.credits.in_flight()) + " B" +
+          (early ? " (this chunk's " + U(chunk_bytes) +
+                       " B were returned at receive; credit returns at DEVICE_VISIBLE)"
+                 : ""));
   c.Poison("transfer:" + *e.operation_id);
 }
 
@@ -228,8 +230,8 @@ void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
                  U(c.kv().abi().num_layers) + " layers");
     return;
   }
-  State(c).ready[{*req, *layer}].push_back({interval->first, interval->second, e.line,
-                                            e.monotonic_ns});
+  State(c).ready[{*req, *layer}].push_back(
+      {interval->first, interval->second, e.line, e.monotonic_ns});
 }
 
 void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -259,7 +261,8 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   auto req = RequestOf(c, e);
   if (!req) return c.Poison(gate);
   if (plan.identity.request_id != *req) {
-    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/payload/identity/request_id",
+    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH,
+             c.LinePtr() + "/payload/identity/request_id",
              "transfer_plan identity names request \"" + plan.identity.request_id +
                  "\"; the event names \"" + *req + "\"");
     return c.Poison(gate);
@@ -289,17 +292,18 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     fmt("/chunks/" + U(i) + "/checksum", plan.chunks[i].checksum);
   if (!digests_ok) return c.Poison(gate);
   TransferState& s = State(c);
-  const std::string content = handoff::PlanContentDigest(plan) + "|" + plan.identity.tenant + "|" +
-                              U(plan.identity.generation) + "|" + U(plan.identity.attempt) + "|" +
-                              U(plan.identity.source_worker_epoch) + "|" +
-                              U(plan.identity.destination_worker_epoch) + "|" +
-                              plan.identity.reservation_id + "|" + *dest + "|" +
-                              plan.visible_prefix_handle;
+  const std::string content =
+      handoff::PlanContentDigest(plan) + "|" + plan.identity.tenant + "|" +
+      U(plan.identity.generation) + "|" + U(plan.identity.attempt) + "|" +
+      U(plan.identity.source_worker_epoch) + "|" + U(plan.identity.destination_worker_epoch) + "|" +
+      plan.identity.reservation_id + "|" + *dest + "|" + plan.visible_prefix_handle;
   if (auto it = s.transfers.find(plan.transfer_id); it != s.transfers.end()) {
     if (it->second.content == content) return;  // an identical re-plan is an idempotent retry
     c.Report(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION, c.LinePtr() + "/operation_id",
-             "transfer \"" + plan.transfer_id + "\" is planned again with another identity, "
-             "destination or chunk manifest (first planned at line " + U(it->second.plan_line) + ")");
+             "transfer \"" + plan.transfer_id +
+                 "\" is planned again with another identity, "
+                 "destination or chunk manifest (first planned at line " +
+                 U(it->second.plan_line) + ")");
     return;
   }
   auto d = s.destinations.find(*dest);
@@ -325,8 +329,8 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   t.plan_event_id = e.event_id;
   t.content = content;
   for (const auto& ch : plan.chunks) t.summary.logical_bytes += ch.bytes;  // CheckPlan bounds each
-  auto txn = TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool,
-                                 &s.directory);
+  auto txn =
+      TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool, &s.directory);
   if (!txn.ok()) {
     c.ReportStatus(txn.status(), c.LinePtr() + "/payload/chunks");
     return c.Poison(gate);
@@ -446,8 +450,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   else if (e.result_snapshot && *e.result_snapshot != h->cache_snapshot.version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
              "transfer_publish reports snapshot " + U(*e.result_snapshot) +
-                 "; the published destination snapshot is version " +
-                 U(h->cache_snapshot.version));
+                 "; the published destination snapshot is version " + U(h->cache_snapshot.version));
 }
 
 void OnDecodeAdmit(TraceChecker& c, const Event& e, ObjReader& p) {

@@ -31,9 +31,9 @@ Status RegisterTransferEventTypes();
 // What the replay of one transfer established (for tests and reports). Times are the
 // monotonic_ns of the events that caused them (comparable when the sources share a clock).
 struct TransferReplaySummary {
-  std::string state;  // TxnStateName of the replayed transaction
-  uint64_t peak_in_flight_bytes = 0;  // the destination credit window's high-water mark
-  uint64_t logical_bytes = 0;         // sum of the plan's chunk bytes
+  std::string state;                              // TxnStateName of the replayed transaction
+  uint64_t peak_in_flight_bytes = 0;              // the destination credit window's high-water mark
+  uint64_t logical_bytes = 0;                     // sum of the plan's chunk bytes
   std::optional<uint64_t> last_layer_ready_ns;    // latest kv_ready of a planned layer
   std::optional<uint64_t> all_device_visible_ns;  // last chunk_device_visible, once all are
   std::optional<uint64_t> validated_ns;

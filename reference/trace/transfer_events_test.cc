@@ -32,10 +32,10 @@ TEST(TransferEventsTest, RowsAreRegisteredOnTheTransferPlane) {
   ASSERT_TRUE(RegisterTransferEventTypes().ok());
   ASSERT_TRUE(RegisterTransferEventTypes().ok());  // idempotent
   for (const char* name :
-       {"transfer_destination", "destination_prefix", "kv_ready", "transfer_plan", "transfer_reserve",
-        "chunk_credit_acquire", "chunk_send", "chunk_receive", "chunk_device_visible",
-        "transfer_validate", "transfer_publish", "decode_admit", "source_release_ack",
-        "transfer_abort"}) {
+       {"transfer_destination", "destination_prefix", "kv_ready", "transfer_plan",
+        "transfer_reserve", "chunk_credit_acquire", "chunk_send", "chunk_receive",
+        "chunk_device_visible", "transfer_validate", "transfer_publish", "decode_admit",
+        "source_release_ack", "transfer_abort"}) {
     const EventTypeSpec* spec = FindEventType(name);
     ASSERT_NE(spec, nullptr) << name;
     EXPECT_EQ(spec->plane, Plane::kTransfer) << name;
@@ -107,7 +107,8 @@ TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
   const std::string from = R"({"source_instance":"decode-0","source_component":"transfer")";
   auto at = lines[0].find(from);
   ASSERT_NE(at, std::string::npos);
-  lines[0].replace(at, from.size(), R"({"source_instance":"decode-0","source_component":"semantic")");
+  lines[0].replace(at, from.size(),
+                   R"({"source_instance":"decode-0","source_component":"semantic")");
   TraceChecker c(kFixture);
   const Violations& v = Replay(c, lines);
   ASSERT_FALSE(v.empty());
