@@ -502,7 +502,8 @@ RC_GTEST_PROP(HandoffProperties, TraceCheckerSurvivesRandomTransferEventMutation
   static const std::vector<std::vector<Json>> kTraces = [] {
     std::vector<std::vector<Json>> out;
     for (const char* f : {"fixtures/m5_6/trace/transfer_protocol.jsonl",
-                          "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl"}) {
+                          "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl",
+                          "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl"}) {
       std::ifstream in(test::SourcePath(f));
       std::vector<Json> lines;
       for (std::string l; std::getline(in, l);) lines.push_back(Json::parse(l));
