@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -15,6 +16,7 @@
 #include "reference/base/canonical_json.h"
 #include "reference/handoff/transfer_txn.h"
 #include "reference/testutil/testutil.h"
+#include "reference/trace/checker.h"
 #include "reference/validate/kinds.h"
 
 namespace kvc::handoff {
@@ -340,6 +342,81 @@ RC_GTEST_PROP(HandoffProperties, AnyLegalDeliveryOrderPublishes, ()) {
   RC_ASSERT(w.credits.in_flight() == 0u);
 }
 
+// Suffix transfer onto a warm destination (0x01A, 0x06): the destination already holds an exact
+// visible prefix V_D = [0, p); only X = U \ V_D = [p, p + n) moves, in any legal delivery order
+// with duplicate callbacks, and publication makes exactly [0, p + n) visible on a fork of the
+// prefix (the prefix itself unchanged). A plan that does not start where V_D ends is refused at
+// reservation and holds nothing.
+RC_GTEST_PROP(HandoffProperties, SuffixOntoWarmDestinationPublishesExactlyTheMissingInterval, ()) {
+  const uint64_t layers = Uniform<uint64_t>(1, 5);
+  const uint64_t p = Uniform<uint64_t>(1, 12);
+  const uint64_t n = Uniform<uint64_t>(1, 12);
+  const uint64_t start = Uniform<int>(0, 4) == 0 ? Uniform<uint64_t>(0, p + 3) : p;
+  Geometry g;
+  g.layers = layers;
+  for (uint64_t l = 0; l < layers; ++l) {
+    std::vector<uint64_t> split;
+    for (uint64_t left = n; left > 0;) {
+      uint64_t c = Uniform<uint64_t>(1, left + 1);
+      split.push_back(c);
+      left -= c;
+    }
+    g.chunk_tokens.push_back(split);
+    g.ready.push_back(0);
+  }
+  TransferPlan plan = MakePlan(g, 1);
+  plan.token_start = start;
+  for (auto& c : plan.chunks) c.token_start += start;
+  plan.visible_prefix_handle = "prefix";
+  World w(g, n * kBytesPerTokenLayer);
+  RC_ASSERT(w.directory.PublishVisiblePrefix("prefix", p).ok());
+  auto txn = TransferTxn::Create(plan, &w.credits, &w.pool, &w.directory);
+  RC_ASSERT(txn.ok());
+  Status reserved = txn->Reserve();
+  if (start != p) {
+    RC_ASSERT(reserved.error() == ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+    RC_ASSERT(w.pool.unpublished() == 0u);
+    RC_ASSERT(txn->state() == TxnState::kPlanned);
+    RC_TAG("refused: transfer set does not start at |V_D|");
+    return;
+  }
+  RC_ASSERT(reserved.ok());
+  w.attempts.push_back(std::move(txn).value());
+  TransferTxn& a = w.attempts.back();
+  const auto& chunks = a.plan().chunks;
+  uint64_t moved = 0;
+  for (const auto& c : chunks) moved += c.bytes;
+  RC_ASSERT(moved == n * layers * kBytesPerTokenLayer);  // the prefix never moves
+  for (int guard = 0; guard < 100000; ++guard) {
+    std::vector<size_t> open;
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (a.chunk_state(chunks[i].chunk_id) != ChunkState::kDeviceVisible) open.push_back(i);
+    if (open.empty()) break;
+    size_t pick = open[Uniform<size_t>(0, open.size())];
+    Status st = Drive(w, a, 0, pick, false);
+    if (!st.ok()) {
+      RC_ASSERT(st.error() == ErrorCode::HANDOFF_CREDIT_WINDOW_EXCEEDED);
+      for (size_t i : open)
+        if (a.chunk_state(chunks[i].chunk_id) != ChunkState::kDeclared) {
+          RC_ASSERT(Drive(w, a, 0, i, false).ok());
+          break;
+        }
+    }
+    if (Uniform<int>(0, 4) == 0) (void)Drive(w, a, 4, pick, false);  // duplicate callback
+    w.CheckInvariants();
+  }
+  RC_ASSERT(a.Validate(a.plan().identity, a.plan().tensor_abi_sha256).ok());
+  auto h = a.Publish();
+  RC_ASSERT(h.ok());
+  RC_ASSERT(h->cache_snapshot.committed_length == p + n);
+  auto snap = w.directory.cache().Read(h->cache_handle_id);
+  RC_ASSERT(snap.ok());
+  RC_ASSERT(snap->committed_length == p + n);
+  RC_ASSERT(w.directory.cache().Read("prefix")->committed_length == p);
+  RC_ASSERT(w.credits.in_flight() == 0u);
+  RC_TAG("published");
+}
+
 void CollectPointers(const Json& j, const std::string& at, std::vector<std::string>* out) {
   out->push_back(at);
   if (j.is_object())
@@ -412,6 +489,51 @@ class SeedPrinter : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kSeedPrinter =
     ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+
+}  // namespace
+}  // namespace kvc::handoff
+
+namespace kvc::handoff {
+namespace {
+
+// Hostile one-field mutations of the transfer-plane traces: the trace checker never crashes
+// or throws on them, and is deterministic (the same bytes yield the same violations).
+RC_GTEST_PROP(HandoffProperties, TraceCheckerSurvivesRandomTransferEventMutations, ()) {
+  static const std::vector<std::vector<Json>> kTraces = [] {
+    std::vector<std::vector<Json>> out;
+    for (const char* f : {"fixtures/m5_6/trace/transfer_protocol.jsonl",
+                          "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl",
+                          "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl"}) {
+      std::ifstream in(test::SourcePath(f));
+      std::vector<Json> lines;
+      for (std::string l; std::getline(in, l);) lines.push_back(Json::parse(l));
+      out.push_back(std::move(lines));
+    }
+    return out;
+  }();
+  std::vector<Json> lines = kTraces[Uniform<size_t>(0, kTraces.size())];
+  RC_ASSERT(lines.size() > 1u);
+  const size_t at = Uniform<size_t>(1, lines.size());
+  std::vector<std::string> ptrs;
+  CollectPointers(lines[at], "", &ptrs);
+  const std::string ptr = ptrs[Uniform<size_t>(1, ptrs.size())];
+  const Json values[] = {-1, 0, 1, 6, UINT64_MAX, 0.5, "", "c7", "xfer-req-42-g6",
+                         std::string(64, 'f'), nullptr, true, Json::array(), Json::object()};
+  try {
+    if (Uniform<int>(0, 2) == 0)
+      lines[at][Json::json_pointer(ptr)] = values[Uniform<size_t>(0, std::size(values))];
+    else
+      lines[at] = lines[at].patch(Json::array({{{"op", "remove"}, {"path", ptr}}}));
+  } catch (const std::exception&) {
+    RC_DISCARD("mutation not applicable");
+  }
+  std::string text;
+  for (const auto& l : lines) text += l.dump() + "\n";
+  Violations a = trace::ValidateTraceJsonl(text, "mutated.jsonl");
+  Violations b = trace::ValidateTraceJsonl(text, "mutated.jsonl");
+  RC_ASSERT(test::Describe(a) == test::Describe(b));
+  RC_TAG(a.empty() ? "accepted" : "rejected");
+}
 
 }  // namespace
 }  // namespace kvc::handoff

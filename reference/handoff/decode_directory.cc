@@ -47,6 +47,75 @@ Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t 
   return cache_.BeginAppend(req).status();
 }
 
+Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id,
+                                             uint64_t tokens) {
+  if (tokens == 0) return InvalidArgument("a visible prefix holds at least one token");
+  if (const lifecycle::HandleRecord* rec = cache_.Find(prefix_handle_id)) {
+    if (rec->current.readable() && rec->current.committed_length == tokens) return Status();
+    return InvalidArgument("handle \"" + prefix_handle_id + "\" already holds " +
+                           std::to_string(rec->current.committed_length) +
+                           " tokens; a visible prefix of " + std::to_string(tokens) +
+                           " tokens needs its own handle");
+  }
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot base,
+                       cache_.Allocate(prefix_handle_id, prefix_handle_id, 0));
+  const std::string txn = "visible-prefix:" + prefix_handle_id;
+  lifecycle::BeginAppendRequest req;
+  req.txn_id = txn;
+  req.idempotency_key = txn;
+  req.handle_id = prefix_handle_id;
+  req.base = base.base();
+  req.cache_abi = cache_.abi().id;
+  req.interval = {0, tokens};
+  req.binding = {0, tokens, tokens, cache_.abi().position_stage};
+  KVC_RETURN_IF_ERROR(cache_.BeginAppend(req).status());
+  for (uint32_t l = 0; l < cache_.abi().num_layers; ++l) {
+    lifecycle::StageLayerRequest stage;
+    stage.txn_id = txn;
+    stage.layer = l;
+    stage.interval = {0, tokens};
+    KVC_RETURN_IF_ERROR(cache_.StageLayer(stage).status());
+  }
+  return cache_.Publish(txn).status();
+}
+
+Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint64_t generation,
+                                            const std::string& transfer_id, uint64_t token_start,
+                                            uint64_t token_count,
+                                            const std::string& visible_prefix_handle) {
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot prefix, cache_.Read(visible_prefix_handle));
+  if (prefix.committed_length != token_start)
+    return ViolationStatus(
+        ErrorCode::HANDOFF_COVERAGE_MISMATCH,
+        "the destination's visible prefix \"" + visible_prefix_handle + "\" holds tokens [0," +
+            std::to_string(prefix.committed_length) + "), but transfer " + transfer_id +
+            " starts at token " + std::to_string(token_start) +
+            ": the transfer set X = U \\ V_D begins exactly where V_D ends");
+  const std::string handle = CacheHandleId(request_id, generation);
+  lifecycle::Snapshot base;
+  if (const lifecycle::HandleRecord* rec = cache_.Find(handle)) {
+    base = rec->current;  // a re-opened attempt handle already holds the fork
+    if (base.committed_length != token_start)
+      return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH,
+                             "destination handle " + handle + " holds " +
+                                 std::to_string(base.committed_length) +
+                                 " tokens; the transfer starts at " + std::to_string(token_start));
+  } else {
+    KVC_ASSIGN_OR_RETURN(std::vector<lifecycle::Snapshot> kids,
+                         cache_.Fork(visible_prefix_handle, token_start, {handle}));
+    base = kids.front();
+  }
+  lifecycle::BeginAppendRequest req;
+  req.txn_id = transfer_id;
+  req.idempotency_key = transfer_id;
+  req.handle_id = handle;
+  req.base = base.base();
+  req.cache_abi = cache_.abi().id;
+  req.interval = {token_start, token_count};
+  req.binding = {token_start, token_count, token_start + token_count, cache_.abi().position_stage};
+  return cache_.BeginAppend(req).status();
+}
+
 Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer,
                                    uint64_t token_start, uint64_t token_count) {
   if (layer > UINT32_MAX) return OutOfRange("layer index exceeds 32 bits");

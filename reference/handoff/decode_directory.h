@@ -14,9 +14,12 @@
 // transferred interval is one append transaction (txn id = transfer_id) whose layers are
 // staged as they become DEVICE_VISIBLE, and publication is that object's compare-and-publish
 // (every layer or none). This type adds only the M5.6 cross-attempt generation fence and the
-// decode-visible handle. The destination handle starts empty, so the transferred interval must
-// start at token 0; a suffix transfer onto a destination-visible prefix (which would fork that
-// prefix first) is rejected with LIFECYCLE_APPEND_HOLE. Not thread-safe; callers serialize (one logical directory lock).
+// decode-visible handle. A cold destination handle starts empty, so its transferred interval
+// starts at token 0 (OpenDestination; token_start > 0 there is LIFECYCLE_APPEND_HOLE). A warm
+// destination already holds an exact visible prefix V_D (PublishVisiblePrefix): the attempt's
+// handle is then an exact fork of that prefix and the transfer appends only the missing
+// interval X = U \ V_D onto it (OpenDestinationOnto); publication makes [0, |U|) visible.
+// Not thread-safe; callers serialize (one logical directory lock).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 #define KVCONFORM_REFERENCE_HANDOFF_DECODE_DIRECTORY_H_
 
@@ -63,6 +66,18 @@ class DecodeDirectory {
   Status OpenDestination(const std::string& request_id, uint64_t generation,
                          const std::string& transfer_id, uint64_t token_start,
                          uint64_t token_count);
+  // Makes `tokens` tokens of exact state visible at this destination as the all-layer snapshot
+  // of handle `prefix_handle_id` (a prefix-cache entry that already passed the model, position,
+  // ABI, generation and visibility fences; its identity is the caller's claim). Re-publishing an
+  // equal prefix is a no-op; another length under the same handle is InvalidArgument.
+  Status PublishVisiblePrefix(const std::string& prefix_handle_id, uint64_t tokens);
+  // OpenDestination onto a warm destination: the attempt's handle starts as an exact fork of
+  // `visible_prefix_handle`, whose committed length must equal token_start (the transfer set
+  // X = U \ V_D begins where V_D ends; otherwise HANDOFF_COVERAGE_MISMATCH), and its append
+  // transaction (base = the fork's snapshot) covers only [token_start, token_start+token_count).
+  Status OpenDestinationOnto(const std::string& request_id, uint64_t generation,
+                             const std::string& transfer_id, uint64_t token_start,
+                             uint64_t token_count, const std::string& visible_prefix_handle);
   // Stages K and V of one layer (every chunk of it is DEVICE_VISIBLE).
   Status StageLayer(const std::string& transfer_id, uint64_t layer, uint64_t token_start,
                     uint64_t token_count);

@@ -3,6 +3,7 @@
 
 #include "reference/handoff/capability.h"
 #include "reference/handoff/rollback.h"
+#include "reference/handoff/source_audit.h"
 
 namespace kvc::handoff {
 namespace {
@@ -30,8 +31,11 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   top.OptString("seed_ref");
   FieldReader dep(top.Object("deployment"), "/deployment", &v);
   for (const char* k : {"connector_class", "producer_role", "consumer_role", "transfer_backend",
-                        "buffer_device", "topology", "cache_abi_sha256"})
+                        "buffer_device", "topology", "cache_abi_sha256", "model", "tokenizer",
+                        "adapter"})
     dep.String(k);
+  std::vector<std::string> frozen_pins =
+      ReadPinIds(dep.Array("source_pins"), "/deployment/source_pins", &v);
   dep.Enum("direction", {"push", "pull"});
   dep.Enum("fallback_mode", {"colocated", "recompute"});
   dep.RejectUnknownFields();
@@ -125,7 +129,13 @@ Violations ValidateRuntimeRelease(const Json& doc) {
     if (auto b = gate.Bool(k)) *dst = *b;
   gate.RejectUnknownFields();
   rb.RejectUnknownFields();
+  SourceAudit audit = ReadSourceAudit(top, &v);
+  audit.deployment_pins = std::move(frozen_pins);
   top.RejectUnknownFields();
+  if (!v.empty()) return v;
+
+  // Source audit first: an unverifiable deployment manifest gates everything after it.
+  v = CheckSourceAudit(audit);
   if (!v.empty()) return v;
 
   // Capabilities: deny before any remote operation; one shared nonce store.

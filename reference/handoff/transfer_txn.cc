@@ -185,9 +185,14 @@ Status TransferTxn::Reserve() {
           directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation);
       !s.ok())
     return unreserve(s);
-  if (Status s =
-          directory_->OpenDestination(plan_.identity.request_id, plan_.identity.generation,
-                                      plan_.transfer_id, plan_.token_start, plan_.token_count);
+  if (Status s = plan_.visible_prefix_handle.empty()
+                     ? directory_->OpenDestination(plan_.identity.request_id,
+                                                   plan_.identity.generation, plan_.transfer_id,
+                                                   plan_.token_start, plan_.token_count)
+                     : directory_->OpenDestinationOnto(
+                           plan_.identity.request_id, plan_.identity.generation,
+                           plan_.transfer_id, plan_.token_start, plan_.token_count,
+                           plan_.visible_prefix_handle);
       !s.ok())
     return unreserve(s);
   blocks_reserved_ = true;

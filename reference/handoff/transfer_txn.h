@@ -72,6 +72,9 @@ struct TransferPlan {
   uint64_t bytes_per_token_layer = 0;
   uint64_t reserved_blocks = 0;  // destination blocks for the complete prompt K/V
   std::vector<ChunkSpec> chunks;
+  // Warm destination: the directory handle of the exact visible prefix V_D = [0, token_start)
+  // the transfer extends (DecodeDirectory::OpenDestinationOnto). Empty: a cold destination.
+  std::string visible_prefix_handle;
 };
 
 // A static defect of a plan; chunk_index is the offending chunk (or -1 for the whole plan).
@@ -94,7 +97,8 @@ class TransferTxn {
                                       DestinationBlockPool* pool, DecodeDirectory* directory);
 
   // PLANNED -> RESERVED: reserves the destination blocks, the request generation and opens
-  // the destination's lifecycle append transaction (DecodeDirectory::OpenDestination).
+  // the destination's lifecycle append transaction (DecodeDirectory::OpenDestination, or
+  // OpenDestinationOnto the visible prefix when plan.visible_prefix_handle is set).
   Status Reserve();
   // DECLARED -> CREDIT_ACQUIRED (first one moves RESERVED -> TRANSFERRING).
   Status AcquireCredit(std::string_view chunk_id);

@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include "reference/lifecycle/snapshot/snapshot.h"
+#include "reference/trace/transfer_events.h"
 
 namespace kvc::trace {
 namespace dom = simdjson::dom;
@@ -370,6 +371,10 @@ void ObjReader::RejectUnknown(bool semantic_plane) {
 
 // ---------------------------------------------------------------- TraceChecker
 
+// The M5.6 transfer-plane rows join the table before any trace is checked (EventTypes() and
+// FindEventType() serve them from then on). Registration is idempotent and thread-safe.
+[[maybe_unused]] const bool kTransferEventsRegistered = RegisterTransferEventTypes().ok();
+
 // Recent events per source remembered for duplicate-delivery and id-reuse detection.
 constexpr size_t kRecent = 32;
 
@@ -462,6 +467,31 @@ bool TraceChecker::Apply(const Event& e, OpRef op) {
     return false;
   }
   return true;
+}
+
+CheckerExtension* TraceChecker::extension(std::string_view key) const {
+  for (const auto& [k, ext] : extensions_)
+    if (k == key) return ext.get();
+  return nullptr;
+}
+
+CheckerExtension& TraceChecker::SetExtension(std::string key,
+                                             std::unique_ptr<CheckerExtension> ext) {
+  for (auto& [k, slot] : extensions_)
+    if (k == key) return *(slot = std::move(ext));
+  extensions_.emplace_back(std::move(key), std::move(ext));
+  return *extensions_.back().second;
+}
+
+void TraceChecker::ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
+                            std::string message) {
+  const uint32_t saved_line = line_;
+  Context saved = std::move(current_);
+  line_ = line;
+  current_ = std::move(context);
+  Report(code, std::move(pointer), std::move(message));
+  line_ = saved_line;
+  current_ = std::move(saved);
 }
 
 void TraceChecker::NoteReleased() {
@@ -769,6 +799,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
                  "\", request \"" + o->second.request_id +
                  "\") has neither a publication nor a failure when the trace ends");
     }
+    for (auto& [key, ext] : extensions_) ext->Finish(*this);
     // Expected final states judge a history the replay accepted; after a replay violation the
     // replayed state is not the runtime's, so the root cause alone is reported.
     const bool replay_clean = std::none_of(violations_.begin(), violations_.end(),

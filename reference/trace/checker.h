@@ -50,6 +50,17 @@ std::string_view PlaneComponent(Plane p);  // "semantic", "allocator", "residenc
 class TraceChecker;
 class ObjReader;
 
+// Per-checker state of an extension that registers event types (the M5.6 transfer plane keeps
+// its transactions here). Owned by the checker (created by the extension's handlers on first
+// use through TraceChecker::SetExtension, destroyed with the checker); not thread-safe.
+class CheckerExtension {
+ public:
+  virtual ~CheckerExtension() = default;
+  // End of trace, when the header was usable: report what the extension left unterminated
+  // (with TraceChecker::ReportAt).
+  virtual void Finish(TraceChecker& c) = 0;
+};
+
 // The envelope of one event (RuntimeMutationEvent of M5.1 0x07), read before dispatch.
 struct Event {
   uint32_t line = 0;
@@ -214,6 +225,13 @@ class TraceChecker {
   bool Apply(const Event& e, OpRef op);
   void NoteReleased();
   uint32_t line() const { return line_; }
+  // The extension slot named `key`, or nullptr before SetExtension(key, ...).
+  CheckerExtension* extension(std::string_view key) const;
+  // Installs (or replaces) the slot `key`; returns the installed state.
+  CheckerExtension& SetExtension(std::string key, std::unique_ptr<CheckerExtension> ext);
+  // Records a violation found at another line than the current one (end-of-trace findings).
+  void ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
+                std::string message);
   // "/<line-1>"; valid until the next Feed or Finish.
   const std::string& LinePtr() const;
 
@@ -255,6 +273,7 @@ class TraceChecker {
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
+  std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
 
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).

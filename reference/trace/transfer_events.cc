@@ -1,0 +1,539 @@
+// Transfer-plane event handlers: replay M5.6 handoffs of a trace through handoff::TransferTxn.
+#include "reference/trace/transfer_events.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
+#include "reference/handoff/byte_credit_window.h"
+#include "reference/handoff/decode_directory.h"
+#include "reference/handoff/transfer_txn.h"
+#include "reference/trace/checker.h"
+
+namespace kvc::trace {
+namespace {
+
+using handoff::ByteCreditWindow;
+using handoff::DecodeDirectory;
+using handoff::DestinationBlockPool;
+using handoff::PublishedHandle;
+using handoff::TransferIdentity;
+using handoff::TransferPlan;
+using handoff::TransferTxn;
+using handoff::TxnState;
+
+constexpr std::string_view kSlot = "m5_6.transfer";
+
+std::string U(uint64_t v) { return std::to_string(v); }
+
+// A destination worker: its byte-credit window and its block pool (0x06B).
+struct Destination {
+  Destination(uint64_t credit, uint64_t blocks) : credits(credit), pool(blocks) {}
+  ByteCreditWindow credits;
+  DestinationBlockPool pool;
+};
+
+struct Transfer {
+  std::string destination;
+  std::string request_id;
+  std::optional<TransferTxn> txn;  // borrows *destinations[destination] and the directory
+  std::optional<PublishedHandle> handle;
+  uint32_t plan_line = 0;
+  std::string plan_event_id;
+  std::string content;  // PlanContentDigest + identity: an identical re-plan is a retry
+  TransferReplaySummary summary;
+};
+
+// The K/V-ready token intervals of one (request, layer), each with the line that declared it.
+struct Ready {
+  uint64_t start = 0, end = 0;
+  uint32_t line = 0;
+  uint64_t ns = 0;
+};
+
+// Per-checker replay state of the transfer plane.
+class TransferState final : public CheckerExtension {
+ public:
+  explicit TransferState(const lifecycle::CacheAbi& abi) : directory(abi) {}
+
+  void Finish(TraceChecker& c) override {
+    std::vector<const std::pair<const std::string, Transfer>*> open;
+    for (const auto& kv : transfers)
+      if (kv.second.txn && !c.IsPoisoned("transfer:" + kv.first) &&
+          kv.second.txn->state() != TxnState::kPublished &&
+          kv.second.txn->state() != TxnState::kAborted)
+        open.push_back(&kv);
+    std::sort(open.begin(), open.end(),
+              [](auto* a, auto* b) { return a->second.plan_line < b->second.plan_line; });
+    for (auto* o : open)
+      c.ReportAt(o->second.plan_line, {o->second.plan_event_id, o->second.request_id},
+                 ErrorCode::TRACE_OPERATION_UNTERMINATED, "/" + U(o->second.plan_line - 1),
+                 "transfer \"" + o->first + "\" ends the trace in state " +
+                     std::string(handoff::TxnStateName(o->second.txn->state())) +
+                     "; a handoff ends PUBLISHED or ABORTED (0x06A)");
+  }
+
+  DecodeDirectory directory;
+  // Address-stable: transactions borrow the window and the pool.
+  std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
+  std::map<std::string, Transfer, std::less<>> transfers;
+  std::map<std::pair<std::string, uint64_t>, std::vector<Ready>> ready;
+};
+
+TransferState& State(TraceChecker& c) {
+  if (CheckerExtension* x = c.extension(kSlot)) return static_cast<TransferState&>(*x);
+  return static_cast<TransferState&>(
+      c.SetExtension(std::string(kSlot), std::make_unique<TransferState>(c.kv().abi())));
+}
+
+// The request the event names, or nullopt after reporting its absence.
+std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
+  if (e.request_id) return e.request_id;
+  c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/request_id",
+           e.event_type + " names the request whose K/V it moves");
+  return std::nullopt;
+}
+
+// Only "success" and "rejected" describe a transfer operation (retries are idempotent
+// successes; a failure is transfer_abort). Declarations (destination, kv_ready, plan) succeed.
+bool OutcomeAllowed(TraceChecker& c, const Event& e, bool declaration = false) {
+  if (e.outcome == "success" || (!declaration && e.outcome == "rejected")) return true;
+  c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+           e.event_type + " outcome is " + (declaration ? "success" : "success or rejected") +
+               ", not \"" + e.outcome + "\" (a failed handoff is recorded as transfer_abort)");
+  return false;
+}
+
+// The live transfer an event names; nullptr (after reporting, unless gated) when none.
+Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
+  const std::string& id = *e.operation_id;
+  if (c.IsPoisoned("transfer:" + id)) return nullptr;  // its root cause is already reported
+  auto it = s.transfers.find(id);
+  if (it == s.transfers.end() || !it->second.txn) {
+    c.Report(
+        ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
+        e.event_type + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
+    return nullptr;
+  }
+  Transfer& t = it->second;
+  if (e.request_id && *e.request_id != t.request_id) {
+    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
+             e.event_type + " names request \"" + *e.request_id + "\"; transfer \"" + id +
+                 "\" moves request \"" + t.request_id + "\"");
+    return nullptr;
+  }
+  if (e.handle_generation && *e.handle_generation != t.txn->plan().identity.generation) {
+    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
+             e.event_type + " carries generation " + U(*e.handle_generation) + "; transfer \"" +
+                 id + "\" belongs to generation " + U(t.txn->plan().identity.generation));
+    return nullptr;
+  }
+  return &t;
+}
+
+// Judges one TransferTxn operation's status under the event's outcome: "rejected" must be
+// refused by the protocol too (a refused operation changes nothing), anything else must be
+// accepted. A breach is reported once and gates the transfer's later events.
+bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view context = {}) {
+  const std::string gate = "transfer:" + *e.operation_id;
+  if (e.outcome == "rejected") {
+    if (!s.ok()) return false;
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             e.event_type +
+                 " reported \"rejected\", but the M5.6 transaction admits it on the "
+                 "replayed state (the runtime refused a legal operation or the trace "
+                 "lost an event)");
+    c.Poison(gate);
+    return false;
+  }
+  if (s.ok()) return true;
+  Status r = s;
+  if (!context.empty()) r = Status(s.code(), s.message() + " " + std::string(context), s.error());
+  c.ReportStatus(r, c.LinePtr());
+  c.Poison(gate);
+  return false;
+}
+
+// The credit window's in-flight bytes a runtime may report after a chunk event.
+void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
+                   std::optional<uint64_t> observed, uint64_t chunk_bytes) {
+  if (!observed || *observed == d.credits.in_flight()) return;
+  const bool early = e.event_type == "chunk_receive" && d.credits.in_flight() >= chunk_bytes &&
+                     *observed == d.credits.in_flight() - chunk_bytes;
+  c.Report(
+      early ? ErrorCode::HANDOFF_CREDIT_RETURNED_EARLY : ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+      c.LinePtr() + "/payload/in_flight_bytes",
+      e.event_type + " reports " + U(*observed) + " B in flight; the credit window holds " +
+          U(d.credits.in_flight()) + " B" +
+          (early ? " (this chunk's " + U(chunk_bytes) +
+                       " B were returned at receive; credit returns at DEVICE_VISIBLE)"
+                 : ""));
+  c.Poison("transfer:" + *e.operation_id);
+}
+
+const handoff::ChunkSpec* Spec(const Transfer& t, std::string_view chunk_id) {
+  for (const auto& ch : t.txn->plan().chunks)
+    if (ch.chunk_id == chunk_id) return &ch;
+  return nullptr;
+}
+
+void ReadIdentity(ObjReader& r, TransferIdentity* id) {
+  id->tenant = r.Str("tenant").value_or("");
+  id->request_id = r.Str("request_id").value_or("");
+  id->generation = r.Uint("generation").value_or(0);
+  id->attempt = r.Uint("attempt").value_or(0);
+  id->source_worker_epoch = r.Uint("source_worker_epoch").value_or(0);
+  id->destination_worker_epoch = r.Uint("destination_worker_epoch").value_or(0);
+  id->reservation_id = r.Str("reservation_id").value_or("");
+  r.RejectUnknown();
+}
+
+// ---------------------------------------------------------------- handlers
+
+void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto name = p.Str("destination");
+  auto credit = p.Uint("credit_capacity_bytes");
+  auto blocks = p.Uint("pool_blocks");
+  if (!p.clean() || !name || !credit || !blocks || !OutcomeAllowed(c, e, true)) return;
+  TransferState& s = State(c);
+  if (s.destinations.count(*name)) {
+    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/destination",
+             "destination \"" + *name + "\" is declared twice");
+    return;
+  }
+  s.destinations.emplace(*name, std::make_unique<Destination>(*credit, *blocks));
+}
+
+// The destination already holds exact visible state V_D = [0, committed_length) (a prefix
+// cache entry) under `prefix_handle`; a warm transfer extends it by X = U \ V_D only.
+void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto handle = p.Str("prefix_handle");
+  auto length = p.Uint("committed_length");
+  if (!p.clean() || !handle || !length || !OutcomeAllowed(c, e, true)) return;
+  Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
+  if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+}
+
+void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto layer = p.Uint("layer");
+  auto interval = p.Range("interval");
+  if (!p.clean() || !layer || !interval || !OutcomeAllowed(c, e, true)) return;
+  auto req = RequestOf(c, e);
+  if (!req) return;
+  if (*layer >= c.kv().abi().num_layers) {
+    c.Report(ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, c.LinePtr() + "/payload/layer",
+             "kv_ready names layer " + U(*layer) + "; the trace's cache ABI has " +
+                 U(c.kv().abi().num_layers) + " layers");
+    return;
+  }
+  State(c).ready[{*req, *layer}].push_back(
+      {interval->first, interval->second, e.line, e.monotonic_ns});
+}
+
+void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
+  TransferPlan plan;
+  plan.transfer_id = *e.operation_id;
+  auto dest = p.Str("destination");
+  if (auto id = p.Object("identity")) ReadIdentity(*id, &plan.identity);
+  auto abi = p.Str("tensor_abi_sha256");
+  auto start = p.Uint("token_start");
+  auto count = p.Uint("token_count");
+  auto bptl = p.Uint("bytes_per_token_layer");
+  auto blocks = p.Uint("reserved_blocks");
+  auto prefix = p.OptStr("visible_prefix_handle");
+  p.ObjectArray("chunks", [&](ObjReader& r) {
+    handoff::ChunkSpec ch;
+    ch.chunk_id = r.Str("chunk_id").value_or("");
+    ch.layer = r.Uint("layer").value_or(0);
+    ch.token_start = r.Uint("token_start").value_or(0);
+    ch.token_count = r.Uint("token_count").value_or(0);
+    ch.bytes = r.Uint("bytes").value_or(0);
+    ch.checksum = r.Str("checksum").value_or("");
+    plan.chunks.push_back(std::move(ch));
+  });
+  const std::string gate = "transfer:" + plan.transfer_id;
+  if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return c.Poison(gate);
+  if (!OutcomeAllowed(c, e, true)) return c.Poison(gate);
+  auto req = RequestOf(c, e);
+  if (!req) return c.Poison(gate);
+  if (plan.identity.request_id != *req) {
+    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH,
+             c.LinePtr() + "/payload/identity/request_id",
+             "transfer_plan identity names request \"" + plan.identity.request_id +
+                 "\"; the event names \"" + *req + "\"");
+    return c.Poison(gate);
+  }
+  if (e.handle_generation && *e.handle_generation != plan.identity.generation) {
+    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
+             "transfer_plan carries generation " + U(*e.handle_generation) +
+                 "; its identity fence names generation " + U(plan.identity.generation));
+    return c.Poison(gate);
+  }
+  plan.tensor_abi_sha256 = *abi;
+  plan.num_layers = c.kv().abi().num_layers;
+  plan.token_start = *start;
+  plan.token_count = *count;
+  plan.bytes_per_token_layer = *bptl;
+  plan.reserved_blocks = *blocks;
+  plan.visible_prefix_handle = prefix.value_or("");
+  bool digests_ok = true;
+  auto fmt = [&](const std::string& ptr, const std::string& v) {
+    if (IsSha256Hex(v)) return;
+    digests_ok = false;
+    c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload" + ptr,
+             "expected a 64-character lowercase hex SHA-256, got \"" + v + "\"");
+  };
+  fmt("/tensor_abi_sha256", plan.tensor_abi_sha256);
+  for (size_t i = 0; i < plan.chunks.size(); ++i)
+    fmt("/chunks/" + U(i) + "/checksum", plan.chunks[i].checksum);
+  if (!digests_ok) return c.Poison(gate);
+  TransferState& s = State(c);
+  const std::string content =
+      handoff::PlanContentDigest(plan) + "|" + plan.identity.tenant + "|" +
+      U(plan.identity.generation) + "|" + U(plan.identity.attempt) + "|" +
+      U(plan.identity.source_worker_epoch) + "|" + U(plan.identity.destination_worker_epoch) + "|" +
+      plan.identity.reservation_id + "|" + *dest + "|" + plan.visible_prefix_handle;
+  if (auto it = s.transfers.find(plan.transfer_id); it != s.transfers.end()) {
+    if (it->second.content == content) return;  // an identical re-plan is an idempotent retry
+    c.Report(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION, c.LinePtr() + "/operation_id",
+             "transfer \"" + plan.transfer_id +
+                 "\" is planned again with another identity, "
+                 "destination or chunk manifest (first planned at line " +
+                 U(it->second.plan_line) + ")");
+    return;
+  }
+  auto d = s.destinations.find(*dest);
+  if (d == s.destinations.end()) {
+    c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/payload/destination",
+             "transfer_plan names destination \"" + *dest +
+                 "\", which no earlier transfer_destination declared");
+    return c.Poison(gate);
+  }
+  bool plan_ok = true;
+  for (const auto& issue : handoff::CheckPlan(plan)) {
+    plan_ok = false;
+    c.Report(issue.code,
+             c.LinePtr() + "/payload/chunks" +
+                 (issue.chunk_index >= 0 ? "/" + U(static_cast<uint64_t>(issue.chunk_index)) : ""),
+             issue.message);
+  }
+  if (!plan_ok) return c.Poison(gate);
+  Transfer t;
+  t.destination = *dest;
+  t.request_id = *req;
+  t.plan_line = e.line;
+  t.plan_event_id = e.event_id;
+  t.content = content;
+  for (const auto& ch : plan.chunks) t.summary.logical_bytes += ch.bytes;  // CheckPlan bounds each
+  auto txn =
+      TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool, &s.directory);
+  if (!txn.ok()) {
+    c.ReportStatus(txn.status(), c.LinePtr() + "/payload/chunks");
+    return c.Poison(gate);
+  }
+  t.txn.emplace(std::move(*txn));
+  s.transfers.emplace(*e.operation_id, std::move(t));
+}
+
+void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
+  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Reserve());
+}
+
+void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto chunk = p.Str("chunk_id");
+  auto in_flight = p.OptUint("in_flight_bytes");
+  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t || !Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
+  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
+}
+
+void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto chunk = p.Str("chunk_id");
+  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  // Producer gate in trace order: the send follows a kv_ready event whose interval covers the
+  // chunk's layer/token interval. Times handed to the transaction are trace line numbers.
+  uint64_t ready_at = UINT64_MAX;
+  std::string why;
+  if (const handoff::ChunkSpec* spec = Spec(*t, *chunk)) {
+    auto it = s.ready.find({t->request_id, spec->layer});
+    if (it != s.ready.end())
+      for (const Ready& r : it->second)
+        if (r.start <= spec->token_start && spec->token_start + spec->token_count <= r.end)
+          ready_at = std::min<uint64_t>(ready_at, r.line);
+    if (ready_at == UINT64_MAX) {
+      ready_at = uint64_t{e.line} + 1;
+      why = "(times are trace lines: no earlier kv_ready covers layer " + U(spec->layer) +
+            " tokens [" + U(spec->token_start) + "," + U(spec->token_start + spec->token_count) +
+            ") of request \"" + t->request_id + "\")";
+    }
+  }
+  Judge(c, e, t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at), why);
+}
+
+void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto chunk = p.Str("chunk_id");
+  auto checksum = p.Str("checksum");
+  auto in_flight = p.OptUint("in_flight_bytes");
+  if (!p.clean() || !chunk || !checksum || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  if (!IsSha256Hex(*checksum)) {
+    c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload/checksum",
+             "expected a 64-character lowercase hex SHA-256, got \"" + *checksum + "\"");
+    return c.Poison("transfer:" + *e.operation_id);
+  }
+  if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;
+  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
+}
+
+void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto chunk = p.Str("chunk_id");
+  auto in_flight = p.OptUint("in_flight_bytes");
+  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t || !Judge(c, e, t->txn->MarkDeviceVisible(*chunk))) return;
+  bool all = true;
+  for (const auto& ch : t->txn->plan().chunks)
+    all &= t->txn->chunk_state(ch.chunk_id) == handoff::ChunkState::kDeviceVisible;
+  if (all && !t->summary.all_device_visible_ns) t->summary.all_device_visible_ns = e.monotonic_ns;
+  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
+}
+
+void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
+  TransferIdentity expected;
+  if (auto id = p.Object("expected_identity")) ReadIdentity(*id, &expected);
+  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  // The destination expects the trace's cache ABI (header cache_abi.id).
+  if (t && Judge(c, e, t->txn->Validate(expected, c.kv().abi().id)))
+    t->summary.validated_ns = e.monotonic_ns;
+}
+
+void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto handle_id = p.OptStr("cache_handle_id");
+  auto length = p.OptUint("committed_length");
+  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  auto h = t->txn->Publish();
+  if (!Judge(c, e, h.status())) return;
+  t->handle = *h;
+  if (!t->summary.published_ns) t->summary.published_ns = e.monotonic_ns;
+  t->summary.published_committed_length = h->cache_snapshot.committed_length;
+  if (handle_id && *handle_id != h->cache_handle_id)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/cache_handle_id",
+             "transfer_publish names destination handle \"" + *handle_id +
+                 "\"; the directory published \"" + h->cache_handle_id + "\"");
+  else if (length && *length != h->cache_snapshot.committed_length)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
+             "transfer_publish reports committed length " + U(*length) +
+                 "; the published all-layer destination snapshot has " +
+                 U(h->cache_snapshot.committed_length));
+  else if (e.result_snapshot && *e.result_snapshot != h->cache_snapshot.version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             "transfer_publish reports snapshot " + U(*e.result_snapshot) +
+                 "; the published destination snapshot is version " + U(h->cache_snapshot.version));
+}
+
+void OnDecodeAdmit(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto generation = p.Uint("generation");
+  if (!p.clean() || !generation || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  // Decode is admitted from the directory's handle for (request, the generation named here).
+  PublishedHandle want = t->handle.value_or(PublishedHandle{});
+  want.request_id = t->request_id;
+  want.generation = *generation;
+  if (!t->handle) want.transfer_id = *e.operation_id;
+  Judge(c, e, t->txn->AdmitDecode(want));
+}
+
+void OnSourceRelease(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto generation = p.Uint("generation");
+  if (!p.clean() || !generation || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  if (Transfer* t = FindTransfer(c, s, e))
+    Judge(c, e, t->txn->AcknowledgeSourceRelease(*generation));
+}
+
+void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto reason = p.Str("reason");
+  if (!p.clean() || !reason || !OutcomeAllowed(c, e)) return;
+  TransferState& s = State(c);
+  if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Abort(*reason));
+}
+
+constexpr EventTypeSpec kRows[] = {
+    {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination},
+    {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix},
+    {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady},
+    {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan},
+    {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},
+    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &OnCreditAcquire},
+    {"chunk_send", Plane::kTransfer, false, true, false, &OnSend},
+    {"chunk_receive", Plane::kTransfer, false, true, false, &OnReceive},
+    {"chunk_device_visible", Plane::kTransfer, false, true, false, &OnDeviceVisible},
+    {"transfer_validate", Plane::kTransfer, false, true, false, &OnValidate},
+    {"transfer_publish", Plane::kTransfer, false, true, false, &OnPublish},
+    {"decode_admit", Plane::kTransfer, false, true, false, &OnDecodeAdmit},
+    {"source_release_ack", Plane::kTransfer, false, true, false, &OnSourceRelease},
+    {"transfer_abort", Plane::kTransfer, false, true, false, &OnAbort},
+};
+
+}  // namespace
+
+Status RegisterTransferEventTypes() {
+  static std::once_flag once;
+  static Status result;
+  std::call_once(once, [] {
+    for (const EventTypeSpec& row : kRows) {
+      Status s = RegisterEventType(row);
+      if (!s.ok() && result.ok()) result = s;
+    }
+  });
+  return result;
+}
+
+std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
+                                                       std::string_view transfer_id) {
+  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
+  if (!s) return std::nullopt;
+  auto it = s->transfers.find(transfer_id);
+  if (it == s->transfers.end() || !it->second.txn) return std::nullopt;
+  const Transfer& t = it->second;
+  TransferReplaySummary out = t.summary;
+  const Destination& d = *s->destinations.at(t.destination);
+  out.state = std::string(handoff::TxnStateName(t.txn->state()));
+  out.peak_in_flight_bytes = d.credits.high_water();
+  out.credits_in_flight_at_end = d.credits.in_flight();
+  out.unpublished_blocks_at_end = d.pool.unpublished();
+  out.retries = t.txn->retries();
+  for (uint64_t l = 0; l < t.txn->plan().num_layers; ++l) {
+    auto r = s->ready.find({t.request_id, l});
+    if (r == s->ready.end()) continue;
+    for (const Ready& x : r->second)
+      out.last_layer_ready_ns = std::max(out.last_layer_ready_ns.value_or(0), x.ns);
+  }
+  return out;
+}
+
+}  // namespace kvc::trace

@@ -1,0 +1,119 @@
+// Tests of the transfer-plane event types: registration, the seed's timeline replayed from a
+// trace, gating and end-of-trace completeness.
+#include "reference/trace/transfer_events.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "reference/testutil/testutil.h"
+#include "reference/trace/checker.h"
+
+namespace kvc::trace {
+namespace {
+
+constexpr const char* kFixture = "fixtures/m5_6/trace/transfer_protocol.jsonl";
+
+std::vector<std::string> Lines(const std::string& relative) {
+  std::ifstream in(test::SourcePath(relative));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// Feeds `lines` (1-based line numbers) and finishes the trace.
+const Violations& Replay(TraceChecker& c, const std::vector<std::string>& lines) {
+  for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
+  return c.Finish(false);
+}
+
+TEST(TransferEventsTest, RowsAreRegisteredOnTheTransferPlane) {
+  ASSERT_TRUE(RegisterTransferEventTypes().ok());
+  ASSERT_TRUE(RegisterTransferEventTypes().ok());  // idempotent
+  for (const char* name :
+       {"transfer_destination", "destination_prefix", "kv_ready", "transfer_plan",
+        "transfer_reserve", "chunk_credit_acquire", "chunk_send", "chunk_receive",
+        "chunk_device_visible", "transfer_validate", "transfer_publish", "decode_admit",
+        "source_release_ack", "transfer_abort"}) {
+    const EventTypeSpec* spec = FindEventType(name);
+    ASSERT_NE(spec, nullptr) << name;
+    EXPECT_EQ(spec->plane, Plane::kTransfer) << name;
+  }
+}
+
+// The seed's 0x06C numbers come out of the replay, not out of the fixture's text.
+TEST(TransferEventsTest, SeedTimelineReplaysFromTheTrace) {
+  TraceChecker c(kFixture);
+  const Violations& v = Replay(c, Lines(kFixture));
+  ASSERT_TRUE(v.empty()) << test::Describe(v);
+  auto s = SummarizeTransfer(c, "xfer-req-42-g7");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "PUBLISHED");
+  EXPECT_EQ(s->logical_bytes, 8u * 1024u);
+  EXPECT_EQ(s->peak_in_flight_bytes, 2048u);  // the 2 KiB window is full, never exceeded
+  EXPECT_EQ(s->last_layer_ready_ns, 86'000'000u);
+  EXPECT_EQ(s->all_device_visible_ns, 116'000'000u);
+  EXPECT_EQ(s->validated_ns, 118'000'000u);
+  EXPECT_EQ(s->published_ns, 120'000'000u);
+  EXPECT_EQ(s->published_committed_length, 16u);
+  EXPECT_EQ(s->credits_in_flight_at_end, 0u);
+  EXPECT_EQ(s->unpublished_blocks_at_end, 0u);  // the superseded attempt returned its blocks
+  EXPECT_EQ(s->retries, 1u);                    // the duplicate delivery of c1
+  auto old = SummarizeTransfer(c, "xfer-req-42-g6");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->state, "ABORTED");
+}
+
+// A transfer that neither publishes nor aborts is reported at its transfer_plan line.
+TEST(TransferEventsTest, UnterminatedTransferIsReportedAtItsPlan) {
+  std::vector<std::string> lines = Lines(kFixture);
+  size_t publish = 0;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find("\"transfer_validate\"") != std::string::npos) publish = i;
+  ASSERT_GT(publish, 0u);
+  lines.resize(publish + 1);  // the trace ends VALIDATED
+  TraceChecker c(kFixture);
+  const Violations& v = Replay(c, lines);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OPERATION_UNTERMINATED"})
+      << test::Describe(v);
+  uint32_t plan_line = 0;
+  for (size_t i = 0; i < lines.size() && !plan_line; ++i)
+    if (lines[i].find("\"transfer_plan\"") != std::string::npos &&
+        lines[i].find("xfer-req-42-g7") != std::string::npos)
+      plan_line = static_cast<uint32_t>(i + 1);
+  EXPECT_EQ(v[0].line, plan_line);
+}
+
+// After a breach the transfer's later events are not replayed: one root cause, one code.
+TEST(TransferEventsTest, BreachGatesTheTransfersLaterEvents) {
+  std::vector<std::string> lines = Lines(kFixture);
+  for (auto& l : lines)
+    if (l.find("\"transfer_reserve\"") != std::string::npos &&
+        l.find("xfer-req-42-g7") != std::string::npos) {
+      // Reserve outcome "rejected" while the protocol admits it: reported once, then gated.
+      l.insert(l.size() - 1, R"(,"outcome":"rejected")");
+    }
+  TraceChecker c(kFixture);
+  const Violations& v = Replay(c, lines);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OUTCOME_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+}
+
+TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
+  std::vector<std::string> lines = Lines(kFixture);
+  // Declare decode-0 as a semantic source: its transfer events name the wrong plane.
+  const std::string from = R"({"source_instance":"decode-0","source_component":"transfer")";
+  auto at = lines[0].find(from);
+  ASSERT_NE(at, std::string::npos);
+  lines[0].replace(at, from.size(),
+                   R"({"source_instance":"decode-0","source_component":"semantic")");
+  TraceChecker c(kFixture);
+  const Violations& v = Replay(c, lines);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(test::CodeNames(v)[0], "TRACE_SOURCE_UNDECLARED") << test::Describe(v);
+}
+
+}  // namespace
+}  // namespace kvc::trace
