@@ -199,6 +199,31 @@ TEST(KvObjectTest, ForkTruncateReleaseRules) {
   EXPECT_EQ(Code(o.Fork("P", 1, {"d"})), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
 }
 
+// ABA on a recycled request identity: a transaction prepared on H's first incarnation stays
+// fenced after H is released and re-allocated, even when the new incarnation has reached the
+// same generation and length again (the incarnation is bound into every digest; no address or
+// length is compared).
+TEST(KvObjectTest, StaleTransactionNeverPublishesIntoARecycledIdentity) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("H", "H").ok());
+  Snapshot g1 = AppendAll(o, "p1", "H", 4);
+  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 1, {4, 1})).ok());
+  ASSERT_TRUE(o.Finish("H").ok());
+  ASSERT_TRUE(o.Release("H").ok());
+  EXPECT_EQ(Code(o.Allocate("H", "H", 0)), ErrorCode::LIFECYCLE_HANDLE_EXISTS);
+  ASSERT_TRUE(o.Allocate("H", "H", 1).ok());
+  Snapshot again = AppendAll(o, "p2", "H", 4);
+  ASSERT_EQ(again.generation, g1.generation);  // same generation and length as x's base...
+  ASSERT_EQ(again.committed_length, g1.committed_length);
+  ASSERT_NE(again.digest, g1.digest);  // ...but another incarnation
+  auto late = o.Publish("x-delayed");
+  EXPECT_FALSE(late.ok());
+  EXPECT_EQ(Code(late), ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT) << late.status().ToString();
+  EXPECT_EQ(*o.Read("H"), again);  // the new incarnation is untouched
+}
+
 TEST(KvObjectTest, HandleGenerationNeverWraps) {
   KvObject o(kAbi);
   ASSERT_TRUE(o.Allocate("R", "R", UINT64_MAX).ok());
