@@ -127,6 +127,47 @@ TEST(TraceCheckerTest, HugeNumbersAndNegativeValuesAreInputErrors) {
             (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
 }
 
+// Regression: resident bytes were compared with committed rows x B_token computed without an
+// overflow check, so 2^60 rows x 16 B (wrapping to 0) matched a claim of 0 resident bytes.
+TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
+  const std::string header =
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
+      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
+      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  const std::string n = std::to_string(uint64_t{1} << 60);
+  auto big = [&](std::string line) {
+    for (size_t at; (at = line.find("\"prompt_length\":2")) != std::string::npos;)
+      line.replace(at, 17, "\"prompt_length\":" + n);
+    for (const char* k : {"[0,2]", "\"mask_key_length\":2", "\"committed_length\":2"}) {
+      std::string key(k);
+      size_t at = line.find(key);
+      if (at == std::string::npos) continue;
+      std::string repl = key == "[0,2]" ? "[0," + n + "]" : key.substr(0, key.size() - 1) + n;
+      for (; at != std::string::npos; at = line.find(key)) line.replace(at, key.size(), repl);
+    }
+    return line;
+  };
+  auto residency = [](uint64_t bytes) {
+    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
+           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
+           R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":"e3",)"
+           R"("tier":"hbm","resident_payload_bytes":)" +
+           std::to_string(bytes) + "}}";
+  };
+  std::string t = header + "\n" + big(Alloc(0)) + "\n" + big(Start(1)) + "\n" + big(Stage(2)) +
+                  "\n" + big(Publish(3)) + "\n";
+  ASSERT_TRUE(Codes(t).empty()) << test::Describe(ValidateTraceJsonl(t, "t.jsonl"));
+  EXPECT_EQ(Codes(t + residency(0) + "\n"),
+            (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
+  // The same rule on a small trace: the exact product passes, anything else does not.
+  std::string small =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  EXPECT_TRUE(Codes(small + residency(32) + "\n").empty());
+  EXPECT_EQ(Codes(small + residency(0) + "\n"),
+            (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
+}
+
 TEST(TraceCheckerTest, EventTypeTableRejectsDuplicateRegistration) {
   EventTypeSpec dup = *FindEventType("fork");
   EXPECT_FALSE(RegisterEventType(dup).ok());

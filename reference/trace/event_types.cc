@@ -519,13 +519,20 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!CheckCauseKind(c, e, *info, is_free)) return;
-  uint64_t want = info->committed_length * c.bytes_per_token();
-  if (info->type != "release" && *bytes != want)
+  if (info->type == "release") return;
+  // committed rows and B_token come from the trace: the product is checked, never wrapped.
+  std::optional<uint64_t> want = CheckedMul(info->committed_length, c.bytes_per_token());
+  if (!want)
+    return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+                    c.LinePtr() + "/payload/resident_payload_bytes",
+                    U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
+                        " B/token exceeds 2^64 - 1 bytes; no residency can match it");
+  if (*bytes != *want)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
              U(*bytes) + " resident payload bytes after " + std::string(info->type) + "; " +
                  U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
-                 " B/token = " + U(want));
+                 " B/token = " + U(*want));
 }
 
 std::vector<EventTypeSpec>& Table() {
