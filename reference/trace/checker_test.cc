@@ -168,6 +168,33 @@ TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
             (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
 }
 
+// Regression: a result_snapshot on an event that produces no snapshot, and a stage event's
+// base_snapshot that is not its operation's base, were accepted silently.
+TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {
+  auto with = [](std::string line, const std::string& field) {
+    line.insert(line.find("\"payload\""), field + ",");
+    return line;
+  };
+  const std::string pre = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  auto trace = [&](const std::string& start, const std::string& stage) {
+    return pre + start + "\n" + stage + "\n" + Publish(3) + "\n";
+  };
+  ASSERT_TRUE(Codes(trace(Start(1), Stage(2))).empty());
+  EXPECT_TRUE(Codes(trace(Start(1), with(Stage(2), R"("base_snapshot":0)"))).empty());
+  EXPECT_EQ(Codes(trace(Start(1), with(Stage(2), R"("base_snapshot":1)"))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  EXPECT_EQ(Codes(trace(Start(1), with(Stage(2), R"("result_snapshot":1)"))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  EXPECT_EQ(Codes(trace(with(Start(1), R"("result_snapshot":1)"), Stage(2))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  const std::string emit =
+      Ev(4, "output_emit",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})");
+  EXPECT_TRUE(Codes(trace(Start(1), Stage(2)) + emit + "\n").empty());
+  EXPECT_EQ(Codes(trace(Start(1), Stage(2)) + with(emit, R"("result_snapshot":2)") + "\n"),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+}
+
 TEST(TraceCheckerTest, EventTypeTableRejectsDuplicateRegistration) {
   EventTypeSpec dup = *FindEventType("fork");
   EXPECT_FALSE(RegisterEventType(dup).ok());
