@@ -118,5 +118,10 @@ for f in invalid_fixtures/m5_6/*/*.json; do
   expect_out "invalid-code:$f" "\"code\": \"$code\""
 done
 
+# Every bundled kvconform.trace/1 fixture is valid against the published JSON Schema.
+python3 tools/trace_schema_check.py >"$T/out" 2>&1; rc=$?
+if [ "$rc" -eq 77 ]; then cat "$T/out"; elif [ "$rc" -eq 0 ]; then pass=$((pass+1)); else
+  fail=$((fail+1)); echo "FAIL trace_schema_fixtures: exit $rc"; sed 's/^/    /' "$T/out" | head -20; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
