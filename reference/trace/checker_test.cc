@@ -191,6 +191,19 @@ TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {
       Ev(4, "output_emit",
          R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})");
   EXPECT_TRUE(Codes(trace(Start(1), Stage(2)) + emit + "\n").empty());
+  // A publication that lost its compare-and-publish (reported as rejected) names no result.
+  auto as_q = [](std::string line) {
+    line.replace(line.find(R"("operation_id":"p")"), 18, R"("operation_id":"q")");
+    return line;
+  };
+  const std::string lost_race = pre + Start(1) + "\n" + Stage(2) + "\n" + as_q(Start(3)) + "\n" +
+                                as_q(Stage(4)) + "\n" + Publish(5) + "\n";
+  std::string lost = as_q(Publish(6));
+  lost.replace(lost.find(R"("result_snapshot":1,)"), 20, R"("outcome":"rejected",)");
+  ASSERT_TRUE(Codes(lost_race + lost + "\n").empty()) << lost;
+  lost.insert(lost.find("\"payload\""), R"("result_snapshot":2,)");
+  EXPECT_EQ(Codes(lost_race + lost + "\n"),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
   EXPECT_EQ(Codes(trace(Start(1), Stage(2)) + with(emit, R"("result_snapshot":2)") + "\n"),
             (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
 }

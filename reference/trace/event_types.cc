@@ -214,6 +214,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
         "append_publish outcome is success, replayed or rejected; a failure is append_failure");
     return;
   }
+  if (e.outcome == "rejected") NoResultAllowed(c, e);  // a lost compare-and-publish creates none
   std::optional<lifecycle::PublishReceipt> receipt;
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.Publish(*e.operation_id);
