@@ -141,6 +141,14 @@ TEST(KvObjectTest, RetryIdentityChangesConflict) {
   EXPECT_EQ(Code(o.BeginAppend(changed)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
   auto wider = Append("t", s, 5);
   EXPECT_EQ(Code(o.BeginAppend(wider)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  // Same key and interval, another base: the handle moved on (another transaction published);
+  // re-sending "t" against the new live snapshot is a conflict, not a fresh transaction.
+  ASSERT_TRUE(o.CancelTxn("t").ok());
+  Snapshot s1 = AppendAll(o, "u", "R", 4);
+  auto rebased = Append("t", s, 4);
+  rebased.base = s1.base();
+  EXPECT_EQ(Code(o.BeginAppend(rebased)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  EXPECT_EQ(o.Read("R")->generation, s1.generation);
 }
 
 TEST(KvObjectTest, BaseAndBindingChecks) {
