@@ -187,9 +187,9 @@ TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {
             (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
   EXPECT_EQ(Codes(trace(with(Start(1), R"("result_snapshot":1)"), Stage(2))),
             (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
-  const std::string emit =
-      Ev(4, "output_emit",
-         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})");
+  const std::string emit = Ev(
+      4, "output_emit",
+      R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})");
   EXPECT_TRUE(Codes(trace(Start(1), Stage(2)) + emit + "\n").empty());
   // A publication that lost its compare-and-publish (reported as rejected) names no result.
   auto as_q = [](std::string line) {
@@ -202,8 +202,7 @@ TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {
   lost.replace(lost.find(R"("result_snapshot":1,)"), 20, R"("outcome":"rejected",)");
   ASSERT_TRUE(Codes(lost_race + lost + "\n").empty()) << lost;
   lost.insert(lost.find("\"payload\""), R"("result_snapshot":2,)");
-  EXPECT_EQ(Codes(lost_race + lost + "\n"),
-            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  EXPECT_EQ(Codes(lost_race + lost + "\n"), (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
   EXPECT_EQ(Codes(trace(Start(1), Stage(2)) + with(emit, R"("result_snapshot":2)") + "\n"),
             (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
 }
