@@ -132,5 +132,24 @@ check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz
 check fuzz_aba_slot_reuse 1 "$K" fuzz races --mutant no_generation_fence --programs 50 --ops 60 --seed 1 --quiet --shrink-time 3 --shrink-reruns 2
 expect_out fuzz_aba_shrunk 'shrunk program \(RapidCheck, seed'
 
+# M5.1 0x05 A/B worked trace: metrics recomputed from the events with the expected block removed.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics"); json.dump(d,open(sys.argv[2],"w"))' \
+  fixtures/m5_1/service/ab_worked_trace.json "$T/ab.json"
+check service_metrics_ab 0 "$K" calc service-metrics --format json "$T/ab.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["requests"]; a=d["aggregate"]
+ok=(r["A"]["ttft"],r["B"]["ttft"],r["A"]["tpot"]["num"],r["A"]["tpot"]["den"],r["B"]["tpot"],a["request_goodput_per_s"]["num"],a["request_goodput_per_s"]["den"],a["kv_byte_time"])==(14,13,28,3,None,10,1,14080)
+sys.exit(0 if ok else 1)' "$T/out" && pass=$((pass+1)) || { fail=$((fail+1)); echo "FAIL service_metrics_ab_values"; head -40 "$T/out"; }
+check service_metrics_partial 0 "$K" calc service-metrics fixtures/m5_1/service/partial_prefill_trace.json
+expect_out service_metrics_partial_ttft 'request A: outputs 4, TTFT 7 ms'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][3]["t"]=0; json.dump(d,open(sys.argv[2],"w"))' \
+  fixtures/m5_1/service/ab_worked_trace.json "$T/ab_bad.json"
+check service_metrics_unreplayable 1 "$K" calc service-metrics "$T/ab_bad.json"
+check service_metrics_missing 2 "$K" calc service-metrics "$T/none.json"
+
+# Every bundled kvconform.trace/1 fixture is valid against the published JSON Schema.
+python3 tools/trace_schema_check.py >"$T/out" 2>&1; rc=$?
+if [ "$rc" -eq 77 ]; then cat "$T/out"; elif [ "$rc" -eq 0 ]; then pass=$((pass+1)); else
+  fail=$((fail+1)); echo "FAIL trace_schema_fixtures: exit $rc"; sed 's/^/    /' "$T/out" | head -20; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

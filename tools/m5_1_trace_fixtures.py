@@ -286,6 +286,14 @@ def synthetic_lifecycle():
             "After the swap, row 1 carries A's token state but B's cache handle.", s,
             rep(f"/{t.idx('reorder')}/payload/rows_after/1/request_id", "B"),
             "LIFECYCLE_REORDER_SPLIT_STATE")
+    invalid(c, "reorder_split_token_state", rel,
+            "After the swap, row 0 carries B's cache, position and sampler but A's token state.",
+            s, rep(f"/{t.idx('reorder')}/payload/rows_after/0/token_state", "beam-a"),
+            "LIFECYCLE_REORDER_SPLIT_STATE")
+    invalid(c, "reorder_split_next_position", rel,
+            "After the swap, row 1's next position does not move with its row (6, not A's 5).", s,
+            rep(f"/{t.idx('reorder')}/payload/rows_after/1/next_position", 6),
+            "LIFECYCLE_REORDER_SPLIT_STATE")
     invalid(c, "fork_beyond_prefix", rel, "The fork claims prefix 6 of a length-5 parent.", s,
             rep(f"/{t.idx('fork')}/payload/prefix_length", 6), "LIFECYCLE_FORK_BEYOND_PREFIX")
     invalid(c, "truncate_growth", rel, "Child A 'truncates' to 6, beyond its committed 5.", s,

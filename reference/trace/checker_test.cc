@@ -127,6 +127,86 @@ TEST(TraceCheckerTest, HugeNumbersAndNegativeValuesAreInputErrors) {
             (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
 }
 
+// Regression: resident bytes were compared with committed rows x B_token computed without an
+// overflow check, so 2^60 rows x 16 B (wrapping to 0) matched a claim of 0 resident bytes.
+TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
+  const std::string header =
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
+      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
+      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  const std::string n = std::to_string(uint64_t{1} << 60);
+  auto big = [&](std::string line) {
+    for (size_t at; (at = line.find("\"prompt_length\":2")) != std::string::npos;)
+      line.replace(at, 17, "\"prompt_length\":" + n);
+    for (const char* k : {"[0,2]", "\"mask_key_length\":2", "\"committed_length\":2"}) {
+      std::string key(k);
+      size_t at = line.find(key);
+      if (at == std::string::npos) continue;
+      std::string repl = key == "[0,2]" ? "[0," + n + "]" : key.substr(0, key.size() - 1) + n;
+      for (; at != std::string::npos; at = line.find(key)) line.replace(at, key.size(), repl);
+    }
+    return line;
+  };
+  auto residency = [](uint64_t bytes) {
+    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
+           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
+           R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":"e3",)"
+           R"("tier":"hbm","resident_payload_bytes":)" +
+           std::to_string(bytes) + "}}";
+  };
+  std::string t = header + "\n" + big(Alloc(0)) + "\n" + big(Start(1)) + "\n" + big(Stage(2)) +
+                  "\n" + big(Publish(3)) + "\n";
+  ASSERT_TRUE(Codes(t).empty()) << test::Describe(ValidateTraceJsonl(t, "t.jsonl"));
+  EXPECT_EQ(Codes(t + residency(0) + "\n"),
+            (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
+  // The same rule on a small trace: the exact product passes, anything else does not.
+  std::string small =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  EXPECT_TRUE(Codes(small + residency(32) + "\n").empty());
+  EXPECT_EQ(Codes(small + residency(0) + "\n"),
+            (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
+}
+
+// Regression: a result_snapshot on an event that produces no snapshot, and a stage event's
+// base_snapshot that is not its operation's base, were accepted silently.
+TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {
+  auto with = [](std::string line, const std::string& field) {
+    line.insert(line.find("\"payload\""), field + ",");
+    return line;
+  };
+  const std::string pre = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  auto trace = [&](const std::string& start, const std::string& stage) {
+    return pre + start + "\n" + stage + "\n" + Publish(3) + "\n";
+  };
+  ASSERT_TRUE(Codes(trace(Start(1), Stage(2))).empty());
+  EXPECT_TRUE(Codes(trace(Start(1), with(Stage(2), R"("base_snapshot":0)"))).empty());
+  EXPECT_EQ(Codes(trace(Start(1), with(Stage(2), R"("base_snapshot":1)"))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  EXPECT_EQ(Codes(trace(Start(1), with(Stage(2), R"("result_snapshot":1)"))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  EXPECT_EQ(Codes(trace(with(Start(1), R"("result_snapshot":1)"), Stage(2))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  const std::string emit = Ev(
+      4, "output_emit",
+      R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})");
+  EXPECT_TRUE(Codes(trace(Start(1), Stage(2)) + emit + "\n").empty());
+  // A publication that lost its compare-and-publish (reported as rejected) names no result.
+  auto as_q = [](std::string line) {
+    line.replace(line.find(R"("operation_id":"p")"), 18, R"("operation_id":"q")");
+    return line;
+  };
+  const std::string lost_race = pre + Start(1) + "\n" + Stage(2) + "\n" + as_q(Start(3)) + "\n" +
+                                as_q(Stage(4)) + "\n" + Publish(5) + "\n";
+  std::string lost = as_q(Publish(6));
+  lost.replace(lost.find(R"("result_snapshot":1,)"), 20, R"("outcome":"rejected",)");
+  ASSERT_TRUE(Codes(lost_race + lost + "\n").empty()) << lost;
+  lost.insert(lost.find("\"payload\""), R"("result_snapshot":2,)");
+  EXPECT_EQ(Codes(lost_race + lost + "\n"), (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  EXPECT_EQ(Codes(trace(Start(1), Stage(2)) + with(emit, R"("result_snapshot":2)") + "\n"),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+}
+
 TEST(TraceCheckerTest, EventTypeTableRejectsDuplicateRegistration) {
   EventTypeSpec dup = *FindEventType("fork");
   EXPECT_FALSE(RegisterEventType(dup).ok());

@@ -58,6 +58,16 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
                  "; a failure leaves its base snapshot visible and names no result");
 }
 
+// append_start, append_stage_layer and output_emit produce no snapshot: a result_snapshot on them
+// is a claim the replay contradicts (reported; the event is still replayed). A read's
+// result_snapshot is ignored (the Loop 8 mutation that relabels a finish as a read keeps one code).
+void NoSnapshotProduced(TraceChecker& c, const Event& e) {
+  if (e.result_snapshot)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             e.event_type + " claims result snapshot " + U(*e.result_snapshot) +
+                 "; it produces no snapshot (result_snapshot must be null or absent)");
+}
+
 // Gating: a refused request-level transition (truncate, cancel_request, finish, release) leaves
 // the request in a state the runtime did not report, so its later events are not replayed.
 void RefuseRequest(TraceChecker& c, const Event& e) {
@@ -101,6 +111,7 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
   auto accepted = p.OptUint("accepted_count");
   auto reused = p.OptUint("reused_draft_index");
   auto pending = p.OptUint("pending_payload_bytes");
+  NoSnapshotProduced(c, e);
   if (!e.base_snapshot) {
     c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/base_snapshot",
              "append_start names the base snapshot it read");
@@ -178,6 +189,12 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
   auto v = p.OptBool("v");
   auto abi = p.OptStr("cache_abi");
   if (!p.clean() || !layer || !interval || c.IsPoisoned(*e.operation_id)) return;
+  NoSnapshotProduced(c, e);
+  if (const TraceChecker::Op* op = c.FindOp(*e.operation_id);
+      op && e.base_snapshot && *e.base_snapshot != op->base_version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
+                 *e.operation_id + "\" started on snapshot " + U(op->base_version));
   lifecycle::StageLayerRequest r;
   r.txn_id = *e.operation_id;
   r.layer = static_cast<uint32_t>(*layer);
@@ -197,6 +214,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
         "append_publish outcome is success, replayed or rejected; a failure is append_failure");
     return;
   }
+  if (e.outcome == "rejected") NoResultAllowed(c, e);  // a lost compare-and-publish creates none
   std::optional<lifecycle::PublishReceipt> receipt;
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.Publish(*e.operation_id);
@@ -248,6 +266,7 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
   auto token = p.Uint("token");
   auto from = p.Enum("from", {"target_logits", "repair_logits"}, true);
   if (!p.clean() || !index || !token) return;
+  NoSnapshotProduced(c, e);
   auto cur = Current(c, e);
   if (!cur) return;
   if (!cur->readable()) {
@@ -519,13 +538,20 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!CheckCauseKind(c, e, *info, is_free)) return;
-  uint64_t want = info->committed_length * c.bytes_per_token();
-  if (info->type != "release" && *bytes != want)
+  if (info->type == "release") return;
+  // committed rows and B_token come from the trace: the product is checked, never wrapped.
+  std::optional<uint64_t> want = CheckedMul(info->committed_length, c.bytes_per_token());
+  if (!want)
+    return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
+                    c.LinePtr() + "/payload/resident_payload_bytes",
+                    U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
+                        " B/token exceeds 2^64 - 1 bytes; no residency can match it");
+  if (*bytes != *want)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
              U(*bytes) + " resident payload bytes after " + std::string(info->type) + "; " +
                  U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
-                 " B/token = " + U(want));
+                 " B/token = " + U(*want));
 }
 
 std::vector<EventTypeSpec>& Table() {

@@ -141,6 +141,14 @@ TEST(KvObjectTest, RetryIdentityChangesConflict) {
   EXPECT_EQ(Code(o.BeginAppend(changed)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
   auto wider = Append("t", s, 5);
   EXPECT_EQ(Code(o.BeginAppend(wider)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  // Same key and interval, another base: the handle moved on (another transaction published);
+  // re-sending "t" against the new live snapshot is a conflict, not a fresh transaction.
+  ASSERT_TRUE(o.CancelTxn("t").ok());
+  Snapshot s1 = AppendAll(o, "u", "R", 4);
+  auto rebased = Append("t", s, 4);
+  rebased.base = s1.base();
+  EXPECT_EQ(Code(o.BeginAppend(rebased)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  EXPECT_EQ(o.Read("R")->generation, s1.generation);
 }
 
 TEST(KvObjectTest, BaseAndBindingChecks) {
@@ -197,6 +205,31 @@ TEST(KvObjectTest, ForkTruncateReleaseRules) {
   EXPECT_EQ(o.Find("P")->released_length, 5u);
   EXPECT_EQ(Code(o.Release("P")), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
   EXPECT_EQ(Code(o.Fork("P", 1, {"d"})), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+}
+
+// ABA on a recycled request identity: a transaction prepared on H's first incarnation stays
+// fenced after H is released and re-allocated, even when the new incarnation has reached the
+// same generation and length again (the incarnation is bound into every digest; no address or
+// length is compared).
+TEST(KvObjectTest, StaleTransactionNeverPublishesIntoARecycledIdentity) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("H", "H").ok());
+  Snapshot g1 = AppendAll(o, "p1", "H", 4);
+  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 1, {4, 1})).ok());
+  ASSERT_TRUE(o.Finish("H").ok());
+  ASSERT_TRUE(o.Release("H").ok());
+  EXPECT_EQ(Code(o.Allocate("H", "H", 0)), ErrorCode::LIFECYCLE_HANDLE_EXISTS);
+  ASSERT_TRUE(o.Allocate("H", "H", 1).ok());
+  Snapshot again = AppendAll(o, "p2", "H", 4);
+  ASSERT_EQ(again.generation, g1.generation);  // same generation and length as x's base...
+  ASSERT_EQ(again.committed_length, g1.committed_length);
+  ASSERT_NE(again.digest, g1.digest);  // ...but another incarnation
+  auto late = o.Publish("x-delayed");
+  EXPECT_FALSE(late.ok());
+  EXPECT_EQ(Code(late), ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT) << late.status().ToString();
+  EXPECT_EQ(*o.Read("H"), again);  // the new incarnation is untouched
 }
 
 TEST(KvObjectTest, HandleGenerationNeverWraps) {
