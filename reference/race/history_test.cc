@@ -68,5 +68,33 @@ TEST(History, TruncatedOrMalformedInputIsAClearError) {
   ExpectParseError(header + good + "\n{\"end\":true,\"ops\":1}\n" + good + "\n", "after the end line");
 }
 
+// Large histories are read by several workers in line chunks: the result is the sequential
+// reader's (ops in line order; the first error in the file is the one reported).
+TEST(History, ParallelReaderKeepsLineOrderAndFirstError) {
+  HistoryRecorder rec(Json{{"model", "toy"}});
+  for (int i = 0; i < 50'000; ++i) {
+    uint64_t id = rec.Invoke(static_cast<uint32_t>(i % 7), "p" + std::to_string(i % 13), "read",
+                             Json::object());
+    rec.Complete(id, Outcome::kOk, {{"v", i}});
+  }
+  std::string text = WriteHistoryJsonl(rec.Take());
+  auto back = ParseHistoryJsonl(text, "big.jsonl");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->ops.size(), 50'000u);
+  for (size_t i = 0; i < back->ops.size(); ++i) {
+    ASSERT_EQ(back->ops[i].id, i);
+    ASSERT_EQ(back->ops[i].line, i + 2);
+  }
+  // Break line 40,002 (late chunk) and line 30,002: the earlier one is reported.
+  auto break_line = [&](std::string t, size_t line_no) {
+    size_t pos = 0;
+    for (size_t l = 1; l < line_no; ++l) pos = t.find('\n', pos) + 1;
+    t.replace(pos, 1, "[");
+    return t;
+  };
+  std::string bad = break_line(break_line(text, 40'002), 30'002);
+  ExpectParseError(bad, "h.jsonl:30002: not JSON");
+}
+
 }  // namespace
 }  // namespace kvc::race

@@ -371,20 +371,23 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
   Work w = model.InitialWork(partition);
   uint64_t lin_hash = 0;
   size_t known_done = 0;
-  // Restores `w` to the state after every op on the stack.
+  // Restores `w` to the state after every op on the stack. A replayed op that no longer
+  // applies would mean a nondeterministic model: the fast search then gives up and the exact
+  // search decides (replay_broken).
+  bool replay_broken = false;
   auto restore = [&] {
     size_t c = stack.size();
     while (c > 0 && !stack[c - 1].before) --c;
     w = c > 0 ? *stack[c - 1].before : model.InitialWork(partition);
     for (size_t i = c > 0 ? c - 1 : 0; i < stack.size(); ++i) {
       uint32_t op = stack[i].op;
-      (void)model.Apply(w, compiled[op], ops[op]->outcome != Outcome::kUnknown);
+      if (!model.Apply(w, compiled[op], ops[op]->outcome != Outcome::kUnknown)) replay_broken = true;
     }
   };
   uint32_t node = el.next[0];
   uint64_t local_steps = 0;
   Verdict verdict = Verdict::kNotLinearizable;
-  while (true) {
+  while (!replay_broken) {
     if (known_done == el.known_total) {
       verdict = Verdict::kLinearizable;
       break;
