@@ -62,6 +62,34 @@ uint64_t KeyTag(std::string_view k) {
          uint64_t{static_cast<unsigned char>(k.back())} << 40;
 }
 
+uint64_t Mum(uint64_t a, uint64_t b) {
+  const unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+
+uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+// 16 bytes per step through a 128-bit multiply-fold (the mixing of wyhash).
+uint64_t LineHash(std::string_view s) {
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+                     k2 = 0x8ebc6af09c88c6e3ull;
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = k0 ^ n;
+  for (; n >= 16; p += 16, n -= 16) h = Mum(Load64(p) ^ k1, Load64(p + 8) ^ h);
+  uint64_t tail[2] = {0, 0};
+  if (n) std::memcpy(tail, p, n);
+  return Mum(Mum(tail[0] ^ k1, tail[1] ^ h) ^ k2, s.size() ^ k1);
+}
+
+namespace {
+
 // Keys that belong to the allocator/residency planes; inside a semantic event they mean the
 // planes were collapsed.
 constexpr std::string_view kPlaneKeys[] = {"allocated_blocks", "blocks", "slots", "used_slots",
@@ -86,6 +114,24 @@ std::string_view TypeName(const dom::element& e) {
 
 ObjReader::ObjReader(const dom::object& obj, std::string pointer, TraceChecker* c)
     : impl_(TakeImpl()), pointer_(std::move(pointer)), c_(c) {
+  Index(obj);
+}
+
+ObjReader::ObjReader(const dom::object& obj, TraceChecker* c, std::string_view line_suffix)
+    : impl_(TakeImpl()), pointer_built_(false), line_suffix_(line_suffix), c_(c) {
+  Index(obj);
+}
+
+const std::string& ObjReader::pointer() const {
+  if (!pointer_built_) {
+    pointer_ = c_->LinePtr();
+    pointer_ += line_suffix_;
+    pointer_built_ = true;
+  }
+  return pointer_;
+}
+
+void ObjReader::Index(const dom::object& obj) {
   Impl& m = *impl_;
   for (auto field : obj) {
     const uint64_t tag = KeyTag(field.key);
@@ -136,7 +182,7 @@ ObjReader::~ObjReader() {
 }
 
 std::string ObjReader::Ptr(std::string_view key) const {
-  return pointer_ + "/" + JsonPointerEscape(key);
+  return pointer() + "/" + JsonPointerEscape(key);
 }
 
 void ObjReader::Bad(ErrorCode code, std::string_view key, std::string msg) {
@@ -472,15 +518,20 @@ void TraceChecker::NoteReleased() {
 }
 
 void TraceChecker::Feed(std::string_view line, uint32_t line_no) {
-  line_ = line_no;
-  current_ = {};
-  if (line_no == 1) header_seen_ = true;
-  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
   Parser& p = *parser_;
   p.buf.resize(line.size() + simdjson::SIMDJSON_PADDING);
   if (!line.empty()) std::memcpy(p.buf.data(), line.data(), line.size());
+  FeedPadded(std::string_view(p.buf.data(), line.size()), line_no);
+}
+
+void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
+  line_ = line_no;
+  current_.event_id.clear();
+  current_.request_id.clear();
+  if (line_no == 1) header_seen_ = true;
+  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
   dom::element root;
-  auto err = p.parser.parse(p.buf.data(), line.size(), false).get(root);
+  auto err = parser_->parser.parse(line.data(), line.size(), false).get(root);
   if (line.empty() || err) {
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
@@ -566,32 +617,138 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   header_ok_ = true;
 }
 
-bool TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
-  auto it = sources_.find(e.source_instance);
-  if (it == sources_.end()) {
-    Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-           "source_instance \"" + e.source_instance + "\" is not declared in the header");
-    return false;
+TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
+  if (last_source_ == nullptr || last_source_name_ != e.source_instance) {
+    auto it = sources_.find(e.source_instance);
+    if (it == sources_.end()) {
+      Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+             "source_instance \"" + e.source_instance + "\" is not declared in the header");
+      return nullptr;
+    }
+    last_source_name_ = it->first;  // map keys are stable: sources are never erased
+    last_source_ = &it->second;
   }
-  SourceState& s = it->second;
+  SourceState& s = *last_source_;
   if (e.source_component != s.component || e.source_component != PlaneComponent(spec.plane)) {
     Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
            "event " + e.event_type + " from source_component \"" + e.source_component +
                "\"; the header declares \"" + s.component + "\" for \"" + e.source_instance +
                "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
                " plane");
-    return false;
+    return nullptr;
   }
+  return &s;
+}
+
+namespace {
+
+// The envelope members of M5.1 0x07 RuntimeMutationEvent, as bits of ReadEnvelopeFast's mask.
+enum EnvKey : int {
+  kEnvEventId, kEnvSourceInstance, kEnvSourceComponent, kEnvLocalSequence, kEnvMonotonicNs,
+  kEnvEventType, kEnvTraceId, kEnvObservedWallTime, kEnvRequestId, kEnvHandleGeneration,
+  kEnvOperationId, kEnvBaseSnapshot, kEnvResultSnapshot, kEnvOutcome, kEnvPayload, kEnvKeys
+};
+
+// The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
+int EnvKeyIndex(std::string_view k) {
+  switch (k.size()) {
+    case 7: return k == "outcome" ? kEnvOutcome : k == "payload" ? kEnvPayload : -1;
+    case 8: return k == "event_id" ? kEnvEventId : k == "trace_id" ? kEnvTraceId : -1;
+    case 10: return k == "event_type" ? kEnvEventType : k == "request_id" ? kEnvRequestId : -1;
+    case 12:
+      return k == "monotonic_ns" ? kEnvMonotonicNs : k == "operation_id" ? kEnvOperationId : -1;
+    case 13: return k == "base_snapshot" ? kEnvBaseSnapshot : -1;
+    case 14: return k == "local_sequence" ? kEnvLocalSequence : -1;
+    case 15:
+      return k == "source_instance"   ? kEnvSourceInstance
+             : k == "result_snapshot" ? kEnvResultSnapshot
+                                      : -1;
+    case 16: return k == "source_component" ? kEnvSourceComponent : -1;
+    case 17: return k == "handle_generation" ? kEnvHandleGeneration : -1;
+    case 18: return k == "observed_wall_time" ? kEnvObservedWallTime : -1;
+    default: return -1;
+  }
+}
+
+// An unsigned integer element (what ObjReader::Uint accepts without a bound).
+bool AsUint(const dom::element& e, uint64_t* out) {
+  if (e.type() == dom::element_type::UINT64) {
+    *out = e.get_uint64().value_unsafe();
+    return true;
+  }
+  if (e.type() == dom::element_type::INT64) {
+    const int64_t v = e.get_int64().value_unsafe();
+    *out = static_cast<uint64_t>(v);
+    return v >= 0;
+  }
+  return false;
+}
+
+void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
+  if (!present) o.reset();
+  else if (o) o->assign(v.data(), v.size());
+  else o.emplace(v);
+}
+
+}  // namespace
+
+bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::element* payload,
+                                    bool* has_payload) {
+  dom::element v[kEnvKeys];
+  uint32_t seen = 0;
+  for (dom::key_value_pair field : obj) {
+    const int i = EnvKeyIndex(field.key);
+    if (i < 0 || (seen >> i & 1u)) return false;  // unknown or duplicate member
+    seen |= 1u << i;
+    v[i] = field.value;
+  }
+  constexpr uint32_t kRequired = 1u << kEnvEventId | 1u << kEnvSourceInstance |
+                                 1u << kEnvSourceComponent | 1u << kEnvLocalSequence |
+                                 1u << kEnvMonotonicNs | 1u << kEnvEventType;
+  if ((seen & kRequired) != kRequired) return false;
+  auto has = [&](int i) { return (seen >> i & 1u) != 0 && !v[i].is_null(); };  // present, not null
+  std::string_view str[kEnvKeys];
+  for (int i : {kEnvEventId, kEnvSourceInstance, kEnvSourceComponent, kEnvEventType})
+    if (v[i].get_string().get(str[i])) return false;
+  for (int i : {kEnvTraceId, kEnvObservedWallTime, kEnvRequestId, kEnvOperationId, kEnvOutcome})
+    if (has(i) && v[i].get_string().get(str[i])) return false;
+  uint64_t num[kEnvKeys] = {};
+  for (int i : {kEnvLocalSequence, kEnvMonotonicNs})
+    if (!AsUint(v[i], &num[i])) return false;
+  for (int i : {kEnvHandleGeneration, kEnvBaseSnapshot, kEnvResultSnapshot})
+    if (has(i) && !AsUint(v[i], &num[i])) return false;
+  std::string_view outcome = "success";
+  if (has(kEnvOutcome)) {
+    outcome = str[kEnvOutcome];
+    if (outcome != "success" && outcome != "replayed" && outcome != "rejected" &&
+        outcome != "failure" && outcome != "cancelled")
+      return false;
+  }
+  // Conforming: fill the event exactly as the general reader would.
+  e.event_id.assign(str[kEnvEventId]);
+  e.source_instance.assign(str[kEnvSourceInstance]);
+  e.source_component.assign(str[kEnvSourceComponent]);
+  e.local_sequence = num[kEnvLocalSequence];
+  e.monotonic_ns = num[kEnvMonotonicNs];
+  e.event_type.assign(str[kEnvEventType]);
+  SetOpt(e.request_id, has(kEnvRequestId), str[kEnvRequestId]);
+  SetOpt(e.operation_id, has(kEnvOperationId), str[kEnvOperationId]);
+  auto opt_uint = [&](int i) { return has(i) ? std::optional<uint64_t>(num[i]) : std::nullopt; };
+  e.handle_generation = opt_uint(kEnvHandleGeneration);
+  e.base_snapshot = opt_uint(kEnvBaseSnapshot);
+  e.result_snapshot = opt_uint(kEnvResultSnapshot);
+  e.outcome.assign(outcome);
+  *has_payload = (seen >> kEnvPayload & 1u) != 0;
+  if (*has_payload) *payload = v[kEnvPayload];
+  current_.event_id.assign(e.event_id);
+  if (e.request_id) current_.request_id.assign(*e.request_id);
+  else current_.request_id.clear();
   return true;
 }
 
-void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
-  ++events_;
-  dom::object obj = root.get_object().value_unsafe();
+bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* payload,
+                                bool* has_payload) {
   ObjReader env(obj, LinePtr(), this);
-  Event e;
-  e.line = line_;
-  e.content_hash = std::hash<std::string_view>{}(raw);
   auto id = env.Str("event_id");
   auto inst = env.Str("source_instance");
   auto comp = env.Str("source_component");
@@ -610,13 +767,30 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
-  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
+  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return false;
   e.event_id = std::move(*id);
   e.source_instance = std::move(*inst);
   e.source_component = std::move(*comp);
   e.local_sequence = *seq;
   e.monotonic_ns = *ns;
   e.event_type = std::move(*type);
+  *has_payload = payload_el != nullptr;
+  if (payload_el) *payload = *payload_el;
+  return true;
+}
+
+void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
+  ++events_;
+  dom::object obj = root.get_object().value_unsafe();
+  Event& e = event_;  // reused: its strings keep their capacity from event to event
+  e.line = line_;
+  e.content_hash = LineHash(raw);
+  dom::element payload_value;
+  bool has_payload = false;
+  if (!ReadEnvelopeFast(obj, e, &payload_value, &has_payload) &&
+      !ReadEnvelope(obj, e, &payload_value, &has_payload))
+    return;
+  const dom::element* payload_el = has_payload ? &payload_value : nullptr;
 
   const EventTypeSpec* spec = FindEventType(e.event_type);
   if (!spec) {
@@ -624,11 +798,12 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);
     return;
   }
-  if (!CheckSource(e, *spec)) return;
+  SourceState* src_state = CheckSource(e, *spec);
+  if (!src_state) return;
 
   // Source-local order: duplicate delivery, gaps, regressions, clocks.
-  SourceState& src = sources_[e.source_instance];
-  const uint64_t id_hash = std::hash<std::string_view>{}(e.event_id);
+  SourceState& src = *src_state;
+  const uint64_t id_hash = LineHash(e.event_id);
   bool id_conflict = false;
   for (const auto& r : src.recent) {
     if (r[1] != id_hash) continue;
@@ -707,7 +882,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            LinePtr() + "/payload", "expected a payload object");
     return;
   }
-  ObjReader payload(pobj, LinePtr() + "/payload", this);
+  ObjReader payload(pobj, this, "/payload");
   spec->handle(*this, e, payload);
   payload.RejectUnknown(spec->plane == Plane::kSemantic);
   // Index the event id for causal references and duplicate detection.
@@ -786,28 +961,72 @@ Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
   return c.Finish(mid_line);
 }
 
+namespace {
+
+// Reads a file in large blocks and hands out its '\n'-terminated lines in place. Every line
+// handed out is followed by at least SIMDJSON_PADDING readable bytes of the buffer, which is
+// what simdjson's in-place parse needs, so no line is copied. A line is valid until the next
+// call of Next(). Memory: one buffer of max(1 MiB, the longest line).
+class BlockLineReader {
+ public:
+  explicit BlockLineReader(FILE* f) : f_(f), buf_(kBlock + simdjson::SIMDJSON_PADDING) {}
+
+  // The next complete line without its '\n'; false at end of input (or on a read error).
+  bool Next(std::string_view* line) {
+    for (;;) {
+      const char* b = buf_.data() + begin_;
+      if (const void* nl = std::memchr(b, '\n', end_ - begin_)) {
+        const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+        *line = std::string_view(b, len);
+        begin_ += len + 1;
+        return true;
+      }
+      if (eof_) return false;
+      const size_t rest = end_ - begin_;
+      std::memmove(buf_.data(), b, rest);
+      begin_ = 0;
+      end_ = rest;
+      if (end_ == capacity())  // a line longer than the buffer: grow it
+        buf_.resize(2 * capacity() + simdjson::SIMDJSON_PADDING);
+      const size_t n = std::fread(buf_.data() + end_, 1, capacity() - end_, f_);
+      if (n == 0) eof_ = true;
+      end_ += n;
+    }
+  }
+  // True when the input ended with bytes after the last '\n' (valid after Next() is false).
+  bool ended_mid_line() const { return begin_ < end_; }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 20;
+  size_t capacity() const { return buf_.size() - simdjson::SIMDJSON_PADDING; }
+  FILE* f_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;  // first byte not yet handed out
+  size_t end_ = 0;    // one past the last byte read
+  bool eof_ = false;
+};
+
+}  // namespace
+
 Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
   dom::parser parser;
-  std::vector<char> pbuf;
-  char* buf = nullptr;
-  size_t cap = 0;
-  ssize_t n;
+  BlockLineReader reader(f);
+  std::string_view line;
   uint64_t count = 0, members = 0;
-  while ((n = getline(&buf, &cap, f)) > 0) {
-    size_t len = static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0);
-    pbuf.resize(len + simdjson::SIMDJSON_PADDING);
-    std::memcpy(pbuf.data(), buf, len);
+  while (reader.Next(&line)) {
     dom::element root;
-    if (!parser.parse(pbuf.data(), len, false).get(root)) {
+    if (!parser.parse(line.data(), line.size(), false).get(root)) {
       dom::object o;
       if (!root.get_object().get(o)) members += o.size();
     }
     ++count;
   }
-  std::free(buf);
+  if (reader.ended_mid_line()) ++count;  // counted like getline did, not parsed
+  const bool read_error = std::ferror(f);
   std::fclose(f);
+  if (read_error) return IoError(path + ": read error");
   *lines = count + (members == UINT64_MAX ? 1 : 0);  // keep `members` observable
   return Status::Ok();
 }
@@ -815,21 +1034,12 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
 Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
-  char* buf = nullptr;
-  size_t cap = 0;
-  ssize_t n;
+  BlockLineReader reader(f);
+  std::string_view text;
   uint32_t line = 0;
-  bool mid_line = false;
-  while ((n = getline(&buf, &cap, f)) > 0) {
-    ++line;
-    if (buf[n - 1] != '\n') {
-      mid_line = true;
-      break;
-    }
-    checker->Feed(std::string_view(buf, static_cast<size_t>(n - 1)), line);
-  }
-  bool read_error = std::ferror(f);
-  std::free(buf);
+  while (reader.Next(&text)) checker->FeedPadded(text, ++line);
+  const bool mid_line = reader.ended_mid_line();
+  const bool read_error = std::ferror(f);
   std::fclose(f);
   if (read_error) return IoError(path + ": read error");
   checker->Finish(mid_line);

@@ -89,11 +89,14 @@ const EventTypeSpec* FindEventType(std::string_view name);
 class ObjReader {
  public:
   ObjReader(const simdjson::dom::object& obj, std::string pointer, TraceChecker* c);
+  // The reader of a member of the current line's event: its pointer is c->LinePtr() +
+  // `line_suffix` (a literal, e.g. "/payload"), built only when a report or pointer() needs it.
+  ObjReader(const simdjson::dom::object& obj, TraceChecker* c, std::string_view line_suffix);
   ~ObjReader();
   ObjReader(const ObjReader&) = delete;
   ObjReader& operator=(const ObjReader&) = delete;
 
-  const std::string& pointer() const { return pointer_; }
+  const std::string& pointer() const;
   std::string Ptr(std::string_view key) const;
   bool Has(std::string_view key) const;
   // True when nothing was reported through this reader.
@@ -124,8 +127,11 @@ class ObjReader {
   static std::vector<std::unique_ptr<Impl>>& SpareImpls();
   const simdjson::dom::element* Get(std::string_view key, bool required);
   void Bad(ErrorCode code, std::string_view key, std::string msg);
+  void Index(const simdjson::dom::object& obj);
   std::unique_ptr<Impl> impl_;
-  std::string pointer_;
+  mutable std::string pointer_;
+  mutable bool pointer_built_ = true;
+  std::string_view line_suffix_;  // when !pointer_built_: pointer_ is LinePtr() + line_suffix_
   TraceChecker* c_;
   bool clean_ = true;
 };
@@ -141,6 +147,9 @@ class TraceChecker {
 
   // Feeds one line without its '\n'. `line_no` is 1-based; line 1 must be the header.
   void Feed(std::string_view line, uint32_t line_no);
+  // Feed() without the copy: `line` must be followed by at least simdjson::SIMDJSON_PADDING (64)
+  // readable bytes (their content does not matter), as CheckTraceFile's block buffer is.
+  void FeedPadded(std::string_view line, uint32_t line_no);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.
   const Violations& Finish(bool ended_mid_line);
@@ -219,7 +228,14 @@ class TraceChecker {
  private:
   void ReadHeader(const simdjson::dom::element& root);
   void ReadEvent(const simdjson::dom::element& root, std::string_view raw);
-  bool CheckSource(Event& e, const EventTypeSpec& spec);
+  // The envelope of an event: ReadEnvelopeFast reads a conforming one in a single pass over its
+  // members and returns false, having reported nothing, when any member is unknown, repeated,
+  // missing or mistyped; ReadEnvelope (the general reader) then reports exactly what is wrong.
+  // Both fill `e` completely and return whether the event can be replayed.
+  bool ReadEnvelopeFast(const simdjson::dom::object& obj, Event& e,
+                        simdjson::dom::element* payload, bool* has_payload);
+  bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
+                    bool* has_payload);
 
   struct SourceState {
     std::string component;
@@ -230,6 +246,9 @@ class TraceChecker {
     std::vector<std::array<uint64_t, 3>> recent;
     size_t recent_pos = 0;
   };
+  // The declared source of `e`, checked against its component and the event type's plane;
+  // nullptr after reporting TRACE_SOURCE_UNDECLARED.
+  SourceState* CheckSource(Event& e, const EventTypeSpec& spec);
 
   std::string source_;
   CheckerOptions opt_;
@@ -247,13 +266,20 @@ class TraceChecker {
   Violations violations_;
   std::vector<Context> contexts_;
   Context current_;
+  Event event_;  // the event being replayed (reused so its strings keep their capacity)
   template <typename T>
   using Map = std::unordered_map<std::string, T, lifecycle::StringHash, std::equal_to<>>;
   Map<SourceState> sources_;
+  SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
+  std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
 };
+
+// A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
+// cryptographic, not stable across kvconform versions).
+uint64_t LineHash(std::string_view bytes);
 
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
