@@ -649,39 +649,48 @@ enum EnvKey : int {
   kEnvOperationId, kEnvBaseSnapshot, kEnvResultSnapshot, kEnvOutcome, kEnvPayload, kEnvKeys
 };
 
+// `k` equals the literal `lit`; `k.size()` is already known to be N - 1 (a constant-size
+// comparison the compiler inlines, instead of a memcmp call).
+template <size_t N>
+bool Is(std::string_view k, const char (&lit)[N]) {
+  return std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
 // The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
 int EnvKeyIndex(std::string_view k) {
   switch (k.size()) {
-    case 7: return k == "outcome" ? kEnvOutcome : k == "payload" ? kEnvPayload : -1;
-    case 8: return k == "event_id" ? kEnvEventId : k == "trace_id" ? kEnvTraceId : -1;
-    case 10: return k == "event_type" ? kEnvEventType : k == "request_id" ? kEnvRequestId : -1;
+    case 7: return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
+    case 8: return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
+    case 10:
+      return Is(k, "event_type") ? kEnvEventType : Is(k, "request_id") ? kEnvRequestId : -1;
     case 12:
-      return k == "monotonic_ns" ? kEnvMonotonicNs : k == "operation_id" ? kEnvOperationId : -1;
-    case 13: return k == "base_snapshot" ? kEnvBaseSnapshot : -1;
-    case 14: return k == "local_sequence" ? kEnvLocalSequence : -1;
+      return Is(k, "monotonic_ns")   ? kEnvMonotonicNs
+             : Is(k, "operation_id") ? kEnvOperationId
+                                     : -1;
+    case 13: return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
+    case 14: return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
     case 15:
-      return k == "source_instance"   ? kEnvSourceInstance
-             : k == "result_snapshot" ? kEnvResultSnapshot
-                                      : -1;
-    case 16: return k == "source_component" ? kEnvSourceComponent : -1;
-    case 17: return k == "handle_generation" ? kEnvHandleGeneration : -1;
-    case 18: return k == "observed_wall_time" ? kEnvObservedWallTime : -1;
+      return Is(k, "source_instance")   ? kEnvSourceInstance
+             : Is(k, "result_snapshot") ? kEnvResultSnapshot
+                                        : -1;
+    case 16: return Is(k, "source_component") ? kEnvSourceComponent : -1;
+    case 17: return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
+    case 18: return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
     default: return -1;
   }
 }
 
 // An unsigned integer element (what ObjReader::Uint accepts without a bound).
 bool AsUint(const dom::element& e, uint64_t* out) {
-  if (e.type() == dom::element_type::UINT64) {
-    *out = e.get_uint64().value_unsafe();
-    return true;
+  switch (e.type()) {
+    case dom::element_type::UINT64: *out = e.get_uint64().value_unsafe(); return true;
+    case dom::element_type::INT64: {
+      const int64_t v = e.get_int64().value_unsafe();
+      *out = static_cast<uint64_t>(v);
+      return v >= 0;
+    }
+    default: return false;
   }
-  if (e.type() == dom::element_type::INT64) {
-    const int64_t v = e.get_int64().value_unsafe();
-    *out = static_cast<uint64_t>(v);
-    return v >= 0;
-  }
-  return false;
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
@@ -694,29 +703,43 @@ void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
 
 bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::element* payload,
                                     bool* has_payload) {
-  dom::element v[kEnvKeys];
-  uint32_t seen = 0;
+  std::string_view str[kEnvKeys];
+  uint64_t num[kEnvKeys];
+  uint32_t seen = 0;     // members present
+  uint32_t present = 0;  // members present and not null
   for (dom::key_value_pair field : obj) {
     const int i = EnvKeyIndex(field.key);
     if (i < 0 || (seen >> i & 1u)) return false;  // unknown or duplicate member
     seen |= 1u << i;
-    v[i] = field.value;
+    const dom::element& v = field.value;
+    const dom::element_type t = v.type();
+    if (t == dom::element_type::NULL_VALUE) {
+      if (i == kEnvPayload) return false;  // the general reader reports it
+      continue;
+    }
+    present |= 1u << i;
+    switch (i) {
+      case kEnvEventId: case kEnvSourceInstance: case kEnvSourceComponent: case kEnvEventType:
+      case kEnvTraceId: case kEnvObservedWallTime: case kEnvRequestId: case kEnvOperationId:
+      case kEnvOutcome:
+        if (t != dom::element_type::STRING) return false;
+        str[i] = v.get_string().value_unsafe();
+        break;
+      case kEnvLocalSequence: case kEnvMonotonicNs: case kEnvHandleGeneration:
+      case kEnvBaseSnapshot: case kEnvResultSnapshot:
+        if (!AsUint(v, &num[i])) return false;
+        break;
+      default:  // kEnvPayload: any value here; the payload is checked after dispatch
+        *payload = v;
+        break;
+    }
   }
+  // Required members must be present and not null (null is a type error for them).
   constexpr uint32_t kRequired = 1u << kEnvEventId | 1u << kEnvSourceInstance |
                                  1u << kEnvSourceComponent | 1u << kEnvLocalSequence |
                                  1u << kEnvMonotonicNs | 1u << kEnvEventType;
-  if ((seen & kRequired) != kRequired) return false;
-  auto has = [&](int i) { return (seen >> i & 1u) != 0 && !v[i].is_null(); };  // present, not null
-  std::string_view str[kEnvKeys];
-  for (int i : {kEnvEventId, kEnvSourceInstance, kEnvSourceComponent, kEnvEventType})
-    if (v[i].get_string().get(str[i])) return false;
-  for (int i : {kEnvTraceId, kEnvObservedWallTime, kEnvRequestId, kEnvOperationId, kEnvOutcome})
-    if (has(i) && v[i].get_string().get(str[i])) return false;
-  uint64_t num[kEnvKeys] = {};
-  for (int i : {kEnvLocalSequence, kEnvMonotonicNs})
-    if (!AsUint(v[i], &num[i])) return false;
-  for (int i : {kEnvHandleGeneration, kEnvBaseSnapshot, kEnvResultSnapshot})
-    if (has(i) && !AsUint(v[i], &num[i])) return false;
+  if ((present & kRequired) != kRequired) return false;
+  auto has = [&](int i) { return (present >> i & 1u) != 0; };
   std::string_view outcome = "success";
   if (has(kEnvOutcome)) {
     outcome = str[kEnvOutcome];
@@ -738,8 +761,7 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   e.base_snapshot = opt_uint(kEnvBaseSnapshot);
   e.result_snapshot = opt_uint(kEnvResultSnapshot);
   e.outcome.assign(outcome);
-  *has_payload = (seen >> kEnvPayload & 1u) != 0;
-  if (*has_payload) *payload = v[kEnvPayload];
+  *has_payload = has(kEnvPayload);
   current_.event_id.assign(e.event_id);
   if (e.request_id) current_.request_id.assign(*e.request_id);
   else current_.request_id.clear();

@@ -25,6 +25,7 @@
 #define KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -55,9 +56,33 @@ struct HandleRecord {
   friend bool operator==(const HandleRecord&, const HandleRecord&) = default;
 };
 
+// Transparent string hash of the object's (and the trace checker's) id maps: ids are short,
+// so the common case is one or two 8-byte loads and a 128-bit multiply-fold. Not stable
+// across versions; nothing may depend on the iteration order of these maps.
 struct StringHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  size_t operator()(std::string_view s) const {
+    constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+    const size_t n = s.size();
+    const char* p = s.data();
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+      if (n > 16) return std::hash<std::string_view>{}(s);
+      std::memcpy(&a, p, 8);
+      std::memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+      uint32_t x, y;
+      std::memcpy(&x, p, 4);
+      std::memcpy(&y, p + n - 4, 4);
+      a = x;
+      b = y;
+    } else if (n > 0) {
+      a = static_cast<unsigned char>(p[0]) | static_cast<unsigned char>(p[n / 2]) << 8 |
+          static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
+    }
+    const unsigned __int128 r = static_cast<unsigned __int128>(a ^ k0 ^ n) * (b ^ k1);
+    return static_cast<size_t>(static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64));
+  }
 };
 
 class KvObject {
