@@ -230,6 +230,19 @@ std::optional<std::string> ObjReader::OptStr(std::string_view key) {
 }
 
 namespace {
+// An unsigned integer element (what ObjReader::Uint accepts without a bound).
+bool AsUint(const dom::element& e, uint64_t* out) {
+  switch (e.type()) {
+    case dom::element_type::UINT64: *out = e.get_uint64().value_unsafe(); return true;
+    case dom::element_type::INT64: {
+      const int64_t v = e.get_int64().value_unsafe();
+      *out = static_cast<uint64_t>(v);
+      return v >= 0;
+    }
+    default: return false;
+  }
+}
+
 // Reads an unsigned integer element; `why` receives the problem.
 std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std::string* why) {
   if (e.type() == dom::element_type::UINT64) return uint64_t(e);
@@ -254,16 +267,17 @@ std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std:
 std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
-  ErrorCode code{};
-  std::string why;
-  auto v = ElementUint(*e, &code, &why);
-  if (!v) {
+  uint64_t v;
+  if (!AsUint(*e, &v)) {
+    ErrorCode code{};
+    std::string why;
+    ElementUint(*e, &code, &why);
     Bad(code, key, why);
     return std::nullopt;
   }
-  if (*v > max) {
+  if (v > max) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
-        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+        std::to_string(v) + " exceeds the bound " + std::to_string(max));
     return std::nullopt;
   }
   return v;
@@ -272,16 +286,17 @@ std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
 std::optional<uint64_t> ObjReader::OptUint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, false);
   if (!e || e->is_null()) return std::nullopt;
-  ErrorCode code{};
-  std::string why;
-  auto v = ElementUint(*e, &code, &why);
-  if (!v) {
+  uint64_t v;
+  if (!AsUint(*e, &v)) {
+    ErrorCode code{};
+    std::string why;
+    ElementUint(*e, &code, &why);
     Bad(code, key, why);
     return std::nullopt;
   }
-  if (*v > max) {
+  if (v > max) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
-        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+        std::to_string(v) + " exceeds the bound " + std::to_string(max));
     return std::nullopt;
   }
   return v;
@@ -314,20 +329,23 @@ std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view k
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
   dom::array arr;
-  if (e->get_array().get(arr) || arr.size() != 2) {
+  dom::element items[2];
+  size_t count = 0;
+  if (!e->get_array().get(arr))
+    for (dom::element x : arr)
+      if (count++ < 2) items[count - 1] = x;
+  if (count != 2) {
     Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected [start, end) as a two-element array");
     return std::nullopt;
   }
   uint64_t v[2];
   for (size_t i = 0; i < 2; ++i) {
+    if (AsUint(items[i], &v[i])) continue;
     ErrorCode code{};
     std::string why;
-    auto x = ElementUint(arr.at(i).value_unsafe(), &code, &why);
-    if (!x) {
-      Bad(code, key, why);
-      return std::nullopt;
-    }
-    v[i] = *x;
+    ElementUint(items[i], &code, &why);
+    Bad(code, key, why);
+    return std::nullopt;
   }
   if (v[0] > v[1]) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
@@ -439,6 +457,11 @@ const std::string& TraceChecker::LinePtr() const {
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
+  if (context_is_event_) {  // materialized on the first report of the event
+    current_.event_id = event_.event_id;
+    current_.request_id = event_.request_id.value_or("");
+    context_is_event_ = false;
+  }
   contexts_.push_back(current_);
 }
 
@@ -528,6 +551,7 @@ void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
   line_ = line_no;
   current_.event_id.clear();
   current_.request_id.clear();
+  context_is_event_ = false;
   if (line_no == 1) header_seen_ = true;
   if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
   dom::element root;
@@ -680,17 +704,9 @@ int EnvKeyIndex(std::string_view k) {
   }
 }
 
-// An unsigned integer element (what ObjReader::Uint accepts without a bound).
-bool AsUint(const dom::element& e, uint64_t* out) {
-  switch (e.type()) {
-    case dom::element_type::UINT64: *out = e.get_uint64().value_unsafe(); return true;
-    case dom::element_type::INT64: {
-      const int64_t v = e.get_int64().value_unsafe();
-      *out = static_cast<uint64_t>(v);
-      return v >= 0;
-    }
-    default: return false;
-  }
+// Most events repeat the previous event's source, type and outcome: compare before copying.
+void AssignIfChanged(std::string& s, std::string_view v) {
+  if (std::string_view(s) != v) s.assign(v.data(), v.size());
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
@@ -749,22 +765,20 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   }
   // Conforming: fill the event exactly as the general reader would.
   e.event_id.assign(str[kEnvEventId]);
-  e.source_instance.assign(str[kEnvSourceInstance]);
-  e.source_component.assign(str[kEnvSourceComponent]);
+  AssignIfChanged(e.source_instance, str[kEnvSourceInstance]);
+  AssignIfChanged(e.source_component, str[kEnvSourceComponent]);
   e.local_sequence = num[kEnvLocalSequence];
   e.monotonic_ns = num[kEnvMonotonicNs];
-  e.event_type.assign(str[kEnvEventType]);
+  AssignIfChanged(e.event_type, str[kEnvEventType]);
   SetOpt(e.request_id, has(kEnvRequestId), str[kEnvRequestId]);
   SetOpt(e.operation_id, has(kEnvOperationId), str[kEnvOperationId]);
   auto opt_uint = [&](int i) { return has(i) ? std::optional<uint64_t>(num[i]) : std::nullopt; };
   e.handle_generation = opt_uint(kEnvHandleGeneration);
   e.base_snapshot = opt_uint(kEnvBaseSnapshot);
   e.result_snapshot = opt_uint(kEnvResultSnapshot);
-  e.outcome.assign(outcome);
+  AssignIfChanged(e.outcome, outcome);
   *has_payload = has(kEnvPayload);
-  current_.event_id.assign(e.event_id);
-  if (e.request_id) current_.request_id.assign(*e.request_id);
-  else current_.request_id.clear();
+  context_is_event_ = (&e == &event_);  // Report() takes the context from event_
   return true;
 }
 
@@ -932,6 +946,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
 
 const Violations& TraceChecker::Finish(bool ended_mid_line) {
   current_ = {};
+  context_is_event_ = false;
   if (ended_mid_line) {
     ++line_;
     Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
