@@ -533,10 +533,22 @@ bool TraceChecker::Apply(const Event& e, OpRef op) {
   return true;
 }
 
-void TraceChecker::NoteReleased() {
+void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombstone_generation) {
   if (++releases_since_prune_ >= opt_.prune_every_releases) {
     releases_since_prune_ = 0;
     kv_->ForgetFinalTxnsOfReleased();
+  }
+  released_.emplace_back(request_id, tombstone_generation);
+  while (released_.size() > std::max<size_t>(opt_.released_window, 1)) {
+    auto [id, generation] = std::move(released_.front());
+    released_.pop_front();
+    // Only the same tombstone: a re-allocated id is live again, and one released again since
+    // has a newer entry in the window (generations grow with every release).
+    const lifecycle::HandleRecord* h = kv_->Find(id);
+    if (!h || h->current.phase != lifecycle::Phase::kReleased ||
+        h->current.incarnation != generation)
+      continue;
+    if (kv_->ForgetReleased(id).ok()) requests_.erase(id);
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -138,6 +139,10 @@ class ObjReader {
 
 struct CheckerOptions {
   size_t prune_every_releases = 64;  // ForgetFinalTxnsOfReleased cadence (memory vs scan cost)
+  // Released requests remembered (tombstone, terminal events); the oldest beyond this many
+  // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
+  // At least 1.
+  size_t released_window = 4096;
 };
 
 class TraceChecker {
@@ -220,7 +225,10 @@ class TraceChecker {
     Status (*call_)(void*, lifecycle::KvObject&);
   };
   bool Apply(const Event& e, OpRef op);
-  void NoteReleased();
+  // After a successful release of `request_id` (its tombstone has handle generation
+  // `tombstone_generation`): prunes final transaction records every prune_every_releases
+  // releases and forgets the request released released_window releases ago.
+  void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
   uint32_t line() const { return line_; }
   // "/<line-1>"; valid until the next Feed or Finish.
   const std::string& LinePtr() const;
@@ -263,6 +271,8 @@ class TraceChecker {
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   size_t releases_since_prune_ = 0;
+  // The last released_window releases, oldest first: request id and tombstone generation.
+  std::deque<std::pair<std::string, uint64_t>> released_;
   Violations violations_;
   std::vector<Context> contexts_;
   Context current_;

@@ -161,6 +161,32 @@ TEST(TraceCheckerTest, ReleasedRequestsDropTheirOperationRecords) {
   EXPECT_EQ(c.kv().txn_count(), 0u);
 }
 
+// Memory follows live requests: beyond released_window releases a request's tombstone is
+// forgotten (an event naming it is then an unknown handle), within the window it still fences.
+TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {
+  TraceChecker c("gen.jsonl", CheckerOptions{.prune_every_releases = 1, .released_window = 2});
+  c.Feed(kHeader, 1);
+  uint32_t line = 2;
+  int seq = 0;
+  auto ev = [&](const std::string& id, const std::string& type, const std::string& rest) {
+    c.Feed(Ev(seq++, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
+           line++);
+  };
+  for (int r = 0; r < 3; ++r) {
+    std::string id = "R" + std::to_string(r);
+    ev(id, "request_allocate", R"("payload":{"prompt_length":0})");
+    ev(id, "cancel_request", R"("payload":{})");
+    ev(id, "release", R"("payload":{})");
+  }
+  EXPECT_EQ(c.kv().handle_count(), 2u);  // R1 and R2 remain as tombstones
+  ev("R0", "output_emit", R"("payload":{"output_index":0,"token":1})");
+  ev("R2", "output_emit", R"("payload":{"output_index":0,"token":1})");
+  const Violations& v = c.Finish(false);
+  EXPECT_EQ(test::CodeNames(v), (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE",
+                                                           "LIFECYCLE_HANDLE_RELEASED"}))
+      << test::Describe(v);
+}
+
 }  // namespace
 }  // namespace kvc::trace
 

@@ -445,7 +445,7 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   if (next_gen && *next_gen != after->incarnation)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/result_handle_generation",
              "release fences handle generation " + U(after->incarnation) + ", not " + U(*next_gen));
-  c.NoteReleased();
+  c.NoteReleased(*e.request_id, after->incarnation);
 }
 
 // Allocator/residency observations: facts of other planes, tied to a semantic cause.

@@ -174,6 +174,7 @@ StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
   t.fingerprint = fp;
   t.layers.assign(abi_.num_layers, LayerStage{});
   h->open_txns.push_back(req.txn_id);
+  txns_of_handle_[req.handle_id].push_back(req.txn_id);
   txns_.emplace(req.txn_id, t);
   return t;
 }
@@ -390,22 +391,52 @@ StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<B
                                h->current.committed_length);
   h->released_length = h->current.committed_length;
   h->current = next;
+  if (auto it = txns_of_handle_.find(handle_id); it != txns_of_handle_.end())
+    released_with_txns_.push_back(it->first);
   return next;
 }
 
 void KvObject::ForgetFinalTxnsOfReleased() {
-  for (auto it = txns_.begin(); it != txns_.end();) {
-    const AppendTxn& t = it->second;
-    auto h = handles_.find(t.request.handle_id);
-    bool released = h != handles_.end() && h->second.current.phase == Phase::kReleased;
-    bool final = t.state != TxnState::kOpen && t.state != TxnState::kPrepared;
-    if (released && final) {
-      receipts_.erase(it->first);
-      it = txns_.erase(it);
-    } else {
-      ++it;
-    }
+  // Every transaction whose handle is released is listed under a handle id in
+  // released_with_txns_ (Release() adds the id; ids leave only below), so visiting those ids is
+  // the same as scanning every transaction.
+  std::vector<std::string> still_pending;
+  for (std::string& id : released_with_txns_) {
+    auto h = handles_.find(id);
+    if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+      continue;  // re-allocated: its next Release() lists it again
+    auto list = txns_of_handle_.find(id);
+    if (list == txns_of_handle_.end()) continue;  // already visited (listed twice)
+    std::vector<std::string>& ids = list->second;
+    std::erase_if(ids, [&](const std::string& txn) {
+      auto t = txns_.find(txn);
+      if (t == txns_.end()) return true;
+      const bool final = t->second.state != TxnState::kOpen && t->second.state != TxnState::kPrepared;
+      if (final) {
+        receipts_.erase(txn);
+        txns_.erase(t);
+      }
+      return final;
+    });
+    if (ids.empty()) txns_of_handle_.erase(list);
+    else still_pending.push_back(std::move(id));
   }
+  released_with_txns_.swap(still_pending);
+}
+
+Status KvObject::ForgetReleased(std::string_view handle_id) {
+  auto h = handles_.find(handle_id);
+  if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+    return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
+  if (auto list = txns_of_handle_.find(handle_id); list != txns_of_handle_.end()) {
+    for (const std::string& txn : list->second) {
+      receipts_.erase(txn);
+      txns_.erase(txn);
+    }
+    txns_of_handle_.erase(list);
+  }
+  handles_.erase(h);
+  return Status::Ok();
 }
 
 uint64_t KvObject::Hash() const {

@@ -135,13 +135,25 @@ class KvObject {
 
   // Removes final (PUBLISHED/ABORTED/REJECTED) transaction records of released handles, so
   // memory follows live handles. Afterwards a retry of such a transaction is TXN_UNKNOWN.
+  // Cost: proportional to the transactions of the handles released since the last call (and of
+  // released handles whose transactions were still open then), not to the whole object.
   void ForgetFinalTxnsOfReleased();
+  // Forgets a released handle entirely: its tombstone and every transaction record on it, so
+  // that a long stream of requests leaves no per-request state behind. Afterwards the id is
+  // unknown (LIFECYCLE_UNKNOWN_HANDLE) and Allocate accepts it under any incarnation: the
+  // caller decides how long a tombstone must fence (the trace checker keeps a documented
+  // window). FAILED_PRECONDITION unless the handle exists and is RELEASED.
+  Status ForgetReleased(std::string_view handle_id);
 
   size_t handle_count() const { return handles_.size(); }
   size_t txn_count() const { return txns_.size(); }
   // Order-independent digest of the complete state (equal states hash equal).
   uint64_t Hash() const;
-  friend bool operator==(const KvObject&, const KvObject&) = default;
+  // Compares the state (handles, transactions, receipts), not the derived indexes.
+  friend bool operator==(const KvObject& a, const KvObject& b) {
+    return a.abi_ == b.abi_ && a.handles_ == b.handles_ && a.txns_ == b.txns_ &&
+           a.receipts_ == b.receipts_;
+  }
 
  private:
   // Resolves a live (not released) handle for a mutation; `allow_finished` admits FINISHED.
@@ -157,6 +169,12 @@ class KvObject {
   std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
   std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
   std::unordered_map<std::string, PublishReceipt, StringHash, std::equal_to<>> receipts_;
+  // Derived index (not state): the ids of the transactions recorded on each handle id, and the
+  // handle ids whose records ForgetFinalTxnsOfReleased must still visit (released since its
+  // last call, or released with transactions that were not final yet).
+  std::unordered_map<std::string, std::vector<std::string>, StringHash, std::equal_to<>>
+      txns_of_handle_;
+  std::vector<std::string> released_with_txns_;
 };
 
 // Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or
