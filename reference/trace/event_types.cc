@@ -208,7 +208,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   std::optional<lifecycle::PublishReceipt> receipt;
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.Publish(*e.operation_id);
-    if (r.ok()) receipt = *r;
+    if (r.ok()) receipt = std::move(*r);
     return r.status();
   });
   if (!ok || !receipt) return;
