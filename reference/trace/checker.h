@@ -6,9 +6,17 @@
 // clocks, event-id identity, causal observations, plane separation). It reports every violation
 // with its registry code, line, event_id and request, in trace order.
 //
-// Streaming: Feed() takes one line at a time; memory follows live handles (per-request event
-// indexes are dropped at release, keeping the release event; final transaction records of
-// released handles are pruned), plus one small record per released handle and per source.
+// Streaming: Feed()/FeedPadded() take one line at a time (CheckTraceFile reads 1 MiB blocks and
+// parses lines in place). Memory follows live handles: per-request event indexes and operation
+// records are dropped at release (keeping the terminal events), final transaction records of
+// released handles are pruned every CheckerOptions::prune_every_releases releases, and only the
+// last CheckerOptions::released_window released requests keep a tombstone (older ones are
+// forgotten: events naming them see an unknown request). Per source: a 32-event window for
+// duplicate delivery. What grows with the number of violations is the report (and the
+// poisoned ids of gating). docs/trace-format.md "Memory" states the bound.
+// Hot path: a conforming envelope is read in one pass (ReadEnvelopeFast); anything unusual goes
+// through the general ObjReader, which produces every message. Handlers read payloads through
+// ObjReader (unchanged interface for rows added with RegisterEventType).
 // Event-type dispatch is table-driven (EventTypeSpec); later parts of the kit (M5.6 transfer
 // events) add rows with RegisterEventType() before checking starts.
 // Thread safety: none; one checker per trace.
