@@ -15,6 +15,19 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
+// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
+PublishReceipt ReceiptOf(const AppendTxn& t) {
+  PublishReceipt r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.fingerprint = t.fingerprint;
+  r.base = t.request.base;
+  r.interval = t.request.interval;
+  r.result = t.result;
+  return r;
+}
+
 }  // namespace
 
 Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
@@ -228,7 +241,7 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
              "publish: unknown txn " + Q(txn_id) + " (publication without a start)");
   AppendTxn& t = it->second;
   if (t.state == TxnState::kPublished) {
-    PublishReceipt r = receipts_.at(std::string(txn_id));
+    PublishReceipt r = ReceiptOf(t);
     r.replayed = true;
     return r;
   }
@@ -263,19 +276,11 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
   if (!len) return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "publish: length overflows");
   next.committed_length = *len;
   next.digest = SnapshotDigest(live.digest, Transition::kAppend, next, t.request.interval.start);
-  PublishReceipt r;
-  r.txn_id = t.request.txn_id;
-  r.idempotency_key = t.request.idempotency_key;
-  r.handle_id = t.request.handle_id;
-  r.fingerprint = t.fingerprint;
-  r.base = t.request.base;
-  r.interval = t.request.interval;
-  r.result = next;
   rec.current = next;
+  t.result = std::move(next);
   t.state = TxnState::kPublished;
   CloseTxn(rec, txn_id);
-  receipts_.emplace(r.txn_id, r);
-  return r;
+  return ReceiptOf(t);
 }
 
 Status KvObject::CancelTxn(std::string_view txn_id) {
@@ -412,10 +417,7 @@ void KvObject::ForgetFinalTxnsOfReleased() {
       auto t = txns_.find(txn);
       if (t == txns_.end()) return true;
       const bool final = t->second.state != TxnState::kOpen && t->second.state != TxnState::kPrepared;
-      if (final) {
-        receipts_.erase(txn);
-        txns_.erase(t);
-      }
+      if (final) txns_.erase(t);
       return final;
     });
     if (ids.empty()) txns_of_handle_.erase(list);
@@ -429,10 +431,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
   if (auto list = txns_of_handle_.find(handle_id); list != txns_of_handle_.end()) {
-    for (const std::string& txn : list->second) {
-      receipts_.erase(txn);
-      txns_.erase(txn);
-    }
+    for (const std::string& txn : list->second) txns_.erase(txn);
     txns_of_handle_.erase(list);
   }
   handles_.erase(h);

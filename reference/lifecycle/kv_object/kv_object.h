@@ -149,10 +149,9 @@ class KvObject {
   size_t txn_count() const { return txns_.size(); }
   // Order-independent digest of the complete state (equal states hash equal).
   uint64_t Hash() const;
-  // Compares the state (handles, transactions, receipts), not the derived indexes.
+  // Compares the state (handles, transactions with their receipts), not the derived indexes.
   friend bool operator==(const KvObject& a, const KvObject& b) {
-    return a.abi_ == b.abi_ && a.handles_ == b.handles_ && a.txns_ == b.txns_ &&
-           a.receipts_ == b.receipts_;
+    return a.abi_ == b.abi_ && a.handles_ == b.handles_ && a.txns_ == b.txns_;
   }
 
  private:
@@ -168,7 +167,6 @@ class KvObject {
   CacheAbi abi_;
   std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
   std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
-  std::unordered_map<std::string, PublishReceipt, StringHash, std::equal_to<>> receipts_;
   // Derived index (not state): the ids of the transactions recorded on each handle id, and the
   // handle ids whose records ForgetFinalTxnsOfReleased must still visit (released since its
   // last call, or released with transactions that were not final yet).
