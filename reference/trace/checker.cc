@@ -457,7 +457,9 @@ const std::string& TraceChecker::LinePtr() const {
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
-  if (context_is_event_) {  // materialized on the first report of the event
+  // Materialized on the first report of the event; a context installed by the caller meanwhile
+  // (a report about another line) is used as it is.
+  if (context_is_event_ && current_.event_id.empty() && current_.request_id.empty()) {
     current_.event_id = event_.event_id;
     current_.request_id = event_.request_id.value_or("");
     context_is_event_ = false;

@@ -285,8 +285,9 @@ class TraceChecker {
   std::vector<Context> contexts_;
   Context current_;
   Event event_;  // the event being replayed (reused so its strings keep their capacity)
-  // While true, current_ is stale and Report() fills it from event_ first (so that events
-  // without violations copy no context strings).
+  // While true and current_ is empty, Report() first fills current_ from event_ (so that events
+  // without violations copy no context strings). Code that installs another context in
+  // current_ for one report and restores it afterwards keeps working unchanged.
   bool context_is_event_ = false;
   template <typename T>
   using Map = std::unordered_map<std::string, T, lifecycle::StringHash, std::equal_to<>>;
