@@ -233,13 +233,16 @@ namespace {
 // An unsigned integer element (what ObjReader::Uint accepts without a bound).
 bool AsUint(const dom::element& e, uint64_t* out) {
   switch (e.type()) {
-    case dom::element_type::UINT64: *out = e.get_uint64().value_unsafe(); return true;
+    case dom::element_type::UINT64:
+      *out = e.get_uint64().value_unsafe();
+      return true;
     case dom::element_type::INT64: {
       const int64_t v = e.get_int64().value_unsafe();
       *out = static_cast<uint64_t>(v);
       return v >= 0;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -682,9 +685,22 @@ namespace {
 
 // The envelope members of M5.1 0x07 RuntimeMutationEvent, as bits of ReadEnvelopeFast's mask.
 enum EnvKey : int {
-  kEnvEventId, kEnvSourceInstance, kEnvSourceComponent, kEnvLocalSequence, kEnvMonotonicNs,
-  kEnvEventType, kEnvTraceId, kEnvObservedWallTime, kEnvRequestId, kEnvHandleGeneration,
-  kEnvOperationId, kEnvBaseSnapshot, kEnvResultSnapshot, kEnvOutcome, kEnvPayload, kEnvKeys
+  kEnvEventId,
+  kEnvSourceInstance,
+  kEnvSourceComponent,
+  kEnvLocalSequence,
+  kEnvMonotonicNs,
+  kEnvEventType,
+  kEnvTraceId,
+  kEnvObservedWallTime,
+  kEnvRequestId,
+  kEnvHandleGeneration,
+  kEnvOperationId,
+  kEnvBaseSnapshot,
+  kEnvResultSnapshot,
+  kEnvOutcome,
+  kEnvPayload,
+  kEnvKeys
 };
 
 // `k` equals the literal `lit`; `k.size()` is already known to be N - 1 (a constant-size
@@ -697,24 +713,30 @@ bool Is(std::string_view k, const char (&lit)[N]) {
 // The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
 int EnvKeyIndex(std::string_view k) {
   switch (k.size()) {
-    case 7: return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
-    case 8: return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
+    case 7:
+      return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
+    case 8:
+      return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
     case 10:
       return Is(k, "event_type") ? kEnvEventType : Is(k, "request_id") ? kEnvRequestId : -1;
     case 12:
-      return Is(k, "monotonic_ns")   ? kEnvMonotonicNs
-             : Is(k, "operation_id") ? kEnvOperationId
-                                     : -1;
-    case 13: return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
-    case 14: return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
+      return Is(k, "monotonic_ns") ? kEnvMonotonicNs : Is(k, "operation_id") ? kEnvOperationId : -1;
+    case 13:
+      return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
+    case 14:
+      return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
     case 15:
       return Is(k, "source_instance")   ? kEnvSourceInstance
              : Is(k, "result_snapshot") ? kEnvResultSnapshot
                                         : -1;
-    case 16: return Is(k, "source_component") ? kEnvSourceComponent : -1;
-    case 17: return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
-    case 18: return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
-    default: return -1;
+    case 16:
+      return Is(k, "source_component") ? kEnvSourceComponent : -1;
+    case 17:
+      return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
+    case 18:
+      return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
+    default:
+      return -1;
   }
 }
 
@@ -724,9 +746,12 @@ void AssignIfChanged(std::string& s, std::string_view v) {
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
-  if (!present) o.reset();
-  else if (o) o->assign(v.data(), v.size());
-  else o.emplace(v);
+  if (!present)
+    o.reset();
+  else if (o)
+    o->assign(v.data(), v.size());
+  else
+    o.emplace(v);
 }
 
 }  // namespace
@@ -749,14 +774,23 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
     }
     present |= 1u << i;
     switch (i) {
-      case kEnvEventId: case kEnvSourceInstance: case kEnvSourceComponent: case kEnvEventType:
-      case kEnvTraceId: case kEnvObservedWallTime: case kEnvRequestId: case kEnvOperationId:
+      case kEnvEventId:
+      case kEnvSourceInstance:
+      case kEnvSourceComponent:
+      case kEnvEventType:
+      case kEnvTraceId:
+      case kEnvObservedWallTime:
+      case kEnvRequestId:
+      case kEnvOperationId:
       case kEnvOutcome:
         if (t != dom::element_type::STRING) return false;
         str[i] = v.get_string().value_unsafe();
         break;
-      case kEnvLocalSequence: case kEnvMonotonicNs: case kEnvHandleGeneration:
-      case kEnvBaseSnapshot: case kEnvResultSnapshot:
+      case kEnvLocalSequence:
+      case kEnvMonotonicNs:
+      case kEnvHandleGeneration:
+      case kEnvBaseSnapshot:
+      case kEnvResultSnapshot:
         if (!AsUint(v, &num[i])) return false;
         break;
       default:  // kEnvPayload: any value here; the payload is checked after dispatch

@@ -248,8 +248,8 @@ class TraceChecker {
   // members and returns false, having reported nothing, when any member is unknown, repeated,
   // missing or mistyped; ReadEnvelope (the general reader) then reports exactly what is wrong.
   // Both fill `e` completely and return whether the event can be replayed.
-  bool ReadEnvelopeFast(const simdjson::dom::object& obj, Event& e,
-                        simdjson::dom::element* payload, bool* has_payload);
+  bool ReadEnvelopeFast(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
+                        bool* has_payload);
   bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
                     bool* has_payload);
 

@@ -416,12 +416,15 @@ void KvObject::ForgetFinalTxnsOfReleased() {
     std::erase_if(ids, [&](const std::string& txn) {
       auto t = txns_.find(txn);
       if (t == txns_.end()) return true;
-      const bool final = t->second.state != TxnState::kOpen && t->second.state != TxnState::kPrepared;
+      const TxnState st = t->second.state;
+      const bool final = st != TxnState::kOpen && st != TxnState::kPrepared;
       if (final) txns_.erase(t);
       return final;
     });
-    if (ids.empty()) txns_of_handle_.erase(list);
-    else still_pending.push_back(std::move(id));
+    if (ids.empty())
+      txns_of_handle_.erase(list);
+    else
+      still_pending.push_back(std::move(id));
   }
   released_with_txns_.swap(still_pending);
 }
