@@ -306,11 +306,13 @@ uint64_t LineHash(std::string_view bytes);
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 
-// The parse-only ceiling for benchmarks: parses every line of `path` with the same simdjson
-// DOM parser and touches nothing else; `lines` receives the number of lines parsed.
+// The parse-only ceiling for benchmarks: DOM-parses every line of `path` with simdjson (the
+// parser the checker uses), in place from the same block reader, and touches nothing else;
+// `lines` receives the number of lines read.
 Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 
-// Streams a file through a checker (getline-sized memory). IoError when unreadable.
+// Streams a file through a checker: 1 MiB blocks (grown to the longest line), lines parsed in
+// place through FeedPadded. IoError when unreadable.
 Status CheckTraceFile(const std::string& path, TraceChecker* checker);
 
 }  // namespace kvc::trace
