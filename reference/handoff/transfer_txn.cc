@@ -87,8 +87,23 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   }
   bool bounds_ok = out.empty() || out.back().code != ErrorCode::HANDOFF_COVERAGE_MISMATCH;
   if (bounds_ok && end) {
-    for (uint64_t l = 0; l < plan.num_layers; ++l) {
-      auto& iv = per_layer[l];
+    // Layers without any chunk: named one by one up to a few, then counted (num_layers comes
+    // from untrusted input; nothing here is sized by it).
+    constexpr uint64_t kNamedGaps = 8;
+    const uint64_t uncovered = plan.num_layers - per_layer.size();  // keys are < num_layers
+    uint64_t named = 0;
+    for (uint64_t l = 0; l < plan.num_layers && named < std::min(uncovered, kNamedGaps); ++l) {
+      if (per_layer.count(l)) continue;
+      ++named;
+      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                     "layer " + std::to_string(l) + " is not covered exactly once: gap at tokens [" +
+                         std::to_string(plan.token_start) + "," + std::to_string(*end) + ")"});
+    }
+    if (uncovered > named)
+      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                     std::to_string(uncovered - named) + " more of " +
+                         std::to_string(plan.num_layers) + " layers have no chunk at all"});
+    for (auto& [l, iv] : per_layer) {
       std::sort(iv.begin(), iv.end());
       uint64_t at = plan.token_start;
       std::string problem;

@@ -239,5 +239,18 @@ TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
             ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL);
 }
 
+// Regression: a plan declaring 2^53 layers made CheckPlan create one map entry per layer and ran
+// the validator out of memory (found by HandoffProperties.ValidatorsSurviveRandomOneFieldMutations).
+TEST(CheckPlan, RegressionHugeLayerCountIsReportedNotAllocated) {
+  auto p = TwoLayerPlan();
+  p.num_layers = uint64_t{1} << 53;
+  auto issues = CheckPlan(p);
+  ASSERT_EQ(issues.size(), 9u);  // layers 2..9 named, the rest counted
+  for (const auto& i : issues) EXPECT_EQ(i.code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_NE(issues.front().message.find("layer 2 "), std::string::npos);
+  EXPECT_NE(issues.back().message.find("9007199254740982 more of 9007199254740992 layers"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvc::handoff
