@@ -63,6 +63,34 @@ uint64_t KeyTag(std::string_view k) {
          uint64_t{static_cast<unsigned char>(k.back())} << 40;
 }
 
+uint64_t Mum(uint64_t a, uint64_t b) {
+  const unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+
+uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+// 16 bytes per step through a 128-bit multiply-fold (the mixing of wyhash).
+uint64_t LineHash(std::string_view s) {
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+                     k2 = 0x8ebc6af09c88c6e3ull;
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = k0 ^ n;
+  for (; n >= 16; p += 16, n -= 16) h = Mum(Load64(p) ^ k1, Load64(p + 8) ^ h);
+  uint64_t tail[2] = {0, 0};
+  if (n) std::memcpy(tail, p, n);
+  return Mum(Mum(tail[0] ^ k1, tail[1] ^ h) ^ k2, s.size() ^ k1);
+}
+
+namespace {
+
 // Keys that belong to the allocator/residency planes; inside a semantic event they mean the
 // planes were collapsed.
 constexpr std::string_view kPlaneKeys[] = {"allocated_blocks", "blocks", "slots", "used_slots",
@@ -87,6 +115,24 @@ std::string_view TypeName(const dom::element& e) {
 
 ObjReader::ObjReader(const dom::object& obj, std::string pointer, TraceChecker* c)
     : impl_(TakeImpl()), pointer_(std::move(pointer)), c_(c) {
+  Index(obj);
+}
+
+ObjReader::ObjReader(const dom::object& obj, TraceChecker* c, std::string_view line_suffix)
+    : impl_(TakeImpl()), pointer_built_(false), line_suffix_(line_suffix), c_(c) {
+  Index(obj);
+}
+
+const std::string& ObjReader::pointer() const {
+  if (!pointer_built_) {
+    pointer_ = c_->LinePtr();
+    pointer_ += line_suffix_;
+    pointer_built_ = true;
+  }
+  return pointer_;
+}
+
+void ObjReader::Index(const dom::object& obj) {
   Impl& m = *impl_;
   for (auto field : obj) {
     const uint64_t tag = KeyTag(field.key);
@@ -137,7 +183,7 @@ ObjReader::~ObjReader() {
 }
 
 std::string ObjReader::Ptr(std::string_view key) const {
-  return pointer_ + "/" + JsonPointerEscape(key);
+  return pointer() + "/" + JsonPointerEscape(key);
 }
 
 void ObjReader::Bad(ErrorCode code, std::string_view key, std::string msg) {
@@ -185,6 +231,22 @@ std::optional<std::string> ObjReader::OptStr(std::string_view key) {
 }
 
 namespace {
+// An unsigned integer element (what ObjReader::Uint accepts without a bound).
+bool AsUint(const dom::element& e, uint64_t* out) {
+  switch (e.type()) {
+    case dom::element_type::UINT64:
+      *out = e.get_uint64().value_unsafe();
+      return true;
+    case dom::element_type::INT64: {
+      const int64_t v = e.get_int64().value_unsafe();
+      *out = static_cast<uint64_t>(v);
+      return v >= 0;
+    }
+    default:
+      return false;
+  }
+}
+
 // Reads an unsigned integer element; `why` receives the problem.
 std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std::string* why) {
   if (e.type() == dom::element_type::UINT64) return uint64_t(e);
@@ -209,16 +271,17 @@ std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std:
 std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
-  ErrorCode code{};
-  std::string why;
-  auto v = ElementUint(*e, &code, &why);
-  if (!v) {
+  uint64_t v;
+  if (!AsUint(*e, &v)) {
+    ErrorCode code{};
+    std::string why;
+    ElementUint(*e, &code, &why);
     Bad(code, key, why);
     return std::nullopt;
   }
-  if (*v > max) {
+  if (v > max) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
-        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+        std::to_string(v) + " exceeds the bound " + std::to_string(max));
     return std::nullopt;
   }
   return v;
@@ -227,16 +290,17 @@ std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
 std::optional<uint64_t> ObjReader::OptUint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, false);
   if (!e || e->is_null()) return std::nullopt;
-  ErrorCode code{};
-  std::string why;
-  auto v = ElementUint(*e, &code, &why);
-  if (!v) {
+  uint64_t v;
+  if (!AsUint(*e, &v)) {
+    ErrorCode code{};
+    std::string why;
+    ElementUint(*e, &code, &why);
     Bad(code, key, why);
     return std::nullopt;
   }
-  if (*v > max) {
+  if (v > max) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
-        std::to_string(*v) + " exceeds the bound " + std::to_string(max));
+        std::to_string(v) + " exceeds the bound " + std::to_string(max));
     return std::nullopt;
   }
   return v;
@@ -269,20 +333,23 @@ std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view k
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
   dom::array arr;
-  if (e->get_array().get(arr) || arr.size() != 2) {
+  dom::element items[2];
+  size_t count = 0;
+  if (!e->get_array().get(arr))
+    for (dom::element x : arr)
+      if (count++ < 2) items[count - 1] = x;
+  if (count != 2) {
     Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected [start, end) as a two-element array");
     return std::nullopt;
   }
   uint64_t v[2];
   for (size_t i = 0; i < 2; ++i) {
+    if (AsUint(items[i], &v[i])) continue;
     ErrorCode code{};
     std::string why;
-    auto x = ElementUint(arr.at(i).value_unsafe(), &code, &why);
-    if (!x) {
-      Bad(code, key, why);
-      return std::nullopt;
-    }
-    v[i] = *x;
+    ElementUint(items[i], &code, &why);
+    Bad(code, key, why);
+    return std::nullopt;
   }
   if (v[0] > v[1]) {
     Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
@@ -398,6 +465,13 @@ const std::string& TraceChecker::LinePtr() const {
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
+  // Materialized on the first report of the event; a context installed by the caller meanwhile
+  // (a report about another line) is used as it is.
+  if (context_is_event_ && current_.event_id.empty() && current_.request_id.empty()) {
+    current_.event_id = event_.event_id;
+    current_.request_id = event_.request_id.value_or("");
+    context_is_event_ = false;
+  }
   contexts_.push_back(current_);
 }
 
@@ -486,31 +560,52 @@ CheckerExtension& TraceChecker::SetExtension(std::string key,
 void TraceChecker::ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
                             std::string message) {
   const uint32_t saved_line = line_;
+  const bool saved_lazy = context_is_event_;
   Context saved = std::move(current_);
   line_ = line;
   current_ = std::move(context);
+  context_is_event_ = false;  // the installed context is used as it is
   Report(code, std::move(pointer), std::move(message));
   line_ = saved_line;
   current_ = std::move(saved);
+  context_is_event_ = saved_lazy;
 }
 
-void TraceChecker::NoteReleased() {
+void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombstone_generation) {
   if (++releases_since_prune_ >= opt_.prune_every_releases) {
     releases_since_prune_ = 0;
     kv_->ForgetFinalTxnsOfReleased();
   }
+  released_.emplace_back(request_id, tombstone_generation);
+  while (released_.size() > std::max<size_t>(opt_.released_window, 1)) {
+    auto [id, generation] = std::move(released_.front());
+    released_.pop_front();
+    // Only the same tombstone: a re-allocated id is live again, and one released again since
+    // has a newer entry in the window (generations grow with every release).
+    const lifecycle::HandleRecord* h = kv_->Find(id);
+    if (!h || h->current.phase != lifecycle::Phase::kReleased ||
+        h->current.incarnation != generation)
+      continue;
+    if (kv_->ForgetReleased(id).ok()) requests_.erase(id);
+  }
 }
 
 void TraceChecker::Feed(std::string_view line, uint32_t line_no) {
-  line_ = line_no;
-  current_ = {};
-  if (line_no == 1) header_seen_ = true;
-  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
   Parser& p = *parser_;
   p.buf.resize(line.size() + simdjson::SIMDJSON_PADDING);
   if (!line.empty()) std::memcpy(p.buf.data(), line.data(), line.size());
+  FeedPadded(std::string_view(p.buf.data(), line.size()), line_no);
+}
+
+void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
+  line_ = line_no;
+  current_.event_id.clear();
+  current_.request_id.clear();
+  context_is_event_ = false;
+  if (line_no == 1) header_seen_ = true;
+  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
   dom::element root;
-  auto err = p.parser.parse(p.buf.data(), line.size(), false).get(root);
+  auto err = parser_->parser.parse(line.data(), line.size(), false).get(root);
   if (line.empty() || err) {
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
@@ -596,32 +691,181 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   header_ok_ = true;
 }
 
-bool TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
-  auto it = sources_.find(e.source_instance);
-  if (it == sources_.end()) {
-    Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-           "source_instance \"" + e.source_instance + "\" is not declared in the header");
-    return false;
+TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
+  if (last_source_ == nullptr || last_source_name_ != e.source_instance) {
+    auto it = sources_.find(e.source_instance);
+    if (it == sources_.end()) {
+      Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+             "source_instance \"" + e.source_instance + "\" is not declared in the header");
+      return nullptr;
+    }
+    last_source_name_ = it->first;  // map keys are stable: sources are never erased
+    last_source_ = &it->second;
   }
-  SourceState& s = it->second;
+  SourceState& s = *last_source_;
   if (e.source_component != s.component || e.source_component != PlaneComponent(spec.plane)) {
     Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
            "event " + e.event_type + " from source_component \"" + e.source_component +
                "\"; the header declares \"" + s.component + "\" for \"" + e.source_instance +
                "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
                " plane");
-    return false;
+    return nullptr;
   }
+  return &s;
+}
+
+namespace {
+
+// The envelope members of M5.1 0x07 RuntimeMutationEvent, as bits of ReadEnvelopeFast's mask.
+enum EnvKey : int {
+  kEnvEventId,
+  kEnvSourceInstance,
+  kEnvSourceComponent,
+  kEnvLocalSequence,
+  kEnvMonotonicNs,
+  kEnvEventType,
+  kEnvTraceId,
+  kEnvObservedWallTime,
+  kEnvRequestId,
+  kEnvHandleGeneration,
+  kEnvOperationId,
+  kEnvBaseSnapshot,
+  kEnvResultSnapshot,
+  kEnvOutcome,
+  kEnvPayload,
+  kEnvKeys
+};
+
+// `k` equals the literal `lit`; `k.size()` is already known to be N - 1 (a constant-size
+// comparison the compiler inlines, instead of a memcmp call).
+template <size_t N>
+bool Is(std::string_view k, const char (&lit)[N]) {
+  return std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
+// The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
+int EnvKeyIndex(std::string_view k) {
+  switch (k.size()) {
+    case 7:
+      return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
+    case 8:
+      return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
+    case 10:
+      return Is(k, "event_type") ? kEnvEventType : Is(k, "request_id") ? kEnvRequestId : -1;
+    case 12:
+      return Is(k, "monotonic_ns") ? kEnvMonotonicNs : Is(k, "operation_id") ? kEnvOperationId : -1;
+    case 13:
+      return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
+    case 14:
+      return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
+    case 15:
+      return Is(k, "source_instance")   ? kEnvSourceInstance
+             : Is(k, "result_snapshot") ? kEnvResultSnapshot
+                                        : -1;
+    case 16:
+      return Is(k, "source_component") ? kEnvSourceComponent : -1;
+    case 17:
+      return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
+    case 18:
+      return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
+    default:
+      return -1;
+  }
+}
+
+// Most events repeat the previous event's source, type and outcome: compare before copying.
+void AssignIfChanged(std::string& s, std::string_view v) {
+  if (std::string_view(s) != v) s.assign(v.data(), v.size());
+}
+
+void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
+  if (!present)
+    o.reset();
+  else if (o)
+    o->assign(v.data(), v.size());
+  else
+    o.emplace(v);
+}
+
+}  // namespace
+
+bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::element* payload,
+                                    bool* has_payload) {
+  std::string_view str[kEnvKeys];
+  uint64_t num[kEnvKeys];
+  uint32_t seen = 0;     // members present
+  uint32_t present = 0;  // members present and not null
+  for (dom::key_value_pair field : obj) {
+    const int i = EnvKeyIndex(field.key);
+    if (i < 0 || (seen >> i & 1u)) return false;  // unknown or duplicate member
+    seen |= 1u << i;
+    const dom::element& v = field.value;
+    const dom::element_type t = v.type();
+    if (t == dom::element_type::NULL_VALUE) {
+      if (i == kEnvPayload) return false;  // the general reader reports it
+      continue;
+    }
+    present |= 1u << i;
+    switch (i) {
+      case kEnvEventId:
+      case kEnvSourceInstance:
+      case kEnvSourceComponent:
+      case kEnvEventType:
+      case kEnvTraceId:
+      case kEnvObservedWallTime:
+      case kEnvRequestId:
+      case kEnvOperationId:
+      case kEnvOutcome:
+        if (t != dom::element_type::STRING) return false;
+        str[i] = v.get_string().value_unsafe();
+        break;
+      case kEnvLocalSequence:
+      case kEnvMonotonicNs:
+      case kEnvHandleGeneration:
+      case kEnvBaseSnapshot:
+      case kEnvResultSnapshot:
+        if (!AsUint(v, &num[i])) return false;
+        break;
+      default:  // kEnvPayload: any value here; the payload is checked after dispatch
+        *payload = v;
+        break;
+    }
+  }
+  // Required members must be present and not null (null is a type error for them).
+  constexpr uint32_t kRequired = 1u << kEnvEventId | 1u << kEnvSourceInstance |
+                                 1u << kEnvSourceComponent | 1u << kEnvLocalSequence |
+                                 1u << kEnvMonotonicNs | 1u << kEnvEventType;
+  if ((present & kRequired) != kRequired) return false;
+  auto has = [&](int i) { return (present >> i & 1u) != 0; };
+  std::string_view outcome = "success";
+  if (has(kEnvOutcome)) {
+    outcome = str[kEnvOutcome];
+    if (outcome != "success" && outcome != "replayed" && outcome != "rejected" &&
+        outcome != "failure" && outcome != "cancelled")
+      return false;
+  }
+  // Conforming: fill the event exactly as the general reader would.
+  e.event_id.assign(str[kEnvEventId]);
+  AssignIfChanged(e.source_instance, str[kEnvSourceInstance]);
+  AssignIfChanged(e.source_component, str[kEnvSourceComponent]);
+  e.local_sequence = num[kEnvLocalSequence];
+  e.monotonic_ns = num[kEnvMonotonicNs];
+  AssignIfChanged(e.event_type, str[kEnvEventType]);
+  SetOpt(e.request_id, has(kEnvRequestId), str[kEnvRequestId]);
+  SetOpt(e.operation_id, has(kEnvOperationId), str[kEnvOperationId]);
+  auto opt_uint = [&](int i) { return has(i) ? std::optional<uint64_t>(num[i]) : std::nullopt; };
+  e.handle_generation = opt_uint(kEnvHandleGeneration);
+  e.base_snapshot = opt_uint(kEnvBaseSnapshot);
+  e.result_snapshot = opt_uint(kEnvResultSnapshot);
+  AssignIfChanged(e.outcome, outcome);
+  *has_payload = has(kEnvPayload);
+  context_is_event_ = (&e == &event_);  // Report() takes the context from event_
   return true;
 }
 
-void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
-  ++events_;
-  dom::object obj = root.get_object().value_unsafe();
+bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* payload,
+                                bool* has_payload) {
   ObjReader env(obj, LinePtr(), this);
-  Event e;
-  e.line = line_;
-  e.content_hash = std::hash<std::string_view>{}(raw);
   auto id = env.Str("event_id");
   auto inst = env.Str("source_instance");
   auto comp = env.Str("source_component");
@@ -640,13 +884,30 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
-  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return;
+  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return false;
   e.event_id = std::move(*id);
   e.source_instance = std::move(*inst);
   e.source_component = std::move(*comp);
   e.local_sequence = *seq;
   e.monotonic_ns = *ns;
   e.event_type = std::move(*type);
+  *has_payload = payload_el != nullptr;
+  if (payload_el) *payload = *payload_el;
+  return true;
+}
+
+void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
+  ++events_;
+  dom::object obj = root.get_object().value_unsafe();
+  Event& e = event_;  // reused: its strings keep their capacity from event to event
+  e.line = line_;
+  e.content_hash = LineHash(raw);
+  dom::element payload_value;
+  bool has_payload = false;
+  if (!ReadEnvelopeFast(obj, e, &payload_value, &has_payload) &&
+      !ReadEnvelope(obj, e, &payload_value, &has_payload))
+    return;
+  const dom::element* payload_el = has_payload ? &payload_value : nullptr;
 
   const EventTypeSpec* spec = FindEventType(e.event_type);
   if (!spec) {
@@ -654,11 +915,12 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);
     return;
   }
-  if (!CheckSource(e, *spec)) return;
+  SourceState* src_state = CheckSource(e, *spec);
+  if (!src_state) return;
 
   // Source-local order: duplicate delivery, gaps, regressions, clocks.
-  SourceState& src = sources_[e.source_instance];
-  const uint64_t id_hash = std::hash<std::string_view>{}(e.event_id);
+  SourceState& src = *src_state;
+  const uint64_t id_hash = LineHash(e.event_id);
   bool id_conflict = false;
   for (const auto& r : src.recent) {
     if (r[1] != id_hash) continue;
@@ -737,7 +999,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            LinePtr() + "/payload", "expected a payload object");
     return;
   }
-  ObjReader payload(pobj, LinePtr() + "/payload", this);
+  ObjReader payload(pobj, this, "/payload");
   spec->handle(*this, e, payload);
   payload.RejectUnknown(spec->plane == Plane::kSemantic);
   // Index the event id for causal references and duplicate detection.
@@ -765,6 +1027,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
 
 const Violations& TraceChecker::Finish(bool ended_mid_line) {
   current_ = {};
+  context_is_event_ = false;
   if (ended_mid_line) {
     ++line_;
     Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
@@ -817,28 +1080,72 @@ Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
   return c.Finish(mid_line);
 }
 
+namespace {
+
+// Reads a file in large blocks and hands out its '\n'-terminated lines in place. Every line
+// handed out is followed by at least SIMDJSON_PADDING readable bytes of the buffer, which is
+// what simdjson's in-place parse needs, so no line is copied. A line is valid until the next
+// call of Next(). Memory: one buffer of max(1 MiB, the longest line).
+class BlockLineReader {
+ public:
+  explicit BlockLineReader(FILE* f) : f_(f), buf_(kBlock + simdjson::SIMDJSON_PADDING) {}
+
+  // The next complete line without its '\n'; false at end of input (or on a read error).
+  bool Next(std::string_view* line) {
+    for (;;) {
+      const char* b = buf_.data() + begin_;
+      if (const void* nl = std::memchr(b, '\n', end_ - begin_)) {
+        const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+        *line = std::string_view(b, len);
+        begin_ += len + 1;
+        return true;
+      }
+      if (eof_) return false;
+      const size_t rest = end_ - begin_;
+      std::memmove(buf_.data(), b, rest);
+      begin_ = 0;
+      end_ = rest;
+      if (end_ == capacity())  // a line longer than the buffer: grow it
+        buf_.resize(2 * capacity() + simdjson::SIMDJSON_PADDING);
+      const size_t n = std::fread(buf_.data() + end_, 1, capacity() - end_, f_);
+      if (n == 0) eof_ = true;
+      end_ += n;
+    }
+  }
+  // True when the input ended with bytes after the last '\n' (valid after Next() is false).
+  bool ended_mid_line() const { return begin_ < end_; }
+
+ private:
+  static constexpr size_t kBlock = size_t{1} << 20;
+  size_t capacity() const { return buf_.size() - simdjson::SIMDJSON_PADDING; }
+  FILE* f_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;  // first byte not yet handed out
+  size_t end_ = 0;    // one past the last byte read
+  bool eof_ = false;
+};
+
+}  // namespace
+
 Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
   dom::parser parser;
-  std::vector<char> pbuf;
-  char* buf = nullptr;
-  size_t cap = 0;
-  ssize_t n;
+  BlockLineReader reader(f);
+  std::string_view line;
   uint64_t count = 0, members = 0;
-  while ((n = getline(&buf, &cap, f)) > 0) {
-    size_t len = static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0);
-    pbuf.resize(len + simdjson::SIMDJSON_PADDING);
-    std::memcpy(pbuf.data(), buf, len);
+  while (reader.Next(&line)) {
     dom::element root;
-    if (!parser.parse(pbuf.data(), len, false).get(root)) {
+    if (!parser.parse(line.data(), line.size(), false).get(root)) {
       dom::object o;
       if (!root.get_object().get(o)) members += o.size();
     }
     ++count;
   }
-  std::free(buf);
+  if (reader.ended_mid_line()) ++count;  // counted like getline did, not parsed
+  const bool read_error = std::ferror(f);
   std::fclose(f);
+  if (read_error) return IoError(path + ": read error");
   *lines = count + (members == UINT64_MAX ? 1 : 0);  // keep `members` observable
   return Status::Ok();
 }
@@ -846,21 +1153,12 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
 Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
-  char* buf = nullptr;
-  size_t cap = 0;
-  ssize_t n;
+  BlockLineReader reader(f);
+  std::string_view text;
   uint32_t line = 0;
-  bool mid_line = false;
-  while ((n = getline(&buf, &cap, f)) > 0) {
-    ++line;
-    if (buf[n - 1] != '\n') {
-      mid_line = true;
-      break;
-    }
-    checker->Feed(std::string_view(buf, static_cast<size_t>(n - 1)), line);
-  }
-  bool read_error = std::ferror(f);
-  std::free(buf);
+  while (reader.Next(&text)) checker->FeedPadded(text, ++line);
+  const bool mid_line = reader.ended_mid_line();
+  const bool read_error = std::ferror(f);
   std::fclose(f);
   if (read_error) return IoError(path + ": read error");
   checker->Finish(mid_line);

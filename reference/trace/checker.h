@@ -6,9 +6,17 @@
 // clocks, event-id identity, causal observations, plane separation). It reports every violation
 // with its registry code, line, event_id and request, in trace order.
 //
-// Streaming: Feed() takes one line at a time; memory follows live handles (per-request event
-// indexes are dropped at release, keeping the release event; final transaction records of
-// released handles are pruned), plus one small record per released handle and per source.
+// Streaming: Feed()/FeedPadded() take one line at a time (CheckTraceFile reads 1 MiB blocks and
+// parses lines in place). Memory follows live handles: per-request event indexes and operation
+// records are dropped at release (keeping the terminal events), final transaction records of
+// released handles are pruned every CheckerOptions::prune_every_releases releases, and only the
+// last CheckerOptions::released_window released requests keep a tombstone (older ones are
+// forgotten: events naming them see an unknown request). Per source: a 32-event window for
+// duplicate delivery. What grows with the number of violations is the report (and the
+// poisoned ids of gating). docs/trace-format.md "Memory" states the bound.
+// Hot path: a conforming envelope is read in one pass (ReadEnvelopeFast); anything unusual goes
+// through the general ObjReader, which produces every message. Handlers read payloads through
+// ObjReader (unchanged interface for rows added with RegisterEventType).
 // Event-type dispatch is table-driven (EventTypeSpec); later parts of the kit (M5.6 transfer
 // events) add rows with RegisterEventType() before checking starts.
 // Thread safety: none; one checker per trace.
@@ -17,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -100,11 +109,14 @@ const EventTypeSpec* FindEventType(std::string_view name);
 class ObjReader {
  public:
   ObjReader(const simdjson::dom::object& obj, std::string pointer, TraceChecker* c);
+  // The reader of a member of the current line's event: its pointer is c->LinePtr() +
+  // `line_suffix` (a literal, e.g. "/payload"), built only when a report or pointer() needs it.
+  ObjReader(const simdjson::dom::object& obj, TraceChecker* c, std::string_view line_suffix);
   ~ObjReader();
   ObjReader(const ObjReader&) = delete;
   ObjReader& operator=(const ObjReader&) = delete;
 
-  const std::string& pointer() const { return pointer_; }
+  const std::string& pointer() const;
   std::string Ptr(std::string_view key) const;
   bool Has(std::string_view key) const;
   // True when nothing was reported through this reader.
@@ -135,14 +147,21 @@ class ObjReader {
   static std::vector<std::unique_ptr<Impl>>& SpareImpls();
   const simdjson::dom::element* Get(std::string_view key, bool required);
   void Bad(ErrorCode code, std::string_view key, std::string msg);
+  void Index(const simdjson::dom::object& obj);
   std::unique_ptr<Impl> impl_;
-  std::string pointer_;
+  mutable std::string pointer_;
+  mutable bool pointer_built_ = true;
+  std::string_view line_suffix_;  // when !pointer_built_: pointer_ is LinePtr() + line_suffix_
   TraceChecker* c_;
   bool clean_ = true;
 };
 
 struct CheckerOptions {
   size_t prune_every_releases = 64;  // ForgetFinalTxnsOfReleased cadence (memory vs scan cost)
+  // Released requests remembered (tombstone, terminal events); the oldest beyond this many
+  // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
+  // At least 1.
+  size_t released_window = 4096;
 };
 
 class TraceChecker {
@@ -152,6 +171,9 @@ class TraceChecker {
 
   // Feeds one line without its '\n'. `line_no` is 1-based; line 1 must be the header.
   void Feed(std::string_view line, uint32_t line_no);
+  // Feed() without the copy: `line` must be followed by at least simdjson::SIMDJSON_PADDING (64)
+  // readable bytes (their content does not matter), as CheckTraceFile's block buffer is.
+  void FeedPadded(std::string_view line, uint32_t line_no);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.
   const Violations& Finish(bool ended_mid_line);
@@ -222,7 +244,10 @@ class TraceChecker {
     Status (*call_)(void*, lifecycle::KvObject&);
   };
   bool Apply(const Event& e, OpRef op);
-  void NoteReleased();
+  // After a successful release of `request_id` (its tombstone has handle generation
+  // `tombstone_generation`): prunes final transaction records every prune_every_releases
+  // releases and forgets the request released released_window releases ago.
+  void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
   uint32_t line() const { return line_; }
   // The extension slot named `key`, or nullptr before SetExtension(key, ...).
   CheckerExtension* extension(std::string_view key) const;
@@ -237,7 +262,14 @@ class TraceChecker {
  private:
   void ReadHeader(const simdjson::dom::element& root);
   void ReadEvent(const simdjson::dom::element& root, std::string_view raw);
-  bool CheckSource(Event& e, const EventTypeSpec& spec);
+  // The envelope of an event: ReadEnvelopeFast reads a conforming one in a single pass over its
+  // members and returns false, having reported nothing, when any member is unknown, repeated,
+  // missing or mistyped; ReadEnvelope (the general reader) then reports exactly what is wrong.
+  // Both fill `e` completely and return whether the event can be replayed.
+  bool ReadEnvelopeFast(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
+                        bool* has_payload);
+  bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
+                    bool* has_payload);
 
   struct SourceState {
     std::string component;
@@ -248,6 +280,9 @@ class TraceChecker {
     std::vector<std::array<uint64_t, 3>> recent;
     size_t recent_pos = 0;
   };
+  // The declared source of `e`, checked against its component and the event type's plane;
+  // nullptr after reporting TRACE_SOURCE_UNDECLARED.
+  SourceState* CheckSource(Event& e, const EventTypeSpec& spec);
 
   std::string source_;
   CheckerOptions opt_;
@@ -262,17 +297,30 @@ class TraceChecker {
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   size_t releases_since_prune_ = 0;
+  // The last released_window releases, oldest first: request id and tombstone generation.
+  std::deque<std::pair<std::string, uint64_t>> released_;
   Violations violations_;
   std::vector<Context> contexts_;
   Context current_;
+  Event event_;  // the event being replayed (reused so its strings keep their capacity)
+  // While true and current_ is empty, Report() first fills current_ from event_ (so that events
+  // without violations copy no context strings). Code that installs another context in
+  // current_ for one report and restores it afterwards keeps working unchanged.
+  bool context_is_event_ = false;
   template <typename T>
   using Map = std::unordered_map<std::string, T, lifecycle::StringHash, std::equal_to<>>;
   Map<SourceState> sources_;
+  SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
+  std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
+
+// A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
+// cryptographic, not stable across kvconform versions).
+uint64_t LineHash(std::string_view bytes);
 
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);

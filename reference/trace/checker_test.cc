@@ -161,6 +161,65 @@ TEST(TraceCheckerTest, ReleasedRequestsDropTheirOperationRecords) {
   EXPECT_EQ(c.kv().txn_count(), 0u);
 }
 
+// The one-pass envelope reader takes only conforming envelopes; anything unusual goes through
+// the general reader, which reports exactly the one problem (and nulls of optional members are
+// absent members on both paths).
+TEST(TraceCheckerTest, EnvelopeFastPathFallsBackOnAnythingUnusual) {
+  auto codes = [](const std::string& alloc_line) {
+    return Codes(std::string(kHeader) + "\n" + alloc_line + "\n");
+  };
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string l = Alloc(0);
+    size_t at = l.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return l.replace(at, from.size(), to);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(codes(Alloc(0)), V{});
+  EXPECT_EQ(codes(with(R"("payload")", R"("outcome":null,"trace_id":null,"operation_id":null,)"
+                                       R"("base_snapshot":null,"payload")")),
+            V{});
+  EXPECT_EQ(codes(with(R"("event_id")", R"("\u0065vent_id")")), V{});  // the key unescapes
+  EXPECT_EQ(codes(with(R"("payload")", R"("event_id":"x","payload")")), V{"TRACE_LINE_MALFORMED"});
+  EXPECT_EQ(codes(with(R"("payload":{"prompt_length":2})", R"("payload":null)")),
+            V{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(codes(with(R"("local_sequence":0)", R"("local_sequence":-1)")),
+            V{"INPUT_VALUE_OUT_OF_RANGE"});
+  EXPECT_EQ(codes(with(R"("local_sequence":0)", R"("local_sequence":null)")),
+            V{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(codes(with(R"("payload")", R"("zzz":1,"payload")")), V{"INPUT_FIELD_UNKNOWN"});
+  EXPECT_EQ(codes(with(R"("payload")", R"("blocks":1,"payload")")), V{"TRACE_PLANE_MIXED"});
+  EXPECT_EQ(codes(with(R"("payload")", R"("outcome":"maybe","payload")")),
+            V{"INPUT_VALUE_INVALID"});
+  EXPECT_EQ(codes(with(R"("request_id":"R")", R"("request_id":7)")), V{"INPUT_FIELD_TYPE"});
+}
+
+// Memory follows live requests: beyond released_window releases a request's tombstone is
+// forgotten (an event naming it is then an unknown handle), within the window it still fences.
+TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {
+  TraceChecker c("gen.jsonl", CheckerOptions{.prune_every_releases = 1, .released_window = 2});
+  c.Feed(kHeader, 1);
+  uint32_t line = 2;
+  int seq = 0;
+  auto ev = [&](const std::string& id, const std::string& type, const std::string& rest) {
+    c.Feed(Ev(seq++, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
+           line++);
+  };
+  for (int r = 0; r < 3; ++r) {
+    std::string id = "R" + std::to_string(r);
+    ev(id, "request_allocate", R"("payload":{"prompt_length":0})");
+    ev(id, "cancel_request", R"("payload":{})");
+    ev(id, "release", R"("payload":{})");
+  }
+  EXPECT_EQ(c.kv().handle_count(), 2u);  // R1 and R2 remain as tombstones
+  ev("R0", "output_emit", R"("payload":{"output_index":0,"token":1})");
+  ev("R2", "output_emit", R"("payload":{"output_index":0,"token":1})");
+  const Violations& v = c.Finish(false);
+  EXPECT_EQ(test::CodeNames(v),
+            (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE", "LIFECYCLE_HANDLE_RELEASED"}))
+      << test::Describe(v);
+}
+
 }  // namespace
 }  // namespace kvc::trace
 

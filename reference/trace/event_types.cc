@@ -28,6 +28,19 @@ std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
   return h->current;
 }
 
+// Current() without the copy: the live snapshot, valid until the next KvObject mutation (use
+// Current() when the pre-mutation state is needed after the operation).
+const Snapshot* CurrentRef(TraceChecker& c, const Event& e) {
+  const lifecycle::HandleRecord* h = c.kv().Find(*e.request_id);
+  if (!h) {
+    c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
+             e.event_type + " names request \"" + *e.request_id +
+                 "\", which was never allocated or forked");
+    return nullptr;
+  }
+  return &h->current;
+}
+
 // The CAS base an event's base_snapshot (a version) denotes on `s`; nullopt when absent.
 std::optional<BaseRef> Expected(const Event& e, const Snapshot& s) {
   if (!e.base_snapshot) return std::nullopt;
@@ -104,7 +117,7 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Poison(*e.operation_id);
     return;
   }
-  auto cur = Current(c, e);
+  const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return c.Poison(*e.operation_id);
   lifecycle::BeginAppendRequest r;
   r.txn_id = *e.operation_id;
@@ -115,9 +128,10 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
   r.binding = {pos->first, pos->second - pos->first, *mask, *stage};
   r.repair = *purpose == "repair";
   // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
-  if (const lifecycle::AppendTxn* t = c.kv().FindTxn(r.txn_id);
-      t && c.FindOp(r.txn_id) && c.FindOp(r.txn_id)->base_version == *e.base_snapshot)
-    r.base = t->request.base;
+  const lifecycle::AppendTxn* prior = c.kv().FindTxn(r.txn_id);
+  const TraceChecker::Op* prior_op = prior ? c.FindOp(r.txn_id) : nullptr;
+  if (prior && prior_op && prior_op->base_version == *e.base_snapshot)
+    r.base = prior->request.base;
   else
     r.base = TraceChecker::BaseForVersion(*cur, *e.base_snapshot);
   frontier::AppendCall call;
@@ -127,7 +141,7 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
   if (drafts) call.draft_tokens = *drafts;
   call.accepted = accepted.value_or(0);
   call.reused_draft_index = reused;
-  const bool retry = c.kv().FindTxn(r.txn_id) != nullptr;
+  const bool retry = prior != nullptr;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (!retry && e.outcome != "rejected" && req) {
     Status fs = req->frontier.CheckAppend(call);
@@ -194,7 +208,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   std::optional<lifecycle::PublishReceipt> receipt;
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.Publish(*e.operation_id);
-    if (r.ok()) receipt = *r;
+    if (r.ok()) receipt = std::move(*r);
     return r.status();
   });
   if (!ok || !receipt) return;
@@ -242,7 +256,7 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
   auto token = p.Uint("token");
   auto from = p.Enum("from", {"target_logits", "repair_logits"}, true);
   if (!p.clean() || !index || !token) return;
-  auto cur = Current(c, e);
+  const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   if (!cur->readable()) {
     c.Report(ErrorCode::LIFECYCLE_HANDLE_RELEASED, c.LinePtr() + "/request_id",
@@ -384,7 +398,7 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean()) return;
-  auto cur = Current(c, e);
+  const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
@@ -397,7 +411,7 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.OptUint("committed_length");
   auto outputs = p.OptUint("emitted_outputs");
   if (!p.clean()) return;
-  auto cur = Current(c, e);
+  const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (req && e.outcome != "rejected" && cur->phase == Phase::kDecodeReady) {
@@ -420,7 +434,7 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.OptUint("committed_length");
   auto next_gen = p.OptUint("result_handle_generation");
   if (!p.clean()) return;
-  auto cur = Current(c, e);
+  const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
@@ -431,7 +445,7 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   if (next_gen && *next_gen != after->incarnation)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/result_handle_generation",
              "release fences handle generation " + U(after->incarnation) + ", not " + U(*next_gen));
-  c.NoteReleased();
+  c.NoteReleased(*e.request_id, after->incarnation);
 }
 
 // Allocator/residency observations: facts of other planes, tied to a semantic cause.

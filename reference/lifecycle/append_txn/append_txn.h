@@ -81,11 +81,14 @@ struct AppendTxn {
   uint64_t fingerprint = 0;
   TxnState state = TxnState::kOpen;
   std::vector<LayerStage> layers;  // one per cache-producing layer
+  // PUBLISHED: the snapshot the publication created (with `request` and `fingerprint` it is
+  // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
+  Snapshot result;
 
   bool prepared() const;  // every layer complete
   friend bool operator==(const AppendTxn& a, const AppendTxn& b) {
     return a.fingerprint == b.fingerprint && a.state == b.state && a.layers == b.layers &&
-           a.request.txn_id == b.request.txn_id;
+           a.request.txn_id == b.request.txn_id && a.result == b.result;
   }
 };
 

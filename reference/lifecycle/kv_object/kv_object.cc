@@ -15,6 +15,19 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
+// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
+PublishReceipt ReceiptOf(const AppendTxn& t) {
+  PublishReceipt r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.fingerprint = t.fingerprint;
+  r.base = t.request.base;
+  r.interval = t.request.interval;
+  r.result = t.result;
+  return r;
+}
+
 }  // namespace
 
 Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
@@ -174,6 +187,7 @@ StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
   t.fingerprint = fp;
   t.layers.assign(abi_.num_layers, LayerStage{});
   h->open_txns.push_back(req.txn_id);
+  txns_of_handle_[req.handle_id].push_back(req.txn_id);
   txns_.emplace(req.txn_id, t);
   return t;
 }
@@ -227,7 +241,7 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
              "publish: unknown txn " + Q(txn_id) + " (publication without a start)");
   AppendTxn& t = it->second;
   if (t.state == TxnState::kPublished) {
-    PublishReceipt r = receipts_.at(std::string(txn_id));
+    PublishReceipt r = ReceiptOf(t);
     r.replayed = true;
     return r;
   }
@@ -262,19 +276,11 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
   if (!len) return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "publish: length overflows");
   next.committed_length = *len;
   next.digest = SnapshotDigest(live.digest, Transition::kAppend, next, t.request.interval.start);
-  PublishReceipt r;
-  r.txn_id = t.request.txn_id;
-  r.idempotency_key = t.request.idempotency_key;
-  r.handle_id = t.request.handle_id;
-  r.fingerprint = t.fingerprint;
-  r.base = t.request.base;
-  r.interval = t.request.interval;
-  r.result = next;
   rec.current = next;
+  t.result = std::move(next);
   t.state = TxnState::kPublished;
   CloseTxn(rec, txn_id);
-  receipts_.emplace(r.txn_id, r);
-  return r;
+  return ReceiptOf(t);
 }
 
 Status KvObject::CancelTxn(std::string_view txn_id) {
@@ -390,22 +396,49 @@ StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<B
                                h->current.committed_length);
   h->released_length = h->current.committed_length;
   h->current = next;
+  if (auto it = txns_of_handle_.find(handle_id); it != txns_of_handle_.end())
+    released_with_txns_.push_back(it->first);
   return next;
 }
 
 void KvObject::ForgetFinalTxnsOfReleased() {
-  for (auto it = txns_.begin(); it != txns_.end();) {
-    const AppendTxn& t = it->second;
-    auto h = handles_.find(t.request.handle_id);
-    bool released = h != handles_.end() && h->second.current.phase == Phase::kReleased;
-    bool final = t.state != TxnState::kOpen && t.state != TxnState::kPrepared;
-    if (released && final) {
-      receipts_.erase(it->first);
-      it = txns_.erase(it);
-    } else {
-      ++it;
-    }
+  // Every transaction whose handle is released is listed under a handle id in
+  // released_with_txns_ (Release() adds the id; ids leave only below), so visiting those ids is
+  // the same as scanning every transaction.
+  std::vector<std::string> still_pending;
+  for (std::string& id : released_with_txns_) {
+    auto h = handles_.find(id);
+    if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+      continue;  // re-allocated: its next Release() lists it again
+    auto list = txns_of_handle_.find(id);
+    if (list == txns_of_handle_.end()) continue;  // already visited (listed twice)
+    std::vector<std::string>& ids = list->second;
+    std::erase_if(ids, [&](const std::string& txn) {
+      auto t = txns_.find(txn);
+      if (t == txns_.end()) return true;
+      const TxnState st = t->second.state;
+      const bool final = st != TxnState::kOpen && st != TxnState::kPrepared;
+      if (final) txns_.erase(t);
+      return final;
+    });
+    if (ids.empty())
+      txns_of_handle_.erase(list);
+    else
+      still_pending.push_back(std::move(id));
   }
+  released_with_txns_.swap(still_pending);
+}
+
+Status KvObject::ForgetReleased(std::string_view handle_id) {
+  auto h = handles_.find(handle_id);
+  if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+    return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
+  if (auto list = txns_of_handle_.find(handle_id); list != txns_of_handle_.end()) {
+    for (const std::string& txn : list->second) txns_.erase(txn);
+    txns_of_handle_.erase(list);
+  }
+  handles_.erase(h);
+  return Status::Ok();
 }
 
 uint64_t KvObject::Hash() const {

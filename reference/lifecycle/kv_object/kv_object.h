@@ -25,6 +25,7 @@
 #define KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -55,9 +56,33 @@ struct HandleRecord {
   friend bool operator==(const HandleRecord&, const HandleRecord&) = default;
 };
 
+// Transparent string hash of the object's (and the trace checker's) id maps: ids are short,
+// so the common case is one or two 8-byte loads and a 128-bit multiply-fold. Not stable
+// across versions; nothing may depend on the iteration order of these maps.
 struct StringHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  size_t operator()(std::string_view s) const {
+    constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+    const size_t n = s.size();
+    const char* p = s.data();
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+      if (n > 16) return std::hash<std::string_view>{}(s);
+      std::memcpy(&a, p, 8);
+      std::memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+      uint32_t x, y;
+      std::memcpy(&x, p, 4);
+      std::memcpy(&y, p + n - 4, 4);
+      a = x;
+      b = y;
+    } else if (n > 0) {
+      a = static_cast<unsigned char>(p[0]) | static_cast<unsigned char>(p[n / 2]) << 8 |
+          static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
+    }
+    const unsigned __int128 r = static_cast<unsigned __int128>(a ^ k0 ^ n) * (b ^ k1);
+    return static_cast<size_t>(static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64));
+  }
 };
 
 class KvObject {
@@ -110,13 +135,24 @@ class KvObject {
 
   // Removes final (PUBLISHED/ABORTED/REJECTED) transaction records of released handles, so
   // memory follows live handles. Afterwards a retry of such a transaction is TXN_UNKNOWN.
+  // Cost: proportional to the transactions of the handles released since the last call (and of
+  // released handles whose transactions were still open then), not to the whole object.
   void ForgetFinalTxnsOfReleased();
+  // Forgets a released handle entirely: its tombstone and every transaction record on it, so
+  // that a long stream of requests leaves no per-request state behind. Afterwards the id is
+  // unknown (LIFECYCLE_UNKNOWN_HANDLE) and Allocate accepts it under any incarnation: the
+  // caller decides how long a tombstone must fence (the trace checker keeps a documented
+  // window). FAILED_PRECONDITION unless the handle exists and is RELEASED.
+  Status ForgetReleased(std::string_view handle_id);
 
   size_t handle_count() const { return handles_.size(); }
   size_t txn_count() const { return txns_.size(); }
   // Order-independent digest of the complete state (equal states hash equal).
   uint64_t Hash() const;
-  friend bool operator==(const KvObject&, const KvObject&) = default;
+  // Compares the state (handles, transactions with their receipts), not the derived indexes.
+  friend bool operator==(const KvObject& a, const KvObject& b) {
+    return a.abi_ == b.abi_ && a.handles_ == b.handles_ && a.txns_ == b.txns_;
+  }
 
  private:
   // Resolves a live (not released) handle for a mutation; `allow_finished` admits FINISHED.
@@ -131,7 +167,12 @@ class KvObject {
   CacheAbi abi_;
   std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
   std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
-  std::unordered_map<std::string, PublishReceipt, StringHash, std::equal_to<>> receipts_;
+  // Derived index (not state): the ids of the transactions recorded on each handle id, and the
+  // handle ids whose records ForgetFinalTxnsOfReleased must still visit (released since its
+  // last call, or released with transactions that were not final yet).
+  std::unordered_map<std::string, std::vector<std::string>, StringHash, std::equal_to<>>
+      txns_of_handle_;
+  std::vector<std::string> released_with_txns_;
 };
 
 // Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or

@@ -218,5 +218,56 @@ TEST(KvObjectTest, CopiesCompareAndHashByState) {
   EXPECT_NE(copy.Hash(), o.Hash());
 }
 
+// Memory follows live handles: pruning visits only released handles' records, keeps records
+// that are still open, and forgetting a tombstone removes everything under that handle id.
+TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A").ok());
+  ASSERT_TRUE(o.Allocate("B", "B").ok());
+  AppendAll(o, "a1", "A", 2);
+  AppendAll(o, "b1", "B", 2);
+  ASSERT_TRUE(o.BeginAppend(Append("a2", *o.Read("A"), 1)).ok());  // left open
+  ASSERT_TRUE(o.CancelRequest("A").ok());                          // aborts a2
+  ASSERT_TRUE(o.BeginAppend(Append("b2", *o.Read("B"), 1)).ok());  // open on a live handle
+  ASSERT_TRUE(o.Release("A").ok());
+  o.ForgetFinalTxnsOfReleased();
+  EXPECT_EQ(o.FindTxn("a1"), nullptr);
+  EXPECT_EQ(o.FindTxn("a2"), nullptr);  // aborted by the cancellation: final
+  EXPECT_NE(o.FindTxn("b1"), nullptr);  // B is live: its receipts stay for retries
+  EXPECT_NE(o.FindTxn("b2"), nullptr);
+  EXPECT_EQ(o.txn_count(), 2u);
+  // A released handle with a still-open transaction keeps it until it is final.
+  ASSERT_TRUE(o.Finish("B").ok());
+  ASSERT_TRUE(o.Release("B").ok());
+  o.ForgetFinalTxnsOfReleased();
+  EXPECT_EQ(o.FindTxn("b1"), nullptr);
+  ASSERT_NE(o.FindTxn("b2"), nullptr);
+  ASSERT_TRUE(o.CancelTxn("b2").ok());
+  o.ForgetFinalTxnsOfReleased();
+  EXPECT_EQ(o.txn_count(), 0u);
+  // Forgetting: only a released handle; afterwards the id is unknown and free again.
+  EXPECT_FALSE(o.ForgetReleased("missing").ok());
+  ASSERT_TRUE(o.Allocate("C", "C").ok());
+  EXPECT_FALSE(o.ForgetReleased("C").ok());
+  EXPECT_EQ(Code(o.Allocate("A", "A", 0)), ErrorCode::LIFECYCLE_HANDLE_EXISTS);  // fenced
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  EXPECT_EQ(Code(o.Read("A")), ErrorCode::LIFECYCLE_UNKNOWN_HANDLE);
+  EXPECT_EQ(o.handle_count(), 2u);  // B's tombstone and C
+  EXPECT_TRUE(o.Allocate("A", "A", 0).ok());
+}
+
+// The derived transaction index is not state: objects with equal histories compare equal
+// whether or not one of them was pruned of nothing.
+TEST(KvObjectTest, PruningIndexIsNotComparedState) {
+  KvObject a(kAbi), b(kAbi);
+  for (KvObject* o : {&a, &b}) {
+    ASSERT_TRUE(o->Allocate("R", "R").ok());
+    AppendAll(*o, "t", "R", 1);
+  }
+  b.ForgetFinalTxnsOfReleased();  // nothing released: no change
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(a.Hash(), b.Hash());
+}
+
 }  // namespace
 }  // namespace kvc::lifecycle

@@ -21,21 +21,6 @@ std::optional<Phase> ParsePhase(std::string_view s) {
   return std::nullopt;
 }
 
-uint64_t Fnv1a64(std::string_view bytes, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-uint64_t Fnv1a64U64(uint64_t v, uint64_t seed) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  return Fnv1a64(std::string_view(b, 8), seed);
-}
-
 uint64_t SnapshotDigest(uint64_t prev_digest, Transition t, const Snapshot& s, uint64_t arg) {
   uint64_t h = Fnv1a64U64(prev_digest, kFnvOffset);
   h = Fnv1a64U64(static_cast<uint64_t>(t), h);

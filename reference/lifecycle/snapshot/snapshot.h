@@ -57,8 +57,19 @@ enum class Transition : uint8_t {
 
 // FNV-1a 64 over bytes, continuing from `seed` (use kFnvOffset to start).
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-uint64_t Fnv1a64(std::string_view bytes, uint64_t seed = kFnvOffset);
-uint64_t Fnv1a64U64(uint64_t v, uint64_t seed);
+inline constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+// Defined inline: the digest chain and operation fingerprints run on every traced event.
+inline uint64_t Fnv1a64(std::string_view bytes, uint64_t seed = kFnvOffset) {
+  uint64_t h = seed;
+  for (unsigned char c : bytes) h = (h ^ c) * kFnvPrime;
+  return h;
+}
+// FNV-1a over the 8 little-endian bytes of `v` (the same value as Fnv1a64 over those bytes).
+inline uint64_t Fnv1a64U64(uint64_t v, uint64_t seed) {
+  uint64_t h = seed;
+  for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * kFnvPrime;
+  return h;
+}
 
 // Digest of the successor of `prev_digest` under `t`, binding the successor's identity and
 // counters: H(prev, t, handle_id, incarnation, generation, version, committed_length, phase, arg)
