@@ -1,6 +1,8 @@
 // DecodeDirectory: generation-fenced, idempotent publication of complete handoffs.
 #include "reference/handoff/decode_directory.h"
 
+#include "reference/base/checked_math.h"
+
 namespace kvc::handoff {
 
 Status DecodeDirectory::ReserveGeneration(const std::string& request_id, uint64_t generation) {
@@ -83,6 +85,8 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
                                             const std::string& transfer_id, uint64_t token_start,
                                             uint64_t token_count,
                                             const std::string& visible_prefix_handle) {
+  auto end = CheckedAdd(token_start, token_count);
+  if (!end) return OutOfRange("token_start + token_count overflows 64 bits");
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot prefix, cache_.Read(visible_prefix_handle));
   if (prefix.committed_length != token_start)
     return ViolationStatus(
@@ -112,7 +116,7 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
   req.base = base.base();
   req.cache_abi = cache_.abi().id;
   req.interval = {token_start, token_count};
-  req.binding = {token_start, token_count, token_start + token_count, cache_.abi().position_stage};
+  req.binding = {token_start, token_count, *end, cache_.abi().position_stage};
   return cache_.BeginAppend(req).status();
 }
 

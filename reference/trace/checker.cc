@@ -560,12 +560,15 @@ CheckerExtension& TraceChecker::SetExtension(std::string key,
 void TraceChecker::ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
                             std::string message) {
   const uint32_t saved_line = line_;
+  const bool saved_lazy = context_is_event_;
   Context saved = std::move(current_);
   line_ = line;
   current_ = std::move(context);
+  context_is_event_ = false;  // the installed context is used as it is
   Report(code, std::move(pointer), std::move(message));
   line_ = saved_line;
   current_ = std::move(saved);
+  context_is_event_ = saved_lazy;
 }
 
 void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombstone_generation) {
