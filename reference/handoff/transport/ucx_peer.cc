@@ -180,10 +180,11 @@ StatusOr<Pending> UcxPeer::RecvNb(uint64_t tag, uint64_t mask, void* buf, size_t
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rp.cb.recv = RecvDone;
   rp.user_data = s;
-  // An immediate completion (the message was already waiting) skips the callback and reports
-  // its tag and length through recv_info instead.
+  // No immediate completion: a message that is already waiting still completes through the
+  // callback, which reports its tag and length (recv_info on the immediate path proved
+  // unreliable for eager unexpected messages under load: tag 0 was seen).
   ucp_tag_recv_info_t imm{};
-  rp.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+  rp.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   rp.recv_info.tag_info = &imm;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(Wrk(worker_), buf, cap, tag, mask, &rp);
   if (UCS_PTR_IS_ERR(r)) return Fail("ucp_tag_recv_nbx", UCS_PTR_STATUS(r));
