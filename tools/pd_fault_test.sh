@@ -59,7 +59,7 @@ PY
   else fail=$((fail+1)); echo "FAIL $name (${dt}s)"; grep -v '^ *[0-9]*,\?$' "$T/$name.json" | head -c 4000; echo; fi
 }
 
-case_ baseline_tcp 0 'identical(); assert r["recovery"] == "none needed"'
+case_ baseline_tcp 0 'identical(); assert r["recovery"] == "none needed"; t = r["transfer"]; assert t["published_payload_bytes"] == t["expected_bytes"] == 12 * t["bytes_per_token"] and d["decode_appends"] == 3 and d["decode_handle"]["generation"] == 1, (t, d.get("decode_handle")); assert d["capability"] == {"required": True, "authorized": 1, "denied": 0}, d["capability"]'
 case_ baseline_shm 0 'identical()' --transport shm
 case_ drop_chunk 0 'identical(); assert p["retransmits"] >= 1 and p["dropped"] == 1' --fault drop:2
 case_ duplicate_chunk 0 'identical(); assert p["duplicates_sent"] == 1 and d["duplicates_absorbed"] >= 1 and d["txn_retries"] >= 1' --fault dup:1
@@ -70,13 +70,28 @@ case_ stale_generation_after_reroute 0 'identical(); a = {x["attempt"]: x for x 
 case_ credit_window_smaller_than_chunk 1 'failed("HANDOFF_CREDIT_WINDOW_TOO_SMALL")' --fault credit-window:128
 case_ credit_exhausted_by_unacked_chunks 0 'identical(); assert p["credit_waits"] >= 1 and d["credit"]["high_water"] == d["credit"]["capacity"] == 512, (p["credit_waits"], d["credit"])' --fault credit-stall
 case_ credit_never_returned 1 'failed("PD_CREDIT_STARVED"); assert p["retransmits"] >= 1' --fault credit-starve
-case_ kill_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] in ("PD_PEER_LOST",), r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9"; assert p["credit"]["in_flight_end"] == 0 and p["outcome"] == "failed"' --fault kill-decode:3
+case_ kill_decode_mid_transfer 0 'identical(); f = r["rerouted_from"]; assert f["workers"]["decode"] == "killed by signal 9" and f["prefill"]["outcome"] == "failed" and f["prefill"]["error"]["code"] == "PD_PEER_LOST" and f["prefill"]["credit"]["in_flight_end"] == 0 and f["prefill_credit_returned"], f; assert f["next_attempt"] == 2 and d["published_generation"] == 2 and p["attempts"][0]["attempt"] == 2 and "rerouted" in r["recovery"], (f["next_attempt"], d.get("published_generation"))' --fault kill-decode:3
+case_ kill_decode_no_reroute 1 'assert r["verdict"] == "failed" and r["code"] in ("PD_PEER_LOST",), r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9" and "rerouted_from" not in r; assert p["credit"]["in_flight_end"] == 0 and p["outcome"] == "failed"' --fault kill-decode:3 --no-reroute
 case_ hang_decode_mid_transfer 1 'assert r["verdict"] == "failed" and r["code"] == "PD_CREDIT_STARVED", r.get("reason"); assert r["workers"]["decode"] == "killed by signal 9" and p["outcome"] == "failed" and p["credit"]["in_flight_end"] == 0' --fault hang-decode:3 --peer-timeout-ms 1000
 case_ kill_prefill_after_publication 0 'identical(source=False); assert r["workers"]["prefill"] == "killed by signal 9" and "peer_lost_after_publication" in d' --fault kill-prefill-after-publish
+# Warm destination: D holds the first 5 prompt tokens itself; only X = U \ V_D (7 tokens) moves,
+# published as a suffix append onto D's visible prefix, decoded from the published handle.
+case_ warm_prefix_suffix 0 'identical(); t = r["transfer"]; assert t["warm_prefix_tokens"] == 5 and t["transfer_tokens"] == 7 and t["published_payload_bytes"] == t["sent_payload_bytes"] == t["expected_bytes"] == 7 * t["bytes_per_token"], t; assert d["warm_prefix"]["tokens"] == 5 and d["decode_appends"] == 3, d.get("warm_prefix")' --warm-prefix 5
+
+# Capabilities (M5.6 0x0FE): pd-run gives both workers one random key; P signs a capability per
+# attempt, D authorizes it before reserving and every chunk write against it. Each bad
+# capability is refused with its code: nothing reserved or published, nothing leaked.
+case_ capability_forged 1 'failed("HANDOFF_CAPABILITY_SIGNATURE_INVALID"); assert d["capability"] == {"required": True, "authorized": 0, "denied": 1}, d["capability"]' --fault cap-forged
+case_ capability_expired 1 'failed("HANDOFF_CAPABILITY_EXPIRED"); assert d["capability"]["denied"] == 1' --fault cap-expired
+case_ capability_replayed_nonce 1 'failed("HANDOFF_CAPABILITY_NONCE_REPLAYED"); a = p["attempts"]; assert a[0]["error"]["code"] == "HANDOFF_CHECKSUM_MISMATCH" and a[1]["error"]["code"] == "HANDOFF_CAPABILITY_NONCE_REPLAYED", a; assert d["capability"]["authorized"] == 1 and d["capability"]["denied"] == 1, d["capability"]' --fault cap-replay
+case_ capability_region_outside 1 'failed("HANDOFF_CAPABILITY_REGION_DENIED"); assert "L0/t8+4" in r["reason"], r["reason"]' --fault cap-region:2
+case_ capability_bytes_beyond_bound 1 'failed("HANDOFF_CAPABILITY_BYTES_EXCEEDED"); assert "1536" in r["reason"], r["reason"]' --fault cap-bytes
 
 # Bad usage: exit 2 with a clear message.
 "$K" "${BASE[@]}" --fault explode >"$T/out" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "expected none, drop:K" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL bad_fault: rc=$rc"; cat "$T/out"; fi
+"$K" "${BASE[@]}" --warm-prefix 12 >"$T/out" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "must be below the prompt length 12" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL warm_prefix_whole_prompt: rc=$rc"; cat "$T/out"; fi
 "$K" "${BASE[@]}" --transport rdma >"$T/out" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "expected tcp or shm" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL bad_transport: rc=$rc"; cat "$T/out"; fi
 

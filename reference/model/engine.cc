@@ -232,6 +232,84 @@ Status Engine::RepairFrontier(const std::string& handle) {
   return RunBatch(std::span<const AppendItem>(&item, 1), {call});
 }
 
+Status Engine::AdoptPublished(const lifecycle::Snapshot& published, const ImportRows& rows,
+                              const std::string& warm_prefix) {
+  const std::string& h = published.handle_id;
+  const uint64_t t = published.committed_length;
+  if (h.empty() || t == 0 || published.phase != lifecycle::Phase::kDecodeReady)
+    return InvalidArgument("adopt: published handle '" + h +
+                           "' must be a non-empty DECODE_READY snapshot");
+  if (requests_.count(h)) return InvalidArgument("adopt: handle '" + h + "' already exists");
+  if (!rows) return InvalidArgument("adopt: no row source");
+  uint64_t start = 0;
+  if (warm_prefix.empty()) {
+    KVC_RETURN_IF_ERROR(kv_.Allocate(h, published.lineage_id, published.incarnation).status());
+    requests_[h] = Request{NewStorage(), std::nullopt};
+  } else {
+    KVC_ASSIGN_OR_RETURN(Request * p, Get(warm_prefix));
+    start = p->storage->committed_length();
+    if (start >= t)
+      return InvalidArgument("adopt: warm prefix '" + warm_prefix + "' holds " +
+                             std::to_string(start) + " rows, the published handle only " +
+                             std::to_string(t));
+    KVC_RETURN_IF_ERROR(Fork(warm_prefix, start, {h}));
+  }
+  Request* r = &requests_.at(h);
+  auto discard = [&](Status s) {
+    (void)kv_.CancelRequest(h);
+    if (kv_.Release(h).ok()) r->storage->Release();
+    r->fs.reset();
+    return s;
+  };
+  StatusOr<lifecycle::Snapshot> base = kv_.Read(h);
+  if (!base.ok()) return discard(base.status());
+  lifecycle::BeginAppendRequest req;
+  req.txn_id = h + "/import-" + std::to_string(next_txn_++);
+  req.idempotency_key = req.txn_id;
+  req.handle_id = h;
+  req.base = base->base();
+  req.cache_abi = kv_.abi().id;
+  req.interval = {start, t - start};
+  req.binding = {start, t - start, t, kv_.abi().position_stage};
+  if (Status s = kv_.BeginAppend(req).status(); !s.ok()) return discard(s);
+  auto abandon = [&](Status s) {
+    (void)kv_.CancelTxn(req.txn_id);
+    r->storage->Abort();
+    return discard(s);
+  };
+  if (Status s = r->storage->Stage(t - start); !s.ok()) return abandon(s);
+  for (uint64_t l = 0; l < kv_.abi().num_layers; ++l) {
+    for (uint64_t pos = start; pos < t; ++pos) {
+      const float* k = nullptr;
+      const float* v = nullptr;
+      if (Status s = rows(l, pos, &k, &v); !s.ok()) return abandon(s);
+      if (!k || !v)
+        return abandon(InvalidArgument("adopt: row source gave no row for layer " +
+                                       std::to_string(l) + " position " + std::to_string(pos)));
+      r->storage->WriteRow(l, pos, k, v);
+    }
+    if (Status s =
+            kv_.StageLayer({req.txn_id, static_cast<uint32_t>(l), req.interval, true, true, ""})
+                .status();
+        !s.ok())
+      return abandon(s);
+  }
+  auto receipt = kv_.Publish(req.txn_id);
+  if (!receipt.ok()) return abandon(receipt.status());
+  r->storage->Commit();
+  if (receipt->result != published)
+    return discard(ViolationStatus(
+        ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
+        "adopt: the imported handle '" + h + "' reached generation " +
+            std::to_string(receipt->result.generation) + " digest " +
+            std::to_string(receipt->result.digest) + ", not the published generation " +
+            std::to_string(published.generation) + " digest " + std::to_string(published.digest) +
+            " (a different history than the directory's)"));
+  r->fs.emplace(t);
+  r->fs->ApplyPublished(Call(frontier::AppendPurpose::kPrefill, t));
+  return Status::Ok();
+}
+
 Status Engine::Fork(const std::string& parent, uint64_t prefix,
                     const std::vector<std::string>& children) {
   KVC_ASSIGN_OR_RETURN(Request * p, Get(parent));

@@ -106,6 +106,29 @@ class Engine {
   // The request's frontier counters (nullptr before its first tracked call).
   const frontier::FrontierState* frontier_state(const std::string& handle) const;
 
+  // Decode admission from a published transfer (M5.6 0x06D: "admit decode only from the
+  // published handle"). Recreates `published` (a destination decode directory's all-layer
+  // publication) in this engine's lifecycle object through the same lifecycle operations the
+  // directory used, with the transferred rows as the payload of that one append transaction,
+  // and succeeds only when the resulting snapshot equals `published` in every field (handle,
+  // lineage, incarnation, generation, version, T, digest, phase): the engine then holds the
+  // published handle itself, and every later Decode() is an ordinary append transaction whose
+  // base is the published snapshot (generation fence included).
+  //  - cold destination (`warm_prefix` empty): Allocate(published.handle_id,
+  //    published.lineage_id, published.incarnation), then one append of [0, T);
+  //  - warm destination: `warm_prefix` names a request of this engine holding V_D = [0, N)
+  //    (N < T), published at the directory under the same handle id by one append of [0, N);
+  //    the handle is its exact Fork at N and the append covers only X = [N, T).
+  // `rows(layer, pos, &k, &v)` yields the K and V rows (each model kv_shape().row floats,
+  // borrowed until it returns again) of every imported position. Afterwards the request's
+  // frontier is that of a completed prefill of T prompt tokens, so Emit(first token) and
+  // Decode() continue exactly as after Prefill(). On error the import transaction is cancelled
+  // and its rows dropped; a handle that was already created is cancelled and released.
+  using ImportRows =
+      std::function<Status(uint64_t layer, uint64_t pos, const float** k, const float** v)>;
+  Status AdoptPublished(const lifecycle::Snapshot& published, const ImportRows& rows,
+                        const std::string& warm_prefix = "");
+
   // Lifecycle operations on real K/V rows.
   Status Fork(const std::string& parent, uint64_t prefix, const std::vector<std::string>& children);
   Status Truncate(const std::string& handle, uint64_t length);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reference/handoff/decode_directory.h"
 #include "reference/model/generator.h"
 #include "reference/model/hf_logits.h"
 #include "reference/model/parity.h"
@@ -303,6 +304,104 @@ TEST(EngineLifecycle, TruncateForkReleaseOnRealRows) {
   ASSERT_TRUE(f.NewRequest("y").ok());
   ASSERT_TRUE(f.Prefill("y", q, 0, &fresh).ok());
   EXPECT_TRUE(SameBits(cont, fresh));
+}
+
+// Greedy decode of `steps` tokens after prefill logits `first`, each step's logits appended.
+std::vector<std::vector<float>> GreedyFrom(Engine& e, const std::string& h,
+                                           std::vector<float> logits, int steps) {
+  std::vector<std::vector<float>> out{logits};
+  for (int i = 0; i < steps; ++i) {
+    const int64_t y = Argmax(logits);
+    EXPECT_TRUE(e.Emit(h, y).ok());
+    Status s = e.Decode(h, y, &logits);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    out.push_back(logits);
+  }
+  return out;
+}
+
+// Rows of the colocated storage `s`, recording which positions were asked for.
+Engine::ImportRows RowsOf(const KvStorage& s, std::vector<uint64_t>* asked) {
+  return [&s, asked](uint64_t l, uint64_t pos, const float** k, const float** v) -> Status {
+    if (l == 0) asked->push_back(pos);
+    *k = s.KeyRow(l, pos);
+    *v = s.ValueRow(l, pos);
+    return Status::Ok();
+  };
+}
+
+// Decode admitted from a decode directory's published handle (cold and warm destination):
+// the engine's handle equals the published snapshot, decode steps are appends on it, and the
+// per-step logits equal a colocated run bit for bit.
+TEST(EngineAdoptPublished, DecodesFromThePublishedHandle) {
+  const LlamaModel& m = Fixture("gqa2");
+  const lifecycle::CacheAbi abi{EngineCacheAbiId(m.config()),
+                                static_cast<uint32_t>(m.config().num_hidden_layers), "post_rope"};
+  const uint64_t layers = abi.num_layers, t = 9, warm = 4;
+  const auto p = Prompt(t, 96, 5);
+  Engine colo(m, {});
+  ASSERT_TRUE(colo.NewRequest("r").ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(colo.Prefill("r", p, 0, &logits).ok());
+  // Source rows are read before the colocated decode appends more.
+  Engine src(m, {});
+  ASSERT_TRUE(src.NewRequest("r").ok());
+  std::vector<float> src_logits;
+  ASSERT_TRUE(src.Prefill("r", p, 0, &src_logits).ok());
+  const auto want = GreedyFrom(colo, "r", logits, 5);
+
+  for (bool warm_dest : {false, true}) {
+    SCOPED_TRACE(warm_dest ? "warm" : "cold");
+    handoff::DecodeDirectory dir(abi);
+    Engine d(m, {});
+    ASSERT_TRUE(dir.ReserveGeneration("req", 3).ok());
+    uint64_t start = 0;
+    if (warm_dest) {
+      // D computed V_D = [0, warm) itself (a prefix-cache hit) and publishes it as visible.
+      std::vector<float> ignored;
+      ASSERT_TRUE(d.NewRequest("pfx").ok());
+      ASSERT_TRUE(d.Prefill("pfx", std::span(p).first(warm), 0, &ignored).ok());
+      ASSERT_TRUE(dir.PublishVisiblePrefix("pfx", warm).ok());
+      ASSERT_TRUE(dir.OpenDestinationOnto("req", 3, "x1", warm, t - warm, "pfx").ok());
+      start = warm;
+    } else {
+      ASSERT_TRUE(dir.OpenDestination("req", 3, "x1", 0, t).ok());
+    }
+    for (uint64_t l = 0; l < layers; ++l)
+      ASSERT_TRUE(dir.StageLayer("x1", l, start, t - start).ok());
+    auto pub = dir.PublishIfGenerationCurrent("req", 3, "x1", "digest");
+    ASSERT_TRUE(pub.ok()) << pub.status().ToString();
+    const lifecycle::Snapshot published = pub->handle.cache_snapshot;
+
+    // A snapshot the directory never published is refused, and leaves no live handle.
+    lifecycle::Snapshot forged = published;
+    forged.handle_id += "-forged";
+    forged.digest ^= 1;
+    std::vector<uint64_t> asked;
+    EXPECT_EQ(
+        d.AdoptPublished(forged, RowsOf(*src.storage("r"), &asked), warm_dest ? "pfx" : "").error(),
+        ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
+    EXPECT_EQ(d.Read(forged.handle_id).status().error(), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+
+    asked.clear();
+    Status s =
+        d.AdoptPublished(published, RowsOf(*src.storage("r"), &asked), warm_dest ? "pfx" : "");
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    // Only the transfer set X = U \ V_D was imported.
+    std::vector<uint64_t> x;
+    for (uint64_t i = start; i < t; ++i) x.push_back(i);
+    EXPECT_EQ(asked, x);
+    const std::string h = published.handle_id;
+    EXPECT_EQ(*d.Read(h), published);
+    const auto got = GreedyFrom(d, h, src_logits, 5);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(SameBits(got[i], want[i])) << "step " << i;
+    // Each decode step was one append on the published handle's generation chain.
+    EXPECT_EQ(d.Read(h)->generation, published.generation + 5);
+    EXPECT_EQ(d.Read(h)->committed_length, t + 5);
+    // Adopting the same handle twice is refused.
+    EXPECT_FALSE(d.AdoptPublished(published, RowsOf(*src.storage("r"), &asked)).ok());
+  }
 }
 
 TEST(EngineLifecycle, ReorderMovesCoupledRows) {

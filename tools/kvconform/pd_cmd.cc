@@ -35,6 +35,13 @@ struct PdOptions {
   std::string model, prompt_ids, mode = "deterministic", transport = "tcp", fault = "none";
   std::string format = "text", checksum = "sha256";
   uint64_t max_new = 4, chunk_tokens = 0, credit_bytes = 4u << 20;
+  // Warm destination: D already holds the first warm_prefix prompt tokens' K/V (0 = cold).
+  uint64_t warm_prefix = 0;
+  uint64_t first_attempt = 1;  // pd-worker (prefill): number of its first attempt
+  bool no_reroute = false;     // pd-run: fail instead of rerouting after a lost decode worker
+  // Capability key (M5.6 0x0FE): a file, else $KVCONFORM_PD_CAPABILITY_KEY; pd-run makes a
+  // random one for its two workers when neither is given. The key is never logged.
+  std::string capability_key_file;
   uint64_t peer_timeout_ms = 5000, rto_ms = 300;
   // pd-worker only.
   std::string role, bootstrap = "127.0.0.1:0", port_file, result;
@@ -92,6 +99,20 @@ StatusOr<tp::WorkerOptions> ToWorkerOptions(const PdOptions& o) {
   w.peer_timeout = milliseconds(o.peer_timeout_ms);
   w.rto = milliseconds(o.rto_ms);
   w.port_file = o.port_file;
+  if (o.first_attempt == 0 || o.first_attempt > (uint64_t{1} << 32))
+    return InvalidArgument("--first-attempt must be in [1, 2^32]");
+  w.first_attempt = o.first_attempt;
+  if (!o.capability_key_file.empty()) {
+    std::ifstream f(o.capability_key_file, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (!f) return InvalidArgument("--capability-key-file: cannot read " + o.capability_key_file);
+    w.capability.key = ss.str();
+    if (w.capability.key.empty())
+      return InvalidArgument("--capability-key-file: " + o.capability_key_file + " is empty");
+  } else if (const char* k = std::getenv("KVCONFORM_PD_CAPABILITY_KEY"); k && *k) {
+    w.capability.key = k;
+  }
   return w;
 }
 
@@ -144,6 +165,17 @@ StatusOr<std::vector<float>> BitsToFloats(const nlohmann::json& a) {
 
 std::string AbiDigest(const model::LlamaConfig& c) { return Sha256Hex(model::EngineCacheAbiId(c)); }
 
+// The lifecycle handle id of D's warm prefix (the same name in P's plan and D's directory).
+std::string WarmPrefixHandle(uint64_t n) { return "prefix-cache/n" + std::to_string(n); }
+
+// 0 <= warm_prefix < |prompt| (the transfer set X = U \ V_D is never empty).
+Status CheckWarmPrefix(uint64_t warm, size_t prompt) {
+  if (warm >= prompt)
+    return InvalidArgument("--warm-prefix: " + std::to_string(warm) +
+                           " must be below the prompt length " + std::to_string(prompt));
+  return Status();
+}
+
 // ----- prefill worker (model) ---------------------------------------------------------------
 
 StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vector<int64_t>& ids,
@@ -163,14 +195,19 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
   KVC_RETURN_IF_ERROR(e.Prefill("r", ids, 0, &logits));
   const model::KvStorage* s = e.storage("r");
   const uint64_t row = s->shape().row;
-  const uint64_t chunk = o.chunk_tokens == 0 ? t : o.chunk_tokens;
+  KVC_RETURN_IF_ERROR(CheckWarmPrefix(o.warm_prefix, t));
+  // Only the transfer set X = [warm, t) moves; [0, warm) is D's own visible prefix.
+  const uint64_t warm = o.warm_prefix;
+  const uint64_t chunk = o.chunk_tokens == 0 ? t - warm : o.chunk_tokens;
   src.num_layers = layers;
-  src.token_count = t;
+  src.token_start = warm;
+  src.visible_prefix_handle = warm > 0 ? WarmPrefixHandle(warm) : "";
+  src.token_count = t - warm;
   src.bytes_per_token_layer = 2 * row * sizeof(float);
   src.reserved_blocks = (t + kBlockTokens - 1) / kBlockTokens;
   src.tensor_abi_sha256 = AbiDigest(m.config());
   for (uint64_t l = 0; l < layers; ++l)
-    for (uint64_t at = 0; at < t; at += chunk) {
+    for (uint64_t at = warm; at < t; at += chunk) {
       const uint64_t n = std::min(chunk, t - at);
       src.chunks.push_back(
           {"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" + std::to_string(n), l, at, n,
@@ -192,6 +229,7 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
                  {"first_token", model::Argmax(logits)},
                  {"prefill_logits_bits", FloatBits(logits)},
                  {"max_new_tokens", o.max_new},
+                 {"warm_prefix", warm},
                  {"source_kv_sha256", KvDigest(*s, t)}};
   return src;
 }
@@ -238,22 +276,45 @@ Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
 
 // ----- decode worker (model) ----------------------------------------------------------------
 
-// Adopts the published destination bytes as the decode cache and decodes the remaining tokens.
-Status DecodeFromPublished(const model::LlamaModel& m, model::ComputeMode mode,
-                           const tp::DecodeResult& d, nlohmann::json* rep) {
+// Admits decode only from the directory's published handle: the engine recreates that handle
+// (model::Engine::AdoptPublished, checked equal to the published snapshot) with the published
+// destination bytes as its rows, and every decode step is an ordinary append transaction on it.
+// `e` is D's engine; on a warm destination it holds the prefix request `warm_prefix`.
+Status DecodeFromPublished(const model::LlamaModel& m, model::Engine& e,
+                           const std::string& warm_prefix, const tp::DecodeResult& d,
+                           nlohmann::json* rep) {
   const handoff::TransferPlan& plan = *d.plan;
-  const uint64_t row = m.kv_shape().row, t = plan.token_count;
-  auto storage = model::NewContiguousKvStorage(m.kv_shape());
-  KVC_RETURN_IF_ERROR(storage->Stage(t));
+  if (!d.published) return Internal("decode: a published plan without its published handle");
+  const uint64_t row = m.kv_shape().row, layers = m.config().num_hidden_layers;
+  const uint64_t t = d.published->cache_snapshot.committed_length;
+  // (layer, position) -> the chunk's K row; its V row follows the chunk's token_count K rows.
+  std::vector<std::vector<std::pair<const float*, const float*>>> at(
+      layers, std::vector<std::pair<const float*, const float*>>(t, {nullptr, nullptr}));
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const auto& c = plan.chunks[i];
     const auto* base = reinterpret_cast<const float*>(d.bytes.data() + d.offsets[i]);
-    for (uint64_t k = 0; k < c.token_count; ++k)
-      storage->WriteRow(c.layer, c.token_start + k, base + k * row,
-                        base + (c.token_count + k) * row);
+    for (uint64_t k = 0; k < c.token_count; ++k) {
+      if (c.layer >= layers || c.token_start + k >= t)
+        return InvalidArgument("decode: chunk \"" + c.chunk_id +
+                               "\" lies outside the published handle");
+      at[c.layer][c.token_start + k] = {base + k * row, base + (c.token_count + k) * row};
+    }
   }
-  storage->Commit();
-  (*rep)["published_kv_sha256"] = KvDigest(*storage, t);
+  const std::string h = d.published->cache_handle_id;
+  KVC_RETURN_IF_ERROR(e.AdoptPublished(
+      d.published->cache_snapshot,
+      [&](uint64_t l, uint64_t pos, const float** k, const float** v) -> Status {
+        *k = at[l][pos].first;
+        *v = at[l][pos].second;
+        return Status::Ok();
+      },
+      warm_prefix));
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot adopted, e.Read(h));
+  (*rep)["published_payload_bytes"] = d.bytes.size();
+  (*rep)["published_kv_sha256"] = KvDigest(*e.storage(h), t);
+  (*rep)["decode_handle"] = {{"handle", h},
+                             {"generation", adopted.generation},
+                             {"committed_length", adopted.committed_length}};
   std::vector<int64_t> tokens;
   nlohmann::json steps = nlohmann::json::array();
   int64_t y = 0;
@@ -267,21 +328,14 @@ Status DecodeFromPublished(const model::LlamaModel& m, model::ComputeMode mode,
   }
   tokens.push_back(y);
   for (uint64_t g = 1; g < max_new; ++g) {
-    KVC_RETURN_IF_ERROR(
-        m.CheckInputs(std::span<const int64_t>(&tokens.back(), 1), storage->committed_length()));
     std::vector<float> logits;
-    KVC_RETURN_IF_ERROR(storage->Stage(1));
-    model::ForwardSegment seg{std::span<const int64_t>(&tokens.back(), 1), storage.get(), false,
-                              &logits};
-    if (Status s = m.ForwardBatch(std::span<const model::ForwardSegment>(&seg, 1), mode, nullptr);
-        !s.ok()) {
-      storage->Abort();
-      return s;
-    }
-    storage->Commit();
+    KVC_RETURN_IF_ERROR(e.Emit(h, tokens.back()));
+    KVC_RETURN_IF_ERROR(e.Decode(h, tokens.back(), &logits));
     tokens.push_back(model::Argmax(logits));
     steps.push_back(FloatBits(logits));
   }
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot last, e.Read(h));
+  (*rep)["decode_appends"] = last.generation - adopted.generation;
   (*rep)["tokens"] = tokens;
   (*rep)["step_logits_bits"] = steps;
   return Status();
@@ -342,12 +396,35 @@ void RunWorker(const PdOptions& o) {
         abi = {AbiDigest(m->config()), static_cast<uint32_t>(m->config().num_hidden_layers),
                "post_rope"};
       }
+      // D's engine; on a warm destination it first computes V_D = [0, N) itself (a local
+      // prefix-cache hit) under the handle the directory publishes as the visible prefix.
+      std::optional<model::Engine> engine;
+      std::string warm_handle;
+      if (m) {
+        model::EngineOptions eo;
+        eo.mode = *mode;
+        engine.emplace(*m, eo);
+      }
+      if (o.warm_prefix > 0) {
+        if (!engine) return fail(InvalidArgument("--warm-prefix needs --model"));
+        auto ids = ParseIds(o.prompt_ids);
+        if (!ids.ok()) return fail(ids.status());
+        if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
+        warm_handle = WarmPrefixHandle(o.warm_prefix);
+        std::vector<float> ignored;
+        Status s = engine->NewRequest(warm_handle);
+        if (s.ok())
+          s = engine->Prefill(warm_handle, std::span(*ids).first(o.warm_prefix), 0, &ignored);
+        if (!s.ok()) return fail(s);
+        w->warm_prefix_handle = warm_handle;
+        w->warm_prefix_tokens = o.warm_prefix;
+      }
       auto r = tp::RunDecodeWorker(*w, abi);
       st = r.status;
       rep = r.report;
       if (st.ok() && r.plan) {
         if (m) {
-          st = DecodeFromPublished(*m, *mode, r, &rep);
+          st = DecodeFromPublished(*m, *engine, warm_handle, r, &rep);
           if (!st.ok()) rep["error"] = {{"code", "decode"}, {"message", st.message()}};
         } else {
           rep["published_bytes_sha256"] =
@@ -460,7 +537,26 @@ std::vector<std::string> CommonArgs(const PdOptions& o) {
           "--checksum",
           o.checksum,
           "--mode",
-          o.mode};
+          o.mode,
+          "--capability-key-file",
+          o.capability_key_file};
+}
+
+// A fresh random 32-byte capability key in a private (0600) file; the caller removes it.
+StatusOr<std::string> MakeCapabilityKeyFile() {
+  char tmpl[] = "/tmp/kvconform-pd-key-XXXXXX";
+  const int fd = mkstemp(tmpl);  // created 0600
+  if (fd < 0) return IoError("mkstemp failed for the capability key");
+  std::ifstream r("/dev/urandom", std::ios::binary);
+  char key[32];
+  r.read(key, sizeof key);
+  const bool ok = r && write(fd, key, sizeof key) == static_cast<ssize_t>(sizeof key);
+  close(fd);
+  if (!ok) {
+    unlink(tmpl);
+    return IoError("cannot write a random capability key");
+  }
+  return std::string(tmpl);
 }
 
 struct PairRun {
@@ -597,10 +693,53 @@ void RunPdRun(const PdOptions& o0) {
   std::vector<std::string> p_extra = {"--model",          o.model,
                                       "--prompt-ids",     o.prompt_ids,
                                       "--max-new-tokens", std::to_string(o.max_new),
-                                      "--chunk-tokens",   std::to_string(o.chunk_tokens)};
+                                      "--chunk-tokens",   std::to_string(o.chunk_tokens),
+                                      "--warm-prefix",    std::to_string(o.warm_prefix)};
   std::vector<std::string> d_extra = {"--model", o.model};
+  if (o.warm_prefix > 0) {
+    if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
+    d_extra = {"--model",    o.model,         "--prompt-ids",
+               o.prompt_ids, "--warm-prefix", std::to_string(o.warm_prefix)};
+  }
+  // Both workers get the same capability key (a given file, the environment, or a fresh one).
+  std::string own_key_file;
+  if (o.capability_key_file.empty() && !std::getenv("KVCONFORM_PD_CAPABILITY_KEY")) {
+    auto k = MakeCapabilityKeyFile();
+    if (!k.ok()) return fail(k.status());
+    own_key_file = o.capability_key_file = *k;
+  }
+  struct KeyFileRemover {
+    std::string path;
+    ~KeyFileRemover() {
+      if (!path.empty()) unlink(path.c_str());
+    }
+  } remover{own_key_file};
   auto run = RunPair(o, p_extra, d_extra);
   if (!run.ok()) return fail(run.status());
+  // A decode worker lost mid-transfer (its process died, P saw PD_PEER_LOST, nothing was
+  // published): reroute once onto a fresh decode worker. P is restarted too (its source copy
+  // died with its process after the failed attempt) and re-runs prefill and the transfer under
+  // the next attempt number/generation, without the fault. Both first workers' reports stay.
+  nlohmann::json lost_pair;
+  if (!o.no_reroute && WIFSIGNALED(run->d.status) && !run->drep.ok() && run->prep.ok() &&
+      run->prep->value("outcome", "") == "failed" && run->prep->contains("error") &&
+      (*run->prep)["error"].value("code", "") == "PD_PEER_LOST") {
+    uint64_t last = 0;
+    for (const auto& a : run->prep->value("attempts", nlohmann::json::array()))
+      last = std::max<uint64_t>(last, a.value("attempt", uint64_t{0}));
+    lost_pair = {{"workers", {{"prefill", ExitText(run->p)}, {"decode", ExitText(run->d)}}},
+                 {"prefill", *run->prep},
+                 {"next_attempt", last + 1}};
+    std::error_code ec;
+    std::filesystem::remove_all(run->dir, ec);
+    PdOptions o2 = o;
+    o2.fault = "none";
+    std::vector<std::string> p2 = p_extra;
+    p2.push_back("--first-attempt");
+    p2.push_back(std::to_string(last + 1));
+    run = RunPair(o2, p2, d_extra);
+    if (!run.ok()) return fail(run.status());
+  }
 
   nlohmann::json out = {{"kind", "kvconform.pd_run/1"},
                         {"model", o.model},
@@ -612,6 +751,17 @@ void RunPdRun(const PdOptions& o0) {
   nlohmann::json d = run->drep.ok() ? *run->drep : nlohmann::json::object();
   out["prefill"] = p;
   out["decode"] = d;
+  // Bytes moved follow the transfer set: |X| * B_token, B_token = L * 2 * H_kv * d_h * 4 B.
+  const uint64_t b_token = m->config().num_hidden_layers * 2 * m->kv_shape().row * sizeof(float);
+  const uint64_t x_tokens = ids->size() - o.warm_prefix;
+  nlohmann::json transfer = {
+      {"prompt_tokens", ids->size()},
+      {"warm_prefix_tokens", o.warm_prefix},
+      {"transfer_tokens", x_tokens},
+      {"bytes_per_token", b_token},
+      {"expected_bytes", x_tokens * b_token},
+      {"sent_payload_bytes", p.value("payload_bytes", uint64_t{0})},
+      {"published_payload_bytes", d.value("published_payload_bytes", uint64_t{0})}};
   // Judge: the decode side's outcome decides; a worker that died is reported with its signal.
   std::string verdict = "identical", code, reason;
   const bool tol0 = *mode == model::ComputeMode::kDeterministic;
@@ -660,6 +810,12 @@ void RunPdRun(const PdOptions& o0) {
       verdict = "failed";
       code = "PD_OUTPUT_MISMATCH";
       reason = "disaggregated decode differs from colocated";
+    } else if (transfer["published_payload_bytes"] != x_tokens * b_token) {
+      verdict = "failed";
+      code = "PD_WORKER_FAILED";
+      reason = "published " + transfer["published_payload_bytes"].dump() +
+               " payload bytes, the transfer set needs |X| * B_token = " +
+               std::to_string(x_tokens * b_token);
     } else if (pub != col->kv_sha256 || (!srcd.empty() && srcd != col->kv_sha256)) {
       verdict = "failed";
       code = "PD_KV_DIGEST_MISMATCH";
@@ -681,6 +837,26 @@ void RunPdRun(const PdOptions& o0) {
   if (!code.empty()) out["code"] = code;
   if (!reason.empty()) out["reason"] = reason;
   out["recovery"] = Recovery(p, d);
+  if (!lost_pair.is_null()) {
+    const bool first_p_free = lost_pair["prefill"].contains("credit") &&
+                              lost_pair["prefill"]["credit"].value("in_flight_end", 1) == 0;
+    lost_pair["prefill_credit_returned"] = first_p_free;
+    out["rerouted_from"] = lost_pair;
+    if (!first_p_free && verdict == "identical") {
+      verdict = "failed";
+      code = "PD_WORKER_FAILED";
+      reason = "the first prefill worker kept credits after losing its decode worker";
+      out["verdict"] = verdict;
+      out["code"] = code;
+      out["reason"] = reason;
+    }
+    out["recovery"] =
+        "decode worker lost mid-transfer (" + lost_pair["workers"]["decode"].get<std::string>() +
+        "); rerouted to a fresh decode worker: prefill re-run, attempt " +
+        std::to_string(lost_pair["next_attempt"].get<uint64_t>()) + " (generation " +
+        std::to_string(lost_pair["next_attempt"].get<uint64_t>()) + ")" +
+        (out["recovery"] == "none needed" ? "" : "; " + out["recovery"].get<std::string>());
+  }
   out["flow_control"] = {{"sender_credit_waits", p.value("credit_waits", 0)},
                          {"credit_bytes", o.credit_bytes}};
   out["steps"] = steps;
@@ -688,6 +864,7 @@ void RunPdRun(const PdOptions& o0) {
                       {"source", p.value("source_kv_sha256", "")},
                       {"published", d.value("published_kv_sha256", "")}};
   out["leaks"] = {{"decode_leak_free", d_leak_free}, {"prefill_credit_returned", p_leak_free}};
+  out["transfer"] = transfer;
   if (verdict != "identical") {
     out["logs"] = {{"prefill", LogTail(run->dir + "/prefill.log")},
                    {"decode", LogTail(run->dir + "/decode.log")}};
@@ -710,6 +887,9 @@ void RunPdRun(const PdOptions& o0) {
     if (d.contains("pool"))
       std::cout << "decode pool " << d["pool"].dump() << " credit " << d["credit"].dump() << "\n";
     if (p.contains("credit")) std::cout << "prefill credit " << p["credit"].dump() << "\n";
+    std::cout << "transfer: " << x_tokens << " of " << ids->size() << " tokens (warm prefix "
+              << o.warm_prefix << "), " << transfer["published_payload_bytes"].dump()
+              << " B published, |X| * B_token = " << x_tokens * b_token << " B\n";
     std::cout << "recovery: " << out["recovery"].get<std::string>() << "\n";
     std::cout << "verdict: " << verdict;
     if (!code.empty()) std::cout << " " << code << ": " << reason;
@@ -793,6 +973,9 @@ void AddShared(CLI::App* c, PdOptions* o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c->add_option("--mode", o->mode, "deterministic (default) or fast")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--capability-key-file", o->capability_key_file,
+                "capability HMAC key file (else $KVCONFORM_PD_CAPABILITY_KEY; pd-run: random)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
 }  // namespace
@@ -805,6 +988,10 @@ void AddPdCommands(CLI::App& app) {
   r->add_option("--prompt-ids", run.prompt_ids, "comma-separated token ids")->required();
   r->add_option("--max-new-tokens", run.max_new, "tokens to generate (>= 1)");
   r->add_option("--chunk-tokens", run.chunk_tokens, "tokens per chunk (0: one chunk per layer)");
+  r->add_flag("--no-reroute", run.no_reroute,
+              "fail with PD_PEER_LOST instead of rerouting after a lost decode worker");
+  r->add_option("--warm-prefix", run.warm_prefix,
+                "decode already holds the first N prompt tokens' K/V; only the rest moves");
   r->add_flag("--deterministic", run.deterministic, "deterministic kernels (bit-identity)");
   r->add_option("--format", run.format, "text (default) or json");
   AddShared(r, &run);
@@ -820,6 +1007,10 @@ void AddPdCommands(CLI::App& app) {
   w->add_option("--prompt-ids", worker.prompt_ids, "prefill: comma-separated token ids");
   w->add_option("--max-new-tokens", worker.max_new, "prefill: tokens the request generates");
   w->add_option("--chunk-tokens", worker.chunk_tokens, "prefill: tokens per chunk");
+  w->add_option("--first-attempt", worker.first_attempt,
+                "prefill: number (= generation) of the first attempt (default 1)");
+  w->add_option("--warm-prefix", worker.warm_prefix,
+                "both: D holds the first N prompt tokens (D needs --prompt-ids)");
   w->add_option("--synthetic-bytes", worker.synthetic_bytes, "benchmark: K/V-shaped bytes");
   w->add_option("--chunk-bytes", worker.chunk_bytes, "benchmark: message size");
   w->add_flag("--raw", worker.raw, "benchmark: raw UCX, no protocol");

@@ -1,18 +1,22 @@
 // Prefill and decode workers: the M5.6 handoff protocol over a UCX endpoint, with faults.
 #include "reference/handoff/transport/pd_worker.h"
 
+#include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/handoff/capability.h"
 
 namespace kvc::handoff::transport {
 namespace {
@@ -142,6 +146,7 @@ nlohmann::json PlanToJson(const TransferPlan& p) {
           {"token_count", p.token_count},
           {"bytes_per_token_layer", p.bytes_per_token_layer},
           {"reserved_blocks", p.reserved_blocks},
+          {"visible_prefix_handle", p.visible_prefix_handle},
           {"chunks", chunks}};
 }
 
@@ -163,6 +168,7 @@ StatusOr<TransferPlan> PlanFromJson(const nlohmann::json& j) {
     p.token_count = j.at("token_count").get<uint64_t>();
     p.bytes_per_token_layer = j.at("bytes_per_token_layer").get<uint64_t>();
     p.reserved_blocks = j.at("reserved_blocks").get<uint64_t>();
+    p.visible_prefix_handle = j.value("visible_prefix_handle", std::string());
     for (const auto& c : j.at("chunks"))
       p.chunks.push_back({c.at("chunk_id").get<std::string>(), c.at("layer").get<uint64_t>(),
                           c.at("token_start").get<uint64_t>(), c.at("token_count").get<uint64_t>(),
@@ -175,6 +181,61 @@ StatusOr<TransferPlan> PlanFromJson(const nlohmann::json& j) {
 
 bool Retryable(ErrorCode c) {
   return c == ErrorCode::HANDOFF_CHECKSUM_MISMATCH || c == ErrorCode::HANDOFF_DUPLICATE_CORRUPTION;
+}
+
+nlohmann::json CapabilityToJson(const Capability& c) {
+  return {{"issuer", c.issuer},
+          {"key_id", c.key_id},
+          {"tenant", c.tenant},
+          {"source", c.source},
+          {"destination", c.destination},
+          {"transfer_id", c.transfer_id},
+          {"generation", c.generation},
+          {"route_epoch", c.route_epoch},
+          {"cache_abi_sha256", c.cache_abi_sha256},
+          {"direction", c.direction},
+          {"allowed_regions", c.allowed_regions},
+          {"max_bytes", c.max_bytes},
+          {"expires_at_s", c.expires_at_s},
+          {"nonce", c.nonce},
+          {"signature", c.signature_hex}};
+}
+
+StatusOr<Capability> CapabilityFromJson(const nlohmann::json& j) {
+  try {
+    Capability c;
+    c.issuer = j.at("issuer").get<std::string>();
+    c.key_id = j.at("key_id").get<std::string>();
+    c.tenant = j.at("tenant").get<std::string>();
+    c.source = j.at("source").get<std::string>();
+    c.destination = j.at("destination").get<std::string>();
+    c.transfer_id = j.at("transfer_id").get<std::string>();
+    c.generation = j.at("generation").get<uint64_t>();
+    c.route_epoch = j.at("route_epoch").get<uint64_t>();
+    c.cache_abi_sha256 = j.at("cache_abi_sha256").get<std::string>();
+    c.direction = j.at("direction").get<std::string>();
+    c.allowed_regions = j.at("allowed_regions").get<std::vector<std::string>>();
+    c.max_bytes = j.at("max_bytes").get<uint64_t>();
+    c.expires_at_s = j.at("expires_at_s").get<uint64_t>();
+    c.nonce = j.at("nonce").get<std::string>();
+    c.signature_hex = j.at("signature").get<std::string>();
+    return c;
+  } catch (const std::exception& e) {
+    return Malformed(std::string("manifest: capability: ") + e.what());
+  }
+}
+
+std::string SourceOwner(uint64_t epoch) { return "prefill@epoch" + std::to_string(epoch); }
+std::string DestinationOwner(uint64_t epoch) { return "decode@epoch" + std::to_string(epoch); }
+
+// 16 random bytes as lowercase hex (OpenSSL's CSPRNG).
+StatusOr<std::string> RandomNonce() {
+  unsigned char b[16];
+  if (RAND_bytes(b, sizeof b) != 1) return Internal("RAND_bytes failed");
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) out += {kHex[c >> 4], kHex[c & 15]};
+  return out;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -225,6 +286,9 @@ class PrefillSession {
   Message inbox_;
   std::optional<Clock::time_point> first_reply_;  // end of the first reservation handshake
   uint64_t retransmits_ = 0, duplicates_sent_ = 0, dropped_ = 0, credit_waits_ = 0;
+  std::string first_nonce_;  // the nonce of the first capability sent (cap-replay re-presents it)
+  // Signs the attempt's capability (with the attempt-1 capability faults applied).
+  StatusOr<Capability> MakeCapability(const Attempt& a);
   nlohmann::json attempt_log_ = nlohmann::json::array();
 };
 
@@ -239,7 +303,8 @@ PrefillSession::Attempt& PrefillSession::NewAttempt(uint64_t attempt) {
   p.identity.reservation_id = "rsv:" + p.transfer_id;
   p.tensor_abi_sha256 = src_.tensor_abi_sha256;
   p.num_layers = src_.num_layers;
-  p.token_start = 0;
+  p.token_start = src_.token_start;
+  p.visible_prefix_handle = src_.visible_prefix_handle;
   p.token_count = src_.token_count;
   p.bytes_per_token_layer = src_.bytes_per_token_layer;
   p.reserved_blocks = src_.reserved_blocks;
@@ -250,6 +315,47 @@ PrefillSession::Attempt& PrefillSession::NewAttempt(uint64_t attempt) {
   return a;
 }
 
+StatusOr<Capability> PrefillSession::MakeCapability(const Attempt& a) {
+  using K = FaultSpec::Kind;
+  const CapabilityOptions& co = opts_.capability;
+  const TransferPlan& p = a.plan;
+  const bool first = first_nonce_.empty();
+  const K f = opts_.fault.kind;
+  Capability c;
+  c.issuer = co.issuer;
+  c.key_id = co.key_id;
+  c.tenant = p.identity.tenant;
+  c.source = SourceOwner(p.identity.source_worker_epoch);
+  c.destination = DestinationOwner(p.identity.destination_worker_epoch);
+  c.transfer_id = p.transfer_id;
+  c.generation = p.identity.generation;
+  c.route_epoch = co.route_epoch;
+  c.cache_abi_sha256 = p.tensor_abi_sha256;
+  c.direction = "push";
+  for (size_t i = 0; i < p.chunks.size(); ++i)
+    if (!(first && f == K::kCapRegion && i == opts_.fault.chunk))
+      c.allowed_regions.push_back(p.chunks[i].chunk_id);
+  c.max_bytes = 0;
+  for (const auto& ch : p.chunks) {
+    auto t = CheckedAdd(c.max_bytes, ch.bytes);
+    if (!t) return ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "plan bytes overflow");
+    c.max_bytes = *t;
+  }
+  if (first && f == K::kCapBytes) c.max_bytes -= 1;  // > 0: a plan has at least one byte
+  const uint64_t now = static_cast<uint64_t>(std::time(nullptr));
+  c.expires_at_s = first && f == K::kCapExpired ? now - 1 : now + co.ttl_s;
+  if (!first && f == K::kCapReplay) {
+    c.nonce = first_nonce_;
+  } else {
+    KVC_ASSIGN_OR_RETURN(c.nonce, RandomNonce());
+  }
+  KVC_ASSIGN_OR_RETURN(c.signature_hex, SignCapability(c, co.key));
+  if (first && f == K::kCapForged) c.signature_hex[0] = c.signature_hex[0] == '0' ? '1' : '0';
+  if (first) first_nonce_ = c.nonce;
+  (void)a;
+  return c;
+}
+
 Status PrefillSession::Handshake(Attempt& a) {
   nlohmann::json m = {{"kind", "kvconform.pd_manifest/1"},
                       {"attempt", a.attempt},
@@ -257,6 +363,11 @@ Status PrefillSession::Handshake(Attempt& a) {
                       {"layer_ready_us", src_.layer_ready_us},
                       {"checksum", opts_.checksum ? "sha256" : "none"},
                       {"payload", src_.payload}};
+  if (!opts_.capability.key.empty()) {
+    KVC_ASSIGN_OR_RETURN(Capability c, MakeCapability(a));
+    m["nonce"] = c.nonce;
+    m["capability"] = CapabilityToJson(c);
+  }
   KVC_RETURN_IF_ERROR(SendJson(*peer_, Tag(kManifest, a.attempt, 0), m, opts_.peer_timeout,
                                "sending the handoff manifest"));
   const Deadline deadline = After(opts_.peer_timeout);
@@ -369,8 +480,11 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
           a.last_send[i] = Clock::now();
           ++dropped_;
         } else {
-          KVC_RETURN_IF_ERROR(SendChunk(
-              a, i, faults && first && f.kind == FaultSpec::Kind::kCorrupt && i == f.chunk));
+          KVC_RETURN_IF_ERROR(
+              SendChunk(a, i,
+                        faults && first &&
+                            ((f.kind == FaultSpec::Kind::kCorrupt && i == f.chunk) ||
+                             (f.kind == FaultSpec::Kind::kCapReplay && i == 0))));
           if (faults && f.kind == FaultSpec::Kind::kDuplicate && i == f.chunk) {
             KVC_RETURN_IF_ERROR(SendChunk(a, i, false));
             ++duplicates_sent_;
@@ -537,11 +651,12 @@ PrefillResult PrefillSession::Run() {
     log_attempt(a1, a1.result->value("outcome", "?"), a1s);
     ReleaseCredits(a1);
   } else {
-    for (uint64_t n = 1; n <= opts_.max_attempts && !published; ++n) {
+    for (uint64_t k = 0; k < opts_.max_attempts && !published; ++k) {
+      const uint64_t n = opts_.first_attempt + k;  // <= 2^32 + max_attempts: no overflow
       Attempt& a = NewAttempt(n);
       Status s = Handshake(a);
       if (s.ok()) {
-        s = Stream(a, n == 1 ? faulty : order, n == 1);
+        s = Stream(a, k == 0 ? faulty : order, k == 0);
         if (s.ok()) s = WaitResult(a);
         if (!s.ok() && s.error() != ErrorCode::PD_PEER_LOST) s = AbortAttempt(a, s);
       }
@@ -554,7 +669,7 @@ PrefillResult PrefillSession::Run() {
       if (s.ok()) s = StatusFromJson(a.result->value("error", nlohmann::json::object()), "aborted");
       ReleaseCredits(a);
       log_attempt(a, "aborted", s);
-      if (!Retryable(s.error()) || n == opts_.max_attempts) {
+      if (!Retryable(s.error()) || k + 1 == opts_.max_attempts) {
         if (Retryable(s.error()))
           s = ViolationStatus(ErrorCode::PD_ATTEMPTS_EXHAUSTED,
                               "all " + std::to_string(opts_.max_attempts) +
@@ -604,7 +719,16 @@ class DecodeSession {
     nlohmann::json payload;
     bool finished = false;  // a RESULT was sent
     bool published = false;
+    // The authorized capability (capabilities on): its regions and the bytes accepted so far.
+    std::set<std::string> cap_regions;
+    std::optional<uint64_t> cap_max_bytes;
+    uint64_t cap_bytes = 0;
   };
+  // AuthorizeTransfer of the manifest's capability over the declared plan (capabilities on).
+  Status AuthorizeManifest(Attempt& a, const nlohmann::json& manifest, const TransferPlan& plan,
+                           uint64_t total_bytes);
+  // The per-chunk write gate: region allowed, accepted bytes within the bound.
+  Status AuthorizeChunkWrite(Attempt& a, const ChunkSpec& spec);
   struct Held {  // received, copy to the reserved buffer not yet visible (credit-stall)
     uint64_t attempt;
     size_t index;
@@ -636,6 +760,8 @@ class DecodeSession {
   size_t slot_bytes_ = 0;
   std::optional<uint64_t> published_attempt_;
   uint64_t chunks_received_ = 0, duplicates_ = 0, late_rejected_ = 0;
+  NonceStore nonces_;  // capability nonces consumed by this destination
+  uint64_t cap_authorized_ = 0, cap_denied_ = 0;
   nlohmann::json events_ = nlohmann::json::array();
 };
 
@@ -715,6 +841,9 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
     return reply(Malformed("manifest: a " + std::to_string(largest) +
                            " B chunk exceeds the staging slots (" + std::to_string(slot_bytes_) +
                            " B) posted for the first attempt"));
+  if (!opts_.capability.key.empty()) {
+    if (Status s = AuthorizeManifest(a, *j, *plan, total); !s.ok()) return reply(s);
+  }
   auto txn = TransferTxn::Create(*plan, &credits_, &pool_, &directory_);
   if (!txn.ok()) return reply(txn.status());
   a.txn.emplace(std::move(*txn));
@@ -722,6 +851,65 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
   a.dest.assign(total, 0);
   a.finished = false;
   return reply(Status());
+}
+
+Status DecodeSession::AuthorizeManifest(Attempt& a, const nlohmann::json& manifest,
+                                        const TransferPlan& plan, uint64_t total_bytes) {
+  const CapabilityOptions& co = opts_.capability;
+  if (!manifest.contains("capability"))
+    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
+                           "transfer denied: the manifest presents no capability");
+  KVC_ASSIGN_OR_RETURN(Capability c, CapabilityFromJson(manifest["capability"]));
+  TransferRequest r;
+  r.tenant = opts_.tenant;
+  r.prefill_owner = SourceOwner(plan.identity.source_worker_epoch);
+  r.decode_owner = DestinationOwner(opts_.destination_epoch);
+  r.transfer_id = plan.transfer_id;
+  r.generation = plan.identity.generation;
+  r.cache_abi_sha256 = abi_.id;
+  r.direction = "push";
+  for (const auto& ch : plan.chunks) r.regions.push_back(ch.chunk_id);
+  r.bytes = total_bytes;
+  r.nonce = manifest.value("nonce", std::string());
+  AuthorizationContext ctx;
+  ctx.now_s = static_cast<uint64_t>(std::time(nullptr));
+  ctx.max_ttl_s = co.ttl_s;
+  ctx.current_route_epoch = co.route_epoch;
+  ctx.trusted_issuers = {co.issuer};
+  ctx.keys = [&co](const std::string& id) -> std::optional<std::string> {
+    if (id == co.key_id) return co.key;
+    return std::nullopt;
+  };
+  ctx.nonces = &nonces_;
+  if (Status s = AuthorizeTransfer(r, c, ctx); !s.ok()) {
+    ++cap_denied_;
+    return s;
+  }
+  ++cap_authorized_;
+  a.cap_regions = {c.allowed_regions.begin(), c.allowed_regions.end()};
+  a.cap_max_bytes = c.max_bytes;
+  return Status();
+}
+
+Status DecodeSession::AuthorizeChunkWrite(Attempt& a, const ChunkSpec& spec) {
+  if (!a.cap_max_bytes) {
+    if (opts_.capability.key.empty()) return Status();
+    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
+                           "chunk write denied: the attempt holds no authorized capability");
+  }
+  if (!a.cap_regions.count(spec.chunk_id))
+    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
+                           "chunk write denied: region \"" + spec.chunk_id +
+                               "\" is not in the capability's allowed regions");
+  auto total = CheckedAdd(a.cap_bytes, spec.bytes);
+  if (!total || *total > *a.cap_max_bytes)
+    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,
+                           "chunk write denied: " + std::to_string(spec.bytes) + " B after " +
+                               std::to_string(a.cap_bytes) +
+                               " B exceed the capability's bound of " +
+                               std::to_string(*a.cap_max_bytes) + " B");
+  a.cap_bytes = *total;
+  return Status();
 }
 
 Status DecodeSession::PostSlot(Slot& sl) {
@@ -825,6 +1013,8 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
   const auto state = txn.chunk_state(spec.chunk_id);
   const bool fresh = state == ChunkState::kDeclared;
   if (fresh) {
+    // 0x0FE: the write is authorized against the capability before its bytes are accepted.
+    if (Status s = AuthorizeChunkWrite(a, spec); !s.ok()) return AbortAttempt(attempt, s);
     if (Status s = txn.AcquireCredit(spec.chunk_id); !s.ok()) return AbortAttempt(attempt, s);
   }
   if (Status s = txn.Send(spec.chunk_id, h.send_time_us, a.ready_us.at(spec.layer)); !s.ok())
@@ -887,12 +1077,15 @@ DecodeResult DecodeSession::Run() {
     }
     if (!published_attempt_ && s.ok())
       s = ViolationStatus(ErrorCode::PD_ATTEMPTS_EXHAUSTED, "no attempt was published");
-    if (!published_attempt_) {
-      // The prefill worker's reason, if it sent one with its ABORT, is the root cause.
-      for (auto& ev : events_)
-        if (ev.contains("result") && ev["result"].contains("error") &&
-            s.error() == ErrorCode::PD_ATTEMPTS_EXHAUSTED)
+    if (!published_attempt_ && s.error() == ErrorCode::PD_ATTEMPTS_EXHAUSTED) {
+      // The last attempt's reason (its RESULT error, or its refused reservation) is the root
+      // cause: the request failed because its last attempt did.
+      for (auto& ev : events_) {
+        if (ev.contains("result") && ev["result"].contains("error"))
           s = StatusFromJson(ev["result"]["error"], "aborted");
+        else if (ev.contains("reply") && !ev["reply"].value("ok", true))
+          s = StatusFromJson(ev["reply"], "reservation refused");
+      }
     }
     res.status = s;
     rep["outcome"] = published_attempt_ ? "published" : "failed";
@@ -913,6 +1106,9 @@ DecodeResult DecodeSession::Run() {
       if (a.txn) retries += a.txn->retries();
     rep["txn_retries"] = retries;
     rep["publications"] = directory_.publications();
+    rep["capability"] = {{"required", !opts_.capability.key.empty()},
+                         {"authorized", cap_authorized_},
+                         {"denied", cap_denied_}};
     if (published_attempt_) {
       Attempt& a = attempts_[*published_attempt_];
       rep["published_attempt"] = *published_attempt_;
@@ -921,6 +1117,10 @@ DecodeResult DecodeSession::Run() {
       res.offsets = a.offsets;
       res.bytes = std::move(a.dest);
       res.payload = a.payload;
+      if (const PublishedHandle* h = directory_.Lookup(a.txn->plan().identity.request_id))
+        res.published = *h;
+      else
+        res.status = Internal("decode: the published attempt has no directory entry");
     }
     const bool leak = credits_.in_flight() != 0 || pool_.unpublished() != 0;
     rep["leak_free"] = !leak;
@@ -932,6 +1132,14 @@ DecodeResult DecodeSession::Run() {
     }
     return res;
   };
+  if (!opts_.warm_prefix_handle.empty()) {
+    if (Status s =
+            directory_.PublishVisiblePrefix(opts_.warm_prefix_handle, opts_.warm_prefix_tokens);
+        !s.ok())
+      return finish(s);
+    rep["warm_prefix"] = {{"handle", opts_.warm_prefix_handle},
+                          {"tokens", opts_.warm_prefix_tokens}};
+  }
   {
     auto peer = Establish(opts_, /*listen=*/true);
     if (!peer.ok()) return finish(peer.status());
@@ -1033,6 +1241,16 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
     KVC_RETURN_IF_ERROR(want(2));
     KVC_ASSIGN_OR_RETURN(f.bytes, num(1));
     f.kind = K::kCreditWindow;
+  } else if (k == "cap-region") {
+    KVC_RETURN_IF_ERROR(want(2));
+    KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
+    f.kind = K::kCapRegion;
+  } else if (k == "cap-forged" || k == "cap-expired" || k == "cap-replay" || k == "cap-bytes") {
+    KVC_RETURN_IF_ERROR(want(1));
+    f.kind = k == "cap-forged"    ? K::kCapForged
+             : k == "cap-expired" ? K::kCapExpired
+             : k == "cap-replay"  ? K::kCapReplay
+                                  : K::kCapBytes;
   } else if (k == "reorder" || k == "stale-reroute" || k == "credit-stall" ||
              k == "credit-starve" || k == "kill-prefill-after-publish") {
     KVC_RETURN_IF_ERROR(want(1));
@@ -1045,8 +1263,9 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
     return InvalidArgument(
         "--fault '" + s +
         "': expected none, drop:K, dup:K, reorder, delay:K:MS, corrupt:K, stale-reroute, "
-        "credit-window:BYTES, credit-stall, credit-starve, kill-decode:K, hang-decode:K or "
-        "kill-prefill-after-publish");
+        "credit-window:BYTES, credit-stall, credit-starve, kill-decode:K, hang-decode:K, "
+        "kill-prefill-after-publish, cap-forged, cap-expired, cap-replay, cap-region:K or "
+        "cap-bytes");
   }
   return f;
 }

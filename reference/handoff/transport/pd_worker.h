@@ -49,6 +49,13 @@ struct FaultSpec {
     kKillDecode,    // kill-decode:K  D is SIGKILLed after receiving K chunks
     kHangDecode,    // hang-decode:K  D stops answering (stays alive) after K chunks
     kKillPrefill,   // kill-prefill-after-publish  P is SIGKILLed when told of publication
+    // Capabilities (need a capability key on both sides):
+    kCapForged,   // cap-forged   attempt 1's capability signature is altered after signing
+    kCapExpired,  // cap-expired  attempt 1's capability expired a second before it is sent
+    kCapReplay,   // cap-replay   attempt 1 fails (chunk 0 corrupt); attempt 2 re-presents
+                  //              attempt 1's nonce in a freshly signed capability
+    kCapRegion,   // cap-region:K attempt 1's capability omits chunk K's region
+    kCapBytes,    // cap-bytes    attempt 1's capability bounds the bytes one below the plan
   };
   Kind kind = Kind::kNone;
   uint64_t chunk = 0;
@@ -57,6 +64,22 @@ struct FaultSpec {
   std::string text = "none";
 };
 StatusOr<FaultSpec> ParseFault(const std::string& s);
+
+// Capabilities on the wire (M5.6 0x0FE). With a key, P signs one HMAC-SHA256 capability per
+// attempt (reference/handoff/capability.h) binding tenant, source, destination, transfer id,
+// generation, route epoch, cache ABI, direction "push", the plan's chunk ids as allowed regions,
+// the plan's payload bytes as the byte bound, an expiry and a random nonce, and sends it in the
+// MANIFEST. D, holding the same key, requires it: AuthorizeTransfer over the declared transfer
+// before the reservation (denial: the HANDOFF_CAPABILITY_* code in the REPLY, nothing reserved),
+// its nonce consumed once per D, and before accepting any chunk's bytes that the chunk's region
+// is allowed and the attempt's accepted bytes stay within the bound. Empty key: off.
+struct CapabilityOptions {
+  std::string key;  // HMAC key bytes; never logged or reported
+  std::string key_id = "kvconform-pd-key";
+  std::string issuer = "kvconform-pd-run";
+  uint64_t ttl_s = 300;
+  uint64_t route_epoch = 1;
+};
 
 struct WorkerOptions {
   UcxTransport transport = UcxTransport::kTcp;
@@ -69,17 +92,31 @@ struct WorkerOptions {
   std::chrono::milliseconds rto{300};  // P: retransmission timeout
   uint64_t max_retransmits = 3;        // P: per chunk, before PD_CREDIT_STARVED
   uint64_t max_attempts = 2;           // P: attempts (generations) per request
-  bool checksum = true;                // SHA-256 per chunk (false only for benchmarks)
+  // P: the number (= generation) of its first attempt, in [1, 2^32]. A reroute onto a fresh
+  // decode worker continues the request's numbering, so it never reuses a lost generation.
+  uint64_t first_attempt = 1;
+  bool checksum = true;  // SHA-256 per chunk (false only for benchmarks)
   std::string tenant = "tenant-0";
   std::string request_id = "req-0";
   uint64_t source_epoch = 1;
   uint64_t destination_epoch = 1;
+  // D: a warm destination already holds the exact visible prefix V_D = [0, tokens) under this
+  // lifecycle handle id (published into the decode directory before any reservation; the
+  // caller computed those rows itself). Empty: a cold destination.
+  std::string warm_prefix_handle;
+  uint64_t warm_prefix_tokens = 0;
+  CapabilityOptions capability;
 };
 
 // What P offers: the plan's shape (transfer_id/identity/checksums are filled per attempt),
 // the source bytes, and an opaque payload for D (prompt, first token, logits...).
 struct SourceKv {
   uint64_t num_layers = 0;
+  // The transferred interval [token_start, token_start + token_count): the transfer set
+  // X = U \ V_D. token_start > 0 names a warm destination whose visible prefix V_D = [0,
+  // token_start) is the directory handle `visible_prefix_handle` (TransferPlan's fields).
+  uint64_t token_start = 0;
+  std::string visible_prefix_handle;
   uint64_t token_count = 0;
   uint64_t bytes_per_token_layer = 0;
   uint64_t reserved_blocks = 0;
@@ -114,6 +151,9 @@ struct DecodeResult {
   std::vector<uint64_t> offsets;
   std::vector<uint8_t> bytes;
   nlohmann::json payload;
+  // The directory's published handle decode must be admitted from (its cache_snapshot is what
+  // model::Engine::AdoptPublished recreates). Set exactly when `plan` is.
+  std::optional<PublishedHandle> published;
 };
 // `abi` is the destination's own cache ABI: id = its tensor ABI digest (validated against the
 // manifest), num_layers = its L.
