@@ -7,6 +7,7 @@
 #include <openssl/sha.h>
 
 #include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
 #include "reference/base/strict_json.h"
 
 namespace kvc::handoff {
@@ -132,6 +133,24 @@ Status AuthorizeTransfer(const TransferRequest& r, const Capability& c,
   if (!ctx.nonces || !ctx.nonces->ConsumeOnce(c.nonce))
     return Deny(ErrorCode::HANDOFF_CAPABILITY_NONCE_REPLAYED,
                 "the capability nonce was already consumed");
+  return Status();
+}
+
+CapabilityGrant GrantOf(const Capability& c) {
+  return {{c.allowed_regions.begin(), c.allowed_regions.end()}, c.max_bytes, 0};
+}
+
+Status AuthorizeWrite(CapabilityGrant* grant, const std::string& region, uint64_t bytes) {
+  if (!grant->regions.count(region))
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
+                "write to region \"" + region + "\" outside the capability's allowed regions");
+  const auto total = CheckedAdd(grant->accepted, bytes);
+  if (!total || *total > grant->max_bytes)
+    return Deny(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,
+                "a " + std::to_string(bytes) + " B write after " + std::to_string(grant->accepted) +
+                    " B exceeds the capability's bound of " + std::to_string(grant->max_bytes) +
+                    " B");
+  grant->accepted = *total;
   return Status();
 }
 

@@ -73,6 +73,20 @@ StatusOr<std::string> SignCapability(const Capability& c, const std::string& key
 Status AuthorizeTransfer(const TransferRequest& request, const Capability& capability,
                          const AuthorizationContext& ctx);
 
+// What an authorized capability lets the destination accept, write by write (the per-chunk gate
+// of a real transfer): only its allowed regions, and at most max_bytes in all.
+struct CapabilityGrant {
+  std::set<std::string> regions;
+  uint64_t max_bytes = 0;
+  uint64_t accepted = 0;  // bytes accepted so far under this grant
+};
+// The grant of a capability that AuthorizeTransfer allowed.
+CapabilityGrant GrantOf(const Capability& c);
+// One write of `bytes` into `region`: HANDOFF_CAPABILITY_REGION_DENIED when the region is not
+// granted, HANDOFF_CAPABILITY_BYTES_EXCEEDED when accepted + bytes would pass max_bytes (or
+// overflow); otherwise the write is accepted and counted. Unchanged on denial.
+Status AuthorizeWrite(CapabilityGrant* grant, const std::string& region, uint64_t bytes);
+
 // The synthetic test keyring used by fixtures: key_id "kvconform-test-key-1" ->
 // SHA-256("kvconform synthetic capability test key 1") (32 raw bytes). Never a real key.
 std::optional<std::string> SyntheticTestKey(const std::string& key_id);

@@ -25,6 +25,26 @@ struct Fixture {
   }
 };
 
+// The per-write gate: granted regions only, cumulative bytes up to the bound (exactly the
+// bound is allowed, one byte more is not, an overflowing count is denied), unchanged on denial.
+TEST(Capability, WriteGateChecksRegionAndCumulativeBytes) {
+  Capability c;
+  c.allowed_regions = {"L0/t0+4", "L1/t0+4"};
+  c.max_bytes = 512;
+  CapabilityGrant g = GrantOf(c);
+  EXPECT_EQ(AuthorizeWrite(&g, "L0/t4+4", 1).error(), ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED);
+  EXPECT_EQ(g.accepted, 0u);
+  EXPECT_TRUE(AuthorizeWrite(&g, "L0/t0+4", 256).ok());
+  EXPECT_EQ(AuthorizeWrite(&g, "L1/t0+4", 257).error(),
+            ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED);
+  EXPECT_EQ(g.accepted, 256u);
+  EXPECT_TRUE(AuthorizeWrite(&g, "L1/t0+4", 256).ok());
+  EXPECT_EQ(g.accepted, 512u);
+  EXPECT_EQ(AuthorizeWrite(&g, "L1/t0+4", UINT64_MAX).error(),
+            ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED);
+  EXPECT_EQ(g.accepted, 512u);
+}
+
 TEST(Capability, AllowsOnceThenDeniesReplay) {
   Fixture f;
   EXPECT_TRUE(AuthorizeTransfer(f.req, f.cap, f.ctx).ok());

@@ -719,10 +719,8 @@ class DecodeSession {
     nlohmann::json payload;
     bool finished = false;  // a RESULT was sent
     bool published = false;
-    // The authorized capability (capabilities on): its regions and the bytes accepted so far.
-    std::set<std::string> cap_regions;
-    std::optional<uint64_t> cap_max_bytes;
-    uint64_t cap_bytes = 0;
+    // What the authorized capability grants (capabilities on): regions and accepted bytes.
+    std::optional<CapabilityGrant> cap;
   };
   // AuthorizeTransfer of the manifest's capability over the declared plan (capabilities on).
   Status AuthorizeManifest(Attempt& a, const nlohmann::json& manifest, const TransferPlan& plan,
@@ -886,30 +884,17 @@ Status DecodeSession::AuthorizeManifest(Attempt& a, const nlohmann::json& manife
     return s;
   }
   ++cap_authorized_;
-  a.cap_regions = {c.allowed_regions.begin(), c.allowed_regions.end()};
-  a.cap_max_bytes = c.max_bytes;
+  a.cap = GrantOf(c);
   return Status();
 }
 
 Status DecodeSession::AuthorizeChunkWrite(Attempt& a, const ChunkSpec& spec) {
-  if (!a.cap_max_bytes) {
+  if (!a.cap) {
     if (opts_.capability.key.empty()) return Status();
     return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
                            "chunk write denied: the attempt holds no authorized capability");
   }
-  if (!a.cap_regions.count(spec.chunk_id))
-    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
-                           "chunk write denied: region \"" + spec.chunk_id +
-                               "\" is not in the capability's allowed regions");
-  auto total = CheckedAdd(a.cap_bytes, spec.bytes);
-  if (!total || *total > *a.cap_max_bytes)
-    return ViolationStatus(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,
-                           "chunk write denied: " + std::to_string(spec.bytes) + " B after " +
-                               std::to_string(a.cap_bytes) +
-                               " B exceed the capability's bound of " +
-                               std::to_string(*a.cap_max_bytes) + " B");
-  a.cap_bytes = *total;
-  return Status();
+  return AuthorizeWrite(&*a.cap, spec.chunk_id, spec.bytes);
 }
 
 Status DecodeSession::PostSlot(Slot& sl) {
