@@ -147,7 +147,9 @@ check service_metrics_unreplayable 1 "$K" calc service-metrics "$T/ab_bad.json"
 check service_metrics_missing 2 "$K" calc service-metrics "$T/none.json"
 
 # Every bundled kvconform.trace/1 fixture is valid against the published JSON Schema.
-python3 tools/trace_schema_check.py >"$T/out" 2>&1; rc=$?
+# tools/setup.sh installs python3-jsonschema for the system python; prefer a python that has it.
+PY=python3; python3 -c 'import jsonschema' 2>/dev/null || { [ -x /usr/bin/python3 ] && PY=/usr/bin/python3; }
+"$PY" tools/trace_schema_check.py >"$T/out" 2>&1; rc=$?
 if [ "$rc" -eq 77 ]; then cat "$T/out"; elif [ "$rc" -eq 0 ]; then pass=$((pass+1)); else
   fail=$((fail+1)); echo "FAIL trace_schema_fixtures: exit $rc"; sed 's/^/    /' "$T/out" | head -20; fi
 

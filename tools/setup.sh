@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev
       librapidcheck-dev libz3-dev libcli11-dev libopenblas-dev libsimdjson-dev
-      libucx-dev ucx-utils python3)
+      libucx-dev ucx-utils python3 python3-jsonschema)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
