@@ -1,4 +1,4 @@
-// Transaction state names, the operation fingerprint and the prepared predicate.
+// Transaction state names, the operation fingerprint, receipts and the prepared predicate.
 #include "reference/lifecycle/append_txn/append_txn.h"
 
 namespace kvc::lifecycle {
@@ -24,6 +24,19 @@ uint64_t OperationFingerprint(const BeginAppendRequest& r) {
   h = Fnv1a64U64(r.base.digest, h);
   h = Fnv1a64U64(r.interval.start, h);
   return Fnv1a64U64(r.interval.count, h);
+}
+
+PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) {
+  PublishReceipt r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.fingerprint = t.fingerprint;
+  r.base = t.request.base;
+  r.interval = t.request.interval;
+  r.result = t.result;
+  r.replayed = replayed;
+  return r;
 }
 
 bool AppendTxn::prepared() const {

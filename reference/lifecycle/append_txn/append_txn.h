@@ -105,6 +105,9 @@ struct PublishReceipt {
   friend bool operator==(const PublishReceipt&, const PublishReceipt&) = default;
 };
 
+// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
+PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed);
+
 }  // namespace kvc::lifecycle
 
 #endif  // KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_

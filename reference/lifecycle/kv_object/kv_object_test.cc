@@ -52,7 +52,7 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   EXPECT_EQ(s.generation, 1u);
   auto t = o.BeginAppend(Append("decode", s, 1));
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->request.binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ((*t)->request.binding.mask_key_length, 5u);  // T_past + T_new
   ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
   // Current-call use is not next-call publication: a reader still sees length 4.
   EXPECT_EQ(o.Read("R")->committed_length, 4u);
@@ -84,7 +84,7 @@ TEST(KvObjectTest, WorkedSyntheticLifecycleTrace) {
   // 2. Retrying txn-win returns its generation-2 receipt; the loser is stale.
   auto again = o.BeginAppend(Append("txn-win", g1, 1));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->state, TxnState::kPublished);
+  EXPECT_EQ((*again)->state, TxnState::kPublished);
   auto replay = o.Publish("txn-win");
   ASSERT_TRUE(replay.ok());
   EXPECT_TRUE(replay->replayed);
