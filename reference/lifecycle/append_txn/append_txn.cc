@@ -39,11 +39,34 @@ PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) {
   return r;
 }
 
-bool AppendTxn::prepared() const {
-  if (layers.empty()) return false;
-  for (const auto& l : layers)
-    if (!l.complete()) return false;
-  return true;
+LayerStages::LayerStages(uint32_t num_layers) : n_(num_layers) {
+  if (num_layers > 64) {
+    k_more_.assign((num_layers - 64 + 63) / 64, 0);
+    v_more_.assign(k_more_.size(), 0);
+  }
 }
+
+LayerStage LayerStages::operator[](size_t layer) const {
+  if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
+  const size_t w = (layer - 64) / 64, b = (layer - 64) % 64;
+  return {((k_more_[w] >> b) & 1) != 0, ((v_more_[w] >> b) & 1) != 0};
+}
+
+void LayerStages::Add(size_t layer, bool k, bool v) {
+  const bool was_complete = (*this)[layer].complete();
+  uint64_t* kw = &k_;
+  uint64_t* vw = &v_;
+  size_t b = layer;
+  if (layer >= 64) {
+    kw = &k_more_[(layer - 64) / 64];
+    vw = &v_more_[(layer - 64) / 64];
+    b = (layer - 64) % 64;
+  }
+  if (k) *kw |= uint64_t{1} << b;
+  if (v) *vw |= uint64_t{1} << b;
+  if (!was_complete && (*this)[layer].complete()) ++complete_;
+}
+
+bool AppendTxn::prepared() const { return layers.all_complete(); }
 
 }  // namespace kvc::lifecycle

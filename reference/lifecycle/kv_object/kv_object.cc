@@ -174,7 +174,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
   AppendTxn& t = txns_.try_emplace(req.txn_id).first->second;  // new: the find above missed
   t.request = req;
   t.fingerprint = fp;
-  t.layers.assign(abi_.num_layers, LayerStage{});
+  t.layers = LayerStages(abi_.num_layers);
   return &t;
 }
 
@@ -209,13 +209,12 @@ StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
                  U(req.interval.start) + ", +" + U(req.interval.count) + "), expected [" +
                  U(t.request.interval.start) + ", +" + U(t.request.interval.count) + ")");
   if (!req.k && !req.v) return InvalidArgument("stage: neither K nor V rows");
-  LayerStage& l = t.layers[req.layer];
+  const LayerStage l = t.layers[req.layer];
   if ((req.k && l.k) || (req.v && l.v))
     return V(ErrorCode::LIFECYCLE_LAYER_DUPLICATE,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " " +
                  (req.k && l.k ? "K" : "V") + " rows staged twice");
-  l.k |= req.k;
-  l.v |= req.v;
+  t.layers.Add(req.layer, req.k, req.v);
   if (t.prepared()) t.state = TxnState::kPrepared;
   return t.state;
 }
@@ -440,7 +439,7 @@ uint64_t KvObject::Hash() const {
   for (const auto& [id, t] : txns_) {
     uint64_t x = Fnv1a64U64(t.fingerprint, Fnv1a64(id));
     x = Fnv1a64U64(static_cast<uint64_t>(t.state), x);
-    for (const auto& l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
+    for (const LayerStage l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
     sum += x;
   }
   return Fnv1a64U64(sum, acc);
