@@ -66,8 +66,8 @@ OpResult ApplySequential(LineageState& st, const KvOp& op) {
       return ApplyReadOnly(st, op);
     case KvOpKind::kBeginAppend: {
       OpResult r =
-          Wrap(o.BeginAppend(BeginRequest(op, o.abi())), [](const lifecycle::AppendTxn& t) {
-            return Json{{"txn", t.request.txn_id}, {"state", lifecycle::TxnStateName(t.state)}};
+          Wrap(o.BeginAppend(BeginRequest(op, o.abi())), [](const lifecycle::AppendTxn* t) {
+            return Json{{"txn", t->request.txn_id}, {"state", lifecycle::TxnStateName(t->state)}};
           });
       if (r.outcome == Outcome::kOk) st.txns.insert(op.txn);
       return r;

@@ -229,16 +229,16 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (e.outcome == "rejected") NoResultAllowed(c, e);  // a lost compare-and-publish creates none
-  std::optional<lifecycle::PublishReceipt> receipt;
+  KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.Publish(*e.operation_id);
-    if (r.ok()) receipt = std::move(*r);
+    auto r = kv.PublishTxn(*e.operation_id);
+    if (r.ok()) receipt = *r;
     return r.status();
   });
-  if (!ok || !receipt) return;
-  if (receipt->replayed != (e.outcome == "replayed")) {
+  if (!ok || !receipt.txn) return;
+  if (receipt.replayed != (e.outcome == "replayed")) {
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             receipt->replayed
+             receipt.replayed
                  ? "append_publish reports a new publication, but operation \"" + *e.operation_id +
                        "\" was already published: a retry returns the original receipt and must "
                        "not advance the generation again"
@@ -250,14 +250,14 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_publish names base snapshot " + U(*e.base_snapshot) +
                  "; its append_start read snapshot " + U(op->base_version));
-  if (receipt->replayed) {
-    if (e.result_snapshot && *e.result_snapshot != receipt->result.version)
+  if (receipt.replayed) {
+    if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
                "replayed receipt names snapshot " + U(*e.result_snapshot) +
-                   "; the original publication created " + U(receipt->result.version));
+                   "; the original publication created " + U(receipt.txn->result.version));
     return;
   }
-  CheckResult(c, e, receipt->result, len);
+  CheckResult(c, e, receipt.txn->result, len);
   if (op) {
     if (TraceChecker::Request* req = c.FindRequest(op->request_id))
       req->frontier.ApplyPublished(op->call);

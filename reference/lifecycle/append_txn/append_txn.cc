@@ -1,4 +1,4 @@
-// Transaction state names, the operation fingerprint and the prepared predicate.
+// Transaction state names, the operation fingerprint, receipts and the prepared predicate.
 #include "reference/lifecycle/append_txn/append_txn.h"
 
 namespace kvc::lifecycle {
@@ -26,11 +26,47 @@ uint64_t OperationFingerprint(const BeginAppendRequest& r) {
   return Fnv1a64U64(r.interval.count, h);
 }
 
-bool AppendTxn::prepared() const {
-  if (layers.empty()) return false;
-  for (const auto& l : layers)
-    if (!l.complete()) return false;
-  return true;
+PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) {
+  PublishReceipt r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.fingerprint = t.fingerprint;
+  r.base = t.request.base;
+  r.interval = t.request.interval;
+  r.result = t.result;
+  r.replayed = replayed;
+  return r;
 }
+
+LayerStages::LayerStages(uint32_t num_layers) : n_(num_layers) {
+  if (num_layers > 64) {
+    k_more_.assign((num_layers - 64 + 63) / 64, 0);
+    v_more_.assign(k_more_.size(), 0);
+  }
+}
+
+LayerStage LayerStages::operator[](size_t layer) const {
+  if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
+  const size_t w = (layer - 64) / 64, b = (layer - 64) % 64;
+  return {((k_more_[w] >> b) & 1) != 0, ((v_more_[w] >> b) & 1) != 0};
+}
+
+void LayerStages::Add(size_t layer, bool k, bool v) {
+  const bool was_complete = (*this)[layer].complete();
+  uint64_t* kw = &k_;
+  uint64_t* vw = &v_;
+  size_t b = layer;
+  if (layer >= 64) {
+    kw = &k_more_[(layer - 64) / 64];
+    vw = &v_more_[(layer - 64) / 64];
+    b = (layer - 64) % 64;
+  }
+  if (k) *kw |= uint64_t{1} << b;
+  if (v) *vw |= uint64_t{1} << b;
+  if (!was_complete && (*this)[layer].complete()) ++complete_;
+}
+
+bool AppendTxn::prepared() const { return layers.all_complete(); }
 
 }  // namespace kvc::lifecycle

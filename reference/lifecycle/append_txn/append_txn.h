@@ -76,11 +76,51 @@ struct StageLayerRequest {
   std::string cache_abi;  // empty = the transaction's ABI
 };
 
+// The staging progress of every cache-producing layer of one transaction: a K bit and a V bit
+// per layer, held inline (no allocation) for up to 64 layers and in heap words beyond that.
+// A value; a layer index must be < size().
+class LayerStages {
+ public:
+  LayerStages() = default;
+  explicit LayerStages(uint32_t num_layers);
+  size_t size() const { return n_; }
+  LayerStage operator[](size_t layer) const;
+  // Adds K and/or V rows of `layer` (bits already set stay set).
+  void Add(size_t layer, bool k, bool v);
+  // Every layer complete (false without layers).
+  bool all_complete() const { return n_ > 0 && complete_ == n_; }
+  // Iteration over the layers in order, by value (for (LayerStage l : stages)).
+  class Iterator {
+   public:
+    Iterator(const LayerStages* s, size_t i) : s_(s), i_(i) {}
+    LayerStage operator*() const { return (*s_)[i_]; }
+    Iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const LayerStages* s_;
+    size_t i_;
+  };
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, n_); }
+  friend bool operator==(const LayerStages&, const LayerStages&) = default;
+
+ private:
+  uint32_t n_ = 0;
+  uint32_t complete_ = 0;         // layers holding both K and V
+  uint64_t k_ = 0, v_ = 0;        // bit l: layer l < 64
+  std::vector<uint64_t> k_more_;  // bit (l - 64) % 64 of word (l - 64) / 64: layer l >= 64
+  std::vector<uint64_t> v_more_;
+};
+
 struct AppendTxn {
   BeginAppendRequest request;
   uint64_t fingerprint = 0;
   TxnState state = TxnState::kOpen;
-  std::vector<LayerStage> layers;  // one per cache-producing layer
+  LayerStages layers;  // one entry per cache-producing layer
   // PUBLISHED: the snapshot the publication created (with `request` and `fingerprint` it is
   // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
   Snapshot result;
@@ -104,6 +144,9 @@ struct PublishReceipt {
   bool replayed = false; // true when returned for a retry (generation not advanced again)
   friend bool operator==(const PublishReceipt&, const PublishReceipt&) = default;
 };
+
+// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
+PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed);
 
 }  // namespace kvc::lifecycle
 

@@ -15,19 +15,6 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
-// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
-PublishReceipt ReceiptOf(const AppendTxn& t) {
-  PublishReceipt r;
-  r.txn_id = t.request.txn_id;
-  r.idempotency_key = t.request.idempotency_key;
-  r.handle_id = t.request.handle_id;
-  r.fingerprint = t.fingerprint;
-  r.base = t.request.base;
-  r.interval = t.request.interval;
-  r.result = t.result;
-  return r;
-}
-
 }  // namespace
 
 Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
@@ -136,11 +123,11 @@ void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
   o.erase(std::remove(o.begin(), o.end(), txn_id), o.end());
 }
 
-StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
+StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
   const uint64_t fp = OperationFingerprint(req);
   if (auto it = txns_.find(req.txn_id); it != txns_.end()) {
-    if (it->second.fingerprint == fp) return it->second;  // retry of the same operation
+    if (it->second.fingerprint == fp) return &it->second;  // retry of the same operation
     const auto& o = it->second.request;
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
              "append: txn " + Q(req.txn_id) + " reused with a different fingerprint (was key " +
@@ -182,14 +169,13 @@ StatusOr<AppendTxn> KvObject::BeginAppend(const BeginAppendRequest& req) {
     return V(ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH,
              "append " + Q(req.txn_id) + ": keys at stage " + Q(b.position_stage) +
                  ", the cache ABI stores " + Q(abi_.position_stage));
-  AppendTxn t;
-  t.request = req;
-  t.fingerprint = fp;
-  t.layers.assign(abi_.num_layers, LayerStage{});
   h->open_txns.push_back(req.txn_id);
   txns_of_handle_[req.handle_id].push_back(req.txn_id);
-  txns_.emplace(req.txn_id, t);
-  return t;
+  AppendTxn& t = txns_.try_emplace(req.txn_id).first->second;  // new: the find above missed
+  t.request = req;
+  t.fingerprint = fp;
+  t.layers = LayerStages(abi_.num_layers);
+  return &t;
 }
 
 StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
@@ -223,28 +209,28 @@ StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
                  U(req.interval.start) + ", +" + U(req.interval.count) + "), expected [" +
                  U(t.request.interval.start) + ", +" + U(t.request.interval.count) + ")");
   if (!req.k && !req.v) return InvalidArgument("stage: neither K nor V rows");
-  LayerStage& l = t.layers[req.layer];
+  const LayerStage l = t.layers[req.layer];
   if ((req.k && l.k) || (req.v && l.v))
     return V(ErrorCode::LIFECYCLE_LAYER_DUPLICATE,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " " +
                  (req.k && l.k ? "K" : "V") + " rows staged twice");
-  l.k |= req.k;
-  l.v |= req.v;
+  t.layers.Add(req.layer, req.k, req.v);
   if (t.prepared()) t.state = TxnState::kPrepared;
   return t.state;
 }
 
 StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
+  KVC_ASSIGN_OR_RETURN(Published p, PublishTxn(txn_id));
+  return ReceiptOf(*p.txn, p.replayed);
+}
+
+StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   auto it = txns_.find(txn_id);
   if (it == txns_.end())
     return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN,
              "publish: unknown txn " + Q(txn_id) + " (publication without a start)");
   AppendTxn& t = it->second;
-  if (t.state == TxnState::kPublished) {
-    PublishReceipt r = ReceiptOf(t);
-    r.replayed = true;
-    return r;
-  }
+  if (t.state == TxnState::kPublished) return Published{&t, true};
   if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
              "publish: txn " + Q(txn_id) + " is " + std::string(TxnStateName(t.state)) +
@@ -280,7 +266,7 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
   t.result = std::move(next);
   t.state = TxnState::kPublished;
   CloseTxn(rec, txn_id);
-  return ReceiptOf(t);
+  return Published{&t, false};
 }
 
 Status KvObject::CancelTxn(std::string_view txn_id) {
@@ -453,7 +439,7 @@ uint64_t KvObject::Hash() const {
   for (const auto& [id, t] : txns_) {
     uint64_t x = Fnv1a64U64(t.fingerprint, Fnv1a64(id));
     x = Fnv1a64U64(static_cast<uint64_t>(t.state), x);
-    for (const auto& l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
+    for (const LayerStage l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
     sum += x;
   }
   return Fnv1a64U64(sum, acc);

@@ -105,14 +105,22 @@ class KvObject {
 
   // Opens a transaction on `req.base`. Re-sending an existing txn_id with the same
   // fingerprint returns the existing transaction unchanged (a retry); with a different
-  // fingerprint it is LIFECYCLE_RETRY_CONFLICT.
-  StatusOr<AppendTxn> BeginAppend(const BeginAppendRequest& req);
+  // fingerprint it is LIFECYCLE_RETRY_CONFLICT. The returned transaction is owned by the
+  // object (not a copy) and valid until the next mutation.
+  StatusOr<const AppendTxn*> BeginAppend(const BeginAppendRequest& req);
   // Records K and/or V rows of one layer; returns the transaction state afterwards
   // (PREPARED once every layer is complete).
   StatusOr<TxnState> StageLayer(const StageLayerRequest& req);
   // One logical compare-and-publish of (handle, base generation, base digest). A published
   // transaction returns its original receipt with replayed = true and advances nothing.
   StatusOr<PublishReceipt> Publish(std::string_view txn_id);
+  // Publish() without the receipt copy: the PUBLISHED transaction itself (owned by the object,
+  // valid until the next mutation; ReceiptOf(*txn, replayed) is the receipt Publish() returns).
+  struct Published {
+    const AppendTxn* txn = nullptr;
+    bool replayed = false;
+  };
+  StatusOr<Published> PublishTxn(std::string_view txn_id);
   // Aborts one OPEN/PREPARED transaction; the handle's snapshot is untouched.
   Status CancelTxn(std::string_view txn_id);
 

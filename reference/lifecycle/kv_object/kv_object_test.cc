@@ -52,7 +52,7 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   EXPECT_EQ(s.generation, 1u);
   auto t = o.BeginAppend(Append("decode", s, 1));
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->request.binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ((*t)->request.binding.mask_key_length, 5u);  // T_past + T_new
   ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
   // Current-call use is not next-call publication: a reader still sees length 4.
   EXPECT_EQ(o.Read("R")->committed_length, 4u);
@@ -63,6 +63,43 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(o.Read("R")->committed_length, 5u);
   EXPECT_EQ(o.Read("R")->generation, 2u);
+}
+
+TEST(KvObjectTest, ManyLayersNeedEveryKAndVRow) {
+  // Layer staging beyond the 64 layers held inline: K and V of every one of 130 layers.
+  KvObject o(CacheAbi{kAbi.id, 130, "post_rope"});
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  Snapshot s = *o.Read("R");
+  ASSERT_TRUE(o.BeginAppend(Append("t", s, 2)).ok());
+  for (uint32_t l = 0; l < 130; ++l) {
+    StageLayerRequest k = Stage("t", l, {0, 2});
+    k.v = false;
+    ASSERT_EQ(*o.StageLayer(k), TxnState::kOpen) << l;
+  }
+  StageLayerRequest again = Stage("t", 100, {0, 2});
+  again.v = false;
+  EXPECT_EQ(Code(o.StageLayer(again)), ErrorCode::LIFECYCLE_LAYER_DUPLICATE);
+  EXPECT_EQ(Code(o.StageLayer(Stage("t", 130, {0, 2}))), ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE);
+  for (uint32_t l = 0; l < 130; ++l) {
+    if (l == 64 || l == 129) continue;
+    StageLayerRequest v = Stage("t", l, {0, 2});
+    v.k = false;
+    ASSERT_EQ(*o.StageLayer(v), TxnState::kOpen) << l;
+  }
+  auto open = o.Publish("t");
+  EXPECT_EQ(Code(open), ErrorCode::LIFECYCLE_LAYER_INCOMPLETE);
+  EXPECT_NE(open.status().message().find("layers without complete rows: 64(V), 129(V)"),
+            std::string::npos)
+      << open.status().message();
+  StageLayerRequest v64 = Stage("t", 64, {0, 2});
+  v64.k = false;
+  EXPECT_EQ(*o.StageLayer(v64), TxnState::kOpen);
+  StageLayerRequest v129 = Stage("t", 129, {0, 2});
+  v129.k = false;
+  EXPECT_EQ(*o.StageLayer(v129), TxnState::kPrepared);
+  auto r = o.Publish("t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->result.committed_length, 2u);
 }
 
 TEST(KvObjectTest, WorkedSyntheticLifecycleTrace) {
@@ -84,7 +121,7 @@ TEST(KvObjectTest, WorkedSyntheticLifecycleTrace) {
   // 2. Retrying txn-win returns its generation-2 receipt; the loser is stale.
   auto again = o.BeginAppend(Append("txn-win", g1, 1));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->state, TxnState::kPublished);
+  EXPECT_EQ((*again)->state, TxnState::kPublished);
   auto replay = o.Publish("txn-win");
   ASSERT_TRUE(replay.ok());
   EXPECT_TRUE(replay->replayed);
