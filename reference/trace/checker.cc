@@ -1013,7 +1013,8 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
     if (Request* r = FindRequest(*e.request_id)) {
       const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
-      EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0};
+      EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0,
+                     *e.handle_generation};
       if (h && h->current.phase == lifecycle::Phase::kReleased && e.event_type == "release") {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,
         // release; observations after release may name them) and drop the operations.

@@ -195,6 +195,7 @@ class TraceChecker {
     std::string_view type;     // points into the dispatch table
     uint64_t content_hash = 0;
     uint64_t committed_length = 0;  // handle's committed length after the event
+    uint64_t handle_generation = 0;  // the event's handle_generation (passed the fence)
   };
   struct Request {
     frontier::FrontierState frontier{0};

@@ -168,6 +168,28 @@ TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
             (std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"}));
 }
 
+// Regression: an allocator/residency observation's handle_generation was never compared, so an
+// observation naming the right cause under another incarnation of the request was accepted.
+TEST(TraceCheckerTest, RegressionObservationHandleGenerationMustMatchItsCause) {
+  const std::string header =
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
+      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
+      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  auto residency = [](int generation) {
+    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
+           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
+           R"("request_id":"R","handle_generation":)" +
+           std::to_string(generation) +
+           R"(,"payload":{"caused_by_event_id":"e3","tier":"hbm","resident_payload_bytes":32}})";
+  };
+  std::string t =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  EXPECT_TRUE(Codes(t + residency(0) + "\n").empty());
+  EXPECT_EQ(Codes(t + residency(1) + "\n"),
+            (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"}));
+}
+
 // Regression: a result_snapshot on an event that produces no snapshot, and a stage event's
 // base_snapshot that is not its operation's base, were accepted silently.
 TEST(TraceCheckerTest, SnapshotClaimsOnNonProducingEventsAreChecked) {

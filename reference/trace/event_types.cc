@@ -498,6 +498,13 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
                  "\", which is no earlier semantic event of "
                  "request \"" +
                  *e.request_id + "\"");
+  if (info && e.handle_generation && *e.handle_generation != info->handle_generation) {
+    c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
+             e.event_type + " names handle_generation " + std::to_string(*e.handle_generation) +
+                 " but its cause \"" + *cause + "\" happened at handle_generation " +
+                 std::to_string(info->handle_generation));
+    return nullptr;
+  }
   return info;
 }
 
