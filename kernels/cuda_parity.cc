@@ -11,50 +11,12 @@ namespace {
 using model::GreedyRun;
 using model::PairResult;
 
-// Step-by-step comparison (the same verdict rules as reference/model/parity.cc).
 PairResult Compare(const std::string& name, const GreedyRun& base, const GreedyRun& cand,
                    double tol) {
-  PairResult r;
-  r.name = name;
-  r.tolerance = tol;
-  r.bit_identical = cand.logits.size() == base.logits.size();
-  r.argmax_agree = cand.tokens == base.tokens;
-  double scale = 0;
-  for (size_t g = 0; g < std::min(cand.logits.size(), base.logits.size()); ++g) {
-    const auto& a = base.logits[g];
-    const auto& b = cand.logits[g];
-    if (a.size() != b.size()) {
-      r.bit_identical = false;
-      r.max_abs = INFINITY;
-      continue;
-    }
-    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0) r.bit_identical = false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) r.non_finite = true;
-      r.max_abs = std::max(r.max_abs, std::fabs(static_cast<double>(a[i]) - b[i]));
-      scale = std::max(scale, std::fabs(static_cast<double>(a[i])));
-    }
-  }
-  if (std::isnan(r.max_abs)) r.max_abs = INFINITY;
-  r.max_rel = scale > 0 ? r.max_abs / scale : r.max_abs;
-  r.passed = !r.non_finite && r.argmax_agree && (tol == 0 ? r.bit_identical : r.max_abs <= tol);
-  if (!r.passed) {
-    r.detail = r.non_finite      ? "non-finite logits (NaN or infinity)"
-               : !r.argmax_agree ? "greedy tokens differ"
-               : tol == 0
-                   ? "logits are not bit-identical (max |diff| " + std::to_string(r.max_abs) + ")"
-                   : "max |diff| " + std::to_string(r.max_abs) + " > tolerance";
-  }
-  return r;
+  return model::CompareSteps(name, base, cand.logits, cand.tokens, tol);
 }
 
-PairResult Failed(const std::string& name, const Status& s) {
-  PairResult r;
-  r.name = name;
-  r.detail = s.ToString();
-  r.max_abs = INFINITY;
-  return r;
-}
+PairResult Failed(const std::string& name, const Status& s) { return model::FailedPair(name, s); }
 
 PairResult Skipped(const std::string& name, const std::string& why) {
   PairResult r;

@@ -5,10 +5,8 @@
 #include <cstring>
 
 namespace kvc::model {
-namespace {
 
-// Compares candidate step logits with the baseline's.
-PairResult Compare(const std::string& name, const GreedyRun& base,
+PairResult CompareSteps(const std::string& name, const GreedyRun& base,
                    const std::vector<std::vector<float>>& cand,
                    const std::vector<int64_t>& cand_tokens, double tol) {
   PairResult r;
@@ -46,15 +44,13 @@ PairResult Compare(const std::string& name, const GreedyRun& base,
   return r;
 }
 
-PairResult Failed(const std::string& name, const Status& s) {
+PairResult FailedPair(const std::string& name, const Status& s) {
   PairResult r;
   r.name = name;
   r.detail = s.ToString();
   r.max_abs = INFINITY;
   return r;
 }
-
-}  // namespace
 
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
                               uint64_t max_new, const EngineOptions& opts, uint64_t chunk) {
@@ -105,8 +101,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       cand.push_back(std::move(logits));
       prefix.push_back(toks.back());
     }
-    out.push_back(st.ok() ? Compare("cache_vs_nocache", base, cand, toks, tol0)
-                          : Failed("cache_vs_nocache", st));
+    out.push_back(st.ok() ? CompareSteps("cache_vs_nocache", base, cand, toks, tol0)
+                          : FailedPair("cache_vs_nocache", st));
   }
   for (uint64_t c : {1, 3, 16, 64, 127}) {
     const std::string name = "chunked_prefill_c" + std::to_string(c);
@@ -119,8 +115,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       continue;
     }
     auto run = RunGreedy(model, prompt, max_new, base_opts, c);
-    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
-                           : Failed(name, run.status()));
+    out.push_back(run.ok() ? CompareSteps(name, base, run->logits, run->tokens, tol0)
+                           : FailedPair(name, run.status()));
   }
   for (uint64_t b : {1, 4, 16}) {
     EngineOptions o = base_opts;
@@ -128,8 +124,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
     o.block_size = b;
     const std::string name = "paged_b" + std::to_string(b) + "_vs_contiguous";
     auto run = RunGreedy(model, prompt, max_new, o);
-    out.push_back(run.ok() ? Compare(name, base, run->logits, run->tokens, tol0)
-                           : Failed(name, run.status()));
+    out.push_back(run.ok() ? CompareSteps(name, base, run->logits, run->tokens, tol0)
+                           : FailedPair(name, run.status()));
   }
   {  // fork then continue: paged (blocks shared) parent prefill, child decodes.
     EngineOptions o = base_opts;
@@ -149,8 +145,8 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       if (g + 1 == max_new || !st.ok()) break;
       st = e.Decode("child", toks.back(), &logits);
     }
-    out.push_back(st.ok() ? Compare("fork_then_continue_vs_fresh", base, cand, toks, tol0)
-                          : Failed("fork_then_continue_vs_fresh", st));
+    out.push_back(st.ok() ? CompareSteps("fork_then_continue_vs_fresh", base, cand, toks, tol0)
+                          : FailedPair("fork_then_continue_vs_fresh", st));
   }
   {  // fork at P+1 inside a shared block, the child continues with a different token.
     EngineOptions o = base_opts;
@@ -186,11 +182,11 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       dst.logits.push_back(std::move(l));
     }
     if (!st.ok()) {
-      out.push_back(Failed("fork_diverge_vs_fresh", st));
+      out.push_back(FailedPair("fork_diverge_vs_fresh", st));
     } else {
-      PairResult a = Compare("fork_diverge_vs_fresh", fresh_child, {child_logits},
+      PairResult a = CompareSteps("fork_diverge_vs_fresh", fresh_child, {child_logits},
                              {Argmax(child_logits)}, tol0);
-      PairResult b = Compare("fork_diverge_vs_fresh", fresh_parent, {parent_logits},
+      PairResult b = CompareSteps("fork_diverge_vs_fresh", fresh_parent, {parent_logits},
                              {Argmax(parent_logits)}, tol0);
       if (!b.passed)
         a = b, a.detail = "parent after the fork: " + b.detail;
@@ -225,16 +221,16 @@ StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
       if (st.ok()) st = e.Emit("b", yb);
       if (st.ok()) st = e.DecodeBatch(batch);
     }
-    out.push_back(st.ok() ? Compare("batched_vs_alone", base, cand, toks, tol0)
-                          : Failed("batched_vs_alone", st));
+    out.push_back(st.ok() ? CompareSteps("batched_vs_alone", base, cand, toks, tol0)
+                          : FailedPair("batched_vs_alone", st));
   }
   if (mode == ComputeMode::kDeterministic) {
     EngineOptions o = base_opts;
     o.mode = ComputeMode::kFast;
     auto run = RunGreedy(model, prompt, max_new, o);
     out.push_back(
-        run.ok() ? Compare("fast_vs_deterministic", base, run->logits, run->tokens, kFastTolerance)
-                 : Failed("fast_vs_deterministic", run.status()));
+        run.ok() ? CompareSteps("fast_vs_deterministic", base, run->logits, run->tokens, kFastTolerance)
+                 : FailedPair("fast_vs_deterministic", run.status()));
   }
   return out;
 }

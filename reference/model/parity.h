@@ -55,6 +55,15 @@ struct PairResult {
 };
 
 // Runs every pair. Errors only for failures to run (bad tokens, ...); mismatches are results.
+// The verdict rules every parity pair uses (the CPU pairs here, the GPU pairs in kernels/):
+// candidate step logits and greedy tokens against the baseline's; `tol` 0 demands bit-identical
+// logits, otherwise max |diff| <= tol; non-finite logits or differing tokens always fail.
+PairResult CompareSteps(const std::string& name, const GreedyRun& base,
+                        const std::vector<std::vector<float>>& cand,
+                        const std::vector<int64_t>& cand_tokens, double tol);
+// A pair whose candidate run failed to execute.
+PairResult FailedPair(const std::string& name, const Status& s);
+
 StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
                                             const std::vector<int64_t>& prompt, uint64_t max_new,
                                             ComputeMode mode);
