@@ -568,15 +568,7 @@ Status CudaEngine::Prefill(const std::string& handle, std::span<const int64_t> p
 
 Status CudaEngine::Emit(const std::string& handle, int64_t token) {
   KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
-  if (token < 0) {
-    return ViolationStatus(
-        ErrorCode::MODEL_TOKEN_OUT_OF_RANGE,
-        "emit on '" + handle + "': token " + std::to_string(token) + " is negative");
-  }
-  frontier::FrontierState next = r->fs ? *r->fs : frontier::FrontierState(0);
-  KVC_RETURN_IF_ERROR(next.Emit(next.emitted(), static_cast<uint64_t>(token)));
-  r->fs = next;
-  return Status::Ok();
+  return model::EmitOnFrontier(handle, token, &r->fs);
 }
 
 Status CudaEngine::Decode(const std::string& handle, int64_t token, std::vector<float>* logits) {

@@ -186,18 +186,23 @@ Status Engine::Prefill(const std::string& handle, std::span<const int64_t> promp
   return Status::Ok();
 }
 
-Status Engine::Emit(const std::string& handle, int64_t token) {
-  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+Status EmitOnFrontier(const std::string& handle, int64_t token,
+                      std::optional<frontier::FrontierState>* fs) {
   if (token < 0) {
     return ViolationStatus(
         ErrorCode::MODEL_TOKEN_OUT_OF_RANGE,
         "emit on '" + handle + "': token " + std::to_string(token) + " is negative");
   }
   // Applied only when the emission is legal; before any tracked call there are no logits.
-  frontier::FrontierState next = r->fs ? *r->fs : frontier::FrontierState(0);
+  frontier::FrontierState next = *fs ? **fs : frontier::FrontierState(0);
   KVC_RETURN_IF_ERROR(next.Emit(next.emitted(), static_cast<uint64_t>(token)));
-  r->fs = next;
+  *fs = next;
   return Status::Ok();
+}
+
+Status Engine::Emit(const std::string& handle, int64_t token) {
+  KVC_ASSIGN_OR_RETURN(Request * r, Get(handle));
+  return EmitOnFrontier(handle, token, &r->fs);
 }
 
 Status Engine::Decode(const std::string& handle, int64_t token, std::vector<float>* logits) {

@@ -44,6 +44,12 @@ struct EngineOptions {
   uint64_t block_size = 16;  // paged block size in positions (>= 1)
 };
 
+// The emission rule every engine applies (CPU here, CUDA in kernels/): `token` must be
+// non-negative, and it is recorded on the request's frontier `*fs` (created empty when absent)
+// only when FrontierState::Emit accepts it; on error `*fs` is unchanged.
+Status EmitOnFrontier(const std::string& handle, int64_t token,
+                      std::optional<frontier::FrontierState>* fs);
+
 class Engine {
  public:
   Engine(const LlamaModel& model, EngineOptions opts);
