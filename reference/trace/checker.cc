@@ -1006,9 +1006,11 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            LinePtr() + "/payload", "expected a payload object");
     return;
   }
-  ObjReader payload(pobj, this, "/payload");
-  spec->handle(*this, e, payload);
-  payload.RejectUnknown(spec->plane == Plane::kSemantic);
+  if (!spec->fast || !spec->fast(*this, e, pobj)) {
+    ObjReader payload(pobj, this, "/payload");
+    spec->handle(*this, e, payload);
+    payload.RejectUnknown(spec->plane == Plane::kSemantic);
+  }
   // Index the event id for causal references and duplicate detection.
   if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
     if (Request* r = FindRequest(*e.request_id)) {

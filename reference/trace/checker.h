@@ -99,6 +99,10 @@ struct EventTypeSpec {
   // Replays the event; `payload` reads the event's payload object (the handler must read
   // every field it allows, then the checker rejects the rest).
   void (*handle)(TraceChecker& c, const Event& e, ObjReader& payload);
+  // Optional one-pass reader of a conforming payload (the hot path): replays the event and
+  // returns true, or returns false having reported and changed nothing (anything unusual), and
+  // the checker then runs `handle`. Both must replay through the same code.
+  bool (*fast)(TraceChecker& c, const Event& e, const simdjson::dom::object& payload) = nullptr;
 };
 
 // The built-in table plus registered rows. RegisterEventType fails on a duplicate name.

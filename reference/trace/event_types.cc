@@ -1,5 +1,8 @@
 // The kvconform.trace/1 event-type table and the handler of each event type.
+#include <cstring>
 #include <mutex>
+
+#include <simdjson.h>
 
 #include "reference/base/checked_math.h"
 #include "reference/frontier/frontier.h"
@@ -104,33 +107,33 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Poison("request:" + *e.request_id);
 }
 
-frontier::AppendPurpose PurposeOf(const std::string& s) {
+frontier::AppendPurpose PurposeOf(std::string_view s) {
   if (s == "decode") return frontier::AppendPurpose::kDecode;
   if (s == "repair") return frontier::AppendPurpose::kRepair;
   if (s == "verify") return frontier::AppendPurpose::kVerify;
   return frontier::AppendPurpose::kPrefill;
 }
 
-void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
-  auto key = p.OptStr("idempotency_key");
-  auto interval = p.Range("interval");
-  auto pos = p.Range("cache_position");
-  auto mask = p.Uint("mask_key_length");
-  auto stage = p.Str("position_stage");
-  auto abi = p.OptStr("cache_abi");
-  auto purpose = p.Enum("purpose", {"prefill", "decode", "repair", "verify"});
-  auto input = p.OptUint("input_token");
-  auto drafts = p.UintArray("draft_tokens", true);
-  auto accepted = p.OptUint("accepted_count");
-  auto reused = p.OptUint("reused_draft_index");
-  auto pending = p.OptUint("pending_payload_bytes");
+// The decoded payload of append_start (views into the event's JSON or the general reader's
+// strings; valid during the handler).
+struct AppendStartArgs {
+  std::optional<std::string_view> key, abi;
+  std::pair<uint64_t, uint64_t> interval, pos;
+  uint64_t mask = 0;
+  std::string_view stage, purpose;
+  std::optional<uint64_t> input, accepted, reused, pending;
+  const std::vector<uint64_t>* drafts = nullptr;
+};
+
+// Replays append_start; `a` is null when the payload was unusable (already reported).
+void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a) {
   NoSnapshotProduced(c, e);
   if (!e.base_snapshot) {
     c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/base_snapshot",
              "append_start names the base snapshot it read");
     return;
   }
-  if (!p.clean() || !interval || !pos || !mask || !stage || !purpose) {
+  if (!a) {
     c.Poison(*e.operation_id);
     return;
   }
@@ -138,12 +141,12 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!cur) return c.Poison(*e.operation_id);
   lifecycle::BeginAppendRequest r;
   r.txn_id = *e.operation_id;
-  r.idempotency_key = key.value_or(*e.operation_id);
+  r.idempotency_key = a->key ? *a->key : std::string_view(*e.operation_id);
   r.handle_id = *e.request_id;
-  r.cache_abi = abi.value_or(c.kv().abi().id);
-  r.interval = {interval->first, interval->second - interval->first};
-  r.binding = {pos->first, pos->second - pos->first, *mask, *stage};
-  r.repair = *purpose == "repair";
+  r.cache_abi = a->abi ? *a->abi : std::string_view(c.kv().abi().id);
+  r.interval = {a->interval.first, a->interval.second - a->interval.first};
+  r.binding = {a->pos.first, a->pos.second - a->pos.first, a->mask, std::string(a->stage)};
+  r.repair = a->purpose == "repair";
   // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
   const lifecycle::AppendTxn* prior = c.kv().FindTxn(r.txn_id);
   const TraceChecker::Op* prior_op = prior ? c.FindOp(r.txn_id) : nullptr;
@@ -152,12 +155,12 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
   else
     r.base = TraceChecker::BaseForVersion(*cur, *e.base_snapshot);
   frontier::AppendCall call;
-  call.purpose = PurposeOf(*purpose);
+  call.purpose = PurposeOf(a->purpose);
   call.rows = r.interval.count;
-  call.input_token = input;
-  if (drafts) call.draft_tokens = *drafts;
-  call.accepted = accepted.value_or(0);
-  call.reused_draft_index = reused;
+  call.input_token = a->input;
+  if (a->drafts) call.draft_tokens = *a->drafts;
+  call.accepted = a->accepted.value_or(0);
+  call.reused_draft_index = a->reused;
   const bool retry = prior != nullptr;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (!retry && e.outcome != "rejected" && req) {
@@ -174,13 +177,13 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
     if (!retry) c.Poison(*e.operation_id);
     return;
   }
-  if (pending && !retry) {
+  if (a->pending && !retry) {
     // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
     auto want = CheckedMul(r.interval.count, c.bytes_per_token());
-    if (!want || *pending != *want) {
+    if (!want || *a->pending != *want) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
-               "pending payload " + U(*pending) + " bytes; " + U(r.interval.count) + " rows x " +
-                   U(c.bytes_per_token()) +
+               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
+                   " rows x " + U(c.bytes_per_token()) +
                    " B/token = " + (want ? U(*want) : std::string("overflow")));
       c.Poison(*e.operation_id);
     }
@@ -189,20 +192,53 @@ void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
     if (req) req->op_ids.push_back(r.txn_id);
     TraceChecker::Op& op = c.NewOp(r.txn_id);
     op.request_id = *e.request_id;
-    op.call = call;
+    op.call = std::move(call);
     op.base_version = *e.base_snapshot;
     op.start_line = e.line;
     op.start_event_id = e.event_id;
   }
 }
 
-void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
-  auto layer = p.Uint("layer", UINT32_MAX);
+void OnAppendStart(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto key = p.OptStr("idempotency_key");
   auto interval = p.Range("interval");
-  auto k = p.OptBool("k");
-  auto v = p.OptBool("v");
+  auto pos = p.Range("cache_position");
+  auto mask = p.Uint("mask_key_length");
+  auto stage = p.Str("position_stage");
   auto abi = p.OptStr("cache_abi");
-  if (!p.clean() || !layer || !interval || c.IsPoisoned(*e.operation_id)) return;
+  auto purpose = p.Enum("purpose", {"prefill", "decode", "repair", "verify"});
+  auto input = p.OptUint("input_token");
+  auto drafts = p.UintArray("draft_tokens", true);
+  auto accepted = p.OptUint("accepted_count");
+  auto reused = p.OptUint("reused_draft_index");
+  auto pending = p.OptUint("pending_payload_bytes");
+  if (!p.clean() || !interval || !pos || !mask || !stage || !purpose)
+    return ApplyAppendStart(c, e, nullptr);
+  AppendStartArgs a;
+  if (key) a.key = *key;
+  if (abi) a.abi = *abi;
+  a.interval = *interval;
+  a.pos = *pos;
+  a.mask = *mask;
+  a.stage = *stage;
+  a.purpose = *purpose;
+  a.input = input;
+  a.accepted = accepted;
+  a.reused = reused;
+  a.pending = pending;
+  if (drafts) a.drafts = &*drafts;
+  ApplyAppendStart(c, e, &a);
+}
+
+struct StageLayerArgs {
+  uint64_t layer = 0;
+  std::pair<uint64_t, uint64_t> interval;
+  std::optional<bool> k, v;
+  std::optional<std::string_view> abi;
+};
+
+void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
+  if (c.IsPoisoned(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
   if (const TraceChecker::Op* op = c.FindOp(*e.operation_id);
       op && e.base_snapshot && *e.base_snapshot != op->base_version)
@@ -211,17 +247,32 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
                  *e.operation_id + "\" started on snapshot " + U(op->base_version));
   lifecycle::StageLayerRequest r;
   r.txn_id = *e.operation_id;
-  r.layer = static_cast<uint32_t>(*layer);
-  r.interval = {interval->first, interval->second - interval->first};
-  r.k = k.value_or(true);
-  r.v = v.value_or(true);
-  r.cache_abi = abi.value_or("");
+  r.layer = static_cast<uint32_t>(a.layer);
+  r.interval = {a.interval.first, a.interval.second - a.interval.first};
+  r.k = a.k.value_or(true);
+  r.v = a.v.value_or(true);
+  if (a.abi) r.cache_abi = *a.abi;
   c.Apply(e, [&](KvObject& kv) { return kv.StageLayer(r).status(); });
 }
 
-void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
-  auto len = p.OptUint("committed_length");
-  if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
+void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto layer = p.Uint("layer", UINT32_MAX);
+  auto interval = p.Range("interval");
+  auto k = p.OptBool("k");
+  auto v = p.OptBool("v");
+  auto abi = p.OptStr("cache_abi");
+  if (!p.clean() || !layer || !interval) return;
+  StageLayerArgs a;
+  a.layer = *layer;
+  a.interval = *interval;
+  a.k = k;
+  a.v = v;
+  if (abi) a.abi = *abi;
+  ApplyStageLayer(c, e, a);
+}
+
+void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
+  if (c.IsPoisoned(*e.operation_id)) return;
   if (e.outcome != "success" && e.outcome != "replayed" && e.outcome != "rejected") {
     c.Report(
         ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
@@ -265,6 +316,12 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   }
 }
 
+void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto len = p.OptUint("committed_length");
+  if (!p.clean()) return;
+  ApplyPublish(c, e, len);
+}
+
 void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
@@ -275,11 +332,8 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
 }
 
-void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
-  auto index = p.Uint("output_index");
-  auto token = p.Uint("token");
-  auto from = p.Enum("from", {"target_logits", "repair_logits"}, true);
-  if (!p.clean() || !index || !token) return;
+void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token,
+                 bool from_repair) {
   NoSnapshotProduced(c, e);
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
@@ -293,9 +347,17 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
              "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
                  U(cur->version));
   if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
-    Status s = req->frontier.Emit(*index, *token, from.value_or("") == "repair_logits");
+    Status s = req->frontier.Emit(index, token, from_repair);
     if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
   }
+}
+
+void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto index = p.Uint("output_index");
+  auto token = p.Uint("token");
+  auto from = p.Enum("from", {"target_logits", "repair_logits"}, true);
+  if (!p.clean() || !index || !token) return;
+  ApplyOutput(c, e, *index, *token, from.value_or("") == "repair_logits");
 }
 
 void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -575,15 +637,185 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
                  " B/token = " + U(*want));
 }
 
+// ---------------------------------------------------------------- one-pass payload readers
+//
+// The hot event types (append_start, append_stage_layer, append_publish, output_emit) also have
+// a one-pass reader of their payload (EventTypeSpec::fast). It decodes a conforming payload in a
+// single walk over its members and returns false, having reported and changed nothing, when any
+// member is unknown, repeated, null, mistyped or out of bounds; the checker then runs the
+// general handler, whose ObjReader reports exactly what is wrong. Only decoding exists twice:
+// both paths replay through the same Apply* function above.
+
+namespace dom = simdjson::dom;
+
+// `k` equals the literal `lit` (same length first; the compiler inlines the fixed-size compare).
+template <size_t N>
+bool KeyIs(std::string_view k, const char (&lit)[N]) {
+  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
+bool FastUint(const dom::element& v, uint64_t* out) {
+  switch (v.type()) {
+    case dom::element_type::UINT64:
+      *out = v.get_uint64().value_unsafe();
+      return true;
+    case dom::element_type::INT64: {
+      const int64_t x = v.get_int64().value_unsafe();
+      *out = static_cast<uint64_t>(x);
+      return x >= 0;
+    }
+    default:
+      return false;
+  }
+}
+
+bool FastStr(const dom::element& v, std::string_view* out) {
+  if (v.type() != dom::element_type::STRING) return false;
+  *out = v.get_string().value_unsafe();
+  return true;
+}
+
+// [start, end) with start <= end, exactly two unsigned integers.
+bool FastRange(const dom::element& v, std::pair<uint64_t, uint64_t>* out) {
+  uint64_t x[2];
+  size_t n = 0;
+  dom::array arr;
+  if (v.get_array().get(arr)) return false;
+  for (dom::element item : arr) {
+    if (n == 2 || !FastUint(item, &x[n])) return false;
+    ++n;
+  }
+  if (n != 2 || x[0] > x[1]) return false;
+  *out = {x[0], x[1]};
+  return true;
+}
+
+// Marks member `bit` as seen; false when it was already (a duplicate key).
+bool Once(uint32_t* seen, int bit) {
+  if (*seen >> bit & 1u) return false;
+  *seen |= 1u << bit;
+  return true;
+}
+
+bool FastAppendStart(TraceChecker& c, const Event& e, const dom::object& obj) {
+  AppendStartArgs a;
+  uint32_t seen = 0;
+  uint64_t u;
+  std::string_view sv;
+  for (dom::key_value_pair f : obj) {
+    const std::string_view k = f.key;
+    const dom::element& v = f.value;
+    if (KeyIs(k, "interval")) {
+      if (!Once(&seen, 0) || !FastRange(v, &a.interval)) return false;
+    } else if (KeyIs(k, "cache_position")) {
+      if (!Once(&seen, 1) || !FastRange(v, &a.pos)) return false;
+    } else if (KeyIs(k, "mask_key_length")) {
+      if (!Once(&seen, 2) || !FastUint(v, &a.mask)) return false;
+    } else if (KeyIs(k, "position_stage")) {
+      if (!Once(&seen, 3) || !FastStr(v, &a.stage)) return false;
+    } else if (KeyIs(k, "purpose")) {
+      if (!Once(&seen, 4) || !FastStr(v, &a.purpose)) return false;
+      if (a.purpose != "prefill" && a.purpose != "decode" && a.purpose != "repair" &&
+          a.purpose != "verify")
+        return false;
+    } else if (KeyIs(k, "input_token")) {
+      if (!Once(&seen, 5) || !FastUint(v, &u)) return false;
+      a.input = u;
+    } else if (KeyIs(k, "idempotency_key")) {
+      if (!Once(&seen, 6) || !FastStr(v, &sv)) return false;
+      a.key = sv;
+    } else if (KeyIs(k, "cache_abi")) {
+      if (!Once(&seen, 7) || !FastStr(v, &sv)) return false;
+      a.abi = sv;
+    } else if (KeyIs(k, "accepted_count")) {
+      if (!Once(&seen, 8) || !FastUint(v, &u)) return false;
+      a.accepted = u;
+    } else if (KeyIs(k, "reused_draft_index")) {
+      if (!Once(&seen, 9) || !FastUint(v, &u)) return false;
+      a.reused = u;
+    } else if (KeyIs(k, "pending_payload_bytes")) {
+      if (!Once(&seen, 10) || !FastUint(v, &u)) return false;
+      a.pending = u;
+    } else {
+      return false;  // draft_tokens and anything unknown: the general reader
+    }
+  }
+  if ((seen & 0x1fu) != 0x1fu) return false;  // interval .. purpose are required
+  ApplyAppendStart(c, e, &a);
+  return true;
+}
+
+bool FastStageLayer(TraceChecker& c, const Event& e, const dom::object& obj) {
+  StageLayerArgs a;
+  uint32_t seen = 0;
+  std::string_view sv;
+  for (dom::key_value_pair f : obj) {
+    const std::string_view k = f.key;
+    const dom::element& v = f.value;
+    if (KeyIs(k, "layer")) {
+      if (!Once(&seen, 0) || !FastUint(v, &a.layer) || a.layer > UINT32_MAX) return false;
+    } else if (KeyIs(k, "interval")) {
+      if (!Once(&seen, 1) || !FastRange(v, &a.interval)) return false;
+    } else if (KeyIs(k, "k") || KeyIs(k, "v")) {
+      if (!Once(&seen, k[0] == 'k' ? 2 : 3) || v.type() != dom::element_type::BOOL) return false;
+      (k[0] == 'k' ? a.k : a.v) = v.get_bool().value_unsafe();
+    } else if (KeyIs(k, "cache_abi")) {
+      if (!Once(&seen, 4) || !FastStr(v, &sv)) return false;
+      a.abi = sv;
+    } else {
+      return false;
+    }
+  }
+  if ((seen & 0x3u) != 0x3u) return false;
+  ApplyStageLayer(c, e, a);
+  return true;
+}
+
+bool FastPublish(TraceChecker& c, const Event& e, const dom::object& obj) {
+  std::optional<uint64_t> len;
+  for (dom::key_value_pair f : obj) {
+    uint64_t u;
+    if (!KeyIs(f.key, "committed_length") || len || !FastUint(f.value, &u)) return false;
+    len = u;
+  }
+  ApplyPublish(c, e, len);
+  return true;
+}
+
+bool FastOutput(TraceChecker& c, const Event& e, const dom::object& obj) {
+  uint64_t index = 0, token = 0;
+  bool from_repair = false;
+  uint32_t seen = 0;
+  std::string_view sv;
+  for (dom::key_value_pair f : obj) {
+    const std::string_view k = f.key;
+    const dom::element& v = f.value;
+    if (KeyIs(k, "output_index")) {
+      if (!Once(&seen, 0) || !FastUint(v, &index)) return false;
+    } else if (KeyIs(k, "token")) {
+      if (!Once(&seen, 1) || !FastUint(v, &token)) return false;
+    } else if (KeyIs(k, "from")) {
+      if (!Once(&seen, 2) || !FastStr(v, &sv)) return false;
+      if (sv != "target_logits" && sv != "repair_logits") return false;
+      from_repair = sv == "repair_logits";
+    } else {
+      return false;
+    }
+  }
+  if ((seen & 0x3u) != 0x3u) return false;
+  ApplyOutput(c, e, index, token, from_repair);
+  return true;
+}
+
 std::vector<EventTypeSpec>& Table() {
   static std::vector<EventTypeSpec> t = {
       {"request_allocate", Plane::kSemantic, true, false, true, &OnAllocate},
-      {"append_start", Plane::kSemantic, true, true, false, &OnAppendStart},
-      {"append_stage_layer", Plane::kSemantic, true, true, false, &OnStageLayer},
-      {"append_publish", Plane::kSemantic, true, true, true, &OnPublish},
+      {"append_start", Plane::kSemantic, true, true, false, &OnAppendStart, &FastAppendStart},
+      {"append_stage_layer", Plane::kSemantic, true, true, false, &OnStageLayer, &FastStageLayer},
+      {"append_publish", Plane::kSemantic, true, true, true, &OnPublish, &FastPublish},
       {"append_failure", Plane::kSemantic, true, true, false, &OnFailure},
       {"cancel_txn", Plane::kSemantic, true, true, false, &OnFailure},
-      {"output_emit", Plane::kSemantic, true, false, false, &OnOutput},
+      {"output_emit", Plane::kSemantic, true, false, false, &OnOutput, &FastOutput},
       {"read", Plane::kSemantic, true, false, false, &OnRead},
       {"fork", Plane::kSemantic, true, false, true, &OnFork},
       {"truncate", Plane::kSemantic, true, false, true, &OnTruncate},
