@@ -76,13 +76,22 @@ uint64_t Load64(const char* p) {
 
 }  // namespace
 
-// 16 bytes per step through a 128-bit multiply-fold (the mixing of wyhash).
+// 32 bytes per step in two independent lanes (16 bytes each through a 128-bit multiply-fold,
+// the mixing of wyhash), then 16-byte steps and the tail.
 uint64_t LineHash(std::string_view s) {
   constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
-                     k2 = 0x8ebc6af09c88c6e3ull;
+                     k2 = 0x8ebc6af09c88c6e3ull, k3 = 0x589965cc75374cc3ull;
   const char* p = s.data();
   size_t n = s.size();
   uint64_t h = k0 ^ n;
+  if (n >= 32) {
+    uint64_t g = k3 ^ n;
+    for (; n >= 32; p += 32, n -= 32) {
+      h = Mum(Load64(p) ^ k1, Load64(p + 8) ^ h);
+      g = Mum(Load64(p + 16) ^ k2, Load64(p + 24) ^ g);
+    }
+    h = Mum(h ^ k3, g ^ k1);
+  }
   for (; n >= 16; p += 16, n -= 16) h = Mum(Load64(p) ^ k1, Load64(p + 8) ^ h);
   uint64_t tail[2] = {0, 0};
   if (n) std::memcpy(tail, p, n);
@@ -442,9 +451,6 @@ void ObjReader::RejectUnknown(bool semantic_plane) {
 // FindEventType() serve them from then on). Registration is idempotent and thread-safe.
 [[maybe_unused]] const bool kTransferEventsRegistered = RegisterTransferEventTypes().ok();
 
-// Recent events per source remembered for duplicate-delivery and id-reuse detection.
-constexpr size_t kRecent = 32;
-
 struct TraceChecker::Parser {
   dom::parser parser;
   std::vector<char> buf;
@@ -742,7 +748,7 @@ enum EnvKey : int {
 // comparison the compiler inlines, instead of a memcmp call).
 template <size_t N>
 bool Is(std::string_view k, const char (&lit)[N]) {
-  return std::memcmp(k.data(), lit, N - 1) == 0;
+  return KeyEquals(k, lit);
 }
 
 // The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
@@ -777,14 +783,14 @@ int EnvKeyIndex(std::string_view k) {
 
 // Most events repeat the previous event's source, type and outcome: compare before copying.
 void AssignIfChanged(std::string& s, std::string_view v) {
-  if (std::string_view(s) != v) s.assign(v.data(), v.size());
+  if (!SameBytes(s, v)) s.assign(v.data(), v.size());
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
   if (!present)
     o.reset();
   else if (o)
-    o->assign(v.data(), v.size());
+    AssignIfChanged(*o, v);
   else
     o.emplace(v);
 }
@@ -929,9 +935,9 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   SourceState& src = *src_state;
   const uint64_t id_hash = LineHash(e.event_id);
   bool id_conflict = false;
-  for (const auto& r : src.recent) {
-    if (r[1] != id_hash) continue;
-    if (r[0] == e.local_sequence && r[2] == e.content_hash)
+  for (size_t i = 0; i < src.recent_n; ++i) {
+    if (src.recent_id[i] != id_hash) continue;
+    if (src.recent_seq[i] == e.local_sequence && src.recent_content[i] == e.content_hash)
       return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
     id_conflict = true;
   }
@@ -958,8 +964,11 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
     src.last_ns = std::max(src.last_ns, e.monotonic_ns);
   }
   if (!id_conflict) {
-    if (src.recent.size() < kRecent) src.recent.push_back({e.local_sequence, id_hash, e.content_hash});
-    else src.recent[src.recent_pos++ % kRecent] = {e.local_sequence, id_hash, e.content_hash};
+    const size_t slot = src.recent_n < SourceState::kRecent ? src.recent_n++
+                                                             : src.recent_pos++ % SourceState::kRecent;
+    src.recent_seq[slot] = e.local_sequence;
+    src.recent_id[slot] = id_hash;
+    src.recent_content[slot] = e.content_hash;
   }
 
   // Envelope requirements of the event type.

@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <initializer_list>
@@ -283,8 +284,13 @@ class TraceChecker {
     bool seen = false;
     uint64_t last_seq = 0;
     uint64_t last_ns = 0;
-    // Recent (seq, event-id hash, content hash) for duplicate-delivery detection.
-    std::vector<std::array<uint64_t, 3>> recent;
+    // The last kRecent events (seq, event-id hash, content hash) for duplicate-delivery and
+    // id-reuse detection; slots [0, recent_n) are filled, recent_pos is the next to overwrite.
+    static constexpr size_t kRecent = 32;
+    uint64_t recent_seq[kRecent];
+    uint64_t recent_id[kRecent];
+    uint64_t recent_content[kRecent];
+    size_t recent_n = 0;
     size_t recent_pos = 0;
   };
   // The declared source of `e`, checked against its component and the event type's plane;
@@ -325,6 +331,49 @@ class TraceChecker {
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
+
+// Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
+// overlapping 4- and 8-byte loads (the hot path compares every member name this way).
+template <size_t N>
+inline bool KeyEquals(std::string_view k, const char (&lit)[N]) {
+  constexpr size_t n = N - 1;
+  if (k.size() != n) return false;
+  const char* p = k.data();
+  auto eq = [&](size_t off, size_t w) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, p + off, w);
+    std::memcpy(&b, lit + off, w);
+    return a == b;
+  };
+  if constexpr (n == 0) {
+    return true;
+  } else if constexpr (n < 4) {
+    return std::memcmp(p, lit, n) == 0;
+  } else if constexpr (n <= 8) {
+    return eq(0, 4) && eq(n - 4, 4);
+  } else if constexpr (n <= 16) {
+    return eq(0, 8) && eq(n - 8, 8);
+  } else if constexpr (n <= 24) {
+    return eq(0, 8) && eq(8, 8) && eq(n - 8, 8);
+  } else {
+    return std::memcmp(p, lit, n) == 0;
+  }
+}
+
+// Byte equality of two short strings (ids, names) with 8-byte loads.
+inline bool SameBytes(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  size_t i = 0;
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) return false;
+  }
+  for (; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 // A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
 // cryptographic, not stable across kvconform versions).

@@ -651,7 +651,7 @@ namespace dom = simdjson::dom;
 // `k` equals the literal `lit` (same length first; the compiler inlines the fixed-size compare).
 template <size_t N>
 bool KeyIs(std::string_view k, const char (&lit)[N]) {
-  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+  return KeyEquals(k, lit);
 }
 
 bool FastUint(const dom::element& v, uint64_t* out) {
