@@ -50,6 +50,55 @@ class object;
 
 namespace kvc::trace {
 
+// Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
+// overlapping 4- and 8-byte loads (the hot path compares every member name this way).
+template <size_t N>
+inline bool KeyEquals(std::string_view k, const char (&lit)[N]) {
+  constexpr size_t n = N - 1;
+  if (k.size() != n) return false;
+  const char* p = k.data();
+  auto eq = [&](size_t off, size_t w) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, p + off, w);
+    std::memcpy(&b, lit + off, w);
+    return a == b;
+  };
+  if constexpr (n == 0) {
+    return true;
+  } else if constexpr (n < 4) {
+    return std::memcmp(p, lit, n) == 0;
+  } else if constexpr (n <= 8) {
+    return eq(0, 4) && eq(n - 4, 4);
+  } else if constexpr (n <= 16) {
+    return eq(0, 8) && eq(n - 8, 8);
+  } else if constexpr (n <= 24) {
+    return eq(0, 8) && eq(8, 8) && eq(n - 8, 8);
+  } else {
+    return std::memcmp(p, lit, n) == 0;
+  }
+}
+
+// Byte equality of two short strings (ids, names) with 8-byte loads.
+inline bool SameBytes(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  size_t i = 0;
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) return false;
+  }
+  for (; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+// Transparent key equality of the checker's id maps (pairs with lifecycle::StringHash).
+struct StringEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return SameBytes(a, b); }
+};
+
 inline constexpr const char* kTraceKind = "kvconform.trace/1";
 inline constexpr uint64_t kTraceSchemaVersion = 1;
 
@@ -206,7 +255,7 @@ class TraceChecker {
     frontier::FrontierState frontier{0};
     // This incarnation's events that observations may name as a cause (allocate, publish,
     // fork, truncate, finish, release, cancel_request); cleared at release but for the release.
-    std::unordered_map<std::string, EventInfo, lifecycle::StringHash, std::equal_to<>> events;
+    std::unordered_map<std::string, EventInfo, lifecycle::StringHash, StringEq> events;
     std::vector<std::string> op_ids;  // append operations started on this incarnation
   };
   struct Op {
@@ -321,7 +370,7 @@ class TraceChecker {
   // current_ for one report and restores it afterwards keeps working unchanged.
   bool context_is_event_ = false;
   template <typename T>
-  using Map = std::unordered_map<std::string, T, lifecycle::StringHash, std::equal_to<>>;
+  using Map = std::unordered_map<std::string, T, lifecycle::StringHash, StringEq>;
   Map<SourceState> sources_;
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_
@@ -331,49 +380,6 @@ class TraceChecker {
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
-
-// Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
-// overlapping 4- and 8-byte loads (the hot path compares every member name this way).
-template <size_t N>
-inline bool KeyEquals(std::string_view k, const char (&lit)[N]) {
-  constexpr size_t n = N - 1;
-  if (k.size() != n) return false;
-  const char* p = k.data();
-  auto eq = [&](size_t off, size_t w) {
-    uint64_t a = 0, b = 0;
-    std::memcpy(&a, p + off, w);
-    std::memcpy(&b, lit + off, w);
-    return a == b;
-  };
-  if constexpr (n == 0) {
-    return true;
-  } else if constexpr (n < 4) {
-    return std::memcmp(p, lit, n) == 0;
-  } else if constexpr (n <= 8) {
-    return eq(0, 4) && eq(n - 4, 4);
-  } else if constexpr (n <= 16) {
-    return eq(0, 8) && eq(n - 8, 8);
-  } else if constexpr (n <= 24) {
-    return eq(0, 8) && eq(8, 8) && eq(n - 8, 8);
-  } else {
-    return std::memcmp(p, lit, n) == 0;
-  }
-}
-
-// Byte equality of two short strings (ids, names) with 8-byte loads.
-inline bool SameBytes(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  size_t i = 0;
-  for (; i + 8 <= a.size(); i += 8) {
-    uint64_t x, y;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    if (x != y) return false;
-  }
-  for (; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
 
 // A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
 // cryptographic, not stable across kvconform versions).
