@@ -527,7 +527,7 @@ lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, ui
 }
 
 bool TraceChecker::Apply(const Event& e, OpRef op) {
-  if (e.outcome == "rejected") {
+  if (KeyEquals(e.outcome, "rejected")) {
     lifecycle::KvObject trial = *kv_;
     Status s = op(trial);
     if (s.ok()) {
@@ -848,8 +848,9 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   std::string_view outcome = "success";
   if (has(kEnvOutcome)) {
     outcome = str[kEnvOutcome];
-    if (outcome != "success" && outcome != "replayed" && outcome != "rejected" &&
-        outcome != "failure" && outcome != "cancelled")
+    if (!KeyEquals(outcome, "success") && !KeyEquals(outcome, "replayed") &&
+        !KeyEquals(outcome, "rejected") && !KeyEquals(outcome, "failure") &&
+        !KeyEquals(outcome, "cancelled"))
       return false;
   }
   // Conforming: fill the event exactly as the general reader would.
@@ -997,7 +998,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   // Events of a request whose creation was already reported are not replayed (gating).
   if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + *e.request_id)) return;
   // The handle generation fence: a semantic event must target the live incarnation.
-  if (spec->plane == Plane::kSemantic && spec->needs_request && e.event_type != "request_allocate") {
+  if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
     const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
     if (h && h->current.incarnation != *e.handle_generation &&
         !(h->current.phase == lifecycle::Phase::kReleased &&
@@ -1026,7 +1027,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
       const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
       EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0,
                      *e.handle_generation};
-      if (h && h->current.phase == lifecycle::Phase::kReleased && e.event_type == "release") {
+      if (h && h->current.phase == lifecycle::Phase::kReleased && KeyEquals(e.event_type, "release")) {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,
         // release; observations after release may name them) and drop the operations.
         decltype(r->events) kept;  // a fresh table: erase alone keeps the grown bucket array

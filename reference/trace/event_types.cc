@@ -87,7 +87,7 @@ void NoSnapshotProduced(TraceChecker& c, const Event& e) {
 // Gating: a refused request-level transition (truncate, cancel_request, finish, release) leaves
 // the request in a state the runtime did not report, so its later events are not replayed.
 void RefuseRequest(TraceChecker& c, const Event& e) {
-  if (e.outcome != "rejected") c.Poison("request:" + *e.request_id);
+  if (!KeyEquals(e.outcome, "rejected")) c.Poison("request:" + *e.request_id);
 }
 
 void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -103,7 +103,7 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
   });
   if (ok)
     c.NewRequest(*e.request_id, *prompt);
-  else if (e.outcome != "rejected")
+  else if (!KeyEquals(e.outcome, "rejected"))
     c.Poison("request:" + *e.request_id);
 }
 
@@ -163,7 +163,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   call.reused_draft_index = a->reused;
   const bool retry = prior != nullptr;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
-  if (!retry && e.outcome != "rejected" && req) {
+  if (!retry && !KeyEquals(e.outcome, "rejected") && req) {
     Status fs = req->frontier.CheckAppend(call);
     if (!fs.ok()) {
       // The lifecycle object judges the append on its own rules; the request's output frontier
@@ -273,13 +273,13 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisoned(*e.operation_id)) return;
-  if (e.outcome != "success" && e.outcome != "replayed" && e.outcome != "rejected") {
+  if (!KeyEquals(e.outcome, "success") && !KeyEquals(e.outcome, "replayed") && !KeyEquals(e.outcome, "rejected")) {
     c.Report(
         ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
         "append_publish outcome is success, replayed or rejected; a failure is append_failure");
     return;
   }
-  if (e.outcome == "rejected") NoResultAllowed(c, e);  // a lost compare-and-publish creates none
+  if (KeyEquals(e.outcome, "rejected")) NoResultAllowed(c, e);  // a lost compare-and-publish creates none
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.PublishTxn(*e.operation_id);
@@ -287,7 +287,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     return r.status();
   });
   if (!ok || !receipt.txn) return;
-  if (receipt.replayed != (e.outcome == "replayed")) {
+  if (receipt.replayed != (KeyEquals(e.outcome, "replayed"))) {
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              receipt.replayed
                  ? "append_publish reports a new publication, but operation \"" + *e.operation_id +
@@ -326,7 +326,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
   NoResultAllowed(c, e);
-  if (e.event_type == "append_failure" && e.outcome != "failure" && e.outcome != "cancelled")
+  if (KeyEquals(e.event_type, "append_failure") && !KeyEquals(e.outcome, "failure") && !KeyEquals(e.outcome, "cancelled"))
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              "append_failure carries outcome \"" + e.outcome + "\"; expected failure or cancelled");
   c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
@@ -364,7 +364,7 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.Uint("committed_length");
   if (!p.clean() || !len) return;
   auto r = c.kv().Read(*e.request_id);
-  if (e.outcome == "rejected") {
+  if (KeyEquals(e.outcome, "rejected")) {
     if (r.ok())
       c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
                "read reported \"rejected\", but request \"" + *e.request_id + "\" is readable");
@@ -503,7 +503,7 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
-  if (req && e.outcome != "rejected" && cur->phase == Phase::kDecodeReady) {
+  if (req && !KeyEquals(e.outcome, "rejected") && cur->phase == Phase::kDecodeReady) {
     Status fs = req->frontier.CheckFinish();
     if (!fs.ok()) {
       // As for appends: the lifecycle object judges the finish on its own rules and the

@@ -101,7 +101,7 @@ std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
 // Only "success" and "rejected" describe a transfer operation (retries are idempotent
 // successes; a failure is transfer_abort). Declarations (destination, kv_ready, plan) succeed.
 bool OutcomeAllowed(TraceChecker& c, const Event& e, bool declaration = false) {
-  if (e.outcome == "success" || (!declaration && e.outcome == "rejected")) return true;
+  if (KeyEquals(e.outcome, "success") || (!declaration && KeyEquals(e.outcome, "rejected"))) return true;
   c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
            e.event_type + " outcome is " + (declaration ? "success" : "success or rejected") +
                ", not \"" + e.outcome + "\" (a failed handoff is recorded as transfer_abort)");
@@ -140,7 +140,7 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
 // accepted. A breach is reported once and gates the transfer's later events.
 bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view context = {}) {
   const std::string gate = "transfer:" + *e.operation_id;
-  if (e.outcome == "rejected") {
+  if (KeyEquals(e.outcome, "rejected")) {
     if (!s.ok()) return false;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              e.event_type +
@@ -162,7 +162,7 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
 void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
                    std::optional<uint64_t> observed, uint64_t chunk_bytes) {
   if (!observed || *observed == d.credits.in_flight()) return;
-  const bool early = e.event_type == "chunk_receive" && d.credits.in_flight() >= chunk_bytes &&
+  const bool early = KeyEquals(e.event_type, "chunk_receive") && d.credits.in_flight() >= chunk_bytes &&
                      *observed == d.credits.in_flight() - chunk_bytes;
   c.Report(
       early ? ErrorCode::HANDOFF_CREDIT_RETURNED_EARLY : ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
