@@ -894,7 +894,12 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
   current_ = {id.value_or(""), e.request_id.value_or("")};
-  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) return false;
+  if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) {
+    // The event is dropped, but its place in its source's sequence is known: the next event
+    // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
+    if (inst && seq) NoteDroppedEvent(*inst, *seq);
+    return false;
+  }
   e.has_trace_id = trace_id && !trace_id->empty();
   e.event_id = std::move(*id);
   e.source_instance = std::move(*inst);
@@ -905,6 +910,15 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   *has_payload = payload_el != nullptr;
   if (payload_el) *payload = *payload_el;
   return true;
+}
+
+void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t local_sequence) {
+  auto it = sources_.find(source_instance);
+  if (it == sources_.end()) return;
+  SourceState& src = it->second;
+  if (src.seen && local_sequence <= src.last_seq) return;  // the replay's own order stays
+  src.seen = true;
+  src.last_seq = local_sequence;
 }
 
 void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
@@ -1016,7 +1030,9 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            LinePtr() + "/payload", "expected a payload object");
     return;
   }
-  if (!spec->fast || !spec->fast(*this, e, pobj)) {
+  if (spec->fast && opt_.fast_readers && spec->fast(*this, e, pobj)) {
+    ++fast_payloads_;
+  } else {
     ObjReader payload(pobj, this, "/payload");
     spec->handle(*this, e, payload);
     payload.RejectUnknown(spec->plane == Plane::kSemantic);

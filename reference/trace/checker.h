@@ -218,6 +218,9 @@ struct CheckerOptions {
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
   // At least 1.
   size_t released_window = 4096;
+  // Use the one-pass payload readers (EventTypeSpec::fast) where a type has one. false replays
+  // every payload through the general reader (tests compare the two paths with it).
+  bool fast_readers = true;
 };
 
 class TraceChecker {
@@ -242,6 +245,9 @@ class TraceChecker {
   };
   const std::vector<Context>& contexts() const { return contexts_; }
   uint64_t events() const { return events_; }
+  // Events whose payload the one-pass reader of their type replayed (the rest went through
+  // ObjReader).
+  uint64_t fast_payloads() const { return fast_payloads_; }
   bool header_ok() const { return header_ok_; }
 
   // ---- For event handlers (table rows). ----
@@ -328,6 +334,10 @@ class TraceChecker {
   bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
                     bool* has_payload);
 
+  // An event whose envelope was reported and dropped still takes its place in its declared
+  // source's local sequence (when it named one), so the next event is not also a gap.
+  void NoteDroppedEvent(std::string_view source_instance, uint64_t local_sequence);
+
   struct SourceState {
     std::string component;
     bool seen = false;
@@ -358,6 +368,7 @@ class TraceChecker {
   mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
+  uint64_t fast_payloads_ = 0;
   size_t releases_since_prune_ = 0;
   // The last released_window releases, oldest first: request id and tombstone generation.
   std::deque<std::pair<std::string, uint64_t>> released_;

@@ -296,6 +296,116 @@ TEST(TraceCheckerTest, EnvelopeFastPathFallsBackOnAnythingUnusual) {
   EXPECT_EQ(codes(with(R"("request_id":"R")", R"("request_id":7)")), V{"INPUT_FIELD_TYPE"});
 }
 
+// A dropped event (its envelope was reported) still takes its place in its source's sequence:
+// the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
+TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
+  std::string bad = Ev(1, "read", R"("request_id":"R","handle_generation":0,"bogus":1,)"
+                                  R"("payload":{"committed_length":0})");
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + bad + "\n" + Start(2) + "\n" +
+                  Stage(3) + "\n" + Publish(4) + "\n";
+  EXPECT_EQ(Codes(t), std::vector<std::string>{"INPUT_FIELD_UNKNOWN"});
+  // A dropped event that names no usable sequence leaves the gap to be reported.
+  std::string no_seq = bad;
+  no_seq.replace(no_seq.find(R"("local_sequence":1)"), 18, R"("local_sequence":"1")");
+  t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + no_seq + "\n" + Start(2) + "\n" +
+      Stage(3) + "\n" + Publish(4) + "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE", "INPUT_FIELD_UNKNOWN",
+                                                "TRACE_SEQUENCE_GAP"}));
+}
+
+// The one-pass payload readers of the hot event types must give exactly the general reader's
+// verdicts (codes, lines, pointers, messages): conforming payloads, and every kind of unusual
+// payload they hand back to the general reader.
+TEST(TraceCheckerTest, PayloadFastReadersAgreeWithTheGeneralReaders) {
+  const std::string start =
+      Ev(1, "append_start",
+         R"("request_id":"R","handle_generation":0,"operation_id":"p","base_snapshot":0,)"
+         R"("payload":{"interval":[0,2],"cache_position":[0,2],"mask_key_length":2,)"
+         R"("position_stage":"post_rope","purpose":"prefill","idempotency_key":"k",)"
+         R"("cache_abi":"abi","pending_payload_bytes":16})");
+  const std::string stage = Ev(2, "append_stage_layer",
+                               R"("request_id":"R","handle_generation":0,"operation_id":"p",)"
+                               R"("payload":{"layer":0,"interval":[0,2],"k":true,"v":true})");
+  const std::string out = Ev(4, "output_emit",
+                             R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                             R"("payload":{"output_index":0,"token":7,"from":"target_logits"})");
+  const std::string base = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + stage +
+                           "\n" + Publish(3) + "\n" + out + "\n";
+  auto run = [](const std::string& text, bool fast, uint64_t* fast_count) {
+    CheckerOptions opt;
+    opt.fast_readers = fast;
+    TraceChecker c("t.jsonl", opt);
+    size_t at = 0;
+    uint32_t line = 0;
+    for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+      c.Feed(std::string_view(text).substr(at, nl - at), ++line);
+    Violations v = c.Finish(false);
+    if (fast_count) *fast_count = c.fast_payloads();
+    return v;
+  };
+  uint64_t fast_count = 0;
+  EXPECT_TRUE(run(base, true, &fast_count).empty());
+  EXPECT_EQ(fast_count, 4u);  // all four hot payloads took the one-pass readers
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {R"("purpose":"prefill")", R"("purpose":"bogus")"},
+      {R"("purpose":"prefill")", R"("purpose":null)"},
+      {R"("purpose":"prefill")", R"("purpose":"prefill","purpose":"decode")"},
+      {R"("purpose":"prefill")", R"("purpose":"repair")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":[2,0],"cache_position")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":[0],"cache_position")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":[0,2,3],"cache_position")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":[0,-1],"cache_position")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":[0,2.5],"cache_position")"},
+      {R"("interval":[0,2],"cache_position")", R"("interval":{},"cache_position")"},
+      {R"("mask_key_length":2)", R"("mask_key_length":"2")"},
+      {R"("mask_key_length":2)", R"("mask_key_length":3)"},
+      {R"("mask_key_length":2,)", ""},
+      {R"("idempotency_key":"k")", R"("idempotency_key":null)"},
+      {R"("idempotency_key":"k")", R"("idempotency_key":7)"},
+      {R"("cache_abi":"abi",)", R"("cache_abi":"other",)"},
+      {R"("pending_payload_bytes":16)", R"("pending_payload_bytes":17)"},
+      {R"("pending_payload_bytes":16)", R"("pending_payload_bytes":16,"zzz":1)"},
+      {R"("pending_payload_bytes":16)", R"("pending_payload_bytes":16,"blocks":[1])"},
+      {R"("pending_payload_bytes":16)", R"("pending_payload_bytes":16,"input_token":null)"},
+      {R"("pending_payload_bytes":16)",
+       R"("pending_payload_bytes":16,"draft_tokens":[1,2],"accepted_count":1)"},
+      {R"("layer":0)", R"("layer":4294967296)"},
+      {R"("layer":0)", R"("layer":1)"},
+      {R"("layer":0)", R"("layer":-1)"},
+      {R"("k":true,"v":true)", R"("k":true,"v":false)"},
+      {R"("k":true,"v":true)", R"("k":1)"},
+      {R"("k":true,"v":true)", R"("k":true,"k":true)"},
+      {R"("k":true,"v":true)", R"("cache_abi":"other")"},
+      {R"("layer":0,"interval":[0,2])", R"("layer":0,"interval":[0,3])"},
+      {R"("committed_length":2)", R"("committed_length":3)"},
+      {R"("committed_length":2)", R"("committed_length":null)"},
+      {R"("committed_length":2)", R"("committed_length":"2")"},
+      {R"("committed_length":2)", R"("committed_length":2,"committed_length":2)"},
+      {R"("committed_length":2)", ""},
+      {R"("from":"target_logits")", R"("from":"repair_logits")"},
+      {R"("from":"target_logits")", R"("from":"elsewhere")"},
+      {R"("from":"target_logits")", R"("from":null)"},
+      {R"("token":7)", R"("token":-7)"},
+      {R"("output_index":0)", R"("output_index":1)"},
+      {R"("output_index":0,)", ""},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string t = base;
+    size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    Violations fast = run(t, true, nullptr), general = run(t, false, nullptr);
+    ASSERT_EQ(fast.size(), general.size()) << to << "\nfast: " << test::Describe(fast)
+                                           << "\ngeneral: " << test::Describe(general);
+    for (size_t i = 0; i < fast.size(); ++i) {
+      EXPECT_EQ(fast[i].code, general[i].code) << to;
+      EXPECT_EQ(fast[i].pointer, general[i].pointer) << to;
+      EXPECT_EQ(fast[i].message, general[i].message) << to;
+      EXPECT_EQ(fast[i].line, general[i].line) << to;
+    }
+  }
+}
+
 // Memory follows live requests: beyond released_window releases a request's tombstone is
 // forgotten (an event naming it is then an unknown handle), within the window it still fences.
 TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {
