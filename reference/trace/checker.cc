@@ -487,8 +487,13 @@ void TraceChecker::ReportStatus(const Status& s, std::string pointer) {
 }
 
 TraceChecker::Request* TraceChecker::FindRequest(std::string_view id) {
+  // One event looks its request up several times: the last hit is remembered (map nodes are
+  // stable until erased; every erase clears the memo).
+  if (last_request_ && SameBytes(last_request_->first, id)) return &last_request_->second;
   auto it = requests_.find(id);
-  return it == requests_.end() ? nullptr : &it->second;
+  if (it == requests_.end()) return nullptr;
+  last_request_ = &*it;
+  return &it->second;
 }
 
 TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length) {
@@ -592,7 +597,10 @@ void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombston
     if (!h || h->current.phase != lifecycle::Phase::kReleased ||
         h->current.incarnation != generation)
       continue;
-    if (kv_->ForgetReleased(id).ok()) requests_.erase(id);
+    if (kv_->ForgetReleased(id).ok()) {
+      last_request_ = nullptr;
+      requests_.erase(id);
+    }
   }
 }
 

@@ -386,6 +386,7 @@ class TraceChecker {
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
+  std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)

@@ -842,7 +842,7 @@ Status RegisterEventType(const EventTypeSpec& spec) {
 
 const EventTypeSpec* FindEventType(std::string_view name) {
   for (const auto& s : Table())
-    if (s.name == name) return &s;
+    if (SameBytes(s.name, name)) return &s;
   return nullptr;
 }
 
