@@ -1007,7 +1007,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   }
   // Event-id identity within the request's live history.
   Request* req = e.request_id ? FindRequest(*e.request_id) : nullptr;
-  if (req) {
+  if (req && req->BloomMayHave(id_hash)) {
     auto it = req->events.find(e.event_id);
     if (it != req->events.end()) {
       if (it->second.content_hash == e.content_hash) return;  // duplicate delivery
@@ -1059,12 +1059,14 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
           if (kv.second.type == "finish" || kv.second.type == "cancel_request")
             kept.emplace(kv.first, kv.second);
         r->events.swap(kept);
+        std::fill(std::begin(r->id_bloom), std::end(r->id_bloom), 0);
+        for (const auto& kv : r->events) r->BloomAdd(LineHash(kv.first));
         r->frontier = frontier::FrontierState(0);
         r->frontier.Untrack();
         for (const auto& op : r->op_ids) EraseOp(op);
         std::vector<std::string>().swap(r->op_ids);
       }
-      r->events.emplace(e.event_id, info);
+      if (r->events.emplace(e.event_id, info).second) r->BloomAdd(id_hash);
     }
   }
 }

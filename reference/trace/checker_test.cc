@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "reference/testutil/testutil.h"
@@ -294,6 +295,31 @@ TEST(TraceCheckerTest, EnvelopeFastPathFallsBackOnAnythingUnusual) {
   EXPECT_EQ(codes(with(R"("payload")", R"("outcome":"maybe","payload")")),
             V{"INPUT_VALUE_INVALID"});
   EXPECT_EQ(codes(with(R"("request_id":"R")", R"("request_id":7)")), V{"INPUT_FIELD_TYPE"});
+}
+
+// An event id reused beyond the source's 32-event duplicate window is still found through the
+// request's indexed events (behind the per-request Bloom filter): a different event is a
+// conflict, a byte-identical redelivery is not replayed twice.
+TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                  "\n" + Publish(3) + "\n";
+  int seq = 4;
+  for (int i = 0; i < 40; ++i, ++seq)  // reads of R push publish "e3" out of the window
+    t += Ev(seq, "read", R"("request_id":"R","handle_generation":0,"payload":{"committed_length":2})") +
+         "\n";
+  std::string reused = Publish(3);  // same id "e3", new sequence: a different event
+  reused.replace(reused.find(R"("local_sequence":3)"), 18, "\"local_sequence\":" + std::to_string(seq));
+  auto has = [](const std::vector<std::string>& v, const char* code) {
+    return std::find(v.begin(), v.end(), code) != v.end();
+  };
+  EXPECT_TRUE(has(Codes(t + reused + "\n"), "TRACE_EVENT_ID_CONFLICT"));
+  // A byte-identical redelivery that old is a sequence regression and is not replayed again
+  // (replaying it would add TRACE_OUTCOME_INVALID: a second first publication).
+  EXPECT_EQ(Codes(t + Publish(3) + "\n"), std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"});
+  std::string allocate_again = Alloc(0);  // "e0" (the allocation) after 40 more events
+  allocate_again.replace(allocate_again.find(R"("local_sequence":0)"), 18,
+                         "\"local_sequence\":" + std::to_string(seq));
+  EXPECT_TRUE(has(Codes(t + allocate_again + "\n"), "TRACE_EVENT_ID_CONFLICT"));
 }
 
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
