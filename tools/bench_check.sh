@@ -3,7 +3,10 @@
 # Usage: tools/bench_check.sh [EVENTS] [REQUESTS]   (defaults 1000000 64; e.g. 10000000 10000 for
 # 10M events with 10k concurrent requests). Prints figures only; not a test. Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side.
+# Both sides run with OPENBLAS_NUM_THREADS=1: kvconform links OpenBLAS (the reference model), whose
+# thread pool otherwise starts and spins at load time on a second core during both runs.
 set -euo pipefail
+export OPENBLAS_NUM_THREADS=1
 cd "$(dirname "$0")/.."
 K=${KVCONFORM:-build/bin/kvconform}
 EVENTS=${1:-1000000}
@@ -14,25 +17,26 @@ trap 'rm -rf "$T"' EXIT
 "$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" -o "$T/trace.jsonl" 2>/dev/null
 N=$(($(wc -l <"$T/trace.jsonl") - 1))
 BYTES=$(stat -c %s "$T/trace.jsonl")
-run() {  # run LABEL CMD... -> prints seconds and peak RSS (best of RUNS by wall time)
+run() {  # run LABEL CMD... -> prints wall seconds, peak RSS and CPU seconds (best of RUNS by wall)
   shift
-  local best=999999 rss=0
+  local best=999999 rss=0 cpu=0
   for _ in $(seq "$RUNS"); do
     /usr/bin/time -v "$@" >"$T/out" 2>"$T/time" || true
-    local wall kb
+    local wall kb c
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/{print $2}' "$T/time" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
     kb=$(awk -F': ' '/Maximum resident set size/{print $2}' "$T/time")
-    if awk "BEGIN{exit !($wall < $best)}"; then best=$wall; rss=$kb; fi
+    c=$(awk -F': ' '/User time|System time/{s += $2} END {print s}' "$T/time")
+    if awk "BEGIN{exit !($wall < $best)}"; then best=$wall; rss=$kb; cpu=$c; fi
   done
-  echo "$best $rss"
+  echo "$best $rss $cpu"
 }
-read -r t_check rss_check < <(run check "$K" check "$T/trace.jsonl")
+read -r t_check rss_check cpu_check < <(run check "$K" check "$T/trace.jsonl")
 tail -n 1 "$T/out"  # the verdict line: the generated trace must pass
-read -r t_parse rss_parse < <(run parse "$K" check --parse-only "$T/trace.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" 'BEGIN {
+read -r t_parse rss_parse cpu_parse < <(run parse "$K" check --parse-only "$T/trace.jsonl")
+awk -v n="$N" -v r="$REQUESTS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" 'BEGIN {
   printf "trace: %d events, %d concurrent requests, %.1f MB\n", n, r, b / 1e6;
-  printf "kvconform check : %8.3f s  %10.0f events/s  peak RSS %6.1f MB\n", tc, n / tc, rc / 1024;
-  printf "parse-only      : %8.3f s  %10.0f events/s  peak RSS %6.1f MB\n", tp, n / tp, rp / 1024;
+  printf "kvconform check : %8.3f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
+  printf "parse-only      : %8.3f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";
   printf "   1 MiB block reader; the library and parser the checker uses)\n";
   printf "check / parse-only throughput ratio: %.3f (target >= 0.5); target >= 1e6 events/s\n", tp / tc;
