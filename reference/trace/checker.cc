@@ -719,7 +719,8 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
     last_source_ = &it->second;
   }
   SourceState& s = *last_source_;
-  if (e.source_component != s.component || e.source_component != PlaneComponent(spec.plane)) {
+  if (!SameBytes(e.source_component, s.component) ||
+      !SameBytes(e.source_component, PlaneComponent(spec.plane))) {
     Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
            "event " + e.event_type + " from source_component \"" + e.source_component +
                "\"; the header declares \"" + s.component + "\" for \"" + e.source_instance +
@@ -791,7 +792,11 @@ int EnvKeyIndex(std::string_view k) {
 
 // Most events repeat the previous event's source, type and outcome: compare before copying.
 void AssignIfChanged(std::string& s, std::string_view v) {
-  if (!SameBytes(s, v)) s.assign(v.data(), v.size());
+  if (s.size() == v.size()) {  // ids of one trace mostly share a length: overwrite in place
+    if (!SameBytes(s, v)) std::memcpy(s.data(), v.data(), v.size());
+  } else {
+    s.assign(v.data(), v.size());
+  }
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
@@ -862,7 +867,7 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
       return false;
   }
   // Conforming: fill the event exactly as the general reader would.
-  e.event_id.assign(str[kEnvEventId]);
+  AssignIfChanged(e.event_id, str[kEnvEventId]);
   AssignIfChanged(e.source_instance, str[kEnvSourceInstance]);
   AssignIfChanged(e.source_component, str[kEnvSourceComponent]);
   e.local_sequence = num[kEnvLocalSequence];
@@ -945,7 +950,10 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            "the header requires trace identity (trace_identity: required); this event has none");
   const dom::element* payload_el = has_payload ? &payload_value : nullptr;
 
-  const EventTypeSpec* spec = FindEventType(e.event_type);
+  // Consecutive events often share a type (a layer stage per layer): the last row first.
+  const EventTypeSpec* spec = last_spec_ && SameBytes(last_spec_->name, e.event_type)
+                                  ? last_spec_
+                                  : (last_spec_ = FindEventType(e.event_type));
   if (!spec) {
     Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
            "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);

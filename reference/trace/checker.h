@@ -403,6 +403,10 @@ class TraceChecker {
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
+  // The last row FindEventType returned (rows are only added before checking starts and the
+  // table is a vector: RegisterEventType during a check would invalidate it, which the
+  // contract of RegisterEventType excludes).
+  const EventTypeSpec* last_spec_ = nullptr;
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)

@@ -240,8 +240,8 @@ struct StageLayerArgs {
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   if (c.IsPoisoned(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
-  if (const TraceChecker::Op* op = c.FindOp(*e.operation_id);
-      op && e.base_snapshot && *e.base_snapshot != op->base_version)
+  if (const TraceChecker::Op* op = e.base_snapshot ? c.FindOp(*e.operation_id) : nullptr;
+      op && *e.base_snapshot != op->base_version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
                  *e.operation_id + "\" started on snapshot " + U(op->base_version));
