@@ -509,6 +509,32 @@ TraceChecker::Op* TraceChecker::FindOp(std::string_view id) {
   return it == ops_.end() ? nullptr : &it->second;
 }
 TraceChecker::Op& TraceChecker::NewOp(const std::string& id) { return ops_[id]; }
+
+std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
+  if (const Op* op = FindOp(id)) return op->base_version;
+  const lifecycle::AppendTxn* t = kv_->FindTxn(id);
+  if (!t || t->state != lifecycle::TxnState::kPublished || t->result.version == 0)
+    return std::nullopt;
+  const lifecycle::HandleRecord* h = kv_->Find(t->request.handle_id);
+  if (!h || h->current.phase == lifecycle::Phase::kReleased ||
+      h->current.incarnation != t->result.incarnation)
+    return std::nullopt;
+  return t->result.version - 1;
+}
+
+void TraceChecker::DropPublishedOp(std::string_view id) {
+  auto it = ops_.find(id);
+  if (it == ops_.end()) return;
+  if (Request* r = FindRequest(it->second.request_id)) {
+    auto& ids = r->op_ids;
+    for (size_t i = ids.size(); i-- > 0;)
+      if (SameBytes(ids[i], id)) {
+        ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  }
+  ops_.erase(it);
+}
 void TraceChecker::EraseOp(std::string_view id) {
   if (auto it = ops_.find(id); it != ops_.end()) ops_.erase(it);
 }

@@ -299,6 +299,16 @@ class TraceChecker {
   Op* FindOp(std::string_view id);
   Op& NewOp(const std::string& id);
   void EraseOp(std::string_view id);
+  // The snapshot version append operation `id` started on (its append_start's base_snapshot),
+  // nullopt when unknown. From the op record while the operation has one; the record of a
+  // published operation is dropped at publication (DropPublishedOp: memory per append), and
+  // its base is then the version its publication replaced, result.version - 1
+  // (compare-and-publish admits only the snapshot the operation began on, and an append
+  // advances the version by one), for a publication of the live incarnation of its request
+  // (the records of a released incarnation were dropped at release, as before).
+  std::optional<uint64_t> OpBaseVersion(std::string_view id);
+  // After the first publication of `id`: drops its op record and its entry in op_ids.
+  void DropPublishedOp(std::string_view id);
   bool IsPoisoned(std::string_view op_id) const;
   void Poison(const std::string& op_id);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).

@@ -322,6 +322,30 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
   EXPECT_TRUE(has(Codes(t + allocate_again + "\n"), "TRACE_EVENT_ID_CONFLICT"));
 }
 
+// A published operation's op record is dropped (memory per append); a retry of it still
+// compares against the base its append_start read, now taken from the publication.
+TEST(TraceCheckerTest, RetryAfterPublicationStillComparesItsOriginalBase) {
+  auto retry = [](int seq, int base) {
+    return Ev(seq, "append_start",
+              R"("request_id":"R","handle_generation":0,"operation_id":"p","base_snapshot":)" +
+                  std::to_string(base) +
+                  R"(,"payload":{"interval":[0,2],"cache_position":[0,2],"mask_key_length":2,)"
+                  R"("position_stage":"post_rope","purpose":"prefill"})");
+  };
+  auto replayed = [](int seq, int base) {
+    return Ev(seq, "append_publish",
+              R"("request_id":"R","handle_generation":0,"operation_id":"p","base_snapshot":)" +
+                  std::to_string(base) +
+                  R"(,"result_snapshot":1,"outcome":"replayed","payload":{"committed_length":2})");
+  };
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n" + Publish(3) + "\n";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Codes(head + retry(4, 0) + "\n" + replayed(5, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(head + retry(4, 1) + "\n"), V{"LIFECYCLE_RETRY_CONFLICT"});
+  EXPECT_EQ(Codes(head + replayed(4, 1) + "\n"), V{"TRACE_SNAPSHOT_MISMATCH"});
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {

@@ -149,8 +149,8 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   r.repair = a->purpose == "repair";
   // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
   const lifecycle::AppendTxn* prior = c.kv().FindTxn(r.txn_id);
-  const TraceChecker::Op* prior_op = prior ? c.FindOp(r.txn_id) : nullptr;
-  if (prior && prior_op && prior_op->base_version == *e.base_snapshot)
+  const std::optional<uint64_t> prior_base = prior ? c.OpBaseVersion(r.txn_id) : std::nullopt;
+  if (prior && prior_base && *prior_base == *e.base_snapshot)
     r.base = prior->request.base;
   else
     r.base = TraceChecker::BaseForVersion(*cur, *e.base_snapshot);
@@ -240,11 +240,12 @@ struct StageLayerArgs {
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   if (c.IsPoisoned(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
-  if (const TraceChecker::Op* op = e.base_snapshot ? c.FindOp(*e.operation_id) : nullptr;
-      op && *e.base_snapshot != op->base_version)
+  if (const std::optional<uint64_t> base =
+          e.base_snapshot ? c.OpBaseVersion(*e.operation_id) : std::nullopt;
+      base && *e.base_snapshot != *base)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
-                 *e.operation_id + "\" started on snapshot " + U(op->base_version));
+                 *e.operation_id + "\" started on snapshot " + U(*base));
   lifecycle::StageLayerRequest r;
   r.txn_id = *e.operation_id;
   r.layer = static_cast<uint32_t>(a.layer);
@@ -296,11 +297,12 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
                  : "append_publish reports a replayed receipt for a first publication");
     return;
   }
-  TraceChecker::Op* op = c.FindOp(*e.operation_id);
-  if (e.base_snapshot && op && *e.base_snapshot != op->base_version)
+  if (const std::optional<uint64_t> base =
+          e.base_snapshot ? c.OpBaseVersion(*e.operation_id) : std::nullopt;
+      base && *e.base_snapshot != *base)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_publish names base snapshot " + U(*e.base_snapshot) +
-                 "; its append_start read snapshot " + U(op->base_version));
+                 "; its append_start read snapshot " + U(*base));
   if (receipt.replayed) {
     if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
@@ -309,10 +311,11 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     return;
   }
   CheckResult(c, e, receipt.txn->result, len);
-  if (op) {
+  if (TraceChecker::Op* op = c.FindOp(*e.operation_id)) {
     if (TraceChecker::Request* req = c.FindRequest(op->request_id))
       req->frontier.ApplyPublished(op->call);
-    // Keep the op record: a later retry of append_start compares against its base.
+    // A retry still finds its base through OpBaseVersion (from the published transaction).
+    c.DropPublishedOp(*e.operation_id);
   }
 }
 
