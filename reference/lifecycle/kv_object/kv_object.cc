@@ -36,6 +36,7 @@ KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
 StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
                                       uint64_t incarnation) {
   if (handle_id.empty()) return InvalidArgument("allocate: empty handle id");
+  std::vector<std::string> txn_ids;  // a recycled id keeps its earlier records listed
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
     // fence (incarnation, bound into every digest) keeps stale work from matching it.
@@ -47,9 +48,11 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
                         ? " (released; a recycled identity needs handle generation >= " +
                               U(old.incarnation) + ")"
                         : ""));
+    txn_ids = std::move(it->second.txn_ids);
     handles_.erase(it);
   }
   HandleRecord h;
+  h.txn_ids = std::move(txn_ids);
   Snapshot& s = h.current;
   s.handle_id = std::string(handle_id);
   s.lineage_id = lineage_id.empty() ? s.handle_id : std::string(lineage_id);
@@ -105,16 +108,21 @@ Status KvObject::CheckExpected(const Snapshot& s, const std::optional<BaseRef>& 
   return CompareBase(s, *expected, op);
 }
 
-StatusOr<Snapshot> KvObject::Successor(const Snapshot& s, bool content) const {
-  Snapshot n = s;
+StatusOr<KvObject::Counters> KvObject::NextCounters(const Snapshot& s, bool content) const {
   auto g = CheckedAdd(s.generation, 1);
   auto v = content ? CheckedAdd(s.version, 1) : std::optional<uint64_t>(s.version);
   if (!g || !v)
     return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW,
              "handle " + Q(s.handle_id) + ": generation " + U(s.generation) + " / version " +
                  U(s.version) + " cannot advance without wrapping");
-  n.generation = *g;
-  n.version = *v;
+  return Counters{*g, *v};
+}
+
+StatusOr<Snapshot> KvObject::Successor(const Snapshot& s, bool content) const {
+  KVC_ASSIGN_OR_RETURN(Counters c, NextCounters(s, content));
+  Snapshot n = s;
+  n.generation = c.generation;
+  n.version = c.version;
   return n;
 }
 
@@ -170,7 +178,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
              "append " + Q(req.txn_id) + ": keys at stage " + Q(b.position_stage) +
                  ", the cache ABI stores " + Q(abi_.position_stage));
   h->open_txns.push_back(req.txn_id);
-  txns_of_handle_[req.handle_id].push_back(req.txn_id);
+  h->txn_ids.push_back(req.txn_id);
   AppendTxn& t = txns_.try_emplace(req.txn_id).first->second;  // new: the find above missed
   t.request = req;
   t.fingerprint = fp;
@@ -257,13 +265,18 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   }
   if (live.phase != Phase::kDecodeReady && !(t.request.repair && live.phase == Phase::kFinished))
     return Internal("publish: base matched a terminal phase");
-  KVC_ASSIGN_OR_RETURN(Snapshot next, Successor(live, true));
+  KVC_ASSIGN_OR_RETURN(Counters next, NextCounters(live, true));
   auto len = CheckedAdd(live.committed_length, t.request.interval.count);
   if (!len) return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW, "publish: length overflows");
-  next.committed_length = *len;
-  next.digest = SnapshotDigest(live.digest, Transition::kAppend, next, t.request.interval.start);
-  rec.current = next;
-  t.result = std::move(next);
+  // Every check passed: the live snapshot becomes its successor in place (the same value
+  // Successor() would build, without the intermediate copy); the receipt keeps one copy.
+  Snapshot& cur = rec.current;
+  const uint64_t prev_digest = cur.digest;
+  cur.generation = next.generation;
+  cur.version = next.version;
+  cur.committed_length = *len;
+  cur.digest = SnapshotDigest(prev_digest, Transition::kAppend, cur, t.request.interval.start);
+  t.result = cur;
   t.state = TxnState::kPublished;
   CloseTxn(rec, txn_id);
   return Published{&t, false};
@@ -382,13 +395,12 @@ StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<B
                                h->current.committed_length);
   h->released_length = h->current.committed_length;
   h->current = next;
-  if (auto it = txns_of_handle_.find(handle_id); it != txns_of_handle_.end())
-    released_with_txns_.push_back(it->first);
+  if (!h->txn_ids.empty()) released_with_txns_.push_back(std::string(handle_id));
   return next;
 }
 
 void KvObject::ForgetFinalTxnsOfReleased() {
-  // Every transaction whose handle is released is listed under a handle id in
+  // Every transaction whose handle is released is listed in the txn_ids of a handle id in
   // released_with_txns_ (Release() adds the id; ids leave only below), so visiting those ids is
   // the same as scanning every transaction.
   std::vector<std::string> still_pending;
@@ -396,9 +408,8 @@ void KvObject::ForgetFinalTxnsOfReleased() {
     auto h = handles_.find(id);
     if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
       continue;  // re-allocated: its next Release() lists it again
-    auto list = txns_of_handle_.find(id);
-    if (list == txns_of_handle_.end()) continue;  // already visited (listed twice)
-    std::vector<std::string>& ids = list->second;
+    std::vector<std::string>& ids = h->second.txn_ids;
+    if (ids.empty()) continue;  // already visited (listed twice)
     std::erase_if(ids, [&](const std::string& txn) {
       auto t = txns_.find(txn);
       if (t == txns_.end()) return true;
@@ -408,7 +419,7 @@ void KvObject::ForgetFinalTxnsOfReleased() {
       return final;
     });
     if (ids.empty())
-      txns_of_handle_.erase(list);
+      ids = std::vector<std::string>();  // memory follows live handles
     else
       still_pending.push_back(std::move(id));
   }
@@ -419,10 +430,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   auto h = handles_.find(handle_id);
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
-  if (auto list = txns_of_handle_.find(handle_id); list != txns_of_handle_.end()) {
-    for (const std::string& txn : list->second) txns_.erase(txn);
-    txns_of_handle_.erase(list);
-  }
+  for (const std::string& txn : h->second.txn_ids) txns_.erase(txn);
   handles_.erase(h);
   return Status::Ok();
 }

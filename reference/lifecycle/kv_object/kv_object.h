@@ -53,7 +53,17 @@ struct HandleRecord {
   uint64_t released_length = 0;        // committed length at release (audit; not readable)
   std::string parent_id;               // fork parent, empty for allocated roots
   std::vector<std::string> open_txns;  // OPEN or PREPARED transactions on this handle
-  friend bool operator==(const HandleRecord&, const HandleRecord&) = default;
+  // Derived index, not state (operator== ignores it): the ids of every transaction recorded on
+  // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOfReleased
+  // or ForgetReleased drops them. It survives re-allocation of a released id (the records of
+  // the earlier incarnation stay listed). Kept here rather than in a map of its own so an
+  // append costs no extra lookup.
+  std::vector<std::string> txn_ids;
+  // Compares the state fields: current, released_length, parent_id, open_txns.
+  friend bool operator==(const HandleRecord& a, const HandleRecord& b) {
+    return a.current == b.current && a.released_length == b.released_length &&
+           a.parent_id == b.parent_id && a.open_txns == b.open_txns;
+  }
 };
 
 // Transparent string hash of the object's (and the trace checker's) id maps: ids are short,
@@ -168,6 +178,13 @@ class KvObject {
                                bool allow_terminal);
   Status CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
                        std::string_view op) const;
+  // The counters of the successor of `s`: generation+1 and (when `content`) version+1;
+  // LIFECYCLE_GENERATION_OVERFLOW instead of wrapping.
+  struct Counters {
+    uint64_t generation = 0;
+    uint64_t version = 0;
+  };
+  StatusOr<Counters> NextCounters(const Snapshot& s, bool content) const;
   // Successor of `s` with generation+1 (and version+1 when `content`); overflow-checked.
   StatusOr<Snapshot> Successor(const Snapshot& s, bool content) const;
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
@@ -175,11 +192,9 @@ class KvObject {
   CacheAbi abi_;
   std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
   std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
-  // Derived index (not state): the ids of the transactions recorded on each handle id, and the
-  // handle ids whose records ForgetFinalTxnsOfReleased must still visit (released since its
-  // last call, or released with transactions that were not final yet).
-  std::unordered_map<std::string, std::vector<std::string>, StringHash, std::equal_to<>>
-      txns_of_handle_;
+  // Derived index (not state): the handle ids whose records ForgetFinalTxnsOfReleased must
+  // still visit (released with a non-empty txn_ids since its last call, or released with
+  // transactions that were not final yet). An id may be listed twice.
   std::vector<std::string> released_with_txns_;
 };
 
