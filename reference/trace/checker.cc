@@ -557,18 +557,24 @@ lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, ui
   return {s.generation == UINT64_MAX ? UINT64_MAX : s.generation + 1, 0};          // unknown
 }
 
-bool TraceChecker::Apply(const Event& e, OpRef op) {
+bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles) {
   if (KeyEquals(e.outcome, "rejected")) {
-    lifecycle::KvObject trial = *kv_;
-    Status s = op(trial);
+    // Tried on the live object and undone if the contract admits it (Save/Restore cost the
+    // records the operation can touch, not the object).
+    std::vector<std::string_view> handles, txns;
+    if (e.request_id) handles.push_back(*e.request_id);
+    if (more_handles) handles.insert(handles.end(), more_handles->begin(), more_handles->end());
+    if (e.operation_id) txns.push_back(*e.operation_id);
+    lifecycle::KvObject::Saved saved = kv_->Save(handles, txns);
+    Status s = op(*kv_);
     if (s.ok()) {
+      kv_->Restore(std::move(saved));
       Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
              e.event_type + " reported \"rejected\", but the contract admits it on the replayed "
              "state (the runtime refused a legal operation or the trace lost an event)");
       return false;
     }
-    *kv_ = std::move(trial);  // keep the rejection's own effects (a REJECTED transaction)
-    return false;
+    return false;  // the refusal's own effects stay (a REJECTED transaction)
   }
   Status s = op(*kv_);
   if (!s.ok()) {

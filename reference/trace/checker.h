@@ -318,7 +318,8 @@ class TraceChecker {
   // Runs `op` on the object under the event's outcome: "rejected" must fail (else
   // TRACE_OUTCOME_INVALID, state unchanged), anything else must succeed (else its code).
   // Returns true when the operation took effect.
-  // `op` is called (at most once) during Apply only.
+  // `op` is called (at most once) during Apply only. It may touch only the event's request
+  // handle, `more_handles` (a fork's children) and the event's operation (KvObject::Save).
   class OpRef {
    public:
     template <typename F>
@@ -332,7 +333,7 @@ class TraceChecker {
     void* obj_;
     Status (*call_)(void*, lifecycle::KvObject&);
   };
-  bool Apply(const Event& e, OpRef op);
+  bool Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles = nullptr);
   // After a successful release of `request_id` (its tombstone has handle generation
   // `tombstone_generation`): prunes final transaction records every prune_every_releases
   // releases and forgets the request released released_window releases ago.

@@ -346,6 +346,31 @@ TEST(TraceCheckerTest, RetryAfterPublicationStillComparesItsOriginalBase) {
   EXPECT_EQ(Codes(head + replayed(4, 1) + "\n"), V{"TRACE_SNAPSHOT_MISMATCH"});
 }
 
+// A legal operation reported as refused is undone exactly (KvObject::Save/Restore, no copy of
+// the whole object any more): the replay goes on from the state the runtime claims.
+TEST(TraceCheckerTest, RegressionLegalOperationReportedRejectedIsUndone) {
+  std::string rejected_alloc = Alloc(0);
+  rejected_alloc.replace(rejected_alloc.find(R"("payload")"), 9, R"("outcome":"rejected","payload")");
+  std::string alloc_again = Alloc(1);
+  alloc_again.replace(alloc_again.find(R"("event_id":"e1")"), 15, R"("event_id":"e1x")");
+  // The refused allocation is undone: the same id allocates cleanly afterwards.
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + rejected_alloc + "\n" + alloc_again + "\n"),
+            std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+  // A refused first append (legal on the replayed state) leaves no transaction behind and the
+  // handle as it was.
+  std::string start = Start(1);
+  start.replace(start.find(R"("payload")"), 9, R"("outcome":"rejected","payload")");
+  TraceChecker c("t.jsonl");
+  c.Feed(kHeader, 1);
+  c.Feed(Alloc(0), 2);
+  const lifecycle::HandleRecord before = *c.kv().Find("R");
+  c.Feed(start, 3);
+  EXPECT_EQ(c.kv().FindTxn("p"), nullptr);
+  EXPECT_TRUE(*c.kv().Find("R") == before);
+  EXPECT_TRUE(c.kv().Find("R")->txn_ids.empty());
+  EXPECT_EQ(test::CodeNames(c.Finish(false)), std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {

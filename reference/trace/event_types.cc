@@ -407,7 +407,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   for (const auto& k : kids) ids.push_back(k.first);
   auto expected = Expected(e, *cur);
   bool ok = c.Apply(
-      e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); });
+      e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
+      &ids);
   if (!ok) {
     for (const auto& id : ids)
       if (!c.kv().Find(id)) c.Poison("request:" + id);

@@ -163,6 +163,23 @@ class KvObject {
   // window). FAILED_PRECONDITION unless the handle exists and is RELEASED.
   Status ForgetReleased(std::string_view handle_id);
 
+  // Undo of one operation (kv_object_undo.cc). The trace checker replays an operation the
+  // runtime reports as refused on the live object and must undo it when the contract admits
+  // it. Save() records the named handles (present or absent) with their open transactions, the
+  // named transactions (present or absent) and the handles those name; Restore() puts exactly
+  // that state back. Every operation of this class changes only the handles it names (Fork:
+  // the parent and the children), their open transactions (final ones never change), the
+  // transaction it names and its handle, and appends to released_with_txns_ (Restore truncates
+  // it back). Cost: proportional to the saved records, not to the object.
+  struct Saved {
+    std::vector<std::pair<std::string, std::optional<HandleRecord>>> handles;
+    std::vector<std::pair<std::string, std::optional<AppendTxn>>> txns;
+    size_t released_with_txns = 0;
+  };
+  Saved Save(const std::vector<std::string_view>& handle_ids,
+             const std::vector<std::string_view>& txn_ids) const;
+  void Restore(Saved saved);
+
   size_t handle_count() const { return handles_.size(); }
   size_t txn_count() const { return txns_.size(); }
   // Order-independent digest of the complete state (equal states hash equal).
