@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of `kvconform check`: events/s vs simdjson parse-only of the same file, and peak RSS.
-# Usage: tools/bench_check.sh [EVENTS] [REQUESTS]   (defaults 1000000 64; e.g. 10000000 10000 for
-# 10M events with 10k concurrent requests). Prints figures only; not a test. Uses
+# Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS]   (defaults 1000000 64 2; e.g.
+# 10000000 10000 for 10M events with 10k concurrent requests; LAYERS is the model's cache-producing
+# layers: one append_stage_layer event per layer per step, 32 for a 7-8B model). Prints figures
+# only; not a test. Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side.
 # Both sides run with OPENBLAS_NUM_THREADS=1: kvconform links OpenBLAS (the reference model), whose
 # thread pool otherwise starts and spins at load time on a second core during both runs.
@@ -11,10 +13,11 @@ cd "$(dirname "$0")/.."
 K=${KVCONFORM:-build/bin/kvconform}
 EVENTS=${1:-1000000}
 REQUESTS=${2:-64}
+LAYERS=${3:-2}
 RUNS=${RUNS:-3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" -o "$T/trace.jsonl" 2>/dev/null
+"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" -o "$T/trace.jsonl" 2>/dev/null
 N=$(($(wc -l <"$T/trace.jsonl") - 1))
 BYTES=$(stat -c %s "$T/trace.jsonl")
 run() {  # run LABEL CMD... -> prints wall seconds, peak RSS and CPU seconds (best of RUNS by wall)
@@ -33,8 +36,8 @@ run() {  # run LABEL CMD... -> prints wall seconds, peak RSS and CPU seconds (be
 read -r t_check rss_check cpu_check < <(run check "$K" check "$T/trace.jsonl")
 tail -n 1 "$T/out"  # the verdict line: the generated trace must pass
 read -r t_parse rss_parse cpu_parse < <(run parse "$K" check --parse-only "$T/trace.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" 'BEGIN {
-  printf "trace: %d events, %d concurrent requests, %.1f MB\n", n, r, b / 1e6;
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" 'BEGIN {
+  printf "trace: %d events, %d concurrent requests, %d layers, %.1f MB\n", n, r, l, b / 1e6;
   printf "kvconform check : %8.3f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
   printf "parse-only      : %8.3f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";
