@@ -78,18 +78,27 @@ inline bool KeyEquals(std::string_view k, const char (&lit)[N]) {
   }
 }
 
-// Byte equality of two short strings (ids, names) with 8-byte loads.
+// Byte equality of two short strings (ids, names): 8-byte loads, the last one overlapping, and
+// two overlapping 4-byte loads below 8 bytes.
 inline bool SameBytes(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  size_t i = 0;
-  for (; i + 8 <= a.size(); i += 8) {
-    uint64_t x, y;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    if (x != y) return false;
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* p = a.data();
+  const char* q = b.data();
+  auto eq = [&](size_t off, size_t w) {
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, p + off, w);
+    std::memcpy(&y, q + off, w);
+    return x == y;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (!eq(i, 8)) return false;
+    return eq(n - 8, 8);
   }
-  for (; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
+  if (n >= 4) return eq(0, 4) && eq(n - 4, 4);
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
   return true;
 }
 

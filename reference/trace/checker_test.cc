@@ -371,6 +371,34 @@ TEST(TraceCheckerTest, RegressionLegalOperationReportedRejectedIsUndone) {
   EXPECT_EQ(test::CodeNames(c.Finish(false)), std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
 }
 
+// The hand-rolled byte comparisons of the hot path agree with std::string_view equality for
+// every length up to 40 and a difference at every position.
+TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
+  for (size_t n = 0; n <= 40; ++n) {
+    std::string a(n, 'x');
+    for (size_t i = 0; i < n; ++i) a[i] = static_cast<char>('a' + (i * 7) % 26);
+    EXPECT_TRUE(SameBytes(a, std::string(a))) << n;
+    EXPECT_FALSE(SameBytes(a, a + "y")) << n;
+    for (size_t i = 0; i < n; ++i) {
+      std::string b = a;
+      b[i] = static_cast<char>(b[i] ^ 0x20);
+      EXPECT_EQ(SameBytes(a, b), std::string_view(a) == std::string_view(b)) << n << " " << i;
+      EXPECT_FALSE(SameBytes(a, b)) << n << " " << i;
+    }
+  }
+  EXPECT_TRUE(KeyEquals("interval", "interval"));
+  EXPECT_FALSE(KeyEquals("intervaL", "interval"));
+  EXPECT_FALSE(KeyEquals("Interval", "interval"));
+  EXPECT_FALSE(KeyEquals("interva", "interval"));
+  EXPECT_TRUE(KeyEquals("observed_wall_time", "observed_wall_time"));  // 18 bytes: 3 loads
+  EXPECT_FALSE(KeyEquals("observed_wall_tXme", "observed_wall_time"));
+  EXPECT_FALSE(KeyEquals("observed_Wall_time", "observed_wall_time"));
+  EXPECT_TRUE(KeyEquals("k", "k"));
+  EXPECT_FALSE(KeyEquals("v", "k"));
+  EXPECT_TRUE(KeyEquals("layer", "layer"));
+  EXPECT_FALSE(KeyEquals("lAyer", "layer"));
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
