@@ -180,10 +180,29 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
   h->open_txns.push_back(req.txn_id);
   h->txn_ids.push_back(req.txn_id);
   AppendTxn& t = txns_.try_emplace(req.txn_id).first->second;  // new: the find above missed
-  t.request = req;
+  t.request.txn_id = req.txn_id;
+  t.request.idempotency_key = req.idempotency_key;
+  t.request.handle_id = req.handle_id;
+  t.request.base = req.base;
+  t.request.interval = req.interval;
+  t.request.repair = req.repair;
   t.fingerprint = fp;
   t.layers = LayerStages(abi_.num_layers);
   return &t;
+}
+
+BeginAppendRequest KvObject::RequestOf(const AppendTxn& t) const {
+  BeginAppendRequest r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.base = t.request.base;
+  r.cache_abi = abi_.id;
+  r.interval = t.request.interval;
+  r.binding = {t.request.interval.start, t.request.interval.count,
+               t.request.interval.start + t.request.interval.count, abi_.position_stage};
+  r.repair = t.request.repair;
+  return r;
 }
 
 StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
@@ -207,10 +226,11 @@ StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
     return V(ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + ", the ABI has " +
                  U(t.layers.size()) + " cache-producing layers");
-  if (!req.cache_abi.empty() && req.cache_abi != t.request.cache_abi)
+  // The transaction's ABI is the object's: BeginAppend admitted no other.
+  if (!req.cache_abi.empty() && req.cache_abi != abi_.id)
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " rows under ABI " +
-                 Q(req.cache_abi) + ", txn has " + Q(t.request.cache_abi));
+                 Q(req.cache_abi) + ", txn has " + Q(abi_.id));
   if (!(req.interval == t.request.interval))
     return V(ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " interval [" +

@@ -112,6 +112,10 @@ class KvObject {
   // Any record, tombstones included; nullptr when unknown. Valid until the next mutation.
   const HandleRecord* Find(std::string_view handle_id) const;
   const AppendTxn* FindTxn(std::string_view txn_id) const;
+  // The complete BeginAppendRequest that opened `t` (a transaction of this object): its
+  // identity plus the cache ABI id and position binding BeginAppend required (see
+  // AppendIdentity). OperationFingerprint(RequestOf(t)) == t.fingerprint.
+  BeginAppendRequest RequestOf(const AppendTxn& t) const;
 
   // Opens a transaction on `req.base`. Re-sending an existing txn_id with the same
   // fingerprint returns the existing transaction unchanged (a retry); with a different

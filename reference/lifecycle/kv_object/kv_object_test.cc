@@ -52,7 +52,9 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   EXPECT_EQ(s.generation, 1u);
   auto t = o.BeginAppend(Append("decode", s, 1));
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ((*t)->request.binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ(o.RequestOf(**t).binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ(OperationFingerprint(o.RequestOf(**t)), (*t)->fingerprint);
+  EXPECT_TRUE(o.RequestOf(**t) == Append("decode", s, 1)) << "the request is rebuilt exactly";
   ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
   // Current-call use is not next-call publication: a reader still sees length 4.
   EXPECT_EQ(o.Read("R")->committed_length, 4u);
