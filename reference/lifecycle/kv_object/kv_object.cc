@@ -176,7 +176,7 @@ StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendRequest& req) {
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
              "append " + Q(req.txn_id) + ": cache ABI " + Q(req.cache_abi) + ", handle has " +
                  Q(abi_.id));
-  KVC_RETURN_IF_ERROR(CompareBase(s, req.base, "append", req.txn_id));
+  if (!(req.base == s.base())) return CompareBase(s, req.base, "append", req.txn_id);
   if (req.interval.count == 0)
     return V(ErrorCode::LIFECYCLE_APPEND_EMPTY, "append " + Q(req.txn_id) + ": empty interval");
   if (req.interval.start != s.committed_length)
@@ -290,8 +290,8 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   const Snapshot& live = rec.current;
   // One logical compare-and-publish on (handle, generation, digest). A released handle's
   // tombstone has a newer generation, so stale work fails on generation, not on any address.
-  Status cas = CompareBase(live, t.request.base, "publish", txn_id);
-  if (!cas.ok()) {
+  if (!(t.request.base == live.base())) {
+    Status cas = CompareBase(live, t.request.base, "publish", txn_id);
     t.state = TxnState::kRejected;
     CloseTxn(rec, txn_id);
     return cas;
