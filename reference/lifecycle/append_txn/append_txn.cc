@@ -40,31 +40,29 @@ PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) {
 }
 
 LayerStages::LayerStages(uint32_t num_layers) : n_(num_layers) {
-  if (num_layers > 64) {
-    k_more_.assign((num_layers - 64 + 63) / 64, 0);
-    v_more_.assign(k_more_.size(), 0);
-  }
+  if (num_layers > 64) more_.assign(2 * ((num_layers - 64 + 63) / 64), 0);
 }
 
 LayerStage LayerStages::operator[](size_t layer) const {
   if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
-  const size_t w = (layer - 64) / 64, b = (layer - 64) % 64;
-  return {((k_more_[w] >> b) & 1) != 0, ((v_more_[w] >> b) & 1) != 0};
+  const size_t w = 2 * ((layer - 64) / 64), b = (layer - 64) % 64;
+  return {((more_[w] >> b) & 1) != 0, ((more_[w + 1] >> b) & 1) != 0};
 }
 
 void LayerStages::Add(size_t layer, bool k, bool v) {
-  const bool was_complete = (*this)[layer].complete();
   uint64_t* kw = &k_;
   uint64_t* vw = &v_;
   size_t b = layer;
   if (layer >= 64) {
-    kw = &k_more_[(layer - 64) / 64];
-    vw = &v_more_[(layer - 64) / 64];
+    kw = &more_[2 * ((layer - 64) / 64)];
+    vw = kw + 1;
     b = (layer - 64) % 64;
   }
-  if (k) *kw |= uint64_t{1} << b;
-  if (v) *vw |= uint64_t{1} << b;
-  if (!was_complete && (*this)[layer].complete()) ++complete_;
+  const uint64_t bit = uint64_t{1} << b;
+  const bool was_complete = (*kw & bit) && (*vw & bit);
+  if (k) *kw |= bit;
+  if (v) *vw |= bit;
+  if (!was_complete && (*kw & bit) && (*vw & bit)) ++complete_;
 }
 
 bool AppendTxn::prepared() const { return layers.all_complete(); }

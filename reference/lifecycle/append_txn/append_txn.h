@@ -51,11 +51,28 @@ struct BeginAppendRequest {
   // A repair append (M5.1 0x03/0x05): closes the output frontier of a FINISHED handle for reuse.
   // Only repair appends are legal on FINISHED handles; finish stays in force.
   bool repair = false;
+  friend bool operator==(const BeginAppendRequest&, const BeginAppendRequest&) = default;
 };
 
 // The seed's operation fingerprint: hash(txn_id, idempotency_key, handle_id, base generation,
 // base snapshot, cache ABI, append interval).
 uint64_t OperationFingerprint(const BeginAppendRequest& r);
+
+// What a transaction keeps of its BeginAppendRequest: the identity a retry, a receipt and the
+// publication need. The request's cache_abi and binding are not kept: BeginAppend admits a
+// request only when cache_abi is the object's ABI id and the binding is exactly
+// {interval.start, interval.count, interval.start + interval.count, the ABI's position stage},
+// so for every recorded transaction they follow from `interval` and the object's ABI
+// (KvObject::RequestOf rebuilds the whole request).
+struct AppendIdentity {
+  std::string txn_id;
+  std::string idempotency_key;
+  std::string handle_id;
+  BaseRef base;
+  Interval interval;
+  bool repair = false;
+  friend bool operator==(const AppendIdentity&, const AppendIdentity&) = default;
+};
 
 // Per-layer staging progress. K and V are tracked separately: a layer is complete only when
 // both hold the transaction's interval.
@@ -110,14 +127,15 @@ class LayerStages {
 
  private:
   uint32_t n_ = 0;
-  uint32_t complete_ = 0;         // layers holding both K and V
-  uint64_t k_ = 0, v_ = 0;        // bit l: layer l < 64
-  std::vector<uint64_t> k_more_;  // bit (l - 64) % 64 of word (l - 64) / 64: layer l >= 64
-  std::vector<uint64_t> v_more_;
+  uint32_t complete_ = 0;   // layers holding both K and V
+  uint64_t k_ = 0, v_ = 0;  // bit l: layer l < 64
+  // Layers l >= 64, 64 per pair of words: word 2 * ((l - 64) / 64) holds the K bits and the
+  // word after it the V bits, bit (l - 64) % 64. Empty for up to 64 layers (no allocation).
+  std::vector<uint64_t> more_;
 };
 
 struct AppendTxn {
-  BeginAppendRequest request;
+  AppendIdentity request;  // the identifying part of the BeginAppendRequest that opened it
   uint64_t fingerprint = 0;
   TxnState state = TxnState::kOpen;
   LayerStages layers;  // one entry per cache-producing layer

@@ -36,7 +36,7 @@ KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
 StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
                                       uint64_t incarnation) {
   if (handle_id.empty()) return InvalidArgument("allocate: empty handle id");
-  std::vector<std::string> txn_ids;  // a recycled id keeps its earlier records listed
+  std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
     // fence (incarnation, bound into every digest) keeps stale work from matching it.
@@ -134,7 +134,11 @@ void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
 StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
   const uint64_t fp = OperationFingerprint(req);
-  if (auto it = txns_.find(req.txn_id); it != txns_.end()) {
+  // One lookup for both outcomes: an existing id is a retry (or a conflict); a new id gets its
+  // record now and loses it again below if the append is refused, so a refusal still leaves
+  // the state unchanged.
+  auto [it, inserted] = txns_.try_emplace(req.txn_id);
+  if (!inserted) {
     if (it->second.fingerprint == fp) return &it->second;  // retry of the same operation
     const auto& o = it->second.request;
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
@@ -143,6 +147,26 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
                  U(o.base.generation) + ", interval [" + U(o.interval.start) + "," +
                  U(o.interval.start + o.interval.count) + "))");
   }
+  StatusOr<HandleRecord*> h = AdmitAppend(req);
+  if (!h.ok()) {
+    txns_.erase(it);
+    return h.status();
+  }
+  (*h)->open_txns.push_back(req.txn_id);
+  (*h)->txn_ids.push_back(req.txn_id);
+  AppendTxn& t = it->second;
+  t.request.txn_id = req.txn_id;
+  t.request.idempotency_key = req.idempotency_key;
+  t.request.handle_id = req.handle_id;
+  t.request.base = req.base;
+  t.request.interval = req.interval;
+  t.request.repair = req.repair;
+  t.fingerprint = fp;
+  t.layers = LayerStages(abi_.num_layers);
+  return &t;
+}
+
+StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendRequest& req) {
   KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(req.handle_id, "append", req.repair));
   const Snapshot& s = h->current;
   if (s.phase == Phase::kCancelled)
@@ -152,7 +176,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
              "append " + Q(req.txn_id) + ": cache ABI " + Q(req.cache_abi) + ", handle has " +
                  Q(abi_.id));
-  KVC_RETURN_IF_ERROR(CompareBase(s, req.base, "append", req.txn_id));
+  if (!(req.base == s.base())) return CompareBase(s, req.base, "append", req.txn_id);
   if (req.interval.count == 0)
     return V(ErrorCode::LIFECYCLE_APPEND_EMPTY, "append " + Q(req.txn_id) + ": empty interval");
   if (req.interval.start != s.committed_length)
@@ -177,13 +201,21 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
     return V(ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH,
              "append " + Q(req.txn_id) + ": keys at stage " + Q(b.position_stage) +
                  ", the cache ABI stores " + Q(abi_.position_stage));
-  h->open_txns.push_back(req.txn_id);
-  h->txn_ids.push_back(req.txn_id);
-  AppendTxn& t = txns_.try_emplace(req.txn_id).first->second;  // new: the find above missed
-  t.request = req;
-  t.fingerprint = fp;
-  t.layers = LayerStages(abi_.num_layers);
-  return &t;
+  return h;
+}
+
+BeginAppendRequest KvObject::RequestOf(const AppendTxn& t) const {
+  BeginAppendRequest r;
+  r.txn_id = t.request.txn_id;
+  r.idempotency_key = t.request.idempotency_key;
+  r.handle_id = t.request.handle_id;
+  r.base = t.request.base;
+  r.cache_abi = abi_.id;
+  r.interval = t.request.interval;
+  r.binding = {t.request.interval.start, t.request.interval.count,
+               t.request.interval.start + t.request.interval.count, abi_.position_stage};
+  r.repair = t.request.repair;
+  return r;
 }
 
 StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
@@ -207,10 +239,11 @@ StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
     return V(ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + ", the ABI has " +
                  U(t.layers.size()) + " cache-producing layers");
-  if (!req.cache_abi.empty() && req.cache_abi != t.request.cache_abi)
+  // The transaction's ABI is the object's: BeginAppend admitted no other.
+  if (!req.cache_abi.empty() && req.cache_abi != abi_.id)
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " rows under ABI " +
-                 Q(req.cache_abi) + ", txn has " + Q(t.request.cache_abi));
+                 Q(req.cache_abi) + ", txn has " + Q(abi_.id));
   if (!(req.interval == t.request.interval))
     return V(ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH,
              "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " interval [" +
@@ -257,8 +290,8 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   const Snapshot& live = rec.current;
   // One logical compare-and-publish on (handle, generation, digest). A released handle's
   // tombstone has a newer generation, so stale work fails on generation, not on any address.
-  Status cas = CompareBase(live, t.request.base, "publish", txn_id);
-  if (!cas.ok()) {
+  if (!(t.request.base == live.base())) {
+    Status cas = CompareBase(live, t.request.base, "publish", txn_id);
     t.state = TxnState::kRejected;
     CloseTxn(rec, txn_id);
     return cas;
@@ -408,7 +441,7 @@ void KvObject::ForgetFinalTxnsOfReleased() {
     auto h = handles_.find(id);
     if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
       continue;  // re-allocated: its next Release() lists it again
-    std::vector<std::string>& ids = h->second.txn_ids;
+    std::deque<std::string>& ids = h->second.txn_ids;
     if (ids.empty()) continue;  // already visited (listed twice)
     std::erase_if(ids, [&](const std::string& txn) {
       auto t = txns_.find(txn);
@@ -419,7 +452,7 @@ void KvObject::ForgetFinalTxnsOfReleased() {
       return final;
     });
     if (ids.empty())
-      ids = std::vector<std::string>();  // memory follows live handles
+      ids = std::deque<std::string>();  // memory follows live handles
     else
       still_pending.push_back(std::move(id));
   }

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -57,8 +58,9 @@ struct HandleRecord {
   // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOfReleased
   // or ForgetReleased drops them. It survives re-allocation of a released id (the records of
   // the earlier incarnation stay listed). Kept here rather than in a map of its own so an
-  // append costs no extra lookup.
-  std::vector<std::string> txn_ids;
+  // append costs no extra lookup. A deque: appending never moves the ids already listed (a
+  // long-lived request records thousands of transactions).
+  std::deque<std::string> txn_ids;
   // Compares the state fields: current, released_length, parent_id, open_txns.
   friend bool operator==(const HandleRecord& a, const HandleRecord& b) {
     return a.current == b.current && a.released_length == b.released_length &&
@@ -112,6 +114,10 @@ class KvObject {
   // Any record, tombstones included; nullptr when unknown. Valid until the next mutation.
   const HandleRecord* Find(std::string_view handle_id) const;
   const AppendTxn* FindTxn(std::string_view txn_id) const;
+  // The complete BeginAppendRequest that opened `t` (a transaction of this object): its
+  // identity plus the cache ABI id and position binding BeginAppend required (see
+  // AppendIdentity). OperationFingerprint(RequestOf(t)) == t.fingerprint.
+  BeginAppendRequest RequestOf(const AppendTxn& t) const;
 
   // Opens a transaction on `req.base`. Re-sending an existing txn_id with the same
   // fingerprint returns the existing transaction unchanged (a retry); with a different
@@ -193,6 +199,8 @@ class KvObject {
   // Resolves a live (not released) handle for a mutation; `allow_finished` admits FINISHED.
   StatusOr<HandleRecord*> Live(std::string_view handle_id, std::string_view op,
                                bool allow_terminal);
+  // Every rule a new append must pass (handle live, ABI, base, interval, binding); the handle.
+  StatusOr<HandleRecord*> AdmitAppend(const BeginAppendRequest& req);
   Status CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
                        std::string_view op) const;
   // The counters of the successor of `s`: generation+1 and (when `content`) version+1;

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace kvc::lifecycle {
 namespace {
 
@@ -52,7 +55,9 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   EXPECT_EQ(s.generation, 1u);
   auto t = o.BeginAppend(Append("decode", s, 1));
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ((*t)->request.binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ(o.RequestOf(**t).binding.mask_key_length, 5u);  // T_past + T_new
+  EXPECT_EQ(OperationFingerprint(o.RequestOf(**t)), (*t)->fingerprint);
+  EXPECT_TRUE(o.RequestOf(**t) == Append("decode", s, 1)) << "the request is rebuilt exactly";
   ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
   // Current-call use is not next-call publication: a reader still sees length 4.
   EXPECT_EQ(o.Read("R")->committed_length, 4u);
@@ -337,6 +342,68 @@ TEST(KvObjectTest, PruningIndexIsNotComparedState) {
   b.ForgetFinalTxnsOfReleased();  // nothing released: no change
   EXPECT_TRUE(a == b);
   EXPECT_EQ(a.Hash(), b.Hash());
+}
+
+// BeginAppend records a new transaction before judging it (one map lookup): every refusal
+// must still leave the state, the transaction count and the id exactly as they were, so a
+// corrected request under the same id is a first attempt, not a retry conflict.
+TEST(KvObjectTest, RefusedAppendLeavesNoRecord) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  AppendAll(o, "t0", "R", 2);
+  const Snapshot s = *o.Read("R");
+  const KvObject before = o;
+  struct Case {
+    const char* what;
+    BeginAppendRequest req;
+    ErrorCode code;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"unknown handle", Append("t1", s, 1), ErrorCode::LIFECYCLE_UNKNOWN_HANDLE});
+  cases.back().req.handle_id = "nobody";
+  cases.push_back({"abi", Append("t1", s, 1), ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH});
+  cases.back().req.cache_abi = "other";
+  cases.push_back({"stale base", Append("t1", s, 1), ErrorCode::LIFECYCLE_STALE_BASE});
+  cases.back().req.base.generation = 0;
+  cases.push_back({"hole", Append("t1", s, 1), ErrorCode::LIFECYCLE_APPEND_HOLE});
+  cases.back().req.interval.start = 5;
+  cases.push_back({"mask", Append("t1", s, 1), ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH});
+  cases.back().req.binding.mask_key_length = 9;
+  for (const Case& c : cases) {
+    EXPECT_EQ(Code(o.BeginAppend(c.req)), c.code) << c.what;
+    EXPECT_TRUE(o == before) << c.what;
+    EXPECT_EQ(o.Hash(), before.Hash()) << c.what;
+    EXPECT_EQ(o.txn_count(), before.txn_count()) << c.what;
+    EXPECT_EQ(o.FindTxn("t1"), nullptr) << c.what;
+  }
+  auto ok = o.BeginAppend(Append("t1", s, 1));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(o.Find("R")->open_txns, std::vector<std::string>{"t1"});
+}
+
+// The per-handle transaction list survives re-allocation of a released id: forgetting the
+// recycled identity removes the records of both incarnations.
+TEST(KvObjectTest, RecycledIdentityForgetsEveryIncarnationsRecords) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
+  AppendAll(o, "a1", "A", 2);
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.Allocate("A", "A", 1).ok());
+  EXPECT_NE(o.FindTxn("a1"), nullptr);  // the earlier incarnation's receipt is still held
+  AppendAll(o, "a2", "A", 1);
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  EXPECT_EQ(o.txn_count(), 2u);
+  o.ForgetFinalTxnsOfReleased();
+  EXPECT_EQ(o.txn_count(), 0u);
+  ASSERT_TRUE(o.Allocate("A", "A", 2).ok());
+  AppendAll(o, "a3", "A", 1);
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  EXPECT_EQ(o.txn_count(), 0u);
+  EXPECT_EQ(o.handle_count(), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// Tests of LayerStages (inline bits up to 64 layers, heap words beyond) against a plain model.
+#include "reference/lifecycle/append_txn/append_txn.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace kvc::lifecycle {
+namespace {
+
+// Property: for 1..200 layers and random K/V contributions, every layer reads back what a
+// vector<LayerStage> model holds, and all_complete() is "every layer has K and V".
+TEST(LayerStagesTest, MatchesAVectorModelAcrossTheInlineBoundary) {
+  const uint64_t seed = 20261129;
+  std::printf(
+      "LayerStagesTest.MatchesAVectorModelAcrossTheInlineBoundary seed=%llu (reproduce: "
+      "build/bin/reference_tests --gtest_filter=LayerStagesTest.*)\n",
+      static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  for (uint32_t n : {1u, 2u, 63u, 64u, 65u, 127u, 128u, 129u, 200u}) {
+    LayerStages stages(n);
+    std::vector<LayerStage> model(n);
+    ASSERT_EQ(stages.size(), n);
+    EXPECT_FALSE(stages.all_complete());
+    for (int step = 0; step < 4 * static_cast<int>(n); ++step) {
+      const size_t l = rng() % n;
+      const bool k = rng() % 2, v = rng() % 2;
+      stages.Add(l, k, v);
+      model[l].k = model[l].k || k;
+      model[l].v = model[l].v || v;
+      bool all = true;
+      for (const LayerStage& m : model) all = all && m.complete();
+      ASSERT_EQ(stages.all_complete(), all) << "n=" << n << " step " << step;
+    }
+    size_t i = 0;
+    for (LayerStage got : stages) {
+      EXPECT_EQ(got, model[i]) << "n=" << n << " layer " << i;
+      ++i;
+    }
+    EXPECT_EQ(i, n);
+    for (size_t l = 0; l < n; ++l) stages.Add(l, true, true);
+    EXPECT_TRUE(stages.all_complete()) << "n=" << n;
+    // Equality is by content: the same bits reached in another order compare equal.
+    LayerStages other(n);
+    for (size_t l = n; l-- > 0;) other.Add(l, true, true);
+    EXPECT_TRUE(stages == other) << "n=" << n;
+  }
+  EXPECT_FALSE(LayerStages().all_complete());  // no layers: never prepared
+}
+
+}  // namespace
+}  // namespace kvc::lifecycle
