@@ -982,10 +982,17 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
            "the header requires trace identity (trace_identity: required); this event has none");
   const dom::element* payload_el = has_payload ? &payload_value : nullptr;
 
-  // Consecutive events often share a type (a layer stage per layer): the last row first.
-  const EventTypeSpec* spec = last_spec_ && SameBytes(last_spec_->name, e.event_type)
-                                  ? last_spec_
-                                  : (last_spec_ = FindEventType(e.event_type));
+  // A small direct-mapped memo of the table (rows only grow before checking starts).
+  const std::string_view type = e.event_type;
+  const size_t slot = type.empty() ? 0
+                                   : (type.size() * 31 + static_cast<unsigned char>(type.front()) +
+                                      static_cast<unsigned char>(type.back())) %
+                                         kTypeMemo;
+  const EventTypeSpec* spec = type_memo_[slot];
+  if (!spec || !SameBytes(spec->name, type)) {
+    spec = FindEventType(type);
+    if (spec) type_memo_[slot] = spec;
+  }
   if (!spec) {
     Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
            "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);
@@ -998,7 +1005,10 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   SourceState& src = *src_state;
   const uint64_t id_hash = LineHash(e.event_id);
   bool id_conflict = false;
-  for (size_t i = 0; i < src.recent_n; ++i) {
+  // Nearly always no recent event has this id: the window's bucket counts decide that, and
+  // the exact pass runs only when the id's bucket is occupied.
+  const bool maybe = src.recent_count[id_hash & 255] != 0;
+  for (size_t i = 0; maybe && i < src.recent_n; ++i) {
     if (src.recent_id[i] != id_hash) continue;
     if (src.recent_seq[i] == e.local_sequence && src.recent_content[i] == e.content_hash)
       return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
@@ -1027,10 +1037,16 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
     src.last_ns = std::max(src.last_ns, e.monotonic_ns);
   }
   if (!id_conflict) {
-    const size_t slot = src.recent_n < SourceState::kRecent ? src.recent_n++
-                                                             : src.recent_pos++ % SourceState::kRecent;
+    size_t slot;
+    if (src.recent_n < SourceState::kRecent) {
+      slot = src.recent_n++;
+    } else {
+      slot = src.recent_pos++ % SourceState::kRecent;
+      --src.recent_count[src.recent_id[slot] & 255];  // the overwritten event leaves the window
+    }
     src.recent_seq[slot] = e.local_sequence;
     src.recent_id[slot] = id_hash;
+    ++src.recent_count[id_hash & 255];
     src.recent_content[slot] = e.content_hash;
   }
 

@@ -385,6 +385,8 @@ class TraceChecker {
     uint64_t recent_seq[kRecent];
     uint64_t recent_id[kRecent];
     uint64_t recent_content[kRecent];
+    // How many of the window's events have an id hash in each bucket (id_hash & 255).
+    uint8_t recent_count[256] = {};
     size_t recent_n = 0;
     size_t recent_pos = 0;
   };
@@ -423,10 +425,11 @@ class TraceChecker {
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
-  // The last row FindEventType returned (rows are only added before checking starts and the
-  // table is a vector: RegisterEventType during a check would invalidate it, which the
-  // contract of RegisterEventType excludes).
-  const EventTypeSpec* last_spec_ = nullptr;
+  // Rows FindEventType returned, by a hash of the name (rows are only added before checking
+  // starts and the table is a vector: RegisterEventType during a check would invalidate them,
+  // which its contract excludes).
+  static constexpr size_t kTypeMemo = 64;
+  const EventTypeSpec* type_memo_[kTypeMemo] = {};
   Map<Op> ops_;
   Map<uint32_t> poisoned_;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
