@@ -43,28 +43,4 @@ LayerStages::LayerStages(uint32_t num_layers) : n_(num_layers) {
   if (num_layers > 64) more_.assign(2 * ((num_layers - 64 + 63) / 64), 0);
 }
 
-LayerStage LayerStages::operator[](size_t layer) const {
-  if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
-  const size_t w = 2 * ((layer - 64) / 64), b = (layer - 64) % 64;
-  return {((more_[w] >> b) & 1) != 0, ((more_[w + 1] >> b) & 1) != 0};
-}
-
-void LayerStages::Add(size_t layer, bool k, bool v) {
-  uint64_t* kw = &k_;
-  uint64_t* vw = &v_;
-  size_t b = layer;
-  if (layer >= 64) {
-    kw = &more_[2 * ((layer - 64) / 64)];
-    vw = kw + 1;
-    b = (layer - 64) % 64;
-  }
-  const uint64_t bit = uint64_t{1} << b;
-  const bool was_complete = (*kw & bit) && (*vw & bit);
-  if (k) *kw |= bit;
-  if (v) *vw |= bit;
-  if (!was_complete && (*kw & bit) && (*vw & bit)) ++complete_;
-}
-
-bool AppendTxn::prepared() const { return layers.all_complete(); }
-
 }  // namespace kvc::lifecycle

@@ -101,9 +101,28 @@ class LayerStages {
   LayerStages() = default;
   explicit LayerStages(uint32_t num_layers);
   size_t size() const { return n_; }
-  LayerStage operator[](size_t layer) const;
+  // Defined inline (every staged layer of every traced append reads and adds one).
+  LayerStage operator[](size_t layer) const {
+    if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
+    const size_t w = 2 * ((layer - 64) / 64), b = (layer - 64) % 64;
+    return {((more_[w] >> b) & 1) != 0, ((more_[w + 1] >> b) & 1) != 0};
+  }
   // Adds K and/or V rows of `layer` (bits already set stay set).
-  void Add(size_t layer, bool k, bool v);
+  void Add(size_t layer, bool k, bool v) {
+    uint64_t* kw = &k_;
+    uint64_t* vw = &v_;
+    size_t b = layer;
+    if (layer >= 64) {
+      kw = &more_[2 * ((layer - 64) / 64)];
+      vw = kw + 1;
+      b = (layer - 64) % 64;
+    }
+    const uint64_t bit = uint64_t{1} << b;
+    const bool was_complete = (*kw & bit) && (*vw & bit);
+    if (k) *kw |= bit;
+    if (v) *vw |= bit;
+    if (!was_complete && (*kw & bit) && (*vw & bit)) ++complete_;
+  }
   // Every layer complete (false without layers).
   bool all_complete() const { return n_ > 0 && complete_ == n_; }
   // Iteration over the layers in order, by value (for (LayerStage l : stages)).
@@ -143,7 +162,7 @@ struct AppendTxn {
   // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
   Snapshot result;
 
-  bool prepared() const;  // every layer complete
+  bool prepared() const { return layers.all_complete(); }  // every layer complete
   friend bool operator==(const AppendTxn& a, const AppendTxn& b) {
     return a.fingerprint == b.fingerprint && a.state == b.state && a.layers == b.layers &&
            a.request.txn_id == b.request.txn_id && a.result == b.result;
