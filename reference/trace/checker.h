@@ -78,35 +78,9 @@ inline bool KeyEquals(std::string_view k, const char (&lit)[N]) {
   }
 }
 
-// Byte equality of two short strings (ids, names): 8-byte loads, the last one overlapping, and
-// two overlapping 4-byte loads below 8 bytes.
-inline bool SameBytes(std::string_view a, std::string_view b) {
-  const size_t n = a.size();
-  if (n != b.size()) return false;
-  const char* p = a.data();
-  const char* q = b.data();
-  auto eq = [&](size_t off, size_t w) {
-    uint64_t x = 0, y = 0;
-    std::memcpy(&x, p + off, w);
-    std::memcpy(&y, q + off, w);
-    return x == y;
-  };
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8)
-      if (!eq(i, 8)) return false;
-    return eq(n - 8, 8);
-  }
-  if (n >= 4) return eq(0, 4) && eq(n - 4, 4);
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != q[i]) return false;
-  return true;
-}
-
-// Transparent key equality of the checker's id maps (pairs with lifecycle::StringHash).
-struct StringEq {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const { return SameBytes(a, b); }
-};
+// The byte comparisons and the id-map equality of lifecycle (kv_object.h), shared.
+using lifecycle::SameBytes;
+using lifecycle::StringEq;
 
 inline constexpr const char* kTraceKind = "kvconform.trace/1";
 inline constexpr uint64_t kTraceSchemaVersion = 1;

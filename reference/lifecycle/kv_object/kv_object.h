@@ -97,6 +97,36 @@ struct StringHash {
   }
 };
 
+// Byte equality of two short strings (ids, names): 8-byte loads, the last one overlapping, and
+// two overlapping 4-byte loads below 8 bytes.
+inline bool SameBytes(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* p = a.data();
+  const char* q = b.data();
+  auto eq = [&](size_t off, size_t w) {
+    uint64_t x = 0, y = 0;
+    std::memcpy(&x, p + off, w);
+    std::memcpy(&y, q + off, w);
+    return x == y;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8)
+      if (!eq(i, 8)) return false;
+    return eq(n - 8, 8);
+  }
+  if (n >= 4) return eq(0, 4) && eq(n - 4, 4);
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] != q[i]) return false;
+  return true;
+}
+
+// Transparent key equality of the id maps (pairs with StringHash): SameBytes, no library call.
+struct StringEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const { return SameBytes(a, b); }
+};
+
 class KvObject {
  public:
   explicit KvObject(CacheAbi abi);
@@ -215,8 +245,8 @@ class KvObject {
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
 
   CacheAbi abi_;
-  std::unordered_map<std::string, HandleRecord, StringHash, std::equal_to<>> handles_;
-  std::unordered_map<std::string, AppendTxn, StringHash, std::equal_to<>> txns_;
+  std::unordered_map<std::string, HandleRecord, StringHash, StringEq> handles_;
+  std::unordered_map<std::string, AppendTxn, StringHash, StringEq> txns_;
   // Derived index (not state): the handle ids whose records ForgetFinalTxnsOfReleased must
   // still visit (released with a non-empty txn_ids since its last call, or released with
   // transactions that were not final yet). An id may be listed twice.
