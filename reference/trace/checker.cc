@@ -824,10 +824,17 @@ int EnvKeyIndex(std::string_view k) {
 
 // Most events repeat the previous event's source, type and outcome: compare before copying.
 void AssignIfChanged(std::string& s, std::string_view v) {
-  if (s.size() == v.size()) {  // ids of one trace mostly share a length: overwrite in place
-    if (!SameBytes(s, v)) std::memcpy(s.data(), v.data(), v.size());
-  } else {
-    s.assign(v.data(), v.size());
+  const size_t n = v.size();
+  if (s.size() != n) {
+    s.assign(v.data(), n);
+  } else if (n >= 8 && n <= 16) {  // ids and names of one trace mostly keep their length:
+    uint64_t a, b;                 // overwrite in place with two overlapping 8-byte moves
+    std::memcpy(&a, v.data(), 8);
+    std::memcpy(&b, v.data() + n - 8, 8);
+    std::memcpy(s.data(), &a, 8);
+    std::memcpy(s.data() + n - 8, &b, 8);
+  } else if (!SameBytes(s, v)) {
+    std::memcpy(s.data(), v.data(), n);
   }
 }
 
