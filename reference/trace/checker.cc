@@ -496,6 +496,20 @@ TraceChecker::Request* TraceChecker::FindRequest(std::string_view id) {
   return &it->second;
 }
 
+const lifecycle::HandleRecord* TraceChecker::FindHandle(std::string_view id) {
+  // A record is stored under its snapshot's handle_id (Allocate, Fork), so the memo's key is
+  // current.handle_id.
+  if (handle_memo_ && handle_memo_erasures_ == kv_->handle_erasures() &&
+      SameBytes(handle_memo_->current.handle_id, id))
+    return handle_memo_;
+  const lifecycle::HandleRecord* h = kv_->Find(id);
+  if (h) {
+    handle_memo_ = h;
+    handle_memo_erasures_ = kv_->handle_erasures();
+  }
+  return h;
+}
+
 TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length) {
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
@@ -515,7 +529,7 @@ std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
   const lifecycle::AppendTxn* t = kv_->FindTxn(id);
   if (!t || t->state != lifecycle::TxnState::kPublished || t->result.version == 0)
     return std::nullopt;
-  const lifecycle::HandleRecord* h = kv_->Find(t->request.handle_id);
+  const lifecycle::HandleRecord* h = FindHandle(t->request.handle_id);
   if (!h || h->current.phase == lifecycle::Phase::kReleased ||
       h->current.incarnation != t->result.incarnation)
     return std::nullopt;
@@ -1084,7 +1098,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + *e.request_id)) return;
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
-    const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
+    const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
     if (h && h->current.incarnation != *e.handle_generation &&
         !(h->current.phase == lifecycle::Phase::kReleased &&
           h->current.incarnation == *e.handle_generation + 1)) {
@@ -1111,7 +1125,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   // Index the event id for causal references and duplicate detection.
   if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
     if (Request* r = FindRequest(*e.request_id)) {
-      const lifecycle::HandleRecord* h = kv_->Find(*e.request_id);
+      const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
       EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0,
                      *e.handle_generation};
       if (h && h->current.phase == lifecycle::Phase::kReleased && KeyEquals(e.event_type, "release")) {

@@ -278,6 +278,9 @@ class TraceChecker {
   // Reports a failed Status: its registry code, or INPUT_VALUE_INVALID for plain errors.
   void ReportStatus(const Status& s, std::string pointer);
   Request* FindRequest(std::string_view id);
+  // kv().Find(id) with a one-entry memo (an event looks its handle up several times); the
+  // same pointer validity as KvObject::Find.
+  const lifecycle::HandleRecord* FindHandle(std::string_view id);
   Request& NewRequest(const std::string& id, uint64_t prompt_length);
   Op* FindOp(std::string_view id);
   Op& NewOp(const std::string& id);
@@ -399,6 +402,8 @@ class TraceChecker {
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
+  const lifecycle::HandleRecord* handle_memo_ = nullptr;           // FindHandle's memo, valid
+  uint64_t handle_memo_erasures_ = 0;                              // while erasures match
   // Rows FindEventType returned, by a hash of the name (rows are only added before checking
   // starts and the table is a vector: RegisterEventType during a check would invalidate them,
   // which its contract excludes).

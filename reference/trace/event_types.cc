@@ -21,7 +21,7 @@ std::string U(uint64_t v) { return std::to_string(v); }
 
 // The live snapshot of the event's request, or nullopt after reporting why not.
 std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
-  const lifecycle::HandleRecord* h = c.kv().Find(*e.request_id);
+  const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
              e.event_type + " names request \"" + *e.request_id +
@@ -34,7 +34,7 @@ std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
 // Current() without the copy: the live snapshot, valid until the next KvObject mutation (use
 // Current() when the pre-mutation state is needed after the operation).
 const Snapshot* CurrentRef(TraceChecker& c, const Event& e) {
-  const lifecycle::HandleRecord* h = c.kv().Find(*e.request_id);
+  const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
              e.event_type + " names request \"" + *e.request_id +

@@ -50,6 +50,7 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
                         : ""));
     txn_ids = std::move(it->second.txn_ids);
     handles_.erase(it);
+    ++handle_erasures_;
   }
   HandleRecord h;
   h.txn_ids = std::move(txn_ids);
@@ -465,6 +466,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
   for (const std::string& txn : h->second.txn_ids) txns_.erase(txn);
   handles_.erase(h);
+  ++handle_erasures_;
   return Status::Ok();
 }
 

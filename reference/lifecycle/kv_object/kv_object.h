@@ -217,6 +217,10 @@ class KvObject {
   void Restore(Saved saved);
 
   size_t handle_count() const { return handles_.size(); }
+  // How many handle records were ever erased (re-allocation, ForgetReleased, Restore): a
+  // pointer from Find() stays valid while this count is unchanged (the map's nodes are stable;
+  // only erasure frees one). Lets a caller memoize Find() across mutations.
+  uint64_t handle_erasures() const { return handle_erasures_; }
   size_t txn_count() const { return txns_.size(); }
   // Order-independent digest of the complete state (equal states hash equal).
   uint64_t Hash() const;
@@ -251,6 +255,7 @@ class KvObject {
   // still visit (released with a non-empty txn_ids since its last call, or released with
   // transactions that were not final yet). An id may be listed twice.
   std::vector<std::string> released_with_txns_;
+  uint64_t handle_erasures_ = 0;  // see handle_erasures(); not state (operator== ignores it)
 };
 
 // Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or

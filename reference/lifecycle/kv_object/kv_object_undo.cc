@@ -40,8 +40,10 @@ void KvObject::Restore(Saved saved) {
   for (auto& [id, record] : saved.handles) {
     if (record)
       handles_.insert_or_assign(id, std::move(*record));
-    else if (auto it = handles_.find(id); it != handles_.end())
+    else if (auto it = handles_.find(id); it != handles_.end()) {
       handles_.erase(it);
+      ++handle_erasures_;
+    }
   }
   for (auto& [id, txn] : saved.txns) {
     if (txn)
