@@ -754,7 +754,7 @@ void TraceChecker::ReadHeader(const dom::element& root) {
 }
 
 TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
-  if (last_source_ == nullptr || last_source_name_ != e.source_instance) {
+  if (last_source_ == nullptr || !SameBytes(last_source_name_, e.source_instance)) {
     auto it = sources_.find(e.source_instance);
     if (it == sources_.end()) {
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
