@@ -841,15 +841,30 @@ void AssignIfChanged(std::string& s, std::string_view v) {
   const size_t n = v.size();
   if (s.size() != n) {
     s.assign(v.data(), n);
-  } else if (n >= 8 && n <= 16) {  // ids and names of one trace mostly keep their length:
-    uint64_t a, b;                 // overwrite in place with two overlapping 8-byte moves
-    std::memcpy(&a, v.data(), 8);
-    std::memcpy(&b, v.data() + n - 8, 8);
-    std::memcpy(s.data(), &a, 8);
-    std::memcpy(s.data() + n - 8, &b, 8);
-  } else if (!SameBytes(s, v)) {
-    std::memcpy(s.data(), v.data(), n);
+    return;
   }
+  // Ids and names of one trace mostly keep their length: overwrite in place with two
+  // overlapping fixed-size moves (inlined; no compare, no library call).
+  char* d = s.data();
+  const char* p = v.data();
+  auto move2 = [&](auto word) {
+    decltype(word) a, b;
+    std::memcpy(&a, p, sizeof a);
+    std::memcpy(&b, p + n - sizeof b, sizeof b);
+    std::memcpy(d, &a, sizeof a);
+    std::memcpy(d + n - sizeof b, &b, sizeof b);
+  };
+  struct W16 {
+    char bytes[16];
+  };
+  if (n >= 16 && n <= 32)
+    move2(W16{});
+  else if (n >= 8 && n < 16)
+    move2(uint64_t{});
+  else if (n >= 4 && n < 8)
+    move2(uint32_t{});
+  else if (n > 0)
+    std::memmove(d, p, n);
 }
 
 void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {

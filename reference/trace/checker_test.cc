@@ -399,6 +399,35 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
   EXPECT_FALSE(KeyEquals("lAyer", "layer"));
 }
 
+// The envelope's strings are overwritten in place when their length repeats: every event's
+// reported context must still carry its own id and type, for every id length up to 40.
+TEST(TraceCheckerTest, EnvelopeStringsOverwrittenInPlaceStayExact) {
+  TraceChecker c("t.jsonl");
+  c.Feed(kHeader, 1);
+  std::vector<std::string> ids, types;
+  uint32_t line = 1;
+  for (size_t n = 1; n <= 40; ++n)
+    for (char fill : {'a', 'b'}) {
+      std::string id(n, fill);
+      id[n / 2] = static_cast<char>('0' + n % 10);
+      ids.push_back(id);
+      std::string type = "no_such_type_" + std::string(n % 7, fill);
+      types.push_back(type);
+      c.Feed(R"({"event_id":")" + id + R"(","source_instance":"e","source_component":"semantic",)"
+             R"("local_sequence":)" + std::to_string(ids.size()) + R"(,"monotonic_ns":1,)"
+             R"("event_type":")" + type + R"(","payload":{}})",
+             ++line);
+    }
+  c.Finish(false);
+  ASSERT_EQ(c.contexts().size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(c.contexts()[i].event_id, ids[i]) << i;
+    EXPECT_EQ(c.violations()[i].code, ErrorCode::TRACE_EVENT_TYPE_UNKNOWN) << i;
+    EXPECT_NE(c.violations()[i].message.find("\"" + types[i] + "\""), std::string::npos)
+        << c.violations()[i].message;
+  }
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {

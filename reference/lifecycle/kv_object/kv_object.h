@@ -99,23 +99,31 @@ struct StringHash {
 
 // Byte equality of two short strings (ids, names): 8-byte loads, the last one overlapping, and
 // two overlapping 4-byte loads below 8 bytes.
+inline bool SameBytesLong(const char* p, const char* q, size_t n) {  // n > 16
+  auto eq = [&](size_t off) {
+    uint64_t x, y;
+    std::memcpy(&x, p + off, 8);
+    std::memcpy(&y, q + off, 8);
+    return x == y;
+  };
+  for (size_t i = 0; i + 8 < n; i += 8)
+    if (!eq(i)) return false;
+  return eq(n - 8);
+}
+
 inline bool SameBytes(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   const char* p = a.data();
   const char* q = b.data();
-  auto eq = [&](size_t off, size_t w) {
-    uint64_t x = 0, y = 0;
-    std::memcpy(&x, p + off, w);
-    std::memcpy(&y, q + off, w);
+  auto eq = [&](size_t off, auto word) {
+    decltype(word) x, y;
+    std::memcpy(&x, p + off, sizeof x);
+    std::memcpy(&y, q + off, sizeof y);
     return x == y;
   };
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8)
-      if (!eq(i, 8)) return false;
-    return eq(n - 8, 8);
-  }
-  if (n >= 4) return eq(0, 4) && eq(n - 4, 4);
+  if (n >= 8) return n <= 16 ? eq(0, uint64_t{}) && eq(n - 8, uint64_t{}) : SameBytesLong(p, q, n);
+  if (n >= 4) return eq(0, uint32_t{}) && eq(n - 4, uint32_t{});
   for (size_t i = 0; i < n; ++i)
     if (p[i] != q[i]) return false;
   return true;
