@@ -239,9 +239,7 @@ std::optional<std::string> ObjReader::OptStr(std::string_view key) {
   return std::string(std::string_view(*e));
 }
 
-namespace {
-// An unsigned integer element (what ObjReader::Uint accepts without a bound).
-bool AsUint(const dom::element& e, uint64_t* out) {
+bool ElementAsUint(const dom::element& e, uint64_t* out) {
   switch (e.type()) {
     case dom::element_type::UINT64:
       *out = e.get_uint64().value_unsafe();
@@ -255,6 +253,8 @@ bool AsUint(const dom::element& e, uint64_t* out) {
       return false;
   }
 }
+
+namespace {
 
 // Reads an unsigned integer element; `why` receives the problem.
 std::optional<uint64_t> ElementUint(const dom::element& e, ErrorCode* code, std::string* why) {
@@ -281,7 +281,7 @@ std::optional<uint64_t> ObjReader::Uint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
   uint64_t v;
-  if (!AsUint(*e, &v)) {
+  if (!ElementAsUint(*e, &v)) {
     ErrorCode code{};
     std::string why;
     ElementUint(*e, &code, &why);
@@ -300,7 +300,7 @@ std::optional<uint64_t> ObjReader::OptUint(std::string_view key, uint64_t max) {
   const dom::element* e = Get(key, false);
   if (!e || e->is_null()) return std::nullopt;
   uint64_t v;
-  if (!AsUint(*e, &v)) {
+  if (!ElementAsUint(*e, &v)) {
     ErrorCode code{};
     std::string why;
     ElementUint(*e, &code, &why);
@@ -353,7 +353,7 @@ std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view k
   }
   uint64_t v[2];
   for (size_t i = 0; i < 2; ++i) {
-    if (AsUint(items[i], &v[i])) continue;
+    if (ElementAsUint(items[i], &v[i])) continue;
     ErrorCode code{};
     std::string why;
     ElementUint(items[i], &code, &why);
@@ -913,7 +913,7 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
       case kEnvHandleGeneration:
       case kEnvBaseSnapshot:
       case kEnvResultSnapshot:
-        if (!AsUint(v, &num[i])) return false;
+        if (!ElementAsUint(v, &num[i])) return false;
         break;
       default:  // kEnvPayload: any value here; the payload is checked after dispatch
         *payload = v;

@@ -415,6 +415,10 @@ class TraceChecker {
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
 
+// An unsigned integer element (UINT64, or INT64 >= 0): what ObjReader::Uint accepts without a
+// bound, and what the one-pass readers accept.
+bool ElementAsUint(const simdjson::dom::element& e, uint64_t* out);
+
 // A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
 // cryptographic, not stable across kvconform versions).
 uint64_t LineHash(std::string_view bytes);

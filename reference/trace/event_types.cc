@@ -652,27 +652,6 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
 
 namespace dom = simdjson::dom;
 
-// `k` equals the literal `lit` (same length first; the compiler inlines the fixed-size compare).
-template <size_t N>
-bool KeyIs(std::string_view k, const char (&lit)[N]) {
-  return KeyEquals(k, lit);
-}
-
-bool FastUint(const dom::element& v, uint64_t* out) {
-  switch (v.type()) {
-    case dom::element_type::UINT64:
-      *out = v.get_uint64().value_unsafe();
-      return true;
-    case dom::element_type::INT64: {
-      const int64_t x = v.get_int64().value_unsafe();
-      *out = static_cast<uint64_t>(x);
-      return x >= 0;
-    }
-    default:
-      return false;
-  }
-}
-
 bool FastStr(const dom::element& v, std::string_view* out) {
   if (v.type() != dom::element_type::STRING) return false;
   *out = v.get_string().value_unsafe();
@@ -686,7 +665,7 @@ bool FastRange(const dom::element& v, std::pair<uint64_t, uint64_t>* out) {
   dom::array arr;
   if (v.get_array().get(arr)) return false;
   for (dom::element item : arr) {
-    if (n == 2 || !FastUint(item, &x[n])) return false;
+    if (n == 2 || !ElementAsUint(item, &x[n])) return false;
     ++n;
   }
   if (n != 2 || x[0] > x[1]) return false;
@@ -709,36 +688,36 @@ bool FastAppendStart(TraceChecker& c, const Event& e, const dom::object& obj) {
   for (dom::key_value_pair f : obj) {
     const std::string_view k = f.key;
     const dom::element& v = f.value;
-    if (KeyIs(k, "interval")) {
+    if (KeyEquals(k, "interval")) {
       if (!Once(&seen, 0) || !FastRange(v, &a.interval)) return false;
-    } else if (KeyIs(k, "cache_position")) {
+    } else if (KeyEquals(k, "cache_position")) {
       if (!Once(&seen, 1) || !FastRange(v, &a.pos)) return false;
-    } else if (KeyIs(k, "mask_key_length")) {
-      if (!Once(&seen, 2) || !FastUint(v, &a.mask)) return false;
-    } else if (KeyIs(k, "position_stage")) {
+    } else if (KeyEquals(k, "mask_key_length")) {
+      if (!Once(&seen, 2) || !ElementAsUint(v, &a.mask)) return false;
+    } else if (KeyEquals(k, "position_stage")) {
       if (!Once(&seen, 3) || !FastStr(v, &a.stage)) return false;
-    } else if (KeyIs(k, "purpose")) {
+    } else if (KeyEquals(k, "purpose")) {
       if (!Once(&seen, 4) || !FastStr(v, &a.purpose)) return false;
       if (a.purpose != "prefill" && a.purpose != "decode" && a.purpose != "repair" &&
           a.purpose != "verify")
         return false;
-    } else if (KeyIs(k, "input_token")) {
-      if (!Once(&seen, 5) || !FastUint(v, &u)) return false;
+    } else if (KeyEquals(k, "input_token")) {
+      if (!Once(&seen, 5) || !ElementAsUint(v, &u)) return false;
       a.input = u;
-    } else if (KeyIs(k, "idempotency_key")) {
+    } else if (KeyEquals(k, "idempotency_key")) {
       if (!Once(&seen, 6) || !FastStr(v, &sv)) return false;
       a.key = sv;
-    } else if (KeyIs(k, "cache_abi")) {
+    } else if (KeyEquals(k, "cache_abi")) {
       if (!Once(&seen, 7) || !FastStr(v, &sv)) return false;
       a.abi = sv;
-    } else if (KeyIs(k, "accepted_count")) {
-      if (!Once(&seen, 8) || !FastUint(v, &u)) return false;
+    } else if (KeyEquals(k, "accepted_count")) {
+      if (!Once(&seen, 8) || !ElementAsUint(v, &u)) return false;
       a.accepted = u;
-    } else if (KeyIs(k, "reused_draft_index")) {
-      if (!Once(&seen, 9) || !FastUint(v, &u)) return false;
+    } else if (KeyEquals(k, "reused_draft_index")) {
+      if (!Once(&seen, 9) || !ElementAsUint(v, &u)) return false;
       a.reused = u;
-    } else if (KeyIs(k, "pending_payload_bytes")) {
-      if (!Once(&seen, 10) || !FastUint(v, &u)) return false;
+    } else if (KeyEquals(k, "pending_payload_bytes")) {
+      if (!Once(&seen, 10) || !ElementAsUint(v, &u)) return false;
       a.pending = u;
     } else {
       return false;  // draft_tokens and anything unknown: the general reader
@@ -756,14 +735,14 @@ bool FastStageLayer(TraceChecker& c, const Event& e, const dom::object& obj) {
   for (dom::key_value_pair f : obj) {
     const std::string_view k = f.key;
     const dom::element& v = f.value;
-    if (KeyIs(k, "layer")) {
-      if (!Once(&seen, 0) || !FastUint(v, &a.layer) || a.layer > UINT32_MAX) return false;
-    } else if (KeyIs(k, "interval")) {
+    if (KeyEquals(k, "layer")) {
+      if (!Once(&seen, 0) || !ElementAsUint(v, &a.layer) || a.layer > UINT32_MAX) return false;
+    } else if (KeyEquals(k, "interval")) {
       if (!Once(&seen, 1) || !FastRange(v, &a.interval)) return false;
-    } else if (KeyIs(k, "k") || KeyIs(k, "v")) {
+    } else if (KeyEquals(k, "k") || KeyEquals(k, "v")) {
       if (!Once(&seen, k[0] == 'k' ? 2 : 3) || v.type() != dom::element_type::BOOL) return false;
       (k[0] == 'k' ? a.k : a.v) = v.get_bool().value_unsafe();
-    } else if (KeyIs(k, "cache_abi")) {
+    } else if (KeyEquals(k, "cache_abi")) {
       if (!Once(&seen, 4) || !FastStr(v, &sv)) return false;
       a.abi = sv;
     } else {
@@ -779,7 +758,7 @@ bool FastPublish(TraceChecker& c, const Event& e, const dom::object& obj) {
   std::optional<uint64_t> len;
   for (dom::key_value_pair f : obj) {
     uint64_t u;
-    if (!KeyIs(f.key, "committed_length") || len || !FastUint(f.value, &u)) return false;
+    if (!KeyEquals(f.key, "committed_length") || len || !ElementAsUint(f.value, &u)) return false;
     len = u;
   }
   ApplyPublish(c, e, len);
@@ -794,11 +773,11 @@ bool FastOutput(TraceChecker& c, const Event& e, const dom::object& obj) {
   for (dom::key_value_pair f : obj) {
     const std::string_view k = f.key;
     const dom::element& v = f.value;
-    if (KeyIs(k, "output_index")) {
-      if (!Once(&seen, 0) || !FastUint(v, &index)) return false;
-    } else if (KeyIs(k, "token")) {
-      if (!Once(&seen, 1) || !FastUint(v, &token)) return false;
-    } else if (KeyIs(k, "from")) {
+    if (KeyEquals(k, "output_index")) {
+      if (!Once(&seen, 0) || !ElementAsUint(v, &index)) return false;
+    } else if (KeyEquals(k, "token")) {
+      if (!Once(&seen, 1) || !ElementAsUint(v, &token)) return false;
+    } else if (KeyEquals(k, "from")) {
       if (!Once(&seen, 2) || !FastStr(v, &sv)) return false;
       if (sv != "target_logits" && sv != "repair_logits") return false;
       from_repair = sv == "repair_logits";
