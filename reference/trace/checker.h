@@ -16,7 +16,8 @@
 // poisoned ids of gating). docs/trace-format.md "Memory" states the bound.
 // Hot path: a conforming envelope is read in one pass (ReadEnvelopeFast); anything unusual goes
 // through the general ObjReader, which produces every message. Handlers read payloads through
-// ObjReader (unchanged interface for rows added with RegisterEventType).
+// ObjReader (unchanged interface for rows added with RegisterEventType); the hot event types
+// also have a one-pass payload reader (EventTypeSpec::fast) that replays through the same code.
 // Event-type dispatch is table-driven (EventTypeSpec); later parts of the kit (M5.6 transfer
 // events) add rows with RegisterEventType() before checking starts.
 // Thread safety: none; one checker per trace.
