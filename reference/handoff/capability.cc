@@ -44,22 +44,25 @@ StatusOr<std::string> HmacRaw(const std::string& key, const std::string& data) {
 
 }  // namespace
 
+Json CapabilitySignedFields(const Capability& c) {
+  return {{"issuer", c.issuer},
+          {"key_id", c.key_id},
+          {"tenant", c.tenant},
+          {"source", c.source},
+          {"destination", c.destination},
+          {"transfer_id", c.transfer_id},
+          {"generation", c.generation},
+          {"route_epoch", c.route_epoch},
+          {"cache_abi_sha256", c.cache_abi_sha256},
+          {"direction", c.direction},
+          {"allowed_regions", c.allowed_regions},
+          {"max_bytes", c.max_bytes},
+          {"expires_at_s", c.expires_at_s},
+          {"nonce", c.nonce}};
+}
+
 StatusOr<std::string> CapabilityPayload(const Capability& c) {
-  Json j = {{"issuer", c.issuer},
-            {"key_id", c.key_id},
-            {"tenant", c.tenant},
-            {"source", c.source},
-            {"destination", c.destination},
-            {"transfer_id", c.transfer_id},
-            {"generation", c.generation},
-            {"route_epoch", c.route_epoch},
-            {"cache_abi_sha256", c.cache_abi_sha256},
-            {"direction", c.direction},
-            {"allowed_regions", c.allowed_regions},
-            {"max_bytes", c.max_bytes},
-            {"expires_at_s", c.expires_at_s},
-            {"nonce", c.nonce}};
-  return CanonicalJson(j);
+  return CanonicalJson(CapabilitySignedFields(c));
 }
 
 StatusOr<std::string> SignCapability(const Capability& c, const std::string& key) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "reference/base/status.h"
+#include "reference/base/strict_json.h"
 
 namespace kvc::handoff {
 
@@ -65,7 +66,9 @@ struct AuthorizationContext {
   NonceStore* nonces = nullptr;  // borrowed; must outlive the call
 };
 
-// The canonical bytes that are signed (every field but the signature).
+// Every field but the signature, as JSON members (the wire form adds "signature").
+Json CapabilitySignedFields(const Capability& c);
+// The canonical bytes that are signed: CanonicalJson(CapabilitySignedFields(c)).
 StatusOr<std::string> CapabilityPayload(const Capability& c);
 // Lowercase-hex HMAC-SHA256 of CapabilityPayload under `key`.
 StatusOr<std::string> SignCapability(const Capability& c, const std::string& key);

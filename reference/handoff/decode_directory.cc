@@ -25,6 +25,23 @@ namespace {
 std::string CacheHandleId(const std::string& request_id, uint64_t generation) {
   return request_id + "@g" + std::to_string(generation);
 }
+
+// Opens the append transaction of a transfer: transaction and idempotency key are the transfer
+// id, the rows [start, start + count) go onto `base` of `handle` (the binding a model call
+// would carry: contiguous positions, mask length start + count, the ABI's key stage).
+Status BeginTransferAppend(lifecycle::KvObject& cache, const std::string& transfer_id,
+                           const std::string& handle, const lifecycle::Snapshot& base,
+                           uint64_t start, uint64_t count) {
+  lifecycle::BeginAppendRequest req;
+  req.txn_id = transfer_id;
+  req.idempotency_key = transfer_id;
+  req.handle_id = handle;
+  req.base = base.base();
+  req.cache_abi = cache.abi().id;
+  req.interval = {start, count};
+  req.binding = {start, count, start + count, cache.abi().position_stage};
+  return cache.BeginAppend(req).status();
+}
 }  // namespace
 
 Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t generation,
@@ -38,15 +55,7 @@ Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t 
   } else {
     KVC_ASSIGN_OR_RETURN(base, cache_.Allocate(handle, request_id, generation));
   }
-  lifecycle::BeginAppendRequest req;
-  req.txn_id = transfer_id;
-  req.idempotency_key = transfer_id;
-  req.handle_id = handle;
-  req.base = base.base();
-  req.cache_abi = cache_.abi().id;
-  req.interval = {token_start, token_count};
-  req.binding = {token_start, token_count, token_start + token_count, cache_.abi().position_stage};
-  return cache_.BeginAppend(req).status();
+  return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
 }
 
 Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id,
@@ -109,15 +118,7 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
                          cache_.Fork(visible_prefix_handle, token_start, {handle}));
     base = kids.front();
   }
-  lifecycle::BeginAppendRequest req;
-  req.txn_id = transfer_id;
-  req.idempotency_key = transfer_id;
-  req.handle_id = handle;
-  req.base = base.base();
-  req.cache_abi = cache_.abi().id;
-  req.interval = {token_start, token_count};
-  req.binding = {token_start, token_count, *end, cache_.abi().position_stage};
-  return cache_.BeginAppend(req).status();
+  return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
 }
 
 Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer,

@@ -9,16 +9,7 @@ namespace kvc::handoff {
 namespace {
 
 std::vector<std::string> Strings(const Json* arr, const std::string& ptr, Violations* v) {
-  std::vector<std::string> out;
-  if (!arr) return out;
-  for (size_t i = 0; i < arr->size(); ++i) {
-    if ((*arr)[i].is_string())
-      out.push_back((*arr)[i].get<std::string>());
-    else
-      v->push_back(
-          {ErrorCode::INPUT_FIELD_TYPE, ptr + "/" + std::to_string(i), "expected a string"});
-  }
-  return out;
+  return ReadStringArray(arr, ptr, "expected a string", v);
 }
 
 }  // namespace

@@ -45,17 +45,21 @@ const char* EvidenceFor(const std::string& label) {
 
 }  // namespace
 
-std::vector<std::string> ReadPinIds(const Json* arr, const std::string& pointer, Violations* v) {
+std::vector<std::string> ReadStringArray(const Json* arr, const std::string& pointer,
+                                         const std::string& expected, Violations* v) {
   std::vector<std::string> out;
   if (!arr) return out;
   for (size_t i = 0; i < arr->size(); ++i) {
     if ((*arr)[i].is_string())
       out.push_back((*arr)[i].get<std::string>());
     else
-      v->push_back(
-          {ErrorCode::INPUT_FIELD_TYPE, pointer + "/" + std::to_string(i), "expected a pin id"});
+      v->push_back({ErrorCode::INPUT_FIELD_TYPE, pointer + "/" + std::to_string(i), expected});
   }
   return out;
+}
+
+std::vector<std::string> ReadPinIds(const Json* arr, const std::string& pointer, Violations* v) {
+  return ReadStringArray(arr, pointer, "expected a pin id", v);
 }
 
 SourceAudit ReadSourceAudit(FieldReader& top, Violations* v) {

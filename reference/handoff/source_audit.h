@@ -67,6 +67,10 @@ struct SourceAudit {
 
 // Reads "source_pins", "audited_paths", "claims" of `doc` (schema errors into `v`).
 SourceAudit ReadSourceAudit(FieldReader& top, Violations* v);
+// The strings of a JSON array (none when `arr` is null); a non-string element is
+// INPUT_FIELD_TYPE at pointer/i with message `expected`.
+std::vector<std::string> ReadStringArray(const Json* arr, const std::string& pointer,
+                                         const std::string& expected, Violations* v);
 // Reads the deployment's "source_pins" id list.
 std::vector<std::string> ReadPinIds(const Json* arr, const std::string& pointer, Violations* v);
 // Every rule above; violations carry JSON pointers into the release document.

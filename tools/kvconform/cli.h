@@ -2,12 +2,14 @@
 #ifndef KVCONFORM_TOOLS_KVCONFORM_CLI_H_
 #define KVCONFORM_TOOLS_KVCONFORM_CLI_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "reference/base/status.h"
 #include "reference/validate/fixtures.h"
 
 namespace kvc::cli {
@@ -39,6 +41,9 @@ void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
 void AddPdCommands(CLI::App& app);  // pd-run, pd-worker, pd-bench (UCX handoff)
+
+// --prompt-ids "1,2,3": comma-separated integer token ids (generate, parity, pd-run, ...).
+StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s);
 
 // Report rendering shared by validate and suite.
 enum class Format { kText, kJson, kJunit };

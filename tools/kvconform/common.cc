@@ -1,5 +1,6 @@
 // Exit-code state, report rendering and the suite-section table shared by the commands.
 #include <cstdlib>
+#include <sstream>
 
 #include "tools/kvconform/cli.h"
 
@@ -101,6 +102,27 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
 std::vector<SuiteSection>& SuiteSections() {
   static std::vector<SuiteSection> sections;
   return sections;
+}
+
+StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
+    ids.push_back(v);
+  }
+  if (ids.empty())
+    return InvalidArgument("--prompt-ids: expected a comma-separated list of token ids");
+  return ids;
 }
 
 }  // namespace kvc::cli

@@ -45,27 +45,6 @@ Status CheckDevice(const std::string& device) {
 #endif
 }
 
-StatusOr<std::vector<int64_t>> ParseIds(const std::string& s) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size())
-      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
-    ids.push_back(v);
-  }
-  if (ids.empty())
-    return InvalidArgument("--prompt-ids: expected a comma-separated list of token ids");
-  return ids;
-}
-
 StatusOr<ComputeMode> ParseMode(const std::string& s) {
   if (s == "deterministic") return ComputeMode::kDeterministic;
   if (s == "fast") return ComputeMode::kFast;
@@ -84,7 +63,7 @@ struct GenerateOptions {
 };
 
 void RunGenerate(const GenerateOptions& o) {
-  auto ids = ParseIds(o.prompt_ids);
+  auto ids = ParsePromptIds(o.prompt_ids);
   if (!ids.ok()) {
     ExitCode() = FailWith("generate", ids.status());
     return;
@@ -168,7 +147,7 @@ nlohmann::json PairToJson(const model::PairResult& r) {
 }
 
 void RunParityCmd(const ParityOptions& o) {
-  auto ids = ParseIds(o.prompt_ids);
+  auto ids = ParsePromptIds(o.prompt_ids);
   if (!ids.ok()) {
     ExitCode() = FailWith("parity", ids.status());
     return;

@@ -58,26 +58,6 @@ int FailWith(const char* cmd, const Status& s) {
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
 }
 
-StatusOr<std::vector<int64_t>> ParseIds(const std::string& s) {
-  std::vector<int64_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size())
-      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
-    ids.push_back(v);
-  }
-  if (ids.empty()) return InvalidArgument("--prompt-ids: expected a comma-separated list of ids");
-  return ids;
-}
-
 StatusOr<model::ComputeMode> ParseMode(const std::string& s) {
   if (s == "deterministic") return model::ComputeMode::kDeterministic;
   if (s == "fast") return model::ComputeMode::kFast;
@@ -354,7 +334,7 @@ void RunWorker(const PdOptions& o) {
     if (o.synthetic_bytes > 0) {
       src = SyntheticSource(o.synthetic_bytes, o.chunk_bytes);
     } else {
-      auto ids = ParseIds(o.prompt_ids);
+      auto ids = ParsePromptIds(o.prompt_ids);
       if (!ids.ok()) return fail(ids.status());
       if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
       auto m = model::LlamaModel::Load(o.model);
@@ -407,7 +387,7 @@ void RunWorker(const PdOptions& o) {
       }
       if (o.warm_prefix > 0) {
         if (!engine) return fail(InvalidArgument("--warm-prefix needs --model"));
-        auto ids = ParseIds(o.prompt_ids);
+        auto ids = ParsePromptIds(o.prompt_ids);
         if (!ids.ok()) return fail(ids.status());
         if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
         warm_handle = WarmPrefixHandle(o.warm_prefix);
@@ -678,7 +658,7 @@ void RunPdRun(const PdOptions& o0) {
   PdOptions o = o0;
   if (o.deterministic) o.mode = "deterministic";
   auto fail = [&](const Status& s) { ExitCode() = FailWith("pd-run", s); };
-  auto ids = ParseIds(o.prompt_ids);
+  auto ids = ParsePromptIds(o.prompt_ids);
   if (!ids.ok()) return fail(ids.status());
   if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
   auto mode = ParseMode(o.mode);

@@ -184,21 +184,9 @@ bool Retryable(ErrorCode c) {
 }
 
 nlohmann::json CapabilityToJson(const Capability& c) {
-  return {{"issuer", c.issuer},
-          {"key_id", c.key_id},
-          {"tenant", c.tenant},
-          {"source", c.source},
-          {"destination", c.destination},
-          {"transfer_id", c.transfer_id},
-          {"generation", c.generation},
-          {"route_epoch", c.route_epoch},
-          {"cache_abi_sha256", c.cache_abi_sha256},
-          {"direction", c.direction},
-          {"allowed_regions", c.allowed_regions},
-          {"max_bytes", c.max_bytes},
-          {"expires_at_s", c.expires_at_s},
-          {"nonce", c.nonce},
-          {"signature", c.signature_hex}};
+  nlohmann::json j = CapabilitySignedFields(c);
+  j["signature"] = c.signature_hex;
+  return j;
 }
 
 StatusOr<Capability> CapabilityFromJson(const nlohmann::json& j) {
