@@ -584,7 +584,7 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
     if (s.ok()) {
       kv_->Restore(std::move(saved));
       Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
-             e.event_type + " reported \"rejected\", but the contract admits it on the replayed "
+             std::string(e.event_type) + " reported \"rejected\", but the contract admits it on the replayed "
              "state (the runtime refused a legal operation or the trace lost an event)");
       return false;
     }
@@ -594,7 +594,7 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
   if (!s.ok()) {
     ReportStatus(s, LinePtr());
     // Gating: the root cause is reported once; later events of the operation are not replayed.
-    if (e.operation_id) Poison(*e.operation_id);
+    if (e.operation_id) Poison(std::string(*e.operation_id));
     return false;
   }
   return true;
@@ -758,7 +758,7 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
     auto it = sources_.find(e.source_instance);
     if (it == sources_.end()) {
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-             "source_instance \"" + e.source_instance + "\" is not declared in the header");
+             "source_instance \"" + std::string(e.source_instance) + "\" is not declared in the header");
       return nullptr;
     }
     last_source_name_ = it->first;  // map keys are stable: sources are never erased
@@ -768,8 +768,8 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
   if (!SameBytes(e.source_component, s.component) ||
       !SameBytes(e.source_component, PlaneComponent(spec.plane))) {
     Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
-           "event " + e.event_type + " from source_component \"" + e.source_component +
-               "\"; the header declares \"" + s.component + "\" for \"" + e.source_instance +
+           "event " + std::string(e.event_type) + " from source_component \"" + std::string(e.source_component) +
+               "\"; the header declares \"" + s.component + "\" for \"" + std::string(e.source_instance) +
                "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
                " plane");
     return nullptr;
@@ -836,46 +836,6 @@ int EnvKeyIndex(std::string_view k) {
   }
 }
 
-// Most events repeat the previous event's source, type and outcome: compare before copying.
-void AssignIfChanged(std::string& s, std::string_view v) {
-  const size_t n = v.size();
-  if (s.size() != n) {
-    s.assign(v.data(), n);
-    return;
-  }
-  // Ids and names of one trace mostly keep their length: overwrite in place with two
-  // overlapping fixed-size moves (inlined; no compare, no library call).
-  char* d = s.data();
-  const char* p = v.data();
-  auto move2 = [&](auto word) {
-    decltype(word) a, b;
-    std::memcpy(&a, p, sizeof a);
-    std::memcpy(&b, p + n - sizeof b, sizeof b);
-    std::memcpy(d, &a, sizeof a);
-    std::memcpy(d + n - sizeof b, &b, sizeof b);
-  };
-  struct W16 {
-    char bytes[16];
-  };
-  if (n >= 16 && n <= 32)
-    move2(W16{});
-  else if (n >= 8 && n < 16)
-    move2(uint64_t{});
-  else if (n >= 4 && n < 8)
-    move2(uint32_t{});
-  else if (n > 0)
-    std::memmove(d, p, n);
-}
-
-void SetOpt(std::optional<std::string>& o, bool present, std::string_view v) {
-  if (!present)
-    o.reset();
-  else if (o)
-    AssignIfChanged(*o, v);
-  else
-    o.emplace(v);
-}
-
 }  // namespace
 
 bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::element* payload,
@@ -934,20 +894,23 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
         !KeyEquals(outcome, "cancelled"))
       return false;
   }
-  // Conforming: fill the event exactly as the general reader would.
-  AssignIfChanged(e.event_id, str[kEnvEventId]);
-  AssignIfChanged(e.source_instance, str[kEnvSourceInstance]);
-  AssignIfChanged(e.source_component, str[kEnvSourceComponent]);
+  // Conforming: fill the event exactly as the general reader would (views into the line).
+  e.event_id = str[kEnvEventId];
+  e.source_instance = str[kEnvSourceInstance];
+  e.source_component = str[kEnvSourceComponent];
   e.local_sequence = num[kEnvLocalSequence];
   e.monotonic_ns = num[kEnvMonotonicNs];
-  AssignIfChanged(e.event_type, str[kEnvEventType]);
-  SetOpt(e.request_id, has(kEnvRequestId), str[kEnvRequestId]);
-  SetOpt(e.operation_id, has(kEnvOperationId), str[kEnvOperationId]);
+  e.event_type = str[kEnvEventType];
+  auto opt_str = [&](int i) {
+    return has(i) ? std::optional<std::string_view>(str[i]) : std::nullopt;
+  };
+  e.request_id = opt_str(kEnvRequestId);
+  e.operation_id = opt_str(kEnvOperationId);
   auto opt_uint = [&](int i) { return has(i) ? std::optional<uint64_t>(num[i]) : std::nullopt; };
   e.handle_generation = opt_uint(kEnvHandleGeneration);
   e.base_snapshot = opt_uint(kEnvBaseSnapshot);
   e.result_snapshot = opt_uint(kEnvResultSnapshot);
-  AssignIfChanged(e.outcome, outcome);
+  e.outcome = outcome;
   e.has_trace_id = has(kEnvTraceId) && !str[kEnvTraceId].empty();
   *has_payload = has(kEnvPayload);
   context_is_event_ = (&e == &event_);  // Report() takes the context from event_
@@ -965,31 +928,44 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   auto type = env.Str("event_type");
   auto trace_id = env.OptStr("trace_id");
   env.OptStr("observed_wall_time");
-  e.request_id = env.OptStr("request_id");
+  auto request_id = env.OptStr("request_id");
   e.handle_generation = env.OptUint("handle_generation");
-  e.operation_id = env.OptStr("operation_id");
+  auto operation_id = env.OptStr("operation_id");
   e.base_snapshot = env.OptUint("base_snapshot");
   e.result_snapshot = env.OptUint("result_snapshot");
-  e.outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true)
-                  .value_or("success");
+  auto outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true);
   const dom::element* payload_el = env.Get("payload", false);
   env.RejectUnknown(true);
-  current_ = {id.value_or(""), e.request_id.value_or("")};
+  current_ = {id.value_or(""), request_id.value_or("")};
   if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) {
     // The event is dropped, but its place in its source's sequence is known: the next event
     // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
     if (inst && seq) NoteDroppedEvent(*inst, *seq);
+    const uint32_t line = e.line;
+    const uint64_t content_hash = e.content_hash;
+    e = Event{};  // no view of an earlier line survives a dropped event
+    e.line = line;
+    e.content_hash = content_hash;
     return false;
   }
+  // The event views the copies (the general reader's strings die with it).
+  std::string* copy = envelope_copies_;
+  auto keep = [&](std::string&& s) -> std::string_view { return *copy++ = std::move(s); };
   e.has_trace_id = trace_id && !trace_id->empty();
-  e.event_id = std::move(*id);
-  e.source_instance = std::move(*inst);
-  e.source_component = std::move(*comp);
+  e.event_id = keep(std::move(*id));
+  e.source_instance = keep(std::move(*inst));
+  e.source_component = keep(std::move(*comp));
   e.local_sequence = *seq;
   e.monotonic_ns = *ns;
-  e.event_type = std::move(*type);
+  e.event_type = keep(std::move(*type));
+  e.request_id.reset();
+  if (request_id) e.request_id = keep(std::move(*request_id));
+  e.operation_id.reset();
+  if (operation_id) e.operation_id = keep(std::move(*operation_id));
+  e.outcome = outcome ? keep(std::move(*outcome)) : std::string_view("success");
   *has_payload = payload_el != nullptr;
   if (payload_el) *payload = *payload_el;
+  context_is_event_ = false;
   return true;
 }
 
@@ -1031,7 +1007,7 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   }
   if (!spec) {
     Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
-           "event_type \"" + e.event_type + "\" is not defined by " + kTraceKind);
+           "event_type \"" + std::string(e.event_type) + "\" is not defined by " + kTraceKind);
     return;
   }
   SourceState* src_state = CheckSource(e, *spec);
@@ -1052,21 +1028,21 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   }
   if (id_conflict)
     Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-           "event_id \"" + e.event_id + "\" already names a different event of source \"" +
-               e.source_instance + "\"");
+           "event_id \"" + std::string(e.event_id) + "\" already names a different event of source \"" +
+               std::string(e.source_instance) + "\"");
   if (src.seen && e.local_sequence <= src.last_seq) {
     Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
-           "source \"" + e.source_instance + "\" local_sequence " +
+           "source \"" + std::string(e.source_instance) + "\" local_sequence " +
                std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
   } else {
     if (src.seen && e.local_sequence != src.last_seq + 1)
       Report(ErrorCode::TRACE_SEQUENCE_GAP, LinePtr() + "/local_sequence",
-             "source \"" + e.source_instance + "\" local_sequence jumps from " +
+             "source \"" + std::string(e.source_instance) + "\" local_sequence jumps from " +
                  std::to_string(src.last_seq) + " to " + std::to_string(e.local_sequence) +
                  " (an unexplained gap: the audit is incomplete)");
     if (src.seen && e.monotonic_ns < src.last_ns)
       Report(ErrorCode::TRACE_CLOCK_REGRESSION, LinePtr() + "/monotonic_ns",
-             "source \"" + e.source_instance + "\" monotonic_ns " + std::to_string(e.monotonic_ns) +
+             "source \"" + std::string(e.source_instance) + "\" monotonic_ns " + std::to_string(e.monotonic_ns) +
                  " is before the previous " + std::to_string(src.last_ns));
     src.seen = true;
     src.last_seq = e.local_sequence;
@@ -1089,12 +1065,12 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
   // Envelope requirements of the event type.
   if (spec->needs_request && (!e.request_id || !e.handle_generation)) {
     Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + (e.request_id ? "/handle_generation" : "/request_id"),
-           e.event_type + " requires request_id and handle_generation");
+           std::string(e.event_type) + " requires request_id and handle_generation");
     return;
   }
   if (spec->needs_operation && !e.operation_id) {
     Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + "/operation_id",
-           e.event_type + " requires operation_id");
+           std::string(e.event_type) + " requires operation_id");
     return;
   }
   // Event-id identity within the request's live history.
@@ -1105,12 +1081,12 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
       if (it->second.content_hash == e.content_hash) return;  // duplicate delivery
       if (!id_conflict)
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-               "event_id \"" + e.event_id + "\" already names a different event of request \"" +
-                   *e.request_id + "\"");
+               "event_id \"" + std::string(e.event_id) + "\" already names a different event of request \"" +
+                   std::string(*e.request_id) + "\"");
     }
   }
   // Events of a request whose creation was already reported are not replayed (gating).
-  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + *e.request_id)) return;
+  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + std::string(*e.request_id))) return;
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
     const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
@@ -1118,8 +1094,8 @@ void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
         !(h->current.phase == lifecycle::Phase::kReleased &&
           h->current.incarnation == *e.handle_generation + 1)) {
       Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
-             e.event_type + " targets handle_generation " + std::to_string(*e.handle_generation) +
-                 " of \"" + *e.request_id + "\"; the live handle generation is " +
+             std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
+                 " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +
                  std::to_string(h->current.incarnation));
       return;
     }

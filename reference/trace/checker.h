@@ -105,20 +105,24 @@ class CheckerExtension {
 };
 
 // The envelope of one event (RuntimeMutationEvent of M5.1 0x07), read before dispatch.
+// Lifetime: the string members view the bytes of the event's own line as parsed (or the
+// checker's copies of them when the general reader read the envelope) and are valid while the
+// event is replayed, i.e. until the checker reads the next line. A handler that keeps a name
+// beyond its event copies it (std::string).
 struct Event {
   uint32_t line = 0;
-  std::string event_id;
-  std::string source_instance;
-  std::string source_component;
+  std::string_view event_id;
+  std::string_view source_instance;
+  std::string_view source_component;
   uint64_t local_sequence = 0;
   uint64_t monotonic_ns = 0;
-  std::optional<std::string> request_id;
+  std::optional<std::string_view> request_id;
   std::optional<uint64_t> handle_generation;
-  std::optional<std::string> operation_id;
-  std::string event_type;
+  std::optional<std::string_view> operation_id;
+  std::string_view event_type;
   std::optional<uint64_t> base_snapshot;
   std::optional<uint64_t> result_snapshot;
-  std::string outcome;  // "success" when absent/null
+  std::string_view outcome = "success";  // "success" when absent/null
   bool has_trace_id = false;  // a non-empty trace_id member is present
   uint64_t content_hash = 0;
 };
@@ -391,7 +395,10 @@ class TraceChecker {
   Violations violations_;
   std::vector<Context> contexts_;
   Context current_;
-  Event event_;  // the event being replayed (reused so its strings keep their capacity)
+  Event event_;  // the event being replayed
+  // The general envelope reader's copies of the event's strings (event_ views them): event_id,
+  // source_instance, source_component, event_type, request_id, operation_id, outcome.
+  std::string envelope_copies_[7];
   // While true and current_ is empty, Report() first fills current_ from event_ (so that events
   // without violations copy no context strings). Code that installs another context in
   // current_ for one report and restores it afterwards keeps working unchanged.

@@ -24,7 +24,7 @@ std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
   const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-             e.event_type + " names request \"" + *e.request_id +
+             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                  "\", which was never allocated or forked");
     return std::nullopt;
   }
@@ -37,7 +37,7 @@ const Snapshot* CurrentRef(TraceChecker& c, const Event& e) {
   const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-             e.event_type + " names request \"" + *e.request_id +
+             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                  "\", which was never allocated or forked");
     return nullptr;
   }
@@ -55,13 +55,13 @@ void CheckResult(TraceChecker& c, const Event& e, const Snapshot& after,
                  std::optional<uint64_t> claimed_length, bool frontier_claim = false) {
   if (e.result_snapshot && *e.result_snapshot != after.version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
-             e.event_type + " reports result snapshot " + U(*e.result_snapshot) +
+             std::string(e.event_type) + " reports result snapshot " + U(*e.result_snapshot) +
                  "; the replayed snapshot version is " + U(after.version));
   if (claimed_length && *claimed_length != after.committed_length) {
     bool over = frontier_claim && *claimed_length > after.committed_length;
     c.Report(over ? ErrorCode::FRONTIER_CACHE_OVERCOMMIT : ErrorCode::TRACE_SNAPSHOT_MISMATCH,
              c.LinePtr() + "/payload/committed_length",
-             e.event_type + " reports committed length " + U(*claimed_length) +
+             std::string(e.event_type) + " reports committed length " + U(*claimed_length) +
                  "; the replayed all-layer committed length is " + U(after.committed_length) +
                  (over ? " (no cache-producing call processed the extra token)" : ""));
   }
@@ -70,7 +70,7 @@ void CheckResult(TraceChecker& c, const Event& e, const Snapshot& after,
 void NoResultAllowed(TraceChecker& c, const Event& e) {
   if (e.result_snapshot)
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
-             e.event_type + " carries result snapshot " + U(*e.result_snapshot) +
+             std::string(e.event_type) + " carries result snapshot " + U(*e.result_snapshot) +
                  "; a failure leaves its base snapshot visible and names no result");
 }
 
@@ -80,14 +80,14 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
 void NoSnapshotProduced(TraceChecker& c, const Event& e) {
   if (e.result_snapshot)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
-             e.event_type + " claims result snapshot " + U(*e.result_snapshot) +
+             std::string(e.event_type) + " claims result snapshot " + U(*e.result_snapshot) +
                  "; it produces no snapshot (result_snapshot must be null or absent)");
 }
 
 // Gating: a refused request-level transition (truncate, cancel_request, finish, release) leaves
 // the request in a state the runtime did not report, so its later events are not replayed.
 void RefuseRequest(TraceChecker& c, const Event& e) {
-  if (!KeyEquals(e.outcome, "rejected")) c.Poison("request:" + *e.request_id);
+  if (!KeyEquals(e.outcome, "rejected")) c.Poison("request:" + std::string(*e.request_id));
 }
 
 void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -98,13 +98,13 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
              "request_allocate establishes snapshot 0, not " + U(*e.result_snapshot));
   bool ok = c.Apply(e, [&](KvObject& kv) {
-    return kv.Allocate(*e.request_id, lineage.value_or(*e.request_id), *e.handle_generation)
+    return kv.Allocate(*e.request_id, lineage ? std::string_view(*lineage) : *e.request_id, *e.handle_generation)
         .status();
   });
   if (ok)
-    c.NewRequest(*e.request_id, *prompt);
+    c.NewRequest(std::string(*e.request_id), *prompt);
   else if (!KeyEquals(e.outcome, "rejected"))
-    c.Poison("request:" + *e.request_id);
+    c.Poison("request:" + std::string(*e.request_id));
 }
 
 frontier::AppendPurpose PurposeOf(std::string_view s) {
@@ -134,11 +134,11 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return;
   }
   if (!a) {
-    c.Poison(*e.operation_id);
+    c.Poison(std::string(*e.operation_id));
     return;
   }
   const Snapshot* cur = CurrentRef(c, e);
-  if (!cur) return c.Poison(*e.operation_id);
+  if (!cur) return c.Poison(std::string(*e.operation_id));
   lifecycle::BeginAppendRequest r;
   r.txn_id = *e.operation_id;
   r.idempotency_key = a->key ? *a->key : std::string_view(*e.operation_id);
@@ -174,7 +174,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   }
   bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
   if (!ok) {
-    if (!retry) c.Poison(*e.operation_id);
+    if (!retry) c.Poison(std::string(*e.operation_id));
     return;
   }
   if (a->pending && !retry) {
@@ -185,7 +185,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
                    " rows x " + U(c.bytes_per_token()) +
                    " B/token = " + (want ? U(*want) : std::string("overflow")));
-      c.Poison(*e.operation_id);
+      c.Poison(std::string(*e.operation_id));
     }
   }
   if (!retry) {
@@ -245,7 +245,7 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
       base && *e.base_snapshot != *base)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
-                 *e.operation_id + "\" started on snapshot " + U(*base));
+                 std::string(*e.operation_id) + "\" started on snapshot " + U(*base));
   lifecycle::StageLayerRequest r;
   r.txn_id = *e.operation_id;
   r.layer = static_cast<uint32_t>(a.layer);
@@ -291,7 +291,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   if (receipt.replayed != (KeyEquals(e.outcome, "replayed"))) {
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              receipt.replayed
-                 ? "append_publish reports a new publication, but operation \"" + *e.operation_id +
+                 ? "append_publish reports a new publication, but operation \"" + std::string(*e.operation_id) +
                        "\" was already published: a retry returns the original receipt and must "
                        "not advance the generation again"
                  : "append_publish reports a replayed receipt for a first publication");
@@ -331,7 +331,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   NoResultAllowed(c, e);
   if (KeyEquals(e.event_type, "append_failure") && !KeyEquals(e.outcome, "failure") && !KeyEquals(e.outcome, "cancelled"))
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             "append_failure carries outcome \"" + e.outcome + "\"; expected failure or cancelled");
+             "append_failure carries outcome \"" + std::string(e.outcome) + "\"; expected failure or cancelled");
   c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
 }
 
@@ -342,7 +342,7 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
   if (!cur) return;
   if (!cur->readable()) {
     c.Report(ErrorCode::LIFECYCLE_HANDLE_RELEASED, c.LinePtr() + "/request_id",
-             "output_emit on released request \"" + *e.request_id + "\"");
+             "output_emit on released request \"" + std::string(*e.request_id) + "\"");
     return;
   }
   if (e.base_snapshot && *e.base_snapshot != cur->version)
@@ -370,7 +370,7 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   if (KeyEquals(e.outcome, "rejected")) {
     if (r.ok())
       c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-               "read reported \"rejected\", but request \"" + *e.request_id + "\" is readable");
+               "read reported \"rejected\", but request \"" + std::string(*e.request_id) + "\" is readable");
     return;
   }
   if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
@@ -545,7 +545,7 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   if (next_gen && *next_gen != after->incarnation)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/result_handle_generation",
              "release fences handle generation " + U(after->incarnation) + ", not " + U(*next_gen));
-  c.NoteReleased(*e.request_id, after->incarnation);
+  c.NoteReleased(std::string(*e.request_id), after->incarnation);
 }
 
 // Allocator/residency observations: facts of other planes, tied to a semantic cause.
@@ -554,19 +554,19 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   if (!cause) return nullptr;
   if (!e.request_id) {
     c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/request_id",
-             e.event_type + " names the request whose semantic event caused it");
+             std::string(e.event_type) + " names the request whose semantic event caused it");
     return nullptr;
   }
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
   if (!info)
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             e.event_type + " is caused by \"" + *cause +
+             std::string(e.event_type) + " is caused by \"" + *cause +
                  "\", which is no earlier semantic event of "
                  "request \"" +
-                 *e.request_id + "\"");
+                 std::string(*e.request_id) + "\"");
   if (info && e.handle_generation && *e.handle_generation != info->handle_generation) {
     c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
-             e.event_type + " names handle_generation " + std::to_string(*e.handle_generation) +
+             std::string(e.event_type) + " names handle_generation " + std::to_string(*e.handle_generation) +
                  " but its cause \"" + *cause + "\" happened at handle_generation " +
                  std::to_string(info->handle_generation));
     return nullptr;
@@ -583,7 +583,7 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
   for (auto m : kMutationCauses) mutation |= (info.type == m);
   if (!mutation || (is_free != (info.type == "release"))) {
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
-             e.event_type + (is_free ? " observes storage returned" : " observes storage held") +
+             std::string(e.event_type) + (is_free ? " observes storage returned" : " observes storage held") +
                  " after a " + std::string(info.type) + " event; " +
                  (is_free ? "only release closes ownership (finish is not a physical free)"
                           : "held storage follows allocate, publish, fork or truncate"));

@@ -92,9 +92,9 @@ TransferState& State(TraceChecker& c) {
 
 // The request the event names, or nullopt after reporting its absence.
 std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
-  if (e.request_id) return e.request_id;
+  if (e.request_id) return std::string(*e.request_id);
   c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/request_id",
-           e.event_type + " names the request whose K/V it moves");
+           std::string(e.event_type) + " names the request whose K/V it moves");
   return std::nullopt;
 }
 
@@ -103,32 +103,32 @@ std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
 bool OutcomeAllowed(TraceChecker& c, const Event& e, bool declaration = false) {
   if (KeyEquals(e.outcome, "success") || (!declaration && KeyEquals(e.outcome, "rejected"))) return true;
   c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-           e.event_type + " outcome is " + (declaration ? "success" : "success or rejected") +
-               ", not \"" + e.outcome + "\" (a failed handoff is recorded as transfer_abort)");
+           std::string(e.event_type) + " outcome is " + (declaration ? "success" : "success or rejected") +
+               ", not \"" + std::string(e.outcome) + "\" (a failed handoff is recorded as transfer_abort)");
   return false;
 }
 
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
 Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
-  const std::string& id = *e.operation_id;
+  const std::string id(*e.operation_id);
   if (c.IsPoisoned("transfer:" + id)) return nullptr;  // its root cause is already reported
   auto it = s.transfers.find(id);
   if (it == s.transfers.end() || !it->second.txn) {
     c.Report(
         ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
-        e.event_type + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
+        std::string(e.event_type) + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
     return nullptr;
   }
   Transfer& t = it->second;
   if (e.request_id && *e.request_id != t.request_id) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
-             e.event_type + " names request \"" + *e.request_id + "\"; transfer \"" + id +
+             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) + "\"; transfer \"" + id +
                  "\" moves request \"" + t.request_id + "\"");
     return nullptr;
   }
   if (e.handle_generation && *e.handle_generation != t.txn->plan().identity.generation) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
-             e.event_type + " carries generation " + U(*e.handle_generation) + "; transfer \"" +
+             std::string(e.event_type) + " carries generation " + U(*e.handle_generation) + "; transfer \"" +
                  id + "\" belongs to generation " + U(t.txn->plan().identity.generation));
     return nullptr;
   }
@@ -139,11 +139,11 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
 // refused by the protocol too (a refused operation changes nothing), anything else must be
 // accepted. A breach is reported once and gates the transfer's later events.
 bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view context = {}) {
-  const std::string gate = "transfer:" + *e.operation_id;
+  const std::string gate = "transfer:" + std::string(*e.operation_id);
   if (KeyEquals(e.outcome, "rejected")) {
     if (!s.ok()) return false;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             e.event_type +
+             std::string(e.event_type) +
                  " reported \"rejected\", but the M5.6 transaction admits it on the "
                  "replayed state (the runtime refused a legal operation or the trace "
                  "lost an event)");
@@ -167,12 +167,12 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
   c.Report(
       early ? ErrorCode::HANDOFF_CREDIT_RETURNED_EARLY : ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
       c.LinePtr() + "/payload/in_flight_bytes",
-      e.event_type + " reports " + U(*observed) + " B in flight; the credit window holds " +
+      std::string(e.event_type) + " reports " + U(*observed) + " B in flight; the credit window holds " +
           U(d.credits.in_flight()) + " B" +
           (early ? " (this chunk's " + U(chunk_bytes) +
                        " B were returned at receive; credit returns at DEVICE_VISIBLE)"
                  : ""));
-  c.Poison("transfer:" + *e.operation_id);
+  c.Poison("transfer:" + std::string(*e.operation_id));
 }
 
 const handoff::ChunkSpec* Spec(const Transfer& t, std::string_view chunk_id) {
@@ -393,7 +393,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!IsSha256Hex(*checksum)) {
     c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload/checksum",
              "expected a 64-character lowercase hex SHA-256, got \"" + *checksum + "\"");
-    return c.Poison("transfer:" + *e.operation_id);
+    return c.Poison("transfer:" + std::string(*e.operation_id));
   }
   if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
