@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include "reference/lifecycle/snapshot/snapshot.h"
+#include "reference/trace/element_readers.h"
 #include "reference/trace/transfer_events.h"
 
 namespace kvc::trace {
@@ -93,9 +94,30 @@ uint64_t LineHash(std::string_view s) {
     h = Mum(h ^ k3, g ^ k1);
   }
   for (; n >= 16; p += 16, n -= 16) h = Mum(Load64(p) ^ k1, Load64(p + 8) ^ h);
-  uint64_t tail[2] = {0, 0};
-  if (n) std::memcpy(tail, p, n);
-  return Mum(Mum(tail[0] ^ k1, tail[1] ^ h) ^ k2, s.size() ^ k1);
+  // The last 0-15 bytes, by fixed-size loads (no library call): the 16 bytes that end the input
+  // when it has them (overlapping bytes already hashed; the length is mixed in below), else
+  // overlapping loads within the input.
+  uint64_t a = 0, b = 0;
+  if (n) {
+    const char* end = p + n;
+    if (s.size() >= 16) {
+      a = Load64(end - 16);
+      b = Load64(end - 8);
+    } else if (n >= 8) {
+      a = Load64(p);
+      b = Load64(end - 8);
+    } else if (n >= 4) {
+      uint32_t x, y;
+      std::memcpy(&x, p, 4);
+      std::memcpy(&y, end - 4, 4);
+      a = x;
+      b = y;
+    } else {
+      a = uint64_t{static_cast<unsigned char>(p[0])} << 16 |
+          uint64_t{static_cast<unsigned char>(p[n / 2])} << 8 | static_cast<unsigned char>(p[n - 1]);
+    }
+  }
+  return Mum(Mum(a ^ k1, b ^ h) ^ k2, s.size() ^ k1);
 }
 
 namespace {
@@ -237,21 +259,6 @@ std::optional<std::string> ObjReader::OptStr(std::string_view key) {
     return std::nullopt;
   }
   return std::string(std::string_view(*e));
-}
-
-bool ElementAsUint(const dom::element& e, uint64_t* out) {
-  switch (e.type()) {
-    case dom::element_type::UINT64:
-      *out = e.get_uint64().value_unsafe();
-      return true;
-    case dom::element_type::INT64: {
-      const int64_t v = e.get_int64().value_unsafe();
-      *out = static_cast<uint64_t>(v);
-      return v >= 0;
-    }
-    default:
-      return false;
-  }
 }
 
 namespace {

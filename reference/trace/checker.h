@@ -425,7 +425,7 @@ class TraceChecker {
 
 // An unsigned integer element (UINT64, or INT64 >= 0): what ObjReader::Uint accepts without a
 // bound, and what the one-pass readers accept.
-bool ElementAsUint(const simdjson::dom::element& e, uint64_t* out);
+// ElementAsUint (an unsigned integer element: UINT64, or INT64 >= 0) is in element_readers.h.
 
 // A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
 // cryptographic, not stable across kvconform versions).

@@ -401,7 +401,7 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
 
 // The envelope's strings are overwritten in place when their length repeats: every event's
 // reported context must still carry its own id and type, for every id length up to 40.
-TEST(TraceCheckerTest, EnvelopeStringsOverwrittenInPlaceStayExact) {
+TEST(TraceCheckerTest, EnvelopeStringsOfEachEventStayExact) {
   TraceChecker c("t.jsonl");
   c.Feed(kHeader, 1);
   std::vector<std::string> ids, types;
@@ -425,6 +425,39 @@ TEST(TraceCheckerTest, EnvelopeStringsOverwrittenInPlaceStayExact) {
     EXPECT_EQ(c.violations()[i].code, ErrorCode::TRACE_EVENT_TYPE_UNKNOWN) << i;
     EXPECT_NE(c.violations()[i].message.find("\"" + types[i] + "\""), std::string::npos)
         << c.violations()[i].message;
+  }
+}
+
+// LineHash is the duplicate-delivery identity of lines and ids: equal bytes hash equal wherever
+// they lie in memory (its tail loads stay inside the input), and a change of any one byte, at
+// any position, of inputs of every length up to 100 changes the hash.
+TEST(TraceCheckerTest, LineHashSeesEveryByteAndOnlyTheInput) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  std::string a(300, '\0'), b(300, '\0');
+  for (size_t n = 0; n <= 100; ++n) {
+    std::string in(n, '\0');
+    for (char& ch : in) ch = static_cast<char>(next());
+    for (char& ch : a) ch = static_cast<char>(next());
+    for (char& ch : b) ch = static_cast<char>(next());
+    a.replace(7, n, in);
+    b.replace(100, n, in);
+    const uint64_t h = LineHash(in);
+    EXPECT_EQ(LineHash(std::string_view(a).substr(7, n)), h) << n;
+    EXPECT_EQ(LineHash(std::string_view(b).substr(100, n)), h) << n;
+    for (size_t i = 0; i < n; ++i) {
+      std::string m = in;
+      m[i] = static_cast<char>(m[i] ^ (1 + next() % 255));
+      EXPECT_NE(LineHash(m), h) << "length " << n << ", byte " << i;
+    }
+    if (n) {
+      EXPECT_NE(LineHash(std::string_view(in).substr(0, n - 1)), h) << n;
+    }
   }
 }
 

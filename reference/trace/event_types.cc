@@ -8,6 +8,7 @@
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/reorder/reorder.h"
 #include "reference/trace/checker.h"
+#include "reference/trace/element_readers.h"
 
 namespace kvc::trace {
 namespace {
