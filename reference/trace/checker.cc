@@ -665,14 +665,46 @@ void TraceChecker::Feed(std::string_view line, uint32_t line_no) {
 }
 
 void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
+  dom::element root;
+  const simdjson::error_code err = (line_no > 1 && !header_ok_)
+                                       ? simdjson::SUCCESS  // not parsed: the replay stops
+                                       : parser_->parser.parse(line.data(), line.size(), false).get(root);
+  ReplayLine(line, line_no, err, root);
+}
+
+void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
+                                   uint32_t first_line_no) {
+  while (batch_parsers_.size() < std::min(n, kMaxBatch))
+    batch_parsers_.push_back(std::make_unique<Parser>());
+  for (size_t start = 0; start < n; start += kMaxBatch) {
+    const size_t m = std::min(n - start, kMaxBatch);
+    dom::element roots[kMaxBatch];
+    simdjson::error_code errs[kMaxBatch];
+    for (size_t i = 0; i < m; ++i) {
+      const std::string_view line = lines[start + i];
+      errs[i] = line.size() > kMaxBatchLine
+                    ? simdjson::CAPACITY  // not parsed here; replayed through FeedPadded below
+                    : batch_parsers_[i]->parser.parse(line.data(), line.size(), false).get(roots[i]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      const uint32_t line_no = first_line_no + static_cast<uint32_t>(start + i);
+      if (lines[start + i].size() > kMaxBatchLine)
+        FeedPadded(lines[start + i], line_no);
+      else
+        ReplayLine(lines[start + i], line_no, errs[i], roots[i]);
+    }
+  }
+}
+
+void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_code,
+                              const dom::element& root) {
+  const auto err = static_cast<simdjson::error_code>(err_code);
   line_ = line_no;
   current_.event_id.clear();
   current_.request_id.clear();
   context_is_event_ = false;
   if (line_no == 1) header_seen_ = true;
   if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
-  dom::element root;
-  auto err = parser_->parser.parse(line.data(), line.size(), false).get(root);
   if (line.empty() || err) {
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
@@ -1241,6 +1273,23 @@ class BlockLineReader {
       end_ += n;
     }
   }
+  // Up to `max` next complete lines (as Next()); all of them stay valid, with their padding,
+  // until the next call of Next() or NextBatch(). Returns how many (0 at end of input). The
+  // buffer is refilled only when it holds no complete line, so a batch may be shorter than
+  // `max` before the end.
+  size_t NextBatch(std::string_view* lines, size_t max) {
+    size_t n = 0;
+    if (max == 0 || !Next(&lines[n])) return 0;
+    for (++n; n < max; ++n) {
+      const char* b = buf_.data() + begin_;
+      const void* nl = std::memchr(b, '\n', end_ - begin_);
+      if (!nl) break;  // the rest needs a refill, which would move the lines handed out
+      const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+      lines[n] = std::string_view(b, len);
+      begin_ += len + 1;
+    }
+    return n;
+  }
   // True when the input ended with bytes after the last '\n' (valid after Next() is false).
   bool ended_mid_line() const { return begin_ < end_; }
 
@@ -1283,9 +1332,12 @@ Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
   BlockLineReader reader(f);
-  std::string_view text;
+  std::string_view lines[TraceChecker::kMaxBatch];
   uint32_t line = 0;
-  while (reader.Next(&text)) checker->FeedPadded(text, ++line);
+  while (const size_t n = reader.NextBatch(lines, TraceChecker::kMaxBatch)) {
+    checker->FeedPaddedBatch(lines, n, line + 1);
+    line += static_cast<uint32_t>(n);
+  }
   const bool mid_line = reader.ended_mid_line();
   const bool read_error = std::ferror(f);
   std::fclose(f);

@@ -6,8 +6,8 @@
 // clocks, event-id identity, causal observations, plane separation). It reports every violation
 // with its registry code, line, event_id and request, in trace order.
 //
-// Streaming: Feed()/FeedPadded() take one line at a time (CheckTraceFile reads 1 MiB blocks and
-// parses lines in place). Memory follows live handles: per-request event indexes and operation
+// Streaming: Feed()/FeedPadded() take one line at a time, FeedPaddedBatch() a few consecutive
+// lines (CheckTraceFile reads 1 MiB blocks and parses batches of 16 lines in place). Memory follows live handles: per-request event indexes and operation
 // records are dropped at release (keeping the terminal events), final transaction records of
 // released handles are pruned every CheckerOptions::prune_every_releases releases, and only the
 // last CheckerOptions::released_window released requests keep a tombstone (older ones are
@@ -221,6 +221,14 @@ class TraceChecker {
   // Feed() without the copy: `line` must be followed by at least simdjson::SIMDJSON_PADDING (64)
   // readable bytes (their content does not matter), as CheckTraceFile's block buffer is.
   void FeedPadded(std::string_view line, uint32_t line_no);
+  // FeedPadded() of `n` consecutive lines numbered first_line_no, first_line_no + 1, ...: the
+  // same violations in the same order, but every line is parsed before the first is replayed
+  // (the parser's code and the replay's code each stay in the instruction cache across the
+  // batch). Each line must stay readable, with its padding, until the call returns; at most
+  // kMaxBatch lines of at most kMaxBatchLine bytes each (longer lines go through FeedPadded).
+  static constexpr size_t kMaxBatch = 16;
+  static constexpr size_t kMaxBatchLine = size_t{64} << 10;
+  void FeedPaddedBatch(const std::string_view* lines, size_t n, uint32_t first_line_no);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.
   const Violations& Finish(bool ended_mid_line);
@@ -341,6 +349,9 @@ class TraceChecker {
   const std::string& LinePtr() const;
 
  private:
+  // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error.
+  void ReplayLine(std::string_view line, uint32_t line_no, int err,
+                  const simdjson::dom::element& root);
   void ReadHeader(const simdjson::dom::element& root);
   void ReadEvent(const simdjson::dom::element& root, std::string_view raw);
   // The envelope of an event: ReadEnvelopeFast reads a conforming one in a single pass over its
@@ -380,6 +391,8 @@ class TraceChecker {
   CheckerOptions opt_;
   struct Parser;
   std::unique_ptr<Parser> parser_;
+  // FeedPaddedBatch's parsers (one document per line of a batch), created on first use.
+  std::vector<std::unique_ptr<Parser>> batch_parsers_;
   std::unique_ptr<lifecycle::KvObject> kv_;
   uint64_t bytes_per_token_ = 0;
   bool header_ok_ = false;
@@ -440,7 +453,7 @@ Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 
 // Streams a file through a checker: 1 MiB blocks (grown to the longest line), lines parsed in
-// place through FeedPadded. IoError when unreadable.
+// place in batches through FeedPaddedBatch. IoError when unreadable.
 Status CheckTraceFile(const std::string& path, TraceChecker* checker);
 
 }  // namespace kvc::trace

@@ -461,6 +461,70 @@ TEST(TraceCheckerTest, LineHashSeesEveryByteAndOnlyTheInput) {
   }
 }
 
+// CheckTraceFile parses lines in batches (FeedPaddedBatch) from a block reader; the result must
+// be FeedPadded's, line by line (ValidateTraceJsonl), with batches that cross block refills,
+// lines longer than kMaxBatchLine, malformed, empty and duplicate lines, an unusable header and
+// a last line without '\n'.
+TEST(TraceCheckerTest, BatchedFileCheckEqualsLineByLineReplay) {
+  int seq = 0;
+  auto ev = [&](const std::string& req, const std::string& type, const std::string& rest) {
+    const int s = seq++;
+    return R"({"event_id":"e)" + std::to_string(s) + R"(","source_instance":"e",)" +
+           R"("source_component":"semantic","local_sequence":)" + std::to_string(s) +
+           R"(,"monotonic_ns":)" + std::to_string(100 + s) + R"(,"event_type":")" + type +
+           R"(","request_id":")" + req + R"(","handle_generation":0,)" + rest + "}\n";
+  };
+  std::string body;
+  for (int r = 0; r < 2500; ++r) {
+    const std::string req = "R" + std::to_string(r), op = "\"operation_id\":\"p" + std::to_string(r) + "\",";
+    body += ev(req, "request_allocate", R"("payload":{"prompt_length":2})");
+    body += ev(req, "append_start", op + R"("base_snapshot":0,"payload":{"interval":[0,2],)"
+                                         R"("cache_position":[0,2],"mask_key_length":2,)"
+                                         R"("position_stage":"post_rope","purpose":"prefill"})");
+    if (r % 97 == 5) body += "{not json\n";
+    if (r % 211 == 7) body += "\n";
+    std::string stage = ev(req, "append_stage_layer", op + R"("payload":{"layer":0,"interval":[0,2]})");
+    body += stage;
+    if (r % 101 == 9) body += stage;  // a byte-equivalent redelivery
+    if (r % 503 == 11)  // a line longer than kMaxBatchLine (an unknown member)
+      body += ev(req, "append_stage_layer",
+                 op + R"("payload":{"layer":0,"interval":[0,2],"x":")" +
+                     std::string(TraceChecker::kMaxBatchLine + 100, 'x') + "\"}}");
+    body += ev(req, "append_publish", op + R"("base_snapshot":0,"result_snapshot":1,)"
+                                           R"("payload":{"committed_length":2})");
+  }
+  ASSERT_GT(body.size(), size_t{2} << 20);  // several 1 MiB block refills
+  const std::string dir = ::testing::TempDir();
+  int variant = 0;
+  for (const std::string& text :
+       {std::string(kHeader) + "\n" + body, std::string(kHeader) + "\n" + body + "{\"partial\":",
+        std::string("{\"kind\":\"other\"}\n") + body}) {
+    const std::string path = dir + "/batched_" + std::to_string(variant++) + ".jsonl";
+    {
+      FILE* f = std::fopen(path.c_str(), "wb");
+      ASSERT_NE(f, nullptr);
+      ASSERT_EQ(std::fwrite(text.data(), 1, text.size(), f), text.size());
+      std::fclose(f);
+    }
+    TraceChecker batched(path);
+    ASSERT_TRUE(CheckTraceFile(path, &batched).ok());
+    const Violations want = ValidateTraceJsonl(text, path);
+    const Violations& got = batched.violations();
+    ASSERT_EQ(got.size(), want.size()) << "variant " << variant;
+    if (variant < 3)
+      EXPECT_GT(got.size(), 30u);  // the injected defects
+    else
+      EXPECT_EQ(got.size(), 1u);  // the header alone: nothing after it is replayed
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].code, want[i].code) << i;
+      EXPECT_EQ(got[i].line, want[i].line) << i;
+      EXPECT_EQ(got[i].pointer, want[i].pointer) << i;
+      EXPECT_EQ(got[i].message, want[i].message) << i;
+    }
+    std::remove(path.c_str());
+  }
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
