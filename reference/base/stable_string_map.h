@@ -40,8 +40,8 @@ namespace kvc::base {
 //  * Address stability: a reference, pointer or iterator to an element stays valid until that
 //    element is erased (or the map is cleared, assigned to or destroyed); inserting or erasing
 //    other elements, growth, swap (the elements then belong to the other map) and move
-//    construction never move an element. end() is the exception: an insertion may invalidate
-//    an end() iterator obtained before it.
+//    construction never move an element. An iterator holds its element's address (iterators
+//    compare by it; end() holds none).
 //  * Iteration visits elements in node order: deterministic for a given sequence of operations
 //    (it does not depend on the hash), but not insertion order once nodes have been reused.
 //    Its cost is proportional to the highest node number in use since the last clear().
@@ -73,12 +73,12 @@ class StableStringMap {
     // iterator -> const_iterator.
     operator Iter<true>() const  // NOLINT(google-explicit-constructor)
         requires(!Const) {
-      return Iter<true>(map_, node_);
+      return Iter<true>(map_, node_, element_);
     }
-    reference operator*() const { return *map_->Node(node_); }
-    pointer operator->() const { return map_->Node(node_); }
+    reference operator*() const { return *element_; }
+    pointer operator->() const { return element_; }
     Iter& operator++() {
-      node_ = map_->NextLive(node_ + 1);
+      *this = Iter(map_, map_->NextLive(node_ + 1));
       return *this;
     }
     Iter operator++(int) {
@@ -86,18 +86,20 @@ class StableStringMap {
       ++*this;
       return old;
     }
-    friend bool operator==(const Iter& a, const Iter& b) {
-      return a.map_ == b.map_ && a.node_ == b.node_;
-    }
+    friend bool operator==(const Iter& a, const Iter& b) { return a.element_ == b.element_; }
 
    private:
     friend class StableStringMap;
     template <bool>
     friend class Iter;
     using MapPtr = std::conditional_t<Const, const StableStringMap*, StableStringMap*>;
-    Iter(MapPtr map, uint32_t node) : map_(map), node_(node) {}
+    // Node `node` (live) or map->used_ (end()).
+    Iter(MapPtr map, uint32_t node)
+        : Iter(map, node, node < map->used_ ? map->Node(node) : nullptr) {}
+    Iter(MapPtr map, uint32_t node, pointer element) : map_(map), element_(element), node_(node) {}
     MapPtr map_ = nullptr;
-    uint32_t node_ = 0;  // node number; map_->used_ is end()
+    pointer element_ = nullptr;  // nullptr for end()
+    uint32_t node_ = 0;          // node number; map_->used_ for end()
   };
   using iterator = Iter<false>;
   using const_iterator = Iter<true>;
@@ -128,20 +130,22 @@ class StableStringMap {
   bool empty() const { return size_ == 0; }
 
   iterator begin() { return iterator(this, NextLive(0)); }
-  iterator end() { return iterator(this, used_); }
+  iterator end() { return iterator(this, used_, nullptr); }
   const_iterator begin() const { return const_iterator(this, NextLive(0)); }
-  const_iterator end() const { return const_iterator(this, used_); }
+  const_iterator end() const { return const_iterator(this, used_, nullptr); }
 
   iterator find(std::string_view key) {
-    const size_t i = FindSlot(key, HashOf(key));
-    return i == kNoSlot ? end() : iterator(this, NodeOfSlot(slots_[i]));
+    const Found f = FindSlot(key, HashOf(key));
+    return f.element ? iterator(this, NodeOfSlot(slots_[f.slot]), f.element) : end();
   }
   const_iterator find(std::string_view key) const {
-    const size_t i = FindSlot(key, HashOf(key));
-    return i == kNoSlot ? end() : const_iterator(this, NodeOfSlot(slots_[i]));
+    const Found f = FindSlot(key, HashOf(key));
+    return f.element ? const_iterator(this, NodeOfSlot(slots_[f.slot]), f.element) : end();
   }
   size_t count(std::string_view key) const { return contains(key) ? 1 : 0; }
-  bool contains(std::string_view key) const { return FindSlot(key, HashOf(key)) != kNoSlot; }
+  bool contains(std::string_view key) const {
+    return FindSlot(key, HashOf(key)).element != nullptr;
+  }
 
   // Inserts (key, V(args...)) unless `key` is present; returns the element and whether it was
   // inserted. `key` is anything std::string and std::string_view are constructible from; it
@@ -150,8 +154,8 @@ class StableStringMap {
   std::pair<iterator, bool> try_emplace(K&& key, Args&&... args) {
     const std::string_view k(key);
     const uint64_t h = HashOf(k);
-    if (const size_t i = FindSlot(k, h); i != kNoSlot)
-      return {iterator(this, NodeOfSlot(slots_[i])), false};
+    if (const Found f = FindSlot(k, h); f.element)
+      return {iterator(this, NodeOfSlot(slots_[f.slot]), f.element), false};
     // Reserve everything first (growth, a chunk, a bitmap word), so that a throwing
     // allocation or constructor leaves the map as it was.
     if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.empty() ? kMinSlots : slots_.size() * 2);
@@ -181,12 +185,12 @@ class StableStringMap {
     else
       ++used_;
     live_[n / 64] |= uint64_t{1} << (n % 64);
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = mask_;
     size_t i = TagOf(h) & mask;
     while (slots_[i] != 0) i = (i + 1) & mask;
     slots_[i] = uint64_t{TagOf(h)} << 32 | (uint64_t{n} + 1);
     ++size_;
-    return {iterator(this, n), true};
+    return {iterator(this, n, Node(n)), true};
   }
   template <typename K, typename... Args>
   std::pair<iterator, bool> emplace(K&& key, Args&&... args) {
@@ -209,16 +213,16 @@ class StableStringMap {
     const uint32_t n = pos.node_;
     const uint64_t h = HashOf(Node(n)->first);
     const uint64_t slot = uint64_t{TagOf(h)} << 32 | (uint64_t{n} + 1);
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = mask_;
     size_t i = TagOf(h) & mask;
     while (slots_[i] != slot) i = (i + 1) & mask;  // present: the element is live
     EraseSlot(i);
     return iterator(this, NextLive(n + 1));
   }
   size_t erase(std::string_view key) {
-    const size_t i = FindSlot(key, HashOf(key));
-    if (i == kNoSlot) return 0;
-    EraseSlot(i);
+    const Found f = FindSlot(key, HashOf(key));
+    if (!f.element) return 0;
+    EraseSlot(f.slot);
     return 1;
   }
   // Destroys every element and releases all memory (index and chunks).
@@ -239,6 +243,7 @@ class StableStringMap {
     live_.swap(o.live_);
     swap(free_head_, o.free_head_);
     swap(used_, o.used_);
+    swap(mask_, o.mask_);
     swap(size_, o.size_);
   }
   friend void swap(StableStringMap& a, StableStringMap& b) noexcept { a.swap(b); }
@@ -255,9 +260,9 @@ class StableStringMap {
 
  private:
   static_assert(sizeof(size_t) == 8, "the index uses 64-bit hashes");
-  static constexpr size_t kNoSlot = ~size_t{0};
   static constexpr size_t kMinSlots = 8;
-  static constexpr unsigned kFirstChunkLog = 3;      // the first chunk holds 8 nodes
+  static constexpr unsigned kFirstChunkLog = 3;  // the first chunk holds 8 nodes
+  static constexpr uint64_t kFirstChunkSize = uint64_t{1} << kFirstChunkLog;
   static constexpr uint32_t kMaxNodes = UINT32_MAX;  // node number + 1 must fit 32 bits
   // Raw storage of one node: a value_type while live, else (on the free list) the next free
   // node number + 1 in its first bytes.
@@ -269,14 +274,16 @@ class StableStringMap {
   uint64_t HashOf(std::string_view key) const { return static_cast<uint64_t>(hash_(key)); }
   static uint32_t TagOf(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
   static uint32_t NodeOfSlot(uint64_t slot) { return static_cast<uint32_t>(slot) - 1; }
-  static size_t ChunkOf(uint32_t n) {
-    return static_cast<size_t>(std::bit_width((uint64_t{n} >> kFirstChunkLog) + 1)) - 1;
+  // Node n lives in chunk c = floor(log2(n + 8)) - 3, at offset n + 8 - 2^(c+3): chunk c holds
+  // the 2^(c+3) node numbers [2^(c+3) - 8, 2^(c+4) - 8).
+  static unsigned TopBit(uint32_t n) {
+    return static_cast<unsigned>(std::bit_width(uint64_t{n} + kFirstChunkSize)) - 1;
   }
-  static uint64_t ChunkStart(size_t c) { return ((uint64_t{1} << c) - 1) << kFirstChunkLog; }
-  static uint64_t ChunkSize(size_t c) { return uint64_t{1} << (kFirstChunkLog + c); }
+  static size_t ChunkOf(uint32_t n) { return TopBit(n) - kFirstChunkLog; }
+  static uint64_t ChunkSize(size_t c) { return kFirstChunkSize << c; }
   Cell& CellOf(uint32_t n) const {
-    const size_t c = ChunkOf(n);
-    return chunks_[c][n - ChunkStart(c)];
+    const unsigned top = TopBit(n);
+    return chunks_[top - kFirstChunkLog][uint64_t{n} + kFirstChunkSize - (uint64_t{1} << top)];
   }
   // The live element of node `n`.
   value_type* Node(uint32_t n) const {
@@ -294,16 +301,22 @@ class StableStringMap {
     return static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
   }
 
-  // The slot holding `key` (hash `h`), or kNoSlot. Terminates: the index is at most half full.
-  size_t FindSlot(std::string_view key, uint64_t h) const {
-    if (size_ == 0) return kNoSlot;
-    const size_t mask = slots_.size() - 1;
+  // The slot holding `key` (hash `h`) and its element; element == nullptr when absent.
+  // Terminates: the index is at most half full.
+  struct Found {
+    size_t slot = 0;
+    value_type* element = nullptr;
+  };
+  Found FindSlot(std::string_view key, uint64_t h) const {
+    if (size_ == 0) return {};
+    const size_t mask = mask_;
     const uint32_t tag = TagOf(h);
     for (size_t i = tag & mask;; i = (i + 1) & mask) {
       const uint64_t s = slots_[i];
-      if (s == 0) return kNoSlot;
-      if (static_cast<uint32_t>(s >> 32) == tag && SameBytes(Node(NodeOfSlot(s))->first, key))
-        return i;
+      if (s == 0) return {};
+      if (static_cast<uint32_t>(s >> 32) != tag) continue;
+      value_type* e = Node(NodeOfSlot(s));
+      if (SameBytes(e->first, key)) return {i, e};
     }
   }
 
@@ -318,12 +331,13 @@ class StableStringMap {
       next[i] = s;
     }
     slots_.swap(next);
+    mask_ = mask;
   }
 
   // Removes the entry of slot `i` and destroys its element (backward-shift deletion).
   void EraseSlot(size_t i) {
     const uint32_t n = NodeOfSlot(slots_[i]);
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = mask_;
     size_t hole = i;
     for (size_t j = (i + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
       const size_t home = (slots_[j] >> 32) & mask;
@@ -349,6 +363,7 @@ class StableStringMap {
 
   [[no_unique_address]] Hash hash_;
   std::vector<uint64_t> slots_;                  // the index; empty or a power of two
+  size_t mask_ = 0;                              // slots_.size() - 1 once not empty
   std::vector<std::unique_ptr<Cell[]>> chunks_;  // chunk c holds ChunkSize(c) nodes
   std::vector<uint64_t> live_;                   // bit n: node n holds an element
   uint32_t free_head_ = 0;                       // first free node number + 1; 0 = none
