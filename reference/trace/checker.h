@@ -35,9 +35,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <vector>
 
+#include "reference/base/stable_string_map.h"
 #include "reference/base/status.h"
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
@@ -257,7 +257,7 @@ class TraceChecker {
     frontier::FrontierState frontier{0};
     // This incarnation's events that observations may name as a cause (allocate, publish,
     // fork, truncate, finish, release, cancel_request); cleared at release but for the release.
-    std::unordered_map<std::string, EventInfo, lifecycle::StringHash, StringEq> events;
+    base::StableStringMap<EventInfo> events;
     // A 256-bit Bloom filter of LineHash(id) of every key of `events` (two bits per id): an
     // event id whose bits are not all set is certainly not in `events`, so the exact lookup of
     // a fresh id (nearly every event) is skipped. Rebuilt whenever `events` loses entries.
@@ -416,8 +416,10 @@ class TraceChecker {
   // without violations copy no context strings). Code that installs another context in
   // current_ for one report and restores it afterwards keeps working unchanged.
   bool context_is_event_ = false;
+  // The id maps: element addresses are stable until the element is erased (FindRequest's memo
+  // and last_source_name_ rely on it).
   template <typename T>
-  using Map = std::unordered_map<std::string, T, lifecycle::StringHash, StringEq>;
+  using Map = base::StableStringMap<T>;
   Map<SourceState> sources_;
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_

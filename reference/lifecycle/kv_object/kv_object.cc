@@ -407,7 +407,8 @@ StatusOr<Snapshot> KvObject::CancelRequest(std::string_view handle_id,
   next.phase = Phase::kCancelled;
   next.digest = SnapshotDigest(h->current.digest, Transition::kCancel, next, 0);
   h->current = next;
-  for (const auto& id : h->open_txns) txns_.at(id).state = TxnState::kAborted;
+  for (const auto& id : h->open_txns)  // every open transaction has a record
+    if (auto t = txns_.find(id); t != txns_.end()) t->second.state = TxnState::kAborted;
   h->open_txns.clear();
   return next;
 }

@@ -25,16 +25,15 @@
 #define KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
 
 #include <cstdint>
-#include <cstring>
 #include <deque>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "reference/base/stable_string_map.h"
 #include "reference/base/status.h"
+#include "reference/base/string_hash.h"
 #include "reference/lifecycle/append_txn/append_txn.h"
 #include "reference/lifecycle/snapshot/snapshot.h"
 
@@ -68,72 +67,12 @@ struct HandleRecord {
   }
 };
 
-// Transparent string hash of the object's (and the trace checker's) id maps: ids are short,
-// so the common case is one or two 8-byte loads and a 128-bit multiply-fold. Not stable
-// across versions; nothing may depend on the iteration order of these maps.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const {
-    constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
-    const size_t n = s.size();
-    const char* p = s.data();
-    uint64_t a = 0, b = 0;
-    if (n >= 8) {
-      if (n > 16) return std::hash<std::string_view>{}(s);
-      std::memcpy(&a, p, 8);
-      std::memcpy(&b, p + n - 8, 8);
-    } else if (n >= 4) {
-      uint32_t x, y;
-      std::memcpy(&x, p, 4);
-      std::memcpy(&y, p + n - 4, 4);
-      a = x;
-      b = y;
-    } else if (n > 0) {
-      a = static_cast<unsigned char>(p[0]) | static_cast<unsigned char>(p[n / 2]) << 8 |
-          static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
-    }
-    const unsigned __int128 r = static_cast<unsigned __int128>(a ^ k0 ^ n) * (b ^ k1);
-    return static_cast<size_t>(static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64));
-  }
-};
-
-// Byte equality of two short strings (ids, names): 8-byte loads, the last one overlapping, and
-// two overlapping 4-byte loads below 8 bytes.
-inline bool SameBytesLong(const char* p, const char* q, size_t n) {  // n > 16
-  auto eq = [&](size_t off) {
-    uint64_t x, y;
-    std::memcpy(&x, p + off, 8);
-    std::memcpy(&y, q + off, 8);
-    return x == y;
-  };
-  for (size_t i = 0; i + 8 < n; i += 8)
-    if (!eq(i)) return false;
-  return eq(n - 8);
-}
-
-inline bool SameBytes(std::string_view a, std::string_view b) {
-  const size_t n = a.size();
-  if (n != b.size()) return false;
-  const char* p = a.data();
-  const char* q = b.data();
-  auto eq = [&](size_t off, auto word) {
-    decltype(word) x, y;
-    std::memcpy(&x, p + off, sizeof x);
-    std::memcpy(&y, q + off, sizeof y);
-    return x == y;
-  };
-  if (n >= 8) return n <= 16 ? eq(0, uint64_t{}) && eq(n - 8, uint64_t{}) : SameBytesLong(p, q, n);
-  if (n >= 4) return eq(0, uint32_t{}) && eq(n - 4, uint32_t{});
-  for (size_t i = 0; i < n; ++i)
-    if (p[i] != q[i]) return false;
-  return true;
-}
-
-// Transparent key equality of the id maps (pairs with StringHash): SameBytes, no library call.
-struct StringEq {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const { return SameBytes(a, b); }
-};
+// The id maps' hash and byte equality (reference/base/string_hash.h), under their lifecycle
+// names (the trace checker uses them too).
+using base::SameBytes;
+using base::SameBytesLong;
+using base::StringEq;
+using base::StringHash;
 
 class KvObject {
  public:
@@ -257,8 +196,10 @@ class KvObject {
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
 
   CacheAbi abi_;
-  std::unordered_map<std::string, HandleRecord, StringHash, StringEq> handles_;
-  std::unordered_map<std::string, AppendTxn, StringHash, StringEq> txns_;
+  // Node addresses are stable until the node is erased (StableStringMap): Find(), FindTxn(),
+  // BeginAppend() and PublishTxn() hand out pointers into these maps.
+  base::StableStringMap<HandleRecord> handles_;
+  base::StableStringMap<AppendTxn> txns_;
   // Derived index (not state): the handle ids whose records ForgetFinalTxnsOfReleased must
   // still visit (released with a non-empty txn_ids since its last call, or released with
   // transactions that were not final yet). An id may be listed twice.
