@@ -37,11 +37,12 @@ namespace kvc::base {
 //    goes on a free list (threaded through the dead node's bytes) and is reused first.
 //
 // Contract:
-//  * Address stability: a reference, pointer or iterator to an element stays valid until that
-//    element is erased (or the map is cleared, assigned to or destroyed); inserting or erasing
-//    other elements, growth, swap (the elements then belong to the other map) and move
-//    construction never move an element. An iterator holds its element's address (iterators
-//    compare by it; end() holds none).
+//  * Address stability: a reference or pointer to an element stays valid until that element is
+//    erased (or the map is cleared, assigned to or destroyed); inserting or erasing other
+//    elements, growth, swap and move construction never move an element (after a swap or a
+//    move it belongs to the other map). An iterator stays valid under the same conditions
+//    except swap and move, since it also refers to its map; it holds its element's address
+//    (iterators compare by it; end() holds none).
 //  * Iteration visits elements in node order: deterministic for a given sequence of operations
 //    (it does not depend on the hash), but not insertion order once nodes have been reused.
 //    Its cost is proportional to the highest node number in use since the last clear().
