@@ -940,15 +940,25 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   e.local_sequence = num[kEnvLocalSequence];
   e.monotonic_ns = num[kEnvMonotonicNs];
   e.event_type = str[kEnvEventType];
-  auto opt_str = [&](int i) {
-    return has(i) ? std::optional<std::string_view>(str[i]) : std::nullopt;
+  // Each optional is set in place (a temporary optional copied in costs a store-forwarding
+  // stall per member).
+  auto set_str = [&](std::optional<std::string_view>& o, int i) {
+    if (has(i))
+      o = str[i];
+    else
+      o.reset();
   };
-  e.request_id = opt_str(kEnvRequestId);
-  e.operation_id = opt_str(kEnvOperationId);
-  auto opt_uint = [&](int i) { return has(i) ? std::optional<uint64_t>(num[i]) : std::nullopt; };
-  e.handle_generation = opt_uint(kEnvHandleGeneration);
-  e.base_snapshot = opt_uint(kEnvBaseSnapshot);
-  e.result_snapshot = opt_uint(kEnvResultSnapshot);
+  set_str(e.request_id, kEnvRequestId);
+  set_str(e.operation_id, kEnvOperationId);
+  auto set_uint = [&](std::optional<uint64_t>& o, int i) {
+    if (has(i))
+      o = num[i];
+    else
+      o.reset();
+  };
+  set_uint(e.handle_generation, kEnvHandleGeneration);
+  set_uint(e.base_snapshot, kEnvBaseSnapshot);
+  set_uint(e.result_snapshot, kEnvResultSnapshot);
   e.outcome = outcome;
   e.has_trace_id = has(kEnvTraceId) && !str[kEnvTraceId].empty();
   *has_payload = has(kEnvPayload);
