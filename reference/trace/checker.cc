@@ -942,23 +942,17 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   e.event_type = str[kEnvEventType];
   // Each optional is set in place (a temporary optional copied in costs a store-forwarding
   // stall per member).
-  auto set_str = [&](std::optional<std::string_view>& o, int i) {
+  auto set = [&](auto& o, int i, const auto& value) {
     if (has(i))
-      o = str[i];
+      o = value;
     else
       o.reset();
   };
-  set_str(e.request_id, kEnvRequestId);
-  set_str(e.operation_id, kEnvOperationId);
-  auto set_uint = [&](std::optional<uint64_t>& o, int i) {
-    if (has(i))
-      o = num[i];
-    else
-      o.reset();
-  };
-  set_uint(e.handle_generation, kEnvHandleGeneration);
-  set_uint(e.base_snapshot, kEnvBaseSnapshot);
-  set_uint(e.result_snapshot, kEnvResultSnapshot);
+  set(e.request_id, kEnvRequestId, str[kEnvRequestId]);
+  set(e.operation_id, kEnvOperationId, str[kEnvOperationId]);
+  set(e.handle_generation, kEnvHandleGeneration, num[kEnvHandleGeneration]);
+  set(e.base_snapshot, kEnvBaseSnapshot, num[kEnvBaseSnapshot]);
+  set(e.result_snapshot, kEnvResultSnapshot, num[kEnvResultSnapshot]);
   e.outcome = outcome;
   e.has_trace_id = has(kEnvTraceId) && !str[kEnvTraceId].empty();
   *has_payload = has(kEnvPayload);
