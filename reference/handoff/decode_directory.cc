@@ -26,15 +26,16 @@ std::string CacheHandleId(const std::string& request_id, uint64_t generation) {
   return request_id + "@g" + std::to_string(generation);
 }
 
-// Opens the append transaction of a transfer: transaction and idempotency key are the transfer
-// id, the rows [start, start + count) go onto `base` of `handle` (the binding a model call
-// would carry: contiguous positions, mask length start + count, the ABI's key stage).
-Status BeginTransferAppend(lifecycle::KvObject& cache, const std::string& transfer_id,
+// Opens an append transaction whose transaction id and idempotency key are `txn_id` (a
+// transfer's id, or a visible prefix's own): the rows [start, start + count) go onto `base` of
+// `handle` (the binding a model call would carry: contiguous positions, mask length
+// start + count, the ABI's key stage).
+Status BeginTransferAppend(lifecycle::KvObject& cache, const std::string& txn_id,
                            const std::string& handle, const lifecycle::Snapshot& base,
                            uint64_t start, uint64_t count) {
   lifecycle::BeginAppendRequest req;
-  req.txn_id = transfer_id;
-  req.idempotency_key = transfer_id;
+  req.txn_id = txn_id;
+  req.idempotency_key = txn_id;
   req.handle_id = handle;
   req.base = base.base();
   req.cache_abi = cache.abi().id;
@@ -71,15 +72,7 @@ Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot base,
                        cache_.Allocate(prefix_handle_id, prefix_handle_id, 0));
   const std::string txn = "visible-prefix:" + prefix_handle_id;
-  lifecycle::BeginAppendRequest req;
-  req.txn_id = txn;
-  req.idempotency_key = txn;
-  req.handle_id = prefix_handle_id;
-  req.base = base.base();
-  req.cache_abi = cache_.abi().id;
-  req.interval = {0, tokens};
-  req.binding = {0, tokens, tokens, cache_.abi().position_stage};
-  KVC_RETURN_IF_ERROR(cache_.BeginAppend(req).status());
+  KVC_RETURN_IF_ERROR(BeginTransferAppend(cache_, txn, prefix_handle_id, base, 0, tokens));
   for (uint32_t l = 0; l < cache_.abi().num_layers; ++l) {
     lifecycle::StageLayerRequest stage;
     stage.txn_id = txn;
