@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace kvc::test {
 
@@ -34,6 +35,15 @@ std::string Describe(const Violations& v) {
   for (const auto& x : v)
     out += std::string(ErrorCodeName(x.code)) + "@" + x.pointer + ": " + x.message + "\n";
   return out.empty() ? "(no violations)" : out;
+}
+
+uint64_t AnnounceSeed(uint64_t seed) {
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name =
+      t ? std::string(t->test_suite_name()) + "." + t->name() : std::string("(no test)");
+  std::printf("%s seed=%llu (reproduce: build/bin/reference_tests --gtest_filter=%s)\n",
+              name.c_str(), static_cast<unsigned long long>(seed), name.c_str());
+  return seed;
 }
 
 }  // namespace kvc::test

@@ -2,6 +2,7 @@
 #ifndef KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 #define KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ Json LoadJson(const std::string& relative);
 std::vector<std::string> CodeNames(const Violations& v);
 // "CODE@pointer: message" lines, for assertion messages.
 std::string Describe(const Violations& v);
+// Prints "<Suite>.<Test> seed=<seed> (reproduce: build/bin/reference_tests
+// --gtest_filter=<Suite>.<Test>)" for the running test and returns `seed` (seeded property
+// tests announce their seed this way).
+uint64_t AnnounceSeed(uint64_t seed);
 
 }  // namespace kvc::test
 

@@ -3,9 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <random>
 #include <vector>
+
+#include "reference/testutil/testutil.h"
 
 namespace kvc::lifecycle {
 namespace {
@@ -13,11 +14,7 @@ namespace {
 // Property: for 1..200 layers and random K/V contributions, every layer reads back what a
 // vector<LayerStage> model holds, and all_complete() is "every layer has K and V".
 TEST(LayerStagesTest, MatchesAVectorModelAcrossTheInlineBoundary) {
-  const uint64_t seed = 20261129;
-  std::printf(
-      "LayerStagesTest.MatchesAVectorModelAcrossTheInlineBoundary seed=%llu (reproduce: "
-      "build/bin/reference_tests --gtest_filter=LayerStagesTest.*)\n",
-      static_cast<unsigned long long>(seed));
+  const uint64_t seed = test::AnnounceSeed(20261129);
   std::mt19937_64 rng(seed);
   for (uint32_t n : {1u, 2u, 63u, 64u, 65u, 127u, 128u, 129u, 200u}) {
     LayerStages stages(n);

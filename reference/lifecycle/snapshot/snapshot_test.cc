@@ -3,12 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "reference/lifecycle/append_txn/append_txn.h"
+#include "reference/testutil/testutil.h"
 
 namespace kvc::lifecycle {
 namespace {
@@ -58,11 +58,7 @@ TEST(Fnv1a64Test, PublishedVectors) {
 // Property: the unrolled helpers equal the byte loop for every length (across the 8-byte
 // unrolling boundary) and every u64; the digest and fingerprint equal their naive encodings.
 TEST(Fnv1a64Test, UnrolledHelpersEqualTheByteLoop) {
-  const uint64_t seed = 20261129;
-  std::printf(
-      "Fnv1a64Test.UnrolledHelpersEqualTheByteLoop seed=%llu (reproduce: build/bin/reference_tests "
-      "--gtest_filter=Fnv1a64Test.UnrolledHelpersEqualTheByteLoop)\n",
-      static_cast<unsigned long long>(seed));
+  const uint64_t seed = test::AnnounceSeed(20261129);
   std::mt19937_64 rng(seed);
   auto str = [&rng](size_t n) {
     std::string s(n, '\0');

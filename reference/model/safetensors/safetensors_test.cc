@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "reference/testutil/testutil.h"
+
 namespace kvc::model {
 namespace {
 
@@ -126,11 +128,7 @@ namespace {
 // Property: any byte mutation or truncation of a valid file is either accepted with every
 // tensor inside the image, or rejected with a Status; never a crash. Prints its seed.
 TEST(Safetensors, MutatedImagesNeverCrash) {
-  const uint64_t seed = 20261129;
-  std::printf(
-      "Safetensors.MutatedImagesNeverCrash seed=%llu (reproduce: "
-      "build/bin/reference_tests --gtest_filter=Safetensors.MutatedImagesNeverCrash)\n",
-      static_cast<unsigned long long>(seed));
+  const uint64_t seed = test::AnnounceSeed(20261129);
   TensorToWrite a{"model.norm.weight", DType::kF32, {4}, std::vector<std::byte>(16, std::byte{1})};
   TensorToWrite b{"lm_head.weight", DType::kBF16, {2, 3}, std::vector<std::byte>(12, std::byte{2})};
   const std::string base = SerializeSafetensors({a, b});
