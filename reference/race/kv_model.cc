@@ -191,7 +191,7 @@ uint64_t HandleHash(const LineageState& st, std::string_view id) {
 uint64_t TxnHash(const LineageState& st, std::string_view id) {
   const lifecycle::AppendTxn* t = st.obj.FindTxn(id);
   if (!t) return 0;
-  uint64_t x = MixU64(MixStr(0x74786eull, id), t->fingerprint);
+  uint64_t x = MixU64(MixStr(0x74786eull, id), st.obj.FingerprintOf(*t));
   x = MixU64(x, static_cast<uint64_t>(t->state));
   for (const auto& l : t->layers) x = MixU64(x, (l.k ? 1u : 0u) | (l.v ? 2u : 0u));
   return x;

@@ -14,24 +14,40 @@ std::string_view TxnStateName(TxnState s) {
   return "?";
 }
 
-uint64_t OperationFingerprint(const BeginAppendRequest& r) {
+namespace {
+
+// The one encoding of the fingerprint: each string as its length (8 bytes) then its bytes, then
+// base generation, base digest, interval start and count (8 bytes each, little-endian), FNV-1a.
+uint64_t Fingerprint(std::string_view txn_id, std::string_view key, std::string_view handle_id,
+                     std::string_view cache_abi, const BaseRef& base, const Interval& interval) {
   uint64_t h = kFnvOffset;
-  for (const std::string* s : {&r.txn_id, &r.idempotency_key, &r.handle_id, &r.cache_abi}) {
-    h = Fnv1a64U64(s->size(), h);
-    h = Fnv1a64(*s, h);
+  for (std::string_view s : {txn_id, key, handle_id, cache_abi}) {
+    h = Fnv1a64U64(s.size(), h);
+    h = Fnv1a64(s, h);
   }
-  h = Fnv1a64U64(r.base.generation, h);
-  h = Fnv1a64U64(r.base.digest, h);
-  h = Fnv1a64U64(r.interval.start, h);
-  return Fnv1a64U64(r.interval.count, h);
+  h = Fnv1a64U64(base.generation, h);
+  h = Fnv1a64U64(base.digest, h);
+  h = Fnv1a64U64(interval.start, h);
+  return Fnv1a64U64(interval.count, h);
 }
 
-PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) {
+}  // namespace
+
+uint64_t OperationFingerprint(const BeginAppendRequest& r) {
+  return Fingerprint(r.txn_id, r.idempotency_key, r.handle_id, r.cache_abi, r.base, r.interval);
+}
+
+uint64_t OperationFingerprint(const AppendIdentity& id, std::string_view cache_abi) {
+  return Fingerprint(id.txn_id, id.idempotency_key, id.handle_id, cache_abi, id.base,
+                     id.interval);
+}
+
+PublishReceipt ReceiptOf(const AppendTxn& t, std::string_view cache_abi, bool replayed) {
   PublishReceipt r;
   r.txn_id = t.request.txn_id;
   r.idempotency_key = t.request.idempotency_key;
   r.handle_id = t.request.handle_id;
-  r.fingerprint = t.fingerprint;
+  r.fingerprint = OperationFingerprint(t.request, cache_abi);
   r.base = t.request.base;
   r.interval = t.request.interval;
   r.result = t.result;

@@ -74,6 +74,10 @@ struct AppendIdentity {
   friend bool operator==(const AppendIdentity&, const AppendIdentity&) = default;
 };
 
+// The operation fingerprint of the request whose identity is `id` and whose cache ABI id is
+// `cache_abi`: OperationFingerprint(r) for every request r with those fields.
+uint64_t OperationFingerprint(const AppendIdentity& id, std::string_view cache_abi);
+
 // Per-layer staging progress. K and V are tracked separately: a layer is complete only when
 // both hold the transaction's interval.
 struct LayerStage {
@@ -153,19 +157,21 @@ class LayerStages {
   std::vector<uint64_t> more_;
 };
 
+// The operation fingerprint is not stored: it is a function of `request` and the owning
+// object's cache ABI id (KvObject::FingerprintOf), computed when a retry or a receipt needs it
+// (the trace checker's hot path never does).
 struct AppendTxn {
   AppendIdentity request;  // the identifying part of the BeginAppendRequest that opened it
-  uint64_t fingerprint = 0;
   TxnState state = TxnState::kOpen;
   LayerStages layers;  // one entry per cache-producing layer
-  // PUBLISHED: the snapshot the publication created (with `request` and `fingerprint` it is
+  // PUBLISHED: the snapshot the publication created (with `request` and the fingerprint it is
   // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
   Snapshot result;
 
   bool prepared() const { return layers.all_complete(); }  // every layer complete
   friend bool operator==(const AppendTxn& a, const AppendTxn& b) {
-    return a.fingerprint == b.fingerprint && a.state == b.state && a.layers == b.layers &&
-           a.request.txn_id == b.request.txn_id && a.result == b.result;
+    return a.request == b.request && a.state == b.state && a.layers == b.layers &&
+           a.result == b.result;
   }
 };
 
@@ -182,8 +188,9 @@ struct PublishReceipt {
   friend bool operator==(const PublishReceipt&, const PublishReceipt&) = default;
 };
 
-// The receipt of a PUBLISHED transaction: its identity and the snapshot it created.
-PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed);
+// The receipt of a PUBLISHED transaction of an object whose cache ABI id is `cache_abi`: its
+// identity, fingerprint and the snapshot it created.
+PublishReceipt ReceiptOf(const AppendTxn& t, std::string_view cache_abi, bool replayed);
 
 }  // namespace kvc::lifecycle
 

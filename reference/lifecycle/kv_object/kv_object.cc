@@ -127,6 +127,29 @@ StatusOr<Snapshot> KvObject::Successor(const Snapshot& s, bool content) const {
   return n;
 }
 
+base::StableStringMap<AppendTxn>::value_type* KvObject::FindTxnEntry(std::string_view txn_id) {
+  if (memo_.entry && memo_.txn_erasures == txn_erasures_ && SameBytes(memo_.entry->first, txn_id))
+    return memo_.entry;
+  auto it = txns_.find(txn_id);
+  if (it == txns_.end()) return nullptr;
+  memo_.entry = &*it;
+  memo_.handle = nullptr;
+  memo_.txn_erasures = txn_erasures_;
+  return memo_.entry;
+}
+
+HandleRecord* KvObject::HandleOfTxn(const AppendTxn& t) {
+  const bool memo = memo_.entry && &memo_.entry->second == &t;
+  if (memo && memo_.handle && memo_.handle_erasures == handle_erasures_) return memo_.handle;
+  auto h = handles_.find(t.request.handle_id);
+  HandleRecord* rec = h == handles_.end() ? nullptr : &h->second;
+  if (memo) {
+    memo_.handle = rec;
+    memo_.handle_erasures = handle_erasures_;
+  }
+  return rec;
+}
+
 void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
   auto& o = h.open_txns;
   o.erase(std::remove(o.begin(), o.end(), txn_id), o.end());
@@ -134,13 +157,13 @@ void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
 
 StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
-  const uint64_t fp = OperationFingerprint(req);
   // One lookup for both outcomes: an existing id is a retry (or a conflict); a new id gets its
   // record now and loses it again below if the append is refused, so a refusal still leaves
-  // the state unchanged.
+  // the state unchanged. Fingerprints are computed only for a reused id.
   auto [it, inserted] = txns_.try_emplace(req.txn_id);
   if (!inserted) {
-    if (it->second.fingerprint == fp) return &it->second;  // retry of the same operation
+    if (FingerprintOf(it->second) == OperationFingerprint(req))
+      return &it->second;  // retry of the same operation
     const auto& o = it->second.request;
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
              "append: txn " + Q(req.txn_id) + " reused with a different fingerprint (was key " +
@@ -151,18 +174,23 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
   StatusOr<HandleRecord*> h = AdmitAppend(req);
   if (!h.ok()) {
     txns_.erase(it);
+    ++txn_erasures_;
     return h.status();
   }
   (*h)->open_txns.push_back(req.txn_id);
   (*h)->txn_ids.push_back(req.txn_id);
   AppendTxn& t = it->second;
+  // The append's layers and publication come next: they find the record and its handle here.
+  memo_.entry = &*it;
+  memo_.handle = *h;
+  memo_.txn_erasures = txn_erasures_;
+  memo_.handle_erasures = handle_erasures_;
   t.request.txn_id = req.txn_id;
   t.request.idempotency_key = req.idempotency_key;
   t.request.handle_id = req.handle_id;
   t.request.base = req.base;
   t.request.interval = req.interval;
   t.request.repair = req.repair;
-  t.fingerprint = fp;
   t.layers = LayerStages(abi_.num_layers);
   return &t;
 }
@@ -220,43 +248,48 @@ BeginAppendRequest KvObject::RequestOf(const AppendTxn& t) const {
 }
 
 StatusOr<TxnState> KvObject::StageLayer(const StageLayerRequest& req) {
-  auto it = txns_.find(req.txn_id);
-  if (it == txns_.end())
-    return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN, "stage: unknown txn " + Q(req.txn_id));
-  AppendTxn& t = it->second;
+  return StageLayer(req.txn_id, req.layer, req.interval, req.k, req.v, req.cache_abi);
+}
+
+StatusOr<TxnState> KvObject::StageLayer(std::string_view txn_id, uint32_t layer,
+                                        Interval interval, bool k, bool v,
+                                        std::string_view cache_abi) {
+  auto* entry = FindTxnEntry(txn_id);
+  if (!entry) return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN, "stage: unknown txn " + Q(txn_id));
+  AppendTxn& t = entry->second;
   if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
-             "stage: txn " + Q(req.txn_id) + " is " + std::string(TxnStateName(t.state)) +
+             "stage: txn " + Q(txn_id) + " is " + std::string(TxnStateName(t.state)) +
                  "; a late layer completion is rejected");
   if (t.state == TxnState::kPublished)
     return V(ErrorCode::LIFECYCLE_TXN_FINAL,
-             "stage: txn " + Q(req.txn_id) + " is already PUBLISHED");
-  auto h = handles_.find(t.request.handle_id);
-  if (h != handles_.end() && h->second.current.phase == Phase::kReleased)
+             "stage: txn " + Q(txn_id) + " is already PUBLISHED");
+  const HandleRecord* h = HandleOfTxn(t);
+  if (h && h->current.phase == Phase::kReleased)
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
-             "stage: txn " + Q(req.txn_id) + " targets released handle " +
+             "stage: txn " + Q(txn_id) + " targets released handle " +
                  Q(t.request.handle_id));
-  if (req.layer >= t.layers.size())
+  if (layer >= t.layers.size())
     return V(ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE,
-             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + ", the ABI has " +
+             "stage: txn " + Q(txn_id) + " layer " + U(layer) + ", the ABI has " +
                  U(t.layers.size()) + " cache-producing layers");
   // The transaction's ABI is the object's: BeginAppend admitted no other.
-  if (!req.cache_abi.empty() && req.cache_abi != abi_.id)
+  if (!cache_abi.empty() && cache_abi != abi_.id)
     return V(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH,
-             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " rows under ABI " +
-                 Q(req.cache_abi) + ", txn has " + Q(abi_.id));
-  if (!(req.interval == t.request.interval))
+             "stage: txn " + Q(txn_id) + " layer " + U(layer) + " rows under ABI " +
+                 Q(cache_abi) + ", txn has " + Q(abi_.id));
+  if (!(interval == t.request.interval))
     return V(ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH,
-             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " interval [" +
-                 U(req.interval.start) + ", +" + U(req.interval.count) + "), expected [" +
+             "stage: txn " + Q(txn_id) + " layer " + U(layer) + " interval [" +
+                 U(interval.start) + ", +" + U(interval.count) + "), expected [" +
                  U(t.request.interval.start) + ", +" + U(t.request.interval.count) + ")");
-  if (!req.k && !req.v) return InvalidArgument("stage: neither K nor V rows");
-  const LayerStage l = t.layers[req.layer];
-  if ((req.k && l.k) || (req.v && l.v))
+  if (!k && !v) return InvalidArgument("stage: neither K nor V rows");
+  const LayerStage l = t.layers[layer];
+  if ((k && l.k) || (v && l.v))
     return V(ErrorCode::LIFECYCLE_LAYER_DUPLICATE,
-             "stage: txn " + Q(req.txn_id) + " layer " + U(req.layer) + " " +
-                 (req.k && l.k ? "K" : "V") + " rows staged twice");
-  t.layers.Add(req.layer, req.k, req.v);
+             "stage: txn " + Q(txn_id) + " layer " + U(layer) + " " +
+                 (k && l.k ? "K" : "V") + " rows staged twice");
+  t.layers.Add(layer, k, v);
   if (t.prepared()) t.state = TxnState::kPrepared;
   return t.state;
 }
@@ -267,11 +300,11 @@ StatusOr<PublishReceipt> KvObject::Publish(std::string_view txn_id) {
 }
 
 StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
-  auto it = txns_.find(txn_id);
-  if (it == txns_.end())
+  auto* entry = FindTxnEntry(txn_id);
+  if (!entry)
     return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN,
              "publish: unknown txn " + Q(txn_id) + " (publication without a start)");
-  AppendTxn& t = it->second;
+  AppendTxn& t = entry->second;
   if (t.state == TxnState::kPublished) return Published{&t, true};
   if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
@@ -285,9 +318,9 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
     return V(ErrorCode::LIFECYCLE_LAYER_INCOMPLETE,
              "publish: txn " + Q(txn_id) + " is OPEN; layers without complete rows: " + missing);
   }
-  auto h = handles_.find(t.request.handle_id);
-  if (h == handles_.end()) return Internal("publish: txn handle vanished");
-  HandleRecord& rec = h->second;
+  HandleRecord* h = HandleOfTxn(t);
+  if (!h) return Internal("publish: txn handle vanished");
+  HandleRecord& rec = *h;
   const Snapshot& live = rec.current;
   // One logical compare-and-publish on (handle, generation, digest). A released handle's
   // tombstone has a newer generation, so stale work fails on generation, not on any address.
@@ -450,7 +483,10 @@ void KvObject::ForgetFinalTxnsOfReleased() {
       if (t == txns_.end()) return true;
       const TxnState st = t->second.state;
       const bool final = st != TxnState::kOpen && st != TxnState::kPrepared;
-      if (final) txns_.erase(t);
+      if (final) {
+        txns_.erase(t);
+        ++txn_erasures_;
+      }
       return final;
     });
     if (ids.empty())
@@ -465,7 +501,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   auto h = handles_.find(handle_id);
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
-  for (const std::string& txn : h->second.txn_ids) txns_.erase(txn);
+  for (const std::string& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
   handles_.erase(h);
   ++handle_erasures_;
   return Status::Ok();
@@ -481,7 +517,7 @@ uint64_t KvObject::Hash() const {
     sum += x * 0x9e3779b97f4a7c15ull;
   }
   for (const auto& [id, t] : txns_) {
-    uint64_t x = Fnv1a64U64(t.fingerprint, Fnv1a64(id));
+    uint64_t x = Fnv1a64U64(FingerprintOf(t), Fnv1a64(id));
     x = Fnv1a64U64(static_cast<uint64_t>(t.state), x);
     for (const LayerStage l : t.layers) x = Fnv1a64U64((l.k ? 1u : 0u) | (l.v ? 2u : 0u), x);
     sum += x;

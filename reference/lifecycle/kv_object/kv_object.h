@@ -93,8 +93,17 @@ class KvObject {
   const AppendTxn* FindTxn(std::string_view txn_id) const;
   // The complete BeginAppendRequest that opened `t` (a transaction of this object): its
   // identity plus the cache ABI id and position binding BeginAppend required (see
-  // AppendIdentity). OperationFingerprint(RequestOf(t)) == t.fingerprint.
+  // AppendIdentity). OperationFingerprint(RequestOf(t)) == FingerprintOf(t).
   BeginAppendRequest RequestOf(const AppendTxn& t) const;
+  // The operation fingerprint of `t` (a transaction of this object), computed from its
+  // identity and the object's ABI id (not stored: see AppendTxn).
+  uint64_t FingerprintOf(const AppendTxn& t) const {
+    return OperationFingerprint(t.request, abi_.id);
+  }
+  // The receipt Publish() returns for the PUBLISHED transaction `t` of this object.
+  PublishReceipt ReceiptOf(const AppendTxn& t, bool replayed) const {
+    return lifecycle::ReceiptOf(t, abi_.id, replayed);
+  }
 
   // Opens a transaction on `req.base`. Re-sending an existing txn_id with the same
   // fingerprint returns the existing transaction unchanged (a retry); with a different
@@ -104,6 +113,10 @@ class KvObject {
   // Records K and/or V rows of one layer; returns the transaction state afterwards
   // (PREPARED once every layer is complete).
   StatusOr<TxnState> StageLayer(const StageLayerRequest& req);
+  // StageLayer(req) with the request's members passed as views, valid for the call (no
+  // copies: the trace checker stages every layer of every traced append through it).
+  StatusOr<TxnState> StageLayer(std::string_view txn_id, uint32_t layer, Interval interval,
+                                bool k, bool v, std::string_view cache_abi);
   // One logical compare-and-publish of (handle, base generation, base digest). A published
   // transaction returns its original receipt with replayed = true and advances nothing.
   StatusOr<PublishReceipt> Publish(std::string_view txn_id);
@@ -194,6 +207,11 @@ class KvObject {
   // Successor of `s` with generation+1 (and version+1 when `content`); overflow-checked.
   StatusOr<Snapshot> Successor(const Snapshot& s, bool content) const;
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
+  // txns_.find(txn_id) through memo_ (nullptr when unknown).
+  base::StableStringMap<AppendTxn>::value_type* FindTxnEntry(std::string_view txn_id);
+  // The record of the handle transaction `t` (found by FindTxnEntry) names, through memo_
+  // (nullptr when there is none).
+  HandleRecord* HandleOfTxn(const AppendTxn& t);
 
   CacheAbi abi_;
   // Node addresses are stable until the node is erased (StableStringMap): Find(), FindTxn(),
@@ -205,6 +223,26 @@ class KvObject {
   // transactions that were not final yet). An id may be listed twice.
   std::vector<std::string> released_with_txns_;
   uint64_t handle_erasures_ = 0;  // see handle_erasures(); not state (operator== ignores it)
+  uint64_t txn_erasures_ = 0;     // transaction records ever erased; not state
+  // Lookup memo, not state (operator== and Hash() ignore it; a copy or an assignment starts
+  // empty, so it never points into another object): the transaction entry FindTxnEntry last
+  // found and, once looked up, the handle record it names. Valid while txn_erasures_ and
+  // handle_erasures_ equal the counts recorded with it (records never move until erased). One
+  // append's StageLayer and PublishTxn calls then cost no hash lookups.
+  struct TxnMemo {
+    base::StableStringMap<AppendTxn>::value_type* entry = nullptr;
+    HandleRecord* handle = nullptr;  // nullptr: not looked up yet
+    uint64_t txn_erasures = 0;
+    uint64_t handle_erasures = 0;
+    TxnMemo() = default;
+    TxnMemo(const TxnMemo&) {}
+    TxnMemo& operator=(const TxnMemo&) {
+      entry = nullptr;
+      handle = nullptr;
+      return *this;
+    }
+  };
+  TxnMemo memo_;
 };
 
 // Base comparison used by every compare-and-publish: OK, STALE_BASE (older generation) or

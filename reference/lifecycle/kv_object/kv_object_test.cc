@@ -56,7 +56,7 @@ TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   auto t = o.BeginAppend(Append("decode", s, 1));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(o.RequestOf(**t).binding.mask_key_length, 5u);  // T_past + T_new
-  EXPECT_EQ(OperationFingerprint(o.RequestOf(**t)), (*t)->fingerprint);
+  EXPECT_EQ(OperationFingerprint(o.RequestOf(**t)), o.FingerprintOf(**t));
   EXPECT_TRUE(o.RequestOf(**t) == Append("decode", s, 1)) << "the request is rebuilt exactly";
   ASSERT_TRUE(o.StageLayer(Stage("decode", 0, {4, 1})).ok());
   // Current-call use is not next-call publication: a reader still sees length 4.
@@ -404,6 +404,71 @@ TEST(KvObjectTest, RecycledIdentityForgetsEveryIncarnationsRecords) {
   ASSERT_TRUE(o.ForgetReleased("A").ok());
   EXPECT_EQ(o.txn_count(), 0u);
   EXPECT_EQ(o.handle_count(), 0u);
+}
+
+// The lookup memo (the last transaction found and its handle) belongs to one object: a copy or
+// an assignment stages its own transaction, never the original's.
+TEST(KvObjectTest, CopyStagesItsOwnTransactionNotTheOriginals) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  ASSERT_TRUE(o.BeginAppend(Append("t", *o.Read("R"), 2)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("t", 0, {0, 2})).ok());  // the memo now names o's "t"
+  KvObject copy = o;
+  KvObject assigned(kAbi);
+  assigned = o;
+  for (KvObject* c : {&copy, &assigned}) {
+    auto st = c->StageLayer(Stage("t", 1, {0, 2}));
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_EQ(*st, TxnState::kPrepared);
+    EXPECT_TRUE(c->Publish("t").ok());
+  }
+  EXPECT_EQ(o.FindTxn("t")->state, TxnState::kOpen) << "the original's layer 1 is still unstaged";
+  EXPECT_FALSE(o.FindTxn("t")->layers[1].complete());
+  EXPECT_EQ(o.Read("R")->committed_length, 0u);
+}
+
+// An erased transaction record is not found again through the memo, even when the next record
+// takes its place (erasure invalidates the memo).
+TEST(KvObjectTest, ErasedTransactionIsUnknownAfterItsLookup) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
+  AppendAll(o, "a1", "A", 2);  // StageLayer/Publish leave "a1" in the memo
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  EXPECT_EQ(o.StageLayer(Stage("a1", 0, {0, 2})).status().error(), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+  EXPECT_EQ(o.PublishTxn("a1").status().error(), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+  // A refused append erases the record BeginAppend made for it.
+  ASSERT_TRUE(o.Allocate("B", "B", 0).ok());
+  Snapshot b = *o.Read("B");
+  BeginAppendRequest hole = Append("b1", b, 1);
+  hole.interval.start = 5;  // LIFECYCLE_APPEND_HOLE
+  hole.binding = {5, 1, 6, "post_rope"};
+  EXPECT_EQ(o.BeginAppend(hole).status().error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
+  EXPECT_EQ(o.StageLayer(Stage("b1", 0, {5, 1})).status().error(), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+}
+
+// The fingerprint is derived, not stored: it equals the fingerprint of the request that opened
+// the transaction, and a retry with another identity is still a conflict.
+TEST(KvObjectTest, FingerprintIsTheOpeningRequestsFingerprint) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("R", "R").ok());
+  const BeginAppendRequest req = Append("t", *o.Read("R"), 3);
+  auto t = o.BeginAppend(req);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(o.FingerprintOf(**t), OperationFingerprint(req));
+  EXPECT_EQ(OperationFingerprint((*t)->request, kAbi.id), OperationFingerprint(req));
+  BeginAppendRequest other = req;
+  other.idempotency_key = "another key";
+  EXPECT_NE(OperationFingerprint(other), OperationFingerprint(req));
+  EXPECT_EQ(o.BeginAppend(other).status().error(), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  auto again = o.BeginAppend(req);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *t) << "a retry returns the transaction it opened";
+  for (uint32_t l = 0; l < kAbi.num_layers; ++l) ASSERT_TRUE(o.StageLayer(Stage("t", l, {0, 3})).ok());
+  auto r = o.Publish("t");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->fingerprint, OperationFingerprint(req));
 }
 
 }  // namespace

@@ -48,8 +48,10 @@ void KvObject::Restore(Saved saved) {
   for (auto& [id, txn] : saved.txns) {
     if (txn)
       txns_.insert_or_assign(id, std::move(*txn));
-    else if (auto it = txns_.find(id); it != txns_.end())
+    else if (auto it = txns_.find(id); it != txns_.end()) {
       txns_.erase(it);
+      ++txn_erasures_;
+    }
   }
   if (released_with_txns_.size() > saved.released_with_txns)
     released_with_txns_.resize(saved.released_with_txns);
