@@ -526,10 +526,19 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
 }
 
 TraceChecker::Op* TraceChecker::FindOp(std::string_view id) {
+  // The events of one append (start, every layer, publication) name the same operation: the
+  // last hit is remembered (nodes are stable until erased; every erase clears the memo).
+  if (last_op_ && SameBytes(last_op_->first, id)) return &last_op_->second;
   auto it = ops_.find(id);
-  return it == ops_.end() ? nullptr : &it->second;
+  if (it == ops_.end()) return nullptr;
+  last_op_ = &*it;
+  return &it->second;
 }
-TraceChecker::Op& TraceChecker::NewOp(const std::string& id) { return ops_[id]; }
+TraceChecker::Op& TraceChecker::NewOp(const std::string& id) {
+  auto it = ops_.try_emplace(id).first;
+  last_op_ = &*it;
+  return it->second;
+}
 
 std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
   if (const Op* op = FindOp(id)) return op->base_version;
@@ -546,6 +555,7 @@ std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
 void TraceChecker::DropPublishedOp(std::string_view id) {
   auto it = ops_.find(id);
   if (it == ops_.end()) return;
+  last_op_ = nullptr;
   if (Request* r = FindRequest(it->second.request_id)) {
     auto& ids = r->op_ids;
     for (size_t i = ids.size(); i-- > 0;)
@@ -557,7 +567,10 @@ void TraceChecker::DropPublishedOp(std::string_view id) {
   ops_.erase(it);
 }
 void TraceChecker::EraseOp(std::string_view id) {
-  if (auto it = ops_.find(id); it != ops_.end()) ops_.erase(it);
+  if (auto it = ops_.find(id); it != ops_.end()) {
+    last_op_ = nullptr;
+    ops_.erase(it);
+  }
 }
 bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
@@ -838,48 +851,55 @@ enum EnvKey : int {
   kEnvKeys
 };
 
-// `k` equals the literal `lit`; `k.size()` is already known to be N - 1 (a constant-size
-// comparison the compiler inlines, instead of a memcmp call).
-template <size_t N>
-bool Is(std::string_view k, const char (&lit)[N]) {
-  return KeyEquals(k, lit);
+// The member names by EnvKey.
+constexpr std::string_view kEnvKeyNames[kEnvKeys] = {
+    "event_id",       "source_instance", "source_component",   "local_sequence",
+    "monotonic_ns",   "event_type",      "trace_id",           "observed_wall_time",
+    "request_id",     "handle_generation", "operation_id",     "base_snapshot",
+    "result_snapshot", "outcome",        "payload"};
+
+// A perfect hash of the member names (length and first byte; no two names share a slot, which
+// the static_assert below checks), so a member name costs one table read and one comparison,
+// with no branch on its length.
+constexpr size_t EnvKeySlot(std::string_view k) {
+  return (k.size() * 3 + static_cast<unsigned char>(k[0])) & 63;
 }
+struct EnvKeyTable {
+  int8_t slot[64];
+  bool collision_free = true;
+};
+constexpr EnvKeyTable MakeEnvKeyTable() {
+  EnvKeyTable t{};
+  for (int8_t& s : t.slot) s = -1;
+  for (int i = 0; i < kEnvKeys; ++i) {
+    int8_t& s = t.slot[EnvKeySlot(kEnvKeyNames[i])];
+    if (s >= 0) t.collision_free = false;
+    s = static_cast<int8_t>(i);
+  }
+  return t;
+}
+constexpr EnvKeyTable kEnvKeyTable = MakeEnvKeyTable();
+static_assert(kEnvKeyTable.collision_free, "EnvKeySlot must separate the envelope member names");
 
 // The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
 int EnvKeyIndex(std::string_view k) {
-  switch (k.size()) {
-    case 7:
-      return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
-    case 8:
-      return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
-    case 10:
-      return Is(k, "event_type") ? kEnvEventType : Is(k, "request_id") ? kEnvRequestId : -1;
-    case 12:
-      return Is(k, "monotonic_ns") ? kEnvMonotonicNs : Is(k, "operation_id") ? kEnvOperationId : -1;
-    case 13:
-      return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
-    case 14:
-      return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
-    case 15:
-      return Is(k, "source_instance")   ? kEnvSourceInstance
-             : Is(k, "result_snapshot") ? kEnvResultSnapshot
-                                        : -1;
-    case 16:
-      return Is(k, "source_component") ? kEnvSourceComponent : -1;
-    case 17:
-      return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
-    case 18:
-      return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
-    default:
-      return -1;
-  }
+  if (k.empty()) return -1;
+  const int i = kEnvKeyTable.slot[EnvKeySlot(k)];
+  return i >= 0 && SameBytes(kEnvKeyNames[i], k) ? i : -1;
 }
 
 }  // namespace
 
 bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::element* payload,
                                     bool* has_payload) {
-  std::string_view str[kEnvKeys];
+  // Member values by EnvKey, read only where `present` has the member's bit (left
+  // uninitialized: zero-filling them cost more than reading the envelope's numbers).
+  struct Str {
+    const char* p;
+    size_t n;
+    std::string_view view() const { return {p, n}; }
+  };
+  Str str[kEnvKeys];
   uint64_t num[kEnvKeys];
   uint32_t seen = 0;     // members present
   uint32_t present = 0;  // members present and not null
@@ -905,7 +925,10 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
       case kEnvOperationId:
       case kEnvOutcome:
         if (t != dom::element_type::STRING) return false;
-        str[i] = v.get_string().value_unsafe();
+        {
+          const std::string_view sv = v.get_string().value_unsafe();
+          str[i] = {sv.data(), sv.size()};
+        }
         break;
       case kEnvLocalSequence:
       case kEnvMonotonicNs:
@@ -927,26 +950,30 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   auto has = [&](int i) { return (present >> i & 1u) != 0; };
   std::string_view outcome = "success";
   if (has(kEnvOutcome)) {
-    outcome = str[kEnvOutcome];
+    outcome = str[kEnvOutcome].view();
     if (!KeyEquals(outcome, "success") && !KeyEquals(outcome, "replayed") &&
         !KeyEquals(outcome, "rejected") && !KeyEquals(outcome, "failure") &&
         !KeyEquals(outcome, "cancelled"))
       return false;
   }
   // Conforming: fill the event exactly as the general reader would (views into the line).
-  e.event_id = str[kEnvEventId];
-  e.source_instance = str[kEnvSourceInstance];
-  e.source_component = str[kEnvSourceComponent];
+  e.event_id = str[kEnvEventId].view();
+  e.source_instance = str[kEnvSourceInstance].view();
+  e.source_component = str[kEnvSourceComponent].view();
   e.local_sequence = num[kEnvLocalSequence];
   e.monotonic_ns = num[kEnvMonotonicNs];
-  e.event_type = str[kEnvEventType];
+  e.event_type = str[kEnvEventType].view();
   // Each optional is set in place (a temporary optional copied in costs a store-forwarding
   // stall per member).
+  // (`value` is only read when the member is present.)
   auto set = [&](auto& o, int i, const auto& value) {
-    if (has(i))
-      o = value;
-    else
+    if (!has(i)) {
       o.reset();
+    } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Str>) {
+      o = value.view();
+    } else {
+      o = value;
+    }
   };
   set(e.request_id, kEnvRequestId, str[kEnvRequestId]);
   set(e.operation_id, kEnvOperationId, str[kEnvOperationId]);
@@ -954,7 +981,7 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
   set(e.base_snapshot, kEnvBaseSnapshot, num[kEnvBaseSnapshot]);
   set(e.result_snapshot, kEnvResultSnapshot, num[kEnvResultSnapshot]);
   e.outcome = outcome;
-  e.has_trace_id = has(kEnvTraceId) && !str[kEnvTraceId].empty();
+  e.has_trace_id = has(kEnvTraceId) && str[kEnvTraceId].n != 0;
   *has_payload = has(kEnvPayload);
   context_is_event_ = (&e == &event_);  // Report() takes the context from event_
   return true;

@@ -433,6 +433,7 @@ class TraceChecker {
   static constexpr size_t kTypeMemo = 64;
   const EventTypeSpec* type_memo_[kTypeMemo] = {};
   Map<Op> ops_;
+  std::pair<const std::string, Op>* last_op_ = nullptr;  // FindOp's memo (cleared by erasure)
   Map<uint32_t> poisoned_;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;

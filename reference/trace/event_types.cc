@@ -247,14 +247,13 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
                  std::string(*e.operation_id) + "\" started on snapshot " + U(*base));
-  lifecycle::StageLayerRequest r;
-  r.txn_id = *e.operation_id;
-  r.layer = static_cast<uint32_t>(a.layer);
-  r.interval = {a.interval.first, a.interval.second - a.interval.first};
-  r.k = a.k.value_or(true);
-  r.v = a.v.value_or(true);
-  if (a.abi) r.cache_abi = *a.abi;
-  c.Apply(e, [&](KvObject& kv) { return kv.StageLayer(r).status(); });
+  const lifecycle::Interval interval{a.interval.first, a.interval.second - a.interval.first};
+  c.Apply(e, [&](KvObject& kv) {
+    return kv
+        .StageLayer(*e.operation_id, static_cast<uint32_t>(a.layer), interval, a.k.value_or(true),
+                    a.v.value_or(true), a.abi.value_or(std::string_view()))
+        .status();
+  });
 }
 
 void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
