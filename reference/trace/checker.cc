@@ -851,41 +851,41 @@ enum EnvKey : int {
   kEnvKeys
 };
 
-// The member names by EnvKey.
-constexpr std::string_view kEnvKeyNames[kEnvKeys] = {
-    "event_id",       "source_instance", "source_component",   "local_sequence",
-    "monotonic_ns",   "event_type",      "trace_id",           "observed_wall_time",
-    "request_id",     "handle_generation", "operation_id",     "base_snapshot",
-    "result_snapshot", "outcome",        "payload"};
-
-// A perfect hash of the member names (length and first byte; no two names share a slot, which
-// the static_assert below checks), so a member name costs one table read and one comparison,
-// with no branch on its length.
-constexpr size_t EnvKeySlot(std::string_view k) {
-  return (k.size() * 3 + static_cast<unsigned char>(k[0])) & 63;
+// `k` equals the literal `lit`; `k.size()` is already known to be N - 1 (a constant-size
+// comparison the compiler inlines, instead of a memcmp call).
+template <size_t N>
+bool Is(std::string_view k, const char (&lit)[N]) {
+  return KeyEquals(k, lit);
 }
-struct EnvKeyTable {
-  int8_t slot[64];
-  bool collision_free = true;
-};
-constexpr EnvKeyTable MakeEnvKeyTable() {
-  EnvKeyTable t{};
-  for (int8_t& s : t.slot) s = -1;
-  for (int i = 0; i < kEnvKeys; ++i) {
-    int8_t& s = t.slot[EnvKeySlot(kEnvKeyNames[i])];
-    if (s >= 0) t.collision_free = false;
-    s = static_cast<int8_t>(i);
-  }
-  return t;
-}
-constexpr EnvKeyTable kEnvKeyTable = MakeEnvKeyTable();
-static_assert(kEnvKeyTable.collision_free, "EnvKeySlot must separate the envelope member names");
 
 // The EnvKey of an envelope member name, or -1 when the name is not an envelope member.
 int EnvKeyIndex(std::string_view k) {
-  if (k.empty()) return -1;
-  const int i = kEnvKeyTable.slot[EnvKeySlot(k)];
-  return i >= 0 && SameBytes(kEnvKeyNames[i], k) ? i : -1;
+  switch (k.size()) {
+    case 7:
+      return Is(k, "outcome") ? kEnvOutcome : Is(k, "payload") ? kEnvPayload : -1;
+    case 8:
+      return Is(k, "event_id") ? kEnvEventId : Is(k, "trace_id") ? kEnvTraceId : -1;
+    case 10:
+      return Is(k, "event_type") ? kEnvEventType : Is(k, "request_id") ? kEnvRequestId : -1;
+    case 12:
+      return Is(k, "monotonic_ns") ? kEnvMonotonicNs : Is(k, "operation_id") ? kEnvOperationId : -1;
+    case 13:
+      return Is(k, "base_snapshot") ? kEnvBaseSnapshot : -1;
+    case 14:
+      return Is(k, "local_sequence") ? kEnvLocalSequence : -1;
+    case 15:
+      return Is(k, "source_instance")   ? kEnvSourceInstance
+             : Is(k, "result_snapshot") ? kEnvResultSnapshot
+                                        : -1;
+    case 16:
+      return Is(k, "source_component") ? kEnvSourceComponent : -1;
+    case 17:
+      return Is(k, "handle_generation") ? kEnvHandleGeneration : -1;
+    case 18:
+      return Is(k, "observed_wall_time") ? kEnvObservedWallTime : -1;
+    default:
+      return -1;
+  }
 }
 
 }  // namespace
