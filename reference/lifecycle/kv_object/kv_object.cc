@@ -132,10 +132,15 @@ base::StableStringMap<AppendTxn>::value_type* KvObject::FindTxnEntry(std::string
     return memo_.entry;
   auto it = txns_.find(txn_id);
   if (it == txns_.end()) return nullptr;
-  memo_.entry = &*it;
-  memo_.handle = nullptr;
-  memo_.txn_erasures = txn_erasures_;
+  Remember(&*it, nullptr);
   return memo_.entry;
+}
+
+void KvObject::Remember(base::StableStringMap<AppendTxn>::value_type* entry, HandleRecord* handle) {
+  memo_.entry = entry;
+  memo_.handle = handle;
+  memo_.txn_erasures = txn_erasures_;
+  memo_.handle_erasures = handle_erasures_;
 }
 
 HandleRecord* KvObject::HandleOfTxn(const AppendTxn& t) {
@@ -181,10 +186,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
   (*h)->txn_ids.push_back(req.txn_id);
   AppendTxn& t = it->second;
   // The append's layers and publication come next: they find the record and its handle here.
-  memo_.entry = &*it;
-  memo_.handle = *h;
-  memo_.txn_erasures = txn_erasures_;
-  memo_.handle_erasures = handle_erasures_;
+  Remember(&*it, *h);
   t.request.txn_id = req.txn_id;
   t.request.idempotency_key = req.idempotency_key;
   t.request.handle_id = req.handle_id;

@@ -209,9 +209,11 @@ class KvObject {
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
   // txns_.find(txn_id) through memo_ (nullptr when unknown).
   base::StableStringMap<AppendTxn>::value_type* FindTxnEntry(std::string_view txn_id);
-  // The record of the handle transaction `t` (found by FindTxnEntry) names, through memo_
-  // (nullptr when there is none).
+  // The record of the handle that transaction `t` names (nullptr when there is none), through
+  // memo_ when `t` is the remembered transaction.
   HandleRecord* HandleOfTxn(const AppendTxn& t);
+  // Makes `entry` (and `handle`, nullptr when not looked up yet) the remembered lookup.
+  void Remember(base::StableStringMap<AppendTxn>::value_type* entry, HandleRecord* handle);
 
   CacheAbi abi_;
   // Node addresses are stable until the node is erased (StableStringMap): Find(), FindTxn(),
