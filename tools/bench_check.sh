@@ -5,7 +5,8 @@
 # layers: one append_stage_layer event per layer per step, 32 for a 7-8B model). Prints figures
 # only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
-# build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side.
+# build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
+# two sides alternating (check, parse-only, check, ...), best run per side.
 # Both sides run with OPENBLAS_NUM_THREADS=1: kvconform links OpenBLAS (the reference model), whose
 # thread pool otherwise starts and spins at load time on a second core during both runs.
 set -euo pipefail
@@ -21,30 +22,34 @@ trap 'rm -rf "$T"' EXIT
 "$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" -o "$T/trace.jsonl" 2>/dev/null
 N=$(($(wc -l <"$T/trace.jsonl") - 1))
 BYTES=$(stat -c %s "$T/trace.jsonl")
-run() {  # run LABEL CMD... -> prints wall seconds, peak RSS and CPU seconds (best of RUNS by wall)
+once() {  # once OUT CMD... -> prints wall seconds, peak RSS (kB) and CPU seconds of one run
+  local out=$1 t0 t1
   shift
-  local best=999999 rss=0 cpu=0
-  for _ in $(seq "$RUNS"); do
-    local t0 t1 wall kb c
-    t0=$EPOCHREALTIME  # microsecond wall clock (time -v prints only centiseconds)
-    /usr/bin/time -v "$@" >"$T/out" 2>"$T/time" || true
-    t1=$EPOCHREALTIME
-    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
-    kb=$(awk -F': ' '/Maximum resident set size/{print $2}' "$T/time")
-    c=$(awk -F': ' '/User time|System time/{s += $2} END {print s}' "$T/time")
-    if awk "BEGIN{exit !($wall < $best)}"; then best=$wall; rss=$kb; cpu=$c; fi
-  done
-  echo "$best $rss $cpu"
+  t0=$EPOCHREALTIME  # microsecond wall clock (time -v prints only centiseconds)
+  /usr/bin/time -v "$@" >"$out" 2>"$T/time" || true
+  t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')" \
+    "$(awk -F': ' '/Maximum resident set size/{print $2}' "$T/time")" \
+    "$(awk -F': ' '/User time|System time/{s += $2} END {print s}' "$T/time")"
 }
-read -r t_check rss_check cpu_check < <(run check "$K" check "$T/trace.jsonl")
-tail -n 1 "$T/out"  # the verdict line: the generated trace must pass
-read -r t_parse rss_parse cpu_parse < <(run parse "$K" check --parse-only "$T/trace.jsonl")
+pair() {  # pair FILE -> "check: wall rss cpu" and "parse: wall rss cpu", best of RUNS by wall
+  # The two commands alternate, so that both sides see the same drift of a shared host.
+  local bc=999999 rc=0 cc=0 bp=999999 rp=0 cp=0 w r c
+  for _ in $(seq "$RUNS"); do
+    read -r w r c < <(once "$T/check.out" "$K" check "$1")
+    if awk "BEGIN{exit !($w < $bc)}"; then bc=$w; rc=$r; cc=$c; fi
+    read -r w r c < <(once "$T/parse.out" "$K" check --parse-only "$1")
+    if awk "BEGIN{exit !($w < $bp)}"; then bp=$w; rp=$r; cp=$c; fi
+  done
+  echo "$bc $rc $cc $bp $rp $cp"
+}
+read -r t_check rss_check cpu_check t_parse rss_parse cpu_parse < <(pair "$T/trace.jsonl")
+tail -n 1 "$T/check.out"  # the verdict line: the generated trace must pass
 # Process start-up and exit (library loading: a CUDA build loads cuBLASLt and UCX), measured on
 # the trace's header alone and included in both figures above; the steady-state ratio
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
-read -r s_check _ _ < <(run check "$K" check "$T/header.jsonl")
-read -r s_parse _ _ < <(run parse "$K" check --parse-only "$T/header.jsonl")
+read -r s_check _ _ s_parse _ _ < <(pair "$T/header.jsonl")
 awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" 'BEGIN {
   printf "trace: %d events, %d concurrent requests, %d layers, %.1f MB\n", n, r, l, b / 1e6;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
