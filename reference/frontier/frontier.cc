@@ -6,8 +6,9 @@
 namespace kvc::frontier {
 namespace {
 
-std::string U(uint64_t v) { return std::to_string(v); }
-Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
+// Cold: only violations build messages (the compiler moves those paths out of the hot code).
+[[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
+[[gnu::cold]] Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
 }  // namespace
 

@@ -682,7 +682,7 @@ void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
   const simdjson::error_code err = (line_no > 1 && !header_ok_)
                                        ? simdjson::SUCCESS  // not parsed: the replay stops
                                        : parser_->parser.parse(line.data(), line.size(), false).get(root);
-  ReplayLine(line, line_no, err, root);
+  ReplayLine(line, line_no, err, root, LineHash(line));
 }
 
 void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
@@ -693,8 +693,12 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
     const size_t m = std::min(n - start, kMaxBatch);
     dom::element roots[kMaxBatch];
     simdjson::error_code errs[kMaxBatch];
+    uint64_t hashes[kMaxBatch];
     for (size_t i = 0; i < m; ++i) {
       const std::string_view line = lines[start + i];
+      // Hashed here, while the line's bytes are in the cache from the line split (by its replay,
+      // the batch's parses have evicted them).
+      hashes[i] = LineHash(line);
       errs[i] = line.size() > kMaxBatchLine
                     ? simdjson::CAPACITY  // not parsed here; replayed through FeedPadded below
                     : batch_parsers_[i]->parser.parse(line.data(), line.size(), false).get(roots[i]);
@@ -704,13 +708,13 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
       if (lines[start + i].size() > kMaxBatchLine)
         FeedPadded(lines[start + i], line_no);
       else
-        ReplayLine(lines[start + i], line_no, errs[i], roots[i]);
+        ReplayLine(lines[start + i], line_no, errs[i], roots[i], hashes[i]);
     }
   }
 }
 
 void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_code,
-                              const dom::element& root) {
+                              const dom::element& root, uint64_t content_hash) {
   const auto err = static_cast<simdjson::error_code>(err_code);
   line_ = line_no;
   current_.event_id.clear();
@@ -735,7 +739,7 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
     ReadHeader(root);
     return;
   }
-  ReadEvent(root, line);
+  ReadEvent(root, content_hash);
 }
 
 void TraceChecker::ReadHeader(const dom::element& root) {
@@ -1048,12 +1052,12 @@ void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t l
   src.last_seq = local_sequence;
 }
 
-void TraceChecker::ReadEvent(const dom::element& root, std::string_view raw) {
+void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
   ++events_;
   dom::object obj = root.get_object().value_unsafe();
   Event& e = event_;  // reused: its strings keep their capacity from event to event
   e.line = line_;
-  e.content_hash = LineHash(raw);
+  e.content_hash = content_hash;
   dom::element payload_value;
   bool has_payload = false;
   if (!ReadEnvelopeFast(obj, e, &payload_value, &has_payload) &&

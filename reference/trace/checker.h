@@ -190,7 +190,7 @@ class ObjReader {
   static std::unique_ptr<Impl> TakeImpl();  // a reset Impl, reused when one is spare
   static std::vector<std::unique_ptr<Impl>>& SpareImpls();
   const simdjson::dom::element* Get(std::string_view key, bool required);
-  void Bad(ErrorCode code, std::string_view key, std::string msg);
+  [[gnu::cold]] void Bad(ErrorCode code, std::string_view key, std::string msg);
   void Index(const simdjson::dom::object& obj);
   std::unique_ptr<Impl> impl_;
   mutable std::string pointer_;
@@ -287,9 +287,11 @@ class TraceChecker {
   lifecycle::KvObject& kv() { return *kv_; }
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   // Records a violation at the current line.
-  void Report(ErrorCode code, std::string pointer, std::string message);
+  // Report, ReportStatus and ReportAt are cold: a conforming trace never calls them, and the
+  // compiler moves the paths that build their messages out of the hot code.
+  [[gnu::cold]] void Report(ErrorCode code, std::string pointer, std::string message);
   // Reports a failed Status: its registry code, or INPUT_VALUE_INVALID for plain errors.
-  void ReportStatus(const Status& s, std::string pointer);
+  [[gnu::cold]] void ReportStatus(const Status& s, std::string pointer);
   Request* FindRequest(std::string_view id);
   // kv().Find(id) with a one-entry memo (an event looks its handle up several times); the
   // same pointer validity as KvObject::Find.
@@ -343,17 +345,19 @@ class TraceChecker {
   // Installs (or replaces) the slot `key`; returns the installed state.
   CheckerExtension& SetExtension(std::string key, std::unique_ptr<CheckerExtension> ext);
   // Records a violation found at another line than the current one (end-of-trace findings).
-  void ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
+  [[gnu::cold]] void ReportAt(uint32_t line, Context context, ErrorCode code, std::string pointer,
                 std::string message);
   // "/<line-1>"; valid until the next Feed or Finish.
   const std::string& LinePtr() const;
 
  private:
-  // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error.
+  // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error,
+  // `content_hash` the line's LineHash.
   void ReplayLine(std::string_view line, uint32_t line_no, int err,
-                  const simdjson::dom::element& root);
+                  const simdjson::dom::element& root, uint64_t content_hash);
   void ReadHeader(const simdjson::dom::element& root);
-  void ReadEvent(const simdjson::dom::element& root, std::string_view raw);
+  // `content_hash` is LineHash of the event's line (duplicate-delivery identity).
+  void ReadEvent(const simdjson::dom::element& root, uint64_t content_hash);
   // The envelope of an event: ReadEnvelopeFast reads a conforming one in a single pass over its
   // members and returns false, having reported nothing, when any member is unknown, repeated,
   // missing or mistyped; ReadEnvelope (the general reader) then reports exactly what is wrong.

@@ -18,7 +18,8 @@ using lifecycle::KvObject;
 using lifecycle::Phase;
 using lifecycle::Snapshot;
 
-std::string U(uint64_t v) { return std::to_string(v); }
+// Cold: numbers are formatted only into violation messages.
+[[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
 
 // The live snapshot of the event's request, or nullopt after reporting why not.
 std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {

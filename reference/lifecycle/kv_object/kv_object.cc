@@ -10,10 +10,12 @@
 namespace kvc::lifecycle {
 namespace {
 
-std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
-std::string U(uint64_t v) { return std::to_string(v); }
+// Message builders and the violation constructor run only on a violation: cold, so that the
+// compiler moves the paths that build messages out of the hot code.
+[[gnu::cold]] std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+[[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
 
-Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
+[[gnu::cold]] Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
 }  // namespace
 
