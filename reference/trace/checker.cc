@@ -1060,7 +1060,7 @@ void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
   e.content_hash = content_hash;
   dom::element payload_value;
   bool has_payload = false;
-  if (!ReadEnvelopeFast(obj, e, &payload_value, &has_payload) &&
+  if (!(opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload)) &&
       !ReadEnvelope(obj, e, &payload_value, &has_payload))
     return;
   if (binding_.trace_identity_required && !e.has_trace_id)

@@ -206,8 +206,9 @@ struct CheckerOptions {
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
   // At least 1.
   size_t released_window = 4096;
-  // Use the one-pass payload readers (EventTypeSpec::fast) where a type has one. false replays
-  // every payload through the general reader (tests compare the two paths with it).
+  // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
+  // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the
+  // general reader (tests compare the two paths with it).
   bool fast_readers = true;
 };
 
