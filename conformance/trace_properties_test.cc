@@ -15,6 +15,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -231,7 +232,8 @@ Run FeedLines(const std::string& text, bool fast) {
 // `kvconform check`'s path: CheckTraceFile on a file.
 Run CheckFile(const std::string& text) {
   static int n = 0;
-  const std::string path = ::testing::TempDir() + "/trace_prop_" + std::to_string(n++) + ".jsonl";
+  const std::string path = ::testing::TempDir() + "/trace_prop_" + std::to_string(getpid()) +
+                           "_" + std::to_string(n++) + ".jsonl";  // unique across processes
   {
     std::ofstream out(path, std::ios::binary);
     out << text;
