@@ -697,8 +697,8 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
     for (size_t i = 0; i < m; ++i) {
       const std::string_view line = lines[start + i];
       // Hashed here, while the line's bytes are in the cache from the line split (by its replay,
-      // the batch's parses have evicted them).
-      hashes[i] = LineHash(line);
+      // the batch's parses have evicted them); a long line is hashed by FeedPadded below.
+      hashes[i] = line.size() > kMaxBatchLine ? 0 : LineHash(line);
       errs[i] = line.size() > kMaxBatchLine
                     ? simdjson::CAPACITY  // not parsed here; replayed through FeedPadded below
                     : batch_parsers_[i]->parser.parse(line.data(), line.size(), false).get(roots[i]);
