@@ -24,12 +24,8 @@ namespace {
 
 constexpr uint64_t kBytesPerTokenLayer = 64;
 
-// A value uniform in [lo, hi) at every test size (gen::inRange alone scales with size, which
-// would make early cases degenerate); still shrinks toward lo.
-template <typename T>
-T Uniform(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
+using test::CollectPointers;
+using test::Uniform;
 constexpr uint64_t kReservedBlocks = 2;
 
 struct Geometry {
@@ -415,15 +411,6 @@ RC_GTEST_PROP(HandoffProperties, SuffixOntoWarmDestinationPublishesExactlyTheMis
   RC_ASSERT(w.directory.cache().Read("prefix")->committed_length == p);
   RC_ASSERT(w.credits.in_flight() == 0u);
   RC_TAG("published");
-}
-
-void CollectPointers(const Json& j, const std::string& at, std::vector<std::string>* out) {
-  out->push_back(at);
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      CollectPointers(it.value(), at + "/" + JsonPointerEscape(it.key()), out);
-  else if (j.is_array())
-    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at + "/" + std::to_string(i), out);
 }
 
 // Hostile one-field mutations of every M5.6 fixture: the validators never crash or throw,

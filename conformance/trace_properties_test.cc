@@ -34,11 +34,8 @@ namespace {
 
 using OJson = nlohmann::ordered_json;  // keeps member order: an untouched member stays in place
 
-// A value uniform in [lo, hi) at every test size; still shrinks toward lo.
-template <typename T>
-T Uniform(T lo, T hi) {
-  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
-}
+using test::CollectPointers;
+using test::Uniform;
 
 // Every kvconform.trace/1 fixture, as its lines (without '\n').
 const std::vector<std::pair<std::string, std::vector<std::string>>>& FixtureTraces() {
@@ -61,13 +58,6 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& FixtureTrac
   return *traces;
 }
 
-void CollectPointers(const OJson& j, const std::string& at, std::vector<std::string>* out) {
-  out->push_back(at);
-  if (j.is_object())
-    for (const auto& [k, v] : j.items()) CollectPointers(v, at + "/" + k, out);
-  else if (j.is_array())
-    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at + "/" + std::to_string(i), out);
-}
 
 // A hostile replacement for the value `v`, chosen for its type: the bounds and neighbours a
 // reader must check (integers), other members' vocabularies (strings), the other JSON types.

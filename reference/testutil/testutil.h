@@ -2,6 +2,8 @@
 #ifndef KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 #define KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 
+#include <rapidcheck.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +25,25 @@ std::string Describe(const Violations& v);
 // --gtest_filter=<Suite>.<Test>)" for the running test and returns `seed` (seeded property
 // tests announce their seed this way).
 uint64_t AnnounceSeed(uint64_t seed);
+
+// In a RapidCheck property: a value uniform in [lo, hi) at every test size (gen::inRange alone
+// scales with size, which would make early cases degenerate); still shrinks toward lo.
+template <typename T>
+T Uniform(T lo, T hi) {
+  return *rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
+
+// Appends the RFC 6901 pointer of `j` (`at`) and of every value inside it, in document order,
+// to `out` (the mutation sites of the property suites). J: Json or nlohmann::ordered_json.
+template <typename J>
+void CollectPointers(const J& j, const std::string& at, std::vector<std::string>* out) {
+  out->push_back(at);
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it)
+      CollectPointers(it.value(), at + "/" + JsonPointerEscape(it.key()), out);
+  else if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) CollectPointers(j[i], at + "/" + std::to_string(i), out);
+}
 
 }  // namespace kvc::test
 
