@@ -5,15 +5,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <string_view>
 
 namespace kvc::base {
 
-// Transparent string hash of the id maps (KvObject's, the trace checker's): ids are short, so
-// the common case is one or two 8-byte loads and a 128-bit multiply-fold; both 32-bit halves
-// of the result are mixed (StableStringMap uses the upper half). Not stable across versions;
-// nothing may depend on it beyond one process.
+// The 128-bit product of x and y folded to 64 bits (low half xor high half).
+inline uint64_t MulFold(uint64_t x, uint64_t y) {
+  const unsigned __int128 r = static_cast<unsigned __int128>(x) * y;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+
+// StringHash of more than 16 bytes: 16 bytes per multiply-fold, the state chained through the
+// second operand, the last round reading the last 16 bytes (overlapping the one before).
+// Runtime ids are often this long (vLLM's "cmpl-<32 hex>-0", SHA-256 cache ABI ids).
+inline uint64_t StringHashLong(const char* p, size_t n) {  // n > 16
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+  auto load = [p](size_t off) {
+    uint64_t x;
+    std::memcpy(&x, p + off, 8);
+    return x;
+  };
+  uint64_t h = n * k1;  // the length spread over the word (a plain xor collides across lengths)
+  for (size_t i = 0; i + 16 < n; i += 16) h = MulFold(load(i) ^ k0, load(i + 8) ^ h);
+  return MulFold(load(n - 16) ^ k0, load(n - 8) ^ h);
+}
+
+// Transparent string hash of the id maps (KvObject's, the trace checker's): an id of up to 16
+// bytes is one or two 8-byte loads and a 128-bit multiply-fold, a longer one StringHashLong;
+// both 32-bit halves of the result are mixed (StableStringMap uses the upper half). Not stable
+// across versions; nothing may depend on it beyond one process (StableStringMap iterates in
+// node order, not hash order, so no output does).
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const {
@@ -22,7 +43,7 @@ struct StringHash {
     const char* p = s.data();
     uint64_t a = 0, b = 0;
     if (n >= 8) {
-      if (n > 16) return std::hash<std::string_view>{}(s);
+      if (n > 16) return StringHashLong(p, n);
       std::memcpy(&a, p, 8);
       std::memcpy(&b, p + n - 8, 8);
     } else if (n >= 4) {
@@ -35,8 +56,9 @@ struct StringHash {
       a = static_cast<unsigned char>(p[0]) | static_cast<unsigned char>(p[n / 2]) << 8 |
           static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
     }
-    const unsigned __int128 r = static_cast<unsigned __int128>(a ^ k0 ^ n) * (b ^ k1);
-    return static_cast<size_t>(static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64));
+    // The length enters spread over the word: xor-ed in plainly, it cancelled data bits, so
+    // that e.g. "q" and "rq" collided (StringHash.EveryByteChangesTheHash).
+    return MulFold(a ^ (n + 1) * k0, b ^ k1);
   }
 };
 
