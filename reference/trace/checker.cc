@@ -534,7 +534,7 @@ TraceChecker::Op* TraceChecker::FindOp(std::string_view id) {
   last_op_ = &*it;
   return &it->second;
 }
-TraceChecker::Op& TraceChecker::NewOp(const std::string& id) {
+TraceChecker::Op& TraceChecker::NewOp(std::string_view id) {
   auto it = ops_.try_emplace(id).first;
   last_op_ = &*it;
   return it->second;

@@ -299,7 +299,7 @@ class TraceChecker {
   const lifecycle::HandleRecord* FindHandle(std::string_view id);
   Request& NewRequest(const std::string& id, uint64_t prompt_length);
   Op* FindOp(std::string_view id);
-  Op& NewOp(const std::string& id);
+  Op& NewOp(std::string_view id);
   void EraseOp(std::string_view id);
   // The snapshot version append operation `id` started on (its append_start's base_snapshot),
   // nullopt when unknown. From the op record while the operation has one; the record of a

@@ -141,13 +141,17 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   }
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return c.Poison(std::string(*e.operation_id));
-  lifecycle::BeginAppendRequest r;
+  // Views of the event (valid for the handler): BeginAppend copies what its record keeps.
+  lifecycle::BeginAppendView r;
   r.txn_id = *e.operation_id;
-  r.idempotency_key = a->key ? *a->key : std::string_view(*e.operation_id);
+  r.idempotency_key = a->key ? *a->key : *e.operation_id;
   r.handle_id = *e.request_id;
   r.cache_abi = a->abi ? *a->abi : std::string_view(c.kv().abi().id);
   r.interval = {a->interval.first, a->interval.second - a->interval.first};
-  r.binding = {a->pos.first, a->pos.second - a->pos.first, a->mask, std::string(a->stage)};
+  r.cache_position_start = a->pos.first;
+  r.cache_position_count = a->pos.second - a->pos.first;
+  r.mask_key_length = a->mask;
+  r.position_stage = a->stage;
   r.repair = a->purpose == "repair";
   // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
   const lifecycle::AppendTxn* prior = c.kv().FindTxn(r.txn_id);
@@ -191,7 +195,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     }
   }
   if (!retry) {
-    if (req) req->op_ids.push_back(r.txn_id);
+    if (req) req->op_ids.emplace_back(r.txn_id);
     TraceChecker::Op& op = c.NewOp(r.txn_id);
     op.request_id = *e.request_id;
     op.call = std::move(call);

@@ -33,7 +33,27 @@ uint64_t Fingerprint(std::string_view txn_id, std::string_view key, std::string_
 
 }  // namespace
 
+BeginAppendView ViewOf(const BeginAppendRequest& r) {
+  BeginAppendView v;
+  v.txn_id = r.txn_id;
+  v.idempotency_key = r.idempotency_key;
+  v.handle_id = r.handle_id;
+  v.base = r.base;
+  v.cache_abi = r.cache_abi;
+  v.interval = r.interval;
+  v.cache_position_start = r.binding.cache_position_start;
+  v.cache_position_count = r.binding.cache_position_count;
+  v.mask_key_length = r.binding.mask_key_length;
+  v.position_stage = r.binding.position_stage;
+  v.repair = r.repair;
+  return v;
+}
+
 uint64_t OperationFingerprint(const BeginAppendRequest& r) {
+  return Fingerprint(r.txn_id, r.idempotency_key, r.handle_id, r.cache_abi, r.base, r.interval);
+}
+
+uint64_t OperationFingerprint(const BeginAppendView& r) {
   return Fingerprint(r.txn_id, r.idempotency_key, r.handle_id, r.cache_abi, r.base, r.interval);
 }
 

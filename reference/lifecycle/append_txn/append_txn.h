@@ -54,9 +54,30 @@ struct BeginAppendRequest {
   friend bool operator==(const BeginAppendRequest&, const BeginAppendRequest&) = default;
 };
 
+// A BeginAppendRequest whose strings are views, valid for the call that takes it: what
+// KvObject::BeginAppend reads (the trace checker begins every traced append with views of the
+// trace line, so no id is copied to ask). ViewOf(r) views request `r`.
+struct BeginAppendView {
+  std::string_view txn_id;
+  std::string_view idempotency_key;
+  std::string_view handle_id;
+  BaseRef base;
+  std::string_view cache_abi;
+  Interval interval;
+  // PositionBinding's members.
+  uint64_t cache_position_start = 0;
+  uint64_t cache_position_count = 0;
+  uint64_t mask_key_length = 0;
+  std::string_view position_stage;
+  bool repair = false;
+};
+BeginAppendView ViewOf(const BeginAppendRequest& r);
+
 // The seed's operation fingerprint: hash(txn_id, idempotency_key, handle_id, base generation,
-// base snapshot, cache ABI, append interval).
+// base snapshot, cache ABI, append interval). OperationFingerprint(ViewOf(r)) ==
+// OperationFingerprint(r).
 uint64_t OperationFingerprint(const BeginAppendRequest& r);
+uint64_t OperationFingerprint(const BeginAppendView& r);
 
 // What a transaction keeps of its BeginAppendRequest: the identity a retry, a receipt and the
 // publication need. The request's cache_abi and binding are not kept: BeginAppend admits a

@@ -162,7 +162,7 @@ void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
   o.erase(std::remove(o.begin(), o.end(), txn_id), o.end());
 }
 
-StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) {
+StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
   // One lookup for both outcomes: an existing id is a retry (or a conflict); a new id gets its
   // record now and loses it again below if the append is refused, so a refusal still leaves
@@ -184,8 +184,8 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
     ++txn_erasures_;
     return h.status();
   }
-  (*h)->open_txns.push_back(req.txn_id);
-  (*h)->txn_ids.push_back(req.txn_id);
+  (*h)->open_txns.emplace_back(req.txn_id);
+  (*h)->txn_ids.emplace_back(req.txn_id);
   AppendTxn& t = it->second;
   // The append's layers and publication come next: they find the record and its handle here.
   Remember(&*it, *h);
@@ -199,7 +199,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendRequest& req) 
   return &t;
 }
 
-StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendRequest& req) {
+StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendView& req) {
   KVC_ASSIGN_OR_RETURN(HandleRecord * h, Live(req.handle_id, "append", req.repair));
   const Snapshot& s = h->current;
   if (s.phase == Phase::kCancelled)
@@ -220,7 +220,7 @@ StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendRequest& req) {
   if (!end)
     return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW,
              "append " + Q(req.txn_id) + ": interval end overflows 64 bits");
-  const PositionBinding& b = req.binding;
+  const BeginAppendView& b = req;  // the position binding's members
   if (b.cache_position_start != req.interval.start || b.cache_position_count != req.interval.count)
     return V(ErrorCode::LIFECYCLE_POSITION_MISMATCH,
              "append " + Q(req.txn_id) + ": cache_position [" + U(b.cache_position_start) + ", +" +

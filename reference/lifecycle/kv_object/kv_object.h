@@ -109,7 +109,11 @@ class KvObject {
   // fingerprint returns the existing transaction unchanged (a retry); with a different
   // fingerprint it is LIFECYCLE_RETRY_CONFLICT. The returned transaction is owned by the
   // object (not a copy) and valid until the next mutation.
-  StatusOr<const AppendTxn*> BeginAppend(const BeginAppendRequest& req);
+  StatusOr<const AppendTxn*> BeginAppend(const BeginAppendRequest& req) {
+    return BeginAppend(ViewOf(req));
+  }
+  // The same with the request's strings as views, valid for the call (no copy but the record's).
+  StatusOr<const AppendTxn*> BeginAppend(const BeginAppendView& req);
   // Records K and/or V rows of one layer; returns the transaction state afterwards
   // (PREPARED once every layer is complete).
   StatusOr<TxnState> StageLayer(const StageLayerRequest& req);
@@ -194,7 +198,7 @@ class KvObject {
   StatusOr<HandleRecord*> Live(std::string_view handle_id, std::string_view op,
                                bool allow_terminal);
   // Every rule a new append must pass (handle live, ABI, base, interval, binding); the handle.
-  StatusOr<HandleRecord*> AdmitAppend(const BeginAppendRequest& req);
+  StatusOr<HandleRecord*> AdmitAppend(const BeginAppendView& req);
   Status CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
                        std::string_view op) const;
   // The counters of the successor of `s`: generation+1 and (when `content`) version+1;

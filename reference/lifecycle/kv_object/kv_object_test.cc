@@ -46,6 +46,41 @@ Snapshot AppendAll(KvObject& o, const std::string& txn, const std::string& h, ui
   return r->result;
 }
 
+// BeginAppend(BeginAppendView): the record owns copies of what it keeps. Views into a buffer
+// that is overwritten after the call leave the transaction, its handle's lists and a retry's
+// fingerprint unchanged (ids longer than std::string's inline buffer, as runtimes send them).
+TEST(KvObjectTest, BeginAppendViewCopiesWhatTheRecordKeeps) {
+  KvObject o(kAbi);
+  const std::string id = "cmpl-0123456789abcdef0123456789abcdef-0";
+  ASSERT_TRUE(o.Allocate(id, id).ok());
+  const Snapshot s = *o.Read(id);
+  const BeginAppendRequest want = [&] {
+    BeginAppendRequest r = Append(id + ".t0", s, 3);
+    r.handle_id = id;
+    return r;
+  }();
+  std::string buf = want.txn_id + "|" + want.idempotency_key + "|" + want.handle_id + "|" +
+                    want.cache_abi + "|" + want.binding.position_stage;
+  BeginAppendView v = ViewOf(want);
+  size_t at = 0;
+  for (std::string_view* f :
+       {&v.txn_id, &v.idempotency_key, &v.handle_id, &v.cache_abi, &v.position_stage}) {
+    *f = std::string_view(buf).substr(at, f->size());
+    at += f->size() + 1;
+  }
+  auto t = o.BeginAppend(v);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  buf.assign(buf.size(), '#');  // the views now see other bytes
+  const AppendTxn* rec = o.FindTxn(want.txn_id);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_TRUE(o.RequestOf(*rec) == want);
+  EXPECT_EQ(o.Find(id)->open_txns, std::vector<std::string>{want.txn_id});
+  EXPECT_EQ(o.FingerprintOf(*rec), OperationFingerprint(want));
+  auto retry = o.BeginAppend(want);  // the same operation again: the same record
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(*retry, rec);
+}
+
 TEST(KvObjectTest, TwoLayerDecodeAndPrefillUseTheSameAppendInterface) {
   // 0x01 "Prefill And Decode Use The Same Append Interface": T_past=0/T_new=4, then 4/1.
   KvObject o(kAbi);

@@ -96,6 +96,7 @@ TEST(Fnv1a64Test, UnrolledHelpersEqualTheByteLoop) {
     r.base = {rng(), rng()};
     r.interval = {rng(), rng()};
     ASSERT_EQ(OperationFingerprint(r), NaiveFingerprint(r)) << "case " << i;
+    ASSERT_EQ(OperationFingerprint(ViewOf(r)), NaiveFingerprint(r)) << "case " << i;
   }
 }
 
