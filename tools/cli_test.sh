@@ -79,6 +79,16 @@ check check_missing 2 "$K" check "$T/nope.jsonl"; expect_out check_missing_msg '
 check check_missing_json 2 "$K" check --format json "$T/nope.jsonl"; expect_out check_missing_verdict '"verdict": "error"'
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
+# gen-trace (the benchmark's input) writes traces that check passes, with short and with
+# runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
+for ids in short runtime; do
+  check "gen_trace_$ids" 0 "$K" gen-trace --events 400 --requests 4 --layers 3 --decode 3 --ids "$ids" -o "$T/gen_$ids.jsonl"
+  check "gen_trace_${ids}_checks" 0 "$K" check "$T/gen_$ids.jsonl"; expect_out "gen_trace_${ids}_pass" 'pass \([0-9]+ events, 0 violations\)'
+done
+head -n 2 "$T/gen_runtime.jsonl" >"$T/out"; expect_out gen_trace_regenerate '"regenerate":"kvconform gen-trace .*--ids runtime"'
+expect_out gen_trace_runtime_ids '"request_id":"cmpl-[0-9a-f]{32}-0"'
+expect_out gen_trace_runtime_abi '"id":"[0-9a-f]{64}"'
+check gen_trace_bad_ids 2 "$K" gen-trace --ids long; expect_out gen_trace_bad_ids_msg "--ids: long not in \{short,runtime\}"
 
 # Race fuzzing CLI: shards and merge, re-checking recorded histories, truncated input, a mutant.
 check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 0/2 --report "$T/s0.json" --history-out "$T/h_ok.jsonl"

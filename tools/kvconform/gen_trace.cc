@@ -4,7 +4,13 @@
 // allocates, prefills P rows through all L layers, emits, decodes D tokens (stage every layer,
 // publish, emit), finishes, releases and is replaced by a fresh request. Generation stops at
 // the first step boundary at or after --events, so no operation is left open.
+//
+// --ids short names requests r0, r1, ... and the cache ABI "abi-gen" (every id fits
+// std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
+// runtimes emit: request ids like vLLM's "cmpl-<32 hex>-0" (38 bytes), operation ids
+// "<request id>.t<k>" and a 64-hex-digit cache ABI id (a SHA-256). Event ids stay "e<seq>".
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,8 +25,36 @@ struct GenOptions {
   uint32_t layers = 2;
   uint64_t prompt = 16;
   uint64_t decode = 32;
+  std::string ids = "short";  // short | runtime
   std::string out = "-";
 };
+
+// A deterministic 64-bit mix of `x` (SplitMix64's finalizer): the hex digits of runtime ids.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string Hex64(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// The id of the n-th request: "r<n>", or (runtime) "cmpl-<32 hex digits>-0".
+std::string RequestId(const GenOptions& o, uint64_t n) {
+  if (o.ids == "short") return "r" + std::to_string(n);
+  return "cmpl-" + Hex64(Mix(2 * n)) + Hex64(Mix(2 * n + 1)) + "-0";
+}
+
+std::string AbiId(const GenOptions& o) {
+  if (o.ids == "short") return "abi-gen";
+  std::string id;
+  for (uint64_t i = 0; i < 4; ++i) id += Hex64(Mix(~i));
+  return id;
+}
 
 struct Req {
   std::string id;
@@ -45,13 +79,18 @@ class Writer {
                           static_cast<unsigned long long>(1000 * seq), req.c_str(),
                           op.empty() ? "null" : ("\"" + op + "\"").c_str(), type, base, result,
                           payload.c_str());
+    if (n < 0 || static_cast<size_t>(n) >= sizeof buf_) {  // cannot happen for the payloads below
+      std::fprintf(stderr, "gen-trace: event %llu longer than %zu bytes\n",
+                   static_cast<unsigned long long>(seq), sizeof buf_);
+      std::abort();
+    }
     std::fwrite(buf_, 1, static_cast<size_t>(n), f_);
     ++seq;
   }
 
  private:
   FILE* f_;
-  char buf_[1024];
+  char buf_[2048];
 };
 
 std::string N(uint64_t v) { return std::to_string(v); }
@@ -65,17 +104,19 @@ void Run(const GenOptions& o) {
   }
   std::fprintf(f,
                "{\"kind\":\"kvconform.trace/1\",\"schema_version\":1,\"producer\":{\"name\":"
-               "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"abi-gen\","
+               "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"%s\","
                "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":64},"
                "\"sources\":[{\"source_instance\":\"engine-0\",\"source_component\":\"semantic\","
                "\"clock_domain\":\"engine-0.monotonic\"}],\"audit\":\"complete\",\"regenerate\":\"kvconform gen-trace "
-               "--events %llu --requests %llu\"}\n",
-               o.layers, static_cast<unsigned long long>(o.events),
-               static_cast<unsigned long long>(o.requests));
+               "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s\"}\n",
+               AbiId(o).c_str(), o.layers, static_cast<unsigned long long>(o.events),
+               static_cast<unsigned long long>(o.requests), o.layers,
+               static_cast<unsigned long long>(o.prompt), static_cast<unsigned long long>(o.decode),
+               o.ids.c_str());
   Writer w(f);
   std::vector<Req> reqs(o.requests);
   uint64_t next_id = 0;
-  for (auto& r : reqs) r.id = "r" + N(next_id++);
+  for (auto& r : reqs) r.id = RequestId(o, next_id++);
   auto append = [&](Req& r, const char* purpose, uint64_t rows) {
     std::string op = r.id + ".t" + N(r.op++);
     uint64_t s = r.committed, e = s + rows;
@@ -119,7 +160,7 @@ void Run(const GenOptions& o) {
       w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
               "{\"committed_length\":0,\"result_handle_generation\":1}");
       r = Req{};
-      r.id = "r" + N(next_id++);
+      r.id = RequestId(o, next_id++);
     }
   }
   if (f != stdout) std::fclose(f);
@@ -142,6 +183,10 @@ void AddGenTraceCommand(CLI::App& app) {
   cmd->add_option("--prompt", opt->prompt, "prompt rows per request (default 16)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   cmd->add_option("--decode", opt->decode, "decode steps per request (default 32)");
+  cmd->add_option("--ids", opt->ids,
+                  "id style: short (r0, r1, ...; default) or runtime (request ids like vLLM's "
+                  "cmpl-<32 hex>-0, a 64-hex-digit cache ABI id)")
+      ->check(CLI::IsMember({"short", "runtime"}));
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
   cmd->callback([opt] { Run(*opt); });
 }
