@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/race/fuzzer.h"  // SplitMix64: the hex digits of runtime ids
 #include "tools/kvconform/cli.h"
 
 namespace kvc::cli {
@@ -29,14 +30,6 @@ struct GenOptions {
   std::string out = "-";
 };
 
-// A deterministic 64-bit mix of `x` (SplitMix64's finalizer): the hex digits of runtime ids.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 std::string Hex64(uint64_t v) {
   char b[17];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
@@ -46,13 +39,13 @@ std::string Hex64(uint64_t v) {
 // The id of the n-th request: "r<n>", or (runtime) "cmpl-<32 hex digits>-0".
 std::string RequestId(const GenOptions& o, uint64_t n) {
   if (o.ids == "short") return "r" + std::to_string(n);
-  return "cmpl-" + Hex64(Mix(2 * n)) + Hex64(Mix(2 * n + 1)) + "-0";
+  return "cmpl-" + Hex64(race::SplitMix64(2 * n)) + Hex64(race::SplitMix64(2 * n + 1)) + "-0";
 }
 
 std::string AbiId(const GenOptions& o) {
   if (o.ids == "short") return "abi-gen";
   std::string id;
-  for (uint64_t i = 0; i < 4; ++i) id += Hex64(Mix(~i));
+  for (uint64_t i = 0; i < 4; ++i) id += Hex64(race::SplitMix64(~i));
   return id;
 }
 
