@@ -33,7 +33,7 @@ TEST(StringHash, ReadsOnlyTheViewsBytes) {
 }
 
 // Every byte takes part: changing any one byte of a string of any length up to 100 changes its
-// hash (and SameBytes sees it), and no two of these ~40,000 strings collide in 64 bits.
+// hash (and SameBytes sees it), and no two of these 20,300 strings collide in 64 bits.
 TEST(StringHash, EveryByteChangesTheHash) {
   const StringHash h;
   std::unordered_set<size_t> seen;
