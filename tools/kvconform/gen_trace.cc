@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "reference/race/fuzzer.h"  // SplitMix64: the hex digits of runtime ids
+#include "reference/lifecycle/snapshot/snapshot.h"  // DigestHex: 16 hex digits of a uint64
+#include "reference/race/fuzzer.h"  // SplitMix64: the digits of runtime ids
 #include "tools/kvconform/cli.h"
 
 namespace kvc::cli {
@@ -30,22 +31,17 @@ struct GenOptions {
   std::string out = "-";
 };
 
-std::string Hex64(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 // The id of the n-th request: "r<n>", or (runtime) "cmpl-<32 hex digits>-0".
 std::string RequestId(const GenOptions& o, uint64_t n) {
   if (o.ids == "short") return "r" + std::to_string(n);
-  return "cmpl-" + Hex64(race::SplitMix64(2 * n)) + Hex64(race::SplitMix64(2 * n + 1)) + "-0";
+  return "cmpl-" + lifecycle::DigestHex(race::SplitMix64(2 * n)) +
+         lifecycle::DigestHex(race::SplitMix64(2 * n + 1)) + "-0";
 }
 
 std::string AbiId(const GenOptions& o) {
   if (o.ids == "short") return "abi-gen";
   std::string id;
-  for (uint64_t i = 0; i < 4; ++i) id += Hex64(race::SplitMix64(~i));
+  for (uint64_t i = 0; i < 4; ++i) id += lifecycle::DigestHex(race::SplitMix64(~i));
   return id;
 }
 
