@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Benchmark of `kvconform check`: events/s vs simdjson parse-only of the same file, and peak RSS.
-# Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS] [IDS]   (defaults 1000000 64 2 short;
+# Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER]
+#   (defaults 1000000 64 2 short request;
 # e.g. 10000000 10000 for 10M events with 10k concurrent requests; LAYERS is the model's
 # cache-producing layers: one append_stage_layer event per layer per step, 32 for a 7-8B model;
 # IDS is gen-trace's --ids: short (r0, r1, ...) or runtime (38-byte request ids like vLLM's and a
-# 64-hex-digit cache ABI id, longer than std::string's inline buffer)). Prints figures
+# 64-hex-digit cache ABI id, longer than std::string's inline buffer); ORDER is gen-trace's
+# --order: request (each request's step contiguous) or step (one engine iteration phase by phase,
+# as a continuous-batching engine emits: consecutive events name different requests)). Prints figures
 # only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
@@ -19,10 +22,11 @@ EVENTS=${1:-1000000}
 REQUESTS=${2:-64}
 LAYERS=${3:-2}
 IDS=${4:-short}
+ORDER=${5:-request}
 RUNS=${RUNS:-3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" --ids "$IDS" -o "$T/trace.jsonl" 2>/dev/null
+"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" --ids "$IDS" --order "$ORDER" -o "$T/trace.jsonl" 2>/dev/null
 N=$(($(wc -l <"$T/trace.jsonl") - 1))
 BYTES=$(stat -c %s "$T/trace.jsonl")
 once() {  # once OUT CMD... -> prints wall seconds, peak RSS (kB) and CPU seconds of one run
@@ -53,8 +57,8 @@ tail -n 1 "$T/check.out"  # the verdict line: the generated trace must pass
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
 read -r s_check _ _ s_parse _ _ < <(pair "$T/header.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" 'BEGIN {
-  printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %.1f MB\n", n, r, l, ids, b / 1e6;
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" 'BEGIN {
+  printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %.1f MB\n", n, r, l, ids, ord, b / 1e6;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
   printf "parse-only      : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";

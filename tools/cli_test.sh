@@ -85,10 +85,19 @@ for ids in short runtime; do
   check "gen_trace_$ids" 0 "$K" gen-trace --events 400 --requests 4 --layers 3 --decode 3 --ids "$ids" -o "$T/gen_$ids.jsonl"
   check "gen_trace_${ids}_checks" 0 "$K" check "$T/gen_$ids.jsonl"; expect_out "gen_trace_${ids}_pass" 'pass \([0-9]+ events, 0 violations\)'
 done
-head -n 2 "$T/gen_runtime.jsonl" >"$T/out"; expect_out gen_trace_regenerate '"regenerate":"kvconform gen-trace .*--ids runtime"'
+head -n 2 "$T/gen_runtime.jsonl" >"$T/out"; expect_out gen_trace_regenerate '"regenerate":"kvconform gen-trace .*--ids runtime --order request"'
 expect_out gen_trace_runtime_ids '"request_id":"cmpl-[0-9a-f]{32}-0"'
 expect_out gen_trace_runtime_abi '"id":"[0-9a-f]{64}"'
 check gen_trace_bad_ids 2 "$K" gen-trace --ids long; expect_out gen_trace_bad_ids_msg "--ids: long not in \{short,runtime\}"
+# --order step: one engine iteration phase by phase (every append_start, then each layer of every
+# request, ...): the trace passes, names every option in its regenerate line, and its first
+# iteration's append_start events (lines 6-9, after the four allocations) name four requests.
+check gen_trace_step 0 "$K" gen-trace --events 400 --requests 4 --layers 3 --decode 3 --ids runtime --order step -o "$T/gen_step.jsonl"
+check gen_trace_step_checks 0 "$K" check "$T/gen_step.jsonl"; expect_out gen_trace_step_pass 'pass \([0-9]+ events, 0 violations\)'
+head -n 1 "$T/gen_step.jsonl" >"$T/out"; expect_out gen_trace_step_regenerate '"regenerate":"kvconform gen-trace .*--ids runtime --order step"'
+sed -n 6,9p "$T/gen_step.jsonl" | grep -o '"request_id":"[^"]*","handle_generation":0,"operation_id":"[^"]*","event_type":"append_start"' | sort -u | wc -l >"$T/out"
+expect_out gen_trace_step_batch '^4$'
+check gen_trace_bad_order 2 "$K" gen-trace --order random; expect_out gen_trace_bad_order_msg "--order: random not in \{request,step\}"
 
 # Race fuzzing CLI: shards and merge, re-checking recorded histories, truncated input, a mutant.
 check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 0/2 --report "$T/s0.json" --history-out "$T/h_ok.jsonl"

@@ -1,9 +1,17 @@
 // `kvconform gen-trace`: write a large valid kvconform.trace/1 trace (benchmark input).
 //
-// R requests run concurrently, interleaved step by step (one source, contiguous sequence): each
-// allocates, prefills P rows through all L layers, emits, decodes D tokens (stage every layer,
-// publish, emit), finishes, releases and is replaced by a fresh request. Generation stops at
-// the first step boundary at or after --events, so no operation is left open.
+// R requests run concurrently (one source, contiguous sequence): each allocates, prefills P rows
+// through all L layers, emits, decodes D tokens (stage every layer, publish, emit), finishes,
+// releases and is replaced by a fresh request. Generation stops at the first step boundary at or
+// after --events, so no operation is left open. Two event orders:
+//  --order request (default): the requests take turns; one turn is one request's whole step
+//    (append_start, every layer, append_publish, output_emit), so consecutive events nearly
+//    always name the same request and operation.
+//  --order step: one engine iteration over every running request at once, phase by phase, as
+//    a continuous-batching engine runs a forward pass: every append_start, then layer 0 of every
+//    request, ..., layer L-1, every append_publish, every output_emit; finished requests are
+//    released at the iteration's start and their replacements allocate and prefill in it. So
+//    consecutive events name different requests.
 //
 // --ids short names requests r0, r1, ... and the cache ABI "abi-gen" (every id fits
 // std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
@@ -28,6 +36,7 @@ struct GenOptions {
   uint64_t prompt = 16;
   uint64_t decode = 32;
   std::string ids = "short";  // short | runtime
+  std::string order = "request";  // request | step
   std::string out = "-";
 };
 
@@ -49,6 +58,8 @@ struct Req {
   std::string id;
   uint64_t committed = 0, version = 0, emitted = 0, last_token = 0, op = 0;
   int stage = 0;  // 0 allocate, 1 prefill, 2 decode..., 3 finish/release
+  std::string cur_op, cur_iv;  // the open append: operation id and "[start,end]"
+  uint64_t cur_end = 0;
 };
 
 class Writer {
@@ -97,30 +108,36 @@ void Run(const GenOptions& o) {
                "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":64},"
                "\"sources\":[{\"source_instance\":\"engine-0\",\"source_component\":\"semantic\","
                "\"clock_domain\":\"engine-0.monotonic\"}],\"audit\":\"complete\",\"regenerate\":\"kvconform gen-trace "
-               "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s\"}\n",
+               "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s --order %s\"}\n",
                AbiId(o).c_str(), o.layers, static_cast<unsigned long long>(o.events),
                static_cast<unsigned long long>(o.requests), o.layers,
                static_cast<unsigned long long>(o.prompt), static_cast<unsigned long long>(o.decode),
-               o.ids.c_str());
+               o.ids.c_str(), o.order.c_str());
   Writer w(f);
   std::vector<Req> reqs(o.requests);
   uint64_t next_id = 0;
   for (auto& r : reqs) r.id = RequestId(o, next_id++);
-  auto append = [&](Req& r, const char* purpose, uint64_t rows) {
-    std::string op = r.id + ".t" + N(r.op++);
-    uint64_t s = r.committed, e = s + rows;
-    std::string iv = "[" + N(s) + "," + N(e) + "]";
+  // One append in three parts (the step order writes each part for every request in turn).
+  auto start = [&](Req& r, const char* purpose, uint64_t rows) {
+    r.cur_op = r.id + ".t" + N(r.op++);
+    const uint64_t s = r.committed;
+    r.cur_end = s + rows;
+    r.cur_iv = "[" + N(s) + "," + N(r.cur_end) + "]";
     std::string tok = std::string(purpose) == "decode" ? ",\"input_token\":" + N(r.last_token) : "";
-    w.Event(r.id, "append_start", op, N(r.version).c_str(), "null",
-            "{\"interval\":" + iv + ",\"cache_position\":" + iv + ",\"mask_key_length\":" + N(e) +
+    w.Event(r.id, "append_start", r.cur_op, N(r.version).c_str(), "null",
+            "{\"interval\":" + r.cur_iv + ",\"cache_position\":" + r.cur_iv +
+                ",\"mask_key_length\":" + N(r.cur_end) +
                 ",\"position_stage\":\"post_rope\",\"purpose\":\"" + purpose + "\"" + tok + "}");
-    for (uint32_t l = 0; l < o.layers; ++l)
-      w.Event(r.id, "append_stage_layer", op, "null", "null",
-              "{\"layer\":" + N(l) + ",\"interval\":" + iv + "}");
-    r.committed = e;
+  };
+  auto stage_layer = [&](Req& r, uint32_t l) {
+    w.Event(r.id, "append_stage_layer", r.cur_op, "null", "null",
+            "{\"layer\":" + N(l) + ",\"interval\":" + r.cur_iv + "}");
+  };
+  auto publish = [&](Req& r) {
+    r.committed = r.cur_end;
     ++r.version;
-    w.Event(r.id, "append_publish", op, N(r.version - 1).c_str(), N(r.version).c_str(),
-            "{\"committed_length\":" + N(e) + "}");
+    w.Event(r.id, "append_publish", r.cur_op, N(r.version - 1).c_str(), N(r.version).c_str(),
+            "{\"committed_length\":" + N(r.cur_end) + "}");
   };
   auto emit = [&](Req& r) {
     r.last_token = (r.emitted * 2654435761u + 7) % 50000;
@@ -128,28 +145,61 @@ void Run(const GenOptions& o) {
             "{\"output_index\":" + N(r.emitted) + ",\"token\":" + N(r.last_token) + "}");
     ++r.emitted;
   };
-  size_t i = 0;
-  while (w.seq < o.events) {
-    Req& r = reqs[i++ % reqs.size()];
-    if (r.stage == 0) {
-      w.Event(r.id, "request_allocate", "", "null", "0",
-              "{\"prompt_length\":" + N(o.prompt) + "}");
-      r.stage = 1;
-    } else if (r.stage == 1) {
-      append(r, "prefill", o.prompt);
-      emit(r);
+  auto allocate = [&](Req& r) {
+    w.Event(r.id, "request_allocate", "", "null", "0",
+            "{\"prompt_length\":" + N(o.prompt) + "}");
+    r.stage = 1;
+  };
+  auto retire = [&](Req& r) {  // finish, release, and a fresh request in its place
+    w.Event(r.id, "finish", "", N(r.version).c_str(), N(r.version).c_str(),
+            "{\"committed_length\":" + N(r.committed) + ",\"emitted_outputs\":" + N(r.emitted) + "}");
+    w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
+            "{\"committed_length\":0,\"result_handle_generation\":1}");
+    r = Req{};
+    r.id = RequestId(o, next_id++);
+  };
+  // After a request's step: the prefill or decode it ran moves it on.
+  auto advance = [&](Req& r) {
+    if (r.stage == 1)
       r.stage = 2;
-    } else if (r.stage == 2) {
-      append(r, "decode", 1);
-      emit(r);
-      if (r.emitted > o.decode) r.stage = 3;
-    } else {
-      w.Event(r.id, "finish", "", N(r.version).c_str(), N(r.version).c_str(),
-              "{\"committed_length\":" + N(r.committed) + ",\"emitted_outputs\":" + N(r.emitted) + "}");
-      w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
-              "{\"committed_length\":0,\"result_handle_generation\":1}");
-      r = Req{};
-      r.id = RequestId(o, next_id++);
+    else if (r.emitted > o.decode)
+      r.stage = 3;
+  };
+  const char* const kPurpose[] = {"", "prefill", "decode"};
+  auto rows = [&](const Req& r) { return r.stage == 1 ? o.prompt : uint64_t{1}; };
+  if (o.order == "request") {
+    size_t i = 0;
+    while (w.seq < o.events) {
+      Req& r = reqs[i++ % reqs.size()];
+      if (r.stage == 0) {
+        allocate(r);
+      } else if (r.stage == 3) {
+        retire(r);
+      } else {
+        start(r, kPurpose[r.stage], rows(r));
+        for (uint32_t l = 0; l < o.layers; ++l) stage_layer(r, l);
+        publish(r);
+        emit(r);
+        advance(r);
+      }
+    }
+  } else {
+    std::vector<Req*> batch;
+    while (w.seq < o.events) {
+      batch.clear();
+      for (Req& r : reqs) {
+        if (r.stage == 3) retire(r);
+        if (r.stage == 0) allocate(r);
+        batch.push_back(&r);
+      }
+      for (Req* r : batch) start(*r, kPurpose[r->stage], rows(*r));
+      for (uint32_t l = 0; l < o.layers; ++l)
+        for (Req* r : batch) stage_layer(*r, l);
+      for (Req* r : batch) publish(*r);
+      for (Req* r : batch) {
+        emit(*r);
+        advance(*r);
+      }
     }
   }
   if (f != stdout) std::fclose(f);
@@ -176,6 +226,11 @@ void AddGenTraceCommand(CLI::App& app) {
                   "id style: short (r0, r1, ...; default) or runtime (request ids like vLLM's "
                   "cmpl-<32 hex>-0, a 64-hex-digit cache ABI id)")
       ->check(CLI::IsMember({"short", "runtime"}));
+  cmd->add_option("--order", opt->order,
+                  "event order: request (each request's step contiguous; default) or step (one "
+                  "engine iteration phase by phase: every append_start, every layer, every "
+                  "publish, every emit)")
+      ->check(CLI::IsMember({"request", "step"}));
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
   cmd->callback([opt] { Run(*opt); });
 }
