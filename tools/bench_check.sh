@@ -11,7 +11,7 @@
 # only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
-# two sides alternating (check, parse-only, check, ...), best run per side.
+# two sides alternating (check, parse-only, check, ...), best run per side (and the medians).
 # Both sides run with OPENBLAS_NUM_THREADS=1: kvconform links OpenBLAS (the reference model), whose
 # thread pool otherwise starts and spins at load time on a second core during both runs.
 set -euo pipefail
@@ -39,31 +39,37 @@ once() {  # once OUT CMD... -> prints wall seconds, peak RSS (kB) and CPU second
     "$(awk -F': ' '/Maximum resident set size/{print $2}' "$T/time")" \
     "$(awk -F': ' '/User time|System time/{s += $2} END {print s}' "$T/time")"
 }
-pair() {  # pair FILE -> "check: wall rss cpu" and "parse: wall rss cpu", best of RUNS by wall
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+pair() {  # pair FILE -> best of RUNS by wall: check "wall rss cpu", parse "wall rss cpu"; medians
   # The two commands alternate, so that both sides see the same drift of a shared host.
-  local bc=999999 rc=0 cc=0 bp=999999 rp=0 cp=0 w r c
+  local bc=999999 rc=0 cc=0 bp=999999 rp=0 cp=0 w r c all_c="" all_p=""
   for _ in $(seq "$RUNS"); do
     read -r w r c < <(once "$T/check.out" "$K" check "$1")
+    all_c+="$w "
     if awk "BEGIN{exit !($w < $bc)}"; then bc=$w; rc=$r; cc=$c; fi
     read -r w r c < <(once "$T/parse.out" "$K" check --parse-only "$1")
+    all_p+="$w "
     if awk "BEGIN{exit !($w < $bp)}"; then bp=$w; rp=$r; cp=$c; fi
   done
-  echo "$bc $rc $cc $bp $rp $cp"
+  echo "$bc $rc $cc $bp $rp $cp $(echo "$all_c" | median) $(echo "$all_p" | median)"
 }
-read -r t_check rss_check cpu_check t_parse rss_parse cpu_parse < <(pair "$T/trace.jsonl")
+read -r t_check rss_check cpu_check t_parse rss_parse cpu_parse m_check m_parse < <(pair "$T/trace.jsonl")
 tail -n 1 "$T/check.out"  # the verdict line: the generated trace must pass
 # Process start-up and exit (library loading: a CUDA build loads cuBLASLt and UCX), measured on
 # the trace's header alone and included in both figures above; the steady-state ratio
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
-read -r s_check _ _ s_parse _ _ < <(pair "$T/header.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" 'BEGIN {
+read -r s_check _ _ s_parse _ _ _ _ < <(pair "$T/header.jsonl")
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" 'BEGIN {
   printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %.1f MB\n", n, r, l, ids, ord, b / 1e6;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
   printf "parse-only      : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";
   printf "   1 MiB block reader; the library and parser the checker uses)\n";
   printf "check / parse-only throughput ratio: %.3f (target >= 0.5); target >= 1e6 events/s\n", tp / tc;
+  printf "  medians of the %d runs: check %.4f s, parse-only %.4f s, ratio %.3f\n", runs, mc, mp, mp / mc;
+  if (mc > 1.1 * tc || mp > 1.1 * tp)
+    printf "  (a median more than 10%% above its best run: the host was noisy; compare ratios, and\n   prefer valgrind instruction and miss counts for small changes)\n";
   printf "start-up and exit (header-only trace): check %.4f s, parse-only %.4f s; without them\n", sc, sp;
   if (tc > sc && tp > sp)
     printf "  steady-state ratio: %.3f (%.0f vs %.0f events/s)\n", (tp - sp) / (tc - sc), n / (tc - sc), n / (tp - sp);
