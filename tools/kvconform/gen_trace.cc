@@ -184,21 +184,19 @@ void Run(const GenOptions& o) {
       }
     }
   } else {
-    std::vector<Req*> batch;
     while (w.seq < o.events) {
-      batch.clear();
+      // The iteration's admissions: every running request then prefills or decodes in it.
       for (Req& r : reqs) {
         if (r.stage == 3) retire(r);
         if (r.stage == 0) allocate(r);
-        batch.push_back(&r);
       }
-      for (Req* r : batch) start(*r, kPurpose[r->stage], rows(*r));
+      for (Req& r : reqs) start(r, kPurpose[r.stage], rows(r));
       for (uint32_t l = 0; l < o.layers; ++l)
-        for (Req* r : batch) stage_layer(*r, l);
-      for (Req* r : batch) publish(*r);
-      for (Req* r : batch) {
-        emit(*r);
-        advance(*r);
+        for (Req& r : reqs) stage_layer(r, l);
+      for (Req& r : reqs) publish(r);
+      for (Req& r : reqs) {
+        emit(r);
+        advance(r);
       }
     }
   }
