@@ -24,6 +24,10 @@ LAYERS=${3:-2}
 IDS=${4:-short}
 ORDER=${5:-request}
 RUNS=${RUNS:-3}
+if [ ! -x "$K" ]; then
+  echo "$(basename "$0"): $K not found (build first: tools/build.sh, or set KVCONFORM)" >&2
+  exit 2
+fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" --ids "$IDS" --order "$ORDER" -o "$T/trace.jsonl" 2>/dev/null
