@@ -12,26 +12,10 @@
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
 # two sides alternating (check, parse-only, check, ...), best run per side (and the medians).
-# Both sides run with OPENBLAS_NUM_THREADS=1: kvconform links OpenBLAS (the reference model), whose
-# thread pool otherwise starts and spins at load time on a second core during both runs.
-set -euo pipefail
-export OPENBLAS_NUM_THREADS=1
-cd "$(dirname "$0")/.."
-K=${KVCONFORM:-build/bin/kvconform}
-EVENTS=${1:-1000000}
-REQUESTS=${2:-64}
-LAYERS=${3:-2}
-IDS=${4:-short}
-ORDER=${5:-request}
+# Both sides run with OPENBLAS_NUM_THREADS=1 (tools/bench_trace.sh).
 RUNS=${RUNS:-3}
-if [ ! -x "$K" ]; then
-  echo "$(basename "$0"): $K not found (build first: tools/build.sh, or set KVCONFORM)" >&2
-  exit 2
-fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" --ids "$IDS" --order "$ORDER" -o "$T/trace.jsonl" 2>/dev/null
-N=$(($(wc -l <"$T/trace.jsonl") - 1))
+DEFAULT_EVENTS=1000000
+source "$(dirname "$0")/bench_trace.sh"
 BYTES=$(stat -c %s "$T/trace.jsonl")
 once() {  # once OUT CMD... -> prints wall seconds, peak RSS (kB) and CPU seconds of one run
   local out=$1 t0 t1

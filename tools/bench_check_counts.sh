@@ -9,29 +9,13 @@
 # valgrind (Debian package `valgrind`; not needed by CI). Counts include process start-up
 # (dynamic loading: ~15M instructions, the same on both sides); one 100k-event run per side
 # takes about 10 s under cachegrind.
-set -euo pipefail
-export OPENBLAS_NUM_THREADS=1
-cd "$(dirname "$0")/.."
-K=${KVCONFORM:-build/bin/kvconform}
-EVENTS=${1:-100000}
-REQUESTS=${2:-64}
-LAYERS=${3:-2}
-IDS=${4:-short}
-ORDER=${5:-request}
 LL=${LL:-524288,8,64}
-if [ ! -x "$K" ]; then
-  echo "$(basename "$0"): $K not found (build first: tools/build.sh, or set KVCONFORM)" >&2
-  exit 2
-fi
 if ! command -v valgrind >/dev/null; then
   echo "bench_check_counts.sh: valgrind not found (apt-get install valgrind)" >&2
   exit 2
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-"$K" gen-trace --events "$EVENTS" --requests "$REQUESTS" --layers "$LAYERS" --ids "$IDS" \
-  --order "$ORDER" -o "$T/trace.jsonl" 2>/dev/null
-N=$(($(wc -l <"$T/trace.jsonl") - 1))
+DEFAULT_EVENTS=100000
+source "$(dirname "$0")/bench_trace.sh"
 counts() {  # counts NAME ARGS... -> "Ir D1_misses LL_data_misses" of one cachegrind run
   local name=$1
   shift
