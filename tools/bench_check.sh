@@ -12,7 +12,8 @@
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
 # two sides alternating (check, parse-only, check, ...), best run per side (and the medians).
-# Both sides run with OPENBLAS_NUM_THREADS=1 (tools/bench_trace.sh).
+# Both sides run with OPENBLAS_NUM_THREADS=1 (tools/bench_trace.sh). The profile-guided build of
+# tools/pgo-build.sh: KVCONFORM=build-pgo/bin/kvconform tools/bench_check.sh ...
 RUNS=${RUNS:-3}
 DEFAULT_EVENTS=1000000
 source "$(dirname "$0")/bench_trace.sh"
@@ -48,8 +49,9 @@ tail -n 1 "$T/check.out"  # the verdict line: the generated trace must pass
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
 read -r s_check _ _ s_parse _ _ _ _ < <(pair "$T/header.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" 'BEGIN {
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" -v bin="$K" 'BEGIN {
   printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %.1f MB\n", n, r, l, ids, ord, b / 1e6;
+  printf "binary: %s\n", bin;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
   printf "parse-only      : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";
