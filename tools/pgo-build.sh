@@ -8,14 +8,15 @@
 # with sizes and mixes that differ from tools/bench_check.sh's (so the benchmark does not time
 # the exact traces the profile was taken on), plus every .jsonl fixture of the repository (a
 # non-trace among them fails the check: its error paths are in the profile too). About twice the
-# time of one build of the CLI (~18 min on 2 cores). Not run by CI; the figures it was measured
+# time of one build of the CLI (~15 min on 2 cores). Not run by CI; the figures it was measured
 # with are in docs/trace-format.md ("Tenth round").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 BUILD_DIR=${BUILD_DIR:-build-pgo}
 JOBS=${JOBS:-$(nproc)}
-PROFILE="$PWD/$BUILD_DIR/pgo-profile"
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$PWD/$BUILD_DIR" ;; esac  # the profile path is absolute
+PROFILE="$BUILD_DIR/pgo-profile"
 configure() {  # configure generate|use
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DKVCONFORM_CUDA="${KVCONFORM_CUDA:-OFF}" -DKVCONFORM_PGO="$1" \
