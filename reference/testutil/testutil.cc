@@ -9,7 +9,10 @@
 namespace kvc::test {
 
 std::string SourcePath(const std::string& relative) {
-  return std::string(KVCONFORM_SOURCE_DIR) + "/" + relative;
+  std::string path = KVCONFORM_SOURCE_DIR;  // appended in place (see fuzzer_test.cc's Cmd)
+  path += '/';
+  path += relative;
+  return path;
 }
 
 Json LoadJson(const std::string& relative) {
