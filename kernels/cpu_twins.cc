@@ -40,16 +40,52 @@ Status CheckCount(const char* kernel, const char* what, std::initializer_list<in
 
 }  // namespace
 
+// IEEE 754 binary16 by bit manipulation, round to nearest even: the same bits as a compiler's
+// float -> _Float16 conversion (libgcc __truncsfhf2 and __extendhfsf2, NaN payloads included;
+// cpu_twins_test.cc compares them where the compiler has _Float16). Written out because not
+// every supported compiler has _Float16 on x86-64 (Clang 14 does not).
 uint16_t FloatToHalfBits(float f) {
-  const _Float16 h = static_cast<_Float16>(f);  // IEEE RNE (libgcc __truncsfhf2)
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN: quiet
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 (or inf): inf
+  if (a >= 0x38800000u) {  // a normal half: re-bias the exponent (127 -> 15), round 13 bits off
+    const uint32_t m = a - 0x38000000u;
+    return static_cast<uint16_t>(sign | ((m + 0xfffu + ((m >> 13) & 1u)) >> 13));
+  }
+  if (a < 0x33000000u) return static_cast<uint16_t>(sign);  // below 2^-25 (or zero): zero
+  // A subnormal half (it may round up to the smallest normal, 0x0400): units of 2^-24.
+  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126u - (a >> 23);  // 14..24
+  uint32_t h = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
 }
 float HalfBitsToFloat(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exp = (bits >> 10) & 0x1fu, mant = bits & 0x3ffu;
+  uint32_t u;
+  if (exp == 0x1fu) {
+    u = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0u);  // inf, or NaN made quiet
+  } else if (exp != 0) {
+    u = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    u = sign;
+  } else {  // subnormal: mant * 2^-24, normalized
+    int e = 113;  // the exponent field of 2^-14, lowered once per leading zero
+    uint32_t m = mant;
+    while (!(m & 0x400u)) {
+      m <<= 1;
+      --e;
+    }
+    u = sign | (static_cast<uint32_t>(e) << 23) | ((m & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 uint16_t FloatToBf16Bits(float f) {
   uint32_t u;

@@ -78,7 +78,8 @@ TEST(HistoryValidate, OneFieldMutationsRaiseTheirCode) {
   std::map<uint32_t, std::vector<size_t>> by_thread;
   for (size_t i = 1; i + 1 < base.size(); ++i)
     by_thread[base[i]["thread"].get<uint32_t>()].push_back(i);
-  for (const auto& [t, idx] : by_thread) {
+  for (const auto& entry : by_thread) {
+    const std::vector<size_t>& idx = entry.second;  // a lambda below captures it (no binding)
     if (idx.size() < 2 || base[idx[0]]["return_ns"].is_null()) continue;
     int64_t inside = base[idx[0]]["invoke_ns"].get<int64_t>() + 0;
     if (base[idx[0]]["return_ns"].get<int64_t>() <= inside) continue;
