@@ -3,23 +3,17 @@
 # under AddressSanitizer + UBSan: crashes, hangs, leaks, undefined behaviour, and any difference
 # between the checker's three reading paths. Usage: tools/fuzz-check.sh [SECONDS]   (default 300)
 # Environment: SEED (libFuzzer's -seed; default: from the clock, printed), BUILD_DIR (default
-# build-fuzz), CLANG (default clang++), JOBS. Builds with Clang (installs Debian's clang when
-# missing; tools/clang-build.sh's install step). The corpus, seeded from the repository's .jsonl
-# fixtures, stays in BUILD_DIR/corpus/trace_check between runs; a failing input is written to
-# BUILD_DIR/fuzz-artifacts/ and the script prints the command that replays it. Exit 0: no
-# failure; 1: a failure (the fuzzer's report is above). Not run by CI.
+# build-fuzz), CLANG (default clang++; `tools/setup.sh clang` installs Debian's), JOBS. The
+# corpus, seeded from the repository's .jsonl fixtures, stays in BUILD_DIR/corpus/trace_check
+# between runs; a failing input is written to BUILD_DIR/fuzz-artifacts/ and the script prints
+# the command that replays it. Exit 0: no failure; 1: a failure (the fuzzer's report is above);
+# 2: no such CLANG. Not run by CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
 SECS=${1:-300}
 CLANG=${CLANG:-clang++}
-if ! command -v "$CLANG" >/dev/null; then
-  echo "fuzz-check: installing clang"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends clang >/dev/null
-fi
+if [ "$CLANG" = clang++ ]; then tools/setup.sh clang; else tools/setup.sh; fi
+command -v "$CLANG" >/dev/null || { echo "fuzz-check: $CLANG not found" >&2; exit 2; }
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
 SEED=${SEED:-$(( $(date +%s) % 2147483647 ))}
