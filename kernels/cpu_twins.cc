@@ -49,7 +49,8 @@ uint16_t FloatToHalfBits(float f) {
   std::memcpy(&u, &f, 4);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN: quiet
+  if (a > 0x7f800000u)  // NaN: quiet, the payload's top bits kept
+    return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 (or inf): inf
   if (a >= 0x38800000u) {  // a normal half: re-bias the exponent (127 -> 15), round 13 bits off
     const uint32_t m = a - 0x38000000u;

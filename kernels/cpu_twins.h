@@ -18,7 +18,8 @@
 namespace kvc::kernels {
 
 // Storage conversions, bit-exact with the device intrinsics __float2half_rn,
-// __float2bfloat16_rn, __half2float and __bfloat162float (IEEE round to nearest even).
+// __float2bfloat16_rn, __half2float and __bfloat162float (IEEE round to nearest even) for every
+// value but NaN, which stays a NaN (its bits follow libgcc's conversions, not the device's).
 uint16_t FloatToHalfBits(float f);
 float HalfBitsToFloat(uint16_t h);
 uint16_t FloatToBf16Bits(float f);
