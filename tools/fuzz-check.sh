@@ -7,7 +7,7 @@
 # corpus, seeded from the repository's .jsonl fixtures, stays in BUILD_DIR/corpus/trace_check
 # between runs; a failing input is written to BUILD_DIR/fuzz-artifacts/ and the script prints
 # the command that replays it. Exit 0: no failure; 1: a failure (the fuzzer's report is above);
-# 2: no such CLANG. Not run by CI.
+# 2: no such CLANG; 130: interrupted. Not run by CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-300}
@@ -37,6 +37,10 @@ rc=0
 UCX_MEM_EVENTS=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   "$FUZZER" "$CORPUS" -seed="$SEED" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
   -rss_limit_mb=4096 -dict="$DICT" -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 || rc=$?
+if [ "$rc" -eq 72 ]; then  # libFuzzer's -interrupted_exitcode: a signal stopped it, no finding
+  echo "fuzz-check: interrupted (no failure found before the signal)"
+  exit 130
+fi
 if [ "$rc" -ne 0 ]; then
   echo "fuzz-check: FAILED (exit $rc); replay: UCX_MEM_EVENTS=no $FUZZER $ARTIFACTS/<crash-|leak-|timeout-file>"
   ls -t "$ARTIFACTS" | head -3
