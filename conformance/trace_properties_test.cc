@@ -39,6 +39,8 @@ namespace {
 using OJson = nlohmann::ordered_json;  // keeps member order: an untouched member stays in place
 
 using test::CollectPointers;
+using test::FeedTraceText;
+using test::RenderTraceViolations;
 using test::Uniform;
 
 // Every kvconform.trace/1 fixture, as its lines (without '\n').
@@ -206,20 +208,7 @@ Run FeedLines(const std::string& text, bool fast) {
   CheckerOptions opt;
   opt.fast_readers = fast;
   TraceChecker c("mutated.jsonl", opt);
-  size_t at = 0;
-  uint32_t line = 0;
-  bool mid_line = false;
-  while (at < text.size()) {
-    const size_t nl = text.find('\n', at);
-    ++line;
-    if (nl == std::string::npos) {
-      mid_line = true;
-      break;
-    }
-    c.Feed(std::string_view(text).substr(at, nl - at), line);
-    at = nl + 1;
-  }
-  Run r{c.Finish(mid_line), c.contexts()};
+  Run r{FeedTraceText(&c, text), c.contexts()};
   return r;
 }
 
@@ -239,15 +228,7 @@ Run CheckFile(const std::string& text) {
   return {c.violations(), c.contexts()};
 }
 
-std::string Render(const Run& r) {
-  std::string out;
-  for (size_t i = 0; i < r.violations.size(); ++i) {
-    const Violation& v = r.violations[i];
-    out += std::to_string(v.line) + " " + std::string(ErrorCodeName(v.code)) + " " + v.pointer +
-           " [" + r.contexts[i].event_id + "|" + r.contexts[i].request_id + "] " + v.message + "\n";
-  }
-  return out;
-}
+std::string Render(const Run& r) { return RenderTraceViolations(r.violations, r.contexts); }
 
 // Members whose string values are names from a closed set or declared by the header, not
 // identities (kept as they are).

@@ -1,4 +1,4 @@
-// The shared test utility: source-tree paths, fixture loading and violation matchers.
+// The shared test utility: source-tree paths, fixture loading, violation matchers and trace feeding.
 #ifndef KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 #define KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 
@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reference/base/strict_json.h"
+#include "reference/trace/checker.h"
 #include "reference/validate/violation.h"
 
 namespace kvc::test {
@@ -25,6 +27,14 @@ std::string Describe(const Violations& v);
 // --gtest_filter=<Suite>.<Test>)" for the running test and returns `seed` (seeded property
 // tests announce their seed this way).
 uint64_t AnnounceSeed(uint64_t seed);
+// Feeds a whole trace to `c` line by line through Feed() (the general path when the options
+// say so; a trailing '\r' stays part of its line, as in CheckTraceFile) and ends it with
+// Finish(), reporting a last line without '\n' as cut off. Returns c->violations().
+const Violations& FeedTraceText(trace::TraceChecker* c, std::string_view text);
+// One line per violation: "<line> <CODE> <pointer> [<event_id>|<request_id>] <message>";
+// `contexts` is parallel to `v` (TraceChecker::contexts()). Equal renderings, equal reports.
+std::string RenderTraceViolations(const Violations& v,
+                                  const std::vector<trace::TraceChecker::Context>& contexts);
 
 // In a RapidCheck property: a value uniform in [lo, hi) at every test size (gen::inRange alone
 // scales with size, which would make early cases degenerate); still shrinks toward lo.

@@ -4,7 +4,7 @@
 // (CheckerOptions::fast_readers = false), (2) line by line through the one-pass readers and
 // (3) in padded batches of 16 lines, the path `kvconform check` takes (CheckTraceFile). All three
 // must report the same violations (line, code, pointer, message, event and request) in the same
-// order; a difference aborts with both renderings. Crashes, hangs, leaks and undefined behaviour
+// order; a difference aborts with all three renderings. Crashes, hangs, leaks and undefined behaviour
 // are the sanitizers' to report. The released-request window and the pruning cadence are small
 // (4 and 2) so that short inputs reach the forgetting paths.
 // Build: tools/fuzz-check.sh (Clang, -DKVCONFORM_FUZZ=ON). Not part of CI.
@@ -19,7 +19,7 @@
 
 #include <simdjson.h>
 
-#include "reference/errors/error_codes.h"
+#include "reference/testutil/testutil.h"
 #include "reference/trace/checker.h"
 
 namespace {
@@ -37,21 +37,16 @@ CheckerOptions Options(Path p) {
   return opt;
 }
 
-std::string Render(const TraceChecker& c) {
-  std::string out;
-  const auto& v = c.violations();
-  for (size_t i = 0; i < v.size(); ++i)
-    out += std::to_string(v[i].line) + " " + std::string(kvc::ErrorCodeName(v[i].code)) + " " +
-           v[i].pointer + " [" + c.contexts()[i].event_id + "|" + c.contexts()[i].request_id +
-           "] " + v[i].message + "\n";
-  return out;
-}
-
 std::string Run(std::string_view text, Path p) {
   TraceChecker c("fuzz.jsonl", Options(p));
-  // Every line as its own padded copy (the batched path parses in place, like the block reader).
+  if (p != Path::kBatched) {
+    kvc::test::FeedTraceText(&c, text);
+    return kvc::test::RenderTraceViolations(c.violations(), c.contexts());
+  }
+  // Every line as its own padded copy: the batched path parses in place, like the block reader
+  // (a '\r' stays part of its line, as CheckTraceFile keeps it).
   std::vector<std::string> padded;
-  std::vector<std::string_view> lines;
+  std::vector<std::string_view> views;
   size_t at = 0;
   bool mid_line = false;
   while (at < text.size()) {
@@ -60,26 +55,20 @@ std::string Run(std::string_view text, Path p) {
       mid_line = true;
       break;
     }
-    lines.push_back(text.substr(at, nl - at));  // a '\r' stays, as CheckTraceFile keeps it
+    padded.emplace_back(text.substr(at, nl - at));
     at = nl + 1;
   }
-  if (p == Path::kBatched) {
-    padded.reserve(lines.size());
-    std::vector<std::string_view> views;
-    for (std::string_view l : lines) {
-      padded.emplace_back(l);
-      padded.back().append(simdjson::SIMDJSON_PADDING, ' ');
-      views.emplace_back(padded.back().data(), l.size());
-    }
-    for (size_t i = 0; i < views.size(); i += TraceChecker::kMaxBatch) {
-      const size_t n = std::min(TraceChecker::kMaxBatch, views.size() - i);
-      c.FeedPaddedBatch(views.data() + i, n, static_cast<uint32_t>(i + 1));
-    }
-  } else {
-    for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
+  for (std::string& l : padded) {
+    const size_t n = l.size();
+    l.append(simdjson::SIMDJSON_PADDING, ' ');
+    views.emplace_back(l.data(), n);  // `padded` no longer grows: its strings stay put
+  }
+  for (size_t i = 0; i < views.size(); i += TraceChecker::kMaxBatch) {
+    const size_t n = std::min(TraceChecker::kMaxBatch, views.size() - i);
+    c.FeedPaddedBatch(views.data() + i, n, static_cast<uint32_t>(i + 1));
   }
   c.Finish(mid_line);
-  return Render(c);
+  return kvc::test::RenderTraceViolations(c.violations(), c.contexts());
 }
 
 }  // namespace
