@@ -44,14 +44,19 @@ pair() {  # pair FILE -> best of RUNS by wall: check "wall rss cpu", parse "wall
 }
 read -r t_check rss_check cpu_check t_parse rss_parse cpu_parse m_check m_parse < <(pair "$T/trace.jsonl")
 tail -n 1 "$T/check.out"  # the verdict line: the generated trace must pass
+# The parser and the kernel its runtime dispatch chose (parse-only prints them): parse-only
+# throughput, and so the ratio, depends on the kernel (AVX-512 vs AVX2), so figures from two
+# hosts compare only under the same kernel (SIMDJSON_FORCE_IMPLEMENTATION=haswell forces one).
+PARSER=$(sed -n 's/.* lines (\(.*\))$/\1/p' "$T/parse.out")
 # Process start-up and exit (library loading: a CUDA build loads cuBLASLt and UCX), measured on
 # the trace's header alone and included in both figures above; the steady-state ratio
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
 read -r s_check _ _ s_parse _ _ _ _ < <(pair "$T/header.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" -v bin="$K" 'BEGIN {
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" -v bin="$K" -v parser="$PARSER" 'BEGIN {
   printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %.1f MB\n", n, r, l, ids, ord, b / 1e6;
   printf "binary: %s\n", bin;
+  printf "parser: %s\n", parser;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;
   printf "parse-only      : %8.4f s  %10.0f events/s  peak RSS %6.1f MB  CPU %.2f s\n", tp, n / tp, rp / 1024, cp;
   printf "  (parse-only baseline: simdjson DOM parse of every line, in place, from the same\n";

@@ -1363,6 +1363,15 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
   return Status::Ok();
 }
 
+std::string ParserDescription() {
+#define KVC_STRINGIFY2(x) #x
+#define KVC_STRINGIFY(x) KVC_STRINGIFY2(x)
+  return std::string("simdjson " KVC_STRINGIFY(SIMDJSON_VERSION) ", ") +
+         std::string(simdjson::get_active_implementation()->name()) + " kernel";
+#undef KVC_STRINGIFY
+#undef KVC_STRINGIFY2
+}
+
 Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));

@@ -460,6 +460,12 @@ Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 // `lines` receives the number of lines read.
 Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 
+// The parser both sides of the benchmark use, as "simdjson VERSION, KERNEL kernel": the library
+// version it was compiled against and the kernel its runtime dispatch chose on this CPU
+// (icelake: AVX-512, haswell: AVX2, ...; SIMDJSON_FORCE_IMPLEMENTATION overrides the choice).
+// Parse-only throughput, and with it the ratio target, depends on the kernel.
+std::string ParserDescription();
+
 // Streams a file through a checker: 1 MiB blocks (grown to the longest line), lines parsed in
 // place in batches through FeedPaddedBatch. IoError when unreadable.
 Status CheckTraceFile(const std::string& path, TraceChecker* checker);

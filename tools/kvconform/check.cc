@@ -36,7 +36,8 @@ void Run(const CheckOptions& opt) {
   if (opt.parse_only) {
     uint64_t lines = 0;
     Status st = trace::ParseOnlyFile(opt.file, &lines);
-    std::cout << (st.ok() ? opt.file + ": parsed " + std::to_string(lines) + " lines"
+    std::cout << (st.ok() ? opt.file + ": parsed " + std::to_string(lines) + " lines (" +
+                                trace::ParserDescription() + ")"
                           : st.ToString())
               << "\n";
     ExitCode() = st.ok() ? kExitOk : kExitUsage;
