@@ -663,18 +663,17 @@ bool FastStr(const dom::element& v, std::string_view* out) {
   return true;
 }
 
-// [start, end) with start <= end, exactly two unsigned integers.
+// [start, end) with start <= end, exactly two unsigned integers. (dom::array::size() is the
+// element count the parse stored with the array, exact below 2^24.)
 bool FastRange(const dom::element& v, std::pair<uint64_t, uint64_t>* out) {
-  uint64_t x[2];
-  size_t n = 0;
+  uint64_t x0, x1;
   dom::array arr;
-  if (v.get_array().get(arr)) return false;
-  for (dom::element item : arr) {
-    if (n == 2 || !ElementAsUint(item, &x[n])) return false;
-    ++n;
-  }
-  if (n != 2 || x[0] > x[1]) return false;
-  *out = {x[0], x[1]};
+  if (v.get_array().get(arr) || arr.size() != 2) return false;
+  auto it = arr.begin();
+  if (!ElementAsUint(*it, &x0)) return false;
+  ++it;
+  if (!ElementAsUint(*it, &x1) || x0 > x1) return false;
+  *out = {x0, x1};
   return true;
 }
 
