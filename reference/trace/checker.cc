@@ -682,7 +682,7 @@ void TraceChecker::FeedPadded(std::string_view line, uint32_t line_no) {
   const simdjson::error_code err = (line_no > 1 && !header_ok_)
                                        ? simdjson::SUCCESS  // not parsed: the replay stops
                                        : parser_->parser.parse(line.data(), line.size(), false).get(root);
-  ReplayLine(line, line_no, err, root, LineHash(line));
+  ReplayLine(line, line_no, err, root);
 }
 
 void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
@@ -693,12 +693,8 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
     const size_t m = std::min(n - start, kMaxBatch);
     dom::element roots[kMaxBatch];
     simdjson::error_code errs[kMaxBatch];
-    uint64_t hashes[kMaxBatch];
     for (size_t i = 0; i < m; ++i) {
       const std::string_view line = lines[start + i];
-      // Hashed here, while the line's bytes are in the cache from the line split (by its replay,
-      // the batch's parses have evicted them); a long line is hashed by FeedPadded below.
-      hashes[i] = line.size() > kMaxBatchLine ? 0 : LineHash(line);
       errs[i] = line.size() > kMaxBatchLine
                     ? simdjson::CAPACITY  // not parsed here; replayed through FeedPadded below
                     : batch_parsers_[i]->parser.parse(line.data(), line.size(), false).get(roots[i]);
@@ -708,13 +704,13 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
       if (lines[start + i].size() > kMaxBatchLine)
         FeedPadded(lines[start + i], line_no);
       else
-        ReplayLine(lines[start + i], line_no, errs[i], roots[i], hashes[i]);
+        ReplayLine(lines[start + i], line_no, errs[i], roots[i]);
     }
   }
 }
 
 void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_code,
-                              const dom::element& root, uint64_t content_hash) {
+                              const dom::element& root) {
   const auto err = static_cast<simdjson::error_code>(err_code);
   line_ = line_no;
   current_.event_id.clear();
@@ -739,7 +735,7 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
     ReadHeader(root);
     return;
   }
-  ReadEvent(root, content_hash);
+  ReadEvent(line, root);
 }
 
 void TraceChecker::ReadHeader(const dom::element& root) {
@@ -1016,10 +1012,10 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
     if (inst && seq) NoteDroppedEvent(*inst, *seq);
     const uint32_t line = e.line;
-    const uint64_t content_hash = e.content_hash;
+    const std::string_view text = e.text;
     e = Event{};  // no view of an earlier line survives a dropped event
     e.line = line;
-    e.content_hash = content_hash;
+    e.SetText(text);
     return false;
   }
   // The event views the copies (the general reader's strings die with it).
@@ -1052,12 +1048,12 @@ void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t l
   src.last_seq = local_sequence;
 }
 
-void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
+void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   ++events_;
   dom::object obj = root.get_object().value_unsafe();
   Event& e = event_;  // reused: its strings keep their capacity from event to event
   e.line = line_;
-  e.content_hash = content_hash;
+  e.SetText(line);
   dom::element payload_value;
   bool has_payload = false;
   if (!(opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload)) &&
@@ -1096,7 +1092,10 @@ void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
   const bool maybe = src.recent_count[id_hash & 255] != 0;
   for (size_t i = 0; maybe && i < src.recent_n; ++i) {
     if (src.recent_id[i] != id_hash) continue;
-    if (src.recent_seq[i] == e.local_sequence && src.recent_content[i] == e.content_hash)
+    if (src.recent_seq[i] == e.local_sequence &&
+        (src.recent_hashed[i]
+             ? e.text.size() > SourceState::kRecentText && src.recent_hash[i] == e.content_hash()
+             : SameBytes(src.recent_text[i], e.text)))
       return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
     id_conflict = true;
   }
@@ -1133,7 +1132,13 @@ void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
     src.recent_seq[slot] = e.local_sequence;
     src.recent_id[slot] = id_hash;
     ++src.recent_count[id_hash & 255];
-    src.recent_content[slot] = e.content_hash;
+    src.recent_hashed[slot] = e.text.size() > SourceState::kRecentText;
+    if (src.recent_hashed[slot]) {
+      src.recent_hash[slot] = e.content_hash();
+      std::string().swap(src.recent_text[slot]);
+    } else {
+      src.recent_text[slot].assign(e.text);
+    }
   }
 
   // Envelope requirements of the event type.
@@ -1152,7 +1157,7 @@ void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
   if (req && req->BloomMayHave(id_hash)) {
     auto it = req->events.find(e.event_id);
     if (it != req->events.end()) {
-      if (it->second.content_hash == e.content_hash) return;  // duplicate delivery
+      if (it->second.content_hash == e.content_hash()) return;  // duplicate delivery
       if (!id_conflict)
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
                "event_id \"" + std::string(e.event_id) + "\" already names a different event of request \"" +
@@ -1191,7 +1196,7 @@ void TraceChecker::ReadEvent(const dom::element& root, uint64_t content_hash) {
   if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
     if (Request* r = FindRequest(*e.request_id)) {
       const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
-      EventInfo info{spec->name, e.content_hash, h ? h->current.committed_length : 0,
+      EventInfo info{spec->name, e.content_hash(), h ? h->current.committed_length : 0,
                      *e.handle_generation};
       if (h && h->current.phase == lifecycle::Phase::kReleased && KeyEquals(e.event_type, "release")) {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,

@@ -104,6 +104,10 @@ class CheckerExtension {
   virtual void Finish(TraceChecker& c) = 0;
 };
 
+// A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
+// cryptographic, not stable across kvconform versions).
+uint64_t LineHash(std::string_view bytes);
+
 // The envelope of one event (RuntimeMutationEvent of M5.1 0x07), read before dispatch.
 // Lifetime: the string members view the bytes of the event's own line as parsed (or the
 // checker's copies of them when the general reader read the envelope) and are valid while the
@@ -124,7 +128,26 @@ struct Event {
   std::optional<uint64_t> result_snapshot;
   std::string_view outcome = "success";  // "success" when absent/null
   bool has_trace_id = false;  // a non-empty trace_id member is present
-  uint64_t content_hash = 0;
+  // The event's line as read (its duplicate-delivery identity), valid like the views above.
+  std::string_view text;
+  // LineHash(text), computed on first use: only events that enter the request's event index, or
+  // meet an indexed event with their id, need it.
+  uint64_t content_hash() const {
+    if (!content_hash_known_) {
+      content_hash_ = LineHash(text);
+      content_hash_known_ = true;
+    }
+    return content_hash_;
+  }
+  // Sets `text` and forgets the hash of the previous line.
+  void SetText(std::string_view t) {
+    text = t;
+    content_hash_known_ = false;
+  }
+
+ private:
+  mutable uint64_t content_hash_ = 0;
+  mutable bool content_hash_known_ = false;
 };
 
 // One row of the dispatch table.
@@ -246,6 +269,9 @@ class TraceChecker {
   // ObjReader).
   uint64_t fast_payloads() const { return fast_payloads_; }
   bool header_ok() const { return header_ok_; }
+  // Lines up to this many bytes are kept whole in a source's duplicate window (longer ones by
+  // their LineHash); see SourceState.
+  static constexpr size_t SourceStateTextLimit() { return SourceState::kRecentText; }
 
   // ---- For event handlers (table rows). ----
   struct EventInfo {
@@ -352,13 +378,12 @@ class TraceChecker {
   const std::string& LinePtr() const;
 
  private:
-  // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error,
-  // `content_hash` the line's LineHash.
+  // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error.
   void ReplayLine(std::string_view line, uint32_t line_no, int err,
-                  const simdjson::dom::element& root, uint64_t content_hash);
+                  const simdjson::dom::element& root);
   void ReadHeader(const simdjson::dom::element& root);
-  // `content_hash` is LineHash of the event's line (duplicate-delivery identity).
-  void ReadEvent(const simdjson::dom::element& root, uint64_t content_hash);
+  // `line` is the event's line (its duplicate-delivery identity), `root` its parse.
+  void ReadEvent(std::string_view line, const simdjson::dom::element& root);
   // The envelope of an event: ReadEnvelopeFast reads a conforming one in a single pass over its
   // members and returns false, having reported nothing, when any member is unknown, repeated,
   // missing or mistyped; ReadEnvelope (the general reader) then reports exactly what is wrong.
@@ -377,12 +402,18 @@ class TraceChecker {
     bool seen = false;
     uint64_t last_seq = 0;
     uint64_t last_ns = 0;
-    // The last kRecent events (seq, event-id hash, content hash) for duplicate-delivery and
-    // id-reuse detection; slots [0, recent_n) are filled, recent_pos is the next to overwrite.
+    // The last kRecent events (seq, event-id hash, content) for duplicate-delivery and id-reuse
+    // detection; slots [0, recent_n) are filled, recent_pos is the next to overwrite. The
+    // content is the line's bytes (a redelivery is recognized by byte equality; copying a line
+    // costs less than hashing it), or for a line over kRecentText bytes its LineHash
+    // (recent_hashed), so the window holds at most kRecent * kRecentText bytes of lines.
     static constexpr size_t kRecent = 32;
+    static constexpr size_t kRecentText = 4096;
     uint64_t recent_seq[kRecent];
     uint64_t recent_id[kRecent];
-    uint64_t recent_content[kRecent];
+    std::string recent_text[kRecent];
+    uint64_t recent_hash[kRecent];
+    bool recent_hashed[kRecent];
     // How many of the window's events have an id hash in each bucket (id_hash & 255).
     uint8_t recent_count[256] = {};
     size_t recent_n = 0;
@@ -448,9 +479,6 @@ class TraceChecker {
 // bound, and what the one-pass readers accept.
 // ElementAsUint (an unsigned integer element: UINT64, or INT64 >= 0) is in element_readers.h.
 
-// A fast 64-bit hash of bytes (duplicate-delivery identity of lines and event ids; not
-// cryptographic, not stable across kvconform versions).
-uint64_t LineHash(std::string_view bytes);
 
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);

@@ -112,6 +112,37 @@ TEST(TraceCheckerTest, ByteEquivalentRedeliveryIsDeduplicated) {
   EXPECT_TRUE(v.empty()) << test::Describe(v);
 }
 
+// The source window recognizes a redelivery by the bytes of its line: the same id and sequence
+// with other bytes is a conflict, not a duplicate. A line over SourceState::kRecentText bytes
+// is remembered by its hash instead; both forms judge alike.
+TEST(TraceCheckerTest, RedeliveryWithinTheSourceWindowIsComparedByBytes) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n";
+  auto with_trace_id = [](std::string line, size_t n) {
+    return line.replace(line.find(R"("event_type")"), 0,
+                        R"("trace_id":")" + std::string(n, 'a') + R"(",)");
+  };
+  auto later_clock = [](std::string line) {  // the same id and sequence, other bytes
+    return line.replace(line.find(R"("monotonic_ns":102)"), 18, R"("monotonic_ns":103)");
+  };
+  auto has = [](const std::vector<std::string>& v, const char* code) {
+    return std::find(v.begin(), v.end(), code) != v.end();
+  };
+  for (size_t n : {size_t{0}, size_t{5000}}) {  // a short line, and one over kRecentText
+    SCOPED_TRACE("trace_id of " + std::to_string(n) + " bytes");
+    const std::string stage = n ? with_trace_id(Stage(2), n) : Stage(2);
+    ASSERT_EQ(stage.size() > TraceChecker::SourceStateTextLimit(), n > 0);
+    // Byte-identical: deduplicated (replaying it would stage the layer twice).
+    EXPECT_TRUE(Codes(head + stage + "\n" + stage + "\n" + Publish(3) + "\n").empty());
+    // Other bytes under the same id and sequence: a conflict, and never deduplicated.
+    EXPECT_TRUE(has(Codes(head + stage + "\n" + later_clock(stage) + "\n" + Publish(3) + "\n"),
+                    "TRACE_EVENT_ID_CONFLICT"));
+  }
+  // A long line remembered by its hash against a short redelivery of the same id: a conflict.
+  EXPECT_TRUE(has(Codes(head + with_trace_id(Stage(2), 5000) + "\n" + Stage(2) + "\n" +
+                        Publish(3) + "\n"),
+                  "TRACE_EVENT_ID_CONFLICT"));
+}
+
 TEST(TraceCheckerTest, OrphanPublicationIsTxnUnknown) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Publish(1) + "\n";
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_TXN_UNKNOWN"}));
