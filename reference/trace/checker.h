@@ -479,7 +479,6 @@ class TraceChecker {
 // bound, and what the one-pass readers accept.
 // ElementAsUint (an unsigned integer element: UINT64, or INT64 >= 0) is in element_readers.h.
 
-
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 
