@@ -1094,7 +1094,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     if (src.recent_id[i] != id_hash) continue;
     if (src.recent_seq[i] == e.local_sequence &&
         (src.recent_hashed[i]
-             ? e.text.size() > SourceState::kRecentText && src.recent_hash[i] == e.content_hash()
+             ? e.text.size() > kWindowLineLimit && src.recent_hash[i] == e.content_hash()
              : SameBytes(src.recent_text[i], e.text)))
       return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
     id_conflict = true;
@@ -1132,7 +1132,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     src.recent_seq[slot] = e.local_sequence;
     src.recent_id[slot] = id_hash;
     ++src.recent_count[id_hash & 255];
-    src.recent_hashed[slot] = e.text.size() > SourceState::kRecentText;
+    src.recent_hashed[slot] = e.text.size() > kWindowLineLimit;
     if (src.recent_hashed[slot]) {
       src.recent_hash[slot] = e.content_hash();
       std::string().swap(src.recent_text[slot]);

@@ -269,9 +269,9 @@ class TraceChecker {
   // ObjReader).
   uint64_t fast_payloads() const { return fast_payloads_; }
   bool header_ok() const { return header_ok_; }
-  // Lines up to this many bytes are kept whole in a source's duplicate window (longer ones by
-  // their LineHash); see SourceState.
-  static constexpr size_t SourceStateTextLimit() { return SourceState::kRecentText; }
+  // A source's duplicate window keeps lines of up to this many bytes whole and longer ones as
+  // their LineHash (SourceState).
+  static constexpr size_t kWindowLineLimit = 4096;
 
   // ---- For event handlers (table rows). ----
   struct EventInfo {
@@ -405,10 +405,9 @@ class TraceChecker {
     // The last kRecent events (seq, event-id hash, content) for duplicate-delivery and id-reuse
     // detection; slots [0, recent_n) are filled, recent_pos is the next to overwrite. The
     // content is the line's bytes (a redelivery is recognized by byte equality; copying a line
-    // costs less than hashing it), or for a line over kRecentText bytes its LineHash
-    // (recent_hashed), so the window holds at most kRecent * kRecentText bytes of lines.
+    // costs less than hashing it), or for a line over kWindowLineLimit bytes its LineHash
+    // (recent_hashed), so the window holds at most kRecent * kWindowLineLimit bytes of lines.
     static constexpr size_t kRecent = 32;
-    static constexpr size_t kRecentText = 4096;
     uint64_t recent_seq[kRecent];
     uint64_t recent_id[kRecent];
     std::string recent_text[kRecent];

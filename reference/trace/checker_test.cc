@@ -113,8 +113,8 @@ TEST(TraceCheckerTest, ByteEquivalentRedeliveryIsDeduplicated) {
 }
 
 // The source window recognizes a redelivery by the bytes of its line: the same id and sequence
-// with other bytes is a conflict, not a duplicate. A line over SourceState::kRecentText bytes
-// is remembered by its hash instead; both forms judge alike.
+// with other bytes is a conflict, not a duplicate. A line over TraceChecker::kWindowLineLimit
+// bytes is remembered by its hash instead; both forms judge alike.
 TEST(TraceCheckerTest, RedeliveryWithinTheSourceWindowIsComparedByBytes) {
   const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n";
   auto with_trace_id = [](std::string line, size_t n) {
@@ -127,10 +127,10 @@ TEST(TraceCheckerTest, RedeliveryWithinTheSourceWindowIsComparedByBytes) {
   auto has = [](const std::vector<std::string>& v, const char* code) {
     return std::find(v.begin(), v.end(), code) != v.end();
   };
-  for (size_t n : {size_t{0}, size_t{5000}}) {  // a short line, and one over kRecentText
+  for (size_t n : {size_t{0}, size_t{5000}}) {  // a short line, and one over kWindowLineLimit
     SCOPED_TRACE("trace_id of " + std::to_string(n) + " bytes");
     const std::string stage = n ? with_trace_id(Stage(2), n) : Stage(2);
-    ASSERT_EQ(stage.size() > TraceChecker::SourceStateTextLimit(), n > 0);
+    ASSERT_EQ(stage.size() > TraceChecker::kWindowLineLimit, n > 0);
     // Byte-identical: deduplicated (replaying it would stage the layer twice).
     EXPECT_TRUE(Codes(head + stage + "\n" + stage + "\n" + Publish(3) + "\n").empty());
     // Other bytes under the same id and sequence: a conflict, and never deduplicated.
