@@ -39,7 +39,6 @@ namespace {
 using OJson = nlohmann::ordered_json;  // keeps member order: an untouched member stays in place
 
 using test::CollectPointers;
-using test::FeedTraceText;
 using test::RenderTraceViolations;
 using test::Uniform;
 

@@ -49,23 +49,6 @@ uint64_t AnnounceSeed(uint64_t seed) {
   return seed;
 }
 
-const Violations& FeedTraceText(trace::TraceChecker* c, std::string_view text) {
-  size_t at = 0;
-  uint32_t line = 0;
-  bool mid_line = false;
-  while (at < text.size()) {
-    const size_t nl = text.find('\n', at);
-    ++line;
-    if (nl == std::string_view::npos) {
-      mid_line = true;
-      break;
-    }
-    c->Feed(text.substr(at, nl - at), line);
-    at = nl + 1;
-  }
-  return c->Finish(mid_line);
-}
-
 std::string RenderTraceViolations(const Violations& v,
                                   const std::vector<trace::TraceChecker::Context>& contexts) {
   std::string out;

@@ -1,4 +1,4 @@
-// The shared test utility: source-tree paths, fixture loading, violation matchers and trace feeding.
+// The shared test utility: source-tree paths, fixture loading, violation matchers and renderings.
 #ifndef KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 #define KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 
@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "reference/base/strict_json.h"
@@ -27,10 +26,6 @@ std::string Describe(const Violations& v);
 // --gtest_filter=<Suite>.<Test>)" for the running test and returns `seed` (seeded property
 // tests announce their seed this way).
 uint64_t AnnounceSeed(uint64_t seed);
-// Feeds a whole trace to `c` line by line through Feed() (the general path when the options
-// say so; a trailing '\r' stays part of its line, as in CheckTraceFile) and ends it with
-// Finish(), reporting a last line without '\n' as cut off. Returns c->violations().
-const Violations& FeedTraceText(trace::TraceChecker* c, std::string_view text);
 // One line per violation: "<line> <CODE> <pointer> [<event_id>|<request_id>] <message>";
 // `contexts` is parallel to `v` (TraceChecker::contexts()). Equal renderings, equal reports.
 std::string RenderTraceViolations(const Violations& v,

@@ -1263,22 +1263,26 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
   return violations_;
 }
 
-Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
-  TraceChecker c{std::string(source)};
+const Violations& FeedTraceText(TraceChecker* c, std::string_view text) {
   size_t start = 0;
   uint32_t line = 0;
   bool mid_line = false;
   while (start < text.size()) {
-    size_t nl = text.find('\n', start);
+    const size_t nl = text.find('\n', start);
     ++line;
     if (nl == std::string_view::npos) {
       mid_line = true;
       break;
     }
-    c.Feed(text.substr(start, nl - start), line);
+    c->Feed(text.substr(start, nl - start), line);
     start = nl + 1;
   }
-  return c.Finish(mid_line);
+  return c->Finish(mid_line);
+}
+
+Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
+  TraceChecker c{std::string(source)};
+  return FeedTraceText(&c, text);
 }
 
 namespace {

@@ -478,6 +478,11 @@ class TraceChecker {
 // bound, and what the one-pass readers accept.
 // ElementAsUint (an unsigned integer element: UINT64, or INT64 >= 0) is in element_readers.h.
 
+// Feeds a whole JSON Lines text to `c` line by line through Feed() (a trailing '\r' stays part
+// of its line, as in CheckTraceFile) and ends it with Finish(), reporting a last line without
+// '\n' as cut off. Returns c->violations().
+const Violations& FeedTraceText(TraceChecker* c, std::string_view text);
+
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 

@@ -595,11 +595,7 @@ TEST(TraceCheckerTest, PayloadFastReadersAgreeWithTheGeneralReaders) {
     CheckerOptions opt;
     opt.fast_readers = fast;
     TraceChecker c("t.jsonl", opt);
-    size_t at = 0;
-    uint32_t line = 0;
-    for (size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
-      c.Feed(std::string_view(text).substr(at, nl - at), ++line);
-    Violations v = c.Finish(false);
+    Violations v = FeedTraceText(&c, text);
     if (fast_count) *fast_count = c.fast_payloads();
     return v;
   };

@@ -40,7 +40,7 @@ CheckerOptions Options(Path p) {
 std::string Run(std::string_view text, Path p) {
   TraceChecker c("fuzz.jsonl", Options(p));
   if (p != Path::kBatched) {
-    kvc::test::FeedTraceText(&c, text);
+    kvc::trace::FeedTraceText(&c, text);
     return kvc::test::RenderTraceViolations(c.violations(), c.contexts());
   }
   // Every line as its own padded copy: the batched path parses in place, like the block reader
