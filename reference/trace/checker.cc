@@ -581,8 +581,7 @@ const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
                                                         std::string_view event_id) const {
   auto r = requests_.find(request);
   if (r == requests_.end()) return nullptr;
-  auto e = r->second.events.find(event_id);
-  return e == r->second.events.end() ? nullptr : &e->second;
+  return r->second.events.Find(event_id, LineHash(event_id));
 }
 
 lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, uint64_t version) {
@@ -1154,10 +1153,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   // Event-id identity within the request's live history.
   Request* req = e.request_id ? FindRequest(*e.request_id) : nullptr;
-  if (req && req->BloomMayHave(id_hash)) {
-    auto it = req->events.find(e.event_id);
-    if (it != req->events.end()) {
-      if (it->second.content_hash == e.content_hash()) return;  // duplicate delivery
+  if (req && req->events.MayHave(id_hash)) {
+    if (const EventInfo* known = req->events.Find(e.event_id, id_hash)) {
+      if (known->content_hash == e.content_hash()) return;  // duplicate delivery
       if (!id_conflict)
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
                "event_id \"" + std::string(e.event_id) + "\" already names a different event of request \"" +
@@ -1201,19 +1199,15 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       if (h && h->current.phase == lifecycle::Phase::kReleased && KeyEquals(e.event_type, "release")) {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,
         // release; observations after release may name them) and drop the operations.
-        decltype(r->events) kept;  // a fresh table: erase alone keeps the grown bucket array
-        for (auto& kv : r->events)
-          if (kv.second.type == "finish" || kv.second.type == "cancel_request")
-            kept.emplace(kv.first, kv.second);
-        r->events.swap(kept);
-        std::fill(std::begin(r->id_bloom), std::end(r->id_bloom), 0);
-        for (const auto& kv : r->events) r->BloomAdd(LineHash(kv.first));
+        r->events.KeepIf([](std::string_view, const EventInfo& info) {
+          return info.type == "finish" || info.type == "cancel_request";
+        });
         r->frontier = frontier::FrontierState(0);
         r->frontier.Untrack();
         for (const auto& op : r->op_ids) EraseOp(op);
         std::vector<std::string>().swap(r->op_ids);
       }
-      if (r->events.emplace(e.event_id, info).second) r->BloomAdd(id_hash);
+      r->events.Insert(e.event_id, id_hash, info);
     }
   }
 }

@@ -41,6 +41,7 @@
 #include "reference/base/status.h"
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
+#include "reference/trace/event_index.h"
 #include "reference/trace/runtime_binding.h"
 #include "reference/validate/violation.h"
 
@@ -274,33 +275,13 @@ class TraceChecker {
   static constexpr size_t kWindowLineLimit = 4096;
 
   // ---- For event handlers (table rows). ----
-  struct EventInfo {
-    std::string_view type;     // points into the dispatch table
-    uint64_t content_hash = 0;
-    uint64_t committed_length = 0;  // handle's committed length after the event
-    uint64_t handle_generation = 0;  // the event's handle_generation (passed the fence)
-  };
+  using EventInfo = trace::EventInfo;
   struct Request {
     frontier::FrontierState frontier{0};
     // This incarnation's events that observations may name as a cause (allocate, publish,
-    // fork, truncate, finish, release, cancel_request); cleared at release but for the release.
-    base::StableStringMap<EventInfo> events;
-    // A 256-bit Bloom filter of LineHash(id) of every key of `events` (two bits per id): an
-    // event id whose bits are not all set is certainly not in `events`, so the exact lookup of
-    // a fresh id (nearly every event) is skipped. Rebuilt whenever `events` loses entries.
-    uint64_t id_bloom[4] = {0, 0, 0, 0};
-    static std::pair<unsigned, unsigned> BloomBits(uint64_t id_hash) {
-      return {static_cast<unsigned>(id_hash & 255), static_cast<unsigned>((id_hash >> 8) & 255)};
-    }
-    void BloomAdd(uint64_t id_hash) {
-      auto [a, b] = BloomBits(id_hash);
-      id_bloom[a >> 6] |= uint64_t{1} << (a & 63);
-      id_bloom[b >> 6] |= uint64_t{1} << (b & 63);
-    }
-    bool BloomMayHave(uint64_t id_hash) const {
-      auto [a, b] = BloomBits(id_hash);
-      return (id_bloom[a >> 6] >> (a & 63) & 1) && (id_bloom[b >> 6] >> (b & 63) & 1);
-    }
+    // fork, truncate, finish, release, cancel_request); cleared at release but for the
+    // terminal events (event_index.h).
+    EventIndex events;
     std::vector<std::string> op_ids;  // append operations started on this incarnation
   };
   struct Op {
