@@ -35,10 +35,10 @@ namespace kvc::trace {
 
 // What an observation needs of the semantic event it names as its cause.
 struct EventInfo {
-  std::string_view type;            // the event type; views the dispatch table (static)
-  uint64_t content_hash = 0;        // LineHash of the event's line (duplicate delivery)
-  uint64_t committed_length = 0;    // the handle's committed length after the event
-  uint64_t handle_generation = 0;   // the event's handle_generation (it passed the fence)
+  std::string_view type;           // the event type; views the dispatch table (static)
+  uint64_t content_hash = 0;       // LineHash of the event's line (duplicate delivery)
+  uint64_t committed_length = 0;   // the handle's committed length after the event
+  uint64_t handle_generation = 0;  // the event's handle_generation (it passed the fence)
 };
 
 class EventIndex {

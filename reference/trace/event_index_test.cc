@@ -39,8 +39,8 @@ TEST(EventIndex, InlineAndLongIdsCompareByEveryByte) {
   const std::string at_limit(EventIndex::kInlineId, 'a');
   const std::string past_limit(EventIndex::kInlineId + 1, 'a');
   const std::string long_id = "cmpl-e9b316290724ba1bc7ab56057c8da907-0.publish.17";
-  const std::vector<std::string> ids = {"", "a", at_limit, past_limit, long_id, long_id + "x",
-                                        past_limit + "b"};
+  const std::vector<std::string> ids = {"",      "a",           at_limit,        past_limit,
+                                        long_id, long_id + "x", past_limit + "b"};
   EventIndex x;
   for (size_t i = 0; i < ids.size(); ++i)
     ASSERT_TRUE(x.Insert(ids[i], LineHash(ids[i]), Info(i))) << "id #" << i;
@@ -92,8 +92,10 @@ TEST(EventIndex, AgreesWithAMapModel) {
       x.KeepIf([](std::string_view, const EventInfo& info) { return info.content_hash % 2 == 0; });
       std::vector<std::string> kept;
       for (const std::string& o : order)
-        if (model[o] % 2 == 0) kept.push_back(o);
-        else model.erase(o);
+        if (model[o] % 2 == 0)
+          kept.push_back(o);
+        else
+          model.erase(o);
       order = kept;
     }
     ASSERT_EQ(x.size(), model.size()) << "step " << step;
