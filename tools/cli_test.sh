@@ -78,7 +78,7 @@ check check_mid_txn 1 "$K" check "$T/midtxn.jsonl"; expect_out check_mid_txn_cod
 check check_missing 2 "$K" check "$T/nope.jsonl"; expect_out check_missing_msg 'cannot open'
 # The benchmark's ceiling names its parser and the kernel simdjson chose (its throughput depends on it).
 check check_parse_only 0 "$K" check --parse-only "$TR"
-expect_out check_parse_only_parser "parsed $(wc -l <"$TR") lines \(simdjson [0-9.]+, [a-z0-9_]+ kernel\)"
+expect_out check_parse_only_parser "parsed $(wc -l <"$TR") lines \(simdjson [0-9.]+, [a-z0-9_]+ kernel; (mimalloc [0-9.]+|glibc malloc)\)"
 check check_missing_json 2 "$K" check --format json "$T/nope.jsonl"; expect_out check_missing_verdict '"verdict": "error"'
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'

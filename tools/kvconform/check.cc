@@ -1,10 +1,15 @@
 // `kvconform check TRACE.jsonl`: replay a kvconform.trace/1 trace through the reference state
 // machines in one streaming pass and report every violation.
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #ifdef __GLIBC__
 #include <malloc.h>
+#endif
+#ifdef KVCONFORM_HAVE_MIMALLOC
+#include <mimalloc.h>
 #endif
 
 #include "reference/trace/checker.h"
@@ -25,10 +30,31 @@ struct CheckOptions {
 // glibc's fastbins, they were coalesced later in long malloc_consolidate runs over cold memory:
 // 23% of a check's samples on a trace with runtime-length ids. Without fastbins (tcache still
 // serves the common sizes) a free coalesces at once. docs/trace-format.md "Allocator".
+// (A CLI linked with mimalloc, KVCONFORM_MIMALLOC, does not use glibc's malloc; the call is then
+// harmless.)
 void TuneAllocatorForCheck() {
 #ifdef __GLIBC__
   mallopt(M_MXFAST, 0);
 #endif
+}
+
+// The allocator that serves malloc in this process: "mimalloc X.Y.Z" when a block from malloc
+// lies in mimalloc's heap (asked of a live block, not of the build), else the LD_PRELOAD that
+// may supply one, else "glibc malloc".
+std::string AllocatorDescription() {
+#ifdef KVCONFORM_HAVE_MIMALLOC
+  void* p = std::malloc(64);
+  const bool mi = p != nullptr && mi_is_in_heap_region(p);
+  std::free(p);
+  if (mi) {
+    const int v = mi_version();  // e.g. 209 for 2.0.9
+    return "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." +
+           std::to_string(v % 10);
+  }
+#endif
+  if (const char* pre = std::getenv("LD_PRELOAD"); pre != nullptr && *pre != '\0')
+    return std::string("LD_PRELOAD ") + pre;
+  return "glibc malloc";
 }
 
 void Run(const CheckOptions& opt) {
@@ -37,7 +63,8 @@ void Run(const CheckOptions& opt) {
     uint64_t lines = 0;
     Status st = trace::ParseOnlyFile(opt.file, &lines);
     std::cout << (st.ok() ? opt.file + ": parsed " + std::to_string(lines) + " lines (" +
-                                trace::ParserDescription() + ")"
+                                trace::ParserDescription() + "; " + AllocatorDescription() +
+                                ")"
                           : st.ToString())
               << "\n";
     ExitCode() = st.ok() ? kExitOk : kExitUsage;
