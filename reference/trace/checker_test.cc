@@ -353,6 +353,60 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
   EXPECT_TRUE(has(Codes(t + allocate_again + "\n"), "TRACE_EVENT_ID_CONFLICT"));
 }
 
+// The request's event index (event_index.h) past its first lookups: a request with 40
+// publications (41 indexed events, the index's table grown several times by lookups) still
+// finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
+// event (an append_start) as a cause.
+TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliveries) {
+  const std::string header =
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
+      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
+      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  const std::string rg = R"("request_id":"R","handle_generation":0,)";
+  std::string t =
+      header + "\n" + Ev(0, "request_allocate", rg + R"("payload":{"prompt_length":80})") + "\n";
+  std::vector<std::string> publish;  // publication k is event "e<3k+3>"
+  for (int k = 0; k < 40; ++k) {
+    const std::string op = R"("operation_id":"p)" + std::to_string(k) + "\",";
+    const std::string iv = "[" + std::to_string(2 * k) + "," + std::to_string(2 * k + 2) + "]";
+    t +=
+        Ev(3 * k + 1, "append_start",
+           rg + op + R"("base_snapshot":)" + std::to_string(k) + R"(,"payload":{"interval":)" + iv +
+               R"(,"cache_position":)" + iv + R"(,"mask_key_length":)" + std::to_string(2 * k + 2) +
+               R"(,"position_stage":"post_rope","purpose":"prefill"})") +
+        "\n";
+    t += Ev(3 * k + 2, "append_stage_layer",
+            rg + op + R"("payload":{"layer":0,"interval":)" + iv + "}") +
+         "\n";
+    publish.push_back(Ev(3 * k + 3, "append_publish",
+                         rg + op + R"("base_snapshot":)" + std::to_string(k) +
+                             R"(,"result_snapshot":)" + std::to_string(k + 1) +
+                             R"(,"payload":{"committed_length":)" + std::to_string(2 * k + 2) +
+                             "}"));
+    t += publish.back() + "\n";
+  }
+  for (const std::string& code : Codes(t)) ADD_FAILURE() << "the base trace reports " << code;
+  auto residency = [](const std::string& cause, uint64_t bytes) {
+    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
+           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
+           R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":")" +
+           cause + R"(","tier":"hbm","resident_payload_bytes":)" + std::to_string(bytes) + "}}";
+  };
+  using V = std::vector<std::string>;
+  // Publication 29 ("e90") left 60 rows: 60 x 16 bytes resident.
+  EXPECT_TRUE(Codes(t + residency("e90", 960) + "\n").empty());
+  EXPECT_TRUE(Codes(t + residency("e3", 32) + "\n").empty());  // the first publication
+  EXPECT_EQ(Codes(t + residency("e91", 960) + "\n"), V{"TRACE_CAUSE_UNKNOWN"});  // a start
+  // Publication 4 ("e15") delivered again, byte for byte, 100 events later: not replayed.
+  EXPECT_EQ(Codes(t + publish[4] + "\n"), V{"TRACE_SEQUENCE_REGRESSION"});
+  // Its id on another event: a conflict.
+  std::string other = Ev(121, "read", rg + R"("payload":{"committed_length":80})");
+  other.replace(other.find(R"("event_id":"e121")"), 17, R"("event_id":"e15")");
+  const V got = Codes(t + other + "\n");
+  EXPECT_NE(std::find(got.begin(), got.end(), "TRACE_EVENT_ID_CONFLICT"), got.end());
+}
+
 // A published operation's op record is dropped (memory per append); a retry of it still
 // compares against the base its append_start read, now taken from the publication.
 TEST(TraceCheckerTest, RetryAfterPublicationStillComparesItsOriginalBase) {

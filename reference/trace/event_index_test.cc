@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/testutil/testutil.h"
 #include "reference/trace/checker.h"  // LineHash, the hash the checker passes
 
 namespace kvc::trace {
@@ -62,9 +63,7 @@ TEST(EventIndex, CollidingHashesAreResolvedByBytes) {
 // Random inserts, lookups of present and absent ids, and KeepIf, against a std::map model.
 // Lookups between inserts exercise the lazily updated table at every size.
 TEST(EventIndex, AgreesWithAMapModel) {
-  const uint32_t seed = 20261202;
-  std::mt19937_64 rng(seed);
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (fixed; reproduce: --gtest_filter=EventIndex.*)");
+  std::mt19937_64 rng(test::AnnounceSeed(20261202));
   EventIndex x;
   std::map<std::string, uint64_t> model;
   std::vector<std::string> order;
