@@ -49,6 +49,23 @@ std::vector<std::string> Codes(const std::string& text) {
   return test::CodeNames(ValidateTraceJsonl(text, "t.jsonl"));
 }
 
+// kHeader's ABI at 16 bytes per token, with a second source, "r", on the residency plane.
+const char* kHeaderWithResidency =
+    R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+    R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
+    R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
+    R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+
+// A residency observation (source "r", sequence 0) of request "R" at handle generation
+// `generation`: `bytes` resident in HBM, caused by event `cause`.
+std::string Residency(const std::string& cause, uint64_t bytes, int generation = 0) {
+  return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
+         R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
+         R"("request_id":"R","handle_generation":)" +
+         std::to_string(generation) + R"(,"payload":{"caused_by_event_id":")" + cause +
+         R"(","tier":"hbm","resident_payload_bytes":)" + std::to_string(bytes) + "}}";
+}
+
 TEST(TraceCheckerTest, MinimalTracePasses) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
                   "\n" + Publish(3) + "\n";
@@ -162,11 +179,7 @@ TEST(TraceCheckerTest, HugeNumbersAndNegativeValuesAreInputErrors) {
 // Regression: resident bytes were compared with committed rows x B_token computed without an
 // overflow check, so 2^60 rows x 16 B (wrapping to 0) matched a claim of 0 resident bytes.
 TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
-  const std::string header =
-      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
-      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
-      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
-      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  const std::string header = kHeaderWithResidency;
   const std::string n = std::to_string(uint64_t{1} << 60);
   auto big = [&](std::string line) {
     for (size_t at; (at = line.find("\"prompt_length\":2")) != std::string::npos;)
@@ -180,13 +193,7 @@ TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
     }
     return line;
   };
-  auto residency = [](uint64_t bytes) {
-    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
-           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
-           R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":"e3",)"
-           R"("tier":"hbm","resident_payload_bytes":)" +
-           std::to_string(bytes) + "}}";
-  };
+  auto residency = [](uint64_t bytes) { return Residency("e3", bytes); };
   std::string t = header + "\n" + big(Alloc(0)) + "\n" + big(Start(1)) + "\n" + big(Stage(2)) +
                   "\n" + big(Publish(3)) + "\n";
   ASSERT_TRUE(Codes(t).empty()) << test::Describe(ValidateTraceJsonl(t, "t.jsonl"));
@@ -203,18 +210,8 @@ TEST(TraceCheckerTest, ResidencyProductThatWouldWrapIsInconsistent) {
 // Regression: an allocator/residency observation's handle_generation was never compared, so an
 // observation naming the right cause under another incarnation of the request was accepted.
 TEST(TraceCheckerTest, RegressionObservationHandleGenerationMustMatchItsCause) {
-  const std::string header =
-      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
-      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
-      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
-      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
-  auto residency = [](int generation) {
-    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
-           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
-           R"("request_id":"R","handle_generation":)" +
-           std::to_string(generation) +
-           R"(,"payload":{"caused_by_event_id":"e3","tier":"hbm","resident_payload_bytes":32}})";
-  };
+  const std::string header = kHeaderWithResidency;
+  auto residency = [](int generation) { return Residency("e3", 32, generation); };
   std::string t =
       header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
   EXPECT_TRUE(Codes(t + residency(0) + "\n").empty());
@@ -358,11 +355,7 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
 // finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
 // event (an append_start) as a cause.
 TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliveries) {
-  const std::string header =
-      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
-      R"("cache_abi":{"id":"abi","num_layers":1,"position_stage":"post_rope","bytes_per_token":16},)"
-      R"("sources":[{"source_instance":"e","source_component":"semantic"},)"
-      R"({"source_instance":"r","source_component":"residency"}],"audit":"complete"})";
+  const std::string header = kHeaderWithResidency;
   const std::string rg = R"("request_id":"R","handle_generation":0,)";
   std::string t =
       header + "\n" + Ev(0, "request_allocate", rg + R"("payload":{"prompt_length":80})") + "\n";
@@ -387,12 +380,7 @@ TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliverie
     t += publish.back() + "\n";
   }
   for (const std::string& code : Codes(t)) ADD_FAILURE() << "the base trace reports " << code;
-  auto residency = [](const std::string& cause, uint64_t bytes) {
-    return R"({"event_id":"r0","source_instance":"r","source_component":"residency",)"
-           R"("local_sequence":0,"monotonic_ns":1,"event_type":"residency_observation",)"
-           R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":")" +
-           cause + R"(","tier":"hbm","resident_payload_bytes":)" + std::to_string(bytes) + "}}";
-  };
+  auto residency = [](const std::string& cause, uint64_t bytes) { return Residency(cause, bytes); };
   using V = std::vector<std::string>;
   // Publication 29 ("e90") left 60 rows: 60 x 16 bytes resident.
   EXPECT_TRUE(Codes(t + residency("e90", 960) + "\n").empty());
