@@ -1153,8 +1153,8 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   // Event-id identity within the request's live history.
   Request* req = e.request_id ? FindRequest(*e.request_id) : nullptr;
-  if (req && req->events.MayHave(id_hash)) {
-    if (const EventInfo* known = req->events.Find(e.event_id, id_hash)) {
+  if (req) {
+    if (const EventInfo* known = req->events.Find(e.event_id, id_hash)) {  // Bloom filter first
       if (known->content_hash == e.content_hash()) return;  // duplicate delivery
       if (!id_conflict)
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",

@@ -355,10 +355,9 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
 // finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
 // event (an append_start) as a cause.
 TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliveries) {
-  const std::string header = kHeaderWithResidency;
   const std::string rg = R"("request_id":"R","handle_generation":0,)";
-  std::string t =
-      header + "\n" + Ev(0, "request_allocate", rg + R"("payload":{"prompt_length":80})") + "\n";
+  std::string t = std::string(kHeaderWithResidency) + "\n" +
+                  Ev(0, "request_allocate", rg + R"("payload":{"prompt_length":80})") + "\n";
   std::vector<std::string> publish;  // publication k is event "e<3k+3>"
   for (int k = 0; k < 40; ++k) {
     const std::string op = R"("operation_id":"p)" + std::to_string(k) + "\",";
@@ -380,12 +379,11 @@ TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliverie
     t += publish.back() + "\n";
   }
   for (const std::string& code : Codes(t)) ADD_FAILURE() << "the base trace reports " << code;
-  auto residency = [](const std::string& cause, uint64_t bytes) { return Residency(cause, bytes); };
   using V = std::vector<std::string>;
   // Publication 29 ("e90") left 60 rows: 60 x 16 bytes resident.
-  EXPECT_TRUE(Codes(t + residency("e90", 960) + "\n").empty());
-  EXPECT_TRUE(Codes(t + residency("e3", 32) + "\n").empty());  // the first publication
-  EXPECT_EQ(Codes(t + residency("e91", 960) + "\n"), V{"TRACE_CAUSE_UNKNOWN"});  // a start
+  EXPECT_TRUE(Codes(t + Residency("e90", 960) + "\n").empty());
+  EXPECT_TRUE(Codes(t + Residency("e3", 32) + "\n").empty());  // the first publication
+  EXPECT_EQ(Codes(t + Residency("e91", 960) + "\n"), V{"TRACE_CAUSE_UNKNOWN"});  // a start
   // Publication 4 ("e15") delivered again, byte for byte, 100 events later: not replayed.
   EXPECT_EQ(Codes(t + publish[4] + "\n"), V{"TRACE_SEQUENCE_REGRESSION"});
   // Its id on another event: a conflict.

@@ -19,13 +19,13 @@ void EventIndex::Append(std::string_view id, uint64_t id_hash, const EventInfo& 
     long_ids_.append(id);
     std::memcpy(e.id_bytes, &offset, sizeof offset);
   }
-  const uint64_t a = id_hash & 511, b = (id_hash >> 9) & 511;
+  const auto [a, b] = BloomBits(id_hash);
   bloom_[a >> 6] |= uint64_t{1} << (a & 63);
   bloom_[b >> 6] |= uint64_t{1} << (b & 63);
 }
 
 bool EventIndex::Insert(std::string_view id, uint64_t id_hash, const EventInfo& info) {
-  if (MayHave(id_hash) && Find(id, id_hash)) return false;
+  if (Find(id, id_hash)) return false;  // Find asks the Bloom filter first
   Append(id, id_hash, info);
   return true;
 }

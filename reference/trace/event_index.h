@@ -29,6 +29,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvc::trace {
@@ -55,7 +56,7 @@ class EventIndex {
   const EventInfo* Find(std::string_view id, uint64_t id_hash) const;
   // False when `id_hash` is certainly not the hash of a present id (the Bloom filter).
   bool MayHave(uint64_t id_hash) const {
-    const uint64_t a = id_hash & 511, b = (id_hash >> 9) & 511;
+    const auto [a, b] = BloomBits(id_hash);
     return (bloom_[a >> 6] >> (a & 63) & 1) && (bloom_[b >> 6] >> (b & 63) & 1);
   }
   size_t size() const { return entries_.size(); }
@@ -87,6 +88,10 @@ class EventIndex {
   };
   static_assert(sizeof(Entry) == 64, "one entry, one cache line");
 
+  // The two bits of the Bloom filter that `id_hash` sets, each in [0, 512).
+  static std::pair<unsigned, unsigned> BloomBits(uint64_t id_hash) {
+    return {static_cast<unsigned>(id_hash & 511), static_cast<unsigned>((id_hash >> 9) & 511)};
+  }
   std::string_view IdOf(const Entry& e) const {
     if (e.id_len <= kInlineId) return std::string_view(e.id_bytes, e.id_len);
     uint64_t offset;
