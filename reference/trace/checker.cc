@@ -576,6 +576,18 @@ bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
 void TraceChecker::Poison(const std::string& id) { poisoned_[id] = line_; }
+void TraceChecker::GateForkChildren(const dom::element& payload) {
+  dom::array children;
+  if (payload["children"].get(children)) return;  // the fork is not replayed either way
+  for (dom::element child : children) {
+    std::string_view id;
+    if (!child["request_id"].get(id)) Poison("request:" + std::string(id));
+  }
+}
+void TraceChecker::DropEvent(const Event& e) {
+  if (e.operation_id) Poison(std::string(*e.operation_id));
+  if (e.request_id) Poison("request:" + std::string(*e.request_id));
+}
 
 const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
                                                         std::string_view event_id) const {
@@ -612,8 +624,9 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
   Status s = op(*kv_);
   if (!s.ok()) {
     ReportStatus(s, LinePtr());
-    // Gating: the root cause is reported once; later events of the operation are not replayed.
-    if (e.operation_id) Poison(std::string(*e.operation_id));
+    // Gating: the root cause is reported once; later events of the operation and of its
+    // request are not replayed (the runtime went on from a state the replay does not have).
+    DropEvent(e);
     return false;
   }
   return true;
@@ -1010,6 +1023,9 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // The event is dropped, but its place in its source's sequence is known: the next event
     // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
     if (inst && seq) NoteDroppedEvent(*inst, *seq);
+    // What it did to its operation and request is unknown (gating, as DropEvent).
+    if (operation_id) Poison(*operation_id);
+    if (request_id) Poison("request:" + *request_id);
     const uint32_t line = e.line;
     const std::string_view text = e.text;
     e = Event{};  // no view of an earlier line survives a dropped event
@@ -1077,6 +1093,10 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (!spec) {
     Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
            "event_type \"" + std::string(e.event_type) + "\" is not defined by " + kTraceKind);
+    // Not replayed, but it takes its place in its source's sequence, and what it did to its
+    // operation and request is unknown (gating).
+    NoteDroppedEvent(e.source_instance, e.local_sequence);
+    DropEvent(e);
     return;
   }
   SourceState* src_state = CheckSource(e, *spec);
@@ -1163,7 +1183,12 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     }
   }
   // Events of a request whose creation was already reported are not replayed (gating).
-  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + std::string(*e.request_id))) return;
+  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + std::string(*e.request_id))) {
+    // A fork of a gated request is not replayed, so its children do not exist here: they are
+    // gated too (their events would otherwise name unknown handles).
+    if (KeyEquals(e.event_type, "fork") && payload_el) GateForkChildren(*payload_el);
+    return;
+  }
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
     const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
@@ -1181,6 +1206,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (!payload_el || payload_el->get_object().get(pobj)) {
     Report(payload_el ? ErrorCode::INPUT_FIELD_TYPE : ErrorCode::INPUT_FIELD_MISSING,
            LinePtr() + "/payload", "expected a payload object");
+    DropEvent(e);
     return;
   }
   if (spec->fast && opt_.fast_readers && spec->fast(*this, e, pobj)) {
@@ -1188,6 +1214,12 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   } else {
     ObjReader payload(pobj, this, "/payload");
     spec->handle(*this, e, payload);
+    // A handler replays nothing from a payload it could not read (unknown members aside,
+    // which are reported below and ignored): the event is dropped.
+    if (!payload.clean()) {
+      DropEvent(e);
+      if (KeyEquals(e.event_type, "fork")) GateForkChildren(*payload_el);
+    }
     payload.RejectUnknown(spec->plane == Plane::kSemantic);
   }
   // Index the event id for causal references and duplicate detection.

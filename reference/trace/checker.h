@@ -320,6 +320,13 @@ class TraceChecker {
   void DropPublishedOp(std::string_view id);
   bool IsPoisoned(std::string_view op_id) const;
   void Poison(const std::string& op_id);
+  // Gating of an event that is not replayed although the runtime reports it took effect (its
+  // type, envelope or payload is unusable, or the contract refuses it): the checker's state of
+  // its operation and of its request is no longer the runtime's, so the later events of both
+  // are not replayed (one root cause, one code; docs/trace-format.md "Gating").
+  void DropEvent(const Event& e);
+  // Gates the children a fork event's payload names (a fork of a gated request).
+  void GateForkChildren(const simdjson::dom::element& payload);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
   const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;
   // Maps a trace snapshot version to a BaseRef for compare-and-publish on `s`.
