@@ -584,9 +584,14 @@ void TraceChecker::GateForkChildren(const dom::element& payload) {
     if (!child["request_id"].get(id)) Poison("request:" + std::string(id));
   }
 }
-void TraceChecker::DropEvent(const Event& e) {
-  if (e.operation_id) Poison(std::string(*e.operation_id));
+void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
+  if (e.operation_id) {
+    Poison(std::string(*e.operation_id));
+    // The transfer plane gates its transfers under their own key (transfer_events.cc).
+    if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
+  }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
+  if (payload) GateForkChildren(*payload);  // only a fork names children
 }
 
 const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
@@ -1096,7 +1101,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     // Not replayed, but it takes its place in its source's sequence, and what it did to its
     // operation and request is unknown (gating).
     NoteDroppedEvent(e.source_instance, e.local_sequence);
-    DropEvent(e);
+    DropEvent(e, payload_el);
     return;
   }
   SourceState* src_state = CheckSource(e, *spec);
@@ -1186,7 +1191,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + std::string(*e.request_id))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
-    if (KeyEquals(e.event_type, "fork") && payload_el) GateForkChildren(*payload_el);
+    if (payload_el) GateForkChildren(*payload_el);
     return;
   }
   // The handle generation fence: a semantic event must target the live incarnation.
@@ -1216,10 +1221,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     spec->handle(*this, e, payload);
     // A handler replays nothing from a payload it could not read (unknown members aside,
     // which are reported below and ignored): the event is dropped.
-    if (!payload.clean()) {
-      DropEvent(e);
-      if (KeyEquals(e.event_type, "fork")) GateForkChildren(*payload_el);
-    }
+    if (!payload.clean()) DropEvent(e, payload_el);
     payload.RejectUnknown(spec->plane == Plane::kSemantic);
   }
   // Index the event id for causal references and duplicate detection.

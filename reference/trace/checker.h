@@ -324,8 +324,10 @@ class TraceChecker {
   // type, envelope or payload is unusable, or the contract refuses it): the checker's state of
   // its operation and of its request is no longer the runtime's, so the later events of both
   // are not replayed (one root cause, one code; docs/trace-format.md "Gating").
-  void DropEvent(const Event& e);
-  // Gates the children a fork event's payload names (a fork of a gated request).
+  // `payload`, when given, is the event's payload: the children it names (a fork's) are gated
+  // too, since they were not created.
+  void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
+  // Gates the requests a payload's "children" array names (a fork's children), if any.
   void GateForkChildren(const simdjson::dom::element& payload);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
   const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;

@@ -191,7 +191,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
                    " rows x " + U(c.bytes_per_token()) +
                    " B/token = " + (want ? U(*want) : std::string("overflow")));
-      c.Poison(std::string(*e.operation_id));
+      c.DropEvent(e);
     }
   }
   if (!retry) {
@@ -356,7 +356,10 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
                  U(cur->version));
   if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
     Status s = req->frontier.Emit(index, token, from_repair);
-    if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+    if (!s.ok()) {
+      c.ReportStatus(s, c.LinePtr() + "/payload");
+      req->frontier.Untrack();  // one frontier breach raises one code (as for appends)
+    }
   }
 }
 

@@ -64,6 +64,7 @@ class TransferState final : public CheckerExtension {
     std::vector<const std::pair<const std::string, Transfer>*> open;
     for (const auto& kv : transfers)
       if (kv.second.txn && !c.IsPoisoned("transfer:" + kv.first) &&
+          !c.IsPoisoned("request:" + kv.second.request_id) &&
           kv.second.txn->state() != TxnState::kPublished &&
           kv.second.txn->state() != TxnState::kAborted)
         open.push_back(&kv);
