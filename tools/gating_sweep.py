@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""One-field mutation sweep of the trace fixtures: how many codes does each mutation raise?
+
+Usage: tools/gating_sweep.py [KVCONFORM] [--list]
+  KVCONFORM: the kvconform binary (default build/bin/kvconform).
+  --list: print every mutation that raises more than one violation.
+
+For every event of every trace fixture (fixtures/m5_1/**/*.jsonl, fixtures/m5_6/trace/*.jsonl)
+it checks, with `kvconform check --format json`, the trace with one change: the event_type
+misspelled; base_snapshot / result_snapshot + 1; each payload member deleted, retyped, or (for
+integers) + 1. It prints how many mutations raised 0, 1, 2, ... violations. docs/trace-format.md
+"Gating" promises one code per root cause and lists the known exceptions this sweep finds;
+a mutation raising several codes is either one of them or a gating gap. Deterministic (no
+randomness); a diagnostic, not a CI test (about 2,000 checks, ~40 s).
+"""
+import collections
+import copy
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def check(binary, lines, path):
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(l, separators=(",", ":")) + "\n" for l in lines))
+    r = subprocess.run([binary, "check", "--format", "json", path], capture_output=True, text=True)
+    try:
+        return [v["code"] for v in json.loads(r.stdout).get("violations", [])]
+    except (json.JSONDecodeError, AttributeError):
+        return None  # no JSON verdict: reported below
+
+
+def mutations(event):
+    """(name, function applying the change to a copy of the event) for one event."""
+    out = [("event_type", lambda e: e.__setitem__("event_type", "bogus_type"))]
+    for field in ("base_snapshot", "result_snapshot"):
+        if isinstance(event.get(field), int):
+            out.append((field + "+1", lambda e, f=field: e.__setitem__(f, e[f] + 1)))
+    payload = event.get("payload")
+    if isinstance(payload, dict):
+        for k, v in payload.items():
+            retyped = 7 if isinstance(v, str) else "x"
+            out.append(("payload." + k + ":type",
+                        lambda e, k=k, r=retyped: e["payload"].__setitem__(k, r)))
+            out.append(("payload." + k + ":del", lambda e, k=k: e["payload"].pop(k)))
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.append(("payload." + k + "+1",
+                            lambda e, k=k: e["payload"].__setitem__(k, e["payload"][k] + 1)))
+    return out
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--list"]
+    binary = args[0] if args else os.path.join(ROOT, "build/bin/kvconform")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"gating_sweep: {binary} not found (build first, or pass the binary)")
+    files = sorted(glob.glob(os.path.join(ROOT, "fixtures/m5_1/**/*.jsonl"), recursive=True) +
+                   glob.glob(os.path.join(ROOT, "fixtures/m5_6/trace/*.jsonl")))
+    counts = collections.Counter()
+    several = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mutated.jsonl")
+        for f in files:
+            with open(f) as fh:
+                lines = [json.loads(l) for l in fh]
+            rel = os.path.relpath(f, ROOT)
+            if check(binary, lines, path):
+                print(f"{rel}: the unmutated fixture does not pass; skipped")
+                continue
+            for i in range(1, len(lines)):
+                for name, apply in mutations(lines[i]):
+                    mutated = copy.deepcopy(lines)
+                    apply(mutated[i])
+                    codes = check(binary, mutated, path)
+                    if codes is None:
+                        print(f"{rel} line {i + 1} {name}: no JSON verdict")
+                        counts["no verdict"] += 1
+                        continue
+                    counts[len(codes)] += 1
+                    if len(codes) > 1:
+                        several.append((rel, i + 1, lines[i].get("event_type"), name, codes))
+    print("violations raised -> mutations:",
+          ", ".join(f"{k}: {counts[k]}" for k in sorted(counts, key=str)))
+    print(f"{len(several)} mutations raise more than one violation"
+          + ("" if "--list" in sys.argv else " (--list prints them)"))
+    if "--list" in sys.argv:
+        for rel, line, event_type, name, codes in several:
+            print(f"  {rel}:{line} {event_type} {name}: {' '.join(codes)}")
+
+
+if __name__ == "__main__":
+    main()
