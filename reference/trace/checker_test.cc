@@ -788,14 +788,26 @@ std::string Read(int seq, const std::string& id, int snapshot, int length) {
                 std::to_string(length) + "}");
 }
 
+// `line` with its first `from` replaced by `to` (the one-field mutation of a test).
+std::string Mutate(std::string line, const std::string& from, const std::string& to) {
+  line.replace(line.find(from), from.size(), to);
+  return line;
+}
+
+// Header, Alloc(0), the prefill's start, stage and publish (pass mutated ones), then `after`
+// (whole lines, each ending in a newline).
+std::string PrefillTrace(const std::string& start, const std::string& stage,
+                         const std::string& after) {
+  return std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + stage + "\n" +
+         Publish(3) + "\n" + after;
+}
+
 // Regression: a refused append_start gated its operation only, so every later event of the
 // request was judged against the snapshot the refused append never produced (a read of
 // snapshot 1 raised two TRACE_SNAPSHOT_MISMATCH).
 TEST(TraceGatingTest, RegressionRefusedAppendGatesItsRequest) {
-  std::string start = Start(1);
-  start.replace(start.find("post_rope"), 9, "pre_rope");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + Stage(2) +
-                        "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n";
+  const std::string t = PrefillTrace(Mutate(Start(1), "post_rope", "pre_rope"), Stage(2),
+                                     Read(4, "R", 1, 2) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_POSITION_STAGE_MISMATCH"}));
 }
 
@@ -803,50 +815,40 @@ TEST(TraceGatingTest, RegressionRefusedAppendGatesItsRequest) {
 // next line (it took no place in its source's sequence) and LIFECYCLE_TXN_UNKNOWN for its
 // layers and publication.
 TEST(TraceGatingTest, RegressionUnknownEventTypeRaisesOneCode) {
-  std::string start = Start(1);
-  start.replace(start.find("append_start"), 12, "append_strat");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + Stage(2) +
-                        "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n";
+  const std::string t = PrefillTrace(Mutate(Start(1), "append_start", "append_strat"), Stage(2),
+                                     Read(4, "R", 1, 2) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_EVENT_TYPE_UNKNOWN"}));
 }
 
 // Regression: an append_start dropped for its envelope (an unknown member) gated nothing, so its
 // layers and publication raised LIFECYCLE_TXN_UNKNOWN.
 TEST(TraceGatingTest, RegressionUnusableEnvelopeRaisesOneCode) {
-  std::string start = Start(1);
-  start.replace(start.find(R"("operation_id")"), 0, R"("bogus":1,)");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + Stage(2) +
-                        "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n";
+  const std::string t =
+      PrefillTrace(Mutate(Start(1), R"("operation_id")", R"("bogus":1,"operation_id")"), Stage(2),
+                   Read(4, "R", 1, 2) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_UNKNOWN"}));
 }
 
 // Regression: a stage whose payload could not be read was dropped without gating, so the
 // publication raised LIFECYCLE_LAYER_INCOMPLETE and the read TRACE_SNAPSHOT_MISMATCH.
 TEST(TraceGatingTest, RegressionUnreadablePayloadRaisesOneCode) {
-  std::string stage = Stage(2);
-  stage.replace(stage.find(R"("layer":0)"), 9, R"("layer":"0")");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + stage +
-                        "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n";
-  EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE"}));
+  const std::string read = Read(4, "R", 1, 2) + "\n";
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("layer":0)", R"("layer":"0")"), read)),
+            (std::vector<std::string>{"INPUT_FIELD_TYPE"}));
   // A payload that is not an object at all: the same.
-  std::string no_payload = Stage(2);
-  const std::string object = R"({"layer":0,"interval":[0,2]})";
-  no_payload.replace(no_payload.find(object), object.size(), "[]");
-  const std::string t2 = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
-                         no_payload + "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n";
-  EXPECT_EQ(Codes(t2), (std::vector<std::string>{"INPUT_FIELD_TYPE"}));
+  EXPECT_EQ(
+      Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"({"layer":0,"interval":[0,2]})", "[]"), read)),
+      (std::vector<std::string>{"INPUT_FIELD_TYPE"}));
 }
 
 // A fork of a gated request is not replayed, so its children are gated with it: their events
 // do not raise LIFECYCLE_UNKNOWN_HANDLE.
 TEST(TraceGatingTest, ForkOfAGatedRequestGatesItsChildren) {
-  std::string start = Start(1);
-  start.replace(start.find("post_rope"), 9, "pre_rope");
   const std::string fork =
       Ev(4, "fork", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
                     R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + Stage(2) +
-                        "\n" + Publish(3) + "\n" + fork + "\n" + Read(5, "C", 0, 2) + "\n";
+  const std::string t = PrefillTrace(Mutate(Start(1), "post_rope", "pre_rope"), Stage(2),
+                                     fork + "\n" + Read(5, "C", 0, 2) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_POSITION_STAGE_MISMATCH"}));
   // Without the refusal the same fork and read replay cleanly.
   const std::string ok = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + fork +
@@ -856,12 +858,10 @@ TEST(TraceGatingTest, ForkOfAGatedRequestGatesItsChildren) {
 
 // Gating is per request: a refusal on R does not hide a violation of another request S.
 TEST(TraceGatingTest, GatingOneRequestStillChecksTheOthers) {
-  std::string start = Start(1);
-  start.replace(start.find("post_rope"), 9, "pre_rope");
   const std::string alloc_s =
       Ev(4, "request_allocate", R"("request_id":"S","handle_generation":0,"payload":{"prompt_length":2})");
-  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + Stage(2) +
-                        "\n" + Publish(3) + "\n" + alloc_s + "\n" + Read(5, "S", 1, 0) + "\n";
+  const std::string t = PrefillTrace(Mutate(Start(1), "post_rope", "pre_rope"), Stage(2),
+                                     alloc_s + "\n" + Read(5, "S", 1, 0) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_POSITION_STAGE_MISMATCH",
                                                 "TRACE_SNAPSHOT_MISMATCH"}));
 }
