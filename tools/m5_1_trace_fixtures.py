@@ -187,6 +187,38 @@ def two_layer_decode():
     invalid(c, "decode_empty_append", rel,
             "The decode transaction covers the empty interval [4,4).", s,
             rep(f"/{t.idx('d_start')}/payload/interval", [4, 4]), "LIFECYCLE_APPEND_EMPTY")
+    # Gating (docs/trace-format.md "Gating"): one-field mutations of events that later events
+    # depend on; each raised two to eight codes before the checker gated dropped events.
+    invalid(c, "prefill_pre_rope_keys", rel,
+            "The prefill append stages keys before RoPE under an ABI that stores post-RoPE keys. Pins the gating of a refused append: the request's later events (output from snapshot 1, the decode append, the read) used to be judged against the snapshot the refused prefill never produced.",
+            "M5.1 0x01 One-Layer Tensor Trace, Then The Full Layer Chain",
+            rep(f"/{t.idx('p_start')}/payload/position_stage", "pre_rope"),
+            "LIFECYCLE_POSITION_STAGE_MISMATCH")
+    invalid(c, "prefill_layer_interval_mismatch", rel,
+            "Layer 0 of the prefill stages [0,3) of the interval [0,4). Pins the gating of a refused stage: the publication and the request's later events used to raise five more codes.",
+            "M5.1 0x01 Deriving The All-Layer Publication Invariant",
+            rep(f"/{t.idx('p_l0')}/payload/interval", [0, 3]),
+            "LIFECYCLE_LAYER_INTERVAL_MISMATCH")
+    invalid(c, "prefill_layer_not_integer", rel,
+            "Layer 0 of the prefill is named by the string \"0\". Pins the gating of an unreadable payload: the dropped stage used to leave the publication LIFECYCLE_LAYER_INCOMPLETE and the request's later events mismatched.",
+            "kvconform.trace/1",
+            rep(f"/{t.idx('p_l0')}/payload/layer", "0"),
+            "INPUT_FIELD_TYPE")
+    invalid(c, "prefill_event_type_misspelled", rel,
+            "The prefill's append_start is spelled 'append_strat'. Pins the gating of an unknown event type: the next line used to raise TRACE_SEQUENCE_GAP and the operation's layers LIFECYCLE_TXN_UNKNOWN.",
+            "kvconform.trace/1",
+            rep(f"/{t.idx('p_start')}/event_type", "append_strat"),
+            "TRACE_EVENT_TYPE_UNKNOWN")
+    invalid(c, "first_output_index_negative", rel,
+            "The first output's index is -1. Pins the gating of an unreadable payload: the decode append that followed used to raise FRONTIER_CACHE_OVERCOMMIT for the output the checker never saw.",
+            "kvconform.trace/1",
+            rep(f"/{t.idx('emit0')}/payload/output_index", -1),
+            "INPUT_VALUE_OUT_OF_RANGE")
+    invalid(c, "prefill_pending_bytes_drift", rel,
+            "The prefill's append_start reports 257 pending payload bytes for 4 rows x 64 B/token. Pins the gating of an append the checker drops after admitting it: the request's later events used to be judged against the snapshot the dropped prefill never produced.",
+            "M5.1 0x01 Deriving The All-Layer Publication Invariant",
+            rep(f"/{t.idx('p_start')}/payload/pending_payload_bytes", 257),
+            "TRACE_SNAPSHOT_MISMATCH")
 
 
 # ---------------------------------------------------------------- synthetic lifecycle (0x01)
@@ -413,6 +445,12 @@ def ordinary_stop_repair():
     invalid(c, "output_snapshot_drift", rel,
             "y1 claims to be selected from snapshot 1 although decode-1 published snapshot 2.", o,
             rep(f"/{t.idx('emit1')}/base_snapshot", 1), "TRACE_SNAPSHOT_MISMATCH")
+    # Gating: the first output breaches the frontier; the decode append after it must not
+    # raise a second code.
+    invalid(c, "prompt_longer_than_prefill", rel,
+            "The request declares a 5-token prompt; the prefill covers 4 rows. Pins the gating of an output breach: the decode append after the first output used to raise SERVICE_PHASE_DECODE_BEFORE_PREFILL as well.",
+            "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",
+            rep(f"/{t.idx('alloc')}/payload/prompt_length", 5), "FRONTIER_OUTPUT_BEFORE_LOGITS")
 
 
 # ---------------------------------------------------------------- speculative correction (0x03/0x09)
