@@ -189,36 +189,42 @@ def two_layer_decode():
             rep(f"/{t.idx('d_start')}/payload/interval", [4, 4]), "LIFECYCLE_APPEND_EMPTY")
     # Gating (docs/trace-format.md "Gating"): one-field mutations of events that later events
     # depend on; each raised two to eight codes before the checker gated dropped events.
-    invalid(c, "prefill_pre_rope_keys", rel,
-            "The prefill append stages keys before RoPE under an ABI that stores post-RoPE keys. Pins the gating of a refused append: the request's later events (output from snapshot 1, the decode append, the read) used to be judged against the snapshot the refused prefill never produced.",
-            "M5.1 0x01 One-Layer Tensor Trace, Then The Full Layer Chain",
-            rep(f"/{t.idx('p_start')}/payload/position_stage", "pre_rope"),
-            "LIFECYCLE_POSITION_STAGE_MISMATCH")
-    invalid(c, "prefill_layer_interval_mismatch", rel,
-            "Layer 0 of the prefill stages [0,3) of the interval [0,4). Pins the gating of a refused stage: the publication and the request's later events used to raise five more codes.",
-            "M5.1 0x01 Deriving The All-Layer Publication Invariant",
-            rep(f"/{t.idx('p_l0')}/payload/interval", [0, 3]),
-            "LIFECYCLE_LAYER_INTERVAL_MISMATCH")
-    invalid(c, "prefill_layer_not_integer", rel,
-            "Layer 0 of the prefill is named by the string \"0\". Pins the gating of an unreadable payload: the dropped stage used to leave the publication LIFECYCLE_LAYER_INCOMPLETE and the request's later events mismatched.",
-            "kvconform.trace/1",
-            rep(f"/{t.idx('p_l0')}/payload/layer", "0"),
-            "INPUT_FIELD_TYPE")
-    invalid(c, "prefill_event_type_misspelled", rel,
-            "The prefill's append_start is spelled 'append_strat'. Pins the gating of an unknown event type: the next line used to raise TRACE_SEQUENCE_GAP and the operation's layers LIFECYCLE_TXN_UNKNOWN.",
-            "kvconform.trace/1",
-            rep(f"/{t.idx('p_start')}/event_type", "append_strat"),
-            "TRACE_EVENT_TYPE_UNKNOWN")
-    invalid(c, "first_output_index_negative", rel,
-            "The first output's index is -1. Pins the gating of an unreadable payload: the decode append that followed used to raise FRONTIER_CACHE_OVERCOMMIT for the output the checker never saw.",
-            "kvconform.trace/1",
-            rep(f"/{t.idx('emit0')}/payload/output_index", -1),
-            "INPUT_VALUE_OUT_OF_RANGE")
-    invalid(c, "prefill_pending_bytes_drift", rel,
-            "The prefill's append_start reports 257 pending payload bytes for 4 rows x 64 B/token. Pins the gating of an append the checker drops after admitting it: the request's later events used to be judged against the snapshot the dropped prefill never produced.",
-            "M5.1 0x01 Deriving The All-Layer Publication Invariant",
-            rep(f"/{t.idx('p_start')}/payload/pending_payload_bytes", 257),
-            "TRACE_SNAPSHOT_MISMATCH")
+    # (case, description, seed section, event label, member path, value, code)
+    x, t_fmt = "M5.1 0x01 Deriving The All-Layer Publication Invariant", "kvconform.trace/1"
+    for case, description, ref, label, path, value, code in [
+        ("prefill_pre_rope_keys",
+         "The prefill append stages keys before RoPE under an ABI that stores post-RoPE keys. Pins "
+         "the gating of a refused append: the request's later events (output from snapshot 1, "
+         "the decode append, the read) used to be judged against the snapshot the refused "
+         "prefill never produced.",
+         "M5.1 0x01 One-Layer Tensor Trace, Then The Full Layer Chain", "p_start",
+         "payload/position_stage", "pre_rope", "LIFECYCLE_POSITION_STAGE_MISMATCH"),
+        ("prefill_layer_interval_mismatch",
+         "Layer 0 of the prefill stages [0,3) of the interval [0,4). Pins the gating of a refused "
+         "stage: the publication and the request's later events used to raise five more codes.",
+         x, "p_l0", "payload/interval", [0, 3], "LIFECYCLE_LAYER_INTERVAL_MISMATCH"),
+        ("prefill_layer_not_integer",
+         "Layer 0 of the prefill is named by the string \"0\". Pins the gating of an unreadable "
+         "payload: the dropped stage used to leave the publication LIFECYCLE_LAYER_INCOMPLETE and "
+         "the request's later events mismatched.",
+         t_fmt, "p_l0", "payload/layer", "0", "INPUT_FIELD_TYPE"),
+        ("prefill_event_type_misspelled",
+         "The prefill's append_start is spelled 'append_strat'. Pins the gating of an unknown "
+         "event type: the next line used to raise TRACE_SEQUENCE_GAP and the operation's layers "
+         "LIFECYCLE_TXN_UNKNOWN.",
+         t_fmt, "p_start", "event_type", "append_strat", "TRACE_EVENT_TYPE_UNKNOWN"),
+        ("first_output_index_negative",
+         "The first output's index is -1. Pins the gating of an unreadable payload: the decode "
+         "append that followed used to raise FRONTIER_CACHE_OVERCOMMIT for the output the "
+         "checker never saw.",
+         t_fmt, "emit0", "payload/output_index", -1, "INPUT_VALUE_OUT_OF_RANGE"),
+        ("prefill_pending_bytes_drift",
+         "The prefill's append_start reports 257 pending payload bytes for 4 rows x 64 B/token. "
+         "Pins the gating of an append the checker drops after admitting it: the request's later "
+         "events used to be judged against the snapshot the dropped prefill never produced.",
+         x, "p_start", "payload/pending_payload_bytes", 257, "TRACE_SNAPSHOT_MISMATCH"),
+    ]:
+        invalid(c, case, rel, description, ref, rep(f"/{t.idx(label)}/{path}", value), code)
 
 
 # ---------------------------------------------------------------- synthetic lifecycle (0x01)
