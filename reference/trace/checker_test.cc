@@ -794,8 +794,9 @@ std::string Mutate(std::string line, const std::string& from, const std::string&
   return line;
 }
 
-// Header, Alloc(0), the prefill's start, stage and publish (pass mutated ones), then `after`
-// (whole lines, each ending in a newline).
+// Header, Alloc(0), the prefill's start, stage and publish (PrefillLines() with the start and
+// the stage passed in, so that a test can mutate them), then `after` (whole lines, each ending
+// in a newline).
 std::string PrefillTrace(const std::string& start, const std::string& stage,
                          const std::string& after) {
   return std::string(kHeader) + "\n" + Alloc(0) + "\n" + start + "\n" + stage + "\n" +
@@ -851,8 +852,7 @@ TEST(TraceGatingTest, ForkOfAGatedRequestGatesItsChildren) {
                                      fork + "\n" + Read(5, "C", 0, 2) + "\n");
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"LIFECYCLE_POSITION_STAGE_MISMATCH"}));
   // Without the refusal the same fork and read replay cleanly.
-  const std::string ok = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + fork +
-                         "\n" + Read(5, "C", 0, 2) + "\n";
+  const std::string ok = PrefillTrace(Start(1), Stage(2), fork + "\n" + Read(5, "C", 0, 2) + "\n");
   EXPECT_EQ(Codes(ok), (std::vector<std::string>{}));
 }
 
