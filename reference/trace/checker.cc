@@ -576,13 +576,10 @@ bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
 void TraceChecker::Poison(const std::string& id) { poisoned_[id] = line_; }
-void TraceChecker::GateForkChildren(const dom::element& payload) {
-  dom::array children;
-  if (payload["children"].get(children)) return;  // the fork is not replayed either way
-  for (dom::element child : children) {
-    std::string_view id;
-    if (!child["request_id"].get(id)) Poison("request:" + std::string(id));
-  }
+bool TraceChecker::IsGatedRequest(std::string_view id) {
+  if (poisoned_.empty()) return false;
+  return IsPoisoned("request:" + std::string(id)) ||
+         (!FindRequest(id) && IsPoisoned("request:*"));
 }
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (e.operation_id) {
@@ -591,7 +588,13 @@ void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
-  if (payload) GateForkChildren(*payload);  // only a fork names children
+  if (!payload) return;
+  if (const EventTypeSpec* spec = FindEventType(e.event_type)) {
+    if (spec->gate) spec->gate(*this, *payload, true);
+  } else {
+    for (const EventTypeSpec& row : EventTypes())  // what the unknown type meant is unknown
+      if (row.gate) row.gate(*this, *payload, false);
+  }
 }
 
 const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
@@ -1028,9 +1031,19 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // The event is dropped, but its place in its source's sequence is known: the next event
     // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
     if (inst && seq) NoteDroppedEvent(*inst, *seq);
-    // What it did to its operation and request is unknown (gating, as DropEvent).
-    if (operation_id) Poison(*operation_id);
+    // What it did to its operation and request is unknown (gating, as DropEvent; without a
+    // readable component the operation may be a transfer, and without a readable type any row's
+    // names may be what it created).
+    if (operation_id) {
+      Poison(*operation_id);
+      if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
+    }
     if (request_id) Poison("request:" + *request_id);
+    if (payload_el) {
+      const EventTypeSpec* spec = type ? FindEventType(*type) : nullptr;
+      for (const EventTypeSpec& row : EventTypes())
+        if (row.gate && (!spec || spec == &row)) row.gate(*this, *payload_el, spec == &row);
+    }
     const uint32_t line = e.line;
     const std::string_view text = e.text;
     e = Event{};  // no view of an earlier line survives a dropped event
@@ -1188,10 +1201,13 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     }
   }
   // Events of a request whose creation was already reported are not replayed (gating).
-  if (e.request_id && !poisoned_.empty() && IsPoisoned("request:" + std::string(*e.request_id))) {
+  if (e.request_id && !poisoned_.empty() &&
+      (IsPoisoned("request:" + std::string(*e.request_id)) ||
+       (!req && spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate") &&
+        IsGatedRequest(*e.request_id)))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
-    if (payload_el) GateForkChildren(*payload_el);
+    if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);
     return;
   }
   // The handle generation fence: a semantic event must target the live incarnation.

@@ -165,6 +165,12 @@ struct EventTypeSpec {
   // returns true, or returns false having reported and changed nothing (anything unusual), and
   // the checker then runs `handle`. Both must replay through the same code.
   bool (*fast)(TraceChecker& c, const Event& e, const simdjson::dom::object& payload) = nullptr;
+  // Optional: what a dropped event of this type would have created and later events name (a
+  // fork's children, a transfer destination) is gated through TraceChecker::Poison, so those
+  // events are not reported again (docs/trace-format.md "Gating"). `sure` is false when the
+  // dropped event's type is unknown and every row's gate is tried: a row then gates only the
+  // names it can read from `payload`.
+  void (*gate)(TraceChecker& c, const simdjson::dom::element& payload, bool sure) = nullptr;
 };
 
 // The built-in table plus registered rows. RegisterEventType fails on a duplicate name.
@@ -319,16 +325,17 @@ class TraceChecker {
   // After the first publication of `id`: drops its op record and its entry in op_ids.
   void DropPublishedOp(std::string_view id);
   bool IsPoisoned(std::string_view op_id) const;
+  // Whether the events of request `id` are gated: the request was gated, or it does not exist and
+  // a dropped fork whose children could not be read may have been meant to create it.
+  bool IsGatedRequest(std::string_view id);
   void Poison(const std::string& op_id);
   // Gating of an event that is not replayed although the runtime reports it took effect (its
   // type, envelope or payload is unusable, or the contract refuses it): the checker's state of
   // its operation and of its request is no longer the runtime's, so the later events of both
   // are not replayed (one root cause, one code; docs/trace-format.md "Gating").
-  // `payload`, when given, is the event's payload: the children it names (a fork's) are gated
-  // too, since they were not created.
+  // `payload`, when given, is the event's payload: what it names and would have created is
+  // gated too (EventTypeSpec::gate: a fork's children, a transfer destination).
   void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
-  // Gates the requests a payload's "children" array names (a fork's children), if any.
-  void GateForkChildren(const simdjson::dom::element& payload);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
   const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;
   // Maps a trace snapshot version to a BaseRef for compare-and-publish on `s`.

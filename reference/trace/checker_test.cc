@@ -856,6 +856,42 @@ TEST(TraceGatingTest, ForkOfAGatedRequestGatesItsChildren) {
   EXPECT_EQ(Codes(ok), (std::vector<std::string>{}));
 }
 
+// Regression (gating sweep, 2026-12-02): a retry's position binding was not judged (the
+// fingerprint that matches a retry does not cover it), so a retry with another key-side mask
+// length passed.
+TEST(TraceGatingTest, RegressionRetryWithAnotherMaskLengthIsRefused) {
+  const std::string read = Read(5, "R", 1, 2) + "\n";
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), Start(4) + "\n" + read)),
+            (std::vector<std::string>{}));
+  const std::string retry = Mutate(Start(4), R"("mask_key_length":2)", R"("mask_key_length":3)");
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), retry + "\n" + read)),
+            (std::vector<std::string>{"LIFECYCLE_MASK_LENGTH_MISMATCH"}));
+}
+
+// Regression: a fork dropped for its envelope gated its request only, so its children's events
+// raised LIFECYCLE_UNKNOWN_HANDLE.
+TEST(TraceGatingTest, RegressionForkDroppedForItsEnvelopeGatesItsChildren) {
+  const std::string fork =
+      Ev(4, "fork", R"("bogus":1,"request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                    R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})");
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), fork + "\n" + Read(5, "C", 0, 2) + "\n")),
+            (std::vector<std::string>{"INPUT_FIELD_UNKNOWN"}));
+}
+
+// A fork whose children cannot be read gates the requests that do not exist yet (whichever it
+// meant to create); the requests that exist are still checked.
+TEST(TraceGatingTest, ForkWithUnreadableChildrenGatesRequestsNotYetCreated) {
+  const std::string alloc_s =
+      Ev(4, "request_allocate", R"("request_id":"S","handle_generation":0,"payload":{"prompt_length":2})");
+  const std::string fork =
+      Ev(5, "fork", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                    R"("payload":{"prefix_length":2,"children":[{"request_id":5}]})");
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2),
+                               alloc_s + "\n" + fork + "\n" + Read(6, "C", 0, 2) + "\n" +
+                                   Read(7, "S", 1, 0) + "\n")),
+            (std::vector<std::string>{"INPUT_FIELD_TYPE", "TRACE_SNAPSHOT_MISMATCH"}));
+}
+
 // Gating is per request: a refusal on R does not hide a violation of another request S.
 TEST(TraceGatingTest, GatingOneRequestStillChecksTheOthers) {
   const std::string alloc_s =

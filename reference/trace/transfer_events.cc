@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
 #include "reference/handoff/byte_credit_window.h"
@@ -195,11 +197,26 @@ void ReadIdentity(ObjReader& r, TransferIdentity* id) {
 
 // ---------------------------------------------------------------- handlers
 
+// The gate of a destination that was not declared: a plan naming it is not replayed (its
+// HANDOFF_TRANSFER_UNKNOWN would repeat the dropped declaration's code). A declaration whose
+// name is unreadable gates every plan that names an undeclared destination.
+constexpr std::string_view kDestinationGate = "destination:";
+constexpr std::string_view kAnyDestinationGate = "destination:*";
+
+void GateDestination(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
+  std::string_view name;
+  if (!payload.at_key("destination").get(name))
+    c.Poison(std::string(kDestinationGate) + std::string(name));
+  else if (sure)
+    c.Poison(std::string(kAnyDestinationGate));
+}
+
 void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   auto name = p.Str("destination");
   auto credit = p.Uint("credit_capacity_bytes");
   auto blocks = p.Uint("pool_blocks");
-  if (!p.clean() || !name || !credit || !blocks || !OutcomeAllowed(c, e, true)) return;
+  if (!p.clean() || !name || !credit || !blocks) return;  // dropped: the checker gates it
+  if (!OutcomeAllowed(c, e, true)) return c.Poison(std::string(kDestinationGate) + *name);
   TransferState& s = State(c);
   if (s.destinations.count(*name)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/destination",
@@ -211,12 +228,28 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
 
 // The destination already holds exact visible state V_D = [0, committed_length) (a prefix
 // cache entry) under `prefix_handle`; a warm transfer extends it by X = U \ V_D only.
+// The gate of a visible prefix that was not published: a plan extending it is not replayed.
+constexpr std::string_view kPrefixGate = "destination_prefix:";
+constexpr std::string_view kAnyPrefixGate = "destination_prefix:*";
+
+void GateDestinationPrefix(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
+  std::string_view handle;
+  if (!payload.at_key("prefix_handle").get(handle))
+    c.Poison(std::string(kPrefixGate) + std::string(handle));
+  else if (sure)
+    c.Poison(std::string(kAnyPrefixGate));
+}
+
 void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
-  if (!p.clean() || !handle || !length || !OutcomeAllowed(c, e, true)) return;
+  if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
+  if (!OutcomeAllowed(c, e, true)) return c.Poison(std::string(kPrefixGate) + *handle);
   Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
-  if (!s.ok()) c.ReportStatus(s, c.LinePtr() + "/payload");
+  if (!s.ok()) {
+    c.ReportStatus(s, c.LinePtr() + "/payload");
+    c.Poison(std::string(kPrefixGate) + *handle);
+  }
 }
 
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -229,7 +262,8 @@ void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Report(ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, c.LinePtr() + "/payload/layer",
              "kv_ready names layer " + U(*layer) + "; the trace's cache ABI has " +
                  U(c.kv().abi().num_layers) + " layers");
-    return;
+    // The request's readiness is no longer the producer's: its later events are gated.
+    return c.DropEvent(e);
   }
   State(c).ready[{*req, *layer}].push_back(
       {interval->first, interval->second, e.line, e.monotonic_ns});
@@ -307,8 +341,14 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
                  U(it->second.plan_line) + ")");
     return;
   }
+  if (!plan.visible_prefix_handle.empty() &&
+      (c.IsPoisoned(std::string(kPrefixGate) + plan.visible_prefix_handle) ||
+       c.IsPoisoned(kAnyPrefixGate)))
+    return c.Poison(gate);  // the prefix it extends was dropped and reported
   auto d = s.destinations.find(*dest);
   if (d == s.destinations.end()) {
+    if (c.IsPoisoned(std::string(kDestinationGate) + *dest) || c.IsPoisoned(kAnyDestinationGate))
+      return c.Poison(gate);  // its declaration was dropped and reported
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/payload/destination",
              "transfer_plan names destination \"" + *dest +
                  "\", which no earlier transfer_destination declared");
@@ -484,8 +524,10 @@ void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
 }
 
 constexpr EventTypeSpec kRows[] = {
-    {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination},
-    {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix},
+    {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination, nullptr,
+     &GateDestination},
+    {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix, nullptr,
+     &GateDestinationPrefix},
     {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady},
     {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan},
     {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},

@@ -101,6 +101,59 @@ TEST(TransferEventsTest, BreachGatesTheTransfersLaterEvents) {
   EXPECT_EQ(v.size(), 1u) << test::Describe(v);
 }
 
+// The codes a copy of `relative` raises after `edit` replaces the first `from` on the first line
+// that contains `marker`.
+std::vector<std::string> CodesAfter(const std::string& relative, const std::string& marker,
+                                    const std::string& from, const std::string& to) {
+  std::vector<std::string> lines = Lines(relative);
+  bool edited = false;
+  for (auto& l : lines) {
+    if (edited || l.find(marker) == std::string::npos) continue;
+    auto at = l.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) break;
+    l.replace(at, from.size(), to);
+    edited = true;
+  }
+  EXPECT_TRUE(edited) << marker;
+  TraceChecker c(relative);
+  return test::CodeNames(Replay(c, lines));
+}
+
+// Regression (gating sweep, 2026-12-03): a dropped transfer_destination left the plans naming it
+// to raise HANDOFF_TRANSFER_UNKNOWN.
+TEST(TransferEventsTest, RegressionDroppedDestinationGatesThePlansNamingIt) {
+  EXPECT_EQ(CodesAfter(kFixture, "\"transfer_destination\"", R"("pool_blocks":8)",
+                       R"("pool_blocks":"8")"),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  // Its name unreadable: every plan naming an undeclared destination is gated.
+  EXPECT_EQ(CodesAfter(kFixture, "\"transfer_destination\"", R"("destination":"decode-0")",
+                       R"("destination":7)"),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  // Dropped for its envelope.
+  EXPECT_EQ(CodesAfter(kFixture, "\"transfer_destination\"", R"("operation_id")",
+                       R"("bogus":1,"operation_id")"),
+            std::vector<std::string>{"INPUT_FIELD_UNKNOWN"});
+}
+
+// Regression (gating sweep, 2026-12-03): a dropped destination_prefix left the plan that extends
+// it to raise LIFECYCLE_UNKNOWN_HANDLE at its reservation.
+TEST(TransferEventsTest, RegressionDroppedPrefixGatesThePlanExtendingIt) {
+  const std::string warm = "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl";
+  EXPECT_EQ(CodesAfter(warm, "\"destination_prefix\"", R"("committed_length":4)",
+                       R"("committed_length":"4")"),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(CodesAfter(warm, "\"destination_prefix\"", "destination_prefix", "destination_prefx"),
+            std::vector<std::string>{"TRACE_EVENT_TYPE_UNKNOWN"});
+}
+
+// Regression (gating sweep, 2026-12-03): a refused kv_ready (a layer the ABI does not have) left
+// the chunk of that layer to raise HANDOFF_PRODUCER_GATE.
+TEST(TransferEventsTest, RegressionRefusedKvReadyGatesItsRequest) {
+  EXPECT_EQ(CodesAfter(kFixture, R"("layer":3,"interval")", R"("layer":3)", R"("layer":4)"),
+            std::vector<std::string>{"HANDOFF_TRACE_INTERVAL_INVALID"});
+}
+
 TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
   std::vector<std::string> lines = Lines(kFixture);
   // Declare decode-0 as a semantic source: its transfer events name the wrong plane.

@@ -169,8 +169,12 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   // the state unchanged. Fingerprints are computed only for a reused id.
   auto [it, inserted] = txns_.try_emplace(req.txn_id);
   if (!inserted) {
-    if (FingerprintOf(it->second) == OperationFingerprint(req))
-      return &it->second;  // retry of the same operation
+    if (FingerprintOf(it->second) == OperationFingerprint(req)) {
+      // A retry of the same operation, whose interval was admitted (so its end fits 64 bits).
+      const Interval& iv = it->second.request.interval;
+      KVC_RETURN_IF_ERROR(CheckPositionBinding(req, iv.start + iv.count));
+      return &it->second;
+    }
     const auto& o = it->second.request;
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
              "append: txn " + Q(req.txn_id) + " reused with a different fingerprint (was key " +
@@ -220,21 +224,26 @@ StatusOr<HandleRecord*> KvObject::AdmitAppend(const BeginAppendView& req) {
   if (!end)
     return V(ErrorCode::LIFECYCLE_GENERATION_OVERFLOW,
              "append " + Q(req.txn_id) + ": interval end overflows 64 bits");
-  const BeginAppendView& b = req;  // the position binding's members
+  KVC_RETURN_IF_ERROR(CheckPositionBinding(req, *end));
+  return h;
+}
+
+Status KvObject::CheckPositionBinding(const BeginAppendView& req, uint64_t end) const {
+  const BeginAppendView& b = req;  // the binding's members
   if (b.cache_position_start != req.interval.start || b.cache_position_count != req.interval.count)
     return V(ErrorCode::LIFECYCLE_POSITION_MISMATCH,
              "append " + Q(req.txn_id) + ": cache_position [" + U(b.cache_position_start) + ", +" +
                  U(b.cache_position_count) + "), expected [" + U(req.interval.start) + ", " +
-                 U(*end) + ")");
-  if (b.mask_key_length != *end)
+                 U(end) + ")");
+  if (b.mask_key_length != end)
     return V(ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH,
              "append " + Q(req.txn_id) + ": mask key length " + U(b.mask_key_length) +
-                 ", expected T_past + T_new = " + U(*end));
+                 ", expected T_past + T_new = " + U(end));
   if (b.position_stage != abi_.position_stage)
     return V(ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH,
              "append " + Q(req.txn_id) + ": keys at stage " + Q(b.position_stage) +
                  ", the cache ABI stores " + Q(abi_.position_stage));
-  return h;
+  return Status::Ok();
 }
 
 BeginAppendRequest KvObject::RequestOf(const AppendTxn& t) const {

@@ -199,6 +199,10 @@ class KvObject {
                                bool allow_terminal);
   // Every rule a new append must pass (handle live, ABI, base, interval, binding); the handle.
   StatusOr<HandleRecord*> AdmitAppend(const BeginAppendView& req);
+  // The position binding of an append call whose interval ends at `end`: cache_position is the
+  // interval, the key-side mask is T_past + T_new, keys are at the ABI's position stage. Every
+  // call is judged, a retry included (the fingerprint does not cover the binding).
+  Status CheckPositionBinding(const BeginAppendView& req, uint64_t end) const;
   Status CheckExpected(const Snapshot& s, const std::optional<BaseRef>& expected,
                        std::string_view op) const;
   // The counters of the successor of `s`: generation+1 and (when `content`) version+1;

@@ -228,6 +228,27 @@ TEST(KvObjectTest, RetryIdentityChangesConflict) {
   EXPECT_EQ(o.Read("R")->generation, s1.generation);
 }
 
+// Regression (gating sweep, 2026-12-02): a retry was matched by its fingerprint alone, which does
+// not cover the position binding, so a retry with another mask length returned the receipt.
+TEST(KvObjectTest, RetryWithAnotherPositionBindingIsRefused) {
+  KvObject o(kAbi);
+  Snapshot s0 = *o.Allocate("R", "R");
+  Snapshot s1 = AppendAll(o, "p", "R", 4);
+  auto mask = Append("p", s0, 4);
+  mask.binding.mask_key_length = 5;
+  EXPECT_EQ(Code(o.BeginAppend(mask)), ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH);
+  auto pos = Append("p", s0, 4);
+  pos.binding.cache_position_start = 1;
+  EXPECT_EQ(Code(o.BeginAppend(pos)), ErrorCode::LIFECYCLE_POSITION_MISMATCH);
+  auto stage = Append("p", s0, 4);
+  stage.binding.position_stage = "pre_rope";
+  EXPECT_EQ(Code(o.BeginAppend(stage)), ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH);
+  // The faithful retry still returns the original receipt, and nothing advanced.
+  auto again = o.BeginAppend(Append("p", s0, 4));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(o.Read("R")->generation, s1.generation);
+}
+
 TEST(KvObjectTest, BaseAndBindingChecks) {
   KvObject o(kAbi);
   Snapshot s0 = *o.Allocate("R", "R");
