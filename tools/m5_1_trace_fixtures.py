@@ -347,6 +347,11 @@ def synthetic_lifecycle():
     invalid(c, "retry_interval_changed", rel,
             "The retry of txn-win re-sends it with a wider interval.", s,
             rep(f"/{t.idx('win_retry')}/payload/interval", [4, 6]), "LIFECYCLE_RETRY_CONFLICT")
+    invalid(c, "retry_mask_length_changed", rel,
+            "The retry of txn-win re-sends it with a key-side mask of 6 instead of T_past + T_new = 5: "
+            "the fingerprint matches, the position binding does not (a retry used to pass).", s,
+            rep(f"/{t.idx('win_retry')}/payload/mask_key_length", 6),
+            "LIFECYCLE_MASK_LENGTH_MISMATCH")
     invalid(c, "retry_advances_generation", rel,
             "The retry of txn-win is reported as a new publication instead of the original "
             "receipt.", s, rep(f"/{t.idx('win_replay')}/outcome", "success"), "TRACE_OUTCOME_INVALID")
@@ -375,6 +380,11 @@ def synthetic_lifecycle():
             "owning independent snapshots.", s,
             {"op": "add", "path": f"/{t.idx('fork')}/payload/children/-", "value": {"request_id": "A"}},
             "LIFECYCLE_FORK_ALIAS")
+    invalid(c, "fork_children_unreadable", rel,
+            "The fork names its children by a string instead of an array. Pins the gating of a fork "
+            "whose children cannot be read: A's and B's events used to raise "
+            "LIFECYCLE_UNKNOWN_HANDLE as well.", s,
+            rep(f"/{t.idx('fork')}/payload/children", "A"), "INPUT_FIELD_TYPE")
     invalid(c, "fork_child_generation", rel, "Fork child A claims handle generation 1.", s,
             {"op": "add", "path": f"/{t.idx('fork')}/payload/children/0/handle_generation",
              "value": 1}, "TRACE_SNAPSHOT_MISMATCH")
