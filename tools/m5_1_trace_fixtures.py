@@ -870,10 +870,47 @@ def loop8():
             "The expected final state of R.branch names snapshot 3; its release created 2.",
             "M5.1 0x07 Executable Runtime And Observability Contract",
             rep("/0/expected_final_states/1/snapshot", 3), "TRACE_EXPECTED_RESULT_MISMATCH")
-    cases = [case for concept, case, *_ in INVALID if concept == c]
+    cases = [case for concept, case, base, *_ in INVALID if concept == c and base == rel]
     assert sorted(cases) == sorted(LOOP8_CASES), set(cases) ^ set(LOOP8_CASES)
     assert len(cases) == 34, len(cases)
     assert sorted(set(LOOP8_CASES.values())) == sorted(LOOP8_CATEGORIES)
+    return t
+
+
+def loop8_allocator_model(t):
+    """The Loop 8 trace with an explicit allocator conversion model in its header.
+
+    M5.1 0x07 calls the allocator and semantic planes compatible, not equal, and says a drift
+    monitor needs an explicit conversion model before it can compare them. The seed's allocator
+    facts (2 blocks, 8 slots, 4 then 5 used, then 0/0/0) satisfy the model "4 slots per block,
+    used slots = committed rows"; this variant declares it, so the counts are compared."""
+    rel = "fixtures/m5_1/observability/loop8_allocator_model.jsonl"
+    v = Trace([], "")
+    v.lines = json.loads(json.dumps(t.lines))
+    v.labels = dict(t.labels)
+    v.lines[0]["allocator_model"] = {"slots_per_block": 4, "used_slots": "committed_rows"}
+    v.lines[0]["description"] = (
+        "The M5.1 0x07 Loop 8 trace (loop8_failure_retry_fork_release.jsonl) with an explicit "
+        "allocator conversion model: 4 slots per block, used slots = committed rows. The seed's "
+        "allocator facts satisfy it; the one-field mutations of its counts are then violations.")
+    # The header's keys in the order header() writes them: the model before the free text.
+    v.lines[0] = {k: v.lines[0][k] for k in
+                  [k for k in v.lines[0] if k not in ("description", "regenerate")] +
+                  ["description", "regenerate"]}
+    v.write(rel)
+    s = "M5.1 0x07 Five State Planes, One Causal History"
+    c = "observability"
+    invalid(c, "allocator_model_slots_drift", rel,
+            "After decode-2's publication the allocator reports 12 slots in 2 blocks; the "
+            "declared model has 4 slots per block.", s,
+            rep(f"/{v.idx('a1')}/payload/slots", 12), "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "allocator_model_used_drift", rel,
+            "After decode-2's publication the allocator reports 4 used slots; the declared "
+            "model counts committed rows, and R has 5.", s,
+            rep(f"/{v.idx('a1')}/payload/used_slots", 4), "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "allocator_model_zero_slots_per_block", rel,
+            "The header's allocator model declares blocks of 0 slots.", "kvconform.trace/1",
+            rep("/0/allocator_model/slots_per_block", 0), "INPUT_VALUE_OUT_OF_RANGE")
 
 
 def main():
@@ -883,9 +920,9 @@ def main():
     speculative()
     speculative_frontier_verify()
     cancel_before_first_output()
-    loop8()
+    loop8_allocator_model(loop8())
     write_invalid()
-    print(f"wrote 7 traces and {len(INVALID)} invalid fixtures", file=sys.stderr)
+    print(f"wrote 8 traces and {len(INVALID)} invalid fixtures", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -340,7 +340,10 @@ std::optional<std::string> ObjReader::Enum(std::string_view key,
   for (auto a : allowed)
     if (*s == a) return s;
   std::string list;
-  for (auto a : allowed) list += (list.empty() ? "" : "|") + std::string(a);
+  for (auto a : allowed) {
+    if (!list.empty()) list += '|';
+    list += a;
+  }
   Bad(ErrorCode::INPUT_VALUE_INVALID, key, "\"" + *s + "\" is not one of " + list);
   return std::nullopt;
 }
@@ -797,6 +800,19 @@ void TraceChecker::ReadHeader(const dom::element& root) {
       b->OptStr("runtime");
       b->OptStr("cache_abi_sha256");
       b->RejectUnknown();
+    }
+  }
+  if (h.Has("allocator_model")) {
+    if (auto m = h.Object("allocator_model")) {
+      auto per_block = m->Uint("slots_per_block", uint64_t{1} << 32);
+      auto used = m->Enum("used_slots", {"committed_rows"}, true);
+      if (per_block && *per_block == 0)
+        Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/allocator_model/slots_per_block",
+               "an allocator block holds at least one slot");
+      else if (per_block)
+        allocator_slots_per_block_ = *per_block;
+      allocator_used_committed_ = used.has_value();
+      m->RejectUnknown();
     }
   }
   h.ObjectArray("sources", [&](ObjReader& s) {

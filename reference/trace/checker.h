@@ -300,6 +300,11 @@ class TraceChecker {
 
   lifecycle::KvObject& kv() { return *kv_; }
   uint64_t bytes_per_token() const { return bytes_per_token_; }
+  // The header's optional conversion model between the allocator and semantic planes (M5.1
+  // 0x07 "Five State Planes": compatible, not equal, until a model is declared). 0 / false when
+  // the header declares none.
+  uint64_t allocator_slots_per_block() const { return allocator_slots_per_block_; }
+  bool allocator_used_slots_are_committed_rows() const { return allocator_used_committed_; }
   // Records a violation at the current line.
   // Report, ReportStatus and ReportAt are cold: a conforming trace never calls them, and the
   // compiler moves the paths that build their messages out of the hot code.
@@ -427,6 +432,8 @@ class TraceChecker {
   std::vector<std::unique_ptr<Parser>> batch_parsers_;
   std::unique_ptr<lifecycle::KvObject> kv_;
   uint64_t bytes_per_token_ = 0;
+  uint64_t allocator_slots_per_block_ = 0;
+  bool allocator_used_committed_ = false;
   bool header_ok_ = false;
   bool header_seen_ = false;
   uint32_t line_ = 0;

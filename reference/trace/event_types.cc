@@ -636,6 +636,16 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
   else if ((*slots == 0) != (*blocks == 0))
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slots",
              U(*slots) + " slots in " + U(*blocks) + " blocks");
+  else if (const uint64_t per_block = c.allocator_slots_per_block();
+           per_block != 0 && CheckedMul(*blocks, per_block) != std::optional<uint64_t>(*slots))
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slots",
+             U(*slots) + " slots in " + U(*blocks) + " blocks; the header's allocator_model has " +
+                 U(per_block) + " slots per block");
+  else if (c.allocator_used_slots_are_committed_rows() && *used != info->committed_length)
+    c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
+             U(*used) + " used slots after " + std::string(info->type) + "; the header's " +
+                 "allocator_model counts committed rows, and the handle has " +
+                 U(info->committed_length));
 }
 
 void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
