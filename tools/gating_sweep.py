@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """One-field mutation sweep of the trace fixtures: how many codes does each mutation raise?
 
-Usage: tools/gating_sweep.py [KVCONFORM] [--list]
+Usage: tools/gating_sweep.py [KVCONFORM] [--list] [--none]
   KVCONFORM: the kvconform binary (default build/bin/kvconform).
   --list: print every mutation that raises more than one violation.
+  --none: print every mutation that raises none (the ones a reader should sort by kind).
 
 For every event of every trace fixture (fixtures/m5_1/**/*.jsonl, fixtures/m5_6/trace/*.jsonl)
 it checks, with `kvconform check --format json`, the trace with one change: the event_type
@@ -55,7 +56,7 @@ def mutations(event):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--list"]
+    args = [a for a in sys.argv[1:] if a not in ("--list", "--none")]
     binary = args[0] if args else os.path.join(ROOT, "build/bin/kvconform")
     if not os.access(binary, os.X_OK):
         sys.exit(f"gating_sweep: {binary} not found (build first, or pass the binary)")
@@ -63,6 +64,7 @@ def main():
                    glob.glob(os.path.join(ROOT, "fixtures/m5_6/trace/*.jsonl")))
     counts = collections.Counter()
     several = []
+    silent = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mutated.jsonl")
         for f in files:
@@ -82,6 +84,8 @@ def main():
                         counts["no verdict"] += 1
                         continue
                     counts[len(codes)] += 1
+                    if not codes:
+                        silent.append((rel, i + 1, lines[i].get("event_type"), name))
                     if len(codes) > 1:
                         several.append((rel, i + 1, lines[i].get("event_type"), name, codes))
     print("violations raised -> mutations:",
@@ -91,6 +95,10 @@ def main():
     if "--list" in sys.argv:
         for rel, line, event_type, name, codes in several:
             print(f"  {rel}:{line} {event_type} {name}: {' '.join(codes)}")
+    if "--none" in sys.argv:
+        print(f"{len(silent)} mutations raise no violation")
+        for rel, line, event_type, name in silent:
+            print(f"  {rel}:{line} {event_type} {name}")
 
 
 if __name__ == "__main__":
