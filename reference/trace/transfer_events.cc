@@ -197,18 +197,29 @@ void ReadIdentity(ObjReader& r, TransferIdentity* id) {
 
 // ---------------------------------------------------------------- handlers
 
-// The gate of a destination that was not declared: a plan naming it is not replayed (its
-// HANDOFF_TRANSFER_UNKNOWN would repeat the dropped declaration's code). A declaration whose
-// name is unreadable gates every plan that names an undeclared destination.
+// Gates of declarations that were dropped: a plan naming an undeclared destination, or
+// extending a visible prefix that was not published, is not replayed (its code would repeat the
+// dropped declaration's). The key is the prefix and the name; a declaration whose name is
+// unreadable gates every name (the prefix and "*").
 constexpr std::string_view kDestinationGate = "destination:";
 constexpr std::string_view kAnyDestinationGate = "destination:*";
+constexpr std::string_view kPrefixGate = "destination_prefix:";
+constexpr std::string_view kAnyPrefixGate = "destination_prefix:*";
 
-void GateDestination(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
+// The gate of a dropped declaration that names itself in its payload's `member`.
+void GateDeclaration(TraceChecker& c, const simdjson::dom::element& payload,
+                     std::string_view member, std::string_view gate, bool sure) {
   std::string_view name;
-  if (!payload.at_key("destination").get(name))
-    c.Poison(std::string(kDestinationGate) + std::string(name));
+  if (!payload.at_key(member).get(name))
+    c.Poison(std::string(gate) + std::string(name));
   else if (sure)
-    c.Poison(std::string(kAnyDestinationGate));
+    c.Poison(std::string(gate) + "*");
+}
+void GateDestination(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
+  GateDeclaration(c, payload, "destination", kDestinationGate, sure);
+}
+void GateDestinationPrefix(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
+  GateDeclaration(c, payload, "prefix_handle", kPrefixGate, sure);
 }
 
 void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -228,18 +239,6 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
 
 // The destination already holds exact visible state V_D = [0, committed_length) (a prefix
 // cache entry) under `prefix_handle`; a warm transfer extends it by X = U \ V_D only.
-// The gate of a visible prefix that was not published: a plan extending it is not replayed.
-constexpr std::string_view kPrefixGate = "destination_prefix:";
-constexpr std::string_view kAnyPrefixGate = "destination_prefix:*";
-
-void GateDestinationPrefix(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
-  std::string_view handle;
-  if (!payload.at_key("prefix_handle").get(handle))
-    c.Poison(std::string(kPrefixGate) + std::string(handle));
-  else if (sure)
-    c.Poison(std::string(kAnyPrefixGate));
-}
-
 void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
