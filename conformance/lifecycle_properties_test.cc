@@ -40,6 +40,7 @@ struct MTxn {
   std::vector<bool> staged = std::vector<bool>(kLayers, false);
   MTxnState state = kOpen;
   std::optional<PublishReceipt> receipt;
+  BeginAppendRequest request;  // as first sent: a retry re-sends it
 };
 
 using Step = std::tuple<uint8_t, uint8_t, uint8_t, uint8_t>;
@@ -49,7 +50,7 @@ class Harness {
   // Applies one generated step to both the object and the model; RC_ASSERTs the properties.
   void Run(const Step& step) {
     auto [kind, a, b, c] = step;
-    switch (kind % 9) {
+    switch (kind % 10) {
       case 0: return Allocate("h" + std::to_string(a % 4));
       case 1: return Begin(PickHandle(a), b, c);
       case 2: return Stage(PickTxn(a), b % kLayers);
@@ -58,11 +59,12 @@ class Harness {
       case 5: return Truncate(PickHandle(a), b);
       case 6: return Fork(PickHandle(a), b);
       case 7: return (b % 2) ? Finish(PickHandle(a)) : CancelRequest(PickHandle(a));
-      default: return Release(PickHandle(a));
+      case 8: return Release(PickHandle(a));
+      default: return RetryBegin(PickTxn(a), b);
     }
   }
 
-  int published = 0, rejected = 0, released = 0, forked = 0;
+  int published = 0, rejected = 0, released = 0, forked = 0, retried = 0;
 
   void CheckInvariants() const {
     for (const auto& [id, m] : model_) {
@@ -133,7 +135,49 @@ class Harness {
     t.base_gen = m.gen;
     t.start = m.layer_len[0];
     t.count = count;
+    t.request = q;
     txns_[q.txn_id] = t;
+  }
+
+  // Re-sends a transaction's BeginAppend, faithfully or with one field changed. Retry
+  // idempotency: the faithful retry returns the transaction's record and changes nothing, in
+  // whatever state it is; a changed key or interval is a conflict, and a changed position
+  // binding (not part of the fingerprint) is refused by the binding rules. Never any state change.
+  void RetryBegin(const std::string& id, uint8_t variant) {
+    if (!txns_.count(id)) return;
+    const MTxn& t = txns_[id];
+    BeginAppendRequest q = t.request;
+    ErrorCode want = ErrorCode::kNone;
+    switch (variant % 5) {
+      case 0:
+        break;
+      case 1:
+        q.idempotency_key += "'";
+        want = ErrorCode::LIFECYCLE_RETRY_CONFLICT;
+        break;
+      case 2:
+        q.interval.count += 1;
+        want = ErrorCode::LIFECYCLE_RETRY_CONFLICT;
+        break;
+      case 3:
+        q.binding.mask_key_length += 1;
+        want = ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH;
+        break;
+      default:
+        q.binding.position_stage = "pre_rope";
+        want = ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH;
+    }
+    const KvObject before = obj_;
+    auto r = obj_.BeginAppend(q);
+    if (want == ErrorCode::kNone) {
+      RC_ASSERT(r.ok());
+      RC_ASSERT((*r)->request.txn_id == id);
+      ++retried;
+    } else {
+      RC_ASSERT(!r.ok());
+      RC_ASSERT(r.status().error() == want);
+    }
+    RC_ASSERT(obj_ == before);
   }
 
   void Stage(const std::string& id, uint32_t layer) {
@@ -286,6 +330,7 @@ RC_GTEST_PROP(LifecycleProperties, RandomHistoriesMatchTheSequentialModel, ()) {
   RC_CLASSIFY(h.rejected > 0, "stale publication rejected");
   RC_CLASSIFY(h.released > 0, "released");
   RC_CLASSIFY(h.forked > 0, "forked");
+  RC_CLASSIFY(h.retried > 0, "retried");
 }
 
 // Histories biased towards one handle so appends, races and releases actually interleave.
