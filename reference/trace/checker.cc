@@ -591,12 +591,14 @@ void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
-  if (!payload) return;
-  if (const EventTypeSpec* spec = FindEventType(e.event_type)) {
-    if (spec->gate) spec->gate(*this, *payload, true);
+  if (payload) GatePayloadNames(e.event_type, *payload);
+}
+void TraceChecker::GatePayloadNames(std::string_view event_type, const dom::element& payload) {
+  if (const EventTypeSpec* spec = FindEventType(event_type)) {
+    if (spec->gate) spec->gate(*this, payload, true);
   } else {
     for (const EventTypeSpec& row : EventTypes())  // what the unknown type meant is unknown
-      if (row.gate) row.gate(*this, *payload, false);
+      if (row.gate) row.gate(*this, payload, false);
   }
 }
 
@@ -1055,11 +1057,7 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
       if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
     }
     if (request_id) Poison("request:" + *request_id);
-    if (payload_el) {
-      const EventTypeSpec* spec = type ? FindEventType(*type) : nullptr;
-      for (const EventTypeSpec& row : EventTypes())
-        if (row.gate && (!spec || spec == &row)) row.gate(*this, *payload_el, spec == &row);
-    }
+    if (payload_el) GatePayloadNames(type.value_or(""), *payload_el);
     const uint32_t line = e.line;
     const std::string_view text = e.text;
     e = Event{};  // no view of an earlier line survives a dropped event
@@ -1220,7 +1218,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (e.request_id && !poisoned_.empty() &&
       (IsPoisoned("request:" + std::string(*e.request_id)) ||
        (!req && spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate") &&
-        IsGatedRequest(*e.request_id)))) {
+        IsPoisoned("request:*")))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
     if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);

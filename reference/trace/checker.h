@@ -341,6 +341,9 @@ class TraceChecker {
   // `payload`, when given, is the event's payload: what it names and would have created is
   // gated too (EventTypeSpec::gate: a fork's children, a transfer destination).
   void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
+  // The EventTypeSpec::gate of `event_type` on `payload`; for an unknown type, every row's gate
+  // with sure = false.
+  void GatePayloadNames(std::string_view event_type, const simdjson::dom::element& payload);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
   const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;
   // Maps a trace snapshot version to a BaseRef for compare-and-publish on `s`.

@@ -199,21 +199,27 @@ void ReadIdentity(ObjReader& r, TransferIdentity* id) {
 
 // Gates of declarations that were dropped: a plan naming an undeclared destination, or
 // extending a visible prefix that was not published, is not replayed (its code would repeat the
-// dropped declaration's). The key is the prefix and the name; a declaration whose name is
+// dropped declaration's). The key is the gate's prefix and the name; a declaration whose name is
 // unreadable gates every name (the prefix and "*").
 constexpr std::string_view kDestinationGate = "destination:";
-constexpr std::string_view kAnyDestinationGate = "destination:*";
 constexpr std::string_view kPrefixGate = "destination_prefix:";
-constexpr std::string_view kAnyPrefixGate = "destination_prefix:*";
+
+void GateName(TraceChecker& c, std::string_view gate, std::string_view name) {
+  c.Poison(std::string(gate) + std::string(name));
+}
+bool IsNameGated(TraceChecker& c, std::string_view gate, std::string_view name) {
+  return c.IsPoisoned(std::string(gate) + std::string(name)) ||
+         c.IsPoisoned(std::string(gate) + "*");
+}
 
 // The gate of a dropped declaration that names itself in its payload's `member`.
 void GateDeclaration(TraceChecker& c, const simdjson::dom::element& payload,
                      std::string_view member, std::string_view gate, bool sure) {
   std::string_view name;
   if (!payload.at_key(member).get(name))
-    c.Poison(std::string(gate) + std::string(name));
+    GateName(c, gate, name);
   else if (sure)
-    c.Poison(std::string(gate) + "*");
+    GateName(c, gate, "*");
 }
 void GateDestination(TraceChecker& c, const simdjson::dom::element& payload, bool sure) {
   GateDeclaration(c, payload, "destination", kDestinationGate, sure);
@@ -227,7 +233,7 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   auto credit = p.Uint("credit_capacity_bytes");
   auto blocks = p.Uint("pool_blocks");
   if (!p.clean() || !name || !credit || !blocks) return;  // dropped: the checker gates it
-  if (!OutcomeAllowed(c, e, true)) return c.Poison(std::string(kDestinationGate) + *name);
+  if (!OutcomeAllowed(c, e, true)) return GateName(c, kDestinationGate, *name);
   TransferState& s = State(c);
   if (s.destinations.count(*name)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/destination",
@@ -243,11 +249,11 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
   if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
-  if (!OutcomeAllowed(c, e, true)) return c.Poison(std::string(kPrefixGate) + *handle);
+  if (!OutcomeAllowed(c, e, true)) return GateName(c, kPrefixGate, *handle);
   Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
   if (!s.ok()) {
     c.ReportStatus(s, c.LinePtr() + "/payload");
-    c.Poison(std::string(kPrefixGate) + *handle);
+    GateName(c, kPrefixGate, *handle);
   }
 }
 
@@ -341,12 +347,11 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!plan.visible_prefix_handle.empty() &&
-      (c.IsPoisoned(std::string(kPrefixGate) + plan.visible_prefix_handle) ||
-       c.IsPoisoned(kAnyPrefixGate)))
+      IsNameGated(c, kPrefixGate, plan.visible_prefix_handle))
     return c.Poison(gate);  // the prefix it extends was dropped and reported
   auto d = s.destinations.find(*dest);
   if (d == s.destinations.end()) {
-    if (c.IsPoisoned(std::string(kDestinationGate) + *dest) || c.IsPoisoned(kAnyDestinationGate))
+    if (IsNameGated(c, kDestinationGate, *dest))
       return c.Poison(gate);  // its declaration was dropped and reported
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/payload/destination",
              "transfer_plan names destination \"" + *dest +
