@@ -358,6 +358,16 @@ def synthetic_lifecycle():
     invalid(c, "stale_publication_accepted", rel,
             "txn-lose's publication on the stale generation 1 is reported as a success.", s,
             rep(f"/{t.idx('lose_pub')}/outcome", "success"), "LIFECYCLE_STALE_BASE")
+    invalid(c, "lost_publication_base_drift", rel,
+            "txn-lose's refused publication names base snapshot 2 instead of the snapshot 1 its "
+            "append_start read: a publish closes its own transaction, whatever the outcome (a "
+            "refused publish's base used to go unchecked).", s,
+            rep(f"/{t.idx('lose_pub')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "refused_release_base_ahead", rel,
+            "A's refused release names base snapshot 2; A has reached only snapshot 1. A refused "
+            "operation may name a stale base, never one the handle has not reached (it used to "
+            "pass, since the refusal was expected either way).", s,
+            rep(f"/{t.idx('release_a_refused')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
     invalid(c, "late_layer_completion", rel,
             "Child B's late layer-1 completion after cancellation is accepted.", s,
             rep(f"/{t.idx('b_late_stage')}/outcome", "success"), "LIFECYCLE_LATE_COMPLETION")
@@ -911,6 +921,14 @@ def loop8_allocator_model(t):
     invalid(c, "allocator_model_zero_slots_per_block", rel,
             "The header's allocator model declares blocks of 0 slots.", "kvconform.trace/1",
             rep("/0/allocator_model/slots_per_block", 0), "INPUT_VALUE_OUT_OF_RANGE")
+    # Not an allocator mutation, and not one of the seed's 34 (loop8()): this trace carries it
+    # so that the Loop 8 set stays the seed's.
+    invalid(c, "failure_base_drift", rel,
+            "The failure of decode-1 names base snapshot 2; decode-1 started on s1, whose base "
+            "a failure leaves visible. A failure closes its own transaction: its base is the "
+            "start's (it used to go unchecked).",
+            "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            rep(f"/{v.idx('s5')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
 
 
 def main():

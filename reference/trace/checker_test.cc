@@ -902,5 +902,47 @@ TEST(TraceGatingTest, GatingOneRequestStillChecksTheOthers) {
                                                 "TRACE_SNAPSHOT_MISMATCH"}));
 }
 
+// Regression (gating sweep, 2026-12-03): the base_snapshot of an event that closes a
+// transaction without publishing it (append_failure, cancel_txn, a refused append_publish) went
+// unchecked. It names the snapshot the transaction's append_start read.
+TEST(TraceGatingTest, RegressionClosingEventsNameTheirTransactionsBase) {
+  // "q" starts on snapshot 0 beside "p"; p publishes snapshot 1 first.
+  const std::string start_q = Mutate(Start(2), R"("operation_id":"p")", R"("operation_id":"q")");
+  const std::string stage_q = Mutate(Stage(5), R"("operation_id":"p")", R"("operation_id":"q")");
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           start_q + "\n" + Stage(3) + "\n" + Publish(4) + "\n" + stage_q + "\n";
+  const std::string lost =
+      Ev(6, "append_publish", R"("request_id":"R","handle_generation":0,"operation_id":"q",)"
+                              R"("base_snapshot":0,"outcome":"rejected","payload":{})");
+  const std::string failure =
+      Ev(6, "append_failure", R"("request_id":"R","handle_generation":0,"operation_id":"q",)"
+                              R"("base_snapshot":0,"outcome":"failure","payload":{})");
+  const std::string cancel =
+      Ev(6, "cancel_txn", R"("request_id":"R","handle_generation":0,"operation_id":"q",)"
+                          R"("base_snapshot":0,"payload":{})");
+  for (const std::string& closing : {lost, failure, cancel}) {
+    SCOPED_TRACE(closing);
+    EXPECT_EQ(Codes(head + closing + "\n"), (std::vector<std::string>{}));
+    EXPECT_EQ(Codes(head + Mutate(closing, R"("base_snapshot":0)", R"("base_snapshot":1)") + "\n"),
+              (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+  }
+}
+
+// A refused operation may name a stale base (why it was refused) but not a snapshot its
+// handle has not reached (regression, gating sweep 2026-12-03: a refused release naming a later
+// snapshot passed, since the refusal was expected either way).
+TEST(TraceGatingTest, RefusedOperationMayNameAStaleBaseButNotALaterOne) {
+  // R is live at snapshot 1 (not finished), so its release is refused whatever the base.
+  auto release = [](int base) {
+    return Ev(4, "release", R"("request_id":"R","handle_generation":0,"base_snapshot":)" +
+                                std::to_string(base) + R"(,"outcome":"rejected","payload":{})") +
+           "\n";
+  };
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), release(0))), (std::vector<std::string>{}));
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), release(1))), (std::vector<std::string>{}));
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), release(2))),
+            (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -52,6 +52,29 @@ std::optional<BaseRef> Expected(const Event& e, const Snapshot& s) {
   return TraceChecker::BaseForVersion(s, *e.base_snapshot);
 }
 
+// A refused operation may name a stale base (the reason it was refused), but not a snapshot
+// the handle has not reached: no caller can have read it. (A successful operation with such a
+// base is refused by the lifecycle object itself.) The event is still replayed.
+void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s) {
+  if (KeyEquals(e.outcome, "rejected") && e.base_snapshot && *e.base_snapshot > s.version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
+                 "; request \"" + std::string(*e.request_id) + "\" has reached only snapshot " +
+                 U(s.version) + " (a refused operation may name a stale base, not a later one)");
+}
+
+// The base an operation's closing event (publish of any outcome, failure, cancel_txn) names
+// must be the one its append_start read: it closes that transaction, whatever the outcome.
+// The event is still replayed.
+void CheckClosingBase(TraceChecker& c, const Event& e) {
+  if (!e.base_snapshot) return;
+  if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id);
+      base && *e.base_snapshot != *base)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
+                 "; its append_start read snapshot " + U(*base));
+}
+
 // After a successful mutation: result_snapshot and committed_length claims must match.
 void CheckResult(TraceChecker& c, const Event& e, const Snapshot& after,
                  std::optional<uint64_t> claimed_length, bool frontier_claim = false) {
@@ -141,6 +164,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   }
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return c.Poison(std::string(*e.operation_id));
+  CheckRefusedBaseReached(c, e, *cur);
   // Views of the event (valid for the handler): BeginAppend copies what its record keeps.
   lifecycle::BeginAppendView r;
   r.txn_id = *e.operation_id;
@@ -285,7 +309,10 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
         "append_publish outcome is success, replayed or rejected; a failure is append_failure");
     return;
   }
-  if (KeyEquals(e.outcome, "rejected")) NoResultAllowed(c, e);  // a lost compare-and-publish creates none
+  if (KeyEquals(e.outcome, "rejected")) {
+    NoResultAllowed(c, e);  // a lost compare-and-publish creates none
+    CheckClosingBase(c, e);  // (a published one is checked below, after its outcome)
+  }
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.PublishTxn(*e.operation_id);
@@ -302,12 +329,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
                  : "append_publish reports a replayed receipt for a first publication");
     return;
   }
-  if (const std::optional<uint64_t> base =
-          e.base_snapshot ? c.OpBaseVersion(*e.operation_id) : std::nullopt;
-      base && *e.base_snapshot != *base)
-    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
-             "append_publish names base snapshot " + U(*e.base_snapshot) +
-                 "; its append_start read snapshot " + U(*base));
+  CheckClosingBase(c, e);
   if (receipt.replayed) {
     if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
@@ -334,6 +356,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
   NoResultAllowed(c, e);
+  CheckClosingBase(c, e);
   if (KeyEquals(e.event_type, "append_failure") && !KeyEquals(e.outcome, "failure") && !KeyEquals(e.outcome, "cancelled"))
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              "append_failure carries outcome \"" + std::string(e.outcome) + "\"; expected failure or cancelled");
@@ -431,6 +454,7 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
              "fork children start at snapshot 0, not " + U(*e.result_snapshot));
   std::vector<std::string> ids;
   for (const auto& k : kids) ids.push_back(k.first);
+  CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   bool ok = c.Apply(
       e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
@@ -466,6 +490,7 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean() || !len) return;
   auto cur = Current(c, e);
   if (!cur) return;
+  CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(
@@ -518,6 +543,7 @@ void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean()) return;
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
+  CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(
@@ -542,6 +568,7 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
       req->frontier.Untrack();
     }
   }
+  CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(c, e, &after,
@@ -561,6 +588,7 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean()) return;
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
+  CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
   bool ok = ApplySnapshotOp(c, e, &after,
