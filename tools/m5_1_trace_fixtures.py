@@ -187,6 +187,40 @@ def two_layer_decode():
     invalid(c, "decode_empty_append", rel,
             "The decode transaction covers the empty interval [4,4).", s,
             rep(f"/{t.idx('d_start')}/payload/interval", [4, 4]), "LIFECYCLE_APPEND_EMPTY")
+    # Outcomes (docs/trace-format.md "Outcomes"): each event type admits a fixed set; these
+    # passed before 2026-12-03 (a stage "failure" was replayed as a success) or raised a second
+    # code for the same root cause.
+    o = "M5.1 0x07 Event Contracts At The Semantic Boundary"
+    invalid(c, "decode_layer_outcome_failure", rel,
+            "Layer 1's stage of the decode row is reported with outcome \"failure\": a stage "
+            "succeeds or is refused; a failed append is append_failure (it was replayed as a "
+            "success).", o, {"op": "add", "path": f"/{t.idx('d_l1')}/outcome", "value": "failure"},
+            "TRACE_OUTCOME_INVALID")
+    invalid(c, "decode_layer_reported_rejected", rel,
+            "Layer 1's legal stage is reported rejected. Pins the gating of an outcome the replay "
+            "contradicts: the publication used to raise LIFECYCLE_LAYER_INCOMPLETE too.", o,
+            {"op": "add", "path": f"/{t.idx('d_l1')}/outcome", "value": "rejected"},
+            "TRACE_OUTCOME_INVALID")
+    invalid(c, "decode_first_publish_replayed", rel,
+            "The decode row's first publication is reported as a replayed receipt. Pins that it "
+            "is still replayed as the publication it was: FRONTIER_OUTPUT_BEFORE_LOGITS used to "
+            "follow on the next output.", o,
+            {"op": "add", "path": f"/{t.idx('d_pub')}/outcome", "value": "replayed"},
+            "TRACE_OUTCOME_INVALID")
+    invalid(c, "decode_start_replayed", rel,
+            "The decode transaction's first append_start is reported as replayed: only a retry "
+            "replays.", o, {"op": "add", "path": f"/{t.idx('d_start')}/outcome", "value": "replayed"},
+            "TRACE_OUTCOME_INVALID")
+    invalid(c, "decode_emit_rejected", rel,
+            "The first output is reported rejected: recording an output is not an operation "
+            "that can be refused (it was ignored).", o,
+            {"op": "add", "path": f"/{t.idx('emit0')}/outcome", "value": "rejected"},
+            "TRACE_OUTCOME_INVALID")
+    invalid(c, "decode_layer_generation_drift", rel,
+            "Layer 1's stage names handle generation 1 of a generation-0 request. Pins the gating "
+            "of the generation fence: the publication used to raise LIFECYCLE_LAYER_INCOMPLETE "
+            "too.", "M5.1 0x07 Worked Failure, Retry, Fork, And Release Trace",
+            rep(f"/{t.idx('d_l1')}/handle_generation", 1), "TRACE_HANDLE_GENERATION_MISMATCH")
     # Gating (docs/trace-format.md "Gating"): one-field mutations of events that later events
     # depend on; each raised two to eight codes before the checker gated dropped events.
     # (case, description, seed section, event label, member path, value, code)
@@ -279,7 +313,7 @@ def synthetic_lifecycle():
     t.ev(None, E, "output_emit", {"output_index": 1, "token": 201}, "B", 0, base=0)
     t.ev("b_start", E, "append_start", append_payload(5, 6, "decode", input_token=201), "B", 0,
          op="b-txn", base=0)
-    t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [5, 6]}, "B", 0, op="b-txn")
+    t.ev("b_stage", E, "append_stage_layer", {"layer": 0, "interval": [5, 6]}, "B", 0, op="b-txn")
     t.ev("cancel_b", E, "cancel_request", {}, "B", 0, base=0, result=0)
     t.ev("b_late_stage", E, "append_stage_layer", {"layer": 1, "interval": [5, 6]}, "B", 0,
          op="b-txn", outcome="rejected")
@@ -368,6 +402,17 @@ def synthetic_lifecycle():
             "operation may name a stale base, never one the handle has not reached (it used to "
             "pass, since the refusal was expected either way).", s,
             rep(f"/{t.idx('release_a_refused')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "stage_names_other_request", rel,
+            "Child B's stage of b-txn names request A: an operation's events name the request "
+            "whose append_start opened it (it passed: the stage was judged by its operation id).",
+            "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            rep(f"/{t.idx('b_stage')}/request_id", "A"), "TRACE_OPERATION_REQUEST_MISMATCH")
+    invalid(c, "reorder_reported_rejected", rel,
+            "The beam reorder is reported rejected although its rows are judged as applied: a "
+            "reorder's only outcome is success (it was ignored).",
+            "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            {"op": "add", "path": f"/{t.idx('reorder')}/outcome", "value": "rejected"},
+            "TRACE_OUTCOME_INVALID")
     invalid(c, "late_layer_completion", rel,
             "Child B's late layer-1 completion after cancellation is accepted.", s,
             rep(f"/{t.idx('b_late_stage')}/outcome", "success"), "LIFECYCLE_LATE_COMPLETION")
@@ -921,6 +966,12 @@ def loop8_allocator_model(t):
     invalid(c, "allocator_model_zero_slots_per_block", rel,
             "The header's allocator model declares blocks of 0 slots.", "kvconform.trace/1",
             rep("/0/allocator_model/slots_per_block", 0), "INPUT_VALUE_OUT_OF_RANGE")
+    invalid(c, "observation_outcome_rejected", rel,
+            "The allocator's observation after decode-2's publication carries outcome "
+            "\"rejected\": an observation reports what its plane holds and has no outcome (it "
+            "was ignored).", "M5.1 0x07 Five State Planes, One Causal History",
+            {"op": "add", "path": f"/{v.idx('a1')}/outcome", "value": "rejected"},
+            "TRACE_OUTCOME_INVALID")
     # Not an allocator mutation, and not one of the seed's 34 (loop8()): this trace carries it
     # so that the Loop 8 set stays the seed's.
     invalid(c, "failure_base_drift", rel,

@@ -630,6 +630,9 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
       Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
              std::string(e.event_type) + " reported \"rejected\", but the contract admits it on the replayed "
              "state (the runtime refused a legal operation or the trace lost an event)");
+      // Gating: whether the runtime applied it is unknown, so its operation and request are
+      // not replayed further (one root cause, one code).
+      DropEvent(e);
       return false;
     }
     return false;  // the refusal's own effects stay (a REJECTED transaction)
@@ -865,6 +868,15 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
     return nullptr;
   }
   return &s;
+}
+
+uint8_t OutcomeBitOf(std::string_view o) {
+  if (KeyEquals(o, "success")) return kOutcomeSuccess;
+  if (KeyEquals(o, "rejected")) return kOutcomeRejected;
+  if (KeyEquals(o, "replayed")) return kOutcomeReplayed;
+  if (KeyEquals(o, "failure")) return kOutcomeFailure;
+  if (KeyEquals(o, "cancelled")) return kOutcomeCancelled;
+  return 0;
 }
 
 namespace {
@@ -1234,6 +1246,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
                  " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +
                  std::to_string(h->current.incarnation));
+      // Not replayed; its operation and request are gated (what the runtime did next follows
+      // the event the replay refused).
+      DropEvent(e, payload_el);
       return;
     }
   }
@@ -1242,6 +1257,24 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     Report(payload_el ? ErrorCode::INPUT_FIELD_TYPE : ErrorCode::INPUT_FIELD_MISSING,
            LinePtr() + "/payload", "expected a payload object");
     DropEvent(e);
+    return;
+  }
+  if (!(spec->outcomes & OutcomeBitOf(e.outcome))) {
+    std::vector<std::string_view> allowed;
+    for (const auto& [bit, name] : {std::pair{kOutcomeSuccess, "success"}, {kOutcomeReplayed, "replayed"},
+                                    {kOutcomeRejected, "rejected"}, {kOutcomeFailure, "failure"},
+                                    {kOutcomeCancelled, "cancelled"}})
+      if (spec->outcomes & bit) allowed.push_back(name);
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += std::string(i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::string(allowed[i]);
+    const char* hint = spec->outcomes == kOutcomeSuccess ? " (it states what is; it has no other outcome)"
+                       : spec->plane == Plane::kTransfer ? " (a failed handoff is recorded as transfer_abort)"
+                                                         : " (a failed append is recorded as append_failure)";
+    Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
+           std::string(e.event_type) + " admits outcome " + list + ", not \"" + std::string(e.outcome) + "\"" +
+               (KeyEquals(e.event_type, "append_failure") ? "" : hint));
+    DropEvent(e, payload_el);
     return;
   }
   if (spec->fast && opt_.fast_readers && spec->fast(*this, e, pobj)) {

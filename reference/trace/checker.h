@@ -152,6 +152,19 @@ struct Event {
 };
 
 // One row of the dispatch table.
+// The outcomes an event may carry (Event::outcome; an absent outcome is "success"), as bits of
+// EventTypeSpec::outcomes.
+enum OutcomeBit : uint8_t {
+  kOutcomeSuccess = 1,
+  kOutcomeReplayed = 2,
+  kOutcomeRejected = 4,
+  kOutcomeFailure = 8,
+  kOutcomeCancelled = 16,
+};
+inline constexpr uint8_t kSuccessOrRejected = kOutcomeSuccess | kOutcomeRejected;
+// The bit of an outcome string (0 for none of the five).
+uint8_t OutcomeBitOf(std::string_view outcome);
+
 struct EventTypeSpec {
   std::string_view name;
   Plane plane;
@@ -171,6 +184,9 @@ struct EventTypeSpec {
   // dropped event's type is unknown and every row's gate is tried: a row then gates only the
   // names it can read from `payload`.
   void (*gate)(TraceChecker& c, const simdjson::dom::element& payload, bool sure) = nullptr;
+  // The outcomes the type admits (OutcomeBit). Any other is TRACE_OUTCOME_INVALID and the event
+  // is dropped before its handler runs (what it did is unknown).
+  uint8_t outcomes = kSuccessOrRejected;
 };
 
 // The built-in table plus registered rows. RegisterEventType fails on a duplicate name.

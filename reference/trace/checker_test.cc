@@ -422,11 +422,16 @@ TEST(TraceCheckerTest, RetryAfterPublicationStillComparesItsOriginalBase) {
 TEST(TraceCheckerTest, RegressionLegalOperationReportedRejectedIsUndone) {
   std::string rejected_alloc = Alloc(0);
   rejected_alloc.replace(rejected_alloc.find(R"("payload")"), 9, R"("outcome":"rejected","payload")");
-  std::string alloc_again = Alloc(1);
-  alloc_again.replace(alloc_again.find(R"("event_id":"e1")"), 15, R"("event_id":"e1x")");
-  // The refused allocation is undone: the same id allocates cleanly afterwards.
-  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + rejected_alloc + "\n" + alloc_again + "\n"),
-            std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+  // The refused allocation is undone (and its request gated: whether the runtime applied it is
+  // unknown, so R's later events are not replayed).
+  {
+    TraceChecker c("t.jsonl");
+    c.Feed(kHeader, 1);
+    c.Feed(rejected_alloc, 2);
+    EXPECT_EQ(c.kv().Find("R"), nullptr);
+    c.Feed(Start(1), 3);  // gated: no LIFECYCLE_UNKNOWN_HANDLE
+    EXPECT_EQ(test::CodeNames(c.Finish(false)), std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+  }
   // A refused first append (legal on the replayed state) leaves no transaction behind and the
   // handle as it was.
   std::string start = Start(1);
@@ -744,6 +749,25 @@ TEST(TraceSchemaTest, SchemaEventTypesMatchTheDispatchTable) {
   EXPECT_EQ(in_schema, in_table);
 }
 
+// The schema's outcome enum of each event type is the dispatch table's outcome set (null, an
+// absent outcome, standing for success).
+TEST(TraceSchemaTest, SchemaOutcomesMatchTheDispatchTable) {
+  Json schema = test::LoadJson("docs/schemas/trace-v1.schema.json");
+  size_t compared = 0;
+  for (const auto& rule : schema["$defs"]["event"]["allOf"]) {
+    const std::string type = rule["if"]["properties"]["event_type"]["const"].get<std::string>();
+    const EventTypeSpec* spec = FindEventType(type);
+    ASSERT_NE(spec, nullptr) << type;
+    ASSERT_TRUE(rule["then"]["properties"].contains("outcome")) << type;
+    uint8_t in_schema = 0;
+    for (const auto& o : rule["then"]["properties"]["outcome"]["enum"])
+      in_schema |= o.is_null() ? uint8_t{kOutcomeSuccess} : OutcomeBitOf(o.get<std::string>());
+    EXPECT_EQ(int{in_schema}, int{spec->outcomes}) << type;
+    ++compared;
+  }
+  EXPECT_EQ(compared, EventTypes().size());
+}
+
 }  // namespace
 }  // namespace kvc::trace
 
@@ -942,6 +966,57 @@ TEST(TraceGatingTest, RefusedOperationMayNameAStaleBaseButNotALaterOne) {
   EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), release(1))), (std::vector<std::string>{}));
   EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), release(2))),
             (std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"}));
+}
+
+// Each event type admits a fixed set of outcomes (EventTypeSpec::outcomes); another is
+// TRACE_OUTCOME_INVALID and the event is dropped, so its operation's later events raise nothing
+// more. (Regression, gating sweep 2026-12-03: a stage reported "failure" was replayed as a
+// success, and an observation's outcome was ignored.)
+TEST(TraceGatingTest, RegressionOutcomeOutsideTheTypesSetIsRefusedAndGated) {
+  const std::string read = Read(4, "R", 1, 2) + "\n";
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("payload")", R"("outcome":"failure","payload")"), read)),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("payload")", R"("outcome":"cancelled","payload")"), read)),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  // Every type admits success; only a retried start may say replayed.
+  for (const EventTypeSpec& spec : EventTypes())
+    EXPECT_TRUE((spec.outcomes & kOutcomeSuccess) || spec.name == "append_failure") << spec.name;
+  EXPECT_FALSE(FindEventType("append_failure")->outcomes & kOutcomeSuccess);
+  EXPECT_EQ(Codes(PrefillTrace(Mutate(Start(1), R"("payload")", R"("outcome":"replayed","payload")"), Stage(2), read)),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  const std::string retry = Mutate(Start(4), R"("payload")", R"("outcome":"replayed","payload")");
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Stage(2), retry + "\n" + Read(5, "R", 1, 2) + "\n")),
+            (std::vector<std::string>{}));
+}
+
+// A legal stage reported rejected and a stage under a stale handle generation are each one
+// code: the operation they belong to is gated (regression: the publication raised
+// LIFECYCLE_LAYER_INCOMPLETE too).
+TEST(TraceGatingTest, RegressionRefusedOrFencedStageGatesItsOperation) {
+  const std::string read = Read(4, "R", 1, 2) + "\n";
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("payload")", R"("outcome":"rejected","payload")"), read)),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
+  EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("handle_generation":0)", R"("handle_generation":1)"), read)),
+            (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"}));
+}
+
+// An event of an append operation names the request whose append_start opened it (regression,
+// gating sweep 2026-12-03: a stage naming another request, or none that exists, passed).
+TEST(TraceGatingTest, RegressionOperationEventNamingAnotherRequest) {
+  const std::string alloc_s =
+      Ev(1, "request_allocate", R"("request_id":"S","handle_generation":0,"payload":{"prompt_length":2})");
+  // R allocates (seq 0), S allocates (seq 1), then R's prefill "p" (start, stage, publish) with
+  // its stage naming `stage_request`.
+  auto trace = [&](const std::string& stage_request) {
+    const std::string start = Start(2);
+    const std::string stage =
+        Mutate(Stage(3), R"("request_id":"R")", R"("request_id":")" + stage_request + "\"");
+    return std::string(kHeader) + "\n" + Alloc(0) + "\n" + alloc_s + "\n" + start + "\n" + stage +
+           "\n" + Publish(4) + "\n";
+  };
+  EXPECT_EQ(Codes(trace("R")), (std::vector<std::string>{}));
+  EXPECT_EQ(Codes(trace("S")), (std::vector<std::string>{"TRACE_OPERATION_REQUEST_MISMATCH"}));
+  EXPECT_EQ(Codes(trace("Q")), (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE"}));
 }
 
 }  // namespace

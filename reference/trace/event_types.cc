@@ -63,6 +63,25 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
                  U(s.version) + " (a refused operation may name a stale base, not a later one)");
 }
 
+// An event of an append operation (a stage, publication, failure or cancel_txn) names the
+// request whose append_start opened the operation: another known request is
+// TRACE_OPERATION_REQUEST_MISMATCH, an unknown one LIFECYCLE_UNKNOWN_HANDLE. The event is still
+// replayed (the operation id names the transaction).
+void CheckOperationRequest(TraceChecker& c, const Event& e) {
+  const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+  if (!t || SameBytes(t->request.handle_id, *e.request_id)) return;
+  if (!c.FindHandle(*e.request_id))
+    c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
+             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
+                 "\", which was never allocated or forked; operation \"" +
+                 std::string(*e.operation_id) + "\" belongs to \"" + t->request.handle_id + "\"");
+  else
+    c.Report(ErrorCode::TRACE_OPERATION_REQUEST_MISMATCH, c.LinePtr() + "/request_id",
+             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
+                 "\"; operation \"" + std::string(*e.operation_id) + "\" was opened by \"" +
+                 t->request.handle_id + "\"");
+}
+
 // The base an operation's closing event (publish of any outcome, failure, cancel_txn) names
 // must be the one its append_start read: it closes that transaction, whatever the outcome.
 // The event is still replayed.
@@ -192,6 +211,12 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   call.accepted = a->accepted.value_or(0);
   call.reused_draft_index = a->reused;
   const bool retry = prior != nullptr;
+  if (!retry && KeyEquals(e.outcome, "replayed")) {
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             "append_start reports a replayed receipt, but operation \"" +
+                 std::string(*e.operation_id) + "\" was never started (only a retry replays)");
+    return c.DropEvent(e);
+  }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (!retry && !KeyEquals(e.outcome, "rejected") && req) {
     Status fs = req->frontier.CheckAppend(call);
@@ -270,6 +295,7 @@ struct StageLayerArgs {
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   if (c.IsPoisoned(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
+  CheckOperationRequest(c, e);
   if (const std::optional<uint64_t> base =
           e.base_snapshot ? c.OpBaseVersion(*e.operation_id) : std::nullopt;
       base && *e.base_snapshot != *base)
@@ -303,12 +329,7 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisoned(*e.operation_id)) return;
-  if (!KeyEquals(e.outcome, "success") && !KeyEquals(e.outcome, "replayed") && !KeyEquals(e.outcome, "rejected")) {
-    c.Report(
-        ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-        "append_publish outcome is success, replayed or rejected; a failure is append_failure");
-    return;
-  }
+  CheckOperationRequest(c, e);
   if (KeyEquals(e.outcome, "rejected")) {
     NoResultAllowed(c, e);  // a lost compare-and-publish creates none
     CheckClosingBase(c, e);  // (a published one is checked below, after its outcome)
@@ -320,15 +341,15 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     return r.status();
   });
   if (!ok || !receipt.txn) return;
-  if (receipt.replayed != (KeyEquals(e.outcome, "replayed"))) {
+  // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
+  // object has published or replayed it): later events are judged on that (one code).
+  if (receipt.replayed != (KeyEquals(e.outcome, "replayed")))
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              receipt.replayed
                  ? "append_publish reports a new publication, but operation \"" + std::string(*e.operation_id) +
                        "\" was already published: a retry returns the original receipt and must "
                        "not advance the generation again"
                  : "append_publish reports a replayed receipt for a first publication");
-    return;
-  }
   CheckClosingBase(c, e);
   if (receipt.replayed) {
     if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
@@ -356,10 +377,8 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
   NoResultAllowed(c, e);
+  CheckOperationRequest(c, e);
   CheckClosingBase(c, e);
-  if (KeyEquals(e.event_type, "append_failure") && !KeyEquals(e.outcome, "failure") && !KeyEquals(e.outcome, "cancelled"))
-    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             "append_failure carries outcome \"" + std::string(e.outcome) + "\"; expected failure or cancelled");
   c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
 }
 
@@ -856,21 +875,35 @@ bool FastOutput(TraceChecker& c, const Event& e, const dom::object& obj) {
 std::vector<EventTypeSpec>& Table() {
   static std::vector<EventTypeSpec> t = {
       {"request_allocate", Plane::kSemantic, true, false, true, &OnAllocate},
-      {"append_start", Plane::kSemantic, true, true, false, &OnAppendStart, &FastAppendStart},
+      // A retried append_start may report the original receipt ("replayed"; ApplyAppendStart
+      // refuses it on a first start).
+      {"append_start", Plane::kSemantic, true, true, false, &OnAppendStart, &FastAppendStart,
+       nullptr, kSuccessOrRejected | kOutcomeReplayed},
       {"append_stage_layer", Plane::kSemantic, true, true, false, &OnStageLayer, &FastStageLayer},
-      {"append_publish", Plane::kSemantic, true, true, true, &OnPublish, &FastPublish},
-      {"append_failure", Plane::kSemantic, true, true, false, &OnFailure},
-      {"cancel_txn", Plane::kSemantic, true, true, false, &OnFailure},
-      {"output_emit", Plane::kSemantic, true, false, false, &OnOutput, &FastOutput},
+      {"append_publish", Plane::kSemantic, true, true, true, &OnPublish, &FastPublish, nullptr,
+       kSuccessOrRejected | kOutcomeReplayed},
+      // A failed append is recorded as append_failure, never as a failed publish or start.
+      {"append_failure", Plane::kSemantic, true, true, false, &OnFailure, nullptr, nullptr,
+       kOutcomeFailure | kOutcomeCancelled},
+      {"cancel_txn", Plane::kSemantic, true, true, false, &OnFailure, nullptr, nullptr,
+       kSuccessOrRejected | kOutcomeCancelled},
+      // Recording an output is not an operation that can be refused.
+      {"output_emit", Plane::kSemantic, true, false, false, &OnOutput, &FastOutput, nullptr,
+       kOutcomeSuccess},
       {"read", Plane::kSemantic, true, false, false, &OnRead},
       {"fork", Plane::kSemantic, true, false, true, &OnFork, nullptr, &GateFork},
       {"truncate", Plane::kSemantic, true, false, true, &OnTruncate},
-      {"reorder", Plane::kSemantic, false, false, false, &OnReorder},
+      // The replay judges the permutation a reorder applied; a refused one applied none.
+      {"reorder", Plane::kSemantic, false, false, false, &OnReorder, nullptr, nullptr,
+       kOutcomeSuccess},
       {"cancel_request", Plane::kSemantic, true, false, true, &OnCancelRequest},
       {"finish", Plane::kSemantic, true, false, true, &OnFinish},
       {"release", Plane::kSemantic, true, false, true, &OnRelease},
-      {"allocator_observation", Plane::kAllocator, false, false, false, &OnAllocator},
-      {"residency_observation", Plane::kResidency, false, false, false, &OnResidency},
+      // Observations report what a plane holds; they have no outcome.
+      {"allocator_observation", Plane::kAllocator, false, false, false, &OnAllocator, nullptr,
+       nullptr, kOutcomeSuccess},
+      {"residency_observation", Plane::kResidency, false, false, false, &OnResidency, nullptr,
+       nullptr, kOutcomeSuccess},
   };
   return t;
 }

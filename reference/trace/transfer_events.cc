@@ -101,16 +101,6 @@ std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
   return std::nullopt;
 }
 
-// Only "success" and "rejected" describe a transfer operation (retries are idempotent
-// successes; a failure is transfer_abort). Declarations (destination, kv_ready, plan) succeed.
-bool OutcomeAllowed(TraceChecker& c, const Event& e, bool declaration = false) {
-  if (KeyEquals(e.outcome, "success") || (!declaration && KeyEquals(e.outcome, "rejected"))) return true;
-  c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-           std::string(e.event_type) + " outcome is " + (declaration ? "success" : "success or rejected") +
-               ", not \"" + std::string(e.outcome) + "\" (a failed handoff is recorded as transfer_abort)");
-  return false;
-}
-
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
 Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   const std::string id(*e.operation_id);
@@ -233,7 +223,6 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   auto credit = p.Uint("credit_capacity_bytes");
   auto blocks = p.Uint("pool_blocks");
   if (!p.clean() || !name || !credit || !blocks) return;  // dropped: the checker gates it
-  if (!OutcomeAllowed(c, e, true)) return GateName(c, kDestinationGate, *name);
   TransferState& s = State(c);
   if (s.destinations.count(*name)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/destination",
@@ -249,7 +238,6 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
   if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
-  if (!OutcomeAllowed(c, e, true)) return GateName(c, kPrefixGate, *handle);
   Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
   if (!s.ok()) {
     c.ReportStatus(s, c.LinePtr() + "/payload");
@@ -260,7 +248,7 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
   auto layer = p.Uint("layer");
   auto interval = p.Range("interval");
-  if (!p.clean() || !layer || !interval || !OutcomeAllowed(c, e, true)) return;
+  if (!p.clean() || !layer || !interval) return;
   auto req = RequestOf(c, e);
   if (!req) return;
   if (*layer >= c.kv().abi().num_layers) {
@@ -297,7 +285,6 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   });
   const std::string gate = "transfer:" + plan.transfer_id;
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return c.Poison(gate);
-  if (!OutcomeAllowed(c, e, true)) return c.Poison(gate);
   auto req = RequestOf(c, e);
   if (!req) return c.Poison(gate);
   if (plan.identity.request_id != *req) {
@@ -385,7 +372,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
 }
 
 void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
-  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  if (!p.clean()) return;
   TransferState& s = State(c);
   if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Reserve());
 }
@@ -393,7 +380,7 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
   auto chunk = p.Str("chunk_id");
   auto in_flight = p.OptUint("in_flight_bytes");
-  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !chunk) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t || !Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
@@ -403,7 +390,7 @@ void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   auto chunk = p.Str("chunk_id");
-  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !chunk) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
@@ -431,7 +418,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
   auto chunk = p.Str("chunk_id");
   auto checksum = p.Str("checksum");
   auto in_flight = p.OptUint("in_flight_bytes");
-  if (!p.clean() || !chunk || !checksum || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !chunk || !checksum) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
@@ -448,7 +435,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
   auto chunk = p.Str("chunk_id");
   auto in_flight = p.OptUint("in_flight_bytes");
-  if (!p.clean() || !chunk || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !chunk) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t || !Judge(c, e, t->txn->MarkDeviceVisible(*chunk))) return;
@@ -463,7 +450,7 @@ void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferIdentity expected;
   if (auto id = p.Object("expected_identity")) ReadIdentity(*id, &expected);
-  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  if (!p.clean()) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   // The destination expects the trace's cache ABI (header cache_abi.id).
@@ -474,7 +461,7 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle_id = p.OptStr("cache_handle_id");
   auto length = p.OptUint("committed_length");
-  if (!p.clean() || !OutcomeAllowed(c, e)) return;
+  if (!p.clean()) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
@@ -500,7 +487,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnDecodeAdmit(TraceChecker& c, const Event& e, ObjReader& p) {
   auto generation = p.Uint("generation");
-  if (!p.clean() || !generation || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !generation) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
@@ -514,7 +501,7 @@ void OnDecodeAdmit(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnSourceRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   auto generation = p.Uint("generation");
-  if (!p.clean() || !generation || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !generation) return;
   TransferState& s = State(c);
   if (Transfer* t = FindTransfer(c, s, e))
     Judge(c, e, t->txn->AcknowledgeSourceRelease(*generation));
@@ -522,18 +509,22 @@ void OnSourceRelease(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
   auto reason = p.Str("reason");
-  if (!p.clean() || !reason || !OutcomeAllowed(c, e)) return;
+  if (!p.clean() || !reason) return;
   TransferState& s = State(c);
   if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Abort(*reason));
 }
 
 constexpr EventTypeSpec kRows[] = {
+    // Declarations (a destination, a prefix it holds, the producer's readiness, a plan) state
+    // what is: success is their only outcome. A failed handoff is recorded as transfer_abort.
     {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination, nullptr,
-     &GateDestination},
+     &GateDestination, kOutcomeSuccess},
     {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix, nullptr,
-     &GateDestinationPrefix},
-    {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady},
-    {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan},
+     &GateDestinationPrefix, kOutcomeSuccess},
+    {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady, nullptr, nullptr,
+     kOutcomeSuccess},
+    {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan, nullptr, nullptr,
+     kOutcomeSuccess},
     {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},
     {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &OnCreditAcquire},
     {"chunk_send", Plane::kTransfer, false, true, false, &OnSend},
