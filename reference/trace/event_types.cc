@@ -68,6 +68,11 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
 // TRACE_OPERATION_REQUEST_MISMATCH, an unknown one LIFECYCLE_UNKNOWN_HANDLE. The event is still
 // replayed (the operation id names the transaction).
 void CheckOperationRequest(TraceChecker& c, const Event& e) {
+  // The checker's record of an open operation (memoized across its events) names its request;
+  // a published one is found through its transaction.
+  if (const TraceChecker::Op* op = c.FindOp(*e.operation_id);
+      op && SameBytes(op->request_id, *e.request_id))
+    return;
   const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
   if (!t || SameBytes(t->request.handle_id, *e.request_id)) return;
   if (!c.FindHandle(*e.request_id))
