@@ -191,31 +191,30 @@ def two_layer_decode():
     # passed before 2026-12-03 (a stage "failure" was replayed as a success) or raised a second
     # code for the same root cause.
     o = "M5.1 0x07 Event Contracts At The Semantic Boundary"
-    invalid(c, "decode_layer_outcome_failure", rel,
-            "Layer 1's stage of the decode row is reported with outcome \"failure\": a stage "
-            "succeeds or is refused; a failed append is append_failure (it was replayed as a "
-            "success).", o, {"op": "add", "path": f"/{t.idx('d_l1')}/outcome", "value": "failure"},
-            "TRACE_OUTCOME_INVALID")
-    invalid(c, "decode_layer_reported_rejected", rel,
-            "Layer 1's legal stage is reported rejected. Pins the gating of an outcome the replay "
-            "contradicts: the publication used to raise LIFECYCLE_LAYER_INCOMPLETE too.", o,
-            {"op": "add", "path": f"/{t.idx('d_l1')}/outcome", "value": "rejected"},
-            "TRACE_OUTCOME_INVALID")
-    invalid(c, "decode_first_publish_replayed", rel,
-            "The decode row's first publication is reported as a replayed receipt. Pins that it "
-            "is still replayed as the publication it was: FRONTIER_OUTPUT_BEFORE_LOGITS used to "
-            "follow on the next output.", o,
-            {"op": "add", "path": f"/{t.idx('d_pub')}/outcome", "value": "replayed"},
-            "TRACE_OUTCOME_INVALID")
-    invalid(c, "decode_start_replayed", rel,
-            "The decode transaction's first append_start is reported as replayed: only a retry "
-            "replays.", o, {"op": "add", "path": f"/{t.idx('d_start')}/outcome", "value": "replayed"},
-            "TRACE_OUTCOME_INVALID")
-    invalid(c, "decode_emit_rejected", rel,
-            "The first output is reported rejected: recording an output is not an operation "
-            "that can be refused (it was ignored).", o,
-            {"op": "add", "path": f"/{t.idx('emit0')}/outcome", "value": "rejected"},
-            "TRACE_OUTCOME_INVALID")
+    # (case, description, event label, outcome written on it)
+    for case, description, label, outcome in [
+        ("decode_layer_outcome_failure",
+         "Layer 1's stage of the decode row is reported with outcome \"failure\": a stage "
+         "succeeds or is refused; a failed append is append_failure (it was replayed as a "
+         "success).", "d_l1", "failure"),
+        ("decode_layer_reported_rejected",
+         "Layer 1's legal stage is reported rejected. Pins the gating of an outcome the replay "
+         "contradicts: the publication used to raise LIFECYCLE_LAYER_INCOMPLETE too.", "d_l1",
+         "rejected"),
+        ("decode_first_publish_replayed",
+         "The decode row's first publication is reported as a replayed receipt. Pins that it is "
+         "still replayed as the publication it was: FRONTIER_OUTPUT_BEFORE_LOGITS used to follow "
+         "on the next output.", "d_pub", "replayed"),
+        ("decode_start_replayed",
+         "The decode transaction's first append_start is reported as replayed: only a retry "
+         "replays.", "d_start", "replayed"),
+        ("decode_emit_rejected",
+         "The first output is reported rejected: recording an output is not an operation that "
+         "can be refused (it was ignored).", "emit0", "rejected"),
+    ]:
+        invalid(c, case, rel, description, o,
+                {"op": "add", "path": f"/{t.idx(label)}/outcome", "value": outcome},
+                "TRACE_OUTCOME_INVALID")
     invalid(c, "decode_layer_generation_drift", rel,
             "Layer 1's stage names handle generation 1 of a generation-0 request. Pins the gating "
             "of the generation fence: the publication used to raise LIFECYCLE_LAYER_INCOMPLETE "
