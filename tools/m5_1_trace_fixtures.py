@@ -401,6 +401,13 @@ def synthetic_lifecycle():
             "operation may name a stale base, never one the handle has not reached (it used to "
             "pass, since the refusal was expected either way).", s,
             rep(f"/{t.idx('release_a_refused')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "late_redelivery_after_release", rel,
+            "H's request_allocate is delivered again at the end of the trace, long after H's "
+            "release: the checker no longer holds H's events (memory follows live handles), so "
+            "the redelivery is a sequence regression, and it is not replayed (it used to raise "
+            "LIFECYCLE_HANDLE_EXISTS too).", "M5.1 0x07 Runtime Observability Failure Lab",
+            {"op": "add", "path": "/-", "value": t.lines[t.idx("alloc")]},
+            "TRACE_SEQUENCE_REGRESSION")
     invalid(c, "stage_names_other_request", rel,
             "Child B's stage of b-txn names request A: an operation's events name the request "
             "whose append_start opened it (it passed: the stage was judged by its operation id).",

@@ -1166,7 +1166,8 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
            "event_id \"" + std::string(e.event_id) + "\" already names a different event of source \"" +
                std::string(e.source_instance) + "\"");
-  if (src.seen && e.local_sequence <= src.last_seq) {
+  const bool regressed = src.seen && e.local_sequence <= src.last_seq;
+  if (regressed) {
     Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
                std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
@@ -1225,6 +1226,14 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                "event_id \"" + std::string(e.event_id) + "\" already names a different event of request \"" +
                    std::string(*e.request_id) + "\"");
     }
+  }
+  // An event out of its source's order that is not a known redelivery (a redelivery later than
+  // the source window of an event the request index no longer holds, or an event reordered in
+  // transport) is not replayed: replaying it again, or out of order, would raise codes of its
+  // own. Whether it is new is unknown, so its operation and request are gated.
+  if (regressed) {
+    DropEvent(e, payload_el);
+    return;
   }
   // Events of a request whose creation was already reported are not replayed (gating).
   if (e.request_id && !poisoned_.empty() &&

@@ -1019,5 +1019,28 @@ TEST(TraceGatingTest, RegressionOperationEventNamingAnotherRequest) {
   EXPECT_EQ(Codes(trace("Q")), (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE"}));
 }
 
+// Regression (duplicate-delivery sweep, 2026-12-03): an event out of its source's order that is
+// not a known redelivery was replayed. Here R's allocation and prefill start are delivered again
+// after R's release and beyond the source window (32 events), when the checker no longer holds
+// R's events: LIFECYCLE_HANDLE_EXISTS or LIFECYCLE_RETRY_CONFLICT followed the regression.
+TEST(TraceGatingTest, RegressionLateRedeliveryIsNotReplayed) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+                  Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                       R"("payload":{"output_index":0,"token":7})") + "\n" +
+                  Ev(5, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{})") +
+                  "\n" +
+                  Ev(6, "release", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                   R"("result_snapshot":2,"payload":{})") + "\n" +
+                  Ev(7, "request_allocate", R"("request_id":"S","handle_generation":0,"payload":{"prompt_length":2})") +
+                  "\n";
+  for (int seq = 8; seq < 48; ++seq) t += Read(seq, "S", 0, 0) + "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{}));
+  EXPECT_EQ(Codes(t + Alloc(0) + "\n"), (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"}));
+  EXPECT_EQ(Codes(t + Start(1) + "\n"), (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"}));
+  // Within the window the same redelivery is recognized byte for byte and raises nothing.
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + Alloc(0) + "\n"),
+            (std::vector<std::string>{}));
+}
+
 }  // namespace
 }  // namespace kvc::trace
