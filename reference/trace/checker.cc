@@ -881,6 +881,23 @@ uint8_t OutcomeBitOf(std::string_view o) {
 
 namespace {
 
+// "success or rejected (a failed append is recorded as append_failure)": the outcomes `spec`
+// admits, for a TRACE_OUTCOME_INVALID message.
+std::string OutcomesText(const EventTypeSpec& spec) {
+  std::vector<std::string_view> names;
+  for (const auto& [bit, name] :
+       {std::pair{kOutcomeSuccess, "success"}, {kOutcomeReplayed, "replayed"}, {kOutcomeRejected, "rejected"},
+        {kOutcomeFailure, "failure"}, {kOutcomeCancelled, "cancelled"}})
+    if (spec.outcomes & bit) names.push_back(name);
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  if (spec.outcomes == kOutcomeSuccess) return text + " (it states what is)";
+  if (!(spec.outcomes & kOutcomeSuccess)) return text;  // append_failure
+  return text + (spec.plane == Plane::kTransfer ? " (a failed handoff is recorded as transfer_abort)"
+                                                : " (a failed append is recorded as append_failure)");
+}
+
 // The envelope members of M5.1 0x07 RuntimeMutationEvent, as bits of ReadEnvelopeFast's mask.
 enum EnvKey : int {
   kEnvEventId,
@@ -1269,20 +1286,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     return;
   }
   if (!(spec->outcomes & OutcomeBitOf(e.outcome))) {
-    std::vector<std::string_view> allowed;
-    for (const auto& [bit, name] : {std::pair{kOutcomeSuccess, "success"}, {kOutcomeReplayed, "replayed"},
-                                    {kOutcomeRejected, "rejected"}, {kOutcomeFailure, "failure"},
-                                    {kOutcomeCancelled, "cancelled"}})
-      if (spec->outcomes & bit) allowed.push_back(name);
-    std::string list;
-    for (size_t i = 0; i < allowed.size(); ++i)
-      list += std::string(i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::string(allowed[i]);
-    const char* hint = spec->outcomes == kOutcomeSuccess ? " (it states what is; it has no other outcome)"
-                       : spec->plane == Plane::kTransfer ? " (a failed handoff is recorded as transfer_abort)"
-                                                         : " (a failed append is recorded as append_failure)";
     Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
-           std::string(e.event_type) + " admits outcome " + list + ", not \"" + std::string(e.outcome) + "\"" +
-               (KeyEquals(e.event_type, "append_failure") ? "" : hint));
+           std::string(e.event_type) + " admits outcome " + OutcomesText(*spec) + ", not \"" +
+               std::string(e.outcome) + "\"");
     DropEvent(e, payload_el);
     return;
   }

@@ -151,7 +151,6 @@ struct Event {
   mutable bool content_hash_known_ = false;
 };
 
-// One row of the dispatch table.
 // The outcomes an event may carry (Event::outcome; an absent outcome is "success"), as bits of
 // EventTypeSpec::outcomes.
 enum OutcomeBit : uint8_t {
@@ -165,6 +164,7 @@ inline constexpr uint8_t kSuccessOrRejected = kOutcomeSuccess | kOutcomeRejected
 // The bit of an outcome string (0 for none of the five).
 uint8_t OutcomeBitOf(std::string_view outcome);
 
+// One row of the dispatch table.
 struct EventTypeSpec {
   std::string_view name;
   Plane plane;
