@@ -385,6 +385,11 @@ def synthetic_lifecycle():
             "the fingerprint matches, the position binding does not (a retry used to pass).", s,
             rep(f"/{t.idx('win_retry')}/payload/mask_key_length", 6),
             "LIFECYCLE_MASK_LENGTH_MISMATCH")
+    invalid(c, "retry_input_token_changed", rel,
+            "The retry of txn-win (after its publication) claims input token 101; the original "
+            "processed 100: a retry re-sends the same call (the fingerprint does not cover "
+            "tokens, so it used to pass).", s,
+            rep(f"/{t.idx('win_retry')}/payload/input_token", 101), "FRONTIER_TOKEN_MISMATCH")
     invalid(c, "retry_advances_generation", rel,
             "The retry of txn-win is reported as a new publication instead of the original "
             "receipt.", s, rep(f"/{t.idx('win_replay')}/outcome", "success"), "TRACE_OUTCOME_INVALID")

@@ -305,6 +305,10 @@ class TraceChecker {
     // terminal events (event_index.h).
     EventIndex events;
     std::vector<std::string> op_ids;  // append operations started on this incarnation
+    // The latest published append operation and the token it processed: a retry of it (the
+    // usual retry, of a lost acknowledgement) must claim the same token (its Op is gone).
+    std::string last_published_op;
+    std::optional<uint64_t> last_published_input;
   };
   struct Op {
     std::string request_id;

@@ -1042,5 +1042,42 @@ TEST(TraceGatingTest, RegressionLateRedeliveryIsNotReplayed) {
             (std::vector<std::string>{}));
 }
 
+// Regression (gating sweep, 2026-12-03): a retry's input_token was not compared with the
+// original's. A retry of the request's latest publication, or of an operation still open, claims
+// the token the original processed; a retry that states none is not compared.
+TEST(TraceGatingTest, RegressionRetryClaimsTheOriginalsToken) {
+  const std::string emit =
+      Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                           R"("payload":{"output_index":0,"token":7})");
+  auto decode = [](int seq, const std::string& token) {
+    return Ev(seq, "append_start",
+              R"("request_id":"R","handle_generation":0,"operation_id":"d","base_snapshot":1,)"
+              R"("payload":{"interval":[2,3],"cache_position":[2,3],"mask_key_length":3,)"
+              R"("position_stage":"post_rope","purpose":"decode")" +
+                  (token.empty() ? "" : R"(,"input_token":)" + token) + "}") +
+           "\n";
+  };
+  const std::string stage = Ev(6, "append_stage_layer",
+                               R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
+                               R"("payload":{"layer":0,"interval":[2,3]})") + "\n";
+  const std::string publish = Ev(7, "append_publish",
+                                 R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
+                                 R"("base_snapshot":1,"result_snapshot":2,"payload":{})") + "\n";
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit +
+                           "\n" + decode(5, "7");
+  using V = std::vector<std::string>;
+  // Retried while open (then staged and published), and after its publication.
+  const std::string late_stage_publish =
+      Mutate(Mutate(stage, R"("event_id":"e6")", R"("event_id":"e7")"), R"("local_sequence":6,"monotonic_ns":106)",
+             R"("local_sequence":7,"monotonic_ns":107)") +
+      Mutate(Mutate(publish, R"("event_id":"e7")", R"("event_id":"e8")"), R"("local_sequence":7,"monotonic_ns":107)",
+             R"("local_sequence":8,"monotonic_ns":108)");
+  EXPECT_EQ(Codes(head + decode(6, "7") + late_stage_publish), V{});
+  EXPECT_EQ(Codes(head + decode(6, "8") + late_stage_publish), V{"FRONTIER_TOKEN_MISMATCH"});
+  EXPECT_EQ(Codes(head + stage + publish + decode(8, "7")), V{});
+  EXPECT_EQ(Codes(head + stage + publish + decode(8, "8")), V{"FRONTIER_TOKEN_MISMATCH"});
+  EXPECT_EQ(Codes(head + stage + publish + decode(8, "")), V{});
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -223,6 +223,21 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return c.DropEvent(e);
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  if (retry && a->input && req && req->frontier.tracked()) {
+    // A retry re-sends the same call: a token it claims is the one the original processed (the
+    // M5.1 0x01 fingerprint does not cover tokens; the frontier does). Known for an operation
+    // still open and for the request's latest publication; not once a frontier breach of the
+    // request has been reported (one code).
+    const TraceChecker::Op* op = c.FindOp(r.txn_id);
+    const bool latest = !op && req->last_published_op == r.txn_id;
+    const std::optional<uint64_t> original =
+        op ? op->call.input_token : latest ? req->last_published_input : std::nullopt;
+    if ((op || latest) && original != a->input)
+      c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
+               "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
+                   U(*a->input) + "; the original " +
+                   (original ? "processed token " + U(*original) : std::string("processed none")));
+  }
   if (!retry && !KeyEquals(e.outcome, "rejected") && req) {
     Status fs = req->frontier.CheckAppend(call);
     if (!fs.ok()) {
@@ -365,8 +380,11 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   }
   CheckResult(c, e, receipt.txn->result, len);
   if (TraceChecker::Op* op = c.FindOp(*e.operation_id)) {
-    if (TraceChecker::Request* req = c.FindRequest(op->request_id))
+    if (TraceChecker::Request* req = c.FindRequest(op->request_id)) {
       req->frontier.ApplyPublished(op->call);
+      req->last_published_op.assign(*e.operation_id);
+      req->last_published_input = op->call.input_token;
+    }
     // A retry still finds its base through OpBaseVersion (from the published transaction).
     c.DropPublishedOp(*e.operation_id);
   }
