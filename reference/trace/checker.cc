@@ -1244,11 +1244,13 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                    std::string(*e.request_id) + "\"");
     }
   }
-  // An event out of its source's order that is not a known redelivery (a redelivery later than
-  // the source window of an event the request index no longer holds, or an event reordered in
-  // transport) is not replayed: replaying it again, or out of order, would raise codes of its
-  // own. Whether it is new is unknown, so its operation and request are gated.
-  if (regressed) {
+  // An event whose local_sequence lies before its source's window and that is not a known
+  // redelivery (the request index no longer holds it, e.g. after a release) is not replayed:
+  // it may be a late copy of an event already replayed, which the checker can no longer
+  // compare. Whether it is new is unknown, so its operation and request are gated. A regression
+  // within the window (a number repeated or off by a few) is not a copy the window missed: the
+  // event is replayed.
+  if (regressed && src.last_seq - e.local_sequence >= SourceState::kRecent) {
     DropEvent(e, payload_el);
     return;
   }

@@ -1019,10 +1019,11 @@ TEST(TraceGatingTest, RegressionOperationEventNamingAnotherRequest) {
   EXPECT_EQ(Codes(trace("Q")), (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE"}));
 }
 
-// Regression (duplicate-delivery sweep, 2026-12-03): an event out of its source's order that is
-// not a known redelivery was replayed. Here R's allocation and prefill start are delivered again
-// after R's release and beyond the source window (32 events), when the checker no longer holds
-// R's events: LIFECYCLE_HANDLE_EXISTS or LIFECYCLE_RETRY_CONFLICT followed the regression.
+// Regression (duplicate-delivery sweep, 2026-12-03): an event numbered before its source's window
+// that is not a known redelivery was replayed. Here R's allocation and prefill start are
+// delivered again after R's release and beyond the source window (32 events), when the checker
+// no longer holds R's events: LIFECYCLE_HANDLE_EXISTS or LIFECYCLE_RETRY_CONFLICT followed the
+// regression.
 TEST(TraceGatingTest, RegressionLateRedeliveryIsNotReplayed) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
                   Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
@@ -1040,6 +1041,14 @@ TEST(TraceGatingTest, RegressionLateRedeliveryIsNotReplayed) {
   // Within the window the same redelivery is recognized byte for byte and raises nothing.
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + Alloc(0) + "\n"),
             (std::vector<std::string>{}));
+  // A new event numbered back within the window (the stage numbered 1, like the start) is
+  // replayed: its publication does not raise LIFECYCLE_LAYER_INCOMPLETE.
+  const std::string misnumbered =
+      Mutate(Mutate(Stage(2), R"("event_id":"e2")", R"("event_id":"e2x")"), R"("local_sequence":2)",
+             R"("local_sequence":1)");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + misnumbered + "\n" +
+                  Publish(3) + "\n"),
+            (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION", "TRACE_SEQUENCE_GAP"}));
 }
 
 // Regression (gating sweep, 2026-12-03): a retry's input_token was not compared with the
