@@ -1274,9 +1274,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
                  " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +
                  std::to_string(h->current.incarnation));
-      // Not replayed; its operation and request are gated (what the runtime did next follows
-      // the event the replay refused).
-      DropEvent(e, payload_el);
+      // Not replayed. An event aimed at an older incarnation (a stale completion after the id
+      // was recycled: the ABA case) leaves the live incarnation untouched and ungated. One
+      // aimed at an incarnation that does not exist yet mislabels an event of the live one:
+      // its operation and request are gated, as for any dropped event.
+      if (*e.handle_generation > h->current.incarnation) DropEvent(e, payload_el);
       return;
     }
   }

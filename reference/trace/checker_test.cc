@@ -1000,6 +1000,41 @@ TEST(TraceGatingTest, RegressionRefusedOrFencedStageGatesItsOperation) {
             (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"}));
 }
 
+// An event aimed at an older incarnation (a stale completion after the id was recycled) is
+// skipped without gating the live one, whose violations are still reported.
+TEST(TraceGatingTest, StaleIncarnationEventDoesNotGateTheLiveOne) {
+  const std::string fin = Ev(4, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{})");
+  const std::string emit0 = Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                                 R"("payload":{"output_index":0,"token":7})");
+  const std::string rel = Ev(6, "release", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                           R"("result_snapshot":2,"payload":{})");
+  const std::string realloc =
+      Ev(7, "request_allocate", R"("request_id":"R","handle_generation":1,"payload":{"prompt_length":2})");
+  const std::string stale = Ev(8, "read", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                          R"("payload":{"committed_length":2})");
+  const std::string wrong = Ev(9, "read", R"("request_id":"R","handle_generation":1,"base_snapshot":0,)"
+                                          R"("payload":{"committed_length":5})");
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit0 + "\n" +
+                        Mutate(Mutate(fin, R"("event_id":"e4")", R"("event_id":"e5")"),
+                               R"("local_sequence":4,"monotonic_ns":104)", R"("local_sequence":5,"monotonic_ns":105)") +
+                        "\n" + rel + "\n" + realloc + "\n" + stale + "\n" + wrong + "\n";
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH", "TRACE_SNAPSHOT_MISMATCH"}));
+}
+
+// Regression (nested-field sweep, 2026-12-03): an append whose interval end is one too far
+// breaks its position binding and its row count; the output frontier judged it before the
+// lifecycle object, so it raised FRONTIER_CACHE_OVERCOMMIT and LIFECYCLE_POSITION_MISMATCH.
+TEST(TraceGatingTest, RegressionAppendRefusedByTheLifecycleIsNotJudgedByTheFrontier) {
+  const std::string emit0 = Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                                 R"("payload":{"output_index":0,"token":7})");
+  const std::string decode =
+      Ev(5, "append_start", R"("request_id":"R","handle_generation":0,"operation_id":"d","base_snapshot":1,)"
+                            R"("payload":{"interval":[2,4],"cache_position":[2,3],"mask_key_length":3,)"
+                            R"("position_stage":"post_rope","purpose":"decode","input_token":7})");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit0 + "\n" + decode + "\n"),
+            (std::vector<std::string>{"LIFECYCLE_POSITION_MISMATCH"}));
+}
+
 // An event of an append operation names the request whose append_start opened it (regression,
 // gating sweep 2026-12-03: a stage naming another request, or none that exists, passed).
 TEST(TraceGatingTest, RegressionOperationEventNamingAnotherRequest) {

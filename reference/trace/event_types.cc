@@ -238,19 +238,21 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                    U(*a->input) + "; the original " +
                    (original ? "processed token " + U(*original) : std::string("processed none")));
   }
-  if (!retry && !KeyEquals(e.outcome, "rejected") && req) {
-    Status fs = req->frontier.CheckAppend(call);
-    if (!fs.ok()) {
-      // The lifecycle object judges the append on its own rules; the request's output frontier
-      // is no longer followed, so one frontier breach raises one code.
-      c.ReportStatus(fs, c.LinePtr() + "/payload");
-      req->frontier.Untrack();
-    }
-  }
   bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
   if (!ok) {
     if (!retry) c.Poison(std::string(*e.operation_id));
     return;
+  }
+  // The output frontier judges an append the lifecycle object admitted (one refused by the
+  // lifecycle, e.g. for an interval its positions do not match, raised its code above and is
+  // gated: one field wrong, one code). A breach is reported once: the request's frontier is no
+  // longer followed; the transaction stays open in the lifecycle object.
+  if (!retry && !KeyEquals(e.outcome, "rejected") && req) {
+    Status fs = req->frontier.CheckAppend(call);
+    if (!fs.ok()) {
+      c.ReportStatus(fs, c.LinePtr() + "/payload");
+      req->frontier.Untrack();
+    }
   }
   if (a->pending && !retry) {
     // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
