@@ -520,11 +520,14 @@ const lifecycle::HandleRecord* TraceChecker::FindHandle(std::string_view id) {
   return h;
 }
 
-TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length) {
+TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length,
+                                                uint64_t generation) {
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
+  const uint64_t first = std::min(r.first_generation, generation);
   r = Request{};
   r.frontier = frontier::FrontierState(prompt_length);
+  r.first_generation = first;
   return r;
 }
 
@@ -1274,11 +1277,15 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
                  " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +
                  std::to_string(h->current.incarnation));
-      // Not replayed. An event aimed at an older incarnation (a stale completion after the id
-      // was recycled: the ABA case) leaves the live incarnation untouched and ungated. One
-      // aimed at an incarnation that does not exist yet mislabels an event of the live one:
-      // its operation and request are gated, as for any dropped event.
-      if (*e.handle_generation > h->current.incarnation) DropEvent(e, payload_el);
+      // Not replayed. An event aimed at an earlier incarnation (a stale completion after the id
+      // was recycled: the ABA case) leaves the live incarnation untouched and ungated. One aimed
+      // at an incarnation that never existed (not yet, or below the id's first generation)
+      // mislabels an event of the live one: its operation and request are gated, as for any
+      // dropped event.
+      const Request* r = req ? req : FindRequest(*e.request_id);
+      if (*e.handle_generation > h->current.incarnation ||
+          (r && *e.handle_generation < r->first_generation))
+        DropEvent(e, payload_el);
       return;
     }
   }

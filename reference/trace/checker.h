@@ -309,6 +309,9 @@ class TraceChecker {
     // usual retry, of a lost acknowledgement) must claim the same token (its Op is gone).
     std::string last_published_op;
     std::optional<uint64_t> last_published_input;
+    // The lowest handle generation this request id has had here (kept across re-allocation):
+    // an event aimed at a generation below it names an incarnation that never existed.
+    uint64_t first_generation = UINT64_MAX;
   };
   struct Op {
     std::string request_id;
@@ -335,7 +338,9 @@ class TraceChecker {
   // kv().Find(id) with a one-entry memo (an event looks its handle up several times); the
   // same pointer validity as KvObject::Find.
   const lifecycle::HandleRecord* FindHandle(std::string_view id);
-  Request& NewRequest(const std::string& id, uint64_t prompt_length);
+  // A fresh Request for a new incarnation of `id` (allocated at `generation`, or a fork child
+  // at 0); what the id's earlier incarnation kept is dropped but its first generation.
+  Request& NewRequest(const std::string& id, uint64_t prompt_length, uint64_t generation);
   Op* FindOp(std::string_view id);
   Op& NewOp(std::string_view id);
   void EraseOp(std::string_view id);

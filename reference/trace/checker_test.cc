@@ -1019,6 +1019,12 @@ TEST(TraceGatingTest, StaleIncarnationEventDoesNotGateTheLiveOne) {
                                R"("local_sequence":4,"monotonic_ns":104)", R"("local_sequence":5,"monotonic_ns":105)") +
                         "\n" + rel + "\n" + realloc + "\n" + stale + "\n" + wrong + "\n";
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH", "TRACE_SNAPSHOT_MISMATCH"}));
+  // Generation 0 below R's first generation (R allocated at 1): an incarnation that never
+  // existed, so the event mislabels the live one and gates it (regression, gating sweep
+  // 2026-12-03: the Loop 8 allocation at generation 8 made each later event of R raise a code).
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Mutate(Alloc(0), R"("handle_generation":0)", R"("handle_generation":1)") +
+                  "\n" + PrefillLines()),
+            (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"}));
 }
 
 // Regression (nested-field sweep, 2026-12-03): an append whose interval end is one too far

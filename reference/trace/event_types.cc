@@ -151,7 +151,7 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
         .status();
   });
   if (ok)
-    c.NewRequest(std::string(*e.request_id), *prompt);
+    c.NewRequest(std::string(*e.request_id), *prompt, *e.handle_generation);
   else if (!KeyEquals(e.outcome, "rejected"))
     c.Poison("request:" + std::string(*e.request_id));
 }
@@ -510,7 +510,7 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   }
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
   for (const auto& id : ids) {
-    TraceChecker::Request& child = c.NewRequest(id, 0);
+    TraceChecker::Request& child = c.NewRequest(id, 0, 0);
     if (parent && *prefix == cur->committed_length)
       child.frontier = parent->frontier;
     else
