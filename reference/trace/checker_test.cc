@@ -998,6 +998,13 @@ TEST(TraceGatingTest, RegressionRefusedOrFencedStageGatesItsOperation) {
             (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
   EXPECT_EQ(Codes(PrefillTrace(Start(1), Mutate(Stage(2), R"("handle_generation":0)", R"("handle_generation":1)"), read)),
             (std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"}));
+  // A legal publication reported rejected: its outcome is the one code (its result_snapshot
+  // is not judged as well; it raised TRACE_OUTCOME_INVALID twice before 2026-12-03).
+  const std::string refused_publish =
+      Mutate(Publish(3), R"("payload")", R"("outcome":"rejected","payload")");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+                  refused_publish + "\n" + read),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID"}));
 }
 
 // An event aimed at an older incarnation (a stale completion after the id was recycled) is

@@ -352,16 +352,17 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisoned(*e.operation_id)) return;
   CheckOperationRequest(c, e);
-  if (KeyEquals(e.outcome, "rejected")) {
-    NoResultAllowed(c, e);  // a lost compare-and-publish creates none
-    CheckClosingBase(c, e);  // (a published one is checked below, after its outcome)
-  }
+  const bool refused = KeyEquals(e.outcome, "rejected");
+  if (refused) CheckClosingBase(c, e);  // (a published one is checked below, after its outcome)
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.PublishTxn(*e.operation_id);
     if (r.ok()) receipt = *r;
     return r.status();
   });
+  // A lost compare-and-publish creates no snapshot. (When the contract admits the publication,
+  // Apply reported the outcome and gated the operation: its result claim is then not judged.)
+  if (refused && !c.IsPoisoned(*e.operation_id)) NoResultAllowed(c, e);
   if (!ok || !receipt.txn) return;
   // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
   // object has published or replayed it): later events are judged on that (one code).
