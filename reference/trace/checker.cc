@@ -1258,10 +1258,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     return;
   }
   // Events of a request whose creation was already reported are not replayed (gating).
+  // (A semantic event other than an allocation may also name a child of a dropped fork.)
   if (e.request_id && !poisoned_.empty() &&
-      (IsPoisoned("request:" + std::string(*e.request_id)) ||
-       (!req && spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate") &&
-        IsPoisoned("request:*")))) {
+      (spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate")
+           ? IsGatedRequest(*e.request_id)
+           : IsPoisoned("request:" + std::string(*e.request_id)))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
     if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);

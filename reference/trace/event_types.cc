@@ -87,10 +87,10 @@ void CheckOperationRequest(TraceChecker& c, const Event& e) {
                  t->request.handle_id + "\"");
 }
 
-// The base an operation's closing event (publish of any outcome, failure, cancel_txn) names
-// must be the one its append_start read: it closes that transaction, whatever the outcome.
-// The event is still replayed.
-void CheckClosingBase(TraceChecker& c, const Event& e) {
+// The base an event of an append operation names (a stage, a publication of any outcome, a
+// failure, a cancel_txn) must be the one its append_start read: the event acts on that
+// transaction, whatever its outcome. The event is still replayed.
+void CheckOperationBase(TraceChecker& c, const Event& e) {
   if (!e.base_snapshot) return;
   if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id);
       base && *e.base_snapshot != *base)
@@ -318,12 +318,7 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   if (c.IsPoisoned(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
   CheckOperationRequest(c, e);
-  if (const std::optional<uint64_t> base =
-          e.base_snapshot ? c.OpBaseVersion(*e.operation_id) : std::nullopt;
-      base && *e.base_snapshot != *base)
-    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
-             "append_stage_layer names base snapshot " + U(*e.base_snapshot) + "; operation \"" +
-                 std::string(*e.operation_id) + "\" started on snapshot " + U(*base));
+  CheckOperationBase(c, e);
   const lifecycle::Interval interval{a.interval.first, a.interval.second - a.interval.first};
   c.Apply(e, [&](KvObject& kv) {
     return kv
@@ -353,7 +348,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   if (c.IsPoisoned(*e.operation_id)) return;
   CheckOperationRequest(c, e);
   const bool refused = KeyEquals(e.outcome, "rejected");
-  if (refused) CheckClosingBase(c, e);  // (a published one is checked below, after its outcome)
+  if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.PublishTxn(*e.operation_id);
@@ -373,7 +368,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
                        "\" was already published: a retry returns the original receipt and must "
                        "not advance the generation again"
                  : "append_publish reports a replayed receipt for a first publication");
-  CheckClosingBase(c, e);
+  CheckOperationBase(c, e);
   if (receipt.replayed) {
     if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
@@ -404,7 +399,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
-  CheckClosingBase(c, e);
+  CheckOperationBase(c, e);
   c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
 }
 
