@@ -1136,5 +1136,68 @@ TEST(TraceGatingTest, RegressionRetryClaimsTheOriginalsToken) {
   EXPECT_EQ(Codes(head + stage + publish + decode(8, "")), V{});
 }
 
+
+// Regressions (event-order sweep, 2026-12-03: each pair of adjacent events emitted in the other
+// order). An event that names a request before its request_allocate, or a fork child before the
+// fork, raised LIFECYCLE_UNKNOWN_HANDLE and was skipped without gating: the allocation then
+// created the request and each later event raised a code of its own (4 to 7 codes). It is now
+// dropped: the request id is gated, its allocation included.
+TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
+  using V = std::vector<std::string>;
+  const std::string emit =
+      Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                           R"("payload":{"output_index":0,"token":7})") + "\n";
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit), V{});
+  // The prefill's append_start emitted before the allocation (sequence numbers follow the new
+  // order).
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Start(0) + "\n" + Alloc(1) + "\n" + Stage(2) +
+                  "\n" + Publish(3) + "\n" + emit),
+            V{"LIFECYCLE_UNKNOWN_HANDLE"});
+  // A fork child truncated before the fork that creates it: the child is gated, the parent is
+  // still checked (its read below is judged).
+  const std::string fork =
+      Ev(5, "fork", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                    R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") + "\n";
+  const std::string cut = Ev(4, "truncate", R"("request_id":"C","handle_generation":0,)"
+                                            R"("base_snapshot":0,"result_snapshot":1,)"
+                                            R"("payload":{"new_length":1})") + "\n";
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines();
+  EXPECT_EQ(Codes(head + cut + fork + Read(6, "C", 1, 1) + "\n" + Read(7, "R", 1, 2) + "\n"),
+            V{"LIFECYCLE_UNKNOWN_HANDLE"});
+  EXPECT_EQ(Codes(head + cut + fork + Read(6, "C", 1, 1) + "\n" + Read(7, "R", 1, 3) + "\n"),
+            (V{"LIFECYCLE_UNKNOWN_HANDLE", "TRACE_SNAPSHOT_MISMATCH"}));
+  // A fork of a request that does not exist creates no children: theirs are gated too.
+  const std::string orphan_fork =
+      Ev(4, "fork", R"("request_id":"Q","handle_generation":0,"base_snapshot":1,)"
+                    R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") + "\n";
+  EXPECT_EQ(Codes(head + orphan_fork + Read(5, "C", 0, 2) + "\n"), V{"LIFECYCLE_UNKNOWN_HANDLE"});
+}
+
+// Regression (event-order sweep, 2026-12-03): an output emitted before the publication that
+// produced its logits raised TRACE_SNAPSHOT_MISMATCH (its base_snapshot named the snapshot not
+// yet published) and the frontier's FRONTIER_OUTPUT_BEFORE_LOGITS. The frontier judges first;
+// an output it refuses is not judged on its snapshot claim as well. An output whose snapshot
+// claim alone is wrong stops the request's frontier checks (the runtime's frontier is unknown).
+TEST(TraceGatingTest, RegressionOutputBeforeItsPublicationRaisesOneCode) {
+  using V = std::vector<std::string>;
+  auto emit = [](int seq, int snapshot, int index, int token) {
+    return Ev(seq, "output_emit",
+              R"("request_id":"R","handle_generation":0,"base_snapshot":)" +
+                  std::to_string(snapshot) + R"(,"payload":{"output_index":)" +
+                  std::to_string(index) + R"(,"token":)" + std::to_string(token) + "}") +
+           "\n";
+  };
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  EXPECT_EQ(Codes(head + PrefillLines() + emit(4, 1, 0, 7)), V{});
+  EXPECT_EQ(Codes(head + Start(1) + "\n" + Stage(2) + "\n" + emit(3, 1, 0, 7) + Publish(4) + "\n"),
+            V{"FRONTIER_OUTPUT_BEFORE_LOGITS"});
+  // A wrong snapshot claim on an output the frontier admits: one code, and the frontier stops
+  // following the request (the skipped output index 1 is not judged).
+  EXPECT_EQ(Codes(head + PrefillLines() + emit(4, 2, 0, 7) + emit(5, 1, 2, 8)),
+            V{"TRACE_SNAPSHOT_MISMATCH"});
+  EXPECT_EQ(Codes(head + PrefillLines() + emit(4, 1, 0, 7) + emit(5, 1, 2, 8)),
+            V{"FRONTIER_OUTPUT_INDEX_GAP"});
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -21,13 +21,22 @@ using lifecycle::Snapshot;
 // Cold: numbers are formatted only into violation messages.
 [[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
 
+// Reports an event naming a request that was never allocated or forked. Unless the runtime
+// reported it refused, the event is dropped (gating): it took effect on a request the replay does
+// not have, so that request id's later events, its allocation included (an event delivered
+// before its request_allocate), are not replayed (one root cause, one code).
+[[gnu::cold]] void UnknownHandle(TraceChecker& c, const Event& e) {
+  c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
+           std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
+               "\", which was never allocated or forked");
+  if (!KeyEquals(e.outcome, "rejected")) c.DropEvent(e);
+}
+
 // The live snapshot of the event's request, or nullopt after reporting why not.
 std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
   const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
-    c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-                 "\", which was never allocated or forked");
+    UnknownHandle(c, e);
     return std::nullopt;
   }
   return h->current;
@@ -38,9 +47,7 @@ std::optional<Snapshot> Current(TraceChecker& c, const Event& e) {
 const Snapshot* CurrentRef(TraceChecker& c, const Event& e) {
   const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
   if (!h) {
-    c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-                 "\", which was never allocated or forked");
+    UnknownHandle(c, e);
     return nullptr;
   }
   return &h->current;
@@ -413,16 +420,26 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
              "output_emit on released request \"" + std::string(*e.request_id) + "\"");
     return;
   }
-  if (e.base_snapshot && *e.base_snapshot != cur->version)
-    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
-             "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
-                 U(cur->version));
-  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
+  // The frontier judges the output first. An output it refuses (e.g. one emitted before the
+  // publication that produced its logits, so its base_snapshot names a snapshot not yet
+  // published) raises the frontier's code alone: its snapshot claim is not judged as well.
+  // An output whose snapshot claim the replay contradicts (e.g. one delivered before the
+  // publication it was sampled after) leaves the runtime's frontier unknown: frontier checks
+  // of the request stop there, as after a frontier breach.
+  TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  if (req) {
     Status s = req->frontier.Emit(index, token, from_repair);
     if (!s.ok()) {
       c.ReportStatus(s, c.LinePtr() + "/payload");
       req->frontier.Untrack();  // one frontier breach raises one code (as for appends)
+      return;
     }
+  }
+  if (e.base_snapshot && *e.base_snapshot != cur->version) {
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+             "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
+                 U(cur->version));
+    if (req) req->frontier.Untrack();
   }
 }
 
@@ -483,7 +500,13 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   });
   if (!p.clean() || !prefix) return;
   auto cur = Current(c, e);
-  if (!cur) return;
+  if (!cur) {
+    // Not replayed (a fork of a request that does not exist here): it creates no children.
+    if (!KeyEquals(e.outcome, "rejected"))
+      for (const auto& k : kids)
+        if (!c.kv().Find(k.first)) c.Poison("request:" + k.first);
+    return;
+  }
   for (size_t i = 0; i < kids.size(); ++i)
     if (kids[i].second != 0)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,

@@ -110,6 +110,10 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
     c.Report(
         ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
         std::string(e.event_type) + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
+    // Gating: unless the runtime reported it refused, the event took effect on a transfer the
+    // replay does not have, so the transfer's later events, its plan included (an event
+    // delivered before its transfer_plan), are not replayed.
+    if (!KeyEquals(e.outcome, "rejected")) c.Poison("transfer:" + id);
     return nullptr;
   }
   Transfer& t = it->second;
@@ -284,6 +288,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     plan.chunks.push_back(std::move(ch));
   });
   const std::string gate = "transfer:" + plan.transfer_id;
+  if (c.IsPoisoned(gate)) return;  // gated: an earlier event of the transfer was dropped
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return c.Poison(gate);
   auto req = RequestOf(c, e);
   if (!req) return c.Poison(gate);
