@@ -20,10 +20,12 @@ again, unchanged, after the next event (it must be deduplicated) and at the end 
 (deduplicated, or, older than the source window and forgotten with its released request, one
 TRACE_SEQUENCE_REGRESSION). And each pair of adjacent events emitted in the other order (their
 local_sequence and monotonic_ns exchanged when they share a source): the pair may commute
-(no violation), else it must raise one distinct code. It prints how many mutations raised 0, 1, 2, ... violations. docs/trace-format.md
+(no violation), else it must raise one distinct code. And each event left out, its source's
+later events renumbered (a runtime that never emitted it): nothing (an observation, a read, a
+stage of a transaction that never publishes), or one distinct code. It prints how many mutations raised 0, 1, 2, ... violations. docs/trace-format.md
 "Gating" promises one code per root cause and lists the known exceptions this sweep finds;
 a mutation raising several codes is either one of them or a gating gap. Deterministic (no
-randomness); about 5,100 checks, ~7 s. With --check it is a CI test.
+randomness); about 5,400 checks, ~8 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -46,9 +48,10 @@ KNOWN_SEVERAL_CODES = {
     (SUPERSEDED, 42, "payload.token_count+1"),
     (SUPERSEDED, 42, "payload.bytes_per_token_layer+1"),
     (SUPERSEDED, 42, "payload.reserved_blocks+1"),
-    # The plan emitted after its transfer_reserve: the plan is gated, so its blocks are not
-    # reserved either.
+    # The plan emitted after its transfer_reserve, or left out: the plan is gated (or absent), so
+    # its blocks are not reserved either.
     (SUPERSEDED, 42, "swap:next"),
+    (SUPERSEDED, 42, "omit"),
 }
 
 # Mutations that raise no violation by design (--check fails on any other silent mutation: a
@@ -191,6 +194,10 @@ RENAMES = ("request_id:other", "operation_id:other")
 # pairs commute (two layers' stages, two requests' events), so a swap may raise nothing; one that
 # does not commute must raise one distinct code (the later events of what it broke are gated).
 SWAP = "swap:next"
+# An event left out, its source's later events renumbered (named at its line). Leaving out an
+# observation, a read or a stage of a transaction that never publishes may raise nothing; any
+# other omission must raise one distinct code (the later events that needed it are gated).
+OMIT = "omit"
 
 
 def mutations(event):
@@ -230,7 +237,8 @@ def main():
     several = []
     silent = []
     misjudged = []  # redeliveries with a verdict REDELIVERIES does not allow
-    swap_counts = collections.Counter()  # distinct codes -> swapped pairs
+    # SWAP / OMIT -> {distinct codes raised: cases}
+    order_counts = {SWAP: collections.Counter(), OMIT: collections.Counter()}
     with tempfile.TemporaryDirectory() as tmp:
         for f in files:
             with open(f) as fh:
@@ -268,16 +276,27 @@ def main():
                 path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
                 write(path, lines[:i] + [b, a] + lines[i + 2:])
                 cases.append((path, i + 1, lines[i].get("event_type"), SWAP))
+            # Omission: each event left out, numbered as if it had never been emitted.
+            for i in range(1, len(lines)):
+                rest = copy.deepcopy(lines[i + 1:])
+                src = [lines[i].get(k) for k in ("source_instance", "source_component")]
+                for e in rest:
+                    if ([e.get(k) for k in ("source_instance", "source_component")] == src and
+                            isinstance(e.get("local_sequence"), int)):
+                        e["local_sequence"] -= 1
+                path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
+                write(path, lines[:i] + rest)
+                cases.append((path, i + 1, lines[i].get("event_type"), OMIT))
             verdicts = check_many(binary, [c[0] for c in cases])
             for path, line, event_type, name in cases:
                 codes = verdicts.get(path)
                 os.remove(path)
-                if name == SWAP:
+                if name in (SWAP, OMIT):
                     if codes is None:
                         print(f"{rel} line {line} {name}: no JSON verdict")
                         counts["no verdict"] += 1
                     else:
-                        swap_counts[len(set(codes))] += 1
+                        order_counts[name][len(set(codes))] += 1
                         if len(set(codes)) > 1:
                             several.append((rel, line, event_type, name, codes))
                     continue
@@ -296,8 +315,9 @@ def main():
                     several.append((rel, line, event_type, name, codes))
     print("violations raised -> mutations:",
           ", ".join(f"{k}: {counts[k]}" for k in sorted(counts, key=str)))
-    print("distinct codes raised -> adjacent pairs swapped:",
-          ", ".join(f"{k}: {swap_counts[k]}" for k in sorted(swap_counts)))
+    for name, what in ((SWAP, "adjacent pairs swapped"), (OMIT, "events left out")):
+        print(f"distinct codes raised -> {what}:",
+              ", ".join(f"{k}: {order_counts[name][k]}" for k in sorted(order_counts[name])))
     print(f"{len(several)} mutations raise more than one violation"
           + ("" if "--list" in sys.argv else " (--list prints them)"))
     if "--list" in sys.argv:

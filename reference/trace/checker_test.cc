@@ -1199,5 +1199,88 @@ TEST(TraceGatingTest, RegressionOutputBeforeItsPublicationRaisesOneCode) {
             V{"FRONTIER_OUTPUT_INDEX_GAP"});
 }
 
+// Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
+// renumbered). A lost publication raised a code at each later event that depended on it: the
+// observation naming it as a cause, the output selected from its snapshot, the next append on
+// its base (two to six codes). The first of them now gates the request: an observation whose
+// cause the trace lacks, and an output or a read naming a snapshot the handle has not reached,
+// show that the replay's state of the request is not the runtime's.
+TEST(TraceGatingTest, RegressionLostPublicationRaisesOneCode) {
+  using V = std::vector<std::string>;
+  auto emit = [](int seq) {
+    return Ev(seq, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                                  R"("payload":{"output_index":0,"token":7})") + "\n";
+  };
+  // The decode d (start, stage, publish) that processes `token`.
+  auto decode = [](int seq, int token) {
+    return Ev(seq, "append_start",
+              R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
+              R"("base_snapshot":1,"payload":{"interval":[2,3],"cache_position":[2,3],)"
+              R"("mask_key_length":3,"position_stage":"post_rope","purpose":"decode",)"
+              R"("input_token":)" + std::to_string(token) + "}") + "\n" +
+           Ev(seq + 1, "append_stage_layer", R"("request_id":"R","handle_generation":0,)"
+                                             R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+           "\n" +
+           Ev(seq + 2, "append_publish", R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
+                                         R"("base_snapshot":1,"result_snapshot":2,"payload":{})") +
+           "\n";
+  };
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n";  // then Publish(3), lost below
+  EXPECT_EQ(Codes(head + Publish(3) + "\n" + emit(4) + decode(5, 7)), V{});
+  EXPECT_EQ(Codes(head + emit(3) + decode(4, 7)), V{"FRONTIER_OUTPUT_BEFORE_LOGITS"});
+  EXPECT_EQ(Codes(head + Read(3, "R", 1, 2) + "\n" + decode(4, 7)), V{"TRACE_SNAPSHOT_MISMATCH"});
+  EXPECT_EQ(Codes(head + decode(3, 7)), V{"LIFECYCLE_UNKNOWN_SNAPSHOT"});
+  // An observation naming the lost publication (event e3) as its cause comes first.
+  const std::string t = std::string(kHeaderWithResidency) + "\n" + Alloc(0) + "\n" + Start(1) +
+                        "\n" + Stage(2) + "\n";
+  EXPECT_EQ(Codes(t + Residency("e3", 32) + "\n" + emit(3) + decode(4, 7)),
+            V{"TRACE_CAUSE_UNKNOWN"});
+  // A read of a stale snapshot raises one code (its length is that snapshot's) and does not gate
+  // the request: a decode that processes the wrong token after it is judged.
+  EXPECT_EQ(Codes(head + Publish(3) + "\n" + Read(4, "R", 0, 0) + "\n" + emit(5) + decode(6, 7)),
+            V{"TRACE_SNAPSHOT_MISMATCH"});
+  EXPECT_EQ(Codes(head + Publish(3) + "\n" + Read(4, "R", 0, 0) + "\n" + emit(5) + decode(6, 8)),
+            (V{"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_TOKEN_MISMATCH"}));
+}
+
+// Regression (omission sweep, 2026-12-03): a lost output made the finish's emitted_outputs claim
+// and the repair append after it each raise a code. The claim's code now stops the request's
+// frontier checks.
+TEST(TraceGatingTest, RegressionLostOutputRaisesOneCode) {
+  using V = std::vector<std::string>;
+  auto line = [](int seq, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":"R","handle_generation":0,)" + rest) + "\n";
+  };
+  auto append = [&](int seq, const std::string& op, int base, int from, const std::string& purpose,
+                    int token) {
+    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(from + 1) + "]";
+    return line(seq, "append_start",
+                R"("operation_id":")" + op + R"(","base_snapshot":)" + std::to_string(base) +
+                    R"(,"payload":{"interval":)" + iv + R"(,"cache_position":)" + iv +
+                    R"(,"mask_key_length":)" + std::to_string(from + 1) +
+                    R"(,"position_stage":"post_rope","purpose":")" + purpose +
+                    R"(","input_token":)" + std::to_string(token) + "}") +
+           line(seq + 1, "append_stage_layer",
+                R"("operation_id":")" + op + R"(","payload":{"layer":0,"interval":)" + iv + "}") +
+           line(seq + 2, "append_publish",
+                R"("operation_id":")" + op + R"(","base_snapshot":)" + std::to_string(base) +
+                    R"(,"result_snapshot":)" + std::to_string(base + 1) + R"(,"payload":{})");
+  };
+  auto emit = [&](int seq, int snapshot, int index, int token) {
+    return line(seq, "output_emit",
+                R"("base_snapshot":)" + std::to_string(snapshot) + R"(,"payload":{"output_index":)" +
+                    std::to_string(index) + R"(,"token":)" + std::to_string(token) + "}");
+  };
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+                           emit(4, 1, 0, 7) + append(5, "d", 1, 2, "decode", 7);
+  auto tail = [&](int seq) {
+    return line(seq, "finish", R"("base_snapshot":2,"payload":{"emitted_outputs":2})") +
+           append(seq + 1, "repair", 2, 3, "repair", 8);
+  };
+  EXPECT_EQ(Codes(head + emit(8, 2, 1, 8) + tail(9)), V{});
+  EXPECT_EQ(Codes(head + tail(8)), V{"TRACE_SNAPSHOT_MISMATCH"});  // output 1 is lost
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -426,12 +426,16 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
   // An output whose snapshot claim the replay contradicts (e.g. one delivered before the
   // publication it was sampled after) leaves the runtime's frontier unknown: frontier checks
   // of the request stop there, as after a frontier breach.
+  // One whose snapshot claim names a snapshot the handle has not reached shows that the request
+  // had a publication the replay lacks (lost, or emitted later): the request is gated.
+  const bool unreached = e.base_snapshot && *e.base_snapshot > cur->version;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (req) {
     Status s = req->frontier.Emit(index, token, from_repair);
     if (!s.ok()) {
       c.ReportStatus(s, c.LinePtr() + "/payload");
       req->frontier.Untrack();  // one frontier breach raises one code (as for appends)
+      if (unreached) c.DropEvent(e);
       return;
     }
   }
@@ -440,6 +444,7 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
              "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
                  U(cur->version));
     if (req) req->frontier.Untrack();
+    if (unreached) c.DropEvent(e);
   }
 }
 
@@ -462,10 +467,15 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
-  if (e.base_snapshot && *e.base_snapshot != r->version)
+  if (e.base_snapshot && *e.base_snapshot != r->version) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "read reports snapshot " + U(*e.base_snapshot) + "; readers resolve snapshot " +
                  U(r->version));
+    // The length it read is that other snapshot's (not judged as well). A snapshot the handle
+    // has not reached shows a publication the replay lacks: the request is gated.
+    if (*e.base_snapshot > r->version) c.DropEvent(e);
+    return;
+  }
   if (*len != r->committed_length)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
              "read observed committed length " + U(*len) + "; the all-layer snapshot has " +
@@ -639,10 +649,14 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!ok) return RefuseRequest(c, e);
   if (!after) return;
   CheckResult(c, e, *after, len, /*frontier_claim=*/true);
-  if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted())
+  if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted()) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/emitted_outputs",
              "finish reports " + U(*outputs) + " emitted outputs; the trace emitted " +
                  U(req->frontier.emitted()));
+    // The runtime's output frontier is not the replay's (an output lost or invented): the
+    // request's frontier checks stop here (the repair append that follows is not judged).
+    req->frontier.Untrack();
+  }
 }
 
 void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -675,12 +689,17 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     return nullptr;
   }
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
-  if (!info)
+  if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
                  "\", which is no earlier semantic event of "
                  "request \"" +
                  std::string(*e.request_id) + "\"");
+    // Gating: the request had an event the trace does not hold (lost, or emitted later), so the
+    // replay's state of it is not the runtime's: its later events are not replayed.
+    c.DropEvent(e);
+    return nullptr;
+  }
   if (info && e.handle_generation && *e.handle_generation != info->handle_generation) {
     c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
              std::string(e.event_type) + " names handle_generation " + std::to_string(*e.handle_generation) +
