@@ -1171,6 +1171,13 @@ TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
       Ev(4, "fork", R"("request_id":"Q","handle_generation":0,"base_snapshot":1,)"
                     R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") + "\n";
   EXPECT_EQ(Codes(head + orphan_fork + Read(5, "C", 0, 2) + "\n"), V{"LIFECYCLE_UNKNOWN_HANDLE"});
+  // Reported rejected, an operation on a request that does not exist is the refusal the contract
+  // expects (as a read's is): no violation.
+  EXPECT_EQ(Codes(head + Mutate(orphan_fork, R"("payload")", R"("outcome":"rejected","payload")")),
+            V{});
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" +
+                  Mutate(Start(0), R"("payload")", R"("outcome":"rejected","payload")") + "\n"),
+            V{});
 }
 
 // Regression (event-order sweep, 2026-12-03): an output emitted before the publication that

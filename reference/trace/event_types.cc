@@ -21,15 +21,17 @@ using lifecycle::Snapshot;
 // Cold: numbers are formatted only into violation messages.
 [[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
 
-// Reports an event naming a request that was never allocated or forked. Unless the runtime
-// reported it refused, the event is dropped (gating): it took effect on a request the replay does
-// not have, so that request id's later events, its allocation included (an event delivered
-// before its request_allocate), are not replayed (one root cause, one code).
+// An event naming a request that was never allocated or forked. Reported `rejected`, it is the
+// refusal the contract expects (as for a read). Otherwise it is reported and dropped (gating):
+// it took effect on a request the replay does not have, so that request id's later events, its
+// allocation included (an event emitted before its request_allocate), are not replayed (one
+// root cause, one code).
 [[gnu::cold]] void UnknownHandle(TraceChecker& c, const Event& e) {
+  if (KeyEquals(e.outcome, "rejected")) return;
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
            std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                "\", which was never allocated or forked");
-  if (!KeyEquals(e.outcome, "rejected")) c.DropEvent(e);
+  c.DropEvent(e);
 }
 
 // The live snapshot of the event's request, or nullopt after reporting why not.
