@@ -30,7 +30,8 @@ using lifecycle::Snapshot;
   if (KeyEquals(e.outcome, "rejected")) return;
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
            std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-               "\", which was never allocated or forked");
+               "\", which no earlier request_allocate or fork created (its later events, "
+               "allocation included, are not replayed)");
   c.DropEvent(e);
 }
 

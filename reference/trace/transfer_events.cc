@@ -107,13 +107,15 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   if (c.IsPoisoned("transfer:" + id)) return nullptr;  // its root cause is already reported
   auto it = s.transfers.find(id);
   if (it == s.transfers.end() || !it->second.txn) {
-    c.Report(
-        ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
-        std::string(e.event_type) + " names transfer \"" + id + "\", which no earlier transfer_plan declared");
     // Gating: unless the runtime reported it refused, the event took effect on a transfer the
     // replay does not have, so the transfer's later events, its plan included (an event
-    // delivered before its transfer_plan), are not replayed.
-    if (!KeyEquals(e.outcome, "rejected")) c.Poison("transfer:" + id);
+    // emitted before its transfer_plan), are not replayed.
+    const bool gate = !KeyEquals(e.outcome, "rejected");
+    c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
+             std::string(e.event_type) + " names transfer \"" + id +
+                 "\", which no earlier transfer_plan declared" +
+                 (gate ? " (its later events, plan included, are not replayed)" : ""));
+    if (gate) c.Poison("transfer:" + id);
     return nullptr;
   }
   Transfer& t = it->second;
