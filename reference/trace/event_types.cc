@@ -423,14 +423,14 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
              "output_emit on released request \"" + std::string(*e.request_id) + "\"");
     return;
   }
-  // The frontier judges the output first. An output it refuses (e.g. one emitted before the
-  // publication that produced its logits, so its base_snapshot names a snapshot not yet
-  // published) raises the frontier's code alone: its snapshot claim is not judged as well.
-  // An output whose snapshot claim the replay contradicts (e.g. one delivered before the
-  // publication it was sampled after) leaves the runtime's frontier unknown: frontier checks
-  // of the request stop there, as after a frontier breach.
-  // One whose snapshot claim names a snapshot the handle has not reached shows that the request
-  // had a publication the replay lacks (lost, or emitted later): the request is gated.
+  // Gating (one root cause, one code):
+  // - the frontier judges the output first; an output it refuses (e.g. one emitted before the
+  //   publication that produced its logits) raises the frontier's code alone, not also one
+  //   for its snapshot claim;
+  // - an output whose snapshot claim alone is wrong leaves the runtime's frontier unknown: the
+  //   request's frontier checks stop there, as after a frontier breach;
+  // - either way, a claim naming a snapshot the handle has not reached shows a publication the
+  //   replay lacks (lost, or emitted later): the request is gated.
   const bool unreached = e.base_snapshot && *e.base_snapshot > cur->version;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (req) {
@@ -703,7 +703,7 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     c.DropEvent(e);
     return nullptr;
   }
-  if (info && e.handle_generation && *e.handle_generation != info->handle_generation) {
+  if (e.handle_generation && *e.handle_generation != info->handle_generation) {
     c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
              std::string(e.event_type) + " names handle_generation " + std::to_string(*e.handle_generation) +
                  " but its cause \"" + *cause + "\" happened at handle_generation " +

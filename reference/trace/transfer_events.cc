@@ -107,8 +107,10 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   if (c.IsPoisoned("transfer:" + id)) return nullptr;  // its root cause is already reported
   auto it = s.transfers.find(id);
   if (it == s.transfers.end() || !it->second.txn) {
-    // Gating: unless the runtime reported it refused, the event took effect on a transfer the
-    // replay does not have, so the transfer's later events, its plan included (an event
+    // Reported even when the event is reported rejected: a refused late completion must still
+    // name the (abandoned) transfer it belongs to (M5.6 0x06E; invalid fixture
+    // m5_6/trace/transfer_unknown). Unless rejected, it took effect on a transfer the replay
+    // does not have, so it is gated: the transfer's later events, its plan included (an event
     // emitted before its transfer_plan), are not replayed.
     const bool gate = !KeyEquals(e.outcome, "rejected");
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",

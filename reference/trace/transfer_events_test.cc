@@ -101,27 +101,6 @@ TEST(TransferEventsTest, BreachGatesTheTransfersLaterEvents) {
   EXPECT_EQ(v.size(), 1u) << test::Describe(v);
 }
 
-// Regression (event-order sweep, 2026-12-03): a transfer_reserve delivered before its
-// transfer_plan raised HANDOFF_TRANSFER_UNKNOWN and was skipped without gating; the plan then
-// created the transfer, and its first chunk raised HANDOFF_TXN_TRANSITION_INVALID (a transfer
-// never reserved). The transfer is now gated, its plan included.
-TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
-  std::vector<std::string> lines = Lines(kFixture);
-  size_t plan = 0;
-  for (size_t i = 0; i < lines.size() && !plan; ++i)
-    if (lines[i].find("\"transfer_plan\"") != std::string::npos &&
-        lines[i].find("xfer-req-42-g7") != std::string::npos)
-      plan = i;
-  ASSERT_GT(plan, 0u);
-  ASSERT_NE(lines[plan + 1].find("\"transfer_reserve\""), std::string::npos);
-  ASSERT_NE(lines[plan + 1].find("xfer-req-42-g7"), std::string::npos);
-  std::swap(lines[plan], lines[plan + 1]);  // two sources: their sequences are unchanged
-  TraceChecker c(kFixture);
-  const Violations& v = Replay(c, lines);
-  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"})
-      << test::Describe(v);
-}
-
 // The codes a copy of `relative` raises after `edit` replaces the first `from` on the first line
 // that contains `marker`.
 std::vector<std::string> CodesAfter(const std::string& relative, const std::string& marker,
@@ -139,6 +118,35 @@ std::vector<std::string> CodesAfter(const std::string& relative, const std::stri
   EXPECT_TRUE(edited) << marker;
   TraceChecker c(relative);
   return test::CodeNames(Replay(c, lines));
+}
+
+// Regression (event-order sweep, 2026-12-03): a transfer_reserve delivered before its
+// transfer_plan raised HANDOFF_TRANSFER_UNKNOWN and was skipped without gating; the plan then
+// created the transfer, and its first chunk raised HANDOFF_TXN_TRANSITION_INVALID (a transfer
+// never reserved). The transfer is now gated, its plan included.
+TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
+  std::vector<std::string> lines = Lines(kFixture);
+  size_t plan = 0;
+  for (size_t i = 0; i < lines.size() && !plan; ++i)
+    if (lines[i].find("\"transfer_plan\"") != std::string::npos &&
+        lines[i].find("xfer-req-42-g7") != std::string::npos)
+      plan = i;
+  ASSERT_GT(plan, 0u);
+  ASSERT_NE(lines[plan + 1].find("\"transfer_reserve\""), std::string::npos);
+  ASSERT_NE(lines[plan + 1].find("xfer-req-42-g7"), std::string::npos);
+  std::swap(lines[plan], lines[plan + 1]);  // two sources: their sequences are unchanged
+  {
+    TraceChecker c(kFixture);
+    const Violations& v = Replay(c, lines);
+    EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"})
+        << test::Describe(v);
+  }
+  // Reported rejected, an event naming a transfer that does not exist is still reported (a
+  // refused late completion names the abandoned transfer it belongs to), and gates nothing:
+  // here the superseded transfer's rejected chunk_receive, renamed.
+  EXPECT_EQ(CodesAfter(kFixture, R"("chunk_receive","request_id":"req-42","operation_id":"xfer-req-42-g6")",
+                       "xfer-req-42-g6", "xfer-never-planned"),
+            std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
 
 // Regression (gating sweep, 2026-12-03): a dropped transfer_destination left the plans naming it
