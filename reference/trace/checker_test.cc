@@ -1136,7 +1136,6 @@ TEST(TraceGatingTest, RegressionRetryClaimsTheOriginalsToken) {
   EXPECT_EQ(Codes(head + stage + publish + decode(8, "")), V{});
 }
 
-
 // Regressions (event-order sweep, 2026-12-03: each pair of adjacent events emitted in the other
 // order). An event that names a request before its request_allocate, or a fork child before the
 // fork, raised LIFECYCLE_UNKNOWN_HANDLE and was skipped without gating: the allocation then
@@ -1144,9 +1143,10 @@ TEST(TraceGatingTest, RegressionRetryClaimsTheOriginalsToken) {
 // dropped: the request id is gated, its allocation included.
 TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
   using V = std::vector<std::string>;
-  const std::string emit =
-      Ev(4, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
-                           R"("payload":{"output_index":0,"token":7})") + "\n";
+  const std::string emit = Ev(4, "output_emit",
+                              R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                              R"("payload":{"output_index":0,"token":7})") +
+                           "\n";
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + emit), V{});
   // The prefill's append_start emitted before the allocation (sequence numbers follow the new
   // order).
@@ -1155,12 +1155,15 @@ TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
             V{"LIFECYCLE_UNKNOWN_HANDLE"});
   // A fork child truncated before the fork that creates it: the child is gated, the parent is
   // still checked (its read below is judged).
-  const std::string fork =
-      Ev(5, "fork", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
-                    R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") + "\n";
-  const std::string cut = Ev(4, "truncate", R"("request_id":"C","handle_generation":0,)"
-                                            R"("base_snapshot":0,"result_snapshot":1,)"
-                                            R"("payload":{"new_length":1})") + "\n";
+  const std::string fork = Ev(5, "fork",
+                              R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                              R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") +
+                           "\n";
+  const std::string cut = Ev(4, "truncate",
+                             R"("request_id":"C","handle_generation":0,)"
+                             R"("base_snapshot":0,"result_snapshot":1,)"
+                             R"("payload":{"new_length":1})") +
+                          "\n";
   const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines();
   EXPECT_EQ(Codes(head + cut + fork + Read(6, "C", 1, 1) + "\n" + Read(7, "R", 1, 2) + "\n"),
             V{"LIFECYCLE_UNKNOWN_HANDLE"});
@@ -1168,8 +1171,10 @@ TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
             (V{"LIFECYCLE_UNKNOWN_HANDLE", "TRACE_SNAPSHOT_MISMATCH"}));
   // A fork of a request that does not exist creates no children: theirs are gated too.
   const std::string orphan_fork =
-      Ev(4, "fork", R"("request_id":"Q","handle_generation":0,"base_snapshot":1,)"
-                    R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") + "\n";
+      Ev(4, "fork",
+         R"("request_id":"Q","handle_generation":0,"base_snapshot":1,)"
+         R"("payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") +
+      "\n";
   EXPECT_EQ(Codes(head + orphan_fork + Read(5, "C", 0, 2) + "\n"), V{"LIFECYCLE_UNKNOWN_HANDLE"});
   // Reported rejected, an operation on a request that does not exist is the refusal the contract
   // expects (as a read's is): no violation.
@@ -1215,8 +1220,10 @@ TEST(TraceGatingTest, RegressionOutputBeforeItsPublicationRaisesOneCode) {
 TEST(TraceGatingTest, RegressionLostPublicationRaisesOneCode) {
   using V = std::vector<std::string>;
   auto emit = [](int seq) {
-    return Ev(seq, "output_emit", R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
-                                  R"("payload":{"output_index":0,"token":7})") + "\n";
+    return Ev(seq, "output_emit",
+              R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+              R"("payload":{"output_index":0,"token":7})") +
+           "\n";
   };
   // The decode d (start, stage, publish) that processes `token`.
   auto decode = [](int seq, int token) {
@@ -1224,12 +1231,16 @@ TEST(TraceGatingTest, RegressionLostPublicationRaisesOneCode) {
               R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
               R"("base_snapshot":1,"payload":{"interval":[2,3],"cache_position":[2,3],)"
               R"("mask_key_length":3,"position_stage":"post_rope","purpose":"decode",)"
-              R"("input_token":)" + std::to_string(token) + "}") + "\n" +
-           Ev(seq + 1, "append_stage_layer", R"("request_id":"R","handle_generation":0,)"
-                                             R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+              R"("input_token":)" +
+                  std::to_string(token) + "}") +
            "\n" +
-           Ev(seq + 2, "append_publish", R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
-                                         R"("base_snapshot":1,"result_snapshot":2,"payload":{})") +
+           Ev(seq + 1, "append_stage_layer",
+              R"("request_id":"R","handle_generation":0,)"
+              R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+           "\n" +
+           Ev(seq + 2, "append_publish",
+              R"("request_id":"R","handle_generation":0,"operation_id":"d",)"
+              R"("base_snapshot":1,"result_snapshot":2,"payload":{})") +
            "\n";
   };
   const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
@@ -1276,8 +1287,9 @@ TEST(TraceGatingTest, RegressionLostOutputRaisesOneCode) {
   };
   auto emit = [&](int seq, int snapshot, int index, int token) {
     return line(seq, "output_emit",
-                R"("base_snapshot":)" + std::to_string(snapshot) + R"(,"payload":{"output_index":)" +
-                    std::to_string(index) + R"(,"token":)" + std::to_string(token) + "}");
+                R"("base_snapshot":)" + std::to_string(snapshot) +
+                    R"(,"payload":{"output_index":)" + std::to_string(index) + R"(,"token":)" +
+                    std::to_string(token) + "}");
   };
   const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
                            emit(4, 1, 0, 7) + append(5, "d", 1, 2, "decode", 7);

@@ -144,7 +144,8 @@ TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
   // Reported rejected, an event naming a transfer that does not exist is still reported (a
   // refused late completion names the abandoned transfer it belongs to), and gates nothing:
   // here the superseded transfer's rejected chunk_receive, renamed.
-  EXPECT_EQ(CodesAfter(kFixture, R"("chunk_receive","request_id":"req-42","operation_id":"xfer-req-42-g6")",
+  EXPECT_EQ(CodesAfter(kFixture,
+                       R"("chunk_receive","request_id":"req-42","operation_id":"xfer-req-42-g6")",
                        "xfer-req-42-g6", "xfer-never-planned"),
             std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
