@@ -51,12 +51,14 @@ std::string_view ChunkStateName(ChunkState s) {
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   std::vector<PlanIssue> out;
   std::set<std::string> ids;
+  bool sizes_ok = true;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkSpec& c = plan.chunks[i];
     if (!ids.insert(c.chunk_id).second)
       out.push_back({ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE, static_cast<int64_t>(i),
                      "chunk id \"" + c.chunk_id + "\" is declared twice"});
     auto want = CheckedMul(c.token_count, plan.bytes_per_token_layer);
+    if (!want || *want != c.bytes) sizes_ok = false;
     if (!want)
       out.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, static_cast<int64_t>(i),
                      "token_count * bytes_per_token_layer overflows 64 bits"});
@@ -68,6 +70,10 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                          " B (2 * H_kv * d_h * b) = " + std::to_string(*want) + " B"});
   }
   // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
+  // Judged only when every chunk's bytes agree with its token_count: a chunk whose two sizes
+  // disagree has no trustworthy interval (a wrong token_count would otherwise raise a coverage
+  // code too: one wrong field, one code).
+  if (!sizes_ok) return out;
   auto end = CheckedAdd(plan.token_start, plan.token_count);
   std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {

@@ -85,7 +85,8 @@ struct PlanIssue {
 };
 // Unique chunk ids, chunk bytes = token_count * bytes_per_token_layer (overflow-checked),
 // and coverage: every (layer, token) of [0,num_layers) x [token_start, token_start+count)
-// covered by exactly one chunk. Empty when the plan is sound.
+// covered by exactly one chunk, judged only when every chunk's bytes agree with its
+// token_count. Empty when the plan is sound.
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
 // Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
 std::string PlanContentDigest(const TransferPlan& plan);

@@ -232,6 +232,18 @@ TEST(CheckPlan, ReportsDuplicateIdsBytesAndCoverage) {
   auto huge = p;
   huge.bytes_per_token_layer = uint64_t{1} << 62;
   EXPECT_EQ(CheckPlan(huge).at(0).code, ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
+  // Regression (nested-field sweep, 2026-12-03): a chunk's token_count + 1 raised the bytes code
+  // and a coverage code (its interval overlaps the next chunk's). Coverage is judged only over
+  // chunks whose two sizes agree; a wrong start alone is a coverage issue.
+  auto longer = p;
+  longer.chunks[0].token_count += 1;
+  ASSERT_EQ(CheckPlan(longer).size(), 1u);
+  EXPECT_EQ(CheckPlan(longer).at(0).code, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH);
+  auto shifted = p;
+  shifted.chunks[0].token_start += 1;
+  ASSERT_FALSE(CheckPlan(shifted).empty());
+  for (const auto& issue : CheckPlan(shifted))
+    EXPECT_EQ(issue.code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
   ByteCreditWindow small(256);
   DestinationBlockPool pool(4);
   DecodeDirectory dir(Abi());
