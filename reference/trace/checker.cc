@@ -15,6 +15,12 @@
 namespace kvc::trace {
 namespace dom = simdjson::dom;
 
+bool IsPlaneComponent(std::string_view component) {
+  for (Plane p : {Plane::kSemantic, Plane::kAllocator, Plane::kResidency, Plane::kTransfer})
+    if (component == PlaneComponent(p)) return true;
+  return false;
+}
+
 std::string_view PlaneComponent(Plane p) {
   switch (p) {
     case Plane::kSemantic: return "semantic";
@@ -792,15 +798,17 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     prod->RejectUnknown();
   }
   lifecycle::CacheAbi abi;
+  bool abi_ok = false;  // an unusable cache ABI leaves nothing to replay against
   if (auto a = h.Object("cache_abi")) {
     abi.id = a->Str("id").value_or("");
     abi.num_layers = static_cast<uint32_t>(a->Uint("num_layers", 1u << 20).value_or(0));
-    abi.position_stage = a->Str("position_stage").value_or("");
+    abi.position_stage = a->Enum("position_stage", {"post_rope", "pre_rope"}).value_or("");
     bytes_per_token_ = a->Uint("bytes_per_token", uint64_t{1} << 40).value_or(0);
     if (a->clean() && abi.num_layers == 0)
       Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/num_layers",
              "a cache ABI has at least one cache-producing layer");
     a->RejectUnknown();
+    abi_ok = a->clean();
   }
   if (h.Has("bindings")) {
     if (auto b = h.Object("bindings")) {
@@ -844,7 +852,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   for (auto key : kRuntimeBindingKeys) h.Allow(key);  // runtime_binding.h reads them
   for (auto& v : ReadRuntimeBinding(obj, &binding_)) Report(v.code, v.pointer, v.message);
   h.RejectUnknown();
-  if (!h.clean() || abi.num_layers == 0 || !sampling || *sampling != "complete") return;
+  if (!h.clean() || !abi_ok || abi.num_layers == 0 || !sampling || *sampling != "complete")
+    return;
   kv_ = std::make_unique<lifecycle::KvObject>(abi);
   header_ok_ = true;
 }
@@ -853,9 +862,23 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
   if (last_source_ == nullptr || !SameBytes(last_source_name_, e.source_instance)) {
     auto it = sources_.find(e.source_instance);
     if (it == sources_.end()) {
+      // The header is incomplete. Reported once per source: the source is then taken as
+      // declared with the event's component and its events are replayed (a misspelled or
+      // missing declaration raises one code, not one per event plus the replay's cascade).
+      // At most kMaxUndeclaredSources such sources, so that memory stays bounded; beyond them,
+      // and for a component that names no plane, each event is reported and not replayed.
+      const bool adopt = undeclared_sources_ < kMaxUndeclaredSources &&
+                         IsPlaneComponent(e.source_component);
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-             "source_instance \"" + std::string(e.source_instance) + "\" is not declared in the header");
-      return nullptr;
+             "source_instance \"" + std::string(e.source_instance) +
+                 "\" is not declared in the header" +
+                 (adopt ? " (its events are replayed as a \"" + std::string(e.source_component) +
+                              "\" source; this is reported once)"
+                        : ""));
+      if (!adopt) return nullptr;
+      ++undeclared_sources_;
+      it = sources_.try_emplace(std::string(e.source_instance)).first;
+      it->second.component = std::string(e.source_component);
     }
     last_source_name_ = it->first;  // map keys are stable: sources are never erased
     last_source_ = &it->second;

@@ -90,6 +90,7 @@ inline constexpr uint64_t kTraceSchemaVersion = 1;
 // Which state plane an event type belongs to (M5.1 0x07 "Five State Planes").
 enum class Plane : uint8_t { kSemantic, kAllocator, kResidency, kTransfer };
 std::string_view PlaneComponent(Plane p);  // "semantic", "allocator", "residency", "transfer"
+bool IsPlaneComponent(std::string_view component);  // one of PlaneComponent's names
 
 class TraceChecker;
 class ObjReader;
@@ -488,6 +489,9 @@ class TraceChecker {
   template <typename T>
   using Map = base::StableStringMap<T>;
   Map<SourceState> sources_;
+  // Sources adopted without a header declaration (CheckSource), at most kMaxUndeclaredSources.
+  static constexpr size_t kMaxUndeclaredSources = 64;
+  size_t undeclared_sources_ = 0;
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;

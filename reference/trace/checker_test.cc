@@ -1301,5 +1301,55 @@ TEST(TraceGatingTest, RegressionLostOutputRaisesOneCode) {
   EXPECT_EQ(Codes(head + tail(8)), V{"TRACE_SNAPSHOT_MISMATCH"});  // output 1 is lost
 }
 
+// Regressions (header sweep, 2026-12-03: each header field changed). A header that declares a
+// source under another name made every event of the source raise TRACE_SOURCE_UNDECLARED and
+// go unreplayed, so the requests it served raised lifecycle codes of their own (2 distinct
+// codes, up to 37 violations). The first event of an undeclared source is reported; the source
+// is then adopted with the event's component and its events are replayed, up to
+// kMaxUndeclaredSources sources (memory stays bounded on untrusted input).
+TEST(TraceGatingTest, RegressionUndeclaredSourceIsReportedOnceAndReplayed) {
+  auto from = [](const std::string& source, std::string line) {
+    return Mutate(std::move(line), R"("source_instance":"e")",
+                  R"("source_instance":")" + source + "\"") +
+           "\n";
+  };
+  auto trace = [&](int read_length) {
+    return std::string(kHeader) + "\n" + from("e2", Alloc(0)) + from("e2", Start(1)) +
+           from("e2", Stage(2)) + from("e2", Publish(3)) + from("e2", Read(4, "R", 1, read_length));
+  };
+  const Violations v = ValidateTraceJsonl(trace(2), "t.jsonl");
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SOURCE_UNDECLARED"});
+  EXPECT_EQ(v[0].line, 2u);
+  // Its events are judged: a wrong read is still found.
+  EXPECT_EQ(Codes(trace(3)),
+            (std::vector<std::string>{"TRACE_SOURCE_UNDECLARED", "TRACE_SNAPSHOT_MISMATCH"}));
+  // Beyond 64 adopted sources each event is reported and not replayed.
+  TraceChecker c("t.jsonl");
+  c.Feed(kHeader, 1);
+  for (int i = 0; i < 70; ++i) {
+    std::string alloc = Ev(0, "request_allocate",
+                           R"("request_id":"R)" + std::to_string(i) +
+                               R"(","handle_generation":0,"payload":{"prompt_length":2})");
+    alloc = Mutate(alloc, R"("source_instance":"e")",
+                   R"("source_instance":"s)" + std::to_string(i) + "\"");
+    c.Feed(alloc, static_cast<uint32_t>(i + 2));
+    EXPECT_EQ(c.kv().Find("R" + std::to_string(i)) != nullptr, i < 64) << i;
+  }
+  EXPECT_EQ(c.Finish(false).size(), 70u);
+}
+
+// Regression (header sweep, 2026-12-03): a cache ABI whose position_stage is neither post_rope
+// nor pre_rope was accepted, and every append then raised LIFECYCLE_POSITION_STAGE_MISMATCH. It
+// is INPUT_VALUE_INVALID, and a header whose cache ABI is unusable replays nothing.
+TEST(TraceGatingTest, RegressionHeaderPositionStageIsAnEnum) {
+  const std::string bad =
+      Mutate(kHeader, R"("position_stage":"post_rope")", R"("position_stage":"post-rope")");
+  EXPECT_EQ(Codes(bad + "\n" + Alloc(0) + "\n" + PrefillLines()),
+            std::vector<std::string>{"INPUT_VALUE_INVALID"});
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines()),
+            std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -142,6 +142,8 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     const Family* d = nullptr;
     for (size_t j = 0; j < families.size(); ++j)
       if (j != i && !f.denominator.empty() && name_of[j] == f.denominator) d = &families[j];
+    // A denominator whose own type or counts is unreadable was reported there (one code).
+    if (d != nullptr && (d->type.empty() || d->counts.empty())) continue;
     if (d == nullptr || d->type != "counter" || d->counts != "events")
       Add(&out, ErrorCode::TRACE_METRIC_DENOMINATOR_MISSING, f.pointer + "/denominator",
           "failure counter \"" + name_of[i] + "\" " +

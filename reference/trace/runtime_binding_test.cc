@@ -83,6 +83,11 @@ TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
   m = Metrics();
   m[2]["denominator"] = "kv_cache_usage_ratio";  // a gauge is no attempts count
   EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  // Regression (header sweep, 2026-12-03): the attempts counter's type misspelled raised
+  // INPUT_VALUE_INVALID there and TRACE_METRIC_DENOMINATOR_MISSING on the failure counter.
+  m = Metrics();
+  m[1]["type"] = "counterx";
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
   m = Metrics();
   m[2]["denominator"] = "cache_append_failures_total";  // itself
   EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
