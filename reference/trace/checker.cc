@@ -1187,7 +1187,13 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     return;
   }
   SourceState* src_state = CheckSource(e, *spec);
-  if (!src_state) return;
+  if (!src_state) {
+    // Dropped (reported): an event whose source or component the header contradicts takes its
+    // place in its declared source's sequence, and its operation and request are gated.
+    NoteDroppedEvent(e.source_instance, e.local_sequence);
+    DropEvent(e, payload_el);
+    return;
+  }
 
   // Source-local order: duplicate delivery, gaps, regressions, clocks.
   SourceState& src = *src_state;

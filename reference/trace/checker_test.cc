@@ -1339,6 +1339,18 @@ TEST(TraceGatingTest, RegressionUndeclaredSourceIsReportedOnceAndReplayed) {
   EXPECT_EQ(c.Finish(false).size(), 70u);
 }
 
+// Regression (envelope source sweep, 2026-12-03): an event whose source_component contradicts
+// the header was reported and skipped without gating or taking its place in the source's
+// sequence: the next event raised TRACE_SEQUENCE_GAP and the requests it served lifecycle codes
+// (3 distinct codes for a stage). It is dropped like any event with an unusable envelope.
+TEST(TraceGatingTest, RegressionEventFromTheWrongComponentRaisesOneCode) {
+  const std::string stage =
+      Mutate(Stage(2), R"("source_component":"semantic")", R"("source_component":"allocator")");
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + stage + "\n" +
+                  Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n"),
+            std::vector<std::string>{"TRACE_SOURCE_UNDECLARED"});
+}
+
 // Regression (header sweep, 2026-12-03): a cache ABI whose position_stage is neither post_rope
 // nor pre_rope was accepted, and every append then raised LIFECYCLE_POSITION_STAGE_MISMATCH. It
 // is INPUT_VALUE_INVALID, and a header whose cache ABI is unusable replays nothing.
