@@ -23,10 +23,10 @@ TRACE_SEQUENCE_REGRESSION). And each pair of adjacent events emitted in the othe
 local_sequence and monotonic_ns exchanged when they share a source): the pair may commute
 (no violation), else it must raise one distinct code. And each event left out, its source's
 later events renumbered (a runtime that never emitted it): nothing (an observation, a read, a
-stage of a transaction that never publishes), or one distinct code. It prints how many mutations raised 0, 1, 2, ... violations. docs/trace-format.md
-"Gating" promises one code per root cause and lists the known exceptions this sweep finds;
+stage of a transaction that never publishes), or one distinct code. It prints how many
+mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per root cause and lists the known exceptions this sweep finds;
 a mutation raising several codes is either one of them or a gating gap. Deterministic (no
-randomness); about 6,000 checks, ~8 s. With --check it is a CI test.
+randomness); about 6,100 checks, ~12 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -212,6 +212,11 @@ SWAP = "swap:next"
 OMIT = "omit"
 
 
+def source_of(event):
+    """The (source_instance, source_component) that numbers `event`."""
+    return event.get("source_instance"), event.get("source_component")
+
+
 def mutations(event):
     """(name, function applying the change to a copy of the event) for one event."""
     out = [("event_type", lambda e: e.__setitem__("event_type", "bogus_type"))]
@@ -269,43 +274,41 @@ def main():
                 print(f"{rel}: the unmutated fixture does not pass; skipped")
                 continue
             cases = []  # (path, line, event type, mutation name)
+
+            def add(trace, i, name):
+                """Writes `trace` as the case `name` of the event on lines[i]."""
+                path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
+                write(path, trace)
+                cases.append((path, i + 1, lines[i].get("event_type"), name))
+
             for i in range(1, len(lines)):
                 for name, apply in mutations(lines[i]):
                     mutated = copy.deepcopy(lines)
                     apply(mutated[i])
-                    path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
-                    write(path, mutated)
-                    cases.append((path, i + 1, lines[i].get("event_type"), name))
+                    add(mutated, i, name)
             # Redeliveries: each event delivered again, unchanged, after the next event and at the
             # end of the trace (M5.1 0x07: duplicates are deduplicated, not replayed twice).
             for i in range(1, len(lines)):
                 for name, at in (("redeliver:next", min(i + 2, len(lines))),
                                  ("redeliver:end", len(lines))):
-                    path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
-                    write(path, lines[:at] + [lines[i]] + lines[at:])
-                    cases.append((path, i + 1, lines[i].get("event_type"), name))
+                    add(lines[:at] + [lines[i]] + lines[at:], i, name)
             # Emission order: each pair of adjacent events in the other order, numbered in the new
             # order where they share a source (a pair from two sources keeps its numbers).
             for i in range(1, len(lines) - 1):
                 a, b = copy.deepcopy(lines[i]), copy.deepcopy(lines[i + 1])
-                if all(a.get(k) == b.get(k) for k in ("source_instance", "source_component")):
+                if source_of(a) == source_of(b):
                     for k in ("local_sequence", "monotonic_ns"):
                         if k in a and k in b:
                             a[k], b[k] = b[k], a[k]
-                path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
-                write(path, lines[:i] + [b, a] + lines[i + 2:])
-                cases.append((path, i + 1, lines[i].get("event_type"), SWAP))
+                add(lines[:i] + [b, a] + lines[i + 2:], i, SWAP)
             # Omission: each event left out, numbered as if it had never been emitted.
             for i in range(1, len(lines)):
                 rest = copy.deepcopy(lines[i + 1:])
-                src = [lines[i].get(k) for k in ("source_instance", "source_component")]
                 for e in rest:
-                    if ([e.get(k) for k in ("source_instance", "source_component")] == src and
+                    if (source_of(e) == source_of(lines[i]) and
                             isinstance(e.get("local_sequence"), int)):
                         e["local_sequence"] -= 1
-                path = os.path.join(tmp, f"m{len(cases):05d}.jsonl")
-                write(path, lines[:i] + rest)
-                cases.append((path, i + 1, lines[i].get("event_type"), OMIT))
+                add(lines[:i] + rest, i, OMIT)
             verdicts = check_many(binary, [c[0] for c in cases])
             for path, line, event_type, name in cases:
                 codes = verdicts.get(path)

@@ -58,11 +58,12 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       out.push_back({ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE, static_cast<int64_t>(i),
                      "chunk id \"" + c.chunk_id + "\" is declared twice"});
     auto want = CheckedMul(c.token_count, plan.bytes_per_token_layer);
-    if (!want || *want != c.bytes) sizes_ok = false;
+    if (want && *want == c.bytes) continue;
+    sizes_ok = false;
     if (!want)
       out.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, static_cast<int64_t>(i),
                      "token_count * bytes_per_token_layer overflows 64 bits"});
-    else if (*want != c.bytes)
+    else
       out.push_back({ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, static_cast<int64_t>(i),
                      "chunk \"" + c.chunk_id + "\" declares " + std::to_string(c.bytes) +
                          " B but " + std::to_string(c.token_count) + " tokens * " +

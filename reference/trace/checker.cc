@@ -1312,9 +1312,8 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       // at an incarnation that never existed (not yet, or below the id's first generation)
       // mislabels an event of the live one: its operation and request are gated, as for any
       // dropped event.
-      const Request* r = req ? req : FindRequest(*e.request_id);
       if (*e.handle_generation > h->current.incarnation ||
-          (r && *e.handle_generation < r->first_generation))
+          (req && *e.handle_generation < req->first_generation))
         DropEvent(e, payload_el);
       return;
     }

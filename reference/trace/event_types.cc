@@ -431,24 +431,19 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
   //   request's frontier checks stop there, as after a frontier breach;
   // - either way, a claim naming a snapshot the handle has not reached shows a publication the
   //   replay lacks (lost, or emitted later): the request is gated.
-  const bool unreached = e.base_snapshot && *e.base_snapshot > cur->version;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
-  if (req) {
-    Status s = req->frontier.Emit(index, token, from_repair);
-    if (!s.ok()) {
-      c.ReportStatus(s, c.LinePtr() + "/payload");
-      req->frontier.Untrack();  // one frontier breach raises one code (as for appends)
-      if (unreached) c.DropEvent(e);
-      return;
-    }
-  }
-  if (e.base_snapshot && *e.base_snapshot != cur->version) {
+  const Status s = req ? req->frontier.Emit(index, token, from_repair) : Status();
+  if (!s.ok())
+    c.ReportStatus(s, c.LinePtr() + "/payload");
+  else if (e.base_snapshot && *e.base_snapshot != cur->version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
                  U(cur->version));
-    if (req) req->frontier.Untrack();
-    if (unreached) c.DropEvent(e);
-  }
+  else
+    return;
+  if (req) req->frontier.Untrack();  // one breach raises one code (as for appends)
+  // A claim naming an unreached snapshot always raised one of the two codes above.
+  if (e.base_snapshot && *e.base_snapshot > cur->version) c.DropEvent(e);
 }
 
 void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
