@@ -5,9 +5,8 @@ Usage: tools/gating_sweep.py [KVCONFORM] [--list] [--none] [--check]
   KVCONFORM: the kvconform binary (default build/bin/kvconform).
   --list: print every mutation that raises more than one violation.
   --none: print every mutation that raises none (the ones a reader should sort by kind).
-  --check: exit 1 unless the mutations raising more than one distinct code are exactly
-           KNOWN_SEVERAL_CODES below (the documented exception), the mutations raising none
-           are exactly the deletions of OPTIONAL_CLAIMS and the KNOWN_SILENT list (each with
+  --check: exit 1 unless no mutation but a rename (RENAMES) raises more than one distinct
+           code, the mutations raising none are exactly the deletions of OPTIONAL_CLAIMS and the KNOWN_SILENT list (each with
            its reason), and every mutation got a verdict; ctest runs this as
            trace_gating_sweep.
 
@@ -24,8 +23,9 @@ local_sequence and monotonic_ns exchanged when they share a source): the pair ma
 (no violation), else it must raise one distinct code. And each event left out, its source's
 later events renumbered (a runtime that never emitted it): nothing (an observation, a read, a
 stage of a transaction that never publishes), or one distinct code. It prints how many
-mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per root cause and lists the known exceptions this sweep finds;
-a mutation raising several codes is either one of them or a gating gap. Deterministic (no
+mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
+root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
+Deterministic (no
 randomness); about 6,100 checks, ~12 s. With --check it is a CI test.
 """
 import collections
@@ -38,22 +38,6 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# The mutations allowed to raise more than one distinct code (docs/trace-format.md "Gating":
-# a refused transfer plan reserves no pool blocks, so a later transfer's recorded rejection is
-# admitted by the replay and raises TRACE_OUTCOME_INVALID too). (fixture, line, mutation).
-SUPERSEDED = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl"
-KNOWN_SEVERAL_CODES = {
-    (SUPERSEDED, 3, "payload.reserved_blocks+1"),
-    (SUPERSEDED, 42, "payload.token_start+1"),
-    (SUPERSEDED, 42, "payload.token_count+1"),
-    (SUPERSEDED, 42, "payload.bytes_per_token_layer+1"),
-    (SUPERSEDED, 42, "payload.reserved_blocks+1"),
-    # The plan emitted after its transfer_reserve, or left out: the plan is gated (or absent), so
-    # its blocks are not reserved either.
-    (SUPERSEDED, 42, "swap:next"),
-    (SUPERSEDED, 42, "omit"),
-}
 
 # Mutations that raise no violation by design (--check fails on any other silent mutation: a
 # blind spot of the checker, to fix or to list here with its reason).
@@ -352,11 +336,7 @@ def main():
     if "--check" in sys.argv:
         distinct = {(rel, line, name) for rel, line, _, name, codes in several
                     if len(set(codes)) > 1 and name not in RENAMES}
-        failures = exact(distinct, KNOWN_SEVERAL_CODES,
-                         "several distinct codes (a gating gap, or a new exception to document "
-                         "in docs/trace-format.md and KNOWN_SEVERAL_CODES)",
-                         "listed in KNOWN_SEVERAL_CODES but now raises one code or none (remove "
-                         "it from the list and the docs)")
+        failures = exact(distinct, set(), "several distinct codes (a gating gap)", "")
         quiet = {(rel, line, name) for rel, line, event_type, name in silent
                  if not allowed_silent(event_type, name)}
         failures += exact(quiet, set(KNOWN_SILENT),
@@ -375,8 +355,7 @@ def main():
             sys.exit(1)
         print(f"gating sweep: every redelivery deduplicated or (late) one sequence regression; "
               f"every source mutation as SOURCE_VERDICTS allows; "
-              f"one distinct code per mutation except the "
-              f"{len(KNOWN_SEVERAL_CODES)} documented exceptions; {len(silent)} silent mutations, "
+              f"at most one distinct code per mutation but a rename; {len(silent)} silent mutations, "
               f"each an optional claim deleted or one of the {len(KNOWN_SILENT)} listed with "
               "its reason")
     if "--none" in sys.argv:

@@ -101,6 +101,14 @@ std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
   return std::nullopt;
 }
 
+// Gates the event's request: a plan that was not replayed, a transfer the replay never planned, a
+// reservation or validation the replay does not follow leaves the request's generation fence
+// and pool reservation unknown (the runtime's destination may hold an attempt the replay does
+// not), so the request's later events, its other attempts included, are not judged on it.
+void GateRequest(TraceChecker& c, const Event& e) {
+  if (e.request_id) c.Poison("request:" + std::string(*e.request_id));
+}
+
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
 Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   const std::string id(*e.operation_id);
@@ -117,7 +125,10 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
              std::string(e.event_type) + " names transfer \"" + id +
                  "\", which no earlier transfer_plan declared" +
                  (gate ? " (its later events, plan included, are not replayed)" : ""));
-    if (gate) c.Poison("transfer:" + id);
+    if (gate) {
+      c.Poison("transfer:" + id);
+      GateRequest(c, e);
+    }
     return nullptr;
   }
   Transfer& t = it->second;
@@ -293,21 +304,26 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   });
   const std::string gate = "transfer:" + plan.transfer_id;
   if (c.IsPoisoned(gate)) return;  // gated: an earlier event of the transfer was dropped
-  if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return c.Poison(gate);
+  // A plan that is not replayed gates its transfer and its request (GateRequest).
+  auto drop = [&] {
+    c.Poison(gate);
+    GateRequest(c, e);
+  };
+  if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);
-  if (!req) return c.Poison(gate);
+  if (!req) return drop();
   if (plan.identity.request_id != *req) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH,
              c.LinePtr() + "/payload/identity/request_id",
              "transfer_plan identity names request \"" + plan.identity.request_id +
                  "\"; the event names \"" + *req + "\"");
-    return c.Poison(gate);
+    return drop();
   }
   if (e.handle_generation && *e.handle_generation != plan.identity.generation) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
              "transfer_plan carries generation " + U(*e.handle_generation) +
                  "; its identity fence names generation " + U(plan.identity.generation));
-    return c.Poison(gate);
+    return drop();
   }
   plan.tensor_abi_sha256 = *abi;
   plan.num_layers = c.kv().abi().num_layers;
@@ -326,7 +342,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   fmt("/tensor_abi_sha256", plan.tensor_abi_sha256);
   for (size_t i = 0; i < plan.chunks.size(); ++i)
     fmt("/chunks/" + U(i) + "/checksum", plan.chunks[i].checksum);
-  if (!digests_ok) return c.Poison(gate);
+  if (!digests_ok) return drop();
   TransferState& s = State(c);
   const std::string content =
       handoff::PlanContentDigest(plan) + "|" + plan.identity.tenant + "|" +
@@ -344,15 +360,15 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   }
   if (!plan.visible_prefix_handle.empty() &&
       IsNameGated(c, kPrefixGate, plan.visible_prefix_handle))
-    return c.Poison(gate);  // the prefix it extends was dropped and reported
+    return drop();  // the prefix it extends was dropped and reported
   auto d = s.destinations.find(*dest);
   if (d == s.destinations.end()) {
     if (IsNameGated(c, kDestinationGate, *dest))
-      return c.Poison(gate);  // its declaration was dropped and reported
+      return drop();  // its declaration was dropped and reported
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/payload/destination",
              "transfer_plan names destination \"" + *dest +
                  "\", which no earlier transfer_destination declared");
-    return c.Poison(gate);
+    return drop();
   }
   bool plan_ok = true;
   for (const auto& issue : handoff::CheckPlan(plan)) {
@@ -362,7 +378,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
                  (issue.chunk_index >= 0 ? "/" + U(static_cast<uint64_t>(issue.chunk_index)) : ""),
              issue.message);
   }
-  if (!plan_ok) return c.Poison(gate);
+  if (!plan_ok) return drop();
   Transfer t;
   t.destination = *dest;
   t.request_id = *req;
@@ -374,7 +390,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool, &s.directory);
   if (!txn.ok()) {
     c.ReportStatus(txn.status(), c.LinePtr() + "/payload/chunks");
-    return c.Poison(gate);
+    return drop();
   }
   t.txn.emplace(std::move(*txn));
   s.transfers.emplace(*e.operation_id, std::move(t));
@@ -383,7 +399,12 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean()) return;
   TransferState& s = State(c);
-  if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Reserve());
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  const Status st = t->txn->Reserve();
+  // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
+  // the request's fence and pool share unknown.
+  if (!Judge(c, e, st) && !(KeyEquals(e.outcome, "rejected") && !st.ok())) GateRequest(c, e);
 }
 
 void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -463,8 +484,12 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   // The destination expects the trace's cache ABI (header cache_abi.id).
-  if (t && Judge(c, e, t->txn->Validate(expected, c.kv().abi().id)))
+  if (!t) return;
+  const Status st = t->txn->Validate(expected, c.kv().abi().id);
+  if (Judge(c, e, st))
     t->summary.validated_ns = e.monotonic_ns;
+  else if (st.error() == ErrorCode::HANDOFF_IDENTITY_MISMATCH && !KeyEquals(e.outcome, "rejected"))
+    GateRequest(c, e);  // the plan's identity, and so the fence it reserved, was not the runtime's
 }
 
 void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {

@@ -150,6 +150,60 @@ TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
             std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
 
+// Regression (gating sweep, 2026-12-03, the former pool-accounting exception): an attempt the
+// replay did not follow left the request's generation fence behind the runtime's. When the newer
+// attempt's plan was dropped, its reservation refused, or the plan left out, the superseded
+// attempt's late publication, reported rejected, was admitted by the replay and raised
+// TRACE_OUTCOME_INVALID too; when the older plan's identity named a wrong generation, the newer
+// attempt's reservation raised HANDOFF_STALE_GENERATION too. Such an attempt now gates its
+// request.
+TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
+  constexpr const char* kSuperseded = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl";
+  const std::string g7_plan =
+      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g7")";
+  const std::string g6_plan =
+      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g6")";
+  const std::string sum =
+      R"("checksum":"c5f43e189a06a2ab11e0b3383d60f2dc23a576ec5bc80c9300ad05a14e4fe595")";
+  // The newer attempt's plan dropped (a malformed chunk checksum).
+  EXPECT_EQ(
+      CodesAfter(
+          kSuperseded, g7_plan, sum,
+          R"("checksum":"c5f43e189a06a2ab11e0b3383d60f2dc23a576ec5bc80c9300ad05a14e4fe595x")"),
+      std::vector<std::string>{"HANDOFF_DIGEST_MALFORMED"});
+  // The plan's identity names another request than its event.
+  EXPECT_EQ(CodesAfter(kSuperseded, g7_plan, R"("request_id":"req-42","generation")",
+                       R"("request_id":"req-43","generation")"),
+            std::vector<std::string>{"HANDOFF_TRACE_IDENTITY_MISMATCH"});
+  // Its reservation refused by the replay (more blocks than the pool has free).
+  EXPECT_EQ(CodesAfter(kSuperseded, g7_plan, R"("reserved_blocks":4)", R"("reserved_blocks":5)"),
+            std::vector<std::string>{"HANDOFF_RESERVATION_TOO_SMALL"});
+  // The older plan's identity names generation 7: the validation finds it, and the reservation
+  // of the attempt that really is generation 7 is not judged on the fence the wrong one set.
+  EXPECT_EQ(CodesAfter(kSuperseded, g6_plan, R"("generation":6)", R"("generation":7)"),
+            std::vector<std::string>{"HANDOFF_IDENTITY_MISMATCH"});
+  // The newer attempt's plan left out (its source renumbered): its reservation names an unknown
+  // transfer.
+  std::vector<std::string> lines = Lines(kSuperseded);
+  size_t plan = 0;
+  for (size_t i = 0; i < lines.size() && !plan; ++i)
+    if (lines[i].find(g7_plan) != std::string::npos) plan = i;
+  ASSERT_GT(plan, 0u);
+  lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(plan));
+  for (size_t i = plan; i < lines.size(); ++i) {
+    const std::string from =
+        R"("source_instance":"router-0","source_component":"transfer","local_sequence":2)";
+    if (auto at = lines[i].find(from); at != std::string::npos)
+      lines[i].replace(
+          at, from.size(),
+          R"("source_instance":"router-0","source_component":"transfer","local_sequence":1)");
+  }
+  TraceChecker c(kSuperseded);
+  const Violations& v = Replay(c, lines);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"})
+      << test::Describe(v);
+}
+
 // Regression (gating sweep, 2026-12-03): a dropped transfer_destination left the plans naming it
 // to raise HANDOFF_TRANSFER_UNKNOWN.
 TEST(TransferEventsTest, RegressionDroppedDestinationGatesThePlansNamingIt) {
