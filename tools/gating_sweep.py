@@ -6,16 +6,18 @@ Usage: tools/gating_sweep.py [KVCONFORM] [--list] [--none] [--check]
   --list: print every mutation that raises more than one violation.
   --none: print every mutation that raises none (the ones a reader should sort by kind).
   --check: exit 1 unless no mutation but a rename (RENAMES) raises more than one distinct
-           code, the mutations raising none are exactly the deletions of OPTIONAL_CLAIMS and the KNOWN_SILENT list (each with
-           its reason), and every mutation got a verdict; ctest runs this as
-           trace_gating_sweep.
+           code, the mutations raising none are exactly the deletions of OPTIONAL_CLAIMS, the
+           changes of FREE_TEXT / HEADER_FREE_TEXT and the KNOWN_SILENT list (each with its
+           reason), and every mutation got a verdict; ctest runs this as trace_gating_sweep.
 
 For every event of every trace fixture (fixtures/m5_1/**/*.jsonl, fixtures/m5_6/trace/*.jsonl)
 it checks, with the trace checker (`kvconform validate --format json`, many traces per process),
 the trace with one change: the event_type misspelled; base_snapshot / result_snapshot /
 handle_generation + 1; the source_component changed or the source_instance renamed
 (SOURCE_VERDICTS); the outcome set to each other value; the request_id or operation_id
-renamed; each payload member deleted, retyped, or (for integers) + 1. And each event delivered
+renamed; each payload member deleted, retyped, or (for integers) + 1; every integer or string
+inside the payload, nested ones included, and inside the header + 1 or with "x" appended
+(the header's changes are named at line 1). And each event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace
 (deduplicated, or, older than the source window and forgotten with its released request, one
 TRACE_SEQUENCE_REGRESSION). And each pair of adjacent events emitted in the other order (their
@@ -26,7 +28,7 @@ stage of a transaction that never publishes), or one distinct code. It prints ho
 mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
 root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
 Deterministic (no
-randomness); about 6,100 checks, ~12 s. With --check it is a CI test.
+randomness); about 7,200 checks, ~15 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -123,10 +125,77 @@ for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publis
         KNOWN_SILENT[(T + _f, 2, f"payload.{_m}+1")] = LOOSE_CAPACITY
 
 
+# 3. Nested members and strings (the "+1" / ":x" changes of scalar_mutations).
+COVERED = "a readiness interval that still covers every chunk the plan sends of that layer"
+UNSENT = ("the plan of an attempt superseded or aborted before any chunk of it moves: no later "
+          "event names its chunks, and its identity fence is compared only at transfer_validate "
+          "(M5.6 0x06D), which it never reaches")
+DRAFT = "a draft token the verification rejects: only accepted drafts become cache or output rows"
+ABI_ID = ("no event of the trace states a cache ABI (append_start's `cache_abi` is optional), so "
+          "the header's id is compared with nothing")
+BYTES = ("no event of the trace makes a byte claim (`pending_payload_bytes`, allocator or "
+         "residency bytes), so B_token is compared with nothing")
+PLAN_BYTES = ("M5.6 plans state their own `bytes_per_token_layer`; the header's B_token is "
+              "not compared with them (docs/trace-format.md \"The header\")")
+KNOWN_SILENT.update({
+    (L + "synthetic_lifecycle.jsonl", 9, "payload.idempotency_key:x"):
+        "the key of txn-lose, which is never retried",
+    (L + "synthetic_lifecycle.jsonl", 27, "payload.interval.0+1"): REFUSED_EITHER_WAY,
+    (L + "synthetic_lifecycle.jsonl", 27, "payload.interval.1+1"): REFUSED_EITHER_WAY,
+    (L + "synthetic_lifecycle.jsonl", 36, "payload.slot_ids.0+1"): NO_MODEL,
+    (T + "transfer_protocol.jsonl", 13, "payload.chunk_id:x"):
+        "a refused late completion of the superseded attempt is refused for any chunk",
+})
+for _f, _line, _drafts in (("speculative_correction.jsonl", 12, (2, 3)),
+                           ("speculative_frontier_verify.jsonl", 8, (1, 2))):
+    for _i in _drafts:
+        KNOWN_SILENT[("fixtures/m5_1/frontier/" + _f, _line, f"payload.draft_tokens.{_i}+1")] = DRAFT
+for _line in (6, 11, 16, 21):  # the warm destination holds [0, 4): the chunks send [4, 32)
+    for _end in (0, 1):
+        KNOWN_SILENT[(T + "suffix_onto_warm_destination.jsonl", _line,
+                      f"payload.interval.{_end}+1")] = COVERED
+for _f, _lines in (("superseded_attempt_late_publish.jsonl", (5, 6, 7, 8)),
+                   ("transfer_protocol.jsonl", (8, 16, 26, 36))):
+    for _line in _lines:
+        KNOWN_SILENT[(T + _f, _line, "payload.interval.1+1")] = COVERED
+for _f, _line, _gen in (("superseded_attempt_late_publish.jsonl", 42, True),
+                        ("transfer_protocol.jsonl", 3, False)):
+    for _i in range(8):
+        KNOWN_SILENT[(T + _f, _line, f"payload.chunks.{_i}.chunk_id:x")] = UNSENT
+    for _m in ("attempt+1", "destination_worker_epoch+1", "source_worker_epoch+1",
+               "reservation_id:x", "tenant:x") + (("generation+1",) if _gen else ()):
+        KNOWN_SILENT[(T + _f, _line, "payload.identity." + _m)] = UNSENT
+for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
+           "frontier/speculative_frontier_verify", "lifecycle/cancel_before_first_output",
+           "lifecycle/doc_example_two_requests", "lifecycle/synthetic_lifecycle",
+           "lifecycle/two_layer_decode", "observability/loop8_allocator_model",
+           "observability/loop8_failure_retry_fork_release"):
+    KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.id:x")] = ABI_ID
+for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
+           "lifecycle/synthetic_lifecycle"):
+    KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = BYTES
+for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish", "transfer_protocol"):
+    KNOWN_SILENT[(f"{T}{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = PLAN_BYTES
+
+# 4. Free text, which the contract does not interpret: any change is silent. Payload members
+# (event type, member) and header members (path, array indices as N).
+FREE_TEXT = {("append_failure", "reason"), ("cancel_txn", "reason"), ("transfer_abort", "reason"),
+             ("residency_observation", "tier")}
+HEADER_FREE_TEXT = {"producer.name", "producer.revision", "description", "regenerate",
+                    "sources.N.clock_domain", "metrics.N.name", "metrics.N.labels.N",
+                    "runtime_pin.name", "runtime_pin.release", "runtime_pin.files.N.path"}
+
+
 def allowed_silent(event_type, name):
-    """A deletion of an optional claim (OPTIONAL_CLAIMS)."""
-    return (name.startswith("payload.") and name.endswith(":del") and
-            (event_type, name[len("payload."):-len(":del")]) in OPTIONAL_CLAIMS)
+    """A deletion of an optional claim (OPTIONAL_CLAIMS), or a change of free text."""
+    if name.startswith("payload.") and name.endswith(":del"):
+        return (event_type, name[len("payload."):-len(":del")]) in OPTIONAL_CLAIMS
+    if name.startswith("payload.") and name.endswith(":x"):
+        return (event_type, name[len("payload."):-len(":x")]) in FREE_TEXT
+    if name.startswith("header.") and name.endswith(":x"):
+        path = name[len("header."):-len(":x")].split(".")
+        return ".".join("N" if p.isdigit() else p for p in path) in HEADER_FREE_TEXT
+    return False
 
 
 # The verdicts a redelivered event may get. Right after the next event it is within its source's
@@ -201,6 +270,46 @@ def source_of(event):
     return event.get("source_instance"), event.get("source_component")
 
 
+def scalars(value, path=()):
+    """(path, value) of every integer and string inside `value` (objects and arrays), in order."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from scalars(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from scalars(v, path + (i,))
+    elif isinstance(value, (int, str)) and not isinstance(value, bool):
+        yield path, value
+
+
+def changed(value):
+    """`value` changed in place: an integer + 1, a string with an "x" appended."""
+    return value + 1 if isinstance(value, int) else value + "x"
+
+
+def change_at(path):
+    """A function changing the scalar at `path` of a dict (`changed`)."""
+    def apply(root):
+        for k in path[:-1]:
+            root = root[k]
+        root[path[-1]] = changed(root[path[-1]])
+    return apply
+
+
+def scalar_mutations(prefix, root, skip_top_ints):
+    """(name, function of the event) changing each integer or string inside `root` (the
+    event's member `prefix`, or the whole line when prefix is "header"): "+1" or ":x"."""
+    out = []
+    for path, v in scalars(root):
+        if skip_top_ints and len(path) == 1 and isinstance(v, int):
+            continue  # payload.<member>+1 is already a mutation
+        name = prefix + "." + ".".join(map(str, path)) + ("+1" if isinstance(v, int) else ":x")
+        apply = change_at(path)
+        out.append((name, apply if prefix == "header" else
+                    (lambda e, a=apply, m=prefix: a(e[m]))))
+    return out
+
+
 def mutations(event):
     """(name, function applying the change to a copy of the event) for one event."""
     out = [("event_type", lambda e: e.__setitem__("event_type", "bogus_type"))]
@@ -231,6 +340,8 @@ def mutations(event):
             if isinstance(v, int) and not isinstance(v, bool):
                 out.append(("payload." + k + "+1",
                             lambda e, k=k: e["payload"].__setitem__(k, e["payload"][k] + 1)))
+        # Every other integer and string of the payload, nested ones included.
+        out += scalar_mutations("payload", payload, True)
     return out
 
 
@@ -270,6 +381,11 @@ def main():
                     mutated = copy.deepcopy(lines)
                     apply(mutated[i])
                     add(mutated, i, name)
+            # The header: each integer and string changed (named at line 1).
+            for name, apply in scalar_mutations("header", lines[0], False):
+                mutated = copy.deepcopy(lines)
+                apply(mutated[0])
+                add(mutated, 0, name)
             # Redeliveries: each event delivered again, unchanged, after the next event and at the
             # end of the trace (M5.1 0x07: duplicates are deduplicated, not replayed twice).
             for i in range(1, len(lines)):
@@ -356,8 +472,8 @@ def main():
         print(f"gating sweep: every redelivery deduplicated or (late) one sequence regression; "
               f"every source mutation as SOURCE_VERDICTS allows; "
               f"at most one distinct code per mutation but a rename; {len(silent)} silent mutations, "
-              f"each an optional claim deleted or one of the {len(KNOWN_SILENT)} listed with "
-              "its reason")
+              f"each an optional claim deleted, a change of free text or one of the "
+              f"{len(KNOWN_SILENT)} listed with its reason")
     if "--none" in sys.argv:
         print(f"{len(silent)} mutations raise no violation")
         for rel, line, event_type, name in silent:
