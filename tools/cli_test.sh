@@ -76,6 +76,16 @@ check check_truncated 1 "$K" check "$T/cut.jsonl"; expect_out check_truncated_co
 head -n 4 "$TR" >"$T/midtxn.jsonl"
 check check_mid_txn 1 "$K" check "$T/midtxn.jsonl"; expect_out check_mid_txn_code 'midtxn.jsonl:3: TRACE_OPERATION_UNTERMINATED'
 check check_missing 2 "$K" check "$T/nope.jsonl"; expect_out check_missing_msg 'cannot open'
+check check_directory 2 "$K" check "$T"; expect_out check_directory_msg 'read error: Is a directory'
+# "-" reads the trace from standard input (a runtime piping its trace), in both modes.
+check check_stdin 0 bash -c '"$1" check - <"$2"' _ "$K" "$TR"; expect_out check_stdin_pass '^-: pass \('
+check check_stdin_invalid 1 bash -c '"$1" check - <"$2"' _ "$K" "$T/unknown_type.jsonl"
+expect_out check_stdin_invalid_code '^-:7: TRACE_EVENT_TYPE_UNKNOWN'
+check check_stdin_parse_only 0 bash -c '"$1" check --parse-only - <"$2"' _ "$K" "$TR"
+expect_out check_stdin_parse_only_lines "^-: parsed $(wc -l <"$TR") lines"
+# A byte-order mark before the header is named as such.
+{ printf '\xef\xbb\xbf'; cat "$TR"; } >"$T/bom.jsonl"
+check check_bom 1 "$K" check "$T/bom.jsonl"; expect_out check_bom_msg 'bom.jsonl:1: TRACE_HEADER_INVALID .*byte-order mark'
 # The benchmark's ceiling names its parser and the kernel simdjson chose (its throughput depends on it).
 check check_parse_only 0 "$K" check --parse-only "$TR"
 expect_out check_parse_only_parser "parsed $(wc -l <"$TR") lines \(simdjson [0-9.]+, [a-z0-9_]+ kernel; (mimalloc [0-9.]+|glibc malloc)\)"

@@ -760,7 +760,10 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
            LinePtr(),
            source_ + ":" + std::to_string(line_no) + ": " +
                (line.empty() ? std::string("empty line; expected one JSON object")
-                             : std::string("not JSON: ") + simdjson::error_message(err)));
+                : line.substr(0, 3) == "\xEF\xBB\xBF"
+                    ? std::string("starts with a UTF-8 byte-order mark (EF BB BF); a JSON Lines "
+                                  "trace has none")
+                    : std::string("not JSON: ") + simdjson::error_message(err)));
     return;
   }
   if (!root.is_object()) {
@@ -1415,7 +1418,12 @@ const Violations& FeedTraceText(TraceChecker* c, std::string_view text) {
   bool mid_line = false;
   while (start < text.size()) {
     const size_t nl = text.find('\n', start);
-    ++line;
+    if (!AdvanceLineNumber(line, 1, &line)) {
+      c->ReportAt(line, {}, ErrorCode::INPUT_VALUE_INVALID, "",
+                  "the trace has more than " + std::to_string(kMaxTraceLines) +
+                      " lines; the rest is not checked");
+      break;
+    }
     if (nl == std::string_view::npos) {
       mid_line = true;
       break;
@@ -1429,6 +1437,12 @@ const Violations& FeedTraceText(TraceChecker* c, std::string_view text) {
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source) {
   TraceChecker c{std::string(source)};
   return FeedTraceText(&c, text);
+}
+
+bool AdvanceLineNumber(uint32_t line, size_t n, uint32_t* after) {
+  if (n > kMaxTraceLines - line) return false;
+  *after = line + static_cast<uint32_t>(n);
+  return true;
 }
 
 namespace {
@@ -1459,7 +1473,10 @@ class BlockLineReader {
       if (end_ == capacity())  // a line longer than the buffer: grow it
         buf_.resize(2 * capacity() + simdjson::SIMDJSON_PADDING);
       const size_t n = std::fread(buf_.data() + end_, 1, capacity() - end_, f_);
-      if (n == 0) eof_ = true;
+      if (n == 0) {
+        eof_ = true;
+        if (std::ferror(f_)) read_errno_ = errno;
+      }
       end_ += n;
     }
   }
@@ -1482,6 +1499,8 @@ class BlockLineReader {
   }
   // True when the input ended with bytes after the last '\n' (valid after Next() is false).
   bool ended_mid_line() const { return begin_ < end_; }
+  // The errno of the read that failed, or 0 when the input ended without an error.
+  int read_errno() const { return read_errno_; }
 
  private:
   static constexpr size_t kBlock = size_t{1} << 20;
@@ -1491,13 +1510,31 @@ class BlockLineReader {
   size_t begin_ = 0;  // first byte not yet handed out
   size_t end_ = 0;    // one past the last byte read
   bool eof_ = false;
+  int read_errno_ = 0;
 };
+
+
+// The trace's stream: standard input for "-", else the file opened for reading.
+StatusOr<FILE*> OpenTrace(const std::string& path) {
+  if (path == "-") return stdin;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
+  return f;
+}
+
+// Closes what OpenTrace opened; IoError (with the system's reason) when `reader` met a read
+// error.
+Status CloseTrace(const std::string& path, FILE* f, const BlockLineReader& reader) {
+  if (f != stdin) std::fclose(f);
+  if (reader.read_errno() != 0)
+    return IoError(path + ": read error: " + std::strerror(reader.read_errno()));
+  return Status::Ok();
+}
 
 }  // namespace
 
 Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
+  KVC_ASSIGN_OR_RETURN(FILE * f, OpenTrace(path));
   dom::parser parser;
   BlockLineReader reader(f);
   std::string_view line;
@@ -1511,9 +1548,7 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
     ++count;
   }
   if (reader.ended_mid_line()) ++count;  // counted like getline did, not parsed
-  const bool read_error = std::ferror(f);
-  std::fclose(f);
-  if (read_error) return IoError(path + ": read error");
+  KVC_RETURN_IF_ERROR(CloseTrace(path, f, reader));
   *lines = count + (members == UINT64_MAX ? 1 : 0);  // keep `members` observable
   return Status::Ok();
 }
@@ -1528,19 +1563,22 @@ std::string ParserDescription() {
 }
 
 Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
+  KVC_ASSIGN_OR_RETURN(FILE * f, OpenTrace(path));
   BlockLineReader reader(f);
   std::string_view lines[TraceChecker::kMaxBatch];
   uint32_t line = 0;
   while (const size_t n = reader.NextBatch(lines, TraceChecker::kMaxBatch)) {
+    uint32_t last = 0;
+    if (!AdvanceLineNumber(line, n, &last)) {
+      (void)CloseTrace(path, f, reader);
+      return OutOfRange(path + ": more than " + std::to_string(kMaxTraceLines) +
+                        " lines (violations name 32-bit line numbers); split the trace");
+    }
     checker->FeedPaddedBatch(lines, n, line + 1);
-    line += static_cast<uint32_t>(n);
+    line = last;
   }
   const bool mid_line = reader.ended_mid_line();
-  const bool read_error = std::ferror(f);
-  std::fclose(f);
-  if (read_error) return IoError(path + ": read error");
+  KVC_RETURN_IF_ERROR(CloseTrace(path, f, reader));
   checker->Finish(mid_line);
   return Status::Ok();
 }

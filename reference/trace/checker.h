@@ -522,8 +522,9 @@ const Violations& FeedTraceText(TraceChecker* c, std::string_view text);
 // Checks a whole JSON Lines text (the kinds-table entry for kvconform.trace/1).
 Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 
-// The parse-only ceiling for benchmarks: DOM-parses every line of `path` with simdjson (the
-// parser the checker uses), in place from the same block reader, and touches nothing else;
+// The parse-only ceiling for benchmarks: DOM-parses every line of `path` ("-": standard input)
+// with simdjson (the parser the checker uses), in place from the same block reader, and
+// touches nothing else;
 // `lines` receives the number of lines read.
 Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 
@@ -533,9 +534,17 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 // Parse-only throughput, and with it the ratio target, depends on the kernel.
 std::string ParserDescription();
 
-// Streams a file through a checker: 1 MiB blocks (grown to the longest line), lines parsed in
-// place in batches through FeedPaddedBatch. IoError when unreadable.
+// Streams a file ("-": standard input) through a checker: 1 MiB blocks (grown to the longest
+// line), lines parsed in place in batches through FeedPaddedBatch. IoError when unreadable,
+// OutOfRange past kMaxTraceLines lines.
 Status CheckTraceFile(const std::string& path, TraceChecker* checker);
+
+// Line numbers are 32-bit (Violation::line, the JSON Pointers' line index): a trace has at most
+// this many lines.
+inline constexpr uint32_t kMaxTraceLines = UINT32_MAX;
+// Sets *after to `line` + n and returns true, or returns false (and leaves *after) when that
+// would pass kMaxTraceLines.
+bool AdvanceLineNumber(uint32_t line, size_t n, uint32_t* after);
 
 }  // namespace kvc::trace
 

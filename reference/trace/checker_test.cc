@@ -601,6 +601,21 @@ TEST(TraceCheckerTest, BatchedFileCheckEqualsLineByLineReplay) {
   }
 }
 
+// Line numbers are 32-bit: the readers stop at kMaxTraceLines instead of wrapping (a trace
+// piped from a runtime through "-" has no size known in advance).
+TEST(TraceCheckerTest, LineNumbersStopAtTheirLimitInsteadOfWrapping) {
+  uint32_t after = 7;
+  EXPECT_TRUE(AdvanceLineNumber(0, 16, &after));
+  EXPECT_EQ(after, 16u);
+  EXPECT_TRUE(AdvanceLineNumber(kMaxTraceLines - 16, 16, &after));
+  EXPECT_EQ(after, kMaxTraceLines);
+  after = 7;
+  EXPECT_FALSE(AdvanceLineNumber(kMaxTraceLines - 15, 16, &after));
+  EXPECT_FALSE(AdvanceLineNumber(kMaxTraceLines, 1, &after));
+  EXPECT_FALSE(AdvanceLineNumber(0, size_t{1} << 32, &after));
+  EXPECT_EQ(after, 7u);  // unchanged when refused
+}
+
 // A dropped event (its envelope was reported) still takes its place in its source's sequence:
 // the next event of the source raised a second, cascading TRACE_SEQUENCE_GAP before.
 TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {

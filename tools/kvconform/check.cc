@@ -135,7 +135,7 @@ void AddCheckCommand(CLI::App& app) {
       "check", "Replay a kvconform.trace/1 JSON Lines trace through the reference lifecycle, "
                "frontier and audit-stream state machines (one streaming pass). Exit 0 conform, "
                "1 violations, 2 unreadable input.");
-  cmd->add_option("trace", opt->file, "TRACE.jsonl")->required();
+  cmd->add_option("trace", opt->file, "TRACE.jsonl, or - for standard input")->required();
   cmd->add_option("--format", opt->format, "text | json | junit")
       ->check(CLI::IsMember({"text", "json", "junit"}));
   cmd->add_flag("--parse-only", opt->parse_only,
