@@ -15,7 +15,8 @@ it checks, with the trace checker (`kvconform validate --format json`, many trac
 the trace with one change: the event_type misspelled; base_snapshot / result_snapshot /
 handle_generation + 1; the source_component changed or the source_instance renamed
 (SOURCE_VERDICTS); the outcome set to each other value; the request_id or operation_id
-renamed; each payload member deleted, retyped, or (for integers) + 1; every integer or string
+renamed; each envelope member retyped or (unless null) deleted; each payload member deleted,
+retyped, or (for integers) + 1; every integer or string
 inside the payload, nested ones included, and inside the header + 1 or with "x" appended
 (the header's changes are named at line 1). And each event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace
@@ -28,7 +29,7 @@ stage of a transaction that never publishes), or one distinct code. It prints ho
 mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
 root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
 Deterministic (no
-randomness); about 7,200 checks, ~15 s. With --check it is a CI test.
+randomness); about 13,500 checks, ~35 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -186,8 +187,28 @@ HEADER_FREE_TEXT = {"producer.name", "producer.revision", "description", "regene
                     "runtime_pin.name", "runtime_pin.release", "runtime_pin.files.N.path"}
 
 
+# 5. Envelope members an event may leave out (docs/trace-format.md "What to write in
+# base_snapshot / result_snapshot" and "Transfer plane"): deleting them is silent.
+TRANSFER_OPS = ("chunk_credit_acquire", "chunk_send", "chunk_receive", "chunk_device_visible",
+                "transfer_reserve", "transfer_validate", "transfer_publish", "transfer_abort",
+                "decode_admit", "source_release_ack")
+OPTIONAL_ENVELOPE = (
+    {(t, "base_snapshot") for t in ("append_stage_layer", "append_publish", "append_failure",
+                                    "cancel_txn", "output_emit", "read", "fork", "truncate",
+                                    "cancel_request", "finish", "release")} |
+    {(t, "result_snapshot") for t in ("request_allocate", "append_publish", "fork", "truncate",
+                                      "cancel_request", "finish", "release")} |
+    {(t, "handle_generation") for t in ("allocator_observation", "residency_observation")} |
+    {(t, "request_id") for t in TRANSFER_OPS})
+
+
 def allowed_silent(event_type, name):
-    """A deletion of an optional claim (OPTIONAL_CLAIMS), or a change of free text."""
+    """A deletion of an optional claim (OPTIONAL_CLAIMS, OPTIONAL_ENVELOPE; `trace_id` unless
+    the header requires it, which the sweep does not know, so always), or a change of free
+    text."""
+    if name.startswith("envelope.") and name.endswith(":del"):
+        member = name[len("envelope."):-len(":del")]
+        return member == "trace_id" or (event_type, member) in OPTIONAL_ENVELOPE
     if name.startswith("payload.") and name.endswith(":del"):
         return (event_type, name[len("payload."):-len(":del")]) in OPTIONAL_CLAIMS
     if name.startswith("payload.") and name.endswith(":x"):
@@ -251,10 +272,12 @@ SOURCE_VERDICTS = {
 }
 
 OUTCOMES = ("success", "replayed", "rejected", "failure", "cancelled")
-# Renaming an event's request or operation to one no event names: checked for silence only. For
-# the request or operation it was renamed from, the event is lost, and their later events may
-# each raise a code (no gating can know which request the renamed event meant).
-RENAMES = ("request_id:other", "operation_id:other")
+# Renaming an event's request or operation to one no event names, or making its request
+# unreadable: checked for silence only. For the request or operation it was renamed from, the
+# event is lost, and their later events may each raise a code (no gating can know which request
+# the event meant; an event with an operation gates that operation's request).
+RENAMES = ("request_id:other", "operation_id:other", "envelope.request_id:type",
+           "envelope.request_id:del")
 # An event and the next one emitted in the other order (named at the first one's line). Many
 # pairs commute (two layers' stages, two requests' events), so a swap may raise nothing; one that
 # does not commute must raise one distinct code (the later events of what it broke are gated).
@@ -330,6 +353,15 @@ def mutations(event):
         if isinstance(event.get(field), str):
             out.append((field + ":other",
                         lambda e, f=field: e.__setitem__(f, "renamed-" + e[f])))
+    # Each envelope member retyped, and deleted where it is not null (a null member and an absent
+    # one mean the same).
+    for k, v in event.items():
+        if k == "payload":
+            continue
+        retyped = 7 if isinstance(v, str) else [] if v is None else "x"  # never a valid type
+        out.append(("envelope." + k + ":type", lambda e, k=k, r=retyped: e.__setitem__(k, r)))
+        if v is not None:
+            out.append(("envelope." + k + ":del", lambda e, k=k: e.pop(k)))
     payload = event.get("payload")
     if isinstance(payload, dict):
         for k, v in payload.items():

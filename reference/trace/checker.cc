@@ -599,8 +599,18 @@ void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
     // The transfer plane gates its transfers under their own key (transfer_events.cc).
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
-  if (e.request_id) Poison("request:" + std::string(*e.request_id));
+  if (e.request_id)
+    Poison("request:" + std::string(*e.request_id));
+  else
+    GateUnnamedRequest(e.operation_id ? *e.operation_id : std::string_view());
   if (payload) GatePayloadNames(e.event_type, *payload);
+}
+void TraceChecker::GateUnnamedRequest(std::string_view operation_id) {
+  const Op* op = operation_id.empty() ? nullptr : FindOp(operation_id);
+  if (op)
+    Poison("request:" + op->request_id);
+  else
+    Poison("request:*");
 }
 void TraceChecker::GatePayloadNames(std::string_view event_type, const dom::element& payload) {
   if (const EventTypeSpec* spec = FindEventType(event_type)) {
@@ -755,6 +765,8 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   context_is_event_ = false;
   if (line_no == 1) header_seen_ = true;
   if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
+  if (line_no > 1 && (line.empty() || err || !root.is_object()))
+    NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
@@ -1106,7 +1118,10 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   if (!id || !inst || !comp || !seq || !ns || !type || !env.clean()) {
     // The event is dropped, but its place in its source's sequence is known: the next event
     // of the source must not also raise TRACE_SEQUENCE_GAP for it (one root cause, one code).
-    if (inst && seq) NoteDroppedEvent(*inst, *seq);
+    if (inst && seq)
+      NoteDroppedEvent(*inst, *seq);
+    else
+      NoteUnnumberedDrop(inst ? *inst : std::string_view());
     // What it did to its operation and request is unknown (gating, as DropEvent; without a
     // readable component the operation may be a transfer, and without a readable type any row's
     // names may be what it created).
@@ -1114,7 +1129,10 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
       Poison(*operation_id);
       if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
     }
-    if (request_id) Poison("request:" + *request_id);
+    if (request_id)
+      Poison("request:" + *request_id);
+    else if (const dom::element* r = env.Get("request_id", false); r && !r->is_null())
+      GateUnnamedRequest(operation_id ? *operation_id : std::string_view());  // unreadable
     if (payload_el) GatePayloadNames(type.value_or(""), *payload_el);
     const uint32_t line = e.line;
     const std::string_view text = e.text;
@@ -1142,6 +1160,14 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   if (payload_el) *payload = *payload_el;
   context_is_event_ = false;
   return true;
+}
+
+void TraceChecker::NoteUnnumberedDrop(std::string_view source_instance) {
+  auto it = source_instance.empty() ? sources_.end() : sources_.find(source_instance);
+  if (it != sources_.end())
+    ++it->second.unnumbered;
+  else
+    ++unattributed_drops_;
 }
 
 void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t local_sequence) {
@@ -1224,11 +1250,17 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
                std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
   } else {
-    if (src.seen && e.local_sequence != src.last_seq + 1)
+    // A hole no larger than the events dropped (and reported) without a usable number since
+    // the source's last event is theirs: not also a gap (one root cause, one code).
+    if (src.seen && e.local_sequence != src.last_seq + 1 &&
+        e.local_sequence - src.last_seq - 1 >
+            src.unnumbered + (unattributed_drops_ - src.unattributed_seen))
       Report(ErrorCode::TRACE_SEQUENCE_GAP, LinePtr() + "/local_sequence",
              "source \"" + std::string(e.source_instance) + "\" local_sequence jumps from " +
                  std::to_string(src.last_seq) + " to " + std::to_string(e.local_sequence) +
                  " (an unexplained gap: the audit is incomplete)");
+    src.unnumbered = 0;
+    src.unattributed_seen = unattributed_drops_;
     if (src.seen && e.monotonic_ns < src.last_ns)
       Report(ErrorCode::TRACE_CLOCK_REGRESSION, LinePtr() + "/monotonic_ns",
              "source \"" + std::string(e.source_instance) + "\" monotonic_ns " + std::to_string(e.monotonic_ns) +
@@ -1258,14 +1290,17 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
 
   // Envelope requirements of the event type.
+  // Without them the event is dropped: what it did to its request or operation is unknown.
   if (spec->needs_request && (!e.request_id || !e.handle_generation)) {
     Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + (e.request_id ? "/handle_generation" : "/request_id"),
            std::string(e.event_type) + " requires request_id and handle_generation");
+    DropEvent(e, payload_el);
     return;
   }
   if (spec->needs_operation && !e.operation_id) {
     Report(ErrorCode::INPUT_FIELD_MISSING, LinePtr() + "/operation_id",
            std::string(e.event_type) + " requires operation_id");
+    DropEvent(e, payload_el);
     return;
   }
   // Event-id identity within the request's live history.

@@ -367,6 +367,10 @@ class TraceChecker {
   // `payload`, when given, is the event's payload: what it names and would have created is
   // gated too (EventTypeSpec::gate: a fork's children, a transfer destination).
   void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
+  // Gates the request of an event that names none (or none readable): the request of its
+  // operation `operation_id` when the replay knows it, else every request not yet known
+  // ("request:*": a request the dropped event may have created).
+  void GateUnnamedRequest(std::string_view operation_id);
   // The EventTypeSpec::gate of `event_type` on `payload`; for an unknown type, every row's gate
   // with sure = false.
   void GatePayloadNames(std::string_view event_type, const simdjson::dom::element& payload);
@@ -427,6 +431,10 @@ class TraceChecker {
   // An event whose envelope was reported and dropped still takes its place in its declared
   // source's local sequence (when it named one), so the next event is not also a gap.
   void NoteDroppedEvent(std::string_view source_instance, uint64_t local_sequence);
+  // An event dropped without a usable local_sequence (counted for its source), or without a
+  // usable source, or a line that is not an event object (counted for every source): the next
+  // hole in a source's sequence no larger than what was dropped since its last event is theirs.
+  void NoteUnnumberedDrop(std::string_view source_instance);
 
   struct SourceState {
     std::string component;
@@ -448,6 +456,10 @@ class TraceChecker {
     uint8_t recent_count[256] = {};
     size_t recent_n = 0;
     size_t recent_pos = 0;
+    // Events of this source dropped without a usable number since its last event, and the
+    // checker's unattributed_drops_ at its last event (NoteUnnumberedDrop).
+    uint64_t unnumbered = 0;
+    uint64_t unattributed_seen = 0;
   };
   // The declared source of `e`, checked against its component and the event type's plane;
   // nullptr after reporting TRACE_SOURCE_UNDECLARED.
@@ -469,6 +481,7 @@ class TraceChecker {
   mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
+  uint64_t unattributed_drops_ = 0;  // NoteUnnumberedDrop without a source
   uint64_t fast_payloads_ = 0;
   size_t releases_since_prune_ = 0;
   // The last released_window releases, oldest first: request id and tombstone generation.

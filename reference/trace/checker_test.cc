@@ -629,8 +629,67 @@ TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
   no_seq.replace(no_seq.find(R"("local_sequence":1)"), 18, R"("local_sequence":"1")");
   t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + no_seq + "\n" + Start(2) + "\n" +
       Stage(3) + "\n" + Publish(4) + "\n";
-  EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE", "INPUT_FIELD_UNKNOWN",
-                                                "TRACE_SEQUENCE_GAP"}));
+  // Since 2026-12-03 its hole is explained too (an event dropped without a usable number).
+  EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE", "INPUT_FIELD_UNKNOWN"}));
+}
+
+// Regression (envelope sweep, 2026-12-03): an envelope member retyped or left out raised a
+// second code. An event dropped without a usable local_sequence or source_instance, or a line
+// that is not an event object, left a TRACE_SEQUENCE_GAP at its source's next event; an event
+// without the request_id, handle_generation or operation_id its type needs (or an append_start
+// without its base_snapshot) was skipped without gating, so its transaction's later events raised
+// lifecycle codes; an event whose request_id was unreadable gated nothing.
+TEST(TraceGatingTest, RegressionUnusableEnvelopeMemberRaisesOneCode) {
+  auto trace = [](const std::vector<std::string>& events) {
+    std::string t = std::string(kHeader) + "\n";
+    for (const auto& ev : events) t += ev + "\n";
+    return t;
+  };
+  auto replace = [](std::string ev, const std::string& from, const std::string& to) {
+    ev.replace(ev.find(from), from.size(), to);
+    return ev;
+  };
+  const std::string read1 = Ev(1, "read",
+                               R"("request_id":"R","handle_generation":0,)"
+                               R"("base_snapshot":0,"payload":{"committed_length":0})");
+  // The read's number unreadable, or its source: its hole is not also a gap.
+  EXPECT_EQ(
+      Codes(trace({Alloc(0), replace(read1, R"("local_sequence":1)", R"("local_sequence":"1")"),
+                   Start(2), Stage(3), Publish(4)})),
+      std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(
+      Codes(trace({Alloc(0), replace(read1, R"("source_instance":"e")", R"("source_instance":7)"),
+                   Start(2), Stage(3), Publish(4)})),
+      std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(Codes(trace({Alloc(0), "{not json", Start(2), Stage(3), Publish(4)})),
+            std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  // A hole larger than what was dropped is still a gap.
+  EXPECT_EQ(Codes(trace({Alloc(0), "{not json", Start(3), Stage(4), Publish(5)})),
+            (std::vector<std::string>{"TRACE_LINE_MALFORMED", "TRACE_SEQUENCE_GAP"}));
+  // An append_start without what its type needs: dropped, its transaction gated.
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{R"("handle_generation":0,)", ""},
+                                                        {R"("operation_id":"p",)", ""},
+                                                        {R"("base_snapshot":0,)", ""}})
+    EXPECT_EQ(Codes(trace({Alloc(0), replace(Start(1), from, to), Stage(2), Publish(3)})),
+              std::vector<std::string>{"INPUT_FIELD_MISSING"})
+        << from;
+  // A stage whose request is unreadable gates its operation's request (the output sampled from
+  // the publication it would have completed included).
+  const std::string output4 = Ev(4, "output_emit",
+                                 R"("request_id":"R","handle_generation":0,)"
+                                 R"("base_snapshot":1,)"
+                                 R"("payload":{"output_index":0,"token":5})");
+  EXPECT_EQ(Codes(trace({Alloc(0), Start(1), Stage(2), Publish(3), output4})),
+            std::vector<std::string>{});
+  EXPECT_EQ(Codes(trace({Alloc(0), Start(1),
+                         replace(Stage(2), R"("request_id":"R")", R"("request_id":7)"), Publish(3),
+                         output4})),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  // An allocation without its request: the requests not yet known are gated.
+  EXPECT_EQ(
+      Codes(trace({replace(Alloc(0), R"("request_id":"R",)", ""), Start(1), Stage(2), Publish(3)})),
+      std::vector<std::string>{"INPUT_FIELD_MISSING"});
 }
 
 // The one-pass payload readers of the hot event types must give exactly the general reader's

@@ -190,7 +190,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   if (!e.base_snapshot) {
     c.Report(ErrorCode::INPUT_FIELD_MISSING, c.LinePtr() + "/base_snapshot",
              "append_start names the base snapshot it read");
-    return;
+    return c.DropEvent(e);  // the transaction it opened is unknown: its later events are gated
   }
   if (!a) {
     c.Poison(std::string(*e.operation_id));
