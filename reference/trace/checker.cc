@@ -1267,7 +1267,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                  " is before the previous " + std::to_string(src.last_ns));
     src.seen = true;
     src.last_seq = e.local_sequence;
-    src.last_ns = std::max(src.last_ns, e.monotonic_ns);
+    // Judged against the previous event, not the source's highest clock: one wrong value (a
+    // spike) is one regression, at the event after it, not one at every later event.
+    src.last_ns = e.monotonic_ns;
   }
   if (!id_conflict) {
     size_t slot;

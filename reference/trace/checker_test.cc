@@ -633,6 +633,37 @@ TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE", "INPUT_FIELD_UNKNOWN"}));
 }
 
+// A source's clock going backwards is TRACE_CLOCK_REGRESSION, judged against the source's
+// previous event. Regression (envelope sweep, 2026-12-03): judged against the source's highest
+// clock, one event with a clock far ahead (a spike) raised the code at every later event of the
+// source.
+TEST(TraceCheckerTest, ClockRegressionIsReportedOncePerBackwardStep) {
+  auto with_ns = [](std::string ev, int seq, uint64_t ns) {
+    const std::string from = R"("monotonic_ns":)" + std::to_string(100 + seq);
+    ev.replace(ev.find(from), from.size(), R"("monotonic_ns":)" + std::to_string(ns));
+    return ev;
+  };
+  const std::string spike = std::string(kHeader) + "\n" + Alloc(0) + "\n" +
+                            with_ns(Start(1), 1, 1000000000000) + "\n" + Stage(2) + "\n" +
+                            Publish(3) + "\n";
+  const Violations v = ValidateTraceJsonl(spike, "t.jsonl");
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(ErrorCodeName(v[0].code), "TRACE_CLOCK_REGRESSION");
+  EXPECT_EQ(v[0].line, 4u);  // the stage, the first event after the spike
+  // Two backward steps are two regressions; equal clocks are not one.
+  const std::string steps = std::string(kHeader) + "\n" + with_ns(Alloc(0), 0, 50) + "\n" +
+                            with_ns(Start(1), 1, 40) + "\n" + with_ns(Stage(2), 2, 60) + "\n" +
+                            with_ns(Publish(3), 3, 55) + "\n";
+  const Violations w = ValidateTraceJsonl(steps, "t.jsonl");
+  ASSERT_EQ(w.size(), 2u) << test::Describe(w);
+  EXPECT_EQ(w[0].line, 3u);
+  EXPECT_EQ(w[1].line, 5u);
+  const std::string equal = std::string(kHeader) + "\n" + with_ns(Alloc(0), 0, 50) + "\n" +
+                            with_ns(Start(1), 1, 50) + "\n" + with_ns(Stage(2), 2, 50) + "\n" +
+                            with_ns(Publish(3), 3, 50) + "\n";
+  EXPECT_TRUE(ValidateTraceJsonl(equal, "t.jsonl").empty());
+}
+
 // Regression (envelope sweep, 2026-12-03): an envelope member retyped or left out raised a
 // second code. An event dropped without a usable local_sequence or source_instance, or a line
 // that is not an event object, left a TRACE_SEQUENCE_GAP at its source's next event; an event
