@@ -596,6 +596,12 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (e.operation_id) {
     Poison(std::string(*e.operation_id));
+    // The operation's request is gated too, when the event misnames it; an operation the
+    // replay does not know gates the request its next event names.
+    if (const Op* op = FindOp(*e.operation_id))
+      Poison("request:" + op->request_id);
+    else
+      dropped_ops_.emplace(*e.operation_id);
     // The transfer plane gates its transfers under their own key (transfer_events.cc).
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
@@ -606,11 +612,16 @@ void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (payload) GatePayloadNames(e.event_type, *payload);
 }
 void TraceChecker::GateUnnamedRequest(std::string_view operation_id) {
-  const Op* op = operation_id.empty() ? nullptr : FindOp(operation_id);
-  if (op)
+  if (const Op* op = operation_id.empty() ? nullptr : FindOp(operation_id)) {
     Poison("request:" + op->request_id);
-  else
-    Poison("request:*");
+    return;
+  }
+  if (auto transfer = operation_id.empty() ? std::nullopt : TransferRequest(*this, operation_id)) {
+    Poison("request:" + *transfer);
+    return;
+  }
+  Poison("request:*");
+  if (!operation_id.empty()) dropped_ops_.emplace(operation_id);
 }
 void TraceChecker::GatePayloadNames(std::string_view event_type, const dom::element& payload) {
   if (const EventTypeSpec* spec = FindEventType(event_type)) {
@@ -1128,6 +1139,7 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     if (operation_id) {
       Poison(*operation_id);
       if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
+      if (!FindOp(*operation_id)) dropped_ops_.emplace(*operation_id);
     }
     if (request_id)
       Poison("request:" + *request_id);
@@ -1325,6 +1337,14 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (regressed && src.last_seq - e.local_sequence >= SourceState::kRecent) {
     DropEvent(e, payload_el);
     return;
+  }
+  // The request of an operation whose dropped event the replay did not know is gated at the
+  // operation's next event that names one (the dropped event may have named none, or another).
+  if (!dropped_ops_.empty() && e.operation_id && e.request_id) {
+    if (auto it = dropped_ops_.find(*e.operation_id); it != dropped_ops_.end()) {
+      Poison("request:" + std::string(*e.request_id));
+      dropped_ops_.erase(it);
+    }
   }
   // Events of a request whose creation was already reported are not replayed (gating).
   // (A semantic event other than an allocation may also name a child of a dropped fork.)

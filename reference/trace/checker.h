@@ -32,6 +32,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -369,7 +370,8 @@ class TraceChecker {
   void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
   // Gates the request of an event that names none (or none readable): the request of its
   // operation `operation_id` when the replay knows it, else every request not yet known
-  // ("request:*": a request the dropped event may have created).
+  // ("request:*": a request the dropped event may have created) and the request the operation's
+  // next event names (dropped_ops_).
   void GateUnnamedRequest(std::string_view operation_id);
   // The EventTypeSpec::gate of `event_type` on `payload`; for an unknown type, every row's gate
   // with sure = false.
@@ -482,6 +484,10 @@ class TraceChecker {
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   uint64_t unattributed_drops_ = 0;  // NoteUnnumberedDrop without a source
+  // Operations of dropped events that the replay did not know (DropEvent, GateUnnamedRequest):
+  // the request their next event names is gated (the dropped event may have named no request,
+  // or another one: a creating event whose request was misnamed).
+  std::set<std::string, std::less<>> dropped_ops_;
   uint64_t fast_payloads_ = 0;
   size_t releases_since_prune_ = 0;
   // The last released_window releases, oldest first: request id and tombstone generation.

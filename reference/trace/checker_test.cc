@@ -717,6 +717,11 @@ TEST(TraceGatingTest, RegressionUnusableEnvelopeMemberRaisesOneCode) {
                          replace(Stage(2), R"("request_id":"R")", R"("request_id":7)"), Publish(3),
                          output4})),
             std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  // An append_start whose request is unreadable opens an operation the replay does not know:
+  // the request its next event names is gated.
+  EXPECT_EQ(Codes(trace({Alloc(0), replace(Start(1), R"("request_id":"R")", R"("request_id":7)"),
+                         Stage(2), Publish(3), output4})),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
   // An allocation without its request: the requests not yet known are gated.
   EXPECT_EQ(
       Codes(trace({replace(Alloc(0), R"("request_id":"R",)", ""), Start(1), Stage(2), Publish(3)})),

@@ -132,16 +132,24 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
     return nullptr;
   }
   Transfer& t = it->second;
+  // An event that misnames its transfer's request or generation is not replayed, and what it
+  // did to the transfer is unknown: the transfer and its request are gated (GateRequest).
+  auto drop = [&] {
+    c.Poison("transfer:" + id);
+    c.Poison("request:" + t.request_id);
+  };
   if (e.request_id && *e.request_id != t.request_id) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) + "\"; transfer \"" + id +
                  "\" moves request \"" + t.request_id + "\"");
+    drop();
     return nullptr;
   }
   if (e.handle_generation && *e.handle_generation != t.txn->plan().identity.generation) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
              std::string(e.event_type) + " carries generation " + U(*e.handle_generation) + "; transfer \"" +
                  id + "\" belongs to generation " + U(t.txn->plan().identity.generation));
+    drop();
     return nullptr;
   }
   return &t;
@@ -304,10 +312,12 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   });
   const std::string gate = "transfer:" + plan.transfer_id;
   if (c.IsPoisoned(gate)) return;  // gated: an earlier event of the transfer was dropped
-  // A plan that is not replayed gates its transfer and its request (GateRequest).
+  // A plan that is not replayed gates its transfer and its request (GateRequest): the one its
+  // event names and the one its identity names.
   auto drop = [&] {
     c.Poison(gate);
     GateRequest(c, e);
+    if (!plan.identity.request_id.empty()) c.Poison("request:" + plan.identity.request_id);
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);
@@ -583,6 +593,14 @@ Status RegisterTransferEventTypes() {
     }
   });
   return result;
+}
+
+std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_view transfer_id) {
+  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
+  if (!s) return std::nullopt;
+  auto it = s->transfers.find(transfer_id);
+  if (it == s->transfers.end()) return std::nullopt;
+  return it->second.request_id;
 }
 
 std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,

@@ -43,6 +43,9 @@ struct TransferReplaySummary {
   uint64_t unpublished_blocks_at_end = 0;
   uint64_t retries = 0;
 };
+// The request a planned transfer moves, or nullopt when the trace planned no such transfer.
+std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_view transfer_id);
+
 // The summary of `transfer_id` in a checker that replayed it; nullopt when unknown.
 std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
                                                        std::string_view transfer_id);

@@ -204,6 +204,25 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
       << test::Describe(v);
 }
 
+// Regression (envelope sweep, 2026-12-03): a transfer event misnaming its request, or naming
+// none readably, was not replayed and gated nothing, so the superseded attempt's refused late
+// publication was then admitted (TRACE_OUTCOME_INVALID too). Such an event now gates its
+// transfer's request.
+TEST(TransferEventsTest, RegressionAnAttemptsEventWithoutItsRequestGatesTheRequest) {
+  constexpr const char* kSuperseded = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl";
+  const std::string g7_reserve =
+      R"("event_type":"transfer_reserve","request_id":"req-42","operation_id":"xfer-req-42-g7")";
+  const std::string g7_plan =
+      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g7")";
+  EXPECT_EQ(
+      CodesAfter(kSuperseded, g7_reserve, R"("request_id":"req-42")", R"("request_id":"req-43")"),
+      std::vector<std::string>{"HANDOFF_TRACE_IDENTITY_MISMATCH"});
+  EXPECT_EQ(CodesAfter(kSuperseded, g7_reserve, R"("request_id":"req-42")", R"("request_id":7)"),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(CodesAfter(kSuperseded, g7_plan, R"("request_id":"req-42",)", ""),
+            std::vector<std::string>{"INPUT_FIELD_MISSING"});
+}
+
 // Regression (gating sweep, 2026-12-03): a dropped transfer_destination left the plans naming it
 // to raise HANDOFF_TRANSFER_UNKNOWN.
 TEST(TransferEventsTest, RegressionDroppedDestinationGatesThePlansNamingIt) {
