@@ -1256,7 +1256,15 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
            "event_id \"" + std::string(e.event_id) + "\" already names a different event of source \"" +
                std::string(e.source_instance) + "\"");
-  const bool regressed = src.seen && e.local_sequence <= src.last_seq;
+  bool regressed = src.seen && e.local_sequence <= src.last_seq;
+  // A source that restarted its numbering (reported once, at the event that restarted it, which
+  // was dropped) is followed from the next event that continues the new numbering.
+  if (regressed && src.restarted && e.local_sequence == src.restart_seq + 1) {
+    src.last_seq = src.restart_seq;
+    src.last_ns = src.restart_ns;
+    regressed = false;
+  }
+  src.restarted = false;
   if (regressed) {
     Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
@@ -1335,6 +1343,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   // within the window (a number repeated or off by a few) is not a copy the window missed: the
   // event is replayed.
   if (regressed && src.last_seq - e.local_sequence >= SourceState::kRecent) {
+    src.restarted = true;
+    src.restart_seq = e.local_sequence;
+    src.restart_ns = e.monotonic_ns;
     DropEvent(e, payload_el);
     return;
   }

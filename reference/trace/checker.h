@@ -462,6 +462,11 @@ class TraceChecker {
     // checker's unattributed_drops_ at its last event (NoteUnnumberedDrop).
     uint64_t unnumbered = 0;
     uint64_t unattributed_seen = 0;
+    // The last event regressed before the window and was dropped: if the next one continues its
+    // number (restart_seq + 1), the source restarted its numbering and is followed from there.
+    bool restarted = false;
+    uint64_t restart_seq = 0;
+    uint64_t restart_ns = 0;
   };
   // The declared source of `e`, checked against its component and the event type's plane;
   // nullptr after reporting TRACE_SOURCE_UNDECLARED.

@@ -633,6 +633,31 @@ TEST(TraceCheckerTest, RegressionEnvelopeErrorDoesNotCascadeIntoSequenceGap) {
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"INPUT_FIELD_TYPE", "INPUT_FIELD_UNKNOWN"}));
 }
 
+// A source that restarts its numbering (a worker restarted under the same source_instance) is
+// TRACE_SEQUENCE_REGRESSION once, at the event that restarts it (dropped: it lies before the
+// window); from the next event that continues the new numbering the source is followed again, so
+// its later events are checked, not each reported as another regression.
+TEST(TraceCheckerTest, SourceThatRestartsItsNumberingIsReportedOnceAndFollowed) {
+  auto ev_for = [](int seq, const std::string& req, const std::string& type,
+                   const std::string& rest) {
+    return Ev(seq, type, R"("request_id":")" + req + R"(","handle_generation":0,)" + rest);
+  };
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                  "\n" + Publish(3) + "\n";
+  for (int seq = 4; seq < 44; ++seq)
+    t += ev_for(seq, "R", "read", R"("base_snapshot":1,"payload":{"committed_length":2})") + "\n";
+  // The restart: numbering from 0 again, then a read of T claiming a length T does not have.
+  t += ev_for(0, "S", "request_allocate", R"("payload":{"prompt_length":2})") + "\n";
+  t += ev_for(1, "T", "request_allocate", R"("payload":{"prompt_length":2})") + "\n";
+  t += ev_for(2, "T", "read", R"("base_snapshot":0,"payload":{"committed_length":5})") + "\n";
+  t += ev_for(3, "T", "read", R"("base_snapshot":0,"payload":{"committed_length":0})") + "\n";
+  const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(v.size(), 2u) << test::Describe(v);
+  EXPECT_EQ(ErrorCodeName(v[0].code), "TRACE_SEQUENCE_REGRESSION");
+  EXPECT_EQ(v[0].line, 46u);
+  EXPECT_EQ(v[1].line, 48u) << test::Describe(v);  // the wrong read of T is judged
+}
+
 // A source's clock going backwards is TRACE_CLOCK_REGRESSION, judged against the source's
 // previous event. Regression (envelope sweep, 2026-12-03): judged against the source's highest
 // clock, one event with a clock far ahead (a spike) raised the code at every later event of the
