@@ -596,32 +596,22 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (e.operation_id) {
     Poison(std::string(*e.operation_id));
-    // The operation's request is gated too, when the event misnames it; an operation the
-    // replay does not know gates the request its next event names.
-    if (const Op* op = FindOp(*e.operation_id))
-      Poison("request:" + op->request_id);
-    else
-      dropped_ops_.emplace(*e.operation_id);
     // The transfer plane gates its transfers under their own key (transfer_events.cc).
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
-  if (e.request_id)
-    Poison("request:" + std::string(*e.request_id));
-  else
-    GateUnnamedRequest(e.operation_id ? *e.operation_id : std::string_view());
+  if (e.request_id) Poison("request:" + std::string(*e.request_id));
+  const EventTypeSpec* spec = FindEventType(e.event_type);
+  GateOperationRequest(e.operation_id ? *e.operation_id : std::string_view(),
+                       !e.request_id && (!spec || spec->needs_request));
   if (payload) GatePayloadNames(e.event_type, *payload);
 }
-void TraceChecker::GateUnnamedRequest(std::string_view operation_id) {
-  if (const Op* op = operation_id.empty() ? nullptr : FindOp(operation_id)) {
-    Poison("request:" + op->request_id);
-    return;
+void TraceChecker::GateOperationRequest(std::string_view operation_id, bool request_unknown) {
+  if (!operation_id.empty()) {
+    if (const Op* op = FindOp(operation_id)) return Poison("request:" + op->request_id);
+    if (auto transfer = TransferRequest(*this, operation_id)) return Poison("request:" + *transfer);
+    dropped_ops_.emplace(operation_id);
   }
-  if (auto transfer = operation_id.empty() ? std::nullopt : TransferRequest(*this, operation_id)) {
-    Poison("request:" + *transfer);
-    return;
-  }
-  Poison("request:*");
-  if (!operation_id.empty()) dropped_ops_.emplace(operation_id);
+  if (request_unknown) Poison("request:*");
 }
 void TraceChecker::GatePayloadNames(std::string_view event_type, const dom::element& payload) {
   if (const EventTypeSpec* spec = FindEventType(event_type)) {
@@ -1139,12 +1129,11 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     if (operation_id) {
       Poison(*operation_id);
       if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
-      if (!FindOp(*operation_id)) dropped_ops_.emplace(*operation_id);
     }
-    if (request_id)
-      Poison("request:" + *request_id);
-    else if (const dom::element* r = env.Get("request_id", false); r && !r->is_null())
-      GateUnnamedRequest(operation_id ? *operation_id : std::string_view());  // unreadable
+    if (request_id) Poison("request:" + *request_id);
+    const dom::element* named = env.Get("request_id", false);
+    GateOperationRequest(operation_id ? *operation_id : std::string_view(),
+                         !request_id && named && !named->is_null());  // named, unreadable
     if (payload_el) GatePayloadNames(type.value_or(""), *payload_el);
     const uint32_t line = e.line;
     const std::string_view text = e.text;

@@ -368,11 +368,12 @@ class TraceChecker {
   // `payload`, when given, is the event's payload: what it names and would have created is
   // gated too (EventTypeSpec::gate: a fork's children, a transfer destination).
   void DropEvent(const Event& e, const simdjson::dom::element* payload = nullptr);
-  // Gates the request of an event that names none (or none readable): the request of its
-  // operation `operation_id` when the replay knows it, else every request not yet known
-  // ("request:*": a request the dropped event may have created) and the request the operation's
-  // next event names (dropped_ops_).
-  void GateUnnamedRequest(std::string_view operation_id);
+  // Gates what a dropped event of operation `operation_id` may have changed of the operation's
+  // request: that request when the replay knows the operation (an append's, or a transfer's: an
+  // event misnaming it, or naming none readably); else the request the operation's next event
+  // names (dropped_ops_). `request_unknown` (the event needs a request and names none readably)
+  // also gates every request not created yet ("request:*": one it may have created).
+  void GateOperationRequest(std::string_view operation_id, bool request_unknown);
   // The EventTypeSpec::gate of `event_type` on `payload`; for an unknown type, every row's gate
   // with sure = false.
   void GatePayloadNames(std::string_view event_type, const simdjson::dom::element& payload);
@@ -489,7 +490,7 @@ class TraceChecker {
   mutable uint32_t line_ptr_line_ = UINT32_MAX;
   uint64_t events_ = 0;
   uint64_t unattributed_drops_ = 0;  // NoteUnnumberedDrop without a source
-  // Operations of dropped events that the replay did not know (DropEvent, GateUnnamedRequest):
+  // Operations of dropped events that the replay did not know (GateOperationRequest):
   // the request their next event names is gated (the dropped event may have named no request,
   // or another one: a creating event whose request was misnamed).
   std::set<std::string, std::less<>> dropped_ops_;
