@@ -17,8 +17,9 @@ handle_generation + 1; the source_component changed or the source_instance renam
 (SOURCE_VERDICTS); the outcome set to each other value; the request_id or operation_id
 renamed; each envelope member retyped or (unless null) deleted; each payload member deleted,
 retyped, or (for integers) + 1; every integer or string
-inside the payload, nested ones included, and inside the header + 1 or with "x" appended
-(the header's changes are named at line 1). And each event delivered
+inside the payload, nested ones included, and inside the header + 1 or with "x" appended; each
+header member and array element retyped and each header member deleted (the header's changes
+are named at line 1). And each event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace
 (deduplicated, or, older than the source window and forgotten with its released request, one
 TRACE_SEQUENCE_REGRESSION). And each pair of adjacent events emitted in the other order (their
@@ -29,7 +30,7 @@ stage of a transaction that never publishes), or one distinct code. It prints ho
 mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
 root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
 Deterministic (no
-randomness); about 13,500 checks, ~35 s. With --check it is a CI test.
+randomness); about 14,300 checks, ~40 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -185,6 +186,11 @@ FREE_TEXT = {("append_failure", "reason"), ("cancel_txn", "reason"), ("transfer_
 HEADER_FREE_TEXT = {"producer.name", "producer.revision", "description", "regenerate",
                     "sources.N.clock_domain", "metrics.N.name", "metrics.N.labels.N",
                     "runtime_pin.name", "runtime_pin.release", "runtime_pin.files.N.path"}
+# Header members a trace may leave out (docs/trace-format.md "The header"): deleting them is
+# silent.
+HEADER_OPTIONAL = {"description", "regenerate", "sources.N.clock_domain", "expected_final_states",
+                   "metrics", "runtime_pin", "runtime_pin.checked_on", "trace_identity",
+                   "allocator_model", "allocator_model.used_slots"}
 
 
 # 5. Envelope members an event may leave out (docs/trace-format.md "What to write in
@@ -213,9 +219,10 @@ def allowed_silent(event_type, name):
         return (event_type, name[len("payload."):-len(":del")]) in OPTIONAL_CLAIMS
     if name.startswith("payload.") and name.endswith(":x"):
         return (event_type, name[len("payload."):-len(":x")]) in FREE_TEXT
-    if name.startswith("header.") and name.endswith(":x"):
-        path = name[len("header."):-len(":x")].split(".")
-        return ".".join("N" if p.isdigit() else p for p in path) in HEADER_FREE_TEXT
+    for suffix, allowed in ((":x", HEADER_FREE_TEXT), (":del", HEADER_OPTIONAL)):
+        if name.startswith("header.") and name.endswith(suffix):
+            path = name[len("header."):-len(suffix)].split(".")
+            return ".".join("N" if p.isdigit() else p for p in path) in allowed
     return False
 
 
@@ -319,6 +326,33 @@ def change_at(path):
     return apply
 
 
+def members(value, path=()):
+    """(path, value) of every member and array element inside `value`, depth first."""
+    items = value.items() if isinstance(value, dict) else (
+        enumerate(value) if isinstance(value, list) else ())
+    for k, v in items:
+        yield path + (k,), v
+        yield from members(v, path + (k,))
+
+
+def header_shape_mutations(header):
+    """(name, function of the header) retyping every member and array element of the header
+    and deleting every member (":type", ":del")."""
+    out = []
+    for path, v in members(header):
+        def at(root, path=path):
+            for k in path[:-1]:
+                root = root[k]
+            return root
+        retyped = 7 if isinstance(v, (str, dict, list)) else [] if v is None else "x"
+        name = "header." + ".".join(map(str, path))
+        out.append((name + ":type",
+                    lambda h, at=at, k=path[-1], r=retyped: at(h).__setitem__(k, r)))
+        if not isinstance(path[-1], int):
+            out.append((name + ":del", lambda h, at=at, k=path[-1]: at(h).pop(k)))
+    return out
+
+
 def scalar_mutations(prefix, root, skip_top_ints):
     """(name, function of the event) changing each integer or string inside `root` (the
     event's member `prefix`, or the whole line when prefix is "header"): "+1" or ":x"."""
@@ -413,8 +447,10 @@ def main():
                     mutated = copy.deepcopy(lines)
                     apply(mutated[i])
                     add(mutated, i, name)
-            # The header: each integer and string changed (named at line 1).
-            for name, apply in scalar_mutations("header", lines[0], False):
+            # The header: each integer and string changed, each member and element retyped, each
+            # member deleted (named at line 1).
+            for name, apply in (scalar_mutations("header", lines[0], False) +
+                                header_shape_mutations(lines[0])):
                 mutated = copy.deepcopy(lines)
                 apply(mutated[0])
                 add(mutated, 0, name)

@@ -100,19 +100,26 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
   }
   struct Family {
     std::string type, counts, denominator, pointer;
+    bool denominator_unreadable = false;  // present but not a string (reported)
   };
   std::vector<Family> families(metrics.size());
   std::set<std::string, std::less<>> names;
   std::vector<std::string> name_of(metrics.size());
+  bool unnamed = false;  // a family whose name is unreadable (reported): it may be a denominator
   for (size_t i = 0; i < metrics.size(); ++i) {
     FieldReader m(&metrics[i], pointer + "/" + std::to_string(i), &out);
-    if (!m.valid()) continue;
+    if (!m.valid()) {
+      unnamed = true;
+      continue;
+    }
     auto name = m.String("name");
+    if (!name) unnamed = true;
     auto type = m.Enum("type", {"counter", "gauge", "histogram"});
     std::vector<std::string> labels = StringSet(m, "labels", &out);
     std::optional<std::string> counts =
         m.Has("counts") ? m.Enum("counts", {"events", "failures"}) : std::string("events");
     auto denominator = m.OptString("denominator");
+    const bool denominator_unreadable = !denominator && m.Has("denominator");
     m.RejectUnknownFields();
     if (name) {
       if (name->empty() || !names.insert(*name).second)
@@ -130,10 +137,11 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     if (counts && *counts == "failures" && type && *type != "counter")
       Add(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("counts"),
           "only a counter counts failures; \"" + *type + "\" describes snapshots or distributions");
-    if (denominator && (!counts || *counts != "failures"))
+    if (denominator && counts && *counts != "failures")  // (an unreadable counts was reported)
       Add(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("denominator"),
           "a denominator is declared only by a failure counter (\"counts\": \"failures\")");
-    families[i] = {type.value_or(""), counts.value_or(""), denominator.value_or(""), m.pointer()};
+    families[i] = {type.value_or(""), counts.value_or(""), denominator.value_or(""), m.pointer(),
+                   denominator_unreadable};
   }
   // Failure counters: the attempts counter must be declared beside them.
   for (size_t i = 0; i < families.size(); ++i) {
@@ -142,8 +150,10 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     const Family* d = nullptr;
     for (size_t j = 0; j < families.size(); ++j)
       if (j != i && !f.denominator.empty() && name_of[j] == f.denominator) d = &families[j];
-    // A denominator whose own type or counts is unreadable was reported there (one code).
+    // A denominator whose own type or counts is unreadable was reported there, and so was an
+    // unreadable denominator member or a family whose name is unreadable (one code).
     if (d != nullptr && (d->type.empty() || d->counts.empty())) continue;
+    if (f.denominator_unreadable || (d == nullptr && unnamed && !f.denominator.empty())) continue;
     if (d == nullptr || d->type != "counter" || d->counts != "events")
       Add(&out, ErrorCode::TRACE_METRIC_DENOMINATOR_MISSING, f.pointer + "/denominator",
           "failure counter \"" + name_of[i] + "\" " +

@@ -101,6 +101,31 @@ TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
   m = Metrics();
   m.push_back(m[0]);  // one family declared twice
   EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
+  // Regression (header deletion/retype sweep, 2026-12-03): an unreadable attempts counter (not
+  // an object, its name missing or not a string), an unreadable denominator member, or an
+  // unreadable counts beside a denominator raised a second code on the failure counter.
+  m = Metrics();
+  m[1] = 7;
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_FIELD_TYPE"});
+  m = Metrics();
+  m[1].erase("name");
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_FIELD_MISSING"});
+  m = Metrics();
+  m[1]["name"] = 7;
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_FIELD_TYPE"});
+  m = Metrics();
+  m[2]["denominator"] = 7;
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_FIELD_TYPE"});
+  m = Metrics();
+  m[2]["counts"] = 7;
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_FIELD_TYPE"});
+  // Beside an unreadable family, a failure counter that names no denominator at all is still
+  // reported.
+  m = Metrics();
+  m[1] = 7;
+  m[2].erase("denominator");
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")),
+            (Codes{"INPUT_FIELD_TYPE", "TRACE_METRIC_DENOMINATOR_MISSING"}));
 }
 
 // ---- Through the checker: line 1 binds, events and the end of the trace are judged.
