@@ -14,6 +14,15 @@ namespace kvc::trace {
 namespace {
 
 constexpr const char* kFixture = "fixtures/m5_6/trace/transfer_protocol.jsonl";
+// Attempt 6 of req-42 superseded by attempt 7, whose abort follows its reservation.
+constexpr const char* kSuperseded = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl";
+
+// The text that starts the envelope of req-42's `type` event of transfer `transfer` (a marker
+// for CodesAfter).
+std::string Marker(const std::string& type, const std::string& transfer) {
+  return R"("event_type":")" + type + R"(","request_id":"req-42","operation_id":")" + transfer +
+         '"';
+}
 
 std::vector<std::string> Lines(const std::string& relative) {
   std::ifstream in(test::SourcePath(relative));
@@ -158,11 +167,8 @@ TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
 // attempt's reservation raised HANDOFF_STALE_GENERATION too. Such an attempt now gates its
 // request.
 TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
-  constexpr const char* kSuperseded = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl";
-  const std::string g7_plan =
-      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g7")";
-  const std::string g6_plan =
-      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g6")";
+  const std::string g7_plan = Marker("transfer_plan", "xfer-req-42-g7");
+  const std::string g6_plan = Marker("transfer_plan", "xfer-req-42-g6");
   const std::string sum =
       R"("checksum":"c5f43e189a06a2ab11e0b3383d60f2dc23a576ec5bc80c9300ad05a14e4fe595")";
   // The newer attempt's plan dropped (a malformed chunk checksum).
@@ -209,11 +215,8 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
 // publication was then admitted (TRACE_OUTCOME_INVALID too). Such an event now gates its
 // transfer's request.
 TEST(TransferEventsTest, RegressionAnAttemptsEventWithoutItsRequestGatesTheRequest) {
-  constexpr const char* kSuperseded = "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl";
-  const std::string g7_reserve =
-      R"("event_type":"transfer_reserve","request_id":"req-42","operation_id":"xfer-req-42-g7")";
-  const std::string g7_plan =
-      R"("event_type":"transfer_plan","request_id":"req-42","operation_id":"xfer-req-42-g7")";
+  const std::string g7_reserve = Marker("transfer_reserve", "xfer-req-42-g7");
+  const std::string g7_plan = Marker("transfer_plan", "xfer-req-42-g7");
   EXPECT_EQ(
       CodesAfter(kSuperseded, g7_reserve, R"("request_id":"req-42")", R"("request_id":"req-43")"),
       std::vector<std::string>{"HANDOFF_TRACE_IDENTITY_MISMATCH"});
