@@ -16,10 +16,10 @@ the trace with one change: the event_type misspelled; base_snapshot / result_sna
 handle_generation + 1; the source_component changed or the source_instance renamed
 (SOURCE_VERDICTS); the outcome set to each other value; the request_id or operation_id
 renamed; each envelope member retyped or (unless null) deleted; each payload member deleted,
-retyped, or (for integers) + 1; every integer or string
-inside the payload, nested ones included, and inside the header + 1 or with "x" appended; each
-header member and array element retyped and each header member deleted (the header's changes
-are named at line 1). And each event delivered
+retyped, or (for integers) + 1; every integer or string inside the payload (nested ones
+included) and inside the header + 1 or with "x" appended; each header member and array element
+retyped and each header member deleted (the header's changes are named at line 1). And each
+event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace
 (deduplicated, or, older than the source window and forgotten with its released request, one
 TRACE_SEQUENCE_REGRESSION). And each pair of adjacent events emitted in the other order (their
@@ -29,8 +29,7 @@ later events renumbered (a runtime that never emitted it): nothing (an observati
 stage of a transaction that never publishes), or one distinct code. It prints how many
 mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
 root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
-Deterministic (no
-randomness); about 14,300 checks, ~40 s. With --check it is a CI test.
+Deterministic (no randomness); about 14,300 checks, ~40 s. With --check it is a CI test.
 """
 import collections
 import copy
@@ -300,32 +299,6 @@ def source_of(event):
     return event.get("source_instance"), event.get("source_component")
 
 
-def scalars(value, path=()):
-    """(path, value) of every integer and string inside `value` (objects and arrays), in order."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from scalars(v, path + (k,))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from scalars(v, path + (i,))
-    elif isinstance(value, (int, str)) and not isinstance(value, bool):
-        yield path, value
-
-
-def changed(value):
-    """`value` changed in place: an integer + 1, a string with an "x" appended."""
-    return value + 1 if isinstance(value, int) else value + "x"
-
-
-def change_at(path):
-    """A function changing the scalar at `path` of a dict (`changed`)."""
-    def apply(root):
-        for k in path[:-1]:
-            root = root[k]
-        root[path[-1]] = changed(root[path[-1]])
-    return apply
-
-
 def members(value, path=()):
     """(path, value) of every member and array element inside `value`, depth first."""
     items = value.items() if isinstance(value, dict) else (
@@ -335,33 +308,41 @@ def members(value, path=()):
         yield from members(v, path + (k,))
 
 
+def parent(root, path):
+    """The object or array holding the member or element at `path` of `root`."""
+    for k in path[:-1]:
+        root = root[k]
+    return root
+
+
 def header_shape_mutations(header):
     """(name, function of the header) retyping every member and array element of the header
     and deleting every member (":type", ":del")."""
     out = []
     for path, v in members(header):
-        def at(root, path=path):
-            for k in path[:-1]:
-                root = root[k]
-            return root
         retyped = 7 if isinstance(v, (str, dict, list)) else [] if v is None else "x"
         name = "header." + ".".join(map(str, path))
         out.append((name + ":type",
-                    lambda h, at=at, k=path[-1], r=retyped: at(h).__setitem__(k, r)))
+                    lambda h, p=path, r=retyped: parent(h, p).__setitem__(p[-1], r)))
         if not isinstance(path[-1], int):
-            out.append((name + ":del", lambda h, at=at, k=path[-1]: at(h).pop(k)))
+            out.append((name + ":del", lambda h, p=path: parent(h, p).pop(p[-1])))
     return out
 
 
 def scalar_mutations(prefix, root, skip_top_ints):
-    """(name, function of the event) changing each integer or string inside `root` (the
-    event's member `prefix`, or the whole line when prefix is "header"): "+1" or ":x"."""
+    """(name, function of the event) changing each integer (+ 1) or string ("x" appended)
+    inside `root` (the event's member `prefix`, or the whole line when prefix is "header")."""
     out = []
-    for path, v in scalars(root):
+    for path, v in members(root):
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            continue
         if skip_top_ints and len(path) == 1 and isinstance(v, int):
             continue  # payload.<member>+1 is already a mutation
-        name = prefix + "." + ".".join(map(str, path)) + ("+1" if isinstance(v, int) else ":x")
-        apply = change_at(path)
+        delta = 1 if isinstance(v, int) else "x"
+        name = prefix + "." + ".".join(map(str, path)) + ("+1" if delta == 1 else ":x")
+
+        def apply(r, p=path, d=delta):
+            parent(r, p)[p[-1]] += d
         out.append((name, apply if prefix == "header" else
                     (lambda e, a=apply, m=prefix: a(e[m]))))
     return out
