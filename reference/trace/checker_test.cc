@@ -45,6 +45,12 @@ std::string Publish(int seq) {
             R"("result_snapshot":1,"payload":{"committed_length":2})");
 }
 
+// `line` with its first `from` replaced by `to` (the one-field mutation of a test).
+std::string Mutate(std::string line, const std::string& from, const std::string& to) {
+  line.replace(line.find(from), from.size(), to);
+  return line;
+}
+
 std::vector<std::string> Codes(const std::string& text) {
   return test::CodeNames(ValidateTraceJsonl(text, "t.jsonl"));
 }
@@ -669,10 +675,9 @@ TEST(TraceCheckerTest, SourceThatRestartsItsNumberingIsReportedOnceAndFollowed) 
 // clock, one event with a clock far ahead (a spike) raised the code at every later event of the
 // source.
 TEST(TraceCheckerTest, ClockRegressionIsReportedOncePerBackwardStep) {
-  auto with_ns = [](std::string ev, int seq, uint64_t ns) {
-    const std::string from = R"("monotonic_ns":)" + std::to_string(100 + seq);
-    ev.replace(ev.find(from), from.size(), R"("monotonic_ns":)" + std::to_string(ns));
-    return ev;
+  auto with_ns = [](const std::string& ev, int seq, uint64_t ns) {
+    return Mutate(ev, R"("monotonic_ns":)" + std::to_string(100 + seq),
+                  R"("monotonic_ns":)" + std::to_string(ns));
   };
   const std::string spike = std::string(kHeader) + "\n" + Alloc(0) + "\n" +
                             with_ns(Start(1), 1, 1000000000000) + "\n" + Stage(2) + "\n" +
@@ -707,20 +712,16 @@ TEST(TraceGatingTest, RegressionUnusableEnvelopeMemberRaisesOneCode) {
     for (const auto& ev : events) t += ev + "\n";
     return t;
   };
-  auto replace = [](std::string ev, const std::string& from, const std::string& to) {
-    ev.replace(ev.find(from), from.size(), to);
-    return ev;
-  };
   const std::string read1 = Ev(1, "read",
                                R"("request_id":"R","handle_generation":0,)"
                                R"("base_snapshot":0,"payload":{"committed_length":0})");
   // The read's number unreadable, or its source: its hole is not also a gap.
   EXPECT_EQ(
-      Codes(trace({Alloc(0), replace(read1, R"("local_sequence":1)", R"("local_sequence":"1")"),
+      Codes(trace({Alloc(0), Mutate(read1, R"("local_sequence":1)", R"("local_sequence":"1")"),
                    Start(2), Stage(3), Publish(4)})),
       std::vector<std::string>{"INPUT_FIELD_TYPE"});
   EXPECT_EQ(
-      Codes(trace({Alloc(0), replace(read1, R"("source_instance":"e")", R"("source_instance":7)"),
+      Codes(trace({Alloc(0), Mutate(read1, R"("source_instance":"e")", R"("source_instance":7)"),
                    Start(2), Stage(3), Publish(4)})),
       std::vector<std::string>{"INPUT_FIELD_TYPE"});
   EXPECT_EQ(Codes(trace({Alloc(0), "{not json", Start(2), Stage(3), Publish(4)})),
@@ -733,7 +734,7 @@ TEST(TraceGatingTest, RegressionUnusableEnvelopeMemberRaisesOneCode) {
        std::vector<std::pair<std::string, std::string>>{{R"("handle_generation":0,)", ""},
                                                         {R"("operation_id":"p",)", ""},
                                                         {R"("base_snapshot":0,)", ""}})
-    EXPECT_EQ(Codes(trace({Alloc(0), replace(Start(1), from, to), Stage(2), Publish(3)})),
+    EXPECT_EQ(Codes(trace({Alloc(0), Mutate(Start(1), from, to), Stage(2), Publish(3)})),
               std::vector<std::string>{"INPUT_FIELD_MISSING"})
         << from;
   // A stage whose request is unreadable gates its operation's request (the output sampled from
@@ -744,18 +745,18 @@ TEST(TraceGatingTest, RegressionUnusableEnvelopeMemberRaisesOneCode) {
                                  R"("payload":{"output_index":0,"token":5})");
   EXPECT_EQ(Codes(trace({Alloc(0), Start(1), Stage(2), Publish(3), output4})),
             std::vector<std::string>{});
-  EXPECT_EQ(Codes(trace({Alloc(0), Start(1),
-                         replace(Stage(2), R"("request_id":"R")", R"("request_id":7)"), Publish(3),
-                         output4})),
-            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(
+      Codes(trace({Alloc(0), Start(1), Mutate(Stage(2), R"("request_id":"R")", R"("request_id":7)"),
+                   Publish(3), output4})),
+      std::vector<std::string>{"INPUT_FIELD_TYPE"});
   // An append_start whose request is unreadable opens an operation the replay does not know:
   // the request its next event names is gated.
-  EXPECT_EQ(Codes(trace({Alloc(0), replace(Start(1), R"("request_id":"R")", R"("request_id":7)"),
+  EXPECT_EQ(Codes(trace({Alloc(0), Mutate(Start(1), R"("request_id":"R")", R"("request_id":7)"),
                          Stage(2), Publish(3), output4})),
             std::vector<std::string>{"INPUT_FIELD_TYPE"});
   // An allocation without its request: the requests not yet known are gated.
   EXPECT_EQ(
-      Codes(trace({replace(Alloc(0), R"("request_id":"R",)", ""), Start(1), Stage(2), Publish(3)})),
+      Codes(trace({Mutate(Alloc(0), R"("request_id":"R",)", ""), Start(1), Stage(2), Publish(3)})),
       std::vector<std::string>{"INPUT_FIELD_MISSING"});
 }
 
@@ -951,12 +952,6 @@ std::string Read(int seq, const std::string& id, int snapshot, int length) {
             R"("request_id":")" + id + R"(","handle_generation":0,"base_snapshot":)" +
                 std::to_string(snapshot) + R"(,"payload":{"committed_length":)" +
                 std::to_string(length) + "}");
-}
-
-// `line` with its first `from` replaced by `to` (the one-field mutation of a test).
-std::string Mutate(std::string line, const std::string& from, const std::string& to) {
-  line.replace(line.find(from), from.size(), to);
-  return line;
 }
 
 // Header, Alloc(0), the prefill's start, stage and publish (PrefillLines() with the start and

@@ -101,12 +101,18 @@ std::optional<std::string> RequestOf(TraceChecker& c, const Event& e) {
   return std::nullopt;
 }
 
-// Gates the event's request: a plan that was not replayed, a transfer the replay never planned, a
-// reservation or validation the replay does not follow leaves the request's generation fence
+// Gates `request` (when named): a plan that was not replayed, a transfer the replay never planned,
+// a reservation or validation the replay does not follow leaves the request's generation fence
 // and pool reservation unknown (the runtime's destination may hold an attempt the replay does
 // not), so the request's later events, its other attempts included, are not judged on it.
-void GateRequest(TraceChecker& c, const Event& e) {
-  if (e.request_id) c.Poison("request:" + std::string(*e.request_id));
+void GateRequest(TraceChecker& c, std::optional<std::string_view> request) {
+  if (request) c.Poison("request:" + std::string(*request));
+}
+
+// True when the event reports `rejected` and the protocol refuses it too: the refusal the
+// contract expects, which changes nothing and gates nothing.
+bool RefusedAsReported(const Event& e, const Status& s) {
+  return KeyEquals(e.outcome, "rejected") && !s.ok();
 }
 
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
@@ -127,7 +133,7 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
                  (gate ? " (its later events, plan included, are not replayed)" : ""));
     if (gate) {
       c.Poison("transfer:" + id);
-      GateRequest(c, e);
+      GateRequest(c, e.request_id);
     }
     return nullptr;
   }
@@ -136,7 +142,7 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   // did to the transfer is unknown: the transfer and its request are gated (GateRequest).
   auto drop = [&] {
     c.Poison("transfer:" + id);
-    c.Poison("request:" + t.request_id);
+    GateRequest(c, t.request_id);
   };
   if (e.request_id && *e.request_id != t.request_id) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
@@ -316,8 +322,8 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   // event names and the one its identity names.
   auto drop = [&] {
     c.Poison(gate);
-    GateRequest(c, e);
-    if (!plan.identity.request_id.empty()) c.Poison("request:" + plan.identity.request_id);
+    GateRequest(c, e.request_id);
+    if (!plan.identity.request_id.empty()) GateRequest(c, plan.identity.request_id);
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);
@@ -414,7 +420,7 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   const Status st = t->txn->Reserve();
   // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
   // the request's fence and pool share unknown.
-  if (!Judge(c, e, st) && !(KeyEquals(e.outcome, "rejected") && !st.ok())) GateRequest(c, e);
+  if (!Judge(c, e, st) && !RefusedAsReported(e, st)) GateRequest(c, e.request_id);
 }
 
 void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -498,8 +504,8 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   const Status st = t->txn->Validate(expected, c.kv().abi().id);
   if (Judge(c, e, st))
     t->summary.validated_ns = e.monotonic_ns;
-  else if (st.error() == ErrorCode::HANDOFF_IDENTITY_MISMATCH && !KeyEquals(e.outcome, "rejected"))
-    GateRequest(c, e);  // the plan's identity, and so the fence it reserved, was not the runtime's
+  else if (st.error() == ErrorCode::HANDOFF_IDENTITY_MISMATCH && !RefusedAsReported(e, st))
+    GateRequest(c, e.request_id);  // the plan's identity, and the fence it reserved, were wrong
 }
 
 void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
