@@ -420,7 +420,7 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   const Status st = t->txn->Reserve();
   // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
   // the request's fence and pool share unknown.
-  if (!Judge(c, e, st) && !RefusedAsReported(e, st)) GateRequest(c, e.request_id);
+  if (!Judge(c, e, st) && !RefusedAsReported(e, st)) GateRequest(c, t->request_id);
 }
 
 void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -505,7 +505,7 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (Judge(c, e, st))
     t->summary.validated_ns = e.monotonic_ns;
   else if (st.error() == ErrorCode::HANDOFF_IDENTITY_MISMATCH && !RefusedAsReported(e, st))
-    GateRequest(c, e.request_id);  // the plan's identity, and the fence it reserved, were wrong
+    GateRequest(c, t->request_id);  // the plan's identity, and the fence it reserved, were wrong
 }
 
 void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {

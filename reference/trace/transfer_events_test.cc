@@ -184,6 +184,22 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
   // Its reservation refused by the replay (more blocks than the pool has free).
   EXPECT_EQ(CodesAfter(kSuperseded, g7_plan, R"("reserved_blocks":4)", R"("reserved_blocks":5)"),
             std::vector<std::string>{"HANDOFF_RESERVATION_TOO_SMALL"});
+  // Regression: the refused reservation gated the request its event names, so a reservation
+  // that leaves out its (optional) request_id gated nothing. It gates its transfer's request.
+  {
+    std::vector<std::string> lines = Lines(kSuperseded);
+    for (auto& l : lines) {
+      if (l.find(g7_plan) != std::string::npos)
+        l.replace(l.find(R"("reserved_blocks":4)"), 19, R"("reserved_blocks":5)");
+      const std::string reserve = Marker("transfer_reserve", "xfer-req-42-g7");
+      if (l.find(reserve) != std::string::npos)
+        l.replace(l.find(R"("request_id":"req-42",)"), 22, "");
+    }
+    TraceChecker c(kSuperseded);
+    const Violations& v = Replay(c, lines);
+    EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_RESERVATION_TOO_SMALL"})
+        << test::Describe(v);
+  }
   // The older plan's identity names generation 7: the validation finds it, and the reservation
   // of the attempt that really is generation 7 is not judged on the fence the wrong one set.
   EXPECT_EQ(CodesAfter(kSuperseded, g6_plan, R"("generation":6)", R"("generation":7)"),
