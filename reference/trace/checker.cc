@@ -557,10 +557,13 @@ std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
   const lifecycle::AppendTxn* t = kv_->FindTxn(id);
   if (!t || t->state != lifecycle::TxnState::kPublished || t->result.version == 0)
     return std::nullopt;
+  // The receipt's own incarnation, live or just released (a release advances the handle
+  // generation by one; M5.1 0x01: an old receipt is still returned after release), not a later
+  // incarnation of a recycled id.
   const lifecycle::HandleRecord* h = FindHandle(t->request.handle_id);
-  if (!h || h->current.phase == lifecycle::Phase::kReleased ||
-      h->current.incarnation != t->result.incarnation)
-    return std::nullopt;
+  if (!h) return std::nullopt;
+  const uint64_t released = h->current.phase == lifecycle::Phase::kReleased ? 1 : 0;
+  if (h->current.incarnation != t->result.incarnation + released) return std::nullopt;
   return t->result.version - 1;
 }
 
@@ -697,20 +700,24 @@ void TraceChecker::ReportAt(uint32_t line, Context context, ErrorCode code, std:
 }
 
 void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombstone_generation) {
-  if (++releases_since_prune_ >= opt_.prune_every_releases) {
-    releases_since_prune_ = 0;
-    kv_->ForgetFinalTxnsOfReleased();
-  }
   released_.emplace_back(request_id, tombstone_generation);
+  // Only the same tombstone: a re-allocated id is live again, and one released again since has
+  // a newer entry in the window (generations grow with every release).
+  auto still_released = [&](const std::string& id, uint64_t generation) {
+    const lifecycle::HandleRecord* h = kv_->Find(id);
+    return h && h->current.phase == lifecycle::Phase::kReleased &&
+           h->current.incarnation == generation;
+  };
+  // The request released receipt_window releases ago forgets its receipts (counted from its
+  // own release, so the verdict on a late retry never depends on unrelated releases before it).
+  if (released_.size() > opt_.receipt_window) {
+    const auto& [id, generation] = released_[released_.size() - 1 - opt_.receipt_window];
+    if (still_released(id, generation)) (void)kv_->ForgetFinalTxnsOf(id);
+  }
   while (released_.size() > std::max<size_t>(opt_.released_window, 1)) {
     auto [id, generation] = std::move(released_.front());
     released_.pop_front();
-    // Only the same tombstone: a re-allocated id is live again, and one released again since
-    // has a newer entry in the window (generations grow with every release).
-    const lifecycle::HandleRecord* h = kv_->Find(id);
-    if (!h || h->current.phase != lifecycle::Phase::kReleased ||
-        h->current.incarnation != generation)
-      continue;
+    if (!still_released(id, generation)) continue;
     if (kv_->ForgetReleased(id).ok()) {
       last_request_ = nullptr;
       requests_.erase(id);

@@ -7,19 +7,19 @@
 // with its registry code, line, event_id and request, in trace order.
 //
 // Streaming: Feed()/FeedPadded() take one line at a time, FeedPaddedBatch() a few consecutive
-// lines (CheckTraceFile reads 1 MiB blocks and parses batches of 16 lines in place). Memory follows live handles: per-request event indexes and operation
-// records are dropped at release (keeping the terminal events), final transaction records of
-// released handles are pruned every CheckerOptions::prune_every_releases releases, and only the
-// last CheckerOptions::released_window released requests keep a tombstone (older ones are
-// forgotten: events naming them see an unknown request). Per source: a 32-event window for
-// duplicate delivery. What grows with the number of violations is the report (and the
-// poisoned ids of gating). docs/trace-format.md "Memory" states the bound.
-// Hot path: a conforming envelope is read in one pass (ReadEnvelopeFast); anything unusual goes
-// through the general ObjReader, which produces every message. Handlers read payloads through
-// ObjReader (unchanged interface for rows added with RegisterEventType); the hot event types
-// also have a one-pass payload reader (EventTypeSpec::fast) that replays through the same code.
-// Event-type dispatch is table-driven (EventTypeSpec); later parts of the kit (M5.6 transfer
-// events) add rows with RegisterEventType() before checking starts.
+// lines (CheckTraceFile reads 1 MiB blocks and parses batches of 16 lines in place). Memory follows
+// live handles: per-request event indexes and operation records are dropped at release (keeping the
+// terminal events), final transaction records of released handles are forgotten
+// CheckerOptions::receipt_window releases after their release, and only the last
+// CheckerOptions::released_window released requests keep a tombstone (older ones are forgotten:
+// events naming them see an unknown request). Per source: a 32-event window for duplicate delivery.
+// What grows with the number of violations is the report (and the poisoned ids of gating).
+// docs/trace-format.md "Memory" states the bound. Hot path: a conforming envelope is read in one
+// pass (ReadEnvelopeFast); anything unusual goes through the general ObjReader, which produces
+// every message. Handlers read payloads through ObjReader (unchanged interface for rows added with
+// RegisterEventType); the hot event types also have a one-pass payload reader (EventTypeSpec::fast)
+// that replays through the same code. Event-type dispatch is table-driven (EventTypeSpec); later
+// parts of the kit (M5.6 transfer events) add rows with RegisterEventType() before checking starts.
 // Thread safety: none; one checker per trace.
 #ifndef KVCONFORM_REFERENCE_TRACE_CHECKER_H_
 #define KVCONFORM_REFERENCE_TRACE_CHECKER_H_
@@ -249,7 +249,13 @@ class ObjReader {
 };
 
 struct CheckerOptions {
-  size_t prune_every_releases = 64;  // ForgetFinalTxnsOfReleased cadence (memory vs scan cost)
+  // A released request's final transaction records (the receipts a late retry gets back, M5.1
+  // 0x01) are kept until this many further requests have been released, then forgotten
+  // (KvObject::ForgetFinalTxnsOf; a retry after that is judged as never started). Counted from
+  // the request's own release, so a verdict never depends on unrelated releases before it;
+  // a request whose id is allocated again keeps its receipts until its next release's window
+  // ends. See docs/trace-format.md "Memory".
+  size_t receipt_window = 64;
   // Released requests remembered (tombstone, terminal events); the oldest beyond this many
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
   // At least 1.
@@ -325,6 +331,7 @@ class TraceChecker {
 
   lifecycle::KvObject& kv() { return *kv_; }
   uint64_t bytes_per_token() const { return bytes_per_token_; }
+  const CheckerOptions& options() const { return opt_; }
   // The header's optional conversion model between the allocator and semantic planes (M5.1
   // 0x07 "Five State Planes": compatible, not equal, until a model is declared). 0 / false when
   // the header declares none.
@@ -401,8 +408,8 @@ class TraceChecker {
   };
   bool Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles = nullptr);
   // After a successful release of `request_id` (its tombstone has handle generation
-  // `tombstone_generation`): prunes final transaction records every prune_every_releases
-  // releases and forgets the request released released_window releases ago.
+  // `tombstone_generation`): forgets the receipts of the request released receipt_window
+  // releases ago and the whole request released released_window releases ago.
   void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
   uint32_t line() const { return line_; }
   // The extension slot named `key`, or nullptr before SetExtension(key, ...).
@@ -495,7 +502,6 @@ class TraceChecker {
   // or another one: a creating event whose request was misnamed).
   std::set<std::string, std::less<>> dropped_ops_;
   uint64_t fast_payloads_ = 0;
-  size_t releases_since_prune_ = 0;
   // The last released_window releases, oldest first: request id and tombstone generation.
   std::deque<std::pair<std::string, uint64_t>> released_;
   Violations violations_;

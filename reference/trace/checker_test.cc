@@ -274,7 +274,7 @@ TEST(TraceCheckerTest, ReleasedRequestsDropTheirOperationRecords) {
   // Memory follows live handles: a long stream of allocate/prefill/finish/release cycles
   // leaves no growing per-operation state behind (checked through the public verdict and a
   // bounded number of transaction records in the object).
-  TraceChecker c("gen.jsonl", CheckerOptions{.prune_every_releases = 1});
+  TraceChecker c("gen.jsonl", CheckerOptions{.receipt_window = 0});
   c.Feed(kHeader, 1);
   uint32_t line = 2;
   int seq = 0;
@@ -852,7 +852,7 @@ TEST(TraceCheckerTest, PayloadFastReadersAgreeWithTheGeneralReaders) {
 // Memory follows live requests: beyond released_window releases a request's tombstone is
 // forgotten (an event naming it is then an unknown handle), within the window it still fences.
 TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {
-  TraceChecker c("gen.jsonl", CheckerOptions{.prune_every_releases = 1, .released_window = 2});
+  TraceChecker c("gen.jsonl", CheckerOptions{.receipt_window = 0, .released_window = 2});
   c.Feed(kHeader, 1);
   uint32_t line = 2;
   int seq = 0;
@@ -873,6 +873,66 @@ TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {
   EXPECT_EQ(test::CodeNames(v),
             (std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE", "LIFECYCLE_HANDLE_RELEASED"}))
       << test::Describe(v);
+}
+
+// Regression: a released request's receipts were pruned in batches every 64 releases, so whether
+// a late retry of its append still got its receipt depended on how many unrelated requests had
+// been released before it (a vendor's cold read of the docs found the verdict on a recycled id's
+// reused operation id flip between 62 and 63 earlier releases). The window now counts from the
+// request's own release; a retry after release gets the original receipt (M5.1 0x01).
+TEST(TraceCheckerTest, RegressionReceiptWindowCountsFromTheRequestsOwnRelease) {
+  constexpr size_t kWindow = 3;
+  for (int before = 0; before < 5; ++before) {
+    for (int after = 0; after < 6; ++after) {
+      SCOPED_TRACE("releases before " + std::to_string(before) + ", after " +
+                   std::to_string(after));
+      std::string t = std::string(kHeader) + "\n";
+      int seq = 0;
+      auto ev = [&](const std::string& id, const std::string& type, const std::string& rest) {
+        t +=
+            Ev(seq++, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest) + "\n";
+      };
+      auto start = [&](const std::string& id, const std::string& outcome) {
+        ev(id, "append_start",
+           R"("operation_id":")" + id + R"(.p","base_snapshot":0,)" + outcome +
+               R"("payload":{"interval":[0,2],"cache_position":[0,2],"mask_key_length":2,)"
+               R"("position_stage":"post_rope","purpose":"prefill"})");
+      };
+      auto publish = [&](const std::string& id, const std::string& outcome) {
+        ev(id, "append_publish",
+           R"("operation_id":")" + id + R"(.p","base_snapshot":0,"result_snapshot":1,)" + outcome +
+               R"("payload":{"committed_length":2})");
+      };
+      auto cycle = [&](const std::string& id) {
+        ev(id, "request_allocate", R"("payload":{"prompt_length":2})");
+        start(id, "");
+        ev(id, "append_stage_layer",
+           R"("operation_id":")" + id + R"(.p","payload":{"layer":0,"interval":[0,2]})");
+        publish(id, "");
+        ev(id, "output_emit", R"("payload":{"output_index":0,"token":5})");
+        ev(id, "finish", R"("payload":{})");
+        ev(id, "release", R"("payload":{})");
+      };
+      for (int i = 0; i < before; ++i) cycle("B" + std::to_string(i));
+      cycle("A");
+      for (int i = 0; i < after; ++i) cycle("C" + std::to_string(i));
+      start("A", R"("outcome":"replayed",)");  // the retry of A's released append
+      publish("A", R"("outcome":"replayed",)");
+      TraceChecker c("t.jsonl", CheckerOptions{.receipt_window = kWindow});
+      uint32_t line = 1;
+      for (size_t at = 0, end; (end = t.find('\n', at)) != std::string::npos; at = end + 1)
+        c.Feed(std::string_view(t).substr(at, end - at), line++);
+      const Violations& v = c.Finish(false);
+      if (static_cast<size_t>(after) < kWindow) {
+        EXPECT_TRUE(v.empty()) << test::Describe(v);
+      } else {
+        ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OUTCOME_INVALID"})
+            << test::Describe(v);
+        EXPECT_NE(v[0].message.find("receipts are no longer kept"), std::string::npos)
+            << v[0].message;
+      }
+    }
+  }
 }
 
 }  // namespace

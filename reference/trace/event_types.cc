@@ -227,9 +227,17 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   call.reused_draft_index = a->reused;
   const bool retry = prior != nullptr;
   if (!retry && KeyEquals(e.outcome, "replayed")) {
+    // Bounded memory: a released request's receipts are kept for a window of releases
+    // (CheckerOptions::receipt_window), so after it the checker cannot tell the two apart.
+    const bool released = cur->phase == lifecycle::Phase::kReleased;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              "append_start reports a replayed receipt, but operation \"" +
-                 std::string(*e.operation_id) + "\" was never started (only a retry replays)");
+                 std::string(*e.operation_id) + "\" was never started (only a retry replays)" +
+                 (released ? "; or it is an append of request \"" + std::string(*e.request_id) +
+                                 "\", released more than " + U(c.options().receipt_window) +
+                                 " releases ago, whose receipts are no longer kept "
+                                 "(docs/trace-format.md \"Memory\")"
+                           : std::string()));
     return c.DropEvent(e);
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);

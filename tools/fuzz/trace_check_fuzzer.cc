@@ -32,7 +32,7 @@ enum class Path { kGeneral, kFast, kBatched };
 CheckerOptions Options(Path p) {
   CheckerOptions opt;
   opt.released_window = 4;
-  opt.prune_every_releases = 2;
+  opt.receipt_window = 2;
   opt.fast_readers = p != Path::kGeneral;
   return opt;
 }

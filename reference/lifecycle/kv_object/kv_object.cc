@@ -476,38 +476,26 @@ StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<B
                                h->current.committed_length);
   h->released_length = h->current.committed_length;
   h->current = next;
-  if (!h->txn_ids.empty()) released_with_txns_.push_back(std::string(handle_id));
   return next;
 }
 
-void KvObject::ForgetFinalTxnsOfReleased() {
-  // Every transaction whose handle is released is listed in the txn_ids of a handle id in
-  // released_with_txns_ (Release() adds the id; ids leave only below), so visiting those ids is
-  // the same as scanning every transaction.
-  std::vector<std::string> still_pending;
-  for (std::string& id : released_with_txns_) {
-    auto h = handles_.find(id);
-    if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
-      continue;  // re-allocated: its next Release() lists it again
-    std::deque<std::string>& ids = h->second.txn_ids;
-    if (ids.empty()) continue;  // already visited (listed twice)
-    std::erase_if(ids, [&](const std::string& txn) {
-      auto t = txns_.find(txn);
-      if (t == txns_.end()) return true;
-      const TxnState st = t->second.state;
-      const bool final = st != TxnState::kOpen && st != TxnState::kPrepared;
-      if (final) {
-        txns_.erase(t);
-        ++txn_erasures_;
-      }
-      return final;
-    });
-    if (ids.empty())
-      ids = std::deque<std::string>();  // memory follows live handles
-    else
-      still_pending.push_back(std::move(id));
-  }
-  released_with_txns_.swap(still_pending);
+Status KvObject::ForgetFinalTxnsOf(std::string_view handle_id) {
+  auto h = handles_.find(handle_id);
+  if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+    return FailedPrecondition("forget receipts: handle " + Q(handle_id) +
+                              " is not a released handle");
+  std::deque<std::string>& ids = h->second.txn_ids;
+  std::erase_if(ids, [&](const std::string& txn) {
+    auto t = txns_.find(txn);
+    if (t == txns_.end()) return true;
+    const TxnState st = t->second.state;
+    if (st == TxnState::kOpen || st == TxnState::kPrepared) return false;
+    txns_.erase(t);
+    ++txn_erasures_;
+    return true;
+  });
+  if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
+  return Status::Ok();
 }
 
 Status KvObject::ForgetReleased(std::string_view handle_id) {

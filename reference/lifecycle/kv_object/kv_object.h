@@ -54,7 +54,7 @@ struct HandleRecord {
   std::string parent_id;               // fork parent, empty for allocated roots
   std::vector<std::string> open_txns;  // OPEN or PREPARED transactions on this handle
   // Derived index, not state (operator== ignores it): the ids of every transaction recorded on
-  // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOfReleased
+  // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOf
   // or ForgetReleased drops them. It survives re-allocation of a released id (the records of
   // the earlier incarnation stay listed). Kept here rather than in a map of its own so an
   // append costs no extra lookup. A deque: appending never moves the ids already listed (a
@@ -151,11 +151,13 @@ class KvObject {
   StatusOr<Snapshot> Release(std::string_view handle_id,
                              std::optional<BaseRef> expected = std::nullopt);
 
-  // Removes final (PUBLISHED/ABORTED/REJECTED) transaction records of released handles, so
-  // memory follows live handles. Afterwards a retry of such a transaction is TXN_UNKNOWN.
-  // Cost: proportional to the transactions of the handles released since the last call (and of
-  // released handles whose transactions were still open then), not to the whole object.
-  void ForgetFinalTxnsOfReleased();
+  // Removes the final (PUBLISHED/ABORTED/REJECTED) transaction records listed on a released
+  // handle, the receipts a retry gets back, of every incarnation of its id; open ones stay until
+  // ForgetReleased. Afterwards a retry of such a transaction is unknown. The caller decides how
+  // long receipts outlive a release (the trace checker keeps a documented window). Cost:
+  // proportional to that handle's listed transactions. FAILED_PRECONDITION unless the handle
+  // exists and is RELEASED.
+  Status ForgetFinalTxnsOf(std::string_view handle_id);
   // Forgets a released handle entirely: its tombstone and every transaction record on it, so
   // that a long stream of requests leaves no per-request state behind. Afterwards the id is
   // unknown (LIFECYCLE_UNKNOWN_HANDLE) and Allocate accepts it under any incarnation: the
@@ -169,12 +171,11 @@ class KvObject {
   // named transactions (present or absent) and the handles those name; Restore() puts exactly
   // that state back. Every operation of this class changes only the handles it names (Fork:
   // the parent and the children), their open transactions (final ones never change), the
-  // transaction it names and its handle, and appends to released_with_txns_ (Restore truncates
-  // it back). Cost: proportional to the saved records, not to the object.
+  // transaction it names and its handle. Cost: proportional to the saved records, not to the
+  // object.
   struct Saved {
     std::vector<std::pair<std::string, std::optional<HandleRecord>>> handles;
     std::vector<std::pair<std::string, std::optional<AppendTxn>>> txns;
-    size_t released_with_txns = 0;
   };
   Saved Save(const std::vector<std::string_view>& handle_ids,
              const std::vector<std::string_view>& txn_ids) const;
@@ -228,10 +229,6 @@ class KvObject {
   // BeginAppend() and PublishTxn() hand out pointers into these maps.
   base::StableStringMap<HandleRecord> handles_;
   base::StableStringMap<AppendTxn> txns_;
-  // Derived index (not state): the handle ids whose records ForgetFinalTxnsOfReleased must
-  // still visit (released with a non-empty txn_ids since its last call, or released with
-  // transactions that were not final yet). An id may be listed twice.
-  std::vector<std::string> released_with_txns_;
   uint64_t handle_erasures_ = 0;  // see handle_erasures(); not state (operator== ignores it)
   uint64_t txn_erasures_ = 0;     // transaction records ever erased; not state
   // Lookup memo, not state (operator== and Hash() ignore it; a copy or an assignment starts

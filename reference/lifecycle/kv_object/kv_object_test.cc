@@ -361,7 +361,8 @@ TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
   ASSERT_TRUE(o.CancelRequest("A").ok());                          // aborts a2
   ASSERT_TRUE(o.BeginAppend(Append("b2", *o.Read("B"), 1)).ok());  // open on a live handle
   ASSERT_TRUE(o.Release("A").ok());
-  o.ForgetFinalTxnsOfReleased();
+  EXPECT_FALSE(o.ForgetFinalTxnsOf("B").ok());  // B is live
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A").ok());
   EXPECT_EQ(o.FindTxn("a1"), nullptr);
   EXPECT_EQ(o.FindTxn("a2"), nullptr);  // aborted by the cancellation: final
   EXPECT_NE(o.FindTxn("b1"), nullptr);  // B is live: its receipts stay for retries
@@ -370,12 +371,13 @@ TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
   // A released handle with a still-open transaction keeps it until it is final.
   ASSERT_TRUE(o.Finish("B").ok());
   ASSERT_TRUE(o.Release("B").ok());
-  o.ForgetFinalTxnsOfReleased();
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("B").ok());
   EXPECT_EQ(o.FindTxn("b1"), nullptr);
   ASSERT_NE(o.FindTxn("b2"), nullptr);
   ASSERT_TRUE(o.CancelTxn("b2").ok());
-  o.ForgetFinalTxnsOfReleased();
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("B").ok());
   EXPECT_EQ(o.txn_count(), 0u);
+  EXPECT_FALSE(o.ForgetFinalTxnsOf("missing").ok());
   // Forgetting: only a released handle; afterwards the id is unknown and free again.
   EXPECT_FALSE(o.ForgetReleased("missing").ok());
   ASSERT_TRUE(o.Allocate("C", "C").ok());
@@ -385,19 +387,6 @@ TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
   EXPECT_EQ(Code(o.Read("A")), ErrorCode::LIFECYCLE_UNKNOWN_HANDLE);
   EXPECT_EQ(o.handle_count(), 2u);  // B's tombstone and C
   EXPECT_TRUE(o.Allocate("A", "A", 0).ok());
-}
-
-// The derived transaction index is not state: objects with equal histories compare equal
-// whether or not one of them was pruned of nothing.
-TEST(KvObjectTest, PruningIndexIsNotComparedState) {
-  KvObject a(kAbi), b(kAbi);
-  for (KvObject* o : {&a, &b}) {
-    ASSERT_TRUE(o->Allocate("R", "R").ok());
-    AppendAll(*o, "t", "R", 1);
-  }
-  b.ForgetFinalTxnsOfReleased();  // nothing released: no change
-  EXPECT_TRUE(a == b);
-  EXPECT_EQ(a.Hash(), b.Hash());
 }
 
 // BeginAppend records a new transaction before judging it (one map lookup): every refusal
@@ -451,7 +440,7 @@ TEST(KvObjectTest, RecycledIdentityForgetsEveryIncarnationsRecords) {
   ASSERT_TRUE(o.Finish("A").ok());
   ASSERT_TRUE(o.Release("A").ok());
   EXPECT_EQ(o.txn_count(), 2u);
-  o.ForgetFinalTxnsOfReleased();
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A").ok());
   EXPECT_EQ(o.txn_count(), 0u);
   ASSERT_TRUE(o.Allocate("A", "A", 2).ok());
   AppendAll(o, "a3", "A", 1);

@@ -6,7 +6,6 @@ namespace kvc::lifecycle {
 KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
                                const std::vector<std::string_view>& txn_ids) const {
   Saved saved;
-  saved.released_with_txns = released_with_txns_.size();
   auto save_txn = [&](std::string_view id) {
     for (const auto& [saved_id, unused] : saved.txns)
       if (saved_id == id) return;
@@ -53,8 +52,6 @@ void KvObject::Restore(Saved saved) {
       ++txn_erasures_;
     }
   }
-  if (released_with_txns_.size() > saved.released_with_txns)
-    released_with_txns_.resize(saved.released_with_txns);
 }
 
 }  // namespace kvc::lifecycle
