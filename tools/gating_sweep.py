@@ -229,9 +229,12 @@ def allowed_silent(event_type, name):
 # window and must be recognized byte for byte. At the end of the trace it may be older than the
 # window and belong to a request whose events the checker no longer holds (memory follows live
 # handles): then it is a sequence regression, and not replayed (docs/trace-format.md).
+# A copy whose bytes differ (its monotonic_ns restamped) right after the next event: the same
+# event (id and number) with other bytes, one TRACE_EVENT_ID_CONFLICT; the copy is not replayed.
 REDELIVERIES = {
     "redeliver:next": [[]],
     "redeliver:end": [[], ["TRACE_SEQUENCE_REGRESSION"]],
+    "redeliver-changed:next": [["TRACE_EVENT_ID_CONFLICT"]],
 }
 
 
@@ -441,6 +444,10 @@ def main():
                 for name, at in (("redeliver:next", min(i + 2, len(lines))),
                                  ("redeliver:end", len(lines))):
                     add(lines[:at] + [lines[i]] + lines[at:], i, name)
+                if isinstance(lines[i].get("monotonic_ns"), int):
+                    at = min(i + 2, len(lines))
+                    changed = dict(lines[i], monotonic_ns=lines[i]["monotonic_ns"] + 1)
+                    add(lines[:at] + [changed] + lines[at:], i, "redeliver-changed:next")
             # Emission order: each pair of adjacent events in the other order, numbered in the new
             # order where they share a source (a pair from two sources keeps its numbers).
             for i in range(1, len(lines) - 1):
@@ -510,15 +517,15 @@ def main():
                           "listed in KNOWN_SILENT but now raises a violation (remove it from "
                           "the list)")
         for rel, line, name, codes in misjudged:
-            why = ("a redelivery is deduplicated, or, late, one TRACE_SEQUENCE_REGRESSION"
-                   if name in REDELIVERIES else
+            why = (f"expected one of {REDELIVERIES[name]}" if name in REDELIVERIES else
                    f"expected one of {[sorted(v) for v in SOURCE_VERDICTS.get(name, [])]}")
             print(f"FAIL {rel}:{line} {name}: {codes} ({why})")
         if counts["no verdict"]:
             print(f"FAIL {counts['no verdict']} mutations got no JSON verdict")
         if failures or misjudged or counts["no verdict"]:
             sys.exit(1)
-        print(f"gating sweep: every redelivery deduplicated or (late) one sequence regression; "
+        print(f"gating sweep: every redelivery deduplicated or (late) one sequence regression, "
+              f"every changed redelivery one TRACE_EVENT_ID_CONFLICT; "
               f"every source mutation as SOURCE_VERDICTS allows; "
               f"at most one distinct code per mutation but a rename; {len(silent)} silent mutations, "
               f"each an optional claim deleted, a change of free text or one of the "

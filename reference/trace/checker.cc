@@ -1241,11 +1241,23 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   const bool maybe = src.recent_count[id_hash & 255] != 0;
   for (size_t i = 0; maybe && i < src.recent_n; ++i) {
     if (src.recent_id[i] != id_hash) continue;
-    if (src.recent_seq[i] == e.local_sequence &&
-        (src.recent_hashed[i]
-             ? e.text.size() > kWindowLineLimit && src.recent_hash[i] == e.content_hash()
-             : SameBytes(src.recent_text[i], e.text)))
-      return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
+    if (src.recent_seq[i] == e.local_sequence) {
+      if (src.recent_hashed[i]
+              ? e.text.size() > kWindowLineLimit && src.recent_hash[i] == e.content_hash()
+              : SameBytes(src.recent_text[i], e.text))
+        return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
+      // The same event (id and number) delivered again with other bytes: one code, and the
+      // original stands (replaying the copy too would judge one event twice: a sequence
+      // regression, a second publication).
+      Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
+             "event_id \"" + std::string(e.event_id) + "\" at local_sequence " +
+                 std::to_string(e.local_sequence) + " of source \"" +
+                 std::string(e.source_instance) +
+                 "\" was delivered before with other bytes; a redelivery must repeat the "
+                 "original line byte for byte (re-serializing it changes its bytes); this copy "
+                 "is not replayed");
+      return;
+    }
     id_conflict = true;
   }
   if (id_conflict)

@@ -356,6 +356,27 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
   EXPECT_TRUE(has(Codes(t + allocate_again + "\n"), "TRACE_EVENT_ID_CONFLICT"));
 }
 
+// Regression: an event delivered again with other bytes (one field changed, or the same
+// content re-serialized) raised TRACE_EVENT_ID_CONFLICT, then TRACE_SEQUENCE_REGRESSION for its
+// number and TRACE_OUTCOME_INVALID for a second publication: the copy was replayed as a new
+// event (found by a vendor's cold read of the docs). The original stands; the copy is one code.
+TEST(TraceCheckerTest, RegressionChangedRedeliveryRaisesOneCode) {
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                        "\n" + Publish(3) + "\n";
+  using V = std::vector<std::string>;
+  const std::string changed =
+      Mutate(Publish(3), R"("committed_length":2)", R"("committed_length":3)");
+  const std::string reserialized = Mutate(Publish(3), R"("payload":{)", R"("payload": {)");
+  for (const std::string& copy : {changed, reserialized}) {
+    EXPECT_EQ(Codes(t + copy + "\n"), V{"TRACE_EVENT_ID_CONFLICT"}) << copy;
+    // Right after the original and after the next event of the source alike.
+    const std::string read =
+        Ev(4, "read", R"("request_id":"R","handle_generation":0,"payload":{"committed_length":2})");
+    EXPECT_EQ(Codes(t + read + "\n" + copy + "\n"), V{"TRACE_EVENT_ID_CONFLICT"}) << copy;
+  }
+  EXPECT_TRUE(Codes(t + Publish(3) + "\n").empty());  // byte for byte: deduplicated
+}
+
 // The request's event index (event_index.h) past its first lookups: a request with 40
 // publications (41 indexed events, the index's table grown several times by lookups) still
 // finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
