@@ -1,6 +1,7 @@
 // Output/cache frontier rules; see frontier.h.
 #include "reference/frontier/frontier.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kvc::frontier {
@@ -97,7 +98,7 @@ void FrontierState::ApplyPublished(const AppendCall& c) {
     case AppendPurpose::kPrefill:
       prompt_rows_ += std::min(c.rows, prompt_length_ - prompt_rows_);
       // The first output becomes ready only once every prompt row is committed.
-      ready_outputs_ = (prompt_complete() && emitted_ == 0) ? 1 : 0;
+      ready_outputs_ = (prompt_complete() && outputs_.empty()) ? 1 : 0;
       break;
     case AppendPurpose::kDecode:
       processed_ += c.rows;
@@ -128,9 +129,10 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
   // The emit is applied even when it breaks a rule, so one bad event raises one code and the
   // rest of the trace is judged against the runtime's own output stream.
   Status verdict;
-  if (output_index != emitted_)
-    verdict = V(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP,
-                "output index " + U(output_index) + ", expected the next index " + U(emitted_));
+  if (output_index != outputs_.size())
+    verdict =
+        V(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP,
+          "output index " + U(output_index) + ", expected the next index " + U(outputs_.size()));
   else if (from_repair_logits)
     verdict = V(ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT,
                 "output " + U(output_index) + " taken from a repair call's logits, which are "
@@ -140,7 +142,7 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
                 "output " + U(output_index) + " emitted while no publication has produced target "
                 "logits for it");
   if (ready_outputs_ > 0) --ready_outputs_;
-  ++emitted_;
+  outputs_.push_back(token);
   if (!expected_tokens_.empty()) {
     uint64_t want = expected_tokens_.front();
     expected_tokens_.erase(expected_tokens_.begin());
@@ -154,11 +156,36 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
   return verdict;
 }
 
+void FrontierState::Truncate(uint64_t t) {
+  if (!tracked_ || t >= committed()) return;
+  if (!expected_tokens_.empty()) {  // accepted drafts committed but not yet emitted
+    tracked_ = false;
+    return;
+  }
+  // Below S the rollback reaches into the prompt, which the frontier does not follow: M5.1's
+  // Loop 8 trace finishes a branch truncated into its prompt without prefilling it again.
+  // At or above S the prompt was complete (K_c > t >= S) and every processed token was emitted
+  // (no accepted draft awaits emission), so output t - S exists; checked all the same.
+  const uint64_t kept = t - std::min(t, prompt_length_);
+  if (t < prompt_length_ || kept >= outputs_.size()) {
+    tracked_ = false;
+    return;
+  }
+  ready_outputs_ = 0;  // the logits of the rows kept were consumed by the outputs kept
+  last_drafts_.clear();
+  last_accepted_ = 0;
+  processed_ = kept;
+  rolled_back_ += outputs_.size() - (kept + 1);
+  outputs_.resize(kept + 1);
+  frontier_token_ = outputs_.back();
+}
+
 Status FrontierState::CheckFinish() const {
   if (!tracked_) return Status::Ok();
-  if (!prompt_complete() || emitted_ == 0)
+  if (!prompt_complete() || outputs_.empty())
     return V(ErrorCode::SERVICE_PHASE_EARLY_FINISH,
-             "finish after " + U(emitted_) + " outputs with " + U(prompt_length_ - prompt_rows_) +
+             "finish after " + U(outputs_.size()) + " outputs with " +
+                 U(prompt_length_ - prompt_rows_) +
                  " prompt rows unprocessed; a finished request has selected at least one output");
   return Status::Ok();
 }

@@ -53,15 +53,25 @@ class FrontierState {
   Status Emit(uint64_t output_index, uint64_t token, bool from_repair_logits = false);
   // SERVICE_PHASE_EARLY_FINISH before the first output or while prompt rows remain.
   Status CheckFinish() const;
-  // Rollback/branching the frontier cannot follow (truncate, fork below the committed length):
-  // the tracker stops checking this request's output frontier.
+  // Rollback to committed length `t` (a truncate, or a fork child's shorter prefix): the rows
+  // [t, K_c) and every output selected from their logits are gone together (M5.1 0x01: output
+  // ids rolled back while the K/V suffix stays visible, or the reverse, is not allowed). Output
+  // j's K/V row is S + j (S = prompt_length), so for t >= S outputs 0..t-S remain and output
+  // t-S is again the unprocessed frontier token. No-op for t >= committed(). A rollback into
+  // the prompt (t < S), or while accepted drafts of a verification are still to be emitted,
+  // stops tracking (Untrack).
+  void Truncate(uint64_t t);
+  // A state the frontier cannot follow (a reported breach, a count it cannot reconcile): the
+  // tracker stops checking this request's output frontier.
   void Untrack() { tracked_ = false; }
 
   bool tracked() const { return tracked_; }
   uint64_t prompt_length() const { return prompt_length_; }
   uint64_t prompt_rows() const { return prompt_rows_; }
-  uint64_t emitted() const { return emitted_; }
+  uint64_t emitted() const { return outputs_.size(); }
   uint64_t processed() const { return processed_; }
+  // Outputs removed by rollbacks (Truncate) so far: emitted() counts only those that remain.
+  uint64_t rolled_back() const { return rolled_back_; }
   uint64_t committed() const { return prompt_rows_ + processed_; }
   // Emitted tokens not yet processed: 0 or 1 (the output frontier).
   uint64_t frontier_count() const { return frontier_token_ ? 1 : 0; }
@@ -74,7 +84,10 @@ class FrontierState {
  private:
   uint64_t prompt_length_;
   uint64_t prompt_rows_ = 0;
-  uint64_t emitted_ = 0;
+  // The emitted output tokens in order (O = outputs_.size()): a rollback finds its new frontier
+  // token here. Grows with the request's outputs; dropped with the request.
+  std::vector<uint64_t> outputs_;
+  uint64_t rolled_back_ = 0;
   uint64_t processed_ = 0;
   uint64_t ready_outputs_ = 0;
   std::vector<uint64_t> expected_tokens_;  // verify: accepted drafts to emit first, in order

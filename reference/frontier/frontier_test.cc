@@ -52,6 +52,55 @@ TEST(FrontierTest, OrdinaryStopAndRepairReproduceTheSeedCounters) {
             ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT);
 }
 
+// A rollback keeps the outputs whose logits came from the rows kept (output j's row is S + j):
+// truncating K_c = S + 3 to S + 1 leaves outputs 0 and 1, output 1 again the unprocessed
+// frontier token, and the next output index 2. Tracking stops below the prompt and while
+// accepted drafts await emission.
+TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 10).ok());
+  Publish(f, Decode(10));
+  ASSERT_TRUE(f.Emit(1, 11).ok());
+  Publish(f, Decode(11));
+  ASSERT_TRUE(f.Emit(2, 12).ok());
+  Publish(f, Decode(12));  // K_c = 7, O = 3, logits of row 6 ready for output 3
+  FrontierState g = f;
+  g.Truncate(7);  // not shorter: nothing changes
+  EXPECT_TRUE(g == f);
+  f.Truncate(5);
+  ASSERT_TRUE(f.tracked());
+  EXPECT_EQ(f.committed(), 5u);
+  EXPECT_EQ(f.processed(), 1u);
+  EXPECT_EQ(f.emitted(), 2u);  // O = G_in + 1
+  EXPECT_EQ(f.rolled_back(), 1u);
+  EXPECT_EQ(f.frontier_token(), 11u);
+  EXPECT_EQ(f.ready_outputs(), 0u);
+  EXPECT_EQ(f.Emit(2, 99).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+  FrontierState h = g;
+  h.Truncate(5);
+  EXPECT_EQ(h.CheckAppend(Decode(12)).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  Publish(h, Decode(11));           // output 1 processed again
+  ASSERT_TRUE(h.Emit(2, 20).ok());  // the next output is index 2 (a new token)
+  EXPECT_EQ(h.emitted(), 3u);
+  // At S exactly, output 0 (from the prompt's last row) stays.
+  FrontierState at_s = g;
+  at_s.Truncate(4);
+  EXPECT_EQ(at_s.emitted(), 1u);
+  EXPECT_EQ(at_s.frontier_token(), 10u);
+  // Into the prompt: not followed.
+  FrontierState into_prompt = g;
+  into_prompt.Truncate(3);
+  EXPECT_FALSE(into_prompt.tracked());
+  // Accepted drafts committed but not yet emitted: not followed.
+  FrontierState v(2);
+  Publish(v, Prefill(2));
+  ASSERT_TRUE(v.Emit(0, 1).ok());
+  Publish(v, Mk(AppendPurpose::kVerify, 3, 1, {5, 6, 7}, 2));
+  v.Truncate(3);
+  EXPECT_FALSE(v.tracked());
+}
+
 TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
   // 0x09: base 100, drafts [d0..d3], two accepted, correction -> 102, repair -> 103.
   FrontierState f(99);

@@ -1428,6 +1428,69 @@ TEST(TraceGatingTest, RegressionOutputBeforeItsPublicationRaisesOneCode) {
             V{"FRONTIER_OUTPUT_INDEX_GAP"});
 }
 
+// Regression: a truncate stopped the request's frontier checks, so after it a decode could
+// process a token that was never emitted, and outputs could skip indices (found by a vendor's
+// cold read of the docs). A truncate now rolls the outputs back with the rows their logits came
+// from (FrontierState::Truncate) and the frontier goes on judging.
+TEST(TraceCheckerTest, RegressionDecodeAfterTruncateIsJudgedByTheFrontier) {
+  const std::string rg = R"("request_id":"R","handle_generation":0,)";
+  int seq = 0;
+  auto ev = [&](const std::string& type, const std::string& rest) {
+    return Ev(seq++, type, rg + rest) + "\n";
+  };
+  auto append = [&](const std::string& op, int base, int from, const std::string& purpose,
+                    const std::string& token) {
+    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(from + 1) + "]";
+    const std::string o = R"("operation_id":")" + op + "\",";
+    // One statement per event: the events are numbered in the order they are written.
+    std::string x =
+        ev("append_start",
+           o + R"("base_snapshot":)" + std::to_string(base) + R"(,"payload":{"interval":)" + iv +
+               R"(,"cache_position":)" + iv + R"(,"mask_key_length":)" + std::to_string(from + 1) +
+               R"(,"position_stage":"post_rope","purpose":")" + purpose + "\"" + token + "}");
+    x += ev("append_stage_layer", o + R"("payload":{"layer":0,"interval":)" + iv + "}");
+    x += ev("append_publish", o + R"("base_snapshot":)" + std::to_string(base) +
+                                  R"(,"result_snapshot":)" + std::to_string(base + 1) +
+                                  R"(,"payload":{})");
+    return x;
+  };
+  auto emit = [&](int index, int token) {
+    return ev("output_emit", R"("payload":{"output_index":)" + std::to_string(index) +
+                                 R"(,"token":)" + std::to_string(token) + "}");
+  };
+  // Prompt of 1 row; outputs 0, 1, 2 (tokens 5, 6, 7), the first two processed: K_c = 3.
+  std::string t =
+      std::string(kHeader) + "\n" + ev("request_allocate", R"("payload":{"prompt_length":1})");
+  t += append("p0", 0, 0, "prefill", "");
+  t += emit(0, 5);
+  t += append("p1", 1, 1, "decode", R"(,"input_token":5)");
+  t += emit(1, 6);
+  t += append("p2", 2, 2, "decode", R"(,"input_token":6)");
+  t += emit(2, 7);
+  // Truncate to 2 rows: output 2 (from row 2's logits) is rolled back; output 1 is again the
+  // unprocessed frontier token.
+  t += ev("truncate", R"("base_snapshot":3,"result_snapshot":4,"payload":{"new_length":2})");
+  const int after = seq;
+  using V = std::vector<std::string>;
+  auto tail = [&](const std::string& token, int index) {
+    seq = after;
+    std::string x = append("p3", 4, 2, "decode", R"(,"input_token":)" + token);
+    return x + emit(index, 8);
+  };
+  EXPECT_TRUE(Codes(t + tail("6", 2)).empty()) << t + tail("6", 2);
+  EXPECT_EQ(Codes(t + tail("7", 2)), V{"FRONTIER_TOKEN_MISMATCH"});     // the rolled-back output
+  EXPECT_EQ(Codes(t + tail("4242", 2)), V{"FRONTIER_TOKEN_MISMATCH"});  // never emitted
+  EXPECT_EQ(Codes(t + tail("6", 3)), V{"FRONTIER_OUTPUT_INDEX_GAP"});
+  // A finish counting the rolled-back output says so.
+  std::string finished = t + tail("6", 2);
+  finished +=
+      ev("finish", R"("base_snapshot":5,"result_snapshot":5,"payload":{"emitted_outputs":4})");
+  const Violations v = ValidateTraceJsonl(finished, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), V{"TRACE_SNAPSHOT_MISMATCH"}) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("1 more were rolled back by a truncate"), std::string::npos)
+      << v[0].message;
+}
+
 // Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
 // renumbered). A lost publication raised a code at each later event that depended on it: the
 // observation naming it as a cause, the output selected from its snapshot, the next append on

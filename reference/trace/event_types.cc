@@ -546,10 +546,13 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
   for (const auto& id : ids) {
     TraceChecker::Request& child = c.NewRequest(id, 0, 0);
-    if (parent && *prefix == cur->committed_length)
+    if (parent) {
+      // The child's outputs are the parent's up to its prefix (a shorter prefix rolls back).
       child.frontier = parent->frontier;
-    else
+      child.frontier.Truncate(*prefix);
+    } else {
       child.frontier.Untrack();
+    }
   }
 }
 
@@ -577,8 +580,8 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!ok) return RefuseRequest(c, e);
   if (!after) return;
   CheckResult(c, e, *after, std::nullopt);
-  if (*len != cur->committed_length)
-    if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Untrack();
+  // Outputs roll back with the rows their logits came from (frontier.h, FrontierState::Truncate).
+  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Truncate(*len);
 }
 
 void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -658,7 +661,12 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted()) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/emitted_outputs",
              "finish reports " + U(*outputs) + " emitted outputs; the trace emitted " +
-                 U(req->frontier.emitted()));
+                 U(req->frontier.emitted()) +
+                 (req->frontier.rolled_back()
+                      ? " that remain (" + U(req->frontier.rolled_back()) +
+                            " more were rolled back by a truncate or a fork's shorter prefix "
+                            "with the rows their logits came from)"
+                      : std::string()));
     // The runtime's output frontier is not the replay's (an output lost or invented): the
     // request's frontier checks stop here (the repair append that follows is not judged).
     req->frontier.Untrack();
