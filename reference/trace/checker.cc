@@ -632,6 +632,10 @@ const TraceChecker::EventInfo* TraceChecker::FindCause(std::string_view request,
   return r->second.events.Find(event_id, LineHash(event_id));
 }
 
+void TraceChecker::IndexUnder(std::string_view request, const Event& e, const EventInfo& info) {
+  if (Request* r = FindRequest(request)) r->events.Insert(e.event_id, LineHash(e.event_id), info);
+}
+
 lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, uint64_t version) {
   if (version == s.version) return s.base();
   if (version < s.version) return {s.generation == 0 ? 0 : s.generation - 1, 0};  // stale

@@ -386,6 +386,10 @@ class TraceChecker {
   void GatePayloadNames(std::string_view event_type, const simdjson::dom::element& payload);
   // Looks up an earlier semantic event by id within `request` (nullptr when unknown).
   const EventInfo* FindCause(std::string_view request, std::string_view event_id) const;
+  // Indexes event `e` (already indexed under the request it names) under another request it
+  // created too, with that request's state after it: a fork under each child, so that the
+  // child's allocator and residency observations may name the fork as their cause.
+  void IndexUnder(std::string_view request, const Event& e, const EventInfo& info);
   // Maps a trace snapshot version to a BaseRef for compare-and-publish on `s`.
   static lifecycle::BaseRef BaseForVersion(const lifecycle::Snapshot& s, uint64_t version);
   // Runs `op` on the object under the event's outcome: "rejected" must fail (else

@@ -1428,6 +1428,27 @@ TEST(TraceGatingTest, RegressionOutputBeforeItsPublicationRaisesOneCode) {
             V{"FRONTIER_OUTPUT_INDEX_GAP"});
 }
 
+// Regression: a fork was indexed only under its parent, so a child's residency observation
+// naming the fork as its cause raised TRACE_CAUSE_UNKNOWN and gated the child (found by a
+// vendor's cold read of the docs: "held storage follows allocate, publish, fork or truncate").
+TEST(TraceCheckerTest, RegressionForkIsTheCauseOfItsChildrensStorage) {
+  const std::string t = std::string(kHeaderWithResidency) + "\n" + Alloc(0) + "\n" + Start(1) +
+                        "\n" + Stage(2) + "\n" + Publish(3) + "\n" +
+                        Ev(4, "fork",
+                           R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+                           R"("result_snapshot":0,"payload":{"prefix_length":1,)"
+                           R"("children":[{"request_id":"C"}]})") +
+                        "\n";
+  auto child = [](uint64_t bytes, int generation) {
+    return Mutate(Residency("e4", bytes, generation), R"("request_id":"R")", R"("request_id":"C")");
+  };
+  using V = std::vector<std::string>;
+  EXPECT_TRUE(Codes(t + child(16, 0) + "\n").empty());  // the child's prefix: 1 row x 16 B
+  EXPECT_EQ(Codes(t + child(32, 0) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  EXPECT_EQ(Codes(t + child(16, 1) + "\n"), V{"TRACE_HANDLE_GENERATION_MISMATCH"});
+  EXPECT_TRUE(Codes(t + Residency("e4", 32) + "\n").empty());  // the parent keeps its 2 rows
+}
+
 // Regression: a truncate stopped the request's frontier checks, so after it a decode could
 // process a token that was never emitted, and outputs could skip indices (found by a vendor's
 // cold read of the docs). A truncate now rolls the outputs back with the rows their logits came

@@ -553,6 +553,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     } else {
       child.frontier.Untrack();
     }
+    // The fork created the child's storage (the exact prefix, at handle generation 0).
+    c.IndexUnder(id, e, TraceChecker::EventInfo{"fork", e.content_hash(), *prefix, 0});
   }
 }
 
