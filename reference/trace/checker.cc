@@ -642,6 +642,56 @@ lifecycle::BaseRef TraceChecker::BaseForVersion(const lifecycle::Snapshot& s, ui
   return {s.generation == UINT64_MAX ? UINT64_MAX : s.generation + 1, 0};          // unknown
 }
 
+namespace {
+
+// The member of a semantic event that a lifecycle refusal is about (appended to the event's
+// pointer, so a report names the field), or "" where the event as a whole is.
+[[gnu::cold]] std::string_view RefusedMember(ErrorCode code, std::string_view event_type) {
+  switch (code) {
+    case ErrorCode::LIFECYCLE_UNKNOWN_HANDLE:
+    case ErrorCode::LIFECYCLE_HANDLE_TERMINAL:
+    case ErrorCode::LIFECYCLE_HANDLE_RELEASED:
+    case ErrorCode::LIFECYCLE_RELEASE_LIVE:
+      return "/request_id";
+    case ErrorCode::LIFECYCLE_HANDLE_EXISTS:
+      return event_type == "fork" ? "/payload/children" : "/request_id";
+    case ErrorCode::LIFECYCLE_STALE_BASE:
+    case ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT:
+      return "/base_snapshot";
+    case ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH:
+      return "/payload/cache_abi";
+    case ErrorCode::LIFECYCLE_APPEND_HOLE:
+    case ErrorCode::LIFECYCLE_APPEND_EMPTY:
+    case ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH:
+      return "/payload/interval";
+    case ErrorCode::LIFECYCLE_POSITION_MISMATCH:
+      return "/payload/cache_position";
+    case ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH:
+      return "/payload/mask_key_length";
+    case ErrorCode::LIFECYCLE_POSITION_STAGE_MISMATCH:
+      return "/payload/position_stage";
+    case ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE:
+    case ErrorCode::LIFECYCLE_LAYER_DUPLICATE:
+      return "/payload/layer";
+    case ErrorCode::LIFECYCLE_TXN_UNKNOWN:
+    case ErrorCode::LIFECYCLE_LATE_COMPLETION:
+    case ErrorCode::LIFECYCLE_TXN_FINAL:
+    case ErrorCode::LIFECYCLE_RETRY_CONFLICT:
+    case ErrorCode::LIFECYCLE_LAYER_INCOMPLETE:
+      return "/operation_id";
+    case ErrorCode::LIFECYCLE_FORK_BEYOND_PREFIX:
+      return "/payload/prefix_length";
+    case ErrorCode::LIFECYCLE_FORK_ALIAS:
+      return "/payload/children";
+    case ErrorCode::LIFECYCLE_TRUNCATE_GROWTH:
+      return "/payload/new_length";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
 bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles) {
   if (KeyEquals(e.outcome, "rejected")) {
     // Tried on the live object and undone if the contract admits it (Save/Restore cost the
@@ -666,7 +716,7 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
   }
   Status s = op(*kv_);
   if (!s.ok()) {
-    ReportStatus(s, LinePtr());
+    ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
     // Gating: the root cause is reported once; later events of the operation and of its
     // request are not replayed (the runtime went on from a state the replay does not have).
     DropEvent(e);

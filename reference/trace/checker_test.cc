@@ -356,6 +356,30 @@ TEST(TraceCheckerTest, EventIdReuseBeyondTheSourceWindowIsFound) {
   EXPECT_TRUE(has(Codes(t + allocate_again + "\n"), "TRACE_EVENT_ID_CONFLICT"));
 }
 
+// A lifecycle refusal names the member it is about (file, line and field), not just the event.
+TEST(TraceCheckerTest, LifecycleRefusalsNameTheirField) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  struct Case {
+    std::string trace, code, pointer;
+  };
+  const std::vector<Case> cases = {
+      {head + Mutate(Start(1), R"("interval":[0,2])", R"("interval":[1,3])") + "\n",
+       "LIFECYCLE_APPEND_HOLE", "/2/payload/interval"},
+      {head + Mutate(Start(1), R"("mask_key_length":2)", R"("mask_key_length":3)") + "\n",
+       "LIFECYCLE_MASK_LENGTH_MISMATCH", "/2/payload/mask_key_length"},
+      {head + Start(1) + "\n" + Mutate(Stage(2), R"("layer":0)", R"("layer":4)") + "\n",
+       "LIFECYCLE_LAYER_OUT_OF_RANGE", "/3/payload/layer"},
+      {head + Start(1) + "\n" + Publish(2) + "\n", "LIFECYCLE_LAYER_INCOMPLETE", "/3/operation_id"},
+      {head + Ev(1, "release", R"("request_id":"R","handle_generation":0,"payload":{})") + "\n",
+       "LIFECYCLE_RELEASE_LIVE", "/2/request_id"},
+  };
+  for (const Case& c : cases) {
+    const Violations v = ValidateTraceJsonl(c.trace, "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{c.code}) << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, c.pointer) << c.code;
+  }
+}
+
 // Regression: an event delivered again with other bytes (one field changed, or the same
 // content re-serialized) raised TRACE_EVENT_ID_CONFLICT, then TRACE_SEQUENCE_REGRESSION for its
 // number and TRACE_OUTCOME_INVALID for a second publication: the copy was replayed as a new

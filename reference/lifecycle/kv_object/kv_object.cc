@@ -176,11 +176,26 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
       return &it->second;
     }
     const auto& o = it->second.request;
+    // Name what differs (the fingerprint's parts, M5.1 0x01), then the original.
+    std::string diff;
+    auto differs = [&](const std::string& what) { diff += (diff.empty() ? "" : ", ") + what; };
+    if (req.idempotency_key != o.idempotency_key)
+      differs("idempotency key " + Q(req.idempotency_key));
+    if (req.handle_id != o.handle_id) differs("handle " + Q(req.handle_id));
+    if (req.cache_abi != abi_.id) differs("cache ABI " + Q(req.cache_abi));
+    if (!(req.base == o.base))
+      differs("base generation " + U(req.base.generation) +
+              (req.base.generation == o.base.generation ? " (another snapshot digest)" : ""));
+    if (!(req.interval == o.interval))
+      differs("interval [" + U(req.interval.start) + "," +
+              U(req.interval.start + req.interval.count) + ")");
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
-             "append: txn " + Q(req.txn_id) + " reused with a different fingerprint (was key " +
-                 Q(o.idempotency_key) + ", handle " + Q(o.handle_id) + ", base generation " +
-                 U(o.base.generation) + ", interval [" + U(o.interval.start) + "," +
-                 U(o.interval.start + o.interval.count) + "))");
+             "append: txn " + Q(req.txn_id) + " reused with a different fingerprint: " + diff +
+                 "; the original has key " + Q(o.idempotency_key) + ", handle " + Q(o.handle_id) +
+                 ", base generation " + U(o.base.generation) + ", interval [" +
+                 U(o.interval.start) + "," + U(o.interval.start + o.interval.count) +
+                 ") (a transaction id names one operation for the whole history, across "
+                 "incarnations of a handle id)");
   }
   StatusOr<HandleRecord*> h = AdmitAppend(req);
   if (!h.ok()) {
