@@ -9,7 +9,7 @@
 # the exact traces the profile was taken on), plus every .jsonl fixture of the repository (a
 # non-trace among them fails the check: its error paths are in the profile too). About twice the
 # time of one build of the CLI (~15 min on 2 cores). Not run by CI; the figures it was measured
-# with are in docs/trace-format.md ("Tenth round").
+# with are in docs/trace-check-performance.md ("Tenth round").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh

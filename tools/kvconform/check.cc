@@ -29,7 +29,7 @@ struct CheckOptions {
 // inline buffer) and frees them in bursts (the records of released requests). Freed into
 // glibc's fastbins, they were coalesced later in long malloc_consolidate runs over cold memory:
 // 23% of a check's samples on a trace with runtime-length ids. Without fastbins (tcache still
-// serves the common sizes) a free coalesces at once. docs/trace-format.md "Allocator".
+// serves the common sizes) a free coalesces at once. docs/trace-check-performance.md "Allocator".
 // (A CLI linked with mimalloc, KVCONFORM_MIMALLOC, does not use glibc's malloc; the call is then
 // harmless.)
 void TuneAllocatorForCheck() {
