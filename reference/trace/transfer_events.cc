@@ -37,6 +37,10 @@ struct Destination {
   Destination(uint64_t credit, uint64_t blocks) : credits(credit), pool(blocks) {}
   ByteCreditWindow credits;
   DestinationBlockPool pool;
+  // False once a transfer that may hold credits here was gated (GateTransfer): the runtime's
+  // window may still hold what the replay returned, so its in_flight_bytes claims are no
+  // longer compared, and a credit it refuses is not judged.
+  bool window_known = true;
 };
 
 struct Transfer {
@@ -115,6 +119,24 @@ bool RefusedAsReported(const Event& e, const Status& s) {
   return KeyEquals(e.outcome, "rejected") && !s.ok();
 }
 
+// Gates transfer `id`: its later events are not replayed. What it holds at its destination
+// (credits in flight, unpublished blocks) is then unknown: the replay returns it (Abort), so no
+// other transfer is refused because of it, and the destination's window stops being compared
+// with the runtime's (one root cause, one code: a transfer sharing the window would otherwise
+// raise a code of its own).
+void GateTransfer(TraceChecker& c, std::string_view id) {
+  c.Poison("transfer:" + std::string(id));
+  TransferState& s = State(c);
+  auto it = s.transfers.find(id);
+  if (it == s.transfers.end() || !it->second.txn) return;
+  TransferTxn& txn = *it->second.txn;
+  const TxnState st = txn.state();
+  if (st == TxnState::kPlanned || st == TxnState::kPublished || st == TxnState::kAborted) return;
+  if (auto d = s.destinations.find(it->second.destination); d != s.destinations.end())
+    d->second->window_known = false;
+  (void)txn.Abort("gated: the replay does not follow this transfer");
+}
+
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
 Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   const std::string id(*e.operation_id);
@@ -141,7 +163,7 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   // An event that misnames its transfer's request or generation is not replayed, and what it
   // did to the transfer is unknown: the transfer and its request are gated (GateRequest).
   auto drop = [&] {
-    c.Poison("transfer:" + id);
+    GateTransfer(c, id);
     GateRequest(c, t.request_id);
   };
   if (e.request_id && *e.request_id != t.request_id) {
@@ -165,7 +187,6 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
 // refused by the protocol too (a refused operation changes nothing), anything else must be
 // accepted. A breach is reported once and gates the transfer's later events.
 bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view context = {}) {
-  const std::string gate = "transfer:" + std::string(*e.operation_id);
   if (KeyEquals(e.outcome, "rejected")) {
     if (!s.ok()) return false;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
@@ -173,21 +194,21 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
                  " reported \"rejected\", but the M5.6 transaction admits it on the "
                  "replayed state (the runtime refused a legal operation or the trace "
                  "lost an event)");
-    c.Poison(gate);
+    GateTransfer(c, *e.operation_id);
     return false;
   }
   if (s.ok()) return true;
   Status r = s;
   if (!context.empty()) r = Status(s.code(), s.message() + " " + std::string(context), s.error());
   c.ReportStatus(r, c.LinePtr());
-  c.Poison(gate);
+  GateTransfer(c, *e.operation_id);
   return false;
 }
 
 // The credit window's in-flight bytes a runtime may report after a chunk event.
 void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
                    std::optional<uint64_t> observed, uint64_t chunk_bytes) {
-  if (!observed || *observed == d.credits.in_flight()) return;
+  if (!observed || !d.window_known || *observed == d.credits.in_flight()) return;
   const bool early = KeyEquals(e.event_type, "chunk_receive") && d.credits.in_flight() >= chunk_bytes &&
                      *observed == d.credits.in_flight() - chunk_bytes;
   c.Report(
@@ -198,7 +219,7 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
           (early ? " (this chunk's " + U(chunk_bytes) +
                        " B were returned at receive; credit returns at DEVICE_VISIBLE)"
                  : ""));
-  c.Poison("transfer:" + std::string(*e.operation_id));
+  GateTransfer(c, *e.operation_id);
 }
 
 const handoff::ChunkSpec* Spec(const Transfer& t, std::string_view chunk_id) {
@@ -319,11 +340,17 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   const std::string gate = "transfer:" + plan.transfer_id;
   if (c.IsPoisoned(gate)) return;  // gated: an earlier event of the transfer was dropped
   // A plan that is not replayed gates its transfer and its request (GateRequest): the one its
-  // event names and the one its identity names.
+  // event names and the one its identity names. The runtime's transfer may go on to take
+  // credits at its destination, whose window the replay then no longer knows (GateTransfer).
   auto drop = [&] {
     c.Poison(gate);
     GateRequest(c, e.request_id);
     if (!plan.identity.request_id.empty()) GateRequest(c, plan.identity.request_id);
+    if (dest) {
+      TransferState& s = State(c);
+      if (auto d = s.destinations.find(*dest); d != s.destinations.end())
+        d->second->window_known = false;
+    }
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);
@@ -429,7 +456,11 @@ void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean() || !chunk) return;
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
-  if (!t || !Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
+  if (!t) return;
+  // A credit the runtime refused where the window is no longer known is not judged (the
+  // runtime's window may hold a gated transfer's credits); nothing is acquired.
+  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->window_known) return;
+  if (!Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
@@ -471,7 +502,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!IsSha256Hex(*checksum)) {
     c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload/checksum",
              "expected a 64-character lowercase hex SHA-256, got \"" + *checksum + "\"");
-    return c.Poison("transfer:" + std::string(*e.operation_id));
+    return GateTransfer(c, *e.operation_id);
   }
   if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);

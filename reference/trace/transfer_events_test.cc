@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "reference/testutil/testutil.h"
@@ -224,6 +225,86 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
   const Violations& v = Replay(c, lines);
   EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"})
       << test::Describe(v);
+}
+
+// Two transfers, A and B, of one 256-byte chunk each, sharing destination d0's 512-byte credit
+// window (both chunks in flight at once); `capacity`, `b_bytes` (B's chunk as B's plan declares
+// it) and `b_visible_in_flight` (what B's receive reports in flight) are the fields a test
+// changes.
+std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_in_flight) {
+  const std::string abi = std::string(64, 'a');
+  std::map<std::string, int> seq;
+  std::vector<std::string> out = {
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":")" +
+      abi +
+      R"(","num_layers":1,"position_stage":"post_rope",)"
+      R"("bytes_per_token":64},"sources":[{"source_instance":"P","source_component":"transfer"},)"
+      R"({"source_instance":"D","source_component":"transfer"}],"audit":"complete"})"};
+  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
+                const std::string& rest) {
+    const int n = ++seq[src];
+    out.push_back(R"({"event_id":")" + src + std::to_string(n) + R"(","source_instance":")" + src +
+                  R"(","source_component":"transfer","local_sequence":)" + std::to_string(n) +
+                  R"(,"monotonic_ns":)" + std::to_string(1000 * out.size()) +
+                  R"(,"operation_id":)" + (op.empty() ? "null" : "\"" + op + "\"") +
+                  R"(,"event_type":")" + type + "\"," + rest + "}");
+  };
+  auto sum = [](const std::string& r) { return std::string(64, r == "A" ? 'b' : 'c'); };
+  auto identity = [](const std::string& r) {
+    return R"({"tenant":"t","request_id":")" + r +
+           R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+           R"("destination_worker_epoch":1,"reservation_id":"res-)" +
+           r + R"("})";
+  };
+  ev("D", "", "transfer_destination",
+     R"("payload":{"destination":"d0","credit_capacity_bytes":)" + std::to_string(capacity) +
+         R"(,"pool_blocks":8})");
+  for (const std::string r : {"A", "B"}) {
+    ev("P", "", "kv_ready",
+       R"("request_id":")" + r + R"(","payload":{"layer":0,"interval":[0,4]})");
+    ev("P", "x" + r, "transfer_plan",
+       R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" + identity(r) +
+           R"(,"tensor_abi_sha256":")" + abi +
+           R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
+           R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":)" +
+           std::to_string(r == "B" ? b_bytes : 256) + R"(,"checksum":")" + sum(r) + R"("}]})");
+    ev("D", "x" + r, "transfer_reserve", R"("payload":{})");
+  }
+  ev("P", "xA", "chunk_credit_acquire", R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
+  ev("P", "xB", "chunk_credit_acquire", R"("payload":{"chunk_id":"c0","in_flight_bytes":512})");
+  for (const std::string r : {"A", "B"})
+    ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  ev("D", "xB", "chunk_receive",
+     R"("payload":{"chunk_id":"c0","checksum":")" + sum("B") + R"(","in_flight_bytes":)" +
+         std::to_string(b_receive_in_flight) + "}");
+  ev("D", "xA", "chunk_receive",
+     R"("payload":{"chunk_id":"c0","checksum":")" + sum("A") + R"(","in_flight_bytes":512})");
+  ev("D", "xA", "chunk_device_visible", R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
+  ev("D", "xB", "chunk_device_visible", R"("payload":{"chunk_id":"c0","in_flight_bytes":0})");
+  for (const std::string r : {"A", "B"}) {
+    ev("D", "x" + r, "transfer_validate", R"("payload":{"expected_identity":)" + identity(r) + "}");
+    ev("D", "x" + r, "transfer_publish",
+       R"("payload":{"cache_handle_id":")" + r + R"(@g1","committed_length":4})");
+  }
+  return out;
+}
+
+// Regression: a transfer the replay stopped following (a refused credit, a plan not replayed,
+// credit returned early) left the shared credit window wrong for the other transfer, whose
+// in_flight_bytes claims then raised TRACE_OBSERVATION_INCONSISTENT too (found by a vendor's
+// cold read of the docs). A gated transfer's holdings are returned and the destination's window
+// is no longer compared with the runtime's (GateTransfer).
+TEST(TransferEventsTest, RegressionAGatedTransferLeavesTheSharedWindowUnjudged) {
+  auto codes = [](const std::vector<std::string>& lines) {
+    TraceChecker c("t.jsonl");
+    return test::CodeNames(Replay(c, lines));
+  };
+  using V = std::vector<std::string>;
+  ASSERT_EQ(codes(SharedWindow(512, 256, 512)), V{});
+  EXPECT_EQ(codes(SharedWindow(511, 256, 512)), V{"HANDOFF_CREDIT_WINDOW_EXCEEDED"});
+  EXPECT_EQ(codes(SharedWindow(512, 512, 512)), V{"HANDOFF_CHUNK_BYTES_MISMATCH"});
+  EXPECT_EQ(codes(SharedWindow(512, 256, 256)), V{"HANDOFF_CREDIT_RETURNED_EARLY"});
 }
 
 // Regression (envelope sweep, 2026-12-03): a transfer event misnaming its request, or naming
