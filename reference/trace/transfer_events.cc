@@ -124,6 +124,13 @@ bool RefusedAsReported(const Event& e, const Status& s) {
 // other transfer is refused because of it, and the destination's window stops being compared
 // with the runtime's (one root cause, one code: a transfer sharing the window would otherwise
 // raise a code of its own).
+// The runtime's window at `destination` may hold credits the replay does not (a transfer it no
+// longer follows): its in_flight_bytes claims there are no longer compared.
+void LoseWindow(TransferState& s, std::string_view destination) {
+  if (auto d = s.destinations.find(destination); d != s.destinations.end())
+    d->second->window_known = false;
+}
+
 void GateTransfer(TraceChecker& c, std::string_view id) {
   c.Poison("transfer:" + std::string(id));
   TransferState& s = State(c);
@@ -132,8 +139,7 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   TransferTxn& txn = *it->second.txn;
   const TxnState st = txn.state();
   if (st == TxnState::kPlanned || st == TxnState::kPublished || st == TxnState::kAborted) return;
-  if (auto d = s.destinations.find(it->second.destination); d != s.destinations.end())
-    d->second->window_known = false;
+  LoseWindow(s, it->second.destination);
   (void)txn.Abort("gated: the replay does not follow this transfer");
 }
 
@@ -346,11 +352,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Poison(gate);
     GateRequest(c, e.request_id);
     if (!plan.identity.request_id.empty()) GateRequest(c, plan.identity.request_id);
-    if (dest) {
-      TransferState& s = State(c);
-      if (auto d = s.destinations.find(*dest); d != s.destinations.end())
-        d->second->window_known = false;
-    }
+    if (dest) LoseWindow(State(c), *dest);
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);

@@ -229,7 +229,7 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
 
 // Two transfers, A and B, of one 256-byte chunk each, sharing destination d0's 512-byte credit
 // window (both chunks in flight at once); `capacity`, `b_bytes` (B's chunk as B's plan declares
-// it) and `b_visible_in_flight` (what B's receive reports in flight) are the fields a test
+// it) and `b_receive_in_flight` (what B's receive reports in flight) are the fields a test
 // changes.
 std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_in_flight) {
   const std::string abi = std::string(64, 'a');
