@@ -37,10 +37,11 @@ struct Destination {
   Destination(uint64_t credit, uint64_t blocks) : credits(credit), pool(blocks) {}
   ByteCreditWindow credits;
   DestinationBlockPool pool;
-  // False once a transfer that may hold credits here was gated (GateTransfer): the runtime's
-  // window may still hold what the replay returned, so its in_flight_bytes claims are no
-  // longer compared, and a credit it refuses is not judged.
-  bool window_known = true;
+  // False once a transfer that may hold credits or blocks here was gated (GateTransfer, or a
+  // plan not replayed): the runtime's window and pool may still hold what the replay returned
+  // (or never took), so its in_flight_bytes claims are no longer compared, and a credit or a
+  // reservation it refuses is not judged.
+  bool holdings_known = true;
 };
 
 struct Transfer {
@@ -119,18 +120,19 @@ bool RefusedAsReported(const Event& e, const Status& s) {
   return KeyEquals(e.outcome, "rejected") && !s.ok();
 }
 
-// Gates transfer `id`: its later events are not replayed. What it holds at its destination
-// (credits in flight, unpublished blocks) is then unknown: the replay returns it (Abort), so no
-// other transfer is refused because of it, and the destination's window stops being compared
-// with the runtime's (one root cause, one code: a transfer sharing the window would otherwise
-// raise a code of its own).
-// The runtime's window at `destination` may hold credits the replay does not (a transfer it no
-// longer follows): its in_flight_bytes claims there are no longer compared.
-void LoseWindow(TransferState& s, std::string_view destination) {
+// The runtime's window and pool at `destination` may hold credits and blocks the replay does
+// not (a transfer it no longer follows): its in_flight_bytes claims there are no longer
+// compared, and its refusals of credits and reservations there are not judged.
+void LoseHoldings(TransferState& s, std::string_view destination) {
   if (auto d = s.destinations.find(destination); d != s.destinations.end())
-    d->second->window_known = false;
+    d->second->holdings_known = false;
 }
 
+// Gates transfer `id`: its later events are not replayed. What it holds at its destination
+// (credits in flight, unpublished blocks), now or later, is then unknown: the replay returns
+// what it holds (Abort), so no other transfer is refused because of it, and the destination's
+// window and pool stop being judged against the runtime's (LoseHoldings: one root cause, one
+// code; a transfer sharing the window or the pool would otherwise raise a code of its own).
 void GateTransfer(TraceChecker& c, std::string_view id) {
   c.Poison("transfer:" + std::string(id));
   TransferState& s = State(c);
@@ -138,9 +140,10 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   if (it == s.transfers.end() || !it->second.txn) return;
   TransferTxn& txn = *it->second.txn;
   const TxnState st = txn.state();
-  if (st == TxnState::kPlanned || st == TxnState::kPublished || st == TxnState::kAborted) return;
-  LoseWindow(s, it->second.destination);
-  (void)txn.Abort("gated: the replay does not follow this transfer");
+  if (st == TxnState::kPublished || st == TxnState::kAborted) return;
+  // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire.
+  LoseHoldings(s, it->second.destination);
+  if (st != TxnState::kPlanned) (void)txn.Abort("gated: the replay does not follow this transfer");
 }
 
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
@@ -214,7 +217,7 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
 // The credit window's in-flight bytes a runtime may report after a chunk event.
 void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
                    std::optional<uint64_t> observed, uint64_t chunk_bytes) {
-  if (!observed || !d.window_known || *observed == d.credits.in_flight()) return;
+  if (!observed || !d.holdings_known || *observed == d.credits.in_flight()) return;
   const bool early = KeyEquals(e.event_type, "chunk_receive") && d.credits.in_flight() >= chunk_bytes &&
                      *observed == d.credits.in_flight() - chunk_bytes;
   c.Report(
@@ -352,7 +355,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Poison(gate);
     GateRequest(c, e.request_id);
     if (!plan.identity.request_id.empty()) GateRequest(c, plan.identity.request_id);
-    if (dest) LoseWindow(State(c), *dest);
+    if (dest) LoseHoldings(State(c), *dest);
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   auto req = RequestOf(c, e);
@@ -446,6 +449,10 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
+  // A reservation the runtime refused where the pool is no longer known is not judged (the
+  // runtime's pool may hold a gated transfer's blocks); nothing is reserved.
+  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
+    return;
   const Status st = t->txn->Reserve();
   // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
   // the request's fence and pool share unknown.
@@ -461,7 +468,8 @@ void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t) return;
   // A credit the runtime refused where the window is no longer known is not judged (the
   // runtime's window may hold a gated transfer's credits); nothing is acquired.
-  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->window_known) return;
+  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
+    return;
   if (!Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);

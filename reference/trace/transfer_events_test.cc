@@ -307,6 +307,80 @@ TEST(TransferEventsTest, RegressionAGatedTransferLeavesTheSharedWindowUnjudged) 
   EXPECT_EQ(codes(SharedWindow(512, 256, 256)), V{"HANDOFF_CREDIT_RETURNED_EARLY"});
 }
 
+// Two transfers, A and B, of one block each, sharing destination d0's pool of `pool_blocks`;
+// A reserves first, B's reservation reports `b_reserve_outcome` ("" for none), then both are
+// aborted. `a_reserve_request` is the request A's reservation names, `a_checksum` its plan's
+// chunk checksum: the fields a test changes.
+std::vector<std::string> SharedPool(int pool_blocks, const std::string& b_reserve_outcome,
+                                    const std::string& a_reserve_request = "A",
+                                    const std::string& a_checksum = std::string(64, 'b')) {
+  const std::string abi = std::string(64, 'a');
+  std::map<std::string, int> seq;
+  std::vector<std::string> out = {
+      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
+      R"("cache_abi":{"id":")" +
+      abi +
+      R"(","num_layers":1,"position_stage":"post_rope",)"
+      R"("bytes_per_token":64},"sources":[{"source_instance":"P","source_component":"transfer"},)"
+      R"({"source_instance":"D","source_component":"transfer"}],"audit":"complete"})"};
+  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
+                const std::string& rest) {
+    const int n = ++seq[src];
+    out.push_back(R"({"event_id":")" + src + std::to_string(n) + R"(","source_instance":")" + src +
+                  R"(","source_component":"transfer","local_sequence":)" + std::to_string(n) +
+                  R"(,"monotonic_ns":)" + std::to_string(1000 * out.size()) +
+                  R"(,"operation_id":)" + (op.empty() ? "null" : "\"" + op + "\"") +
+                  R"(,"event_type":")" + type + "\"," + rest + "}");
+  };
+  ev("D", "", "transfer_destination",
+     R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":)" +
+         std::to_string(pool_blocks) + "}");
+  for (const std::string r : {"A", "B"}) {
+    ev("P", "x" + r, "transfer_plan",
+       R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" +
+           R"({"tenant":"t","request_id":")" + r +
+           R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+           R"("destination_worker_epoch":1,"reservation_id":"res-)" +
+           r + R"("},"tensor_abi_sha256":")" + abi +
+           R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
+           R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":256,)"
+           R"("checksum":")" +
+           (r == "A" ? a_checksum : std::string(64, 'c')) + R"("}]})");
+  }
+  ev("D", "xA", "transfer_reserve", R"("request_id":")" + a_reserve_request + R"(","payload":{})");
+  if (!b_reserve_outcome.empty())
+    ev("D", "xB", "transfer_reserve",
+       R"("request_id":"B","outcome":")" + b_reserve_outcome + R"(","payload":{})");
+  for (const std::string r : {"A", "B"})
+    ev("D", "x" + r, "transfer_abort",
+       R"("request_id":")" + r + R"(","payload":{"reason":"client cancelled"})");
+  return out;
+}
+
+// Regression (a vendor's cold read, noticed 2026-12-03, fixed the next session): after a
+// transfer was gated, the block pool was still judged on the replay's state, so the runtime's
+// refusal of another transfer's reservation, for want of the blocks the gated transfer held (or
+// went on to take), raised TRACE_OUTCOME_INVALID besides the gated transfer's own code. A gated
+// transfer, planned or further, leaves its destination's pool unjudged (LoseHoldings).
+TEST(TransferEventsTest, RegressionAGatedTransferLeavesTheSharedPoolUnjudged) {
+  auto codes = [](const std::vector<std::string>& lines) {
+    TraceChecker c("t.jsonl");
+    return test::CodeNames(Replay(c, lines));
+  };
+  using V = std::vector<std::string>;
+  // The pool is judged while the replay follows every transfer on it.
+  ASSERT_EQ(codes(SharedPool(1, "rejected")), V{});
+  ASSERT_EQ(codes(SharedPool(2, "")), V{});
+  EXPECT_EQ(codes(SharedPool(2, "rejected")), V{"TRACE_OUTCOME_INVALID"});
+  EXPECT_EQ(codes(SharedPool(1, "success")), V{"HANDOFF_RESERVATION_TOO_SMALL"});
+  // A's reservation misnames its request: A is gated while PLANNED, and its runtime holds the
+  // block the replay never reserved.
+  EXPECT_EQ(codes(SharedPool(1, "rejected", "Z")), V{"HANDOFF_TRACE_IDENTITY_MISMATCH"});
+  // A's plan is not replayed (a malformed checksum): its reservation is never replayed.
+  EXPECT_EQ(codes(SharedPool(1, "rejected", "A", "not-a-digest")),
+            V{"HANDOFF_DIGEST_MALFORMED"});
+}
+
 // Regression (envelope sweep, 2026-12-03): a transfer event misnaming its request, or naming
 // none readably, was not replayed and gated nothing, so the superseded attempt's refused late
 // publication was then admitted (TRACE_OUTCOME_INVALID too). Such an event now gates its
