@@ -377,8 +377,7 @@ TEST(TransferEventsTest, RegressionAGatedTransferLeavesTheSharedPoolUnjudged) {
   // block the replay never reserved.
   EXPECT_EQ(codes(SharedPool(1, "rejected", "Z")), V{"HANDOFF_TRACE_IDENTITY_MISMATCH"});
   // A's plan is not replayed (a malformed checksum): its reservation is never replayed.
-  EXPECT_EQ(codes(SharedPool(1, "rejected", "A", "not-a-digest")),
-            V{"HANDOFF_DIGEST_MALFORMED"});
+  EXPECT_EQ(codes(SharedPool(1, "rejected", "A", "not-a-digest")), V{"HANDOFF_DIGEST_MALFORMED"});
 }
 
 // Regression (envelope sweep, 2026-12-03): a transfer event misnaming its request, or naming
