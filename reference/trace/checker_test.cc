@@ -1473,6 +1473,47 @@ TEST(TraceCheckerTest, RegressionForkIsTheCauseOfItsChildrensStorage) {
   EXPECT_TRUE(Codes(t + Residency("e4", 32) + "\n").empty());  // the parent keeps its 2 rows
 }
 
+// An allocator observation (source "a", sequence 0) of request "R": `blocks` blocks of 4 slots,
+// `used` of them used, caused by event `cause`.
+std::string Allocator(const std::string& cause, int blocks, int used) {
+  return R"({"event_id":"a0","source_instance":"a","source_component":"allocator",)"
+         R"("local_sequence":0,"monotonic_ns":1,"event_type":"allocator_observation",)"
+         R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":")" +
+         cause + R"(","blocks":)" + std::to_string(blocks) + R"(,"slots":)" +
+         std::to_string(4 * blocks) + R"(,"used_slots":)" + std::to_string(used) + "}}";
+}
+
+// Regression (a vendor's cold read, noticed 2026-12-03): an allocator that reserves nothing
+// until prefill reported an all-zero observation caused by request_allocate and got
+// TRACE_CAUSE_WRONG_EVENT ("only release closes ownership (finish is not a physical free)").
+// Arrival creates no K/V (M5.1 0x02), so nothing held after request_allocate is admitted; after
+// a publication it is still the wrong cause, and the message names finish only for finish.
+TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
+  const std::string header = Mutate(
+      kHeader, R"("source_component":"semantic"})",
+      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
+  const std::string t = header + "\n" + Alloc(0) + "\n";
+  const std::string published = t + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Codes(t + Allocator("e0", 0, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(t + Allocator("e0", 1, 0) + "\n"), V{});  // reserved at arrival
+  EXPECT_EQ(Codes(published + Allocator("e3", 1, 2) + "\n"), V{});
+  const Violations v = ValidateTraceJsonl(published + Allocator("e3", 0, 0) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), V{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_EQ(v[0].message.find("finish"), std::string::npos) << v[0].message;
+  const std::string finished =
+      published +
+      Ev(4, "output_emit",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" +
+      Ev(5, "finish",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"result_snapshot":1,"payload":{"emitted_outputs":1})") +
+      "\n";
+  const Violations f = ValidateTraceJsonl(finished + Allocator("e5", 0, 0) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(f), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(f);
+  EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
+}
+
 // Regression: a truncate stopped the request's frontier checks, so after it a decode could
 // process a token that was never emitted, and outputs could skip indices (found by a vendor's
 // cold read of the docs). A truncate now rolls the outputs back with the rows their logits came

@@ -731,14 +731,22 @@ constexpr std::string_view kMutationCauses[] = {"request_allocate", "append_publ
 
 bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
                     bool is_free) {
+  // Held storage follows a mutation that holds it; no storage (all zero) follows release, or
+  // request_allocate (arrival creates no K/V, M5.1 0x02: an allocator that reserves nothing
+  // until prefill reports nothing held).
   bool mutation = false;
   for (auto m : kMutationCauses) mutation |= (info.type == m);
-  if (!mutation || (is_free != (info.type == "release"))) {
+  const bool ok = is_free ? info.type == "release" || info.type == "request_allocate"
+                          : mutation && info.type != "release";
+  if (!ok) {
+    std::string why =
+        is_free ? "no storage (all zero) follows release or request_allocate only"
+                : "held storage follows request_allocate, append_publish, fork or truncate";
+    if (info.type == "finish") why += " (finish is not a physical free)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + (is_free ? " observes storage returned" : " observes storage held") +
-                 " after a " + std::string(info.type) + " event; " +
-                 (is_free ? "only release closes ownership (finish is not a physical free)"
-                          : "held storage follows allocate, publish, fork or truncate"));
+             std::string(e.event_type) +
+                 (is_free ? " observes no storage" : " observes storage held") + " after a " +
+                 std::string(info.type) + " event; " + why);
     return false;
   }
   return true;
