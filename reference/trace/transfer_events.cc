@@ -52,6 +52,8 @@ struct Transfer {
   uint32_t plan_line = 0;
   std::string plan_event_id;
   std::string content;  // PlanContentDigest + identity: an identical re-plan is a retry
+  // Each chunk's first accepted receive: its line and checksum (what validation compares).
+  std::map<std::string, std::pair<uint32_t, std::string>, std::less<>> received;
   TransferReplaySummary summary;
 };
 
@@ -484,21 +486,27 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   // Producer gate in trace order: the send follows a kv_ready event whose interval covers the
   // chunk's layer/token interval. Times handed to the transaction are trace line numbers.
   uint64_t ready_at = UINT64_MAX;
-  std::string why;
+  std::string gate;  // the producer-gate message in trace terms, for a send before its kv_ready
   if (const handoff::ChunkSpec* spec = Spec(*t, *chunk)) {
     auto it = s.ready.find({t->request_id, spec->layer});
     if (it != s.ready.end())
       for (const Ready& r : it->second)
         if (r.start <= spec->token_start && spec->token_start + spec->token_count <= r.end)
           ready_at = std::min<uint64_t>(ready_at, r.line);
-    if (ready_at == UINT64_MAX) {
-      ready_at = uint64_t{e.line} + 1;
-      why = "(times are trace lines: no earlier kv_ready covers layer " + U(spec->layer) +
-            " tokens [" + U(spec->token_start) + "," + U(spec->token_start + spec->token_count) +
-            ") of request \"" + t->request_id + "\")";
-    }
+    const std::string what = "layer " + U(spec->layer) + " tokens [" + U(spec->token_start) + "," +
+                             U(spec->token_start + spec->token_count) + ") of request \"" +
+                             t->request_id + "\"";
+    // Only earlier kv_ready events are known here, so a send fails the gate only when none covers
+    // its chunk.
+    gate = "chunk \"" + std::string(*chunk) + "\" is sent at line " + U(e.line) +
+           ", but no earlier kv_ready covers " + what +
+           " (the producer gate is judged in trace order)";
+    if (ready_at == UINT64_MAX) ready_at = uint64_t{e.line} + 1;
   }
-  Judge(c, e, t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at), why);
+  Status st = t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at);
+  if (st.error() == ErrorCode::HANDOFF_PRODUCER_GATE && !gate.empty())
+    st = Status(st.code(), gate, st.error());
+  Judge(c, e, st);
 }
 
 void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -515,6 +523,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
     return GateTransfer(c, *e.operation_id);
   }
   if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;
+  t->received.try_emplace(*chunk, e.line, *checksum);
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
@@ -543,7 +552,23 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   // The destination expects the trace's cache ABI (header cache_abi.id).
   if (!t) return;
   const Status st = t->txn->Validate(expected, c.kv().abi().id);
-  if (Judge(c, e, st))
+  // Where the refused fact came from: the receive whose bytes differ, or the two ABI claims.
+  std::string context;
+  if (st.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH) {
+    for (const auto& ch : t->txn->plan().chunks)
+      if (auto r = t->received.find(ch.chunk_id);
+          r != t->received.end() && r->second.second != ch.checksum) {
+        context = "(chunk \"" + ch.chunk_id + "\" was received at line " + U(r->second.first) +
+                  "; the manifest is the transfer_plan at line " + U(t->plan_line) + ")";
+        break;
+      }
+  } else if (st.error() == ErrorCode::HANDOFF_ABI_MISMATCH) {
+    context = "(the transfer's ABI is payload.tensor_abi_sha256 of the transfer_plan at line " +
+              U(t->plan_line) +
+              "; the destination's is the trace header's cache_abi.id, which every event of "
+              "the trace is bound to)";
+  }
+  if (Judge(c, e, st, context))
     t->summary.validated_ns = e.monotonic_ns;
   else if (st.error() == ErrorCode::HANDOFF_IDENTITY_MISMATCH && !RefusedAsReported(e, st))
     GateRequest(c, t->request_id);  // the plan's identity, and the fence it reserved, were wrong

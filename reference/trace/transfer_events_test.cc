@@ -430,6 +430,42 @@ TEST(TransferEventsTest, RegressionRefusedKvReadyGatesItsRequest) {
             std::vector<std::string>{"HANDOFF_TRACE_INTERVAL_INVALID"});
 }
 
+// The messages of the refusals whose facts sit on other lines name those lines (a vendor's
+// cold read, 2026-12-03: "sent at 38 before its K/V was ready at 39" read as times, a checksum
+// mismatch at validation did not say which receive brought the bytes, an ABI mismatch did not
+// say where either ABI came from).
+TEST(TransferEventsTest, TransferRefusalsNameTheLinesTheyCompare) {
+  auto only = [](std::vector<std::string> lines, size_t line, const std::string& from,
+                 const std::string& to) {
+    const size_t at = lines[line - 1].find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) lines[line - 1].replace(at, from.size(), to);
+    TraceChecker c(kFixture);
+    const Violations v = Replay(c, lines);
+    EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+    return v.empty() ? Violation{} : v[0];
+  };
+  const std::vector<std::string> lines = Lines(kFixture);
+  ASSERT_NE(lines[28].find(R"("chunk_id":"c3","checksum":"262e06)"), std::string::npos);
+  Violation v = only(lines, 29, "262e06", "aaaaaa");
+  EXPECT_EQ(v.code, ErrorCode::HANDOFF_CHECKSUM_MISMATCH);
+  EXPECT_NE(v.message.find(R"(chunk "c3" was received at line 29; the manifest is the )"
+                           R"(transfer_plan at line 5)"),
+            std::string::npos)
+      << v.message;
+  ASSERT_NE(lines[25].find(R"("event_type":"kv_ready")"), std::string::npos);
+  v = only(lines, 26, R"("interval":[0,16])", R"("interval":[0,8])");
+  EXPECT_EQ(v.code, ErrorCode::HANDOFF_PRODUCER_GATE);
+  EXPECT_NE(v.message.find("but no earlier kv_ready covers layer 2 tokens [8,16)"),
+            std::string::npos)
+      << v.message;
+  EXPECT_EQ(v.message.find("ready at"), std::string::npos) << v.message;
+  v = only(lines, 5, R"("tensor_abi_sha256":"b5e9)", R"("tensor_abi_sha256":"05e9)");
+  EXPECT_EQ(v.code, ErrorCode::HANDOFF_ABI_MISMATCH);
+  EXPECT_NE(v.message.find("transfer_plan at line 5"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("cache_abi.id"), std::string::npos) << v.message;
+}
+
 TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
   std::vector<std::string> lines = Lines(kFixture);
   // Declare decode-0 as a semantic source: its transfer events name the wrong plane.
