@@ -90,6 +90,15 @@ check check_bom 1 "$K" check "$T/bom.jsonl"; expect_out check_bom_msg 'bom.jsonl
 check check_parse_only 0 "$K" check --parse-only "$TR"
 expect_out check_parse_only_parser "parsed $(wc -l <"$TR") lines \(simdjson [0-9.]+, [a-z0-9_]+ kernel; (mimalloc [0-9.]+|glibc malloc)\)"
 check check_missing_json 2 "$K" check --format json "$T/nope.jsonl"; expect_out check_missing_verdict '"verdict": "error"'
+# A file name that is not UTF-8 (file names are bytes): the JSON and JUnit reports stay UTF-8
+# (U+FFFD in its place), not an internal error (regression: exit 3, nlohmann type_error 316).
+B=$(printf 'bad\xff.jsonl')
+cp "$T/unknown_type.jsonl" "$T/$B"
+check check_json_nonutf8_name 1 "$K" check --format json "$T/$B"
+cp "$T/out" "$T/report.json"
+check check_json_nonutf8_parses 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); assert d["file"].endswith("bad\ufffd.jsonl"), d["file"]' "$T/report.json"
+"$K" check --format junit "$T/$B" >"$T/junit.xml" 2>/dev/null
+check check_junit_nonutf8_parses 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/junit.xml"
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with

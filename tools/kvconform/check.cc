@@ -114,7 +114,7 @@ void Run(const CheckOptions& opt) {
                           {"events", checker.events()},
                           {"violations", std::move(arr)}};
     if (!st.ok()) out["error"] = st.ToString();
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpReport(out) << "\n";
   } else {
     FixtureOutcome o;
     o.path = o.case_name = opt.file;

@@ -52,6 +52,11 @@ std::string OutcomeVerdict(const FixtureOutcome& o);  // "pass" | "fail" | "erro
 nlohmann::json OutcomeToJson(const FixtureOutcome& o);
 std::string RenderJunit(const std::string& suite_name, const std::vector<FixtureOutcome>& outcomes);
 std::string XmlEscape(const std::string& s);
+// `s` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD (a
+// file name is bytes; JSON and XML reports are UTF-8).
+std::string ValidUtf8(const std::string& s);
+// A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
+std::string DumpReport(const nlohmann::json& j);
 
 // A section of `kvconform suite` beyond the fixture files (engine parity, bundled traces,
 // ...). Later parts of the kit append to SuiteSections() from their command files.

@@ -47,7 +47,52 @@ nlohmann::json OutcomeToJson(const FixtureOutcome& o) {
   return j;
 }
 
-std::string XmlEscape(const std::string& s) {
+std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    // The length of a well-formed sequence starting at i (RFC 3629: no overlongs, no
+    // surrogates, nothing above U+10FFFF), or 0.
+    size_t len = 0;
+    auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+      return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
+    };
+    if (c < 0x80)
+      len = 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+      len = cont(1) ? 2 : 0;
+    else if (c == 0xE0)
+      len = cont(1, 0xA0) && cont(2) ? 3 : 0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+      len = cont(1) && cont(2) ? 3 : 0;
+    else if (c == 0xED)
+      len = cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+    else if (c == 0xF0)
+      len = cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = cont(1) && cont(2) && cont(3) ? 4 : 0;
+    else if (c == 0xF4)
+      len = cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string DumpReport(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string XmlEscape(const std::string& raw) {
+  const std::string s = ValidUtf8(raw);
   std::string out;
   for (char c : s) {
     switch (c) {

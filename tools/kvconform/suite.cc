@@ -53,8 +53,9 @@ void Run(const SuiteOptions& opt) {
     for (const auto& [name, r] : rows)
       summary.push_back({{"section", name}, {"valid_cases", r.valid}, {"invalid_cases", r.invalid},
                          {"passed", r.passed}, {"failed", r.failed}});
-    std::cout << nlohmann::json{{"verdict", failed ? "fail" : "pass"}, {"summary", summary},
-                                {"cases", cases}}.dump(2) << "\n";
+    std::cout << DumpReport(nlohmann::json{
+                     {"verdict", failed ? "fail" : "pass"}, {"summary", summary}, {"cases", cases}})
+              << "\n";
   } else if (fmt == Format::kJunit) {
     std::vector<FixtureOutcome> all;
     for (auto& [s, o] : results) all.push_back(o);

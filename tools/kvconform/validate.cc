@@ -77,7 +77,7 @@ void Run(const ValidateOptions& opt) {
     }
     nlohmann::json out = {{"verdict", any_error ? "error" : any_violation ? "fail" : "pass"},
                           {"files", std::move(files)}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpReport(out) << "\n";
   } else {
     std::vector<FixtureOutcome> rows = outcomes;
     for (auto& o : rows) o.passed = o.error.ok() && o.violations.empty();
