@@ -51,7 +51,8 @@ struct Transfer {
   std::optional<PublishedHandle> handle;
   uint32_t plan_line = 0;
   std::string plan_event_id;
-  std::string content;  // PlanContentDigest + identity: an identical re-plan is a retry
+  // What the plan states, field by field (OnPlan): an identical re-plan is a retry.
+  std::vector<std::pair<std::string, std::string>> facts;
   // Each chunk's first accepted receive: its line and checksum (what validation compares).
   std::map<std::string, std::pair<uint32_t, std::string>, std::less<>> received;
   TransferReplaySummary summary;
@@ -394,18 +395,40 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     fmt("/chunks/" + U(i) + "/checksum", plan.chunks[i].checksum);
   if (!digests_ok) return drop();
   TransferState& s = State(c);
-  const std::string content =
-      handoff::PlanContentDigest(plan) + "|" + plan.identity.tenant + "|" +
-      U(plan.identity.generation) + "|" + U(plan.identity.attempt) + "|" +
-      U(plan.identity.source_worker_epoch) + "|" + U(plan.identity.destination_worker_epoch) + "|" +
-      plan.identity.reservation_id + "|" + *dest + "|" + plan.visible_prefix_handle;
+  // Everything the plan states: an identical re-plan is an idempotent retry, any other is
+  // corruption (geometry and request included: a re-plan is not a way to change them).
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"identity.tenant", plan.identity.tenant},
+      {"identity.request_id", plan.identity.request_id},
+      {"identity.generation", U(plan.identity.generation)},
+      {"identity.attempt", U(plan.identity.attempt)},
+      {"identity.source_worker_epoch", U(plan.identity.source_worker_epoch)},
+      {"identity.destination_worker_epoch", U(plan.identity.destination_worker_epoch)},
+      {"identity.reservation_id", plan.identity.reservation_id},
+      {"destination", *dest},
+      {"visible_prefix_handle", plan.visible_prefix_handle},
+      {"tensor_abi_sha256", plan.tensor_abi_sha256},
+      {"token_start", U(plan.token_start)},
+      {"token_count", U(plan.token_count)},
+      {"bytes_per_token_layer", U(plan.bytes_per_token_layer)},
+      {"reserved_blocks", U(plan.reserved_blocks)},
+      {"chunks (count)", U(plan.chunks.size())}};
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const handoff::ChunkSpec& ch = plan.chunks[i];
+    facts.push_back({"chunks/" + U(i), ch.chunk_id + " layer " + U(ch.layer) + " tokens " +
+                                           U(ch.token_start) + "+" + U(ch.token_count) + " bytes " +
+                                           U(ch.bytes) + " checksum " + ch.checksum});
+  }
   if (auto it = s.transfers.find(plan.transfer_id); it != s.transfers.end()) {
-    if (it->second.content == content) return;  // an identical re-plan is an idempotent retry
+    const auto& first = it->second.facts;
+    std::string differ;
+    for (size_t i = 0; i < facts.size() && differ.empty(); ++i)
+      if (i >= first.size() || facts[i] != first[i]) differ = facts[i].first;
+    if (differ.empty()) return;  // an identical re-plan is an idempotent retry
     c.Report(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION, c.LinePtr() + "/operation_id",
-             "transfer \"" + plan.transfer_id +
-                 "\" is planned again with another identity, "
-                 "destination or chunk manifest (first planned at line " +
-                 U(it->second.plan_line) + ")");
+             "transfer \"" + plan.transfer_id + "\" is planned again with another " + differ +
+                 " (first planned at line " + U(it->second.plan_line) +
+                 "); a re-plan must repeat its plan exactly");
     return;
   }
   if (!plan.visible_prefix_handle.empty() &&
@@ -434,7 +457,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   t.request_id = *req;
   t.plan_line = e.line;
   t.plan_event_id = e.event_id;
-  t.content = content;
+  t.facts = std::move(facts);
   for (const auto& ch : plan.chunks) t.summary.logical_bytes += ch.bytes;  // CheckPlan bounds each
   auto txn =
       TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool, &s.directory);

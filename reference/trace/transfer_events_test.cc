@@ -466,6 +466,43 @@ TEST(TransferEventsTest, TransferRefusalsNameTheLinesTheyCompare) {
   EXPECT_NE(v.message.find("cache_abi.id"), std::string::npos) << v.message;
 }
 
+// Regression (an adversarial probe, 2026-12-03): a second transfer_plan of a transfer was an
+// "idempotent retry" when only its geometry (token range, bytes per token-layer, reserved blocks,
+// the chunks' layers, tokens and bytes) or its request differed, so a re-plan could change them
+// unchecked. A re-plan must now repeat every field of its plan.
+TEST(TransferEventsTest, RegressionARePlanMustRepeatItsPlanExactly) {
+  // The fixture with a copy of the g7 plan (line 5) sent again right after it, `from` replaced
+  // by `to` in the copy (twice where it occurs twice: the envelope's request_id and the
+  // identity's); router-0's later event is renumbered.
+  auto replan = [](const std::string& from, const std::string& to) {
+    std::vector<std::string> lines = Lines(kFixture);
+    std::string copy = lines[4];
+    auto swap = [](std::string& l, const std::string& a, const std::string& b) {
+      const size_t at = l.find(a);
+      EXPECT_NE(at, std::string::npos) << a;
+      if (at != std::string::npos) l.replace(at, a.size(), b);
+    };
+    swap(copy, R"("event_id":"router-0:1")", R"("event_id":"router-0:1r")");
+    swap(copy, R"("local_sequence":1,)", R"("local_sequence":2,)");
+    if (!from.empty()) swap(copy, from, to);
+    if (!from.empty() && copy.find(from) != std::string::npos) swap(copy, from, to);  // identity
+    swap(lines[6], R"("local_sequence":2,)", R"("local_sequence":3,)");
+    lines.insert(lines.begin() + 5, copy);
+    TraceChecker c(kFixture);
+    return test::CodeNames(Replay(c, lines));
+  };
+  using V = std::vector<std::string>;
+  ASSERT_EQ(replan("", ""), V{});  // identical: a retry
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("token_count":16)", R"("token_count":15)"},
+           {R"("reserved_blocks":)", R"("reserved_blocks":1)"},
+           {R"("bytes":1024)", R"("bytes":1023)"},
+           {R"("layer":3)", R"("layer":2)"},
+           {R"("request_id":"req-42")", R"("request_id":"req-43")"},
+           {R"("generation":7)", R"("generation":8)"}})
+    EXPECT_EQ(replan(from, to), V{"HANDOFF_DUPLICATE_CORRUPTION"}) << from << " -> " << to;
+}
+
 TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
   std::vector<std::string> lines = Lines(kFixture);
   // Declare decode-0 as a semantic source: its transfer events name the wrong plane.
