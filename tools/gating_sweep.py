@@ -84,10 +84,6 @@ KNOWN_SILENT = {
         "the key defaults to the operation id, and txn-lose is never retried",
     (L + "synthetic_lifecycle.jsonl", 14, "payload.input_token:del"):
         "a retry may leave out its claims (the token is compared where the retry states one)",
-    (L + "synthetic_lifecycle.jsonl", 37, "base_snapshot+1"):
-        "a late completion after release: its transaction was dropped with the released handle "
-        "(memory is bounded by live handles), and version 3 is the tombstone's, so the base is "
-        "not ahead of the handle",
     (L + "synthetic_lifecycle.jsonl", 38, "payload.committed_length+1"):
         "a refused read (of a released handle) observes nothing; its length is not compared",
     (T + "transfer_protocol.jsonl", 47, "payload.generation+1"):

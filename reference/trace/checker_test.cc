@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "reference/testutil/testutil.h"
@@ -1512,6 +1514,28 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   const Violations f = ValidateTraceJsonl(finished + Allocator("e5", 0, 0) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(f), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(f);
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
+}
+
+// Regression (an adversarial probe, 2026-12-03): a late closing event of an operation whose
+// records were released with its handle passed with any base_snapshot (2^64 - 1 included),
+// although the docs compare it with the released handle's version. Now a base the handle never
+// had readable is TRACE_SNAPSHOT_MISMATCH: the synthetic lifecycle's delayed publication of "H"
+// read snapshot 2; "H" was released at snapshot 3.
+TEST(TraceCheckerTest, RegressionALateCompletionsBaseIsComparedAfterRelease) {
+  std::ifstream in(test::SourcePath("fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string late = R"("operation_id":"x-delayed","base_snapshot":2,)";
+  ASSERT_NE(text.find(late), std::string::npos);
+  ASSERT_EQ(Codes(text), std::vector<std::string>{});
+  for (const std::string base : {"1", "3", "100", "18446744073709551615"}) {
+    const std::vector<std::string> want =
+        base == "1" ? std::vector<std::string>{}  // stale is possible: not judged
+                    : std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"};
+    std::string t = text;  // the publication: the last event naming the operation
+    t.replace(t.rfind(late), late.size(),
+              R"("operation_id":"x-delayed","base_snapshot":)" + base + ",");
+    EXPECT_EQ(Codes(t), want) << base;
+  }
 }
 
 // Regression: a truncate stopped the request's frontier checks, so after it a decode could

@@ -100,13 +100,39 @@ void CheckOperationRequest(TraceChecker& c, const Event& e) {
 // The base an event of an append operation names (a stage, a publication of any outcome, a
 // failure, a cancel_txn) must be the one its append_start read: the event acts on that
 // transaction, whatever its outcome. The event is still replayed.
+// Once the operation's records are gone (released with its handle), the base is compared with
+// the released handle's version: a late completion may name the base it read, never a snapshot
+// the handle had not reached.
 void CheckOperationBase(TraceChecker& c, const Event& e) {
   if (!e.base_snapshot) return;
-  if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id);
-      base && *e.base_snapshot != *base)
+  if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id)) {
+    if (*e.base_snapshot != *base)
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+               std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
+                   "; its append_start read snapshot " + U(*base));
+    return;
+  }
+  if (!e.request_id) return;
+  const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
+  if (!h) return;
+  // A released handle's version is its release's result, which no append_start read.
+  const Snapshot& s = h->current;
+  const bool released = s.phase == Phase::kReleased;
+  // An earlier incarnation's late completion (a recycled id): its versions are not this one's.
+  // (Release fences the handle generation: a released record carries the next one.)
+  if (e.handle_generation && *e.handle_generation != s.incarnation &&
+      !(released && *e.handle_generation + 1 == s.incarnation))
+    return;
+  const uint64_t last_readable = released && s.version > 0 ? s.version - 1 : s.version;
+  if (*e.base_snapshot > last_readable)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
-                 "; its append_start read snapshot " + U(*base));
+                 "; request \"" + std::string(*e.request_id) + "\" " +
+                 (released ? "was released at snapshot " + U(s.version) + ", after snapshot " +
+                                 U(last_readable)
+                           : "has reached only snapshot " + U(s.version)) +
+                 " (its operation's records are gone; a late completion names the base its "
+                 "append_start read)");
 }
 
 // After a successful mutation: result_snapshot and committed_length claims must match.
