@@ -1516,6 +1516,29 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
 }
 
+// Messages of the observation causes say what was observed and which causes are kept (an
+// adversarial probe, 2026-12-03: a residency of 0 bytes after finish "observes storage held";
+// a cause naming an output_emit was "no earlier semantic event", though it was one).
+TEST(TraceCheckerTest, ObservationCauseMessagesSayWhatWasObserved) {
+  const std::string t =
+      std::string(kHeaderWithResidency) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+      "\n" + Publish(3) + "\n" +
+      Ev(4, "output_emit",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" +
+      Ev(5, "finish",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{"emitted_outputs":1})") +
+      "\n";
+  Violations v = ValidateTraceJsonl(t + Residency("e5", 0) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_NE(v[0].message.find("observes no storage after a finish event"), std::string::npos)
+      << v[0].message;
+  v = ValidateTraceJsonl(t + Residency("e4", 32) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_UNKNOWN"});
+  EXPECT_NE(v[0].message.find("that can cause an observation (request_allocate"), std::string::npos)
+      << v[0].message;
+}
+
 // Regression (an adversarial probe, 2026-12-03): a late closing event of an operation whose
 // records were released with its handle passed with any base_snapshot (2^64 - 1 included),
 // although the docs compare it with the released handle's version. Now a base the handle never

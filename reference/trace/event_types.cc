@@ -734,9 +734,9 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
-                 "\", which is no earlier semantic event of "
-                 "request \"" +
-                 std::string(*e.request_id) + "\"");
+                 "\", which is no earlier event of request \"" + std::string(*e.request_id) +
+                 "\" that can cause an observation (request_allocate, append_publish, fork, "
+                 "truncate, cancel_request, finish or release; other events are not kept)");
     // Gating: the request had an event the trace does not hold (lost, or emitted later), so the
     // replay's state of it is not the runtime's: its later events are not replayed.
     c.DropEvent(e);
@@ -755,8 +755,10 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
 constexpr std::string_view kMutationCauses[] = {"request_allocate", "append_publish", "fork",
                                                 "truncate", "release"};
 
+// `is_free`: the observation is judged as storage returned; `observes_none`: it reports none
+// (for the message only: a residency of 0 bytes after a finish is judged as held storage).
 bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
-                    bool is_free) {
+                    bool is_free, bool observes_none) {
   // Held storage follows a mutation that holds it; no storage (all zero) follows release, or
   // request_allocate (arrival creates no K/V, M5.1 0x02: an allocator that reserves nothing
   // until prefill reports nothing held).
@@ -766,12 +768,12 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
                           : mutation && info.type != "release";
   if (!ok) {
     std::string why =
-        is_free ? "no storage (all zero) follows release or request_allocate only"
-                : "held storage follows request_allocate, append_publish, fork or truncate";
+        observes_none ? "no storage (all zero) follows release or request_allocate only"
+                      : "held storage follows request_allocate, append_publish, fork or truncate";
     if (info.type == "finish") why += " (finish is not a physical free)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) +
-                 (is_free ? " observes no storage" : " observes storage held") + " after a " +
+                 (observes_none ? " observes no storage" : " observes storage held") + " after a " +
                  std::string(info.type) + " event; " + why);
     return false;
   }
@@ -789,7 +791,7 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
     return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slot_ids",
                     U(slot_ids->size()) + " slot ids listed for " + U(*slots) + " slots");
   bool is_free = *blocks == 0 && *slots == 0 && *used == 0;
-  if (!CheckCauseKind(c, e, *info, is_free)) return;
+  if (!CheckCauseKind(c, e, *info, is_free, is_free)) return;
   if (*used > *slots)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
              U(*used) + " used slots exceed " + U(*slots) + " allocated slots");
@@ -820,7 +822,7 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
              U(*bytes) + " payload bytes resident after release; the released handle owns none");
     return;
   }
-  if (!CheckCauseKind(c, e, *info, is_free)) return;
+  if (!CheckCauseKind(c, e, *info, is_free, *bytes == 0)) return;
   if (info->type == "release") return;
   // committed rows and B_token come from the trace: the product is checked, never wrapped.
   std::optional<uint64_t> want = CheckedMul(info->committed_length, c.bytes_per_token());
