@@ -1,13 +1,15 @@
 // TraceChecker: header, envelope and audit-stream rules; event handlers are in event_types.cc.
 #include "reference/trace/checker.h"
 
-#include <cstdio>
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "reference/base/strict_json.h"
 #include "reference/lifecycle/snapshot/snapshot.h"
 #include "reference/trace/element_readers.h"
 #include "reference/trace/transfer_events.h"
@@ -830,6 +832,8 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   if (line_no > 1 && (line.empty() || err || !root.is_object()))
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
+    if (!line.empty() && line.substr(0, 3) != "\xEF\xBB\xBF" && ReportUnparsedLine(line, line_no))
+      return;
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
            source_ + ":" + std::to_string(line_no) + ": " +
@@ -850,6 +854,73 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
     return;
   }
   ReadEvent(line, root);
+}
+
+// The cold path of a line simdjson refused: the strict reader (reference/base/strict_json.h)
+// says where and why. Valid JSON that simdjson cannot hold is a number beyond 64 bits, which no
+// field of the format admits: INPUT_VALUE_OUT_OF_RANGE at its member, and the request the line
+// names (when readable) is gated, since the event is not replayed. False when the strict
+// reader finds nothing to add (the caller reports simdjson's own error).
+bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
+  const std::string at = source_ + ":" + std::to_string(line_no) + ":";
+  const ErrorCode malformed =
+      line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED;
+  StatusOr<ParsedJson> parsed = ParseJsonStrict(line, "", /*record_locations=*/true);
+  std::string copy;
+  if (!parsed.ok() &&
+      parsed.status().message().find("out of the range of a double") != std::string::npos) {
+    // Valid JSON too (RFC 8259 bounds no number): read it again with that number replaced by
+    // one the strict reader keeps (2^64, as a double), so the search below names its member.
+    const std::string m = parsed.status().message();
+    const size_t column = std::strtoull(m.c_str() + std::min<size_t>(3, m.size()), nullptr, 10);
+    if (column >= 1 && column <= line.size()) {
+      size_t end = column - 1;
+      while (end < line.size() && std::strchr("+-.0123456789eE", line[end]) != nullptr) ++end;
+      copy = std::string(line.substr(0, column - 1)) + "18446744073709551616" +
+             std::string(line.substr(end));
+      parsed = ParseJsonStrict(copy, "", /*record_locations=*/true);
+    }
+  }
+  if (!parsed.ok()) {
+    // "<source>:1:<column>: what": the line is one line, so only the column is news.
+    std::string what = parsed.status().message();
+    if (what.rfind(":1:", 0) != 0) return false;
+    Report(malformed, LinePtr(), at + what.substr(3) + " (not JSON)");
+    return true;
+  }
+  // The first number beyond 64 bits, depth first (the strict reader keeps it as a double; a
+  // double at -2^63 stands for a number below it, since simdjson holds -2^63 itself).
+  std::string found;
+  std::function<bool(const Json&, const std::string&)> find = [&](const Json& j,
+                                                                  const std::string& ptr) {
+    if (j.is_number_float()) {
+      const double v = j.get<double>();
+      if (v >= 18446744073709551616.0 || v <= -9223372036854775808.0) {
+        found = ptr;
+        return true;
+      }
+    } else if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it)
+        if (find(it.value(), ptr + "/" + JsonPointerEscape(it.key()))) return true;
+    } else if (j.is_array()) {
+      for (size_t i = 0; i < j.size(); ++i)
+        if (find(j[i], ptr + "/" + std::to_string(i))) return true;
+    }
+    return false;
+  };
+  if (!find(parsed->value, "")) return false;
+  const auto pos = parsed->locations.find(found);
+  Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
+         LinePtr() + found,
+         at + (pos != parsed->locations.end() ? std::to_string(pos->second.column) + ":" : "") +
+             " " + found +
+             " is a number beyond 64 bits; every integer of the format is a "
+             "uint64 (at most 18446744073709551615) or an int64 (the line is not replayed)");
+  if (line_no > 1 && parsed->value.is_object()) {
+    auto r = parsed->value.find("request_id");
+    if (r != parsed->value.end() && r->is_string()) Poison("request:" + r->get<std::string>());
+  }
+  return true;
 }
 
 void TraceChecker::ReadHeader(const dom::element& root) {

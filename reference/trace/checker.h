@@ -415,6 +415,9 @@ class TraceChecker {
   // `tombstone_generation`): forgets the receipts of the request released receipt_window
   // releases ago and the whole request released released_window releases ago.
   void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
+  // Reports a line simdjson refused with the strict reader's column and reason (a number
+  // beyond 64 bits: INPUT_VALUE_OUT_OF_RANGE at its member); false when it adds nothing.
+  bool ReportUnparsedLine(std::string_view line, uint32_t line_no);
   uint32_t line() const { return line_; }
   // The extension slot named `key`, or nullptr before SetExtension(key, ...).
   CheckerExtension* extension(std::string_view key) const;

@@ -180,8 +180,9 @@ TEST(TraceCheckerTest, HugeNumbersAndNegativeValuesAreInputErrors) {
             (std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"}));
   std::string b = Alloc(0);
   b.replace(b.find("\"prompt_length\":2"), 17, "\"prompt_length\":1e400");
+  // Valid JSON beyond 64 bits (TRACE_LINE_MALFORMED before 2026-12-03).
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" + b + "\n"),
-            (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
+            (std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"}));
 }
 
 // Regression: resident bytes were compared with committed rows x B_token computed without an
@@ -1514,6 +1515,32 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   const Violations f = ValidateTraceJsonl(finished + Allocator("e5", 0, 0) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(f), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(f);
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
+}
+
+// Regression (an adversarial probe, 2026-12-03): a number beyond 64 bits (valid JSON) was
+// "not JSON: Problem while parsing a number" with no member named, and the request of the line
+// (its allocation here) then cascaded into LIFECYCLE_UNKNOWN_HANDLE. Now it is
+// INPUT_VALUE_OUT_OF_RANGE at the member, and the line's request is gated; a syntax error names
+// its column.
+TEST(TraceCheckerTest, RegressionANumberBeyond64BitsNamesItsMember) {
+  const std::string rest = Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  for (const std::string big : {"18446744073709551616", "1e400", "-9223372036854775809"}) {
+    const Violations v = ValidateTraceJsonl(
+        std::string(kHeader) + "\n" +
+            Mutate(Alloc(0), R"("monotonic_ns":100)", R"("monotonic_ns":)" + big) + "\n" + rest,
+        "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
+        << big << "\n"
+        << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, "/1/monotonic_ns");
+    EXPECT_NE(v[0].message.find("t.jsonl:2:"), std::string::npos) << v[0].message;
+  }
+  const Violations v = ValidateTraceJsonl(
+      std::string(kHeader) + "\n" +
+          Mutate(Alloc(0), R"("monotonic_ns":100)", R"("monotonic_ns":1x)") + "\n",
+      "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  EXPECT_NE(v[0].message.find("(not JSON)"), std::string::npos) << v[0].message;
 }
 
 // Messages of the observation causes say what was observed and which causes are kept (an
