@@ -163,6 +163,10 @@ def two_layer_decode():
     invalid(c, "decode_mask_only_new_rows", rel,
             "The key-side mask covers only T_new = 1 instead of T_past + T_new = 5.", m,
             rep(f"/{t.idx('d_start')}/payload/mask_key_length", 1), "LIFECYCLE_MASK_LENGTH_MISMATCH")
+    invalid(c, "decode_unterminated", rel,
+            "The decode's publication is missing: the trace ends with the transaction open "
+            "(0x07: each operation ends with exactly one publish or failure).", s,
+            {"op": "remove", "path": f"/{t.idx('d_pub')}"}, "TRACE_OPERATION_UNTERMINATED")
     invalid(c, "decode_pre_rope_keys", rel,
             "Keys staged before RoPE under an ABI that stores post-RoPE keys.",
             "M5.1 0x01 One-Layer Tensor Trace, Then The Full Layer Chain",
@@ -380,6 +384,10 @@ def synthetic_lifecycle():
     invalid(c, "retry_interval_changed", rel,
             "The retry of txn-win re-sends it with a wider interval.", s,
             rep(f"/{t.idx('win_retry')}/payload/interval", [4, 6]), "LIFECYCLE_RETRY_CONFLICT")
+    invalid(c, "retry_base_changed", rel,
+            "The retry of txn-win re-sends it on base snapshot 2 instead of the base it read: the "
+            "seed's conflict names a changed key, interval or base.", s,
+            rep(f"/{t.idx('win_retry')}/base_snapshot", 2), "LIFECYCLE_RETRY_CONFLICT")
     invalid(c, "retry_mask_length_changed", rel,
             "The retry of txn-win re-sends it with a key-side mask of 6 instead of T_past + T_new = 5: "
             "the fingerprint matches, the position binding does not (a retry used to pass).", s,
@@ -507,6 +515,10 @@ def ordinary_stop_repair():
                 "operation_id": None, "base_snapshot": 4, "result_snapshot": None,
                 "payload": {"output_index": 3, "token": 504, "from": "repair_logits"}}},
             "FRONTIER_REPAIR_EMITS_OUTPUT")
+    invalid(c, "decode_after_finish", rel,
+            "The append after finish is labelled a decode: a finished request takes no further "
+            "decode (only the repair of its final token).", s,
+            rep(f"/{t.idx('repair_start')}/payload/purpose", "decode"), "LIFECYCLE_HANDLE_TERMINAL")
     invalid(c, "repair_wrong_token", rel,
             "The repair processes y1 instead of the unprocessed frontier token y2.", s,
             rep(f"/{t.idx('repair_start')}/payload/input_token", toks[1]), "FRONTIER_TOKEN_MISMATCH")
