@@ -1575,10 +1575,13 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     ++line_;
     Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
            source_ + ":" + std::to_string(line_) +
-               ": the trace ends in the middle of a line (no final newline); the partial event "
-               "was not replayed");
+               (line_ == 1 ? ": the trace ends in the middle of its header line (no final "
+                             "newline); the header was not read"
+                           : ": the trace ends in the middle of a line (no final newline); the "
+                             "partial event was not replayed"));
   }
-  if (!header_seen_) {
+  // A cut header line is reported above (one root cause, one code).
+  if (!header_seen_ && !(ended_mid_line && line_ == 1)) {
     line_ = 1;
     Report(ErrorCode::TRACE_HEADER_INVALID, "/0", source_ + ": empty trace; expected a header line");
   }

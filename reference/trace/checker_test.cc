@@ -93,6 +93,17 @@ TEST(TraceCheckerTest, TraceEndingMidLineIsReported) {
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_TRUNCATED"}));
 }
 
+// Regression (an adversarial probe, 2026-12-03): a header without its final newline raised
+// TRACE_TRUNCATED and TRACE_HEADER_INVALID "empty trace; expected a header line", although the
+// header was there. One code now, saying the header line was cut.
+TEST(TraceCheckerTest, RegressionACutHeaderLineIsOneTruncation) {
+  const Violations v = ValidateTraceJsonl(kHeader, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_TRUNCATED"});
+  EXPECT_NE(v[0].message.find("in the middle of its header line"), std::string::npos)
+      << v[0].message;
+  EXPECT_EQ(Codes(""), std::vector<std::string>{"TRACE_HEADER_INVALID"});  // empty: no header
+}
+
 TEST(TraceCheckerTest, MalformedAndEmptyLinesAreViolationsNotCrashes) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n{not json\n\n[1,2]\n";
   Violations v = ValidateTraceJsonl(t, "t.jsonl");
