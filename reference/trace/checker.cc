@@ -718,6 +718,17 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
   }
   Status s = op(*kv_);
   if (!s.ok()) {
+    // The lifecycle object speaks of its own generations and digests; the trace names versions.
+    if ((s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT ||
+         s.error() == ErrorCode::LIFECYCLE_STALE_BASE) &&
+        e.base_snapshot && e.request_id)
+      if (const lifecycle::HandleRecord* h = FindHandle(*e.request_id))
+        s = Status(s.code(),
+                   s.message() + " (the event names base snapshot " +
+                       std::to_string(*e.base_snapshot) + "; request \"" +
+                       std::string(*e.request_id) + "\" is at snapshot " +
+                       std::to_string(h->current.version) + ")",
+                   s.error());
     ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
     // Gating: the root cause is reported once; later events of the operation and of its
     // request are not replayed (the runtime went on from a state the replay does not have).

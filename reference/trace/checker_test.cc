@@ -93,6 +93,20 @@ TEST(TraceCheckerTest, TraceEndingMidLineIsReported) {
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_TRUNCATED"}));
 }
 
+// A base the handle never reached is named as the event named it (an audit, 2026-12-03: the
+// message gave only the replay's internal generation, "generation 3", for a base of 9).
+TEST(TraceCheckerTest, UnknownBaseMessageNamesTheEventsVersion) {
+  const Violations v = ValidateTraceJsonl(
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" +
+          Mutate(Start(1), R"("base_snapshot":0)", R"("base_snapshot":9)") + "\n",
+      "t.jsonl");
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].code, ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("the event names base snapshot 9; request \"R\" is at snapshot 0"),
+            std::string::npos)
+      << v[0].message;
+}
+
 // Regression (an adversarial probe, 2026-12-03): a header without its final newline raised
 // TRACE_TRUNCATED and TRACE_HEADER_INVALID "empty trace; expected a header line", although the
 // header was there. One code now, saying the header line was cut.
