@@ -183,7 +183,9 @@ void ObjReader::Index(const dom::object& obj) {
     if (m.n == Impl::kMax) {
       if (m.overflow++ == 0)
         Bad(ErrorCode::INPUT_FIELD_UNKNOWN, field.key,
-            "object has more than " + std::to_string(Impl::kMax) + " members");
+            "object has more than " + std::to_string(Impl::kMax) +
+                " members (no object of the format has as many; the members from this one on "
+                "are not read or reported)");
       continue;
     }
     m.keys[m.n] = field.key;
