@@ -1,6 +1,9 @@
 // Coupled reorder: one permutation over token, cache, position and sampler state.
 #include "reference/lifecycle/reorder/reorder.h"
 
+#include <string_view>
+#include <unordered_map>
+
 namespace kvc::lifecycle {
 
 Status CheckPermutation(const std::vector<uint64_t>& parent_index, size_t n) {
@@ -37,6 +40,16 @@ Status CheckCoupledReorder(const std::vector<LiveSequenceRow>& before,
                            const std::vector<uint64_t>& parent_index,
                            const std::vector<LiveSequenceRow>& after) {
   KVC_RETURN_IF_ERROR(CheckPermutation(parent_index, before.size()));
+  // Each row is one live sequence with its own handle: two rows on one handle would make the
+  // permutation move one sequence twice (a selection plus fork without the fork).
+  std::unordered_map<std::string_view, size_t> row_of;
+  for (size_t i = 0; i < before.size(); ++i)
+    if (auto [it, fresh] = row_of.emplace(before[i].cache_handle, i); !fresh)
+      return ViolationStatus(ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE,
+                             "reorder rows " + std::to_string(it->second) + " and " +
+                                 std::to_string(i) + " hold the same cache handle \"" +
+                                 before[i].cache_handle +
+                                 "\"; each row is one live sequence with its own handle");
   if (after.size() != before.size())
     return ViolationStatus(ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE,
                            "reorder produced " + std::to_string(after.size()) + " rows from " +

@@ -31,7 +31,8 @@ StatusOr<std::vector<LiveSequenceRow>> Reorder(const std::vector<LiveSequenceRow
                                                const std::vector<uint64_t>& parent_index);
 
 // Checks that `after` is `before` moved by exactly `parent_index`, field by field; a field that
-// moved differently is LIFECYCLE_REORDER_SPLIT_STATE naming the row and field.
+// moved differently is LIFECYCLE_REORDER_SPLIT_STATE naming the row and field. Two rows of
+// `before` on one cache handle are LIFECYCLE_REORDER_NOT_BIJECTIVE.
 Status CheckCoupledReorder(const std::vector<LiveSequenceRow>& before,
                            const std::vector<uint64_t>& parent_index,
                            const std::vector<LiveSequenceRow>& after);

@@ -70,6 +70,18 @@ TEST(ReorderTest, RepeatedParentIsSelectionPlusForkNotReorder) {
 
 // The legal way to keep beam A twice: fork A into a child with its own identity, then reorder
 // the distinct rows. The child owns an independent snapshot of A's exact prefix.
+// Regression (an adversarial probe, 2026-12-03): a batch listing one request in two rows passed
+// a reorder (each row moved as a permutation of itself); each row is a live sequence with its own
+// handle.
+TEST(ReorderTest, RegressionTwoRowsOnOneHandleAreNotABatch) {
+  std::vector<LiveSequenceRow> before = ThreeBeams();
+  before[2] = before[0];
+  const Status s = CheckCoupledReorder(before, {1, 0, 2}, {before[1], before[0], before[2]});
+  EXPECT_EQ(s.error(), ErrorCode::LIFECYCLE_REORDER_NOT_BIJECTIVE) << s.ToString();
+  EXPECT_NE(s.message().find("rows 0 and 2 hold the same cache handle \"A\""), std::string::npos)
+      << s.message();
+}
+
 TEST(ReorderTest, DuplicatingABeamGoesThroughFork) {
   KvObject o(CacheAbi{"abi", 1, "post_rope"});
   ASSERT_TRUE(o.Allocate("A", "A").ok());
