@@ -17,6 +17,11 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
   if (!tracked_) return Status::Ok();
   switch (c.purpose) {
     case AppendPurpose::kPrefill: {
+      if (c.input_token)
+        return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                 "prefill names input token " + U(*c.input_token) +
+                     "; a prefill processes prompt rows, not a generated token (input_token is "
+                     "absent on prefill)");
       if (c.rows > prompt_length_ - prompt_rows_)
         return V(ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN,
                  "prefill of " + U(c.rows) + " rows with only " +

@@ -52,6 +52,16 @@ TEST(FrontierTest, OrdinaryStopAndRepairReproduceTheSeedCounters) {
             ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT);
 }
 
+// Regression (an adversarial probe, 2026-12-03): a prefill naming an input token passed,
+// although the format says input_token is absent on prefill.
+TEST(FrontierTest, RegressionAPrefillNamesNoInputToken) {
+  FrontierState f(4);
+  AppendCall p = Prefill(4);
+  ASSERT_TRUE(f.CheckAppend(p).ok());
+  p.input_token = 7;
+  EXPECT_EQ(f.CheckAppend(p).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+}
+
 // A rollback keeps the outputs whose logits came from the rows kept (output j's row is S + j):
 // truncating K_c = S + 3 to S + 1 leaves outputs 0 and 1, output 1 again the unprocessed
 // frontier token, and the next output index 2. Tracking stops below the prompt and while
