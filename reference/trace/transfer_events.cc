@@ -509,26 +509,26 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   // Producer gate in trace order: the send follows a kv_ready event whose interval covers the
   // chunk's layer/token interval. Times handed to the transaction are trace line numbers.
   uint64_t ready_at = UINT64_MAX;
-  std::string gate;  // the producer-gate message in trace terms, for a send before its kv_ready
-  if (const handoff::ChunkSpec* spec = Spec(*t, *chunk)) {
+  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  if (spec) {
     auto it = s.ready.find({t->request_id, spec->layer});
     if (it != s.ready.end())
       for (const Ready& r : it->second)
         if (r.start <= spec->token_start && spec->token_start + spec->token_count <= r.end)
           ready_at = std::min<uint64_t>(ready_at, r.line);
-    const std::string what = "layer " + U(spec->layer) + " tokens [" + U(spec->token_start) + "," +
-                             U(spec->token_start + spec->token_count) + ") of request \"" +
-                             t->request_id + "\"";
-    // Only earlier kv_ready events are known here, so a send fails the gate only when none covers
-    // its chunk.
-    gate = "chunk \"" + std::string(*chunk) + "\" is sent at line " + U(e.line) +
-           ", but no earlier kv_ready covers " + what +
-           " (the producer gate is judged in trace order)";
+    // Only earlier kv_ready events are known here, so a send fails the gate only when none
+    // covers its chunk: it is then ready "after" this line.
     if (ready_at == UINT64_MAX) ready_at = uint64_t{e.line} + 1;
   }
   Status st = t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at);
-  if (st.error() == ErrorCode::HANDOFF_PRODUCER_GATE && !gate.empty())
-    st = Status(st.code(), gate, st.error());
+  if (st.error() == ErrorCode::HANDOFF_PRODUCER_GATE && spec)  // said in trace terms
+    st = Status(st.code(),
+                "chunk \"" + std::string(*chunk) + "\" is sent at line " + U(e.line) +
+                    ", but no earlier kv_ready covers layer " + U(spec->layer) + " tokens [" +
+                    U(spec->token_start) + "," + U(spec->token_start + spec->token_count) +
+                    ") of request \"" + t->request_id +
+                    "\" (the producer gate is judged in trace order)",
+                st.error());
   Judge(c, e, st);
 }
 
