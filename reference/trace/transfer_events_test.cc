@@ -227,11 +227,9 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
       << test::Describe(v);
 }
 
-// Two transfers, A and B, of one 256-byte chunk each, sharing destination d0's 512-byte credit
-// window (both chunks in flight at once); `capacity`, `b_bytes` (B's chunk as B's plan declares
-// it) and `b_receive_in_flight` (what B's receive reports in flight) are the fields a test
-// changes.
-std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_in_flight) {
+// A hand-built trace of two transfer sources, P (prefill) and D (decode), with a one-layer ABI
+// (id: 64 'a's): the header, then events numbered per source in the order they are added.
+struct TwoSourceTrace {
   const std::string abi = std::string(64, 'a');
   std::map<std::string, int> seq;
   std::vector<std::string> out = {
@@ -241,15 +239,28 @@ std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_i
       R"(","num_layers":1,"position_stage":"post_rope",)"
       R"("bytes_per_token":64},"sources":[{"source_instance":"P","source_component":"transfer"},)"
       R"({"source_instance":"D","source_component":"transfer"}],"audit":"complete"})"};
-  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
-                const std::string& rest) {
+  // Appends a `type` event of source `src` and transfer `op` ("" for none); `rest` is the
+  // remaining members (payload, request_id, ...).
+  void ev(const std::string& src, const std::string& op, const std::string& type,
+          const std::string& rest) {
     const int n = ++seq[src];
     out.push_back(R"({"event_id":")" + src + std::to_string(n) + R"(","source_instance":")" + src +
                   R"(","source_component":"transfer","local_sequence":)" + std::to_string(n) +
                   R"(,"monotonic_ns":)" + std::to_string(1000 * out.size()) +
                   R"(,"operation_id":)" + (op.empty() ? "null" : "\"" + op + "\"") +
                   R"(,"event_type":")" + type + "\"," + rest + "}");
-  };
+  }
+};
+
+// Two transfers, A and B, of one 256-byte chunk each, sharing destination d0's 512-byte credit
+// window (both chunks in flight at once); `capacity`, `b_bytes` (B's chunk as B's plan declares
+// it) and `b_receive_in_flight` (what B's receive reports in flight) are the fields a test
+// changes.
+std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_in_flight) {
+  TwoSourceTrace trace;
+  const std::string& abi = trace.abi;
+  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
+                const std::string& rest) { trace.ev(src, op, type, rest); };
   auto sum = [](const std::string& r) { return std::string(64, r == "A" ? 'b' : 'c'); };
   auto identity = [](const std::string& r) {
     return R"({"tenant":"t","request_id":")" + r +
@@ -287,7 +298,7 @@ std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_i
     ev("D", "x" + r, "transfer_publish",
        R"("payload":{"cache_handle_id":")" + r + R"(@g1","committed_length":4})");
   }
-  return out;
+  return trace.out;
 }
 
 // Regression: a transfer the replay stopped following (a refused credit, a plan not replayed,
@@ -314,24 +325,10 @@ TEST(TransferEventsTest, RegressionAGatedTransferLeavesTheSharedWindowUnjudged) 
 std::vector<std::string> SharedPool(int pool_blocks, const std::string& b_reserve_outcome,
                                     const std::string& a_reserve_request = "A",
                                     const std::string& a_checksum = std::string(64, 'b')) {
-  const std::string abi = std::string(64, 'a');
-  std::map<std::string, int> seq;
-  std::vector<std::string> out = {
-      R"({"kind":"kvconform.trace/1","schema_version":1,"producer":{"name":"t","revision":"1"},)"
-      R"("cache_abi":{"id":")" +
-      abi +
-      R"(","num_layers":1,"position_stage":"post_rope",)"
-      R"("bytes_per_token":64},"sources":[{"source_instance":"P","source_component":"transfer"},)"
-      R"({"source_instance":"D","source_component":"transfer"}],"audit":"complete"})"};
+  TwoSourceTrace trace;
+  const std::string& abi = trace.abi;
   auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
-                const std::string& rest) {
-    const int n = ++seq[src];
-    out.push_back(R"({"event_id":")" + src + std::to_string(n) + R"(","source_instance":")" + src +
-                  R"(","source_component":"transfer","local_sequence":)" + std::to_string(n) +
-                  R"(,"monotonic_ns":)" + std::to_string(1000 * out.size()) +
-                  R"(,"operation_id":)" + (op.empty() ? "null" : "\"" + op + "\"") +
-                  R"(,"event_type":")" + type + "\"," + rest + "}");
-  };
+                const std::string& rest) { trace.ev(src, op, type, rest); };
   ev("D", "", "transfer_destination",
      R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":)" +
          std::to_string(pool_blocks) + "}");
@@ -354,7 +351,7 @@ std::vector<std::string> SharedPool(int pool_blocks, const std::string& b_reserv
   for (const std::string r : {"A", "B"})
     ev("D", "x" + r, "transfer_abort",
        R"("request_id":")" + r + R"(","payload":{"reason":"client cancelled"})");
-  return out;
+  return trace.out;
 }
 
 // Regression (a vendor's cold read, noticed 2026-12-03, fixed the next session): after a
