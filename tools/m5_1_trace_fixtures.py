@@ -388,6 +388,10 @@ def synthetic_lifecycle():
             "The retry of txn-win re-sends it on base snapshot 2 instead of the base it read: the "
             "seed's conflict names a changed key, interval or base.", s,
             rep(f"/{t.idx('win_retry')}/base_snapshot", 2), "LIFECYCLE_RETRY_CONFLICT")
+    invalid(c, "retry_purpose_changed", rel,
+            "The retry of txn-win re-sends the decode as a repair: the fingerprint matches, the "
+            "call does not (a retry re-sends the same call; it used to pass).", s,
+            rep(f"/{t.idx('win_retry')}/payload/purpose", "repair"), "LIFECYCLE_RETRY_CONFLICT")
     invalid(c, "retry_mask_length_changed", rel,
             "The retry of txn-win re-sends it with a key-side mask of 6 instead of T_past + T_new = 5: "
             "the fingerprint matches, the position binding does not (a retry used to pass).", s,

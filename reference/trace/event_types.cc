@@ -192,6 +192,20 @@ void OnAllocate(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Poison("request:" + std::string(*e.request_id));
 }
 
+std::string_view PurposeName(frontier::AppendPurpose p) {
+  switch (p) {
+    case frontier::AppendPurpose::kDecode:
+      return "decode";
+    case frontier::AppendPurpose::kRepair:
+      return "repair";
+    case frontier::AppendPurpose::kVerify:
+      return "verify";
+    case frontier::AppendPurpose::kPrefill:
+      break;
+  }
+  return "prefill";
+}
+
 frontier::AppendPurpose PurposeOf(std::string_view s) {
   if (s == "decode") return frontier::AppendPurpose::kDecode;
   if (s == "repair") return frontier::AppendPurpose::kRepair;
@@ -267,6 +281,23 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return c.DropEvent(e);
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  if (retry && req) {
+    // A retry re-sends the same call: its purpose is the original's (the fingerprint does not
+    // cover it; a decode re-stated as a verification would otherwise escape the frontier).
+    const TraceChecker::Op* op = c.FindOp(r.txn_id);
+    const bool latest = !op && req->last_published_op == r.txn_id;
+    const frontier::AppendPurpose purpose = PurposeOf(a->purpose);
+    const frontier::AppendPurpose original = op       ? op->call.purpose
+                                             : latest ? req->last_published_purpose
+                                                      : purpose;
+    if (original != purpose) {
+      c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/purpose",
+               "the retry of operation \"" + std::string(r.txn_id) + "\" is a " +
+                   std::string(a->purpose) + "; the original was a " +
+                   std::string(PurposeName(original)) + " (a retry re-sends the same call)");
+      return c.DropEvent(e);
+    }
+  }
   if (retry && a->input && req && req->frontier.tracked()) {
     // A retry re-sends the same call: a token it claims is the one the original processed (the
     // M5.1 0x01 fingerprint does not cover tokens; the frontier does). Known for an operation
@@ -426,6 +457,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
       req->frontier.ApplyPublished(op->call);
       req->last_published_op.assign(*e.operation_id);
       req->last_published_input = op->call.input_token;
+      req->last_published_purpose = op->call.purpose;
     }
     // A retry still finds its base through OpBaseVersion (from the published transaction).
     c.DropPublishedOp(*e.operation_id);
