@@ -282,36 +282,31 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   if (retry && req) {
-    // A retry re-sends the same call: its purpose is the original's (the fingerprint does not
-    // cover it; a decode re-stated as a verification would otherwise escape the frontier).
+    // A retry re-sends the same call. What the original was is known for an operation still
+    // open and for the request's latest publication (the M5.1 0x01 fingerprint covers neither
+    // the purpose nor the token):
+    // - its purpose is the original's (a decode re-stated as a verification would otherwise
+    //   escape the frontier);
+    // - a token it claims is the one the original processed; not once a frontier breach of
+    //   the request has been reported (one code).
     const TraceChecker::Op* op = c.FindOp(r.txn_id);
     const bool latest = !op && req->last_published_op == r.txn_id;
-    const frontier::AppendPurpose purpose = PurposeOf(a->purpose);
-    const frontier::AppendPurpose original = op       ? op->call.purpose
-                                             : latest ? req->last_published_purpose
-                                                      : purpose;
-    if (original != purpose) {
-      c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/purpose",
-               "the retry of operation \"" + std::string(r.txn_id) + "\" is a " +
-                   std::string(a->purpose) + "; the original was a " +
-                   std::string(PurposeName(original)) + " (a retry re-sends the same call)");
-      return c.DropEvent(e);
+    if (op || latest) {
+      const frontier::AppendPurpose purpose = op ? op->call.purpose : req->last_published_purpose;
+      if (purpose != call.purpose) {
+        c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/purpose",
+                 "the retry of operation \"" + std::string(r.txn_id) + "\" is a " +
+                     std::string(a->purpose) + "; the original was a " +
+                     std::string(PurposeName(purpose)) + " (a retry re-sends the same call)");
+        return c.DropEvent(e);
+      }
+      const std::optional<uint64_t> input = op ? op->call.input_token : req->last_published_input;
+      if (a->input && req->frontier.tracked() && input != a->input)
+        c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
+                 "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
+                     U(*a->input) + "; the original " +
+                     (input ? "processed token " + U(*input) : std::string("processed none")));
     }
-  }
-  if (retry && a->input && req && req->frontier.tracked()) {
-    // A retry re-sends the same call: a token it claims is the one the original processed (the
-    // M5.1 0x01 fingerprint does not cover tokens; the frontier does). Known for an operation
-    // still open and for the request's latest publication; not once a frontier breach of the
-    // request has been reported (one code).
-    const TraceChecker::Op* op = c.FindOp(r.txn_id);
-    const bool latest = !op && req->last_published_op == r.txn_id;
-    const std::optional<uint64_t> original =
-        op ? op->call.input_token : latest ? req->last_published_input : std::nullopt;
-    if ((op || latest) && original != a->input)
-      c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
-               "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
-                   U(*a->input) + "; the original " +
-                   (original ? "processed token " + U(*original) : std::string("processed none")));
   }
   bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
   if (!ok) {

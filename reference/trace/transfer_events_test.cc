@@ -259,8 +259,6 @@ struct TwoSourceTrace {
 std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_in_flight) {
   TwoSourceTrace trace;
   const std::string& abi = trace.abi;
-  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
-                const std::string& rest) { trace.ev(src, op, type, rest); };
   auto sum = [](const std::string& r) { return std::string(64, r == "A" ? 'b' : 'c'); };
   auto identity = [](const std::string& r) {
     return R"({"tenant":"t","request_id":")" + r +
@@ -268,35 +266,40 @@ std::vector<std::string> SharedWindow(int capacity, int b_bytes, int b_receive_i
            R"("destination_worker_epoch":1,"reservation_id":"res-)" +
            r + R"("})";
   };
-  ev("D", "", "transfer_destination",
-     R"("payload":{"destination":"d0","credit_capacity_bytes":)" + std::to_string(capacity) +
-         R"(,"pool_blocks":8})");
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":)" + std::to_string(capacity) +
+               R"(,"pool_blocks":8})");
   for (const std::string r : {"A", "B"}) {
-    ev("P", "", "kv_ready",
-       R"("request_id":")" + r + R"(","payload":{"layer":0,"interval":[0,4]})");
-    ev("P", "x" + r, "transfer_plan",
-       R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" + identity(r) +
-           R"(,"tensor_abi_sha256":")" + abi +
-           R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
-           R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":)" +
-           std::to_string(r == "B" ? b_bytes : 256) + R"(,"checksum":")" + sum(r) + R"("}]})");
-    ev("D", "x" + r, "transfer_reserve", R"("payload":{})");
+    trace.ev("P", "", "kv_ready",
+             R"("request_id":")" + r + R"(","payload":{"layer":0,"interval":[0,4]})");
+    trace.ev(
+        "P", "x" + r, "transfer_plan",
+        R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" + identity(r) +
+            R"(,"tensor_abi_sha256":")" + abi +
+            R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
+            R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":)" +
+            std::to_string(r == "B" ? b_bytes : 256) + R"(,"checksum":")" + sum(r) + R"("}]})");
+    trace.ev("D", "x" + r, "transfer_reserve", R"("payload":{})");
   }
-  ev("P", "xA", "chunk_credit_acquire", R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
-  ev("P", "xB", "chunk_credit_acquire", R"("payload":{"chunk_id":"c0","in_flight_bytes":512})");
+  trace.ev("P", "xA", "chunk_credit_acquire",
+           R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
+  trace.ev("P", "xB", "chunk_credit_acquire",
+           R"("payload":{"chunk_id":"c0","in_flight_bytes":512})");
   for (const std::string r : {"A", "B"})
-    ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":"c0"})");
-  ev("D", "xB", "chunk_receive",
-     R"("payload":{"chunk_id":"c0","checksum":")" + sum("B") + R"(","in_flight_bytes":)" +
-         std::to_string(b_receive_in_flight) + "}");
-  ev("D", "xA", "chunk_receive",
-     R"("payload":{"chunk_id":"c0","checksum":")" + sum("A") + R"(","in_flight_bytes":512})");
-  ev("D", "xA", "chunk_device_visible", R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
-  ev("D", "xB", "chunk_device_visible", R"("payload":{"chunk_id":"c0","in_flight_bytes":0})");
+    trace.ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  trace.ev("D", "xB", "chunk_receive",
+           R"("payload":{"chunk_id":"c0","checksum":")" + sum("B") + R"(","in_flight_bytes":)" +
+               std::to_string(b_receive_in_flight) + "}");
+  trace.ev("D", "xA", "chunk_receive",
+           R"("payload":{"chunk_id":"c0","checksum":")" + sum("A") + R"(","in_flight_bytes":512})");
+  trace.ev("D", "xA", "chunk_device_visible",
+           R"("payload":{"chunk_id":"c0","in_flight_bytes":256})");
+  trace.ev("D", "xB", "chunk_device_visible", R"("payload":{"chunk_id":"c0","in_flight_bytes":0})");
   for (const std::string r : {"A", "B"}) {
-    ev("D", "x" + r, "transfer_validate", R"("payload":{"expected_identity":)" + identity(r) + "}");
-    ev("D", "x" + r, "transfer_publish",
-       R"("payload":{"cache_handle_id":")" + r + R"(@g1","committed_length":4})");
+    trace.ev("D", "x" + r, "transfer_validate",
+             R"("payload":{"expected_identity":)" + identity(r) + "}");
+    trace.ev("D", "x" + r, "transfer_publish",
+             R"("payload":{"cache_handle_id":")" + r + R"(@g1","committed_length":4})");
   }
   return trace.out;
 }
@@ -327,30 +330,30 @@ std::vector<std::string> SharedPool(int pool_blocks, const std::string& b_reserv
                                     const std::string& a_checksum = std::string(64, 'b')) {
   TwoSourceTrace trace;
   const std::string& abi = trace.abi;
-  auto ev = [&](const std::string& src, const std::string& op, const std::string& type,
-                const std::string& rest) { trace.ev(src, op, type, rest); };
-  ev("D", "", "transfer_destination",
-     R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":)" +
-         std::to_string(pool_blocks) + "}");
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":)" +
+               std::to_string(pool_blocks) + "}");
   for (const std::string r : {"A", "B"}) {
-    ev("P", "x" + r, "transfer_plan",
-       R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" +
-           R"({"tenant":"t","request_id":")" + r +
-           R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
-           R"("destination_worker_epoch":1,"reservation_id":"res-)" +
-           r + R"("},"tensor_abi_sha256":")" + abi +
-           R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
-           R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":256,)"
-           R"("checksum":")" +
-           (r == "A" ? a_checksum : std::string(64, 'c')) + R"("}]})");
+    trace.ev(
+        "P", "x" + r, "transfer_plan",
+        R"("request_id":")" + r + R"(","payload":{"destination":"d0","identity":)" +
+            R"({"tenant":"t","request_id":")" + r +
+            R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+            R"("destination_worker_epoch":1,"reservation_id":"res-)" +
+            r + R"("},"tensor_abi_sha256":")" + abi +
+            R"(","token_start":0,"token_count":4,"bytes_per_token_layer":64,"reserved_blocks":1,)"
+            R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":4,"bytes":256,)"
+            R"("checksum":")" +
+            (r == "A" ? a_checksum : std::string(64, 'c')) + R"("}]})");
   }
-  ev("D", "xA", "transfer_reserve", R"("request_id":")" + a_reserve_request + R"(","payload":{})");
+  trace.ev("D", "xA", "transfer_reserve",
+           R"("request_id":")" + a_reserve_request + R"(","payload":{})");
   if (!b_reserve_outcome.empty())
-    ev("D", "xB", "transfer_reserve",
-       R"("request_id":"B","outcome":")" + b_reserve_outcome + R"(","payload":{})");
+    trace.ev("D", "xB", "transfer_reserve",
+             R"("request_id":"B","outcome":")" + b_reserve_outcome + R"(","payload":{})");
   for (const std::string r : {"A", "B"})
-    ev("D", "x" + r, "transfer_abort",
-       R"("request_id":")" + r + R"(","payload":{"reason":"client cancelled"})");
+    trace.ev("D", "x" + r, "transfer_abort",
+             R"("request_id":")" + r + R"(","payload":{"reason":"client cancelled"})");
   return trace.out;
 }
 
