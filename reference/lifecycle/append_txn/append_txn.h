@@ -184,6 +184,9 @@ class LayerStages {
 struct AppendTxn {
   AppendIdentity request;  // the identifying part of the BeginAppendRequest that opened it
   TxnState state = TxnState::kOpen;
+  // The handle generation (0x07 incarnation) of the handle it was opened on: a released and
+  // re-allocated handle id is another incarnation, which this transaction never stages into.
+  uint64_t incarnation = 0;
   LayerStages layers;  // one entry per cache-producing layer
   // PUBLISHED: the snapshot the publication created (with `request` and the fingerprint it is
   // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
@@ -191,8 +194,8 @@ struct AppendTxn {
 
   bool prepared() const { return layers.all_complete(); }  // every layer complete
   friend bool operator==(const AppendTxn& a, const AppendTxn& b) {
-    return a.request == b.request && a.state == b.state && a.layers == b.layers &&
-           a.result == b.result;
+    return a.request == b.request && a.state == b.state && a.incarnation == b.incarnation &&
+           a.layers == b.layers && a.result == b.result;
   }
 };
 

@@ -214,6 +214,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   t.request.base = req.base;
   t.request.interval = req.interval;
   t.request.repair = req.repair;
+  t.incarnation = (*h)->current.incarnation;
   t.layers = LayerStages(abi_.num_layers);
   return &t;
 }
@@ -297,6 +298,15 @@ StatusOr<TxnState> KvObject::StageLayer(std::string_view txn_id, uint32_t layer,
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
              "stage: txn " + Q(txn_id) + " targets released handle " +
                  Q(t.request.handle_id));
+  // The ABA case on staging: the id was released and allocated again (since 2026-12-03:
+  // before, the stale transaction's layers staged silently; its publication still fails on
+  // the compare-and-publish, as the seed's slot-17 example requires).
+  if (h && h->current.incarnation != t.incarnation)
+    return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
+             "stage: txn " + Q(txn_id) + " was opened on handle generation " + U(t.incarnation) +
+                 " of " + Q(t.request.handle_id) +
+                 ", which was released; the handle id now names generation " +
+                 U(h->current.incarnation) + " (a late layer completion is rejected)");
   if (layer >= t.layers.size())
     return V(ErrorCode::LIFECYCLE_LAYER_OUT_OF_RANGE,
              "stage: txn " + Q(txn_id) + " layer " + U(layer) + ", the ABI has " +

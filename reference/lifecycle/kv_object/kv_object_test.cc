@@ -330,6 +330,30 @@ TEST(KvObjectTest, StaleTransactionNeverPublishesIntoARecycledIdentity) {
   EXPECT_EQ(*o.Read("H"), again);  // the new incarnation is untouched
 }
 
+// Regression (an adversarial probe, 2026-12-03): a transaction opened before its handle was
+// released staged layers silently once the handle id was allocated again (without the
+// re-allocation the same stage was LIFECYCLE_LATE_COMPLETION).
+TEST(KvObjectTest, RegressionAStaleTransactionStagesNoLayerIntoARecycledIdentity) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("H", "H").ok());
+  Snapshot g1 = AppendAll(o, "p1", "H", 4);
+  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
+  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  ASSERT_TRUE(o.Finish("H").ok());
+  ASSERT_TRUE(o.Release("H").ok());
+  EXPECT_EQ(Code(o.StageLayer(Stage("x-delayed", 1, {4, 1}))),
+            ErrorCode::LIFECYCLE_LATE_COMPLETION);
+  ASSERT_TRUE(o.Allocate("H", "H", 1).ok());
+  Snapshot again = AppendAll(o, "p2", "H", 4);
+  auto late = o.StageLayer(Stage("x-delayed", 1, {4, 1}));
+  EXPECT_EQ(Code(late), ErrorCode::LIFECYCLE_LATE_COMPLETION) << late.status().ToString();
+  EXPECT_EQ(o.FindTxn("x-delayed")->layers[1], LayerStage{});  // nothing staged
+  EXPECT_EQ(*o.Read("H"), again);
+  // A transaction of the new incarnation stages as usual.
+  ASSERT_TRUE(o.BeginAppend(Append("y", again, 1)).ok());
+  EXPECT_TRUE(o.StageLayer(Stage("y", 0, {4, 1})).ok());
+}
+
 TEST(KvObjectTest, HandleGenerationNeverWraps) {
   KvObject o(kAbi);
   ASSERT_TRUE(o.Allocate("R", "R", UINT64_MAX).ok());
