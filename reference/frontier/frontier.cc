@@ -13,8 +13,34 @@ namespace {
 
 }  // namespace
 
+// A call whose rows are taken from draft row `i` of the last verification (AppendCall::
+// reused_draft_index) instead of being computed for the token it processes.
+[[gnu::cold]] static Status ReusedDraftRow(const AppendCall& c, uint64_t last_drafts,
+                                           uint64_t last_accepted) {
+  const uint64_t i = *c.reused_draft_index;
+  const char* purpose = c.purpose == AppendPurpose::kRepair   ? "repair"
+                        : c.purpose == AppendPurpose::kDecode ? "decode"
+                        : c.purpose == AppendPurpose::kVerify ? "verification"
+                                                              : "prefill";
+  const std::string what =
+      i >= last_drafts
+          ? "draft " + U(i) + ", which the last verification did not have (it verified " +
+                U(last_drafts) + " drafts)"
+      : i < last_accepted
+          ? "draft " + U(i) + " (an accepted draft already committed at its own position)"
+          : "draft " + U(i) + " (a rejected draft conditioned on a different token)";
+  return V(ErrorCode::FRONTIER_REJECTED_ROW_RELABELED,
+           std::string(purpose) + " reuses the row of " + what +
+               " as the row of the token it processes; its K/V must be computed by a target "
+               "call");
+}
+
 Status FrontierState::CheckAppend(const AppendCall& c) const {
   if (!tracked_) return Status::Ok();
+  // Any purpose but repair: a reused draft row is a relabel too (before 2026-12-03 only a
+  // repair's was judged; a decode's was ignored).
+  if (c.reused_draft_index && c.purpose != AppendPurpose::kRepair)
+    return ReusedDraftRow(c, last_drafts_.size(), last_accepted_);
   switch (c.purpose) {
     case AppendPurpose::kPrefill: {
       if (c.input_token)
@@ -57,14 +83,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
                  "repair processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
                      ", the unprocessed frontier token is " + U(*frontier_token_));
-      if (c.reused_draft_index) {
-        uint64_t i = *c.reused_draft_index;
-        return V(ErrorCode::FRONTIER_REJECTED_ROW_RELABELED,
-                 "repair reuses the row of draft " + U(i) + " (" +
-                     (i < last_accepted_ ? "an accepted draft already committed at its own position"
-                                         : "a rejected draft conditioned on a different token") +
-                     ") as the correction token's row; its K/V must be computed by a target call");
-      }
+      if (c.reused_draft_index) return ReusedDraftRow(c, last_drafts_.size(), last_accepted_);
       if (c.rows > 1)
         return V(ErrorCode::FRONTIER_REPAIR_ROW_COUNT,
                  "repair publishes " + U(c.rows) + " rows per layer; it processes exactly the one "

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 namespace kvc::test {
 
@@ -22,6 +23,14 @@ Json LoadJson(const std::string& relative) {
     return nullptr;
   }
   return parsed->value;
+}
+
+std::vector<std::string> SourceLines(const std::string& relative) {
+  std::ifstream in(SourcePath(relative));
+  if (!in) ADD_FAILURE() << "cannot read " << SourcePath(relative);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
 }
 
 std::vector<std::string> CodeNames(const Violations& v) {

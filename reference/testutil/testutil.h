@@ -18,6 +18,8 @@ namespace kvc::test {
 std::string SourcePath(const std::string& relative);
 // Parses a source-tree JSON file; fails the current test (and returns null) on error.
 Json LoadJson(const std::string& relative);
+// The lines of a source-tree text file (a JSON Lines trace: header first), without their "\n".
+std::vector<std::string> SourceLines(const std::string& relative);
 // The distinct code names of `v`, in first-seen order.
 std::vector<std::string> CodeNames(const Violations& v);
 // "CODE@pointer: message" lines, for assertion messages.

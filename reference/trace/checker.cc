@@ -1512,6 +1512,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
     if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);
+    // A transfer's later events may leave out its request: they are gated through the transfer
+    // (since 2026-12-03: before, a plan skipped here left its transfer unknown, so its next
+    // event without a request_id raised HANDOFF_TRANSFER_UNKNOWN).
+    if (spec->plane == Plane::kTransfer && e.operation_id)
+      Poison("transfer:" + std::string(*e.operation_id));
     return;
   }
   // The handle generation fence: a semantic event must target the live incarnation.

@@ -313,12 +313,10 @@ class TraceChecker {
     // terminal events (event_index.h).
     EventIndex events;
     std::vector<std::string> op_ids;  // append operations started on this incarnation
-    // The latest published append operation, the token it processed and its purpose: a retry
-    // of it (the usual retry, of a lost acknowledgement) must claim the same token and purpose
-    // (its Op is gone).
+    // The latest published append operation and its call: a retry of it (the usual retry, of
+    // a lost acknowledgement) must re-send the same call (its Op is gone).
     std::string last_published_op;
-    std::optional<uint64_t> last_published_input;
-    frontier::AppendPurpose last_published_purpose = frontier::AppendPurpose::kPrefill;
+    frontier::AppendCall last_published_call;
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
 
 #include "reference/testutil/testutil.h"
@@ -1826,6 +1827,150 @@ TEST(TraceGatingTest, RegressionHeaderPositionStageIsAnEnum) {
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines()),
             std::vector<std::string>{});
+}
+
+// ---- Regressions found by an adversarial probe of the lifecycle and frontier (2026-12-03).
+
+// `lines` (header first) as one trace whose events are renumbered by position (local_sequence,
+// monotonic_ns and an "engine-0:N" event_id), so that an inserted event keeps the source in
+// order.
+std::string Renumbered(const std::vector<std::string>& lines) {
+  std::string out = lines.at(0) + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string n = std::to_string(i);
+    std::string l = std::regex_replace(lines[i], std::regex(R"("local_sequence":\d+)"),
+                                       "\"local_sequence\":" + n);
+    l = std::regex_replace(l, std::regex(R"("monotonic_ns":\d+)"), "\"monotonic_ns\":" + n + "000");
+    l = std::regex_replace(l, std::regex(R"("event_id":"engine-0:\d+")"),
+                           "\"event_id\":\"engine-0:" + n + "\"");
+    out += l + "\n";
+  }
+  return out;
+}
+
+// M5.1 0x09's speculative trace (base 100, two accepted drafts, correction -> 102, repair ->
+// 103): line 11 starts the verification, line 18 the correction token's append.
+constexpr const char* kSpeculative = "fixtures/m5_1/frontier/speculative_correction.jsonl";
+
+// A runtime that refuses what the output frontier forbids, and says so, conforms: before, only
+// the lifecycle object was asked, and the refusal was TRACE_OUTCOME_INVALID.
+TEST(TraceCheckerTest, RegressionARefusalTheFrontierRequiresConforms) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  const std::string finish =
+      Ev(1, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":0,"payload":{})");
+  const std::string rejected = R"("outcome":"rejected","payload")";
+  EXPECT_EQ(Codes(head + finish + "\n"), std::vector<std::string>{"SERVICE_PHASE_EARLY_FINISH"});
+  EXPECT_EQ(Codes(head + Mutate(finish, R"("payload")", rejected) + "\n"),
+            std::vector<std::string>{});
+  // A decode with an empty output frontier (nothing emitted after the prefill).
+  const std::string decode =
+      Ev(4, "append_start",
+         R"("request_id":"R","handle_generation":0,"operation_id":"d","base_snapshot":1,)"
+         R"("payload":{"interval":[2,3],"cache_position":[2,3],"mask_key_length":3,)"
+         R"("position_stage":"post_rope","purpose":"decode","input_token":7})");
+  const std::string prefilled = head + PrefillLines();
+  EXPECT_EQ(Codes(prefilled + decode + "\n").at(0), "FRONTIER_CACHE_OVERCOMMIT");
+  EXPECT_EQ(Codes(prefilled + Mutate(decode, R"("payload")", rejected) + "\n"),
+            std::vector<std::string>{});
+  // A verification committing a rejected draft's row.
+  std::vector<std::string> l = test::SourceLines(kSpeculative);
+  std::string over = Mutate(Mutate(l[11], "[100,102]", "[100,103]"), "[100,102]", "[100,103]");
+  over = Mutate(over, R"("mask_key_length":102)", R"("mask_key_length":103)");
+  over = Mutate(Mutate(over, R"("operation_id":"verify")", R"("operation_id":"verify-3")"),
+                R"("payload")", rejected);
+  l.insert(l.begin() + 11, over);
+  EXPECT_EQ(Codes(Renumbered(l)), std::vector<std::string>{});
+}
+
+// A retry re-sends the same call: its drafts, accepted count and pending bytes are judged too
+// (before, a verification retried with other drafts or another count passed).
+TEST(TraceCheckerTest, RegressionARetriedVerificationRepeatsItsCall) {
+  const std::vector<std::string> l = test::SourceLines(kSpeculative);
+  auto with_retry = [&](const std::string& retry) {
+    std::vector<std::string> t = l;
+    t.insert(t.begin() + 12, retry);
+    return Codes(Renumbered(t));
+  };
+  EXPECT_EQ(with_retry(l[11]), std::vector<std::string>{});
+  EXPECT_EQ(with_retry(Mutate(l[11], "[801,802,803,804]", "[801,809,803,804]")),
+            std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"});
+  EXPECT_EQ(with_retry(Mutate(l[11], R"("accepted_count":2)", R"("accepted_count":1)")),
+            std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"});
+  EXPECT_EQ(with_retry(Mutate(l[11], R"("accepted_count":2)",
+                              R"("accepted_count":2,"pending_payload_bytes":128)")),
+            std::vector<std::string>{});
+  EXPECT_EQ(with_retry(Mutate(l[11], R"("accepted_count":2)",
+                              R"("accepted_count":2,"pending_payload_bytes":999)")),
+            std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
+  // A verification states its accepted count (a missing one was read as 0).
+  std::vector<std::string> t = l;
+  t[11] = Mutate(t[11], R"(,"accepted_count":2)", "");
+  EXPECT_EQ(Codes(Renumbered(t)), std::vector<std::string>{"INPUT_FIELD_MISSING"});
+}
+
+// A replayed receipt is the original's, committed length included (before, any length passed).
+TEST(TraceCheckerTest, RegressionAReplayedReceiptRepeatsItsCommittedLength) {
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines();
+  const std::string replay =
+      Mutate(Publish(4), R"("result_snapshot":1,)", R"("result_snapshot":1,"outcome":"replayed",)");
+  EXPECT_EQ(Codes(t + replay + "\n"), std::vector<std::string>{});
+  EXPECT_EQ(Codes(t + Mutate(replay, R"("committed_length":2)", R"("committed_length":3)") + "\n"),
+            std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
+}
+
+// A reused draft row relabels whatever the purpose (before, only a repair's was judged), and
+// the message names a draft that does not exist as such.
+TEST(TraceCheckerTest, RegressionAReusedDraftRowIsARelabelOnADecodeToo) {
+  std::vector<std::string> l = test::SourceLines(kSpeculative);
+  l[18] = Mutate(l[18], R"("purpose":"repair")", R"("purpose":"decode")");
+  EXPECT_EQ(Codes(Renumbered(l)), std::vector<std::string>{});
+  l[18] = Mutate(l[18], R"("input_token":902)", R"("input_token":902,"reused_draft_index":2)");
+  EXPECT_EQ(Codes(Renumbered(l)), std::vector<std::string>{"FRONTIER_REJECTED_ROW_RELABELED"});
+  l[18] = Mutate(l[18], R"("reused_draft_index":2)", R"("reused_draft_index":7)");
+  const Violations v = ValidateTraceJsonl(Renumbered(l), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"FRONTIER_REJECTED_ROW_RELABELED"});
+  EXPECT_NE(v[0].message.find("draft 7, which the last verification did not have"),
+            std::string::npos)
+      << v[0].message;
+}
+
+// A fork the contract refuses, reported as done, gates the children it names that exist here
+// (before, the next append of a child named onto a released id raised a second code).
+TEST(TraceCheckerTest, RegressionARefusedForkGatesAChildNamedOntoAReleasedId) {
+  auto on = [](const std::string& request, int seq, const std::string& type,
+               const std::string& rest) {
+    return Ev(seq, type, R"("request_id":")" + request + R"(","handle_generation":0,)" + rest) +
+           "\n";
+  };
+  const std::string prefill = R"("payload":{"interval":[0,2],"cache_position":[0,2],)"
+                              R"("mask_key_length":2,"position_stage":"post_rope",)"
+                              R"("purpose":"prefill"})";
+  const std::string t =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      on("R", 4, "output_emit", R"("base_snapshot":1,"payload":{"output_index":0,"token":5})") +
+      on("R", 5, "finish", R"("payload":{})") +
+      on("R", 6, "release", R"("payload":{"result_handle_generation":1})") +
+      on("P", 7, "request_allocate", R"("payload":{"prompt_length":2})") +
+      on("P", 8, "append_start", R"("operation_id":"pp","base_snapshot":0,)" + prefill) +
+      on("P", 9, "append_stage_layer",
+         R"("operation_id":"pp","payload":{"layer":0,"interval":[0,2]})") +
+      on("P", 10, "append_publish", R"("operation_id":"pp","base_snapshot":0,"payload":{})") +
+      on("P", 11, "fork",
+         R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"R"}]})") +
+      on("R", 12, "append_start", R"("operation_id":"r1","base_snapshot":0,)" + prefill);
+  EXPECT_EQ(Codes(t), std::vector<std::string>{"LIFECYCLE_HANDLE_EXISTS"});
+}
+
+// Messages name the event the trace holds, not the lifecycle operation it maps to.
+TEST(TraceCheckerTest, RegressionMessagesNameTheTracesEvent) {
+  const std::string failure =
+      Ev(4, "append_failure",
+         R"("request_id":"R","handle_generation":0,"operation_id":"zz","base_snapshot":1,)"
+         R"("outcome":"failure","payload":{})");
+  const Violations v = ValidateTraceJsonl(
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + failure + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_TXN_UNKNOWN"});
+  EXPECT_EQ(v[0].message.rfind("append_failure: ", 0), 0u) << v[0].message;
 }
 
 }  // namespace

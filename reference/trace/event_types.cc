@@ -65,6 +65,13 @@ std::optional<BaseRef> Expected(const Event& e, const Snapshot& s) {
 // A refused operation may name a stale base (the reason it was refused), but not a snapshot
 // the handle has not reached: no caller can have read it. (A successful operation with such a
 // base is refused by the lifecycle object itself.) The event is still replayed.
+// `s` with the leading `from` of its message (the lifecycle operation's name) replaced by `to`
+// (the event's name for it), so that a message names the event the trace holds.
+Status Renamed(Status s, std::string_view from, const std::string& to) {
+  if (s.ok() || !s.message().starts_with(from)) return s;
+  return Status(s.code(), to + s.message().substr(from.size()), s.error());
+}
+
 void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s) {
   if (KeyEquals(e.outcome, "rejected") && e.base_snapshot && *e.base_snapshot > s.version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
@@ -236,6 +243,14 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     c.Poison(std::string(*e.operation_id));
     return;
   }
+  if (a->purpose == "verify" && (!a->drafts || !a->accepted)) {
+    // (Before 2026-12-03 a missing accepted_count was read as 0 accepted drafts.)
+    c.Report(ErrorCode::INPUT_FIELD_MISSING,
+             c.LinePtr() + "/payload/" + (a->drafts ? "accepted_count" : "draft_tokens"),
+             "a verify append states the drafts it verifies (draft_tokens) and how many it "
+             "accepts (accepted_count)");
+    return c.DropEvent(e);
+  }
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return c.Poison(std::string(*e.operation_id));
   CheckRefusedBaseReached(c, e, *cur);
@@ -288,19 +303,45 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     // - its purpose is the original's (a decode re-stated as a verification would otherwise
     //   escape the frontier);
     // - a token it claims is the one the original processed; not once a frontier breach of
-    //   the request has been reported (one code).
+    //   the request has been reported (one code);
+    // - drafts, an accepted count or a reused draft row it states are the original's (since
+    //   2026-12-03: before, a verification retried with other drafts or another accepted count
+    //   passed, and the original's were kept).
     const TraceChecker::Op* op = c.FindOp(r.txn_id);
-    const bool latest = !op && req->last_published_op == r.txn_id;
-    if (op || latest) {
-      const frontier::AppendPurpose purpose = op ? op->call.purpose : req->last_published_purpose;
-      if (purpose != call.purpose) {
-        c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/purpose",
-                 "the retry of operation \"" + std::string(r.txn_id) + "\" is a " +
-                     std::string(a->purpose) + "; the original was a " +
-                     std::string(PurposeName(purpose)) + " (a retry re-sends the same call)");
-        return c.DropEvent(e);
-      }
-      const std::optional<uint64_t> input = op ? op->call.input_token : req->last_published_input;
+    const frontier::AppendCall* orig = op ? &op->call
+                                       : req->last_published_op == r.txn_id
+                                           ? &req->last_published_call
+                                           : nullptr;
+    if (orig) {
+      auto conflict = [&](const char* field, const std::string& what) {
+        c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/" + field,
+                 "the retry of operation \"" + std::string(r.txn_id) + "\" " + what +
+                     " (a retry re-sends the same call)");
+        c.DropEvent(e);
+      };
+      auto list = [](const std::vector<uint64_t>& v) {
+        std::string out = "[";
+        for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + U(v[i]);
+        return out + "]";
+      };
+      auto index = [](const std::optional<uint64_t>& i) {
+        return i ? "row " + U(*i) : std::string("none");
+      };
+      if (orig->purpose != call.purpose)
+        return conflict("purpose", "is a " + std::string(a->purpose) + "; the original was a " +
+                                       std::string(PurposeName(orig->purpose)));
+      if (a->drafts && *a->drafts != orig->draft_tokens)
+        return conflict("draft_tokens", "verifies drafts " + list(*a->drafts) +
+                                            "; the original verified " + list(orig->draft_tokens));
+      if (a->accepted && *a->accepted != orig->accepted)
+        return conflict(
+            "accepted_count",
+            "accepts " + U(*a->accepted) + " drafts; the original accepted " + U(orig->accepted));
+      if (a->reused && a->reused != orig->reused_draft_index)
+        return conflict("reused_draft_index", "reuses draft row " + U(*a->reused) +
+                                                  "; the original reused " +
+                                                  index(orig->reused_draft_index));
+      const std::optional<uint64_t> input = orig->input_token;
       if (a->input && req->frontier.tracked() && input != a->input)
         c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
                  "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
@@ -308,6 +349,14 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                      (input ? "processed token " + U(*input) : std::string("processed none")));
     }
   }
+  // A refusal the output frontier requires (a token that is not the frontier token, a decode
+  // before the prompt is complete, nothing to repair, more rows than the accepted drafts) is
+  // the contract's refusal too: nothing is opened or reported, as for a refusal of the
+  // lifecycle object (before 2026-12-03 only the lifecycle object was asked, and such a
+  // refusal raised TRACE_OUTCOME_INVALID).
+  if (!retry && KeyEquals(e.outcome, "rejected") && req && req->frontier.tracked() &&
+      !req->frontier.CheckAppend(call).ok())
+    return c.Poison(std::string(*e.operation_id));
   bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
   if (!ok) {
     if (!retry) c.Poison(std::string(*e.operation_id));
@@ -324,7 +373,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
       req->frontier.Untrack();
     }
   }
-  if (a->pending && !retry) {
+  if (a->pending) {  // a retry's claim too (since 2026-12-03)
     // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
     auto want = CheckedMul(r.interval.count, c.bytes_per_token());
     if (!want || *a->pending != *want) {
@@ -444,6 +493,12 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
                "replayed receipt names snapshot " + U(*e.result_snapshot) +
                    "; the original publication created " + U(receipt.txn->result.version));
+    // The receipt is the original's: its committed length too (since 2026-12-03).
+    else if (len && *len != receipt.txn->result.committed_length)
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
+               "replayed receipt reports committed length " + U(*len) +
+                   "; the original publication committed " +
+                   U(receipt.txn->result.committed_length));
     return;
   }
   CheckResult(c, e, receipt.txn->result, len);
@@ -451,8 +506,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     if (TraceChecker::Request* req = c.FindRequest(op->request_id)) {
       req->frontier.ApplyPublished(op->call);
       req->last_published_op.assign(*e.operation_id);
-      req->last_published_input = op->call.input_token;
-      req->last_published_purpose = op->call.purpose;
+      req->last_published_call = std::move(op->call);  // the Op is dropped next
     }
     // A retry still finds its base through OpBaseVersion (from the published transaction).
     c.DropPublishedOp(*e.operation_id);
@@ -471,7 +525,9 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
-  c.Apply(e, [&](KvObject& kv) { return kv.CancelTxn(*e.operation_id); });
+  c.Apply(e, [&](KvObject& kv) {
+    return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", "append_failure:");
+  });
 }
 
 void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token,
@@ -592,8 +648,13 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
       e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
       &ids);
   if (!ok) {
+    // Children the replay did not create are gated. Where the runtime reports the fork took
+    // effect, so are those it names that exist here (a tombstone, a live request): the
+    // runtime's state of them is its fork's, not the replay's (since 2026-12-03: before, the
+    // next append of a child named onto a released id raised LIFECYCLE_HANDLE_RELEASED too).
+    const bool runtime_forked = !KeyEquals(e.outcome, "rejected");
     for (const auto& id : ids)
-      if (!c.kv().Find(id)) c.Poison("request:" + id);
+      if (runtime_forked || !c.kv().Find(id)) c.Poison("request:" + id);
     return;
   }
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
@@ -659,7 +720,9 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
     if (c.IsGatedRequest(row.cache_handle)) return;
   for (size_t i = 0; i < before.size(); ++i) {
     auto r = c.kv().Read(before[i].cache_handle);
-    if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/payload/rows_before/" + U(i));
+    if (!r.ok())
+      return c.ReportStatus(Renamed(r.status(), "read:", "reorder row " + U(i) + ":"),
+                            c.LinePtr() + "/payload/rows_before/" + U(i));
     if (r->phase != Phase::kDecodeReady)
       return c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
                       c.LinePtr() + "/payload/rows_before/" + U(i),
@@ -696,8 +759,12 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
-  if (req && !KeyEquals(e.outcome, "rejected") && cur->phase == Phase::kDecodeReady) {
+  if (req && req->frontier.tracked() && cur->phase == Phase::kDecodeReady) {
     Status fs = req->frontier.CheckFinish();
+    if (!fs.ok() && KeyEquals(e.outcome, "rejected")) {
+      // The contract refuses the early finish too: nothing changes, nothing is reported.
+      return CheckRefusedBaseReached(c, e, *cur);
+    }
     if (!fs.ok()) {
       // As for appends: the lifecycle object judges the finish on its own rules and the
       // request's output frontier is no longer followed, so an early finish raises one code.

@@ -172,6 +172,14 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
     return nullptr;
   }
   Transfer& t = it->second;
+  // A transfer of a gated request is not followed either (its later events may leave the
+  // request out, so the request's gate alone does not stop them; since 2026-12-03: before, a
+  // refused kv_ready's request was gated and the transfer's next chunk_send without a
+  // request_id broke the producer gate, a second code).
+  if (!e.request_id && c.IsGatedRequest(t.request_id)) {
+    GateTransfer(c, id);
+    return nullptr;
+  }
   // An event that misnames its transfer's request or generation is not replayed, and what it
   // did to the transfer is unknown: the transfer and its request are gated (GateRequest).
   auto drop = [&] {

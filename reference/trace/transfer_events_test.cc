@@ -25,13 +25,6 @@ std::string Marker(const std::string& type, const std::string& transfer) {
          '"';
 }
 
-std::vector<std::string> Lines(const std::string& relative) {
-  std::ifstream in(test::SourcePath(relative));
-  std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
 // Feeds `lines` (1-based line numbers) and finishes the trace.
 const Violations& Replay(TraceChecker& c, const std::vector<std::string>& lines) {
   for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
@@ -55,7 +48,7 @@ TEST(TransferEventsTest, RowsAreRegisteredOnTheTransferPlane) {
 // The seed's 0x06C numbers come out of the replay, not out of the fixture's text.
 TEST(TransferEventsTest, SeedTimelineReplaysFromTheTrace) {
   TraceChecker c(kFixture);
-  const Violations& v = Replay(c, Lines(kFixture));
+  const Violations& v = Replay(c, test::SourceLines(kFixture));
   ASSERT_TRUE(v.empty()) << test::Describe(v);
   auto s = SummarizeTransfer(c, "xfer-req-42-g7");
   ASSERT_TRUE(s.has_value());
@@ -77,7 +70,7 @@ TEST(TransferEventsTest, SeedTimelineReplaysFromTheTrace) {
 
 // A transfer that neither publishes nor aborts is reported at its transfer_plan line.
 TEST(TransferEventsTest, UnterminatedTransferIsReportedAtItsPlan) {
-  std::vector<std::string> lines = Lines(kFixture);
+  std::vector<std::string> lines = test::SourceLines(kFixture);
   size_t publish = 0;
   for (size_t i = 0; i < lines.size(); ++i)
     if (lines[i].find("\"transfer_validate\"") != std::string::npos) publish = i;
@@ -97,7 +90,7 @@ TEST(TransferEventsTest, UnterminatedTransferIsReportedAtItsPlan) {
 
 // After a breach the transfer's later events are not replayed: one root cause, one code.
 TEST(TransferEventsTest, BreachGatesTheTransfersLaterEvents) {
-  std::vector<std::string> lines = Lines(kFixture);
+  std::vector<std::string> lines = test::SourceLines(kFixture);
   for (auto& l : lines)
     if (l.find("\"transfer_reserve\"") != std::string::npos &&
         l.find("xfer-req-42-g7") != std::string::npos) {
@@ -115,7 +108,7 @@ TEST(TransferEventsTest, BreachGatesTheTransfersLaterEvents) {
 // that contains `marker`.
 std::vector<std::string> CodesAfter(const std::string& relative, const std::string& marker,
                                     const std::string& from, const std::string& to) {
-  std::vector<std::string> lines = Lines(relative);
+  std::vector<std::string> lines = test::SourceLines(relative);
   bool edited = false;
   for (auto& l : lines) {
     if (edited || l.find(marker) == std::string::npos) continue;
@@ -135,7 +128,7 @@ std::vector<std::string> CodesAfter(const std::string& relative, const std::stri
 // created the transfer, and its first chunk raised HANDOFF_TXN_TRANSITION_INVALID (a transfer
 // never reserved). The transfer is now gated, its plan included.
 TEST(TransferEventsTest, RegressionReserveBeforeItsPlanRaisesOneCode) {
-  std::vector<std::string> lines = Lines(kFixture);
+  std::vector<std::string> lines = test::SourceLines(kFixture);
   size_t plan = 0;
   for (size_t i = 0; i < lines.size() && !plan; ++i)
     if (lines[i].find("\"transfer_plan\"") != std::string::npos &&
@@ -188,7 +181,7 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
   // Regression: the refused reservation gated the request its event names, so a reservation
   // that leaves out its (optional) request_id gated nothing. It gates its transfer's request.
   {
-    std::vector<std::string> lines = Lines(kSuperseded);
+    std::vector<std::string> lines = test::SourceLines(kSuperseded);
     for (auto& l : lines) {
       if (l.find(g7_plan) != std::string::npos)
         l.replace(l.find(R"("reserved_blocks":4)"), 19, R"("reserved_blocks":5)");
@@ -207,7 +200,7 @@ TEST(TransferEventsTest, RegressionAnAttemptNotFollowedGatesItsRequest) {
             std::vector<std::string>{"HANDOFF_IDENTITY_MISMATCH"});
   // The newer attempt's plan left out (its source renumbered): its reservation names an unknown
   // transfer.
-  std::vector<std::string> lines = Lines(kSuperseded);
+  std::vector<std::string> lines = test::SourceLines(kSuperseded);
   size_t plan = 0;
   for (size_t i = 0; i < lines.size() && !plan; ++i)
     if (lines[i].find(g7_plan) != std::string::npos) plan = i;
@@ -445,7 +438,7 @@ TEST(TransferEventsTest, TransferRefusalsNameTheLinesTheyCompare) {
     EXPECT_EQ(v.size(), 1u) << test::Describe(v);
     return v.empty() ? Violation{} : v[0];
   };
-  const std::vector<std::string> lines = Lines(kFixture);
+  const std::vector<std::string> lines = test::SourceLines(kFixture);
   ASSERT_NE(lines[28].find(R"("chunk_id":"c3","checksum":"262e06)"), std::string::npos);
   Violation v = only(lines, 29, "262e06", "aaaaaa");
   EXPECT_EQ(v.code, ErrorCode::HANDOFF_CHECKSUM_MISMATCH);
@@ -475,7 +468,7 @@ TEST(TransferEventsTest, RegressionARePlanMustRepeatItsPlanExactly) {
   // by `to` in the copy (twice where it occurs twice: the envelope's request_id and the
   // identity's); router-0's later event is renumbered.
   auto replan = [](const std::string& from, const std::string& to) {
-    std::vector<std::string> lines = Lines(kFixture);
+    std::vector<std::string> lines = test::SourceLines(kFixture);
     std::string copy = lines[4];
     auto swap = [](std::string& l, const std::string& a, const std::string& b) {
       const size_t at = l.find(a);
@@ -504,7 +497,7 @@ TEST(TransferEventsTest, RegressionARePlanMustRepeatItsPlanExactly) {
 }
 
 TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
-  std::vector<std::string> lines = Lines(kFixture);
+  std::vector<std::string> lines = test::SourceLines(kFixture);
   // Declare decode-0 as a semantic source: its transfer events name the wrong plane.
   const std::string from = R"({"source_instance":"decode-0","source_component":"transfer")";
   auto at = lines[0].find(from);
@@ -515,6 +508,40 @@ TEST(TransferEventsTest, TransferEventFromASemanticSourceIsRejected) {
   const Violations& v = Replay(c, lines);
   ASSERT_FALSE(v.empty());
   EXPECT_EQ(test::CodeNames(v)[0], "TRACE_SOURCE_UNDECLARED") << test::Describe(v);
+}
+
+// Regression (a vendor's cold read, 2026-12-03): a transfer's events after its plan may leave
+// out the request. When the request was gated (here by a kv_ready that cannot be read), the
+// transfer's later events were still replayed: a chunk_send broke the producer gate, or, with
+// the kv_ready before the plan, every event of the transfers was HANDOFF_TRANSFER_UNKNOWN.
+TEST(TransferEventsTest, RegressionAGatedRequestsTransfersAreGatedWithoutItsRequestId) {
+  std::vector<std::string> lines = test::SourceLines(kFixture);
+  size_t kv_ready = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::string& l = lines[i];
+    if (l.find(R"("event_type":"kv_ready")") != std::string::npos) {
+      if (kv_ready == 0) kv_ready = i;
+      continue;
+    }
+    if (l.find(R"("event_type":"transfer_plan")") != std::string::npos) continue;
+    if (size_t at = l.find(R"("request_id":"req-42",)"); at != std::string::npos)
+      l.erase(at, std::string(R"("request_id":"req-42",)").size());
+  }
+  ASSERT_NE(kv_ready, 0u);
+  {
+    TraceChecker c("t.jsonl");
+    EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{});
+  }
+  lines[kv_ready].replace(lines[kv_ready].find(R"("interval":[0,16])"), 17, R"("interval":null)");
+  {
+    TraceChecker c("t.jsonl");
+    EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  }
+  const std::string early = lines[kv_ready];
+  lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(kv_ready));
+  lines.insert(lines.begin() + 1, early);  // before the plans
+  TraceChecker c("t.jsonl");
+  EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{"INPUT_FIELD_TYPE"});
 }
 
 }  // namespace
