@@ -101,6 +101,14 @@ check check_json_nonutf8_parses 0 python3 -c 'import json,sys; d=json.load(open(
 check check_junit_nonutf8_parses 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/junit.xml"
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
+# A trace string quoted in a message with characters XML 1.0 cannot carry (C0 controls, U+FFFE):
+# the JUnit report stays well-formed and the text report writes no raw control byte
+# (regression: a vendor's cold read found both, 2026-12-03).
+sed 's/"event_type": "allocator_obs"/"event_type": "x\\u0001\\u001b\\ufffe"/' "$T/unknown_type.jsonl" >"$T/nasty.jsonl"
+"$K" check --format junit "$T/nasty.jsonl" >"$T/nasty.xml" 2>/dev/null
+check check_junit_controls_parse 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/nasty.xml"
+check check_text_controls 1 "$K" check "$T/nasty.jsonl"
+expect_out check_text_controls_escaped 'event_type "x\\x01\\x1B'
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with
 # runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
 for ids in short runtime; do

@@ -88,9 +88,9 @@ void Run(const CheckOptions& opt) {
       for (size_t i = 0; i < v.size(); ++i) {
         const ErrorCodeInfo* info = FindErrorCode(v[i].code);
         std::cout << opt.file << ":" << v[i].line << ": " << ErrorCodeName(v[i].code);
-        if (!ctx[i].event_id.empty()) std::cout << " event " << ctx[i].event_id;
-        if (!ctx[i].request_id.empty()) std::cout << " request " << ctx[i].request_id;
-        std::cout << " at '" << v[i].pointer << "': " << v[i].message;
+        if (!ctx[i].event_id.empty()) std::cout << " event " << Printable(ctx[i].event_id);
+        if (!ctx[i].request_id.empty()) std::cout << " request " << Printable(ctx[i].request_id);
+        std::cout << " at '" << Printable(v[i].pointer) << "': " << Printable(v[i].message);
         if (info) std::cout << " [" << info->section << "]";
         std::cout << "\n";
       }

@@ -55,6 +55,9 @@ std::string XmlEscape(const std::string& s);
 // `s` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD (a
 // file name is bytes; JSON and XML reports are UTF-8).
 std::string ValidUtf8(const std::string& s);
+// `s` for a terminal: every C0 control byte and DEL written as \xNN (a trace's strings are
+// quoted in messages; an escape sequence in one must not reach the terminal raw).
+std::string Printable(const std::string& s);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
 

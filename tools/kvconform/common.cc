@@ -1,4 +1,5 @@
 // Exit-code state, report rendering and the suite-section table shared by the commands.
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -87,12 +88,31 @@ std::string ValidUtf8(const std::string& s) {
   return out;
 }
 
+std::string Printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02X", u);
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string DumpReport(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string XmlEscape(const std::string& raw) {
-  const std::string s = ValidUtf8(raw);
+  std::string s = ValidUtf8(raw);
+  // XML 1.0 has no U+FFFE or U+FFFF (valid UTF-8, so ValidUtf8 keeps them).
+  for (size_t at = 0; (at = s.find("\xEF\xBF", at)) != std::string::npos; at += 3)
+    if (at + 2 < s.size() && (s[at + 2] == '\xBE' || s[at + 2] == '\xBF')) s[at + 2] = '\xBD';
   std::string out;
   for (char c : s) {
     switch (c) {
