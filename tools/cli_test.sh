@@ -201,6 +201,24 @@ PY=python3; python3 -c 'import jsonschema' 2>/dev/null || { [ -x /usr/bin/python
 "$PY" tools/trace_schema_check.py >"$T/out" 2>&1; rc=$?
 if [ "$rc" -eq 77 ]; then cat "$T/out"; elif [ "$rc" -eq 0 ]; then pass=$((pass+1)); else
   fail=$((fail+1)); echo "FAIL trace_schema_fixtures: exit $rc"; sed 's/^/    /' "$T/out" | head -20; fi
+# The schema tool reports a malformed line as file:line (no traceback) and goes on with the next
+# file; like the checker it rejects 1.0 as an integer, duplicate keys and a non-trace file named
+# explicitly, and splits lines on "\n" only (a raw U+2028 inside a string is JSON).
+if [ "$rc" -ne 77 ]; then
+  no_traceback() { if grep -q Traceback "$T/out"; then fail=$((fail+1)); echo "FAIL $1: traceback"; sed 's/^/    /' "$T/out" | head -20; else pass=$((pass+1)); fi; }
+  F=fixtures/m5_1/lifecycle/doc_example_two_requests.jsonl
+  { cat "$F"; echo; } >"$T/blank.jsonl"; printf '{"kind":' >"$T/trunc.jsonl"
+  check schema_blank_line 1 "$PY" tools/trace_schema_check.py "$T/blank.jsonl" "$T/trunc.jsonl" "$F"
+  expect_out schema_blank_line_msg 'blank.jsonl:37: \$: blank line'; expect_out schema_next_file 'trunc.jsonl:1: \$: expected a kvconform.trace/1 header object: not JSON'
+  expect_out schema_all_files '^3 traces checked'; no_traceback schema_blank_line_no_traceback
+  sed '2s/"local_sequence":1,/"local_sequence":1.0,/' "$F" >"$T/float.jsonl"
+  check schema_float_integer 1 "$PY" tools/trace_schema_check.py "$T/float.jsonl"; expect_out schema_float_integer_msg 'float.jsonl:2: \$\.local_sequence: expected an integer literal, found 1\.0'
+  check schema_explicit_non_trace 1 "$PY" tools/trace_schema_check.py fixtures/race/history.jsonl; expect_out schema_explicit_non_trace_msg 'history.jsonl:1: \$\.kind: expected "kvconform.trace/1"'
+  sed "1s/\"description\":\"/&$(printf '\342\200\250')/" "$F" >"$T/u2028.jsonl"  # raw U+2028 inside a string
+  check schema_u2028_in_string 0 "$PY" tools/trace_schema_check.py "$T/u2028.jsonl"
+  sed '2s/"request_id":"A",/"request_id":"A","request_id":"A",/' "$F" >"$T/dupkey.jsonl"
+  check schema_duplicate_key 1 "$PY" tools/trace_schema_check.py "$T/dupkey.jsonl"; expect_out schema_duplicate_key_msg 'dupkey.jsonl:2: \$: duplicate object key "request_id"'
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
