@@ -102,6 +102,21 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
                  "verification processes token " +
                      (c.input_token ? U(*c.input_token) : "(none)") +
                      ", the unprocessed frontier token is " + U(*frontier_token_));
+      // With no emitted token unprocessed, the call processes only drafts (since 2026-12-03:
+      // before, a verification could claim an already processed token).
+      if (!frontier_token_ && c.input_token)
+        return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
+                 "verification processes token " + U(*c.input_token) +
+                     ", but no emitted token is unprocessed (its rows are the drafts')");
+      // Its first accepted draft is then judged on the last publication's logits, which must
+      // still be ready: a repair's are discarded (since 2026-12-03: before, a verification after
+      // a repair selected an output from the repair's logits).
+      if (!frontier_token_ && c.accepted > 0 && ready_outputs_ == 0)
+        return V(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS,
+                 "verification accepts " + U(c.accepted) +
+                     " drafts with no emitted token to process and no target logits ready (the "
+                     "last publication's were discarded or used): its first draft would be "
+                     "accepted without target logits");
       uint64_t want = (frontier_token_ ? 1 : 0) + c.accepted;
       if (c.rows > want)
         return V(ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED,

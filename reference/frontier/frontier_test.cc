@@ -52,6 +52,24 @@ TEST(FrontierTest, OrdinaryStopAndRepairReproduceTheSeedCounters) {
             ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT);
 }
 
+// Regressions (an adversarial probe, 2026-12-03): with no emitted token unprocessed, a
+// verification processes only drafts, and its first accepted draft needs target logits that are
+// still ready: a verification could claim an already processed token, and one after a repair
+// accepted a draft on the repair's discarded logits.
+TEST(FrontierTest, RegressionAVerificationWithoutAFrontierTokenNeedsReadyLogits) {
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 10).ok());
+  Publish(f, Decode(10));  // output 1 is ready; the frontier is empty
+  const AppendCall verify = Mk(AppendPurpose::kVerify, 1, std::nullopt, {11, 12}, 1);
+  EXPECT_TRUE(f.CheckAppend(verify).ok());  // the decode's logits judge draft 11
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kVerify, 1, 10, {11, 12}, 1)).error(),
+            ErrorCode::FRONTIER_TOKEN_MISMATCH);  // token 10 was processed by the decode
+  ASSERT_TRUE(f.Emit(1, 11).ok());
+  Publish(f, Mk(AppendPurpose::kRepair, 1, 11));  // its logits are discarded
+  EXPECT_EQ(f.CheckAppend(verify).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+}
+
 // Regression (an adversarial probe, 2026-12-03): a prefill naming an input token passed,
 // although the format says input_token is absent on prefill.
 TEST(FrontierTest, RegressionAPrefillNamesNoInputToken) {
