@@ -101,6 +101,7 @@ check check_json_nonutf8_parses 0 python3 -c 'import json,sys; d=json.load(open(
 check check_junit_nonutf8_parses 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/junit.xml"
 check check_junit 1 "$K" check --format junit "$T/unknown_type.jsonl"
 expect_out check_junit_failure '<failure message="TRACE_EVENT_TYPE_UNKNOWN'
+expect_out check_junit_body_line '>line 7: TRACE_EVENT_TYPE_UNKNOWN at &apos;/6/event_type&apos;'
 # A trace string quoted in a message with characters XML 1.0 cannot carry (C0 controls, U+FFFE):
 # the JUnit report stays well-formed and the text report writes no raw control byte
 # (regression: a vendor's cold read found both, 2026-12-03).

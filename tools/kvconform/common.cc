@@ -149,7 +149,8 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
     out += ">\n";
     std::string body;
     for (const auto& v : o.violations)
-      body += std::string(ErrorCodeName(v.code)) + " at '" + v.pointer + "': " + v.message + "\n";
+      body += (v.line ? "line " + std::to_string(v.line) + ": " : std::string()) +
+              std::string(ErrorCodeName(v.code)) + " at '" + v.pointer + "': " + v.message + "\n";
     if (!o.error.ok()) {
       out += "      <error message=\"" + XmlEscape(o.error.ToString()) + "\"/>\n";
     } else {
