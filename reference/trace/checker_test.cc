@@ -1848,6 +1848,13 @@ std::string Renumbered(const std::vector<std::string>& lines) {
   return out;
 }
 
+// `lines` as one trace, unchanged.
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
 // M5.1 0x09's speculative trace (base 100, two accepted drafts, correction -> 102, repair ->
 // 103): line 11 starts the verification, line 18 the correction token's append.
 constexpr const char* kSpeculative = "fixtures/m5_1/frontier/speculative_correction.jsonl";
@@ -1971,6 +1978,24 @@ TEST(TraceCheckerTest, RegressionMessagesNameTheTracesEvent) {
       std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + failure + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_TXN_UNKNOWN"});
   EXPECT_EQ(v[0].message.rfind("append_failure: ", 0), 0u) << v[0].message;
+}
+
+// A reorder row whose next_position is beyond the replay's committed length shows rows the
+// replay lacks: its request is gated (before, the synthetic trace with a fork prefix one row
+// shorter raised three codes: the reorder's, an output before logits and an append hole).
+TEST(TraceCheckerTest, RegressionAReorderRowAheadOfTheReplayGatesItsRequest) {
+  std::vector<std::string> l =
+      test::SourceLines("fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl");
+  ASSERT_EQ(Codes(Joined(l)), std::vector<std::string>{});
+  size_t fork = 0;
+  for (size_t i = 1; i < l.size() && !fork; ++i)
+    if (l[i].find(R"("event_type":"fork")") != std::string::npos) fork = i;
+  ASSERT_NE(fork, 0u);
+  l[fork] = Mutate(l[fork], R"("prefix_length":5)", R"("prefix_length":4)");
+  const Violations v = ValidateTraceJsonl(Joined(l), "t.jsonl");
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"})
+      << test::Describe(v);
+  EXPECT_EQ(v.size(), 1u) << test::Describe(v);
 }
 
 }  // namespace
