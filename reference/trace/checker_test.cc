@@ -1998,5 +1998,32 @@ TEST(TraceCheckerTest, RegressionAReorderRowAheadOfTheReplayGatesItsRequest) {
   EXPECT_EQ(v.size(), 1u) << test::Describe(v);
 }
 
+// Stop is final: an output after the finish (one that left O = G_in, which is not judged) or
+// after a cancel is LIFECYCLE_HANDLE_TERMINAL (an adversarial probe found it passed).
+TEST(TraceCheckerTest, RegressionNoOutputAfterTheRequestStops) {
+  auto r = [](int seq, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":"R","handle_generation":0,)" + rest) + "\n";
+  };
+  const std::string decoded =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      r(4, "output_emit", R"("base_snapshot":1,"payload":{"output_index":0,"token":5})") +
+      r(5, "append_start",
+        R"("operation_id":"d","base_snapshot":1,"payload":{"interval":[2,3],)"
+        R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+        R"("purpose":"decode","input_token":5})") +
+      r(6, "append_stage_layer", R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+      r(7, "append_publish", R"("operation_id":"d","base_snapshot":1,"payload":{})");
+  const std::string output1 =
+      r(9, "output_emit", R"("base_snapshot":2,"payload":{"output_index":1,"token":6})");
+  EXPECT_EQ(Codes(decoded + Mutate(Mutate(output1, R"("e9")", R"("e8")"), R"("local_sequence":9)",
+                                   R"("local_sequence":8)")),
+            std::vector<std::string>{});
+  EXPECT_EQ(Codes(decoded + r(8, "finish", R"("payload":{})")), std::vector<std::string>{});
+  EXPECT_EQ(Codes(decoded + r(8, "finish", R"("payload":{})") + output1),
+            std::vector<std::string>{"LIFECYCLE_HANDLE_TERMINAL"});
+  EXPECT_EQ(Codes(decoded + r(8, "cancel_request", R"("payload":{})") + output1),
+            std::vector<std::string>{"LIFECYCLE_HANDLE_TERMINAL"});
+}
+
 }  // namespace
 }  // namespace kvc::trace

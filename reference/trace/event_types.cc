@@ -62,9 +62,6 @@ std::optional<BaseRef> Expected(const Event& e, const Snapshot& s) {
   return TraceChecker::BaseForVersion(s, *e.base_snapshot);
 }
 
-// A refused operation may name a stale base (the reason it was refused), but not a snapshot
-// the handle has not reached: no caller can have read it. (A successful operation with such a
-// base is refused by the lifecycle object itself.) The event is still replayed.
 // `s` with the leading `from` of its message (the lifecycle operation's name) replaced by `to`
 // (the event's name for it), so that a message names the event the trace holds.
 Status Renamed(Status s, std::string_view from, const std::string& to) {
@@ -72,6 +69,9 @@ Status Renamed(Status s, std::string_view from, const std::string& to) {
   return Status(s.code(), to + s.message().substr(from.size()), s.error());
 }
 
+// A refused operation may name a stale base (the reason it was refused), but not a snapshot
+// the handle has not reached: no caller can have read it. (A successful operation with such a
+// base is refused by the lifecycle object itself.) The event is still replayed.
 void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s) {
   if (KeyEquals(e.outcome, "rejected") && e.base_snapshot && *e.base_snapshot > s.version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
@@ -540,6 +540,7 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
              "output_emit on released request \"" + std::string(*e.request_id) + "\"");
     return;
   }
+
   // Gating (one root cause, one code):
   // - the frontier judges the output first; an output it refuses (e.g. one emitted before the
   //   publication that produced its logits) raises the frontier's code alone, not also one
@@ -552,6 +553,17 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
   const Status s = req ? req->frontier.Emit(index, token, from_repair) : Status();
   if (!s.ok())
     c.ReportStatus(s, c.LinePtr() + "/payload");
+  else if ((cur->phase == Phase::kFinished || cur->phase == Phase::kCancelled) && req &&
+           req->frontier.tracked())
+    // Stop is final (M5.1 0x05 FINISHED_RETAINED), and a cancelled request does no new work
+    // (since 2026-12-03: before, an output after a finish that left O = G_in passed). An output
+    // the frontier refuses there (after a repair: its logits are discarded) raised its code;
+    // after a finish whose output count the trace did not match (the frontier is no longer
+    // followed: this output may be the one it counted), outputs are not judged.
+    c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL, c.LinePtr() + "/request_id",
+             "output_emit on " + std::string(PhaseName(cur->phase)) + " request \"" +
+                 std::string(*e.request_id) + "\": its outputs ended at the " +
+                 (cur->phase == Phase::kFinished ? "finish (stop is final)" : "cancel"));
   else if (e.base_snapshot && *e.base_snapshot != cur->version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "output selected from snapshot " + U(*e.base_snapshot) + "; the live snapshot is " +
