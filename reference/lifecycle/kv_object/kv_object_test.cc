@@ -305,16 +305,23 @@ TEST(KvObjectTest, ForkTruncateReleaseRules) {
   EXPECT_EQ(Code(o.Fork("P", 1, {"d"})), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
 }
 
+// H's first incarnation with 4 rows published (returned) and transaction "x-delayed" open on
+// them, layer 0 of [4, 5) staged.
+Snapshot OpenDelayedTxn(KvObject& o) {
+  EXPECT_TRUE(o.Allocate("H", "H").ok());
+  Snapshot g1 = AppendAll(o, "p1", "H", 4);
+  EXPECT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
+  EXPECT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  return g1;
+}
+
 // ABA on a recycled request identity: a transaction prepared on H's first incarnation stays
 // fenced after H is released and re-allocated, even when the new incarnation has reached the
 // same generation and length again (the incarnation is bound into every digest; no address or
 // length is compared).
 TEST(KvObjectTest, StaleTransactionNeverPublishesIntoARecycledIdentity) {
   KvObject o(kAbi);
-  ASSERT_TRUE(o.Allocate("H", "H").ok());
-  Snapshot g1 = AppendAll(o, "p1", "H", 4);
-  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
-  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  Snapshot g1 = OpenDelayedTxn(o);
   ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 1, {4, 1})).ok());
   ASSERT_TRUE(o.Finish("H").ok());
   ASSERT_TRUE(o.Release("H").ok());
@@ -335,10 +342,7 @@ TEST(KvObjectTest, StaleTransactionNeverPublishesIntoARecycledIdentity) {
 // re-allocation the same stage was LIFECYCLE_LATE_COMPLETION).
 TEST(KvObjectTest, RegressionAStaleTransactionStagesNoLayerIntoARecycledIdentity) {
   KvObject o(kAbi);
-  ASSERT_TRUE(o.Allocate("H", "H").ok());
-  Snapshot g1 = AppendAll(o, "p1", "H", 4);
-  ASSERT_TRUE(o.BeginAppend(Append("x-delayed", g1, 1)).ok());
-  ASSERT_TRUE(o.StageLayer(Stage("x-delayed", 0, {4, 1})).ok());
+  OpenDelayedTxn(o);
   ASSERT_TRUE(o.Finish("H").ok());
   ASSERT_TRUE(o.Release("H").ok());
   EXPECT_EQ(Code(o.StageLayer(Stage("x-delayed", 1, {4, 1}))),
