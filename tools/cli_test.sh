@@ -219,6 +219,10 @@ if [ "$rc" -ne 77 ]; then
   check schema_u2028_in_string 0 "$PY" tools/trace_schema_check.py "$T/u2028.jsonl"
   sed '2s/"request_id":"A",/"request_id":"A","request_id":"A",/' "$F" >"$T/dupkey.jsonl"
   check schema_duplicate_key 1 "$PY" tools/trace_schema_check.py "$T/dupkey.jsonl"; expect_out schema_duplicate_key_msg 'dupkey.jsonl:2: \$: duplicate object key "request_id"'
+  E='{"request_id":"A","handle_generation":1,"snapshot":4,"committed_length":0,"phase":"RELEASED"}'
+  sed "1s/}\$/,\"expected_final_states\":[$E,$E]}/" "$F" >"$T/twice.jsonl"  # one request, two ends
+  check schema_final_state_twice 1 "$PY" tools/trace_schema_check.py "$T/twice.jsonl"; expect_out schema_final_state_twice_msg 'twice.jsonl:1: \$\.expected_final_states\[1\]\.request_id: request_id "A" listed twice'
+  check check_final_state_twice 1 "$K" check "$T/twice.jsonl"; expect_out check_final_state_twice_msg 'fail \(35 events, 1 violations\)'; expect_out check_final_state_twice_code 'INPUT_VALUE_INVALID at ./0/expected_final_states/1/request_id'
 fi
 
 echo "$pass passed, $fail failed"

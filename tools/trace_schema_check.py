@@ -12,7 +12,8 @@ on form: lines are split on "\\n" only (a raw U+2028 or U+0085 inside a string i
 end; a trailing "\\r" is dropped); each line is UTF-8 without a BOM and one JSON value (no blank
 line, no NaN/Infinity, no duplicate object key, no lone surrogate escape); every number is an
 integer literal (JSON Schema counts 1.0 and 1e3 as integers, the checker rejects a fraction or an
-exponent: INPUT_VALUE_OUT_OF_RANGE); each header source_instance and metric name is declared once;
+exponent: INPUT_VALUE_OUT_OF_RANGE); each header source_instance and metric name is declared once,
+and each request is listed once in expected_final_states;
 an interval [start, end) has start <= end.
 Every problem is reported as FILE:LINE: $.PATH: what was expected; the tool goes on with the next
 line and the next file.
@@ -220,6 +221,9 @@ def check_file(path, explicit, header_v, event_v, out):
                 err(n, pointer, msg)
             for pointer, msg in _unique(value.get("metrics"), "name", "metrics"):
                 err(n, pointer, msg)
+            for pointer, msg in _unique(value.get("expected_final_states"), "request_id",
+                                        "expected_final_states"):
+                err(n, pointer, msg.replace("declared twice", "listed twice"))
         for e in (header_v if n == 1 else event_v).iter_errors(value):
             err(n, e.json_path, e.message)
     return True, errors

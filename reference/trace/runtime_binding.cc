@@ -189,6 +189,7 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
           "expected an array of final request states");
       return v;
     }
+    std::set<std::string> listed;  // a request's end is stated once
     for (size_t i = 0; i < it->size(); ++i) {
       ExpectedFinalState s;
       s.pointer = "/0/expected_final_states/" + std::to_string(i);
@@ -201,6 +202,12 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
       auto phase = r.Enum("phase", {"DECODE_READY", "FINISHED", "CANCELLED", "RELEASED"});
       r.RejectUnknownFields();
       if (!id || !gen || !snap || !len || !phase) continue;
+      if (!listed.insert(*id).second) {
+        Add(&v, ErrorCode::INPUT_VALUE_INVALID, s.pointer + "/request_id",
+            "request \"" + *id +
+                "\" is listed twice in expected_final_states; a request has one final state");
+        continue;
+      }
       s.request_id = *id;
       s.handle_generation = *gen;
       s.snapshot = *snap;

@@ -182,6 +182,19 @@ TEST(RuntimeBindingTest, ExpectedFinalStatesAreComparedWithTheReplay) {
   EXPECT_EQ(Check(Header(drift) + Alloc(true) + second), Codes{"TRACE_SEQUENCE_GAP"});
 }
 
+TEST(RuntimeBindingTest, RegressionARequestListedTwiceInExpectedFinalStates) {
+  // The second entry was accepted and compared too: a request has one end, so two entries
+  // state two ends, and the header is wrong whichever of them the replay matches.
+  const std::string entry =
+      R"({"request_id":"R","handle_generation":3,"snapshot":0,"committed_length":0,)"
+      R"("phase":"DECODE_READY"})";
+  Violations v = ValidateTraceJsonl(
+      Header(",\"expected_final_states\":[" + entry + "," + entry + "]") + Alloc(true), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), Codes{"INPUT_VALUE_INVALID"});
+  EXPECT_EQ(v[0].line, 1u);
+  EXPECT_EQ(v[0].pointer, "/0/expected_final_states/1/request_id");
+}
+
 TEST(RuntimeBindingTest, HeaderRulesReportOnLineOneAndTheReplayContinues) {
   Json m = Metrics();
   m[0]["labels"].push_back("request_id");
