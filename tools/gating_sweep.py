@@ -116,8 +116,19 @@ for _f, _line in ((L + "doc_example_two_requests.jsonl", 7), (L + "synthetic_lif
                   (O + "loop8_failure_retry_fork_release.jsonl", 17)):
     for _m in ("blocks", "slots", "used_slots"):
         KNOWN_SILENT[(_f, _line, f"payload.{_m}+1")] = NO_MODEL
+ZERO_BYTE = "a zero-byte handoff moves no chunk: nothing in it is sized by"
+KNOWN_SILENT.update({
+    (T + "zero_byte_warm_handoff.jsonl", 1, "header.cache_abi.num_layers+1"):
+        ZERO_BYTE + " the layer count (the visible prefix holds every layer, whatever L is)",
+    (T + "zero_byte_warm_handoff.jsonl", 4, "payload.bytes_per_token_layer+1"):
+        ZERO_BYTE + " bytes per token and layer",
+    (T + "zero_byte_warm_handoff.jsonl", 4, "payload.reserved_blocks+1"):
+        "a reservation of 1 of the pool's 8 blocks for no rows: slack, not a violation",
+    (T + "zero_byte_warm_handoff.jsonl", 1, "header.cache_abi.bytes_per_token+1"):
+        ZERO_BYTE + " B_token (and plans state their own bytes_per_token_layer)",
+})
 for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publish.jsonl",
-           "transfer_protocol.jsonl"):
+           "transfer_protocol.jsonl", "zero_byte_warm_handoff.jsonl"):
     for _m in ("credit_capacity_bytes", "pool_blocks"):
         KNOWN_SILENT[(T + _f, 2, f"payload.{_m}+1")] = LOOSE_CAPACITY
 

@@ -111,6 +111,10 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
                          cache_.Fork(visible_prefix_handle, token_start, {handle}));
     base = kids.front();
   }
+  if (token_count == 0) {
+    nothing_to_move_[transfer_id] = handle;
+    return Status();
+  }
   return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
 }
 
@@ -125,6 +129,7 @@ Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t laye
 }
 
 Status DecodeDirectory::CancelDestination(const std::string& transfer_id) {
+  if (nothing_to_move_.erase(transfer_id) > 0) return Status();  // no rows to drop
   return cache_.CancelTxn(transfer_id);
 }
 
@@ -149,6 +154,15 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
                            "publication of transfer " + transfer_id + " under generation " +
                                std::to_string(generation) + " but request " + request_id +
                                " is at generation " + std::to_string(e.current_generation));
+  if (auto z = nothing_to_move_.find(transfer_id); z != nothing_to_move_.end()) {
+    // A zero-byte handoff: the fork of the visible prefix is the whole cache.
+    KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot whole, cache_.Read(z->second));
+    e.published = PublishedHandle{request_id,        generation, transfer_id, content_digest,
+                                  next_handle_id_++, z->second,  whole};
+    nothing_to_move_.erase(z);
+    ++publications_;
+    return PublishResult{*e.published, false};
+  }
   // The all-layer publication itself: M5.1 compare-and-publish of the attempt's append.
   KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, cache_.Publish(transfer_id));
   e.published = PublishedHandle{request_id,        generation,        transfer_id,   content_digest,

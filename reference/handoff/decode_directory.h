@@ -75,6 +75,8 @@ class DecodeDirectory {
   // `visible_prefix_handle`, whose committed length must equal token_start (the transfer set
   // X = U \ V_D begins where V_D ends; otherwise HANDOFF_COVERAGE_MISMATCH), and its append
   // transaction (base = the fork's snapshot) covers only [token_start, token_start+token_count).
+  // With token_count 0 (a zero-byte handoff: the destination already holds all of U) there is
+  // no append: publication makes the fork itself visible.
   Status OpenDestinationOnto(const std::string& request_id, uint64_t generation,
                              const std::string& transfer_id, uint64_t token_start,
                              uint64_t token_count, const std::string& visible_prefix_handle);
@@ -104,6 +106,9 @@ class DecodeDirectory {
   };
   lifecycle::KvObject cache_;
   std::map<std::string, Entry> entries_;
+  // Zero-byte attempts (transfer_id -> their fork's handle), from opening to publication or
+  // cancellation: they have no append transaction to publish.
+  std::map<std::string, std::string> nothing_to_move_;
   uint64_t next_handle_id_ = 1;
   uint64_t publications_ = 0;
 };

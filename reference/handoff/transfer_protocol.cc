@@ -161,10 +161,11 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
 
   // 3. Static plan.
   for (const auto& issue : CheckPlan(d.plan))
-    v.push_back(
-        {issue.code,
-         issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index) : "/chunks",
-         issue.message});
+    v.push_back({issue.code,
+                 !issue.field.empty() ? "/geometry/" + issue.field  // the plan's sizes come from it
+                 : issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index)
+                                          : "/chunks",
+                 issue.message});
   if (d.ready.size() != d.plan.num_layers)
     v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",
                  "expected one producer-ready time per layer (" +

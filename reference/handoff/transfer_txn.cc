@@ -50,6 +50,21 @@ std::string_view ChunkStateName(ChunkState s) {
 
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   std::vector<PlanIssue> out;
+  // 2 * H_kv * d_h * b has no zero factor; a plan of zero-byte rows would move nothing.
+  if (plan.bytes_per_token_layer == 0) {
+    out.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, -1,
+                   "bytes_per_token_layer (2 * H_kv * d_h * b) is at least 1",
+                   "bytes_per_token_layer"});
+    return out;
+  }
+  auto end = CheckedAdd(plan.token_start, plan.token_count);
+  if (!end) {
+    out.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, -1,
+                   "token_start " + std::to_string(plan.token_start) + " + token_count " +
+                       std::to_string(plan.token_count) + " overflows 64 bits",
+                   "token_count"});
+    return out;
+  }
   std::set<std::string> ids;
   bool sizes_ok = true;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -75,25 +90,35 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   // disagree has no trustworthy interval (a wrong token_count would otherwise raise a coverage
   // code too: one wrong field, one code).
   if (!sizes_ok) return out;
-  auto end = CheckedAdd(plan.token_start, plan.token_count);
   std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkSpec& c = plan.chunks[i];
     auto c_end = CheckedAdd(c.token_start, c.token_count);
-    if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end || !end ||
+    if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end ||
         c.token_start < plan.token_start || *c_end > *end) {
+      const std::string what =
+          c.token_count == 0 ? " is empty (token_count 0); a chunk carries at least one token"
+          : c.layer >= plan.num_layers
+              ? " names layer " + std::to_string(c.layer) + "; the plan has layers [0," +
+                    std::to_string(plan.num_layers) + ")"
+              : " (tokens " + std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
+                    ") lies outside the plan's tokens [" + std::to_string(plan.token_start) + "," +
+                    std::to_string(*end) + ")";
       out.push_back(
           {ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
-           "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ", tokens " +
-               std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
-               ") lies outside layers [0," + std::to_string(plan.num_layers) + ") x tokens [" +
-               std::to_string(plan.token_start) + "," + (end ? std::to_string(*end) : "?") + ")"});
+           "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ")" + what});
       continue;
     }
     per_layer[c.layer].push_back({c.token_start, *c_end});
   }
+  if (plan.token_count == 0 && plan.visible_prefix_handle.empty())
+    out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                   "a plan of no tokens without a visible prefix has nothing to publish (a "
+                   "zero-byte handoff names the destination's prefix that holds every token)",
+                   "visible_prefix_handle"});
   bool bounds_ok = out.empty() || out.back().code != ErrorCode::HANDOFF_COVERAGE_MISMATCH;
-  if (bounds_ok && end) {
+  // A plan of no tokens has nothing to cover (its chunks, if any, were judged above).
+  if (bounds_ok && plan.token_count > 0) {
     // Layers without any chunk: named one by one up to a few, then counted (num_layers comes
     // from untrusted input; nothing here is sized by it).
     constexpr uint64_t kNamedGaps = 8;
@@ -150,8 +175,7 @@ StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* c
     return InvalidArgument("TransferTxn needs a credit window, pool and directory");
   auto issues = CheckPlan(plan);
   if (!issues.empty()) return ViolationStatus(issues.front().code, issues.front().message);
-  if (plan.chunks.empty())
-    return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH, "a transfer plan has no chunks");
+  // (A plan of tokens without chunks fails CheckPlan's coverage; one of no tokens has none.)
   for (const auto& c : plan.chunks)
     if (c.bytes > credits->capacity())
       return ViolationStatus(ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL,
@@ -316,10 +340,15 @@ Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
 
 Status TransferTxn::Validate(const TransferIdentity& expected,
                              std::string_view expected_abi_sha256) {
-  if (state_ != TxnState::kTransferring)
-    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
-                  "validate requires TRANSFERRING, transfer " + plan_.transfer_id + " is " +
-                      std::string(TxnStateName(state_)));
+  // A plan of no chunks (a zero-byte warm handoff, M5.6 0x06) moves nothing: it validates
+  // straight from RESERVED.
+  const bool nothing_to_move = plan_.chunks.empty() && state_ == TxnState::kReserved;
+  if (state_ != TxnState::kTransferring && !nothing_to_move)
+    return Breach(
+        ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
+        "validate requires TRANSFERRING" +
+            std::string(plan_.chunks.empty() ? " (or RESERVED for a plan of no chunks)" : "") +
+            ", transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
   const TransferIdentity& id = plan_.identity;
   if (!(id == expected)) {
     std::string field = id.tenant != expected.tenant           ? "tenant"

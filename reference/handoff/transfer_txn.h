@@ -80,13 +80,17 @@ struct TransferPlan {
 // A static defect of a plan; chunk_index is the offending chunk (or -1 for the whole plan).
 struct PlanIssue {
   ErrorCode code;
-  int64_t chunk_index;
+  int64_t chunk_index;  // the chunk at fault, or -1 for the plan
   std::string message;
+  std::string field = {};  // the plan member at fault when it is not a chunk ("" otherwise)
 };
-// Unique chunk ids, chunk bytes = token_count * bytes_per_token_layer (overflow-checked),
+// bytes_per_token_layer >= 1 and token_start + token_count within 64 bits (each alone, one
+// issue, when it fails), unique chunk ids, chunk bytes = token_count * bytes_per_token_layer
+// (overflow-checked),
 // and coverage: every (layer, token) of [0,num_layers) x [token_start, token_start+count)
 // covered by exactly one chunk, judged only when every chunk's bytes agree with its
-// token_count. Empty when the plan is sound.
+// token_count. A plan of no tokens (everything already visible at the destination: M5.6 0x06,
+// X = U \ V_D may be empty) needs no chunk. Empty when the plan is sound.
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
 // Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
 std::string PlanContentDigest(const TransferPlan& plan);

@@ -264,5 +264,92 @@ TEST(CheckPlan, RegressionHugeLayerCountIsReportedNotAllocated) {
             std::string::npos);
 }
 
+// Regressions from an adversarial probe of the transfer plane (2026-12-04).
+
+// A zero-byte handoff (M5.6 0x06: X = U \ V_D is empty; "a zero-byte handoff therefore does not
+// imply zero handoff latency") was refused twice: a coverage gap "at tokens [4,4)" per layer and
+// "a transfer plan has no chunks". It needs no chunk; it is reserved, validated and published,
+// and the published handle is the fork of the visible prefix.
+TEST(TransferTxn, RegressionAZeroByteHandoffOntoAWarmDestinationPublishesThePrefixFork) {
+  Rig r;
+  ASSERT_TRUE(r.directory.PublishVisiblePrefix("P", 8).ok());
+  TransferPlan p = TwoLayerPlan();
+  p.chunks.clear();
+  p.token_start = 8;
+  p.token_count = 0;
+  p.reserved_blocks = 0;
+  p.visible_prefix_handle = "P";
+  EXPECT_TRUE(CheckPlan(p).empty());
+  auto t = TransferTxn::Create(p, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->Validate(p.identity, p.tensor_abi_sha256).ok());
+  auto h = t->Publish();
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->cache_handle_id, "req-1@g7");
+  EXPECT_EQ(h->cache_snapshot.committed_length, 8u);
+  EXPECT_EQ(r.directory.cache().Read("req-1@g7")->committed_length, 8u);
+  EXPECT_EQ(r.directory.publications(), 1u);
+  // Without a visible prefix there is nothing to publish: one issue, at the prefix.
+  TransferPlan cold = p;
+  cold.visible_prefix_handle.clear();
+  const auto issues = CheckPlan(cold);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].field, "visible_prefix_handle");
+}
+
+// An aborted zero-byte attempt leaves nothing behind and a later one may publish.
+TEST(TransferTxn, RegressionAnAbortedZeroByteAttemptReleasesItsDestination) {
+  Rig r;
+  ASSERT_TRUE(r.directory.PublishVisiblePrefix("P", 8).ok());
+  TransferPlan p = TwoLayerPlan(7, "x7");
+  p.chunks.clear();
+  p.token_start = 8;
+  p.token_count = 0;
+  p.visible_prefix_handle = "P";
+  auto t = TransferTxn::Create(p, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->Abort("reroute").ok());
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+  TransferPlan next = p;
+  next.transfer_id = "x8";
+  next.identity.generation = 8;
+  auto u = TransferTxn::Create(next, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(u.ok());
+  ASSERT_TRUE(u->Reserve().ok());
+  ASSERT_TRUE(u->Validate(next.identity, next.tensor_abi_sha256).ok());
+  ASSERT_TRUE(u->Publish().ok());
+}
+
+// One wrong size, one issue, at the member at fault: bytes_per_token_layer 0 passed the plan
+// (its zero-byte chunks were refused later, at the credit acquisition), a token_start near 2^64
+// raised two coverage issues ("tokens [18446744073709551614,?)"), and an empty chunk was said
+// to lie outside the plan.
+TEST(CheckPlan, RegressionEachWrongSizeIsOneIssueAtItsMember) {
+  auto zero = TwoLayerPlan();
+  zero.bytes_per_token_layer = 0;
+  for (auto& c : zero.chunks) c.bytes = 0;
+  auto issues = CheckPlan(zero);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::INPUT_VALUE_OUT_OF_RANGE);
+  EXPECT_EQ(issues[0].field, "bytes_per_token_layer");
+  auto far = TwoLayerPlan();
+  far.token_start = UINT64_MAX - 1;
+  issues = CheckPlan(far);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
+  EXPECT_EQ(issues[0].field, "token_count");
+  auto empty = TwoLayerPlan();
+  empty.chunks.push_back({"c4", 1, 8, 0, 0, Sha256Hex("c4")});
+  issues = CheckPlan(empty);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].chunk_index, 4);
+  EXPECT_NE(issues[0].message.find("is empty (token_count 0)"), std::string::npos)
+      << issues[0].message;
+}
+
 }  // namespace
 }  // namespace kvc::handoff

@@ -358,7 +358,8 @@ std::optional<std::string> ObjReader::Enum(std::string_view key,
   return std::nullopt;
 }
 
-std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view key) {
+std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view key,
+                                                              ErrorCode reversed) {
   const dom::element* e = Get(key, true);
   if (!e) return std::nullopt;
   dom::array arr;
@@ -381,7 +382,7 @@ std::optional<std::pair<uint64_t, uint64_t>> ObjReader::Range(std::string_view k
     return std::nullopt;
   }
   if (v[0] > v[1]) {
-    Bad(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, key,
+    Bad(reversed, key,
         "interval [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ") has start > end");
     return std::nullopt;
   }
@@ -724,13 +725,24 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
     if ((s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT ||
          s.error() == ErrorCode::LIFECYCLE_STALE_BASE) &&
         e.base_snapshot && e.request_id)
-      if (const lifecycle::HandleRecord* h = FindHandle(*e.request_id))
-        s = Status(s.code(),
-                   s.message() + " (the event names base snapshot " +
-                       std::to_string(*e.base_snapshot) + "; request \"" +
-                       std::string(*e.request_id) + "\" is at snapshot " +
-                       std::to_string(h->current.version) + ")",
-                   s.error());
+      if (const lifecycle::HandleRecord* h = FindHandle(*e.request_id)) {
+        // The same version in another state: finish or cancel_request changed the snapshot
+        // (its phase) after the operation's base was read, so its compare-and-publish fails.
+        const bool same_version = *e.base_snapshot == h->current.version &&
+                                  h->current.phase != lifecycle::Phase::kDecodeReady;
+        s = Status(
+            s.code(),
+            s.message() + " (the event names base snapshot " + std::to_string(*e.base_snapshot) +
+                "; request \"" + std::string(*e.request_id) + "\" is at snapshot " +
+                std::to_string(h->current.version) +
+                (same_version ? ", now " + std::string(lifecycle::PhaseName(h->current.phase)) +
+                                    ": the stop changed the snapshot this operation was "
+                                    "opened on, so it cannot publish on it; open it after "
+                                    "the stop, or publish it before"
+                              : std::string()) +
+                ")",
+            s.error());
+      }
     ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
     // Gating: the root cause is reported once; later events of the operation and of its
     // request are not replayed (the runtime went on from a state the replay does not have).
@@ -968,8 +980,14 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     if (a->clean() && abi.num_layers == 0)
       Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/num_layers",
              "a cache ABI has at least one cache-producing layer");
+    // B_token = L * H_kv * d_h * (b_K + b_V) (M5.1 0x02) has no zero factor.
+    const bool bytes_ok = !a->clean() || bytes_per_token_ != 0;
+    if (!bytes_ok)
+      Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/bytes_per_token",
+             "a committed token has at least one byte of K/V (B_token = L * H_kv * d_h * "
+             "(b_K + b_V))");
     a->RejectUnknown();
-    abi_ok = a->clean();
+    abi_ok = a->clean() && bytes_ok;
   }
   if (h.Has("bindings")) {
     if (auto b = h.Object("bindings")) {
@@ -992,15 +1010,21 @@ void TraceChecker::ReadHeader(const dom::element& root) {
       m->RejectUnknown();
     }
   }
+  if (h.Has("residency_model"))
+    if (auto model = h.Enum("residency_model", {"one_copy", "tiered"}))
+      residency_one_copy_ = *model == "one_copy";
   h.ObjectArray("sources", [&](ObjReader& s) {
     auto inst = s.Str("source_instance");
     auto comp = s.Enum("source_component", {"semantic", "allocator", "residency", "transfer"});
     s.OptStr("clock_domain");
     if (inst && comp) {
+      // A second declaration is reported and ignored: the first stands (one code, not one
+      // per event of the source for a component the second one changed).
       if (sources_.count(*inst))
         Report(ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
-               "source_instance \"" + *inst + "\" declared twice");
-      sources_[*inst].component = *comp;
+               "source_instance \"" + *inst + "\" declared twice (the first declaration stands)");
+      else
+        sources_[*inst].component = *comp;
     }
   });
   auto sampling = h.Enum("audit", {"complete", "sampled"});

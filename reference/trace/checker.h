@@ -222,7 +222,10 @@ class ObjReader {
   std::optional<std::string> Enum(std::string_view key, std::initializer_list<std::string_view> allowed,
                                   bool optional = false);
   // [start, end) as a two-element array with start <= end.
-  std::optional<std::pair<uint64_t, uint64_t>> Range(std::string_view key);
+  // [start, end) with start <= end; a reversed interval is `reversed` (INPUT_VALUE_OUT_OF_RANGE
+  // unless the event's plane registers its own code for it).
+  std::optional<std::pair<uint64_t, uint64_t>> Range(
+      std::string_view key, ErrorCode reversed = ErrorCode::INPUT_VALUE_OUT_OF_RANGE);
   std::optional<std::vector<uint64_t>> UintArray(std::string_view key, bool optional);
   // Array of objects: calls fn(reader) for each element.
   bool ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn);
@@ -337,6 +340,10 @@ class TraceChecker {
   // the header declares none.
   uint64_t allocator_slots_per_block() const { return allocator_slots_per_block_; }
   bool allocator_used_slots_are_committed_rows() const { return allocator_used_committed_; }
+  // The header's residency_model: "one_copy" (the default, M5.1 0x07's Loop 8 observer: each
+  // observation sees the request's whole committed payload, one copy, in its tier) or
+  // "tiered" (tiers may split the payload or hold copies: bytes are not compared with rows).
+  bool residency_is_one_copy() const { return residency_one_copy_; }
   // Records a violation at the current line.
   // Report, ReportStatus and ReportAt are cold: a conforming trace never calls them, and the
   // compiler moves the paths that build their messages out of the hot code.
@@ -497,6 +504,7 @@ class TraceChecker {
   uint64_t bytes_per_token_ = 0;
   uint64_t allocator_slots_per_block_ = 0;
   bool allocator_used_committed_ = false;
+  bool residency_one_copy_ = true;
   bool header_ok_ = false;
   bool header_seen_ = false;
   uint32_t line_ = 0;

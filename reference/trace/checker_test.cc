@@ -2025,5 +2025,125 @@ TEST(TraceCheckerTest, RegressionNoOutputAfterTheRequestStops) {
             std::vector<std::string>{"LIFECYCLE_HANDLE_TERMINAL"});
 }
 
+// ---- Regressions found by an adversarial probe of the transfer plane, the lifecycle's other
+// operations and the header (2026-12-04).
+
+// A publish refused because layers are missing leaves its transaction OPEN (M5.1 0x01
+// publish_append asserts PREPARED before its compare-and-publish); only a refused
+// compare-and-publish closes it (REJECTED). The trace format said every refused publish closed
+// its transaction; the checker followed the seed, and the document now does too.
+TEST(TraceCheckerTest, RegressionAPublishRefusedForMissingLayersLeavesItsTransactionOpen) {
+  auto r = [](int seq, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":"R","handle_generation":0,)" + rest) + "\n";
+  };
+  const std::string refused = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                              r(2, "append_publish",
+                                R"("operation_id":"p","base_snapshot":0,"outcome":"rejected",)"
+                                R"("payload":{})");
+  EXPECT_EQ(Codes(refused), std::vector<std::string>{"TRACE_OPERATION_UNTERMINATED"});
+  // Still OPEN: its layer and its publication may follow.
+  EXPECT_EQ(Codes(refused + Stage(3) + "\n" + Publish(4) + "\n"), std::vector<std::string>{});
+  EXPECT_EQ(Codes(refused + r(3, "cancel_txn", R"("operation_id":"p","payload":{})")),
+            std::vector<std::string>{});
+}
+
+// finish changes the snapshot (its phase), so an append opened before it cannot publish after
+// it: LIFECYCLE_STALE_BASE, whose message named the lifecycle object's internal generations
+// only ("generation 3 vs 4") beside two equal snapshot versions. It now says what moved.
+TEST(TraceCheckerTest, RegressionARepairOpenedBeforeTheFinishCannotPublishAfterIt) {
+  auto r = [](int seq, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":"R","handle_generation":0,)" + rest) + "\n";
+  };
+  const std::string repair_start =
+      r(5, "append_start",
+        R"("operation_id":"x","base_snapshot":1,"payload":{"interval":[2,3],)"
+        R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+        R"("purpose":"repair","input_token":5})") +
+      r(6, "append_stage_layer", R"("operation_id":"x","payload":{"layer":0,"interval":[2,3]})");
+  const std::string head =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      r(4, "output_emit", R"("base_snapshot":1,"payload":{"output_index":0,"token":5})");
+  auto publish = [&](int seq) {
+    return r(seq, "append_publish", R"("operation_id":"x","base_snapshot":1,"payload":{})");
+  };
+  // On one side of the finish: both conform.
+  EXPECT_EQ(Codes(head + repair_start + publish(7) + r(8, "finish", R"("payload":{})")),
+            std::vector<std::string>{});
+  // Opened before it, published after it.
+  const Violations v = ValidateTraceJsonl(
+      head + repair_start + r(7, "finish", R"("payload":{})") + publish(8), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_STALE_BASE"});
+  EXPECT_NE(v[0].message.find("is at snapshot 1, now FINISHED: the stop changed the snapshot"),
+            std::string::npos)
+      << v[0].message;
+}
+
+// Messages name the trace's event: a cancel_txn's refusal said "append_failure:".
+TEST(TraceCheckerTest, RegressionACancelTxnRefusalIsNamedCancelTxn) {
+  const std::string trace = std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+                            Ev(4, "cancel_txn",
+                               R"("request_id":"R","handle_generation":0,"operation_id":"p",)"
+                               R"("payload":{})") +
+                            "\n";
+  const Violations v = ValidateTraceJsonl(trace, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_TXN_FINAL"});
+  EXPECT_EQ(v[0].message.rfind("cancel_txn: txn 'p' is already PUBLISHED", 0), 0u) << v[0].message;
+}
+
+// A second declaration of a source with another component replaced the first: every event of
+// the source then raised TRACE_SOURCE_UNDECLARED (18 codes for one header line). The first
+// declaration stands.
+TEST(TraceCheckerTest, RegressionASourceDeclaredTwiceKeepsItsFirstDeclaration) {
+  const std::string header = Mutate(
+      kHeader, R"("source_component":"semantic"}])",
+      R"("source_component":"semantic"},{"source_instance":"e","source_component":"allocator"}])");
+  const Violations v =
+      ValidateTraceJsonl(header + "\n" + Alloc(0) + "\n" + PrefillLines(), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"});
+  EXPECT_EQ(v[0].pointer, "/0/sources/1");
+}
+
+// B_token = L * H_kv * d_h * (b_K + b_V) has no zero factor: bytes_per_token 0 passed.
+TEST(TraceCheckerTest, RegressionZeroBytesPerTokenIsOutOfRange) {
+  const Violations v = ValidateTraceJsonl(
+      Mutate(kHeader, R"("bytes_per_token":8)", R"("bytes_per_token":0)") + "\n" + Alloc(0) + "\n",
+      "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  EXPECT_EQ(v[0].pointer, "/0/cache_abi/bytes_per_token");
+}
+
+// M5.1 0x07: residency "may include copies or omit non-resident logical payload" and planes are
+// compared only under a conversion model. Every observation was compared with committed rows x
+// B_token, so a payload split over HBM and host was two violations. The default stays the seed's
+// Loop 8 observer (one copy); a header's "residency_model": "tiered" lifts the comparison.
+TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows) {
+  const std::string events = Alloc(0) + "\n" + PrefillLines();  // 2 rows x 16 B committed by e3
+  auto host = [](uint64_t bytes) {
+    return Mutate(Mutate(Mutate(Residency("e3", bytes), R"("event_id":"r0")", R"("event_id":"r1")"),
+                         R"("local_sequence":0)", R"("local_sequence":1)"),
+                  R"("tier":"hbm")", R"("tier":"host")");
+  };
+  const std::string split = Residency("e3", 16) + "\n" + host(16) + "\n";
+  const Violations one_copy_split =
+      ValidateTraceJsonl(std::string(kHeaderWithResidency) + "\n" + events + split, "t.jsonl");
+  EXPECT_EQ(test::CodeNames(one_copy_split),
+            std::vector<std::string>{"TRACE_OBSERVATION_INCONSISTENT"});
+  EXPECT_EQ(one_copy_split.size(), 2u) << test::Describe(one_copy_split);  // one per tier
+  const std::string tiered = Mutate(kHeaderWithResidency, R"("audit":"complete")",
+                                    R"("audit":"complete","residency_model":"tiered")");
+  EXPECT_EQ(Codes(tiered + "\n" + events + split), std::vector<std::string>{});
+  // A copy in each tier (replication) and an empty tier are tiered residency too.
+  EXPECT_EQ(Codes(tiered + "\n" + events + Residency("e3", 32) + "\n" + host(0) + "\n"),
+            std::vector<std::string>{});
+  const std::string one_copy = Mutate(kHeaderWithResidency, R"("audit":"complete")",
+                                      R"("audit":"complete","residency_model":"one_copy")");
+  EXPECT_EQ(Codes(one_copy + "\n" + events + Residency("e3", 32) + "\n"),
+            std::vector<std::string>{});
+  EXPECT_EQ(Codes(Mutate(kHeaderWithResidency, R"("audit":"complete")",
+                         R"("audit":"complete","residency_model":"sampled")") +
+                  "\n" + events),
+            std::vector<std::string>{"INPUT_VALUE_INVALID"});
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -526,7 +526,9 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
   c.Apply(e, [&](KvObject& kv) {
-    return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", "append_failure:");
+    // The library names its call; the message names the trace's event (cancel_txn or
+    // append_failure, which both close the transaction).
+    return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", std::string(e.event_type) + ":");
   });
 }
 
@@ -938,6 +940,9 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   }
   if (!CheckCauseKind(c, e, *info, is_free, *bytes == 0)) return;
   if (info->type == "release") return;
+  // Planes are compatible, not equal, without a conversion model (M5.1 0x07): a tiered
+  // residency may split the payload over tiers or hold copies of it.
+  if (!c.residency_is_one_copy()) return;
   // committed rows and B_token come from the trace: the product is checked, never wrapped.
   std::optional<uint64_t> want = CheckedMul(info->committed_length, c.bytes_per_token());
   if (!want)

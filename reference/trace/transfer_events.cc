@@ -321,7 +321,7 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
   auto layer = p.Uint("layer");
-  auto interval = p.Range("interval");
+  auto interval = p.Range("interval", ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID);
   if (!p.clean() || !layer || !interval) return;
   auto req = RequestOf(c, e);
   if (!req) return;
@@ -455,8 +455,10 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   for (const auto& issue : handoff::CheckPlan(plan)) {
     plan_ok = false;
     c.Report(issue.code,
-             c.LinePtr() + "/payload/chunks" +
-                 (issue.chunk_index >= 0 ? "/" + U(static_cast<uint64_t>(issue.chunk_index)) : ""),
+             c.LinePtr() + "/payload/" +
+                 (!issue.field.empty()     ? issue.field
+                  : issue.chunk_index >= 0 ? "chunks/" + U(static_cast<uint64_t>(issue.chunk_index))
+                                           : std::string("chunks")),
              issue.message);
   }
   if (!plan_ok) return drop();
@@ -514,28 +516,39 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
-  // Producer gate in trace order: the send follows a kv_ready event whose interval covers the
-  // chunk's layer/token interval. Times handed to the transaction are trace line numbers.
+  // Producer gate in trace order: the send follows kv_ready events of the chunk's layer whose
+  // intervals together cover its token interval (a chunked prefill announces each slice it
+  // produced). Times handed to the transaction are trace line numbers.
   uint64_t ready_at = UINT64_MAX;
+  uint64_t uncovered = 0;  // the first token no earlier kv_ready covers
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   if (spec) {
+    const uint64_t end = spec->token_start + spec->token_count;  // CheckPlan bounded it
+    uint64_t at = spec->token_start;
+    uint64_t latest = 0;
     auto it = s.ready.find({t->request_id, spec->layer});
-    if (it != s.ready.end())
+    for (bool grew = true; it != s.ready.end() && at < end && grew;) {
+      grew = false;
       for (const Ready& r : it->second)
-        if (r.start <= spec->token_start && spec->token_start + spec->token_count <= r.end)
-          ready_at = std::min<uint64_t>(ready_at, r.line);
-    // Only earlier kv_ready events are known here, so a send fails the gate only when none
-    // covers its chunk: it is then ready "after" this line.
-    if (ready_at == UINT64_MAX) ready_at = uint64_t{e.line} + 1;
+        if (r.start <= at && at < r.end) {
+          at = r.end;
+          latest = std::max<uint64_t>(latest, r.line);
+          grew = true;
+        }
+    }
+    // Only earlier kv_ready events are known here, so a send fails the gate only when they do
+    // not cover its chunk: it is then ready "after" this line.
+    ready_at = at >= end ? latest : uint64_t{e.line} + 1;
+    uncovered = at;
   }
   Status st = t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at);
   if (st.error() == ErrorCode::HANDOFF_PRODUCER_GATE && spec)  // said in trace terms
     st = Status(st.code(),
                 "chunk \"" + std::string(*chunk) + "\" is sent at line " + U(e.line) +
-                    ", but no earlier kv_ready covers layer " + U(spec->layer) + " tokens [" +
-                    U(spec->token_start) + "," + U(spec->token_start + spec->token_count) +
-                    ") of request \"" + t->request_id +
-                    "\" (the producer gate is judged in trace order)",
+                    ", but the earlier kv_ready events of request \"" + t->request_id +
+                    "\" do not cover layer " + U(spec->layer) + " tokens [" + U(spec->token_start) +
+                    "," + U(spec->token_start + spec->token_count) + ") (token " + U(uncovered) +
+                    " is not yet ready; the producer gate is judged in trace order)",
                 st.error());
   Judge(c, e, st);
 }

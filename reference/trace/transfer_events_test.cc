@@ -423,6 +423,61 @@ TEST(TransferEventsTest, RegressionRefusedKvReadyGatesItsRequest) {
             std::vector<std::string>{"HANDOFF_TRACE_INTERVAL_INVALID"});
 }
 
+// Regression (an adversarial probe, 2026-12-04): a chunked prefill announces readiness slice by
+// slice; two kv_ready events [0,8) and [8,16) together cover a chunk of [0,16), but the gate
+// asked for one event covering it and refused the send (HANDOFF_PRODUCER_GATE).
+TEST(TransferEventsTest, RegressionReadinessInSlicesCoversAChunkTogether) {
+  std::vector<std::string> lines = test::SourceLines(kFixture);
+  size_t ready = 0;  // layer 0's kv_ready
+  for (size_t i = 1; i < lines.size() && !ready; ++i)
+    if (lines[i].find(R"("event_type":"kv_ready")") != std::string::npos &&
+        lines[i].find(R"("layer":0,"interval":[0,16])") != std::string::npos)
+      ready = i;
+  ASSERT_NE(ready, 0u);
+  const std::string whole = lines[ready];
+  std::string first = whole, second = whole;
+  first.replace(first.find(R"("interval":[0,16])"), 17, R"("interval":[0,8])");
+  second.replace(second.find(R"("interval":[0,16])"), 17, R"("interval":[8,16])");
+  // The second slice is its source's next event: renumber the source's later events.
+  const std::string src = R"("source_instance":"prefill-0")";
+  auto number = [](const std::string& l) {
+    const size_t at = l.find(R"("local_sequence":)") + 17;
+    return std::stoull(l.substr(at));
+  };
+  auto renumber = [&](std::string& l, uint64_t n) {
+    const size_t at = l.find(R"("local_sequence":)") + 17;
+    l.replace(at, l.find(',', at) - at, std::to_string(n));
+    const size_t id = l.find(R"("event_id":"prefill-0:)") + 22;
+    l.replace(id, l.find('"', id) - id, std::to_string(n));
+  };
+  const uint64_t n = number(whole);
+  renumber(second, n + 1);
+  for (size_t i = ready + 1; i < lines.size(); ++i)
+    if (lines[i].find(src) != std::string::npos) renumber(lines[i], number(lines[i]) + 1);
+  lines[ready] = first;
+  lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(ready) + 1, second);
+  {
+    TraceChecker c("t.jsonl");
+    const Violations& v = Replay(c, lines);
+    EXPECT_TRUE(v.empty()) << test::Describe(v);
+  }
+  // One slice alone does not cover the chunk.
+  lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(ready) + 1);
+  for (size_t i = ready + 1; i < lines.size(); ++i)
+    if (lines[i].find(src) != std::string::npos) renumber(lines[i], number(lines[i]) - 1);
+  TraceChecker c("t.jsonl");
+  EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"});
+}
+
+// Regression (an adversarial probe, 2026-12-04): the registry's HANDOFF_TRACE_INTERVAL_INVALID
+// ("a trace event ends before it starts, or names an undeclared layer") covered only the layer;
+// a reversed readiness interval was the generic INPUT_VALUE_OUT_OF_RANGE.
+TEST(TransferEventsTest, RegressionAReversedReadinessIntervalIsATraceIntervalFault) {
+  EXPECT_EQ(CodesAfter(kFixture, R"("layer":3,"interval")", R"("interval":[0,16])",
+                       R"("interval":[16,0])"),
+            std::vector<std::string>{"HANDOFF_TRACE_INTERVAL_INVALID"});
+}
+
 // The messages of the refusals whose facts sit on other lines name those lines (a vendor's
 // cold read, 2026-12-03: "sent at 38 before its K/V was ready at 39" read as times, a checksum
 // mismatch at validation did not say which receive brought the bytes, an ABI mismatch did not
@@ -449,7 +504,7 @@ TEST(TransferEventsTest, TransferRefusalsNameTheLinesTheyCompare) {
   ASSERT_NE(lines[25].find(R"("event_type":"kv_ready")"), std::string::npos);
   v = only(lines, 26, R"("interval":[0,16])", R"("interval":[0,8])");
   EXPECT_EQ(v.code, ErrorCode::HANDOFF_PRODUCER_GATE);
-  EXPECT_NE(v.message.find("but no earlier kv_ready covers layer 2 tokens [8,16)"),
+  EXPECT_NE(v.message.find("do not cover layer 2 tokens [8,16) (token 8 is not yet ready"),
             std::string::npos)
       << v.message;
   EXPECT_EQ(v.message.find("ready at"), std::string::npos) << v.message;

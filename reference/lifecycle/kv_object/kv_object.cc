@@ -72,8 +72,7 @@ StatusOr<Snapshot> KvObject::Read(std::string_view handle_id) const {
     return V(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, "read: unknown handle " + Q(handle_id));
   if (!it->second.current.readable())
     return V(ErrorCode::LIFECYCLE_HANDLE_RELEASED,
-             "read: handle " + Q(handle_id) + " was released at generation " +
-                 U(it->second.current.generation) + "; the tombstone is not readable");
+             "read: handle " + Q(handle_id) + " was released; the tombstone is not readable");
   return it->second.current;
 }
 
@@ -96,8 +95,8 @@ StatusOr<HandleRecord*> KvObject::Live(std::string_view handle_id, std::string_v
   const Snapshot& s = it->second.current;
   if (s.phase == Phase::kReleased)
     return V(ErrorCode::LIFECYCLE_HANDLE_RELEASED,
-             std::string(op) + ": handle " + Q(handle_id) + " was released (generation " +
-                 U(s.generation) + "); nothing is legal after release");
+             std::string(op) + ": handle " + Q(handle_id) +
+                 " was released; nothing is legal after release");
   if (!allow_terminal && s.phase != Phase::kDecodeReady)
     return V(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
              std::string(op) + ": handle " + Q(handle_id) + " is " +
