@@ -45,6 +45,14 @@ void ValidateWorkLedger(const Json& ledger, const std::string& pointer, Violatio
   }
   r.RejectUnknownFields();
   if (out->size() != before) return;
+  // A stop trace has a prompt and at least one output (M5.1 0x03): named here by the member,
+  // not by the calculator's flag.
+  if (p == 0 || g == 0) {
+    Add(out, ErrorCode::SAVED_WORK_INPUT_INVALID,
+        pointer + (p == 0 ? "/prompt_tokens" : "/output_tokens"),
+        p == 0 ? "prompt_tokens P must be at least 1" : "output_tokens G must be at least 1");
+    return;
+  }
   auto w = ComputeSavedWork(p, g);
   if (!w.ok()) {
     Add(out, ErrorCode::SAVED_WORK_INPUT_INVALID, pointer, std::string(w.status().message()));
@@ -86,11 +94,23 @@ void ValidateWorkLedger(const Json& ledger, const std::string& pointer, Violatio
   else if (pairs.saved != w->pairs_saved)
     Add(out, ErrorCode::SAVED_WORK_PAIR_DRIFT, pp + "/saved",
         "no-cache minus cache pairs = " + num(w->pairs_saved) + ", declared " + num(pairs.saved));
-  for (auto [ptr, declared, ratio] : {std::tuple{rp, rows.reduction, w->row_reduction},
-                                      std::tuple{pp, pairs.reduction, w->pair_reduction}}) {
-    if (std::llround(declared * 100) != std::llround(ratio * 100))
+  // A reduction is the exact ratio n / d rounded to two decimals: a declared value must be a
+  // multiple of 0.01 within half a hundredth of n / d (on a tie, such as 33/8 = 4.125, either
+  // neighbour is a rounding of it). Compared in integers: |100 n - q d| <= d / 2.
+  for (auto [ptr, declared, n, d] :
+       {std::tuple{rp, rows.reduction, w->rows_no_cache, w->rows_cache},
+        std::tuple{pp, pairs.reduction, w->pairs_no_cache, w->pairs_cache}}) {
+    const double hundredths = declared * 100;
+    const bool two_decimals = std::abs(hundredths - std::nearbyint(hundredths)) < 1e-6 &&
+                              hundredths >= 0 && hundredths < 1e18;
+    const __int128 q = two_decimals ? static_cast<__int128>(std::llround(hundredths)) : 0;
+    const __int128 off = static_cast<__int128>(n) * 100 - q * static_cast<__int128>(d);
+    if (!two_decimals || d == 0 || 2 * (off < 0 ? -off : off) > static_cast<__int128>(d))
       Add(out, ErrorCode::SAVED_WORK_REDUCTION_DRIFT, ptr + "/reduction",
-          "no-cache / cache = " + TwoDecimals(ratio) + "x, declared " + TwoDecimals(declared) + "x");
+          "no-cache / cache = " + num(n) + " / " + num(d) + " = " +
+              TwoDecimals(static_cast<double>(n) / static_cast<double>(d)) +
+              "x rounded to two decimals, declared " + Json(declared).dump() + "x" +
+              (two_decimals ? "" : " (not a multiple of 0.01)"));
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "reference/frontier/frontier.h"
 #include "reference/saved_work/saved_work.h"
 #include "reference/testutil/testutil.h"
@@ -89,6 +91,56 @@ TEST(SavedWorkFixture, ZeroOutputsIsAnInputError) {
   Json doc = test::LoadJson(kFixture);
   doc["work_ledger"]["output_tokens"] = 0;
   EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
+}
+
+// Regressions from an adversarial probe (2026-12-04).
+
+// P = 3, G = 6: no-cache / cache = 66 / 16 = 33/8 = 4.125, a tie at two decimals. The
+// validator rounded half away from zero and refused 4.12 (Python's round(), which the fixture
+// generator uses, writes 4.12), while its message printed the expected value as 4.12. Either
+// neighbour of a tie is a rounding; a value that is not a multiple of 0.01 is not.
+TEST(SavedWorkFixture, RegressionAReductionOnATieMayRoundEitherWay) {
+  SavedWork w = ComputeSavedWork(3, 6).value();
+  ASSERT_EQ(w.rows_no_cache, 33u);
+  ASSERT_EQ(w.rows_cache, 8u);
+  Json doc = test::LoadJson(kFixture);
+  Json& rows = doc["work_ledger"]["rows_per_layer"];
+  Json& pairs = doc["work_ledger"]["pairs_per_layer_query_head"];
+  doc["work_ledger"]["prompt_tokens"] = 3;
+  doc["work_ledger"]["output_tokens"] = 6;
+  rows = {{"no_cache", w.rows_no_cache},
+          {"cache", w.rows_cache},
+          {"saved", w.rows_saved},
+          {"reduction", 4.12}};
+  pairs = {{"no_cache", w.pairs_no_cache},
+           {"cache", w.pairs_cache},
+           {"saved", w.pairs_saved},
+           {"reduction", std::round(w.pair_reduction * 100) / 100}};
+  EXPECT_TRUE(ValidateSavedWorkFixture(doc).empty())
+      << test::Describe(ValidateSavedWorkFixture(doc));
+  rows["reduction"] = 4.13;
+  EXPECT_TRUE(ValidateSavedWorkFixture(doc).empty())
+      << test::Describe(ValidateSavedWorkFixture(doc));
+  for (double wrong : {4.11, 4.14, 4.125}) {
+    rows["reduction"] = wrong;
+    const Violations v = ValidateSavedWorkFixture(doc);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"}) << wrong;
+    EXPECT_NE(v[0].message.find("33 / 8"), std::string::npos) << v[0].message;
+  }
+}
+
+// A stop trace without a prompt passed: its empty prefill "selected" the first output.
+TEST(SavedWorkFixture, RegressionAStopTraceWithoutAPromptIsAnInputError) {
+  Json doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["prompt_tokens"] = Json::array();
+  const Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
+  EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/prompt_tokens");
+  doc = test::LoadJson(kFixture);
+  doc["work_ledger"]["prompt_tokens"] = 0;
+  const Violations p0 = ValidateSavedWorkFixture(doc);
+  ASSERT_EQ(test::CodeNames(p0), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
+  EXPECT_EQ(p0[0].pointer, "/work_ledger/prompt_tokens");  // it named the calculator's --prompt
 }
 
 }  // namespace

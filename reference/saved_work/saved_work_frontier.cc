@@ -192,6 +192,13 @@ void ValidateSavedWorkFrontier(const Json& frontier_obj, const std::string& poin
   sp.RejectUnknownFields();
   top.RejectUnknownFields();
   if (out->size() != before) return;
+  // "Prefill processes the prompt and selects the first output token" (M5.1 0x03): a stop trace
+  // without a prompt has no logits for its first output (the work ledger refuses P = 0 alike).
+  if (prompt.empty()) {
+    Add(out, ErrorCode::SAVED_WORK_INPUT_INVALID, st.Ptr("prompt_tokens"),
+        "a stop trace has a prompt of at least one token");
+    return;
+  }
 
   // Ordinary stop trace. Prefill inputs are the prompt.
   FrontierState f(prompt.size());
