@@ -391,6 +391,23 @@ Json AggregateMetricsToJson(const AggregateMetrics& a) {
               {"kv_byte_time", a.kv_byte_time}};
 }
 
+// Every request of a closed trace releases by its last event (its E2E, release lag and byte-time
+// are defined only then). Reports each open one; true when none is.
+static bool CheckClosed(const Doc& d, const Replayed& rp, Violations* v) {
+  const size_t before = v->size();
+  for (const Request& r : d.requests) {
+    auto it = rp.states.find(r.id);
+    if (it == rp.states.end() || it->second.snapshot.phase != lifecycle::Phase::kReleased)
+      Add(v, ErrorCode::SERVICE_TERMINAL_STATE_OPEN, r.ptr,
+          "request " + r.id + " ends in " +
+              std::string(it == rp.states.end()
+                              ? "no event"
+                              : frontier::ServicePhaseName(it->second.view.phase)) +
+              "; every request of a closed trace releases");
+  }
+  return v->size() == before;
+}
+
 Violations ValidateServiceTrace(const Json& doc) {
   Violations v;
   Doc d;
@@ -399,14 +416,7 @@ Violations ValidateServiceTrace(const Json& doc) {
   if (!CheckRequests(d, &v)) return v;
   auto rp = Replay(d, &v);
   if (!rp) return v;
-  for (const Request& r : d.requests) {
-    auto it = rp->states.find(r.id);
-    if (it == rp->states.end() || it->second.snapshot.phase != lifecycle::Phase::kReleased)
-      Add(&v, ErrorCode::SERVICE_TERMINAL_STATE_OPEN, r.ptr,
-          "request " + r.id + " ends in " +
-              std::string(it == rp->states.end() ? "no event" : frontier::ServicePhaseName(it->second.view.phase)) +
-              "; every request of a closed trace releases");
-  }
+  CheckClosed(d, *rp, &v);
   for (size_t i = 0; i < d.events.size(); ++i) {
     Json got = ServiceStateViewToJson(rp->views[i]);
     Json want = ServiceStateViewToJson(*d.events[i].view);
@@ -453,6 +463,9 @@ StatusOr<ServiceTraceMetrics> DeriveServiceMetrics(const Json& doc) {
   if (!CheckAbi(d, &v) || !CheckRequests(d, &v)) return first();
   auto rp = Replay(d, &v);
   if (!rp) return first();
+  // An open request's metrics are not defined (calc used to print a byte-time that stopped at
+  // its last publication, and left out a request with no events).
+  if (!CheckClosed(d, *rp, &v)) return first();
   return Metrics(d, *rp);
 }
 
