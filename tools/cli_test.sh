@@ -195,6 +195,20 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][3]["t"]
   fixtures/m5_1/service/ab_worked_trace.json "$T/ab_bad.json"
 check service_metrics_unreplayable 1 "$K" calc service-metrics "$T/ab_bad.json"
 check service_metrics_missing 2 "$K" calc service-metrics "$T/none.json"
+# A trace cut before A's release is not closed: its metrics are not printed (exit 0 before).
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics")
+d["events"]=[e for e in d["events"] if not (e.get("request")=="A" and e.get("op")=="release")]; json.dump(d,open(sys.argv[2],"w"))' \
+  fixtures/m5_1/service/ab_worked_trace.json "$T/ab_open.json"
+check service_metrics_open 1 "$K" calc service-metrics "$T/ab_open.json"; expect_out service_metrics_open_msg 'SERVICE_TERMINAL_STATE_OPEN at ./requests/0.: request A ends in FINISHED_RETAINED'
+# Unsigned options refuse a negative value (CLI11 read -1 as 2^64 - 1: gen-trace ran forever).
+check negative_unsigned_option 2 "$K" calc layer-stream --ready 0 --transfer -1; expect_out negative_unsigned_msg '--transfer: expected a non-negative integer, got -1'
+check gen_trace_events_bound 2 timeout 10 "$K" gen-trace --events -1 -o "$T/never.jsonl"
+# Nothing to validate is not a pass; a .jsonl whose first line is not JSON cannot be read (exit 2,
+# file:line:column), as for a .json file (both were exit 0 and exit 1 "no kind" before).
+mkdir -p "$T/no_docs"; : >"$T/empty.jsonl"; printf '{"kind":"kvconform.trace/1",' >"$T/cut_header.jsonl"
+check validate_empty_dir 2 "$K" validate "$T/no_docs"
+check validate_empty_jsonl 2 "$K" validate "$T/empty.jsonl"; expect_out validate_empty_jsonl_msg 'empty.jsonl:1:1: empty file'
+check validate_cut_header 2 "$K" validate "$T/cut_header.jsonl"; expect_out validate_cut_header_msg 'cut_header.jsonl:1:29: unexpected end of input'
 
 # Every bundled kvconform.trace/1 fixture is valid against the published JSON Schema.
 # tools/setup.sh installs python3-jsonschema for the system python; prefer a python that has it.

@@ -87,6 +87,17 @@ FixtureOutcome ValidateFile(const std::string& path) {
   if (IsJsonl(path)) {
     auto text = ReadFileToString(path);
     if (!text.ok()) { o.error = text.status(); return o; }
+    // A JSON Lines document names its kind on line 1: an empty file or a first line that is
+    // not JSON cannot be read (exit 2, as for a .json file), not a document of no kind.
+    if (text->empty()) {
+      o.error = ParseError(path + ":1:1: empty file (expected a header line naming its kind)");
+      return o;
+    }
+    auto header = ParseJsonStrict(std::string_view(*text).substr(0, text->find('\n')), path);
+    if (!header.ok()) {
+      o.error = header.status();
+      return o;
+    }
     o.violations = ValidateJsonl(*text, path, &o.kind);
     return o;
   }

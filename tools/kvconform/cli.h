@@ -58,6 +58,12 @@ std::string ValidUtf8(const std::string& s);
 // `s` for a terminal: every C0 control byte and DEL written as \xNN (a trace's strings are
 // quoted in messages; an escape sequence in one must not reach the terminal raw).
 std::string Printable(const std::string& s);
+
+// Adds to every unsigned option of `app` and its subcommands (CLI11 type name UINT, lists
+// included) a check that refuses a negative value: CLI11 2.1 reads "-1" into an unsigned as
+// 2^64 - 1, so `--events -1` ran forever and `--copies -1` was used as 2^64 - 1. Call after
+// every command is added. Exit 2 (kExitUsage) like any usage error.
+void RejectNegativeUnsigned(CLI::App& app);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
 

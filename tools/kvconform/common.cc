@@ -191,4 +191,18 @@ StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s) {
   return ids;
 }
 
+void RejectNegativeUnsigned(CLI::App& app) {
+  const CLI::Validator non_negative(
+      [](std::string& value) -> std::string {
+        const size_t first = value.find_first_not_of(" \t");
+        if (first != std::string::npos && value[first] == '-')
+          return "expected a non-negative integer, got " + value;
+        return std::string();
+      },
+      "", "NON_NEGATIVE");
+  for (CLI::Option* o : app.get_options())
+    if (o->get_type_name().rfind("UINT", 0) == 0) o->check(non_negative);
+  for (CLI::App* sub : app.get_subcommands({})) RejectNegativeUnsigned(*sub);
+}
+
 }  // namespace kvc::cli

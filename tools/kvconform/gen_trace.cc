@@ -212,14 +212,16 @@ void AddGenTraceCommand(CLI::App& app) {
   auto opt = std::make_shared<GenOptions>();
   CLI::App* cmd = app.add_subcommand(
       "gen-trace", "Write a large valid kvconform.trace/1 trace (benchmark input for check).");
-  cmd->add_option("--events", opt->events, "minimum number of events (default 1000000)");
+  cmd->add_option("--events", opt->events, "minimum number of events (default 1000000)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   cmd->add_option("--requests", opt->requests, "concurrent requests (default 64)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   cmd->add_option("--layers", opt->layers, "cache-producing layers (default 2)")
       ->check(CLI::Range(1u, 1024u));
   cmd->add_option("--prompt", opt->prompt, "prompt rows per request (default 16)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  cmd->add_option("--decode", opt->decode, "decode steps per request (default 32)");
+  cmd->add_option("--decode", opt->decode, "decode steps per request (default 32)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20));
   cmd->add_option("--ids", opt->ids,
                   "id style: short (r0, r1, ...; default) or runtime (request ids like vLLM's "
                   "cmpl-<32 hex>-0, a 64-hex-digit cache ABI id)")

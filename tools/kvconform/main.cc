@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddHandoffCommand(app);
   kvc::cli::AddFuzzCommand(app);
   kvc::cli::AddPdCommands(app);
+  kvc::cli::RejectNegativeUnsigned(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -50,7 +50,11 @@ void Run(const ValidateOptions& opt) {
         continue;
       }
       auto sub = ListDocumentFiles(f);
-      if (sub.empty()) std::cerr << "kvconform validate: " << f << ": no .json/.jsonl files\n";
+      if (sub.empty()) {
+        // Nothing to validate is not a pass (a CI job pointed at the wrong folder).
+        std::cerr << "kvconform validate: " << f << ": no .json/.jsonl files\n";
+        any_error = true;
+      }
       files.insert(files.end(), sub.begin(), sub.end());
     } else {
       files.push_back(f);
