@@ -47,6 +47,8 @@ check kvbytes 0 "$K" calc kv-bytes --layers 2 --kv-heads 2 --head-dim 4 --k-byte
 for kv in '"bytes_per_token": 64' '"logical": 512' '"materialized": 704' '"rectangular": 640' '"phantom": 128'; do expect_out "kvbytes $kv" "$kv"; done
 printf '{"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"hidden_size":4096,"torch_dtype":"bfloat16"}' >"$T/config.json"
 check kvbytes_hf 0 "$K" calc kv-bytes --hf-config "$T/config.json" --format json; expect_out kvbytes_hf_131072 '"bytes_per_token": 131072'
+# A geometry flag beside --hf-config was silently ignored; the two sources exclude each other.
+check kvbytes_hf_and_flag 2 "$K" calc kv-bytes --hf-config "$T/config.json" --layers 2; expect_out kvbytes_hf_and_flag_msg 'excludes --hf-config'
 check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2
 check kvbytes_overflow 2 "$K" calc kv-bytes --layers 4294967296 --kv-heads 4294967296 --head-dim 4096 --k-bytes 2 --v-bytes 2
 expect_out kvbytes_overflow_msg 'overflows'

@@ -89,14 +89,19 @@ void AddCalcCommand(CLI::App& app) {
   CLI::App* k = calc->add_subcommand(
       "kv-bytes", "B_token = L * H_kv * d_h * (b_K + b_V) and the ragged logical / materialized / "
                   "rectangular / phantom ledgers (M5.1 0x02, 0x09)");
-  k->add_option("--layers", kv->layers, "L_cache: cache-producing layers");
-  k->add_option("--kv-heads", kv->kv_heads, "H_kv,local: K/V heads on this shard");
-  k->add_option("--head-dim", kv->head_dim, "d_h");
-  k->add_option("--k-bytes", kv->k_bytes, "b_K: bytes per K scalar");
-  k->add_option("--v-bytes", kv->v_bytes, "b_V: bytes per V scalar");
+  std::vector<CLI::Option*> geometry = {
+      k->add_option("--layers", kv->layers, "L_cache: cache-producing layers"),
+      k->add_option("--kv-heads", kv->kv_heads, "H_kv,local: K/V heads on this shard"),
+      k->add_option("--head-dim", kv->head_dim, "d_h"),
+      k->add_option("--k-bytes", kv->k_bytes, "b_K: bytes per K scalar"),
+      k->add_option("--v-bytes", kv->v_bytes, "b_V: bytes per V scalar")};
   k->add_option("--lengths", kv->lengths, "committed lengths T_i, e.g. 5,3")->delimiter(',');
   k->add_option("--copies", kv->copies, "materialized copies c_i, e.g. 1,2")->delimiter(',');
-  k->add_option("--hf-config", kv->hf_config, "read geometry from a Hugging Face config.json");
+  // The geometry comes from the flags or from config.json, not both (a flag beside
+  // --hf-config was silently ignored).
+  CLI::Option* hf =
+      k->add_option("--hf-config", kv->hf_config, "read geometry from a Hugging Face config.json");
+  for (CLI::Option* g : geometry) hf->excludes(g);
   k->add_option("--dtype", kv->dtype, "K/V dtype when config.json has none (e.g. bfloat16)");
   k->add_option("--format", kv->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   k->callback([kv] { RunKvBytes(*kv); });
