@@ -67,6 +67,51 @@ constexpr const char* kAggregateKeys[] = {"completed",       "slo_valid",       
                                           "request_goodput_per_s", "goodput_fraction", "token_goodput_per_s",
                                           "kv_byte_time"};
 
+// The form of a declared metric, read like any other field before its value is compared
+// (a string TPOT was SERVICE_TPOT_UNDEFINED_AS_ZERO, an unknown member of a rational or a zero
+// denominator SERVICE_METRIC_DRIFT, and integers beyond 2^53 passed): integers <= 2^53 (tbt an
+// array of them, a request's slo_valid a boolean), rationals {num, den >= 1, value}, and null
+// where a metric may be undefined (ttft, e2e, release_lag, tpot, goodput_fraction). A TPOT may
+// also be a plain number: declaring an undefined TPOT as 0 is SERVICE_TPOT_UNDEFINED_AS_ZERO,
+// judged with the values.
+void CheckMetricForm(const Json& x, const std::string& ptr, std::string_view key, bool aggregate,
+                     Violations* v) {
+  const bool rational = key == "tpot" || key.ends_with("_per_s") || key == "goodput_fraction";
+  const bool nullable = key == "ttft" || key == "e2e" || key == "release_lag" || key == "tpot" ||
+                        key == "goodput_fraction";
+  if (x.is_null() && nullable) return;
+  if (key == "tbt") {
+    if (!x.is_array())
+      Add(v, ErrorCode::INPUT_FIELD_TYPE, ptr,
+          "expected an array of intervals, found " + std::string(JsonTypeName(x)));
+    else
+      FieldReader::UintArray(x, ptr, v);
+    return;
+  }
+  if (key == "slo_valid" && !aggregate) {
+    if (!x.is_boolean())
+      Add(v, ErrorCode::INPUT_FIELD_TYPE, ptr,
+          "expected a boolean, found " + std::string(JsonTypeName(x)));
+    return;
+  }
+  if (!rational) {
+    ReadUint(x, ptr, v);
+    return;
+  }
+  if (key == "tpot" && x.is_number()) return;  // the undefined-as-zero mistake, judged later
+  if (!x.is_object()) {
+    Add(v, ErrorCode::INPUT_FIELD_TYPE, ptr,
+        "expected a rational {num, den, value}" + std::string(nullable ? " or null" : "") +
+            ", found " + std::string(JsonTypeName(x)));
+    return;
+  }
+  FieldReader r(&x, ptr, v);
+  r.Uint("num");
+  r.Uint("den", 1);
+  r.Number("value");
+  r.RejectUnknownFields();
+}
+
 bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
   size_t before = v->size();
   FieldReader top(&doc, "", v);
@@ -139,12 +184,14 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
     if (const Json* per = em.Object("requests")) {
       for (auto it = per->begin(); it != per->end(); ++it) {
         FieldReader rm(&it.value(), "/expected_metrics/requests/" + JsonPointerEscape(it.key()), v);
-        for (const char* k : kRequestMetricKeys) rm.Any(k);
+        for (const char* k : kRequestMetricKeys)
+          if (const Json* x = rm.Any(k)) CheckMetricForm(*x, rm.Ptr(k), k, false, v);
         rm.RejectUnknownFields();
       }
     }
     FieldReader ag(em.Object("aggregate"), "/expected_metrics/aggregate", v);
-    for (const char* k : kAggregateKeys) ag.Any(k);
+    for (const char* k : kAggregateKeys)
+      if (const Json* x = ag.Any(k)) CheckMetricForm(*x, ag.Ptr(k), k, true, v);
     ag.RejectUnknownFields();
     em.RejectUnknownFields();
   } else {

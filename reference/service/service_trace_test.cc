@@ -91,5 +91,41 @@ TEST(ServiceTrace, UnreplayableTraceNamesTheFirstViolation) {
   EXPECT_NE(std::string(m.status().message()).find("FRONTIER_TOKEN_MISMATCH"), std::string::npos);
 }
 
+// Regressions from an adversarial probe (2026-12-04): the declared metrics had no form. A string
+// TPOT was SERVICE_TPOT_UNDEFINED_AS_ZERO, an unknown member of a rational and a zero
+// denominator were SERVICE_METRIC_DRIFT, and a byte-time beyond 2^53 passed (every field of a
+// fixture is I-JSON). Each is now the input code at its member, before any value is compared.
+TEST(ServiceTrace, RegressionDeclaredMetricsAreReadWithTheirForm) {
+  struct Case {
+    std::string path;  // under expected_metrics
+    Json value;
+    std::string code;
+    std::string pointer;
+  };
+  const std::vector<Case> cases = {
+      {"/requests/B/tpot", "undefined", "INPUT_FIELD_TYPE", "/expected_metrics/requests/B/tpot"},
+      {"/aggregate/goodput_fraction/x", 1, "INPUT_FIELD_UNKNOWN",
+       "/expected_metrics/aggregate/goodput_fraction/x"},
+      {"/requests/A/tpot/den", 0, "INPUT_VALUE_OUT_OF_RANGE",
+       "/expected_metrics/requests/A/tpot/den"},
+      {"/aggregate/kv_byte_time", (uint64_t{1} << 53) + 1, "INPUT_VALUE_OUT_OF_RANGE",
+       "/expected_metrics/aggregate/kv_byte_time"},
+      {"/requests/A/tbt/1", "9", "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/tbt/1"},
+      {"/requests/A/slo_valid", 0, "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/slo_valid"},
+  };
+  for (const Case& c : cases) {
+    Json doc = test::LoadJson(kAb);
+    doc["expected_metrics"][Json::json_pointer(c.path)] = c.value;
+    const Violations v = ValidateServiceTrace(doc);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{c.code}) << c.path << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, c.pointer);
+  }
+  // The undefined-as-zero mistake keeps its own code.
+  Json doc = test::LoadJson(kAb);
+  doc["expected_metrics"]["requests"]["B"]["tpot"] = 0;
+  EXPECT_EQ(test::CodeNames(ValidateServiceTrace(doc)),
+            std::vector<std::string>{"SERVICE_TPOT_UNDEFINED_AS_ZERO"});
+}
+
 }  // namespace
 }  // namespace kvc
