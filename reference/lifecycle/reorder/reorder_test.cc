@@ -52,6 +52,18 @@ TEST(ReorderTest, EachFieldMovedAloneIsSplitState) {
   }
 }
 
+// Regression (an adversarial probe, 2026-12-04): rows that moved whole, by another permutation
+// than parent_index, were reported as a split of their token_state, a split that did not happen.
+TEST(ReorderTest, RegressionRowsMovedWholeByAnotherPermutationAreNotCalledSplit) {
+  const auto before = ThreeBeams();
+  const auto after = *Reorder(before, {1, 0, 2});                  // rows_after of the swap
+  const Status s = CheckCoupledReorder(before, {0, 1, 2}, after);  // parent_index: identity
+  EXPECT_EQ(s.error(), ErrorCode::LIFECYCLE_REORDER_SPLIT_STATE);
+  EXPECT_NE(s.message().find("reorder row 0 holds parent 1's whole row, but parent_index names 0"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(ReorderTest, RepeatedParentIsSelectionPlusForkNotReorder) {
   const auto before = ThreeBeams();
   auto r = Reorder(before, {0, 0, 2});
