@@ -2,6 +2,7 @@
 // and the check order.
 #include "reference/service/service_trace.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -177,6 +178,21 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       er.RejectUnknownFields();
       d->events.push_back(std::move(e));
     }
+  }
+  // W is the observation window of the rates: the events it counts lie inside it (the worked
+  // trace spans t = 0..50 in W = 100). A window shorter than the events' span divides their
+  // completions by less time than they took.
+  if (!d->events.empty() && d->window > 0) {
+    uint64_t lo = d->events.front().t, hi = lo;
+    for (const Event& e : d->events) {
+      lo = std::min(lo, e.t);
+      hi = std::max(hi, e.t);
+    }
+    if (d->window < hi - lo)
+      Add(v, ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/window",
+          "window W = " + std::to_string(d->window) +
+              " is shorter than the trace's events (t = " + std::to_string(lo) + ".." +
+              std::to_string(hi) + "): the rates would count completions outside their window");
   }
   if (need_expected) {
     d->expected = top.Object("expected_metrics");
