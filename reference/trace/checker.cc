@@ -1435,20 +1435,37 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     regressed = false;
   }
   src.restarted = false;
-  if (regressed) {
+  // One event numbered too high raises a gap, and the next event, numbered right, then repeats
+  // or undercuts its number; one numbered too low regresses, and the next then leaves a hole of
+  // one. Either is one mis-numbered event: the second code is not raised (one root cause, one
+  // code; the numbering continues from the event that was right).
+  const bool misnumbered_high =
+      regressed && src.gap_open && e.local_sequence == src.gap_expected + 1;
+  const bool misnumbered_low =
+      !regressed && src.regressed_prev && src.seen && e.local_sequence == src.last_seq + 2;
+  src.gap_open = false;
+  src.regressed_prev = false;
+  if (misnumbered_high) {
+    src.last_seq = e.local_sequence;
+    src.last_ns = e.monotonic_ns;
+  } else if (regressed) {
     Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
                std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
+    src.regressed_prev = true;
   } else {
     // A hole no larger than the events dropped (and reported) without a usable number since
     // the source's last event is theirs: not also a gap (one root cause, one code).
-    if (src.seen && e.local_sequence != src.last_seq + 1 &&
+    if (src.seen && e.local_sequence != src.last_seq + 1 && !misnumbered_low &&
         e.local_sequence - src.last_seq - 1 >
-            src.unnumbered + (unattributed_drops_ - src.unattributed_seen))
+            src.unnumbered + (unattributed_drops_ - src.unattributed_seen)) {
       Report(ErrorCode::TRACE_SEQUENCE_GAP, LinePtr() + "/local_sequence",
              "source \"" + std::string(e.source_instance) + "\" local_sequence jumps from " +
                  std::to_string(src.last_seq) + " to " + std::to_string(e.local_sequence) +
-                 " (an unexplained gap: the audit is incomplete)");
+                 " (an unexplained gap: the audit is incomplete, or this event is mis-numbered)");
+      src.gap_open = true;
+      src.gap_expected = src.last_seq + 1;
+    }
     src.unnumbered = 0;
     src.unattributed_seen = unattributed_drops_;
     if (src.seen && e.monotonic_ns < src.last_ns)

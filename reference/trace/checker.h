@@ -489,6 +489,11 @@ class TraceChecker {
     bool restarted = false;
     uint64_t restart_seq = 0;
     uint64_t restart_ns = 0;
+    // One mis-numbered event is one fault: the previous event of the source raised a gap (the
+    // number it should have had: gap_expected) or a regression, judged with the next event.
+    bool gap_open = false;
+    uint64_t gap_expected = 0;
+    bool regressed_prev = false;
   };
   // The declared source of `e`, checked against its component and the event type's plane;
   // nullptr after reporting TRACE_SOURCE_UNDECLARED.

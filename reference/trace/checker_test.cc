@@ -1364,9 +1364,42 @@ TEST(TraceGatingTest, RegressionLateRedeliveryIsNotReplayed) {
   const std::string misnumbered =
       Mutate(Mutate(Stage(2), R"("event_id":"e2")", R"("event_id":"e2x")"), R"("local_sequence":2)",
              R"("local_sequence":1)");
-  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + misnumbered + "\n" +
-                  Publish(3) + "\n"),
-            (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION", "TRACE_SEQUENCE_GAP"}));
+  // One event numbered too low: one code (the hole of one its true number leaves before the
+  // next event was a second code, TRACE_SEQUENCE_GAP, until 2026-12-04).
+  EXPECT_EQ(Codes(std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + misnumbered +
+                  "\n" + Publish(3) + "\n"),
+            (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"}));
+}
+
+// Regression (an adversarial probe, 2026-12-04): one event's local_sequence + 1 raised a gap at
+// it and a regression at the next event, numbered right. One mis-numbered event is one code.
+// Events delivered in swapped order (the later number first) stay a gap and a regression, as
+// documented: the second event is the one the gap missed.
+TEST(TraceGatingTest, RegressionOneMisnumberedEventIsOneCode) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n";
+  auto renumbered = [](const std::string& line, int from, int to) {
+    return Mutate(line, R"("local_sequence":)" + std::to_string(from),
+                  R"("local_sequence":)" + std::to_string(to));
+  };
+  for (int high : {3, 4}) {
+    const Violations v = ValidateTraceJsonl(
+        head + renumbered(Stage(2), 2, high) + "\n" + Publish(3) + "\n", "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SEQUENCE_GAP"}) << high;
+    EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+    EXPECT_EQ(v[0].line, 4u);
+  }
+  // The source goes on from the event numbered right: a later gap is still a gap.
+  EXPECT_EQ(Codes(head + renumbered(Stage(2), 2, 3) + "\n" + Publish(3) + "\n" +
+                  Read(5, "R", 1, 2) + "\n"),
+            (std::vector<std::string>{"TRACE_SEQUENCE_GAP"}));
+  const Violations twice = ValidateTraceJsonl(
+      head + renumbered(Stage(2), 2, 3) + "\n" + Publish(3) + "\n" + Read(5, "R", 1, 2) + "\n",
+      "t.jsonl");
+  EXPECT_EQ(twice.size(), 2u) << test::Describe(twice);
+  // Swapped delivery: the stage (2) after the publication (3).
+  EXPECT_EQ(Codes(head + Publish(3) + "\n" + Stage(2) + "\n"),
+            (std::vector<std::string>{"TRACE_SEQUENCE_GAP", "LIFECYCLE_LAYER_INCOMPLETE",
+                                      "TRACE_SEQUENCE_REGRESSION"}));
 }
 
 // Regression (gating sweep, 2026-12-03): a retry's input_token was not compared with the
