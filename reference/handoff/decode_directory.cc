@@ -154,19 +154,21 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
                            "publication of transfer " + transfer_id + " under generation " +
                                std::to_string(generation) + " but request " + request_id +
                                " is at generation " + std::to_string(e.current_generation));
+  std::string cache_handle_id;
+  lifecycle::Snapshot snapshot;
   if (auto z = nothing_to_move_.find(transfer_id); z != nothing_to_move_.end()) {
     // A zero-byte handoff: the fork of the visible prefix is the whole cache.
-    KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot whole, cache_.Read(z->second));
-    e.published = PublishedHandle{request_id,        generation, transfer_id, content_digest,
-                                  next_handle_id_++, z->second,  whole};
+    KVC_ASSIGN_OR_RETURN(snapshot, cache_.Read(z->second));
+    cache_handle_id = z->second;
     nothing_to_move_.erase(z);
-    ++publications_;
-    return PublishResult{*e.published, false};
+  } else {
+    // The all-layer publication itself: M5.1 compare-and-publish of the attempt's append.
+    KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, cache_.Publish(transfer_id));
+    cache_handle_id = receipt.handle_id;
+    snapshot = receipt.result;
   }
-  // The all-layer publication itself: M5.1 compare-and-publish of the attempt's append.
-  KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, cache_.Publish(transfer_id));
-  e.published = PublishedHandle{request_id,        generation,        transfer_id,   content_digest,
-                                next_handle_id_++, receipt.handle_id, receipt.result};
+  e.published = PublishedHandle{request_id,        generation,      transfer_id, content_digest,
+                                next_handle_id_++, cache_handle_id, snapshot};
   ++publications_;
   return PublishResult{*e.published, false};
 }

@@ -64,14 +64,19 @@ Violations ValidateDoc(const Json& doc, std::string* kind_out) {
   return k->validate_json(doc);
 }
 
-Violations ValidateJsonl(std::string_view text, const std::string& source, std::string* kind_out) {
-  size_t nl = text.find('\n');
-  auto header = ParseJsonStrict(text.substr(0, nl), source + ":1");
-  std::string kind = header.ok() ? KindOf(header->value) : "";
-  *kind_out = kind;
+// A JSON Lines text of the kind its header (already parsed) names.
+Violations ValidateJsonlOfKind(std::string_view text, const std::string& source,
+                               const std::string& kind) {
   const KindEntry* k = FindKind(kind);
   if (!k || !k->validate_jsonl) return UnknownKind(kind);
   return k->validate_jsonl(text, source);
+}
+
+Violations ValidateJsonl(std::string_view text, const std::string& source, std::string* kind_out) {
+  size_t nl = text.find('\n');
+  auto header = ParseJsonStrict(text.substr(0, nl), source + ":1");
+  *kind_out = header.ok() ? KindOf(header->value) : "";
+  return ValidateJsonlOfKind(text, source, *kind_out);
 }
 
 void FillLines(const ParsedJson& parsed, Violations* v) {
@@ -98,7 +103,8 @@ FixtureOutcome ValidateFile(const std::string& path) {
       o.error = header.status();
       return o;
     }
-    o.violations = ValidateJsonl(*text, path, &o.kind);
+    o.kind = KindOf(header->value);
+    o.violations = ValidateJsonlOfKind(*text, path, o.kind);
     return o;
   }
   auto parsed = ReadJsonFileStrict(path, /*record_locations=*/true);

@@ -66,9 +66,7 @@ Status CheckCoupledReorder(const std::vector<LiveSequenceRow>& before,
     // The whole of another parent's row: its state moved together, but not where parent_index
     // says (a message of one split field would name a split that did not happen).
     for (size_t q = 0; q < before.size(); ++q)
-      if (before[q].token_state == got.token_state && before[q].cache_handle == got.cache_handle &&
-          before[q].next_position == got.next_position &&
-          before[q].sampler_state == got.sampler_state)
+      if (before[q] == got)
         return ViolationStatus(ErrorCode::LIFECYCLE_REORDER_SPLIT_STATE,
                                "reorder row " + std::to_string(i) + " holds parent " +
                                    std::to_string(q) + "'s whole row, but parent_index names " +
