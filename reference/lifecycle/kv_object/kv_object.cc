@@ -14,6 +14,12 @@ namespace {
 // compiler moves the paths that build messages out of the hot code.
 [[gnu::cold]] std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
 [[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
+// The half-open interval of `count` rows from `start`, as "[start, end)" (every interval in a
+// message is written so); an end beyond 2^64 - 1 is written as the sum.
+[[gnu::cold]] std::string Span(uint64_t start, uint64_t count) {
+  if (count > UINT64_MAX - start) return "[" + U(start) + ", " + U(start) + " + " + U(count) + ")";
+  return "[" + U(start) + ", " + U(start + count) + ")";
+}
 
 [[gnu::cold]] Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
@@ -247,9 +253,9 @@ Status KvObject::CheckPositionBinding(const BeginAppendView& req, uint64_t end) 
   const BeginAppendView& b = req;  // the binding's members
   if (b.cache_position_start != req.interval.start || b.cache_position_count != req.interval.count)
     return V(ErrorCode::LIFECYCLE_POSITION_MISMATCH,
-             "append " + Q(req.txn_id) + ": cache_position [" + U(b.cache_position_start) + ", +" +
-                 U(b.cache_position_count) + "), expected [" + U(req.interval.start) + ", " +
-                 U(end) + ")");
+             "append " + Q(req.txn_id) + ": cache_position " +
+                 Span(b.cache_position_start, b.cache_position_count) + ", expected [" +
+                 U(req.interval.start) + ", " + U(end) + ")");
   if (b.mask_key_length != end)
     return V(ErrorCode::LIFECYCLE_MASK_LENGTH_MISMATCH,
              "append " + Q(req.txn_id) + ": mask key length " + U(b.mask_key_length) +
@@ -317,9 +323,9 @@ StatusOr<TxnState> KvObject::StageLayer(std::string_view txn_id, uint32_t layer,
                  Q(cache_abi) + ", txn has " + Q(abi_.id));
   if (!(interval == t.request.interval))
     return V(ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH,
-             "stage: txn " + Q(txn_id) + " layer " + U(layer) + " interval [" +
-                 U(interval.start) + ", +" + U(interval.count) + "), expected [" +
-                 U(t.request.interval.start) + ", +" + U(t.request.interval.count) + ")");
+             "stage: txn " + Q(txn_id) + " layer " + U(layer) + " interval " +
+                 Span(interval.start, interval.count) + ", expected " +
+                 Span(t.request.interval.start, t.request.interval.count));
   if (!k && !v) return InvalidArgument("stage: neither K nor V rows");
   const LayerStage l = t.layers[layer];
   if ((k && l.k) || (v && l.v))
