@@ -1,6 +1,7 @@
 // TraceChecker: header, envelope and audit-stream rules; event handlers are in event_types.cc.
 #include "reference/trace/checker.h"
 
+#include <poll.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -596,6 +597,10 @@ bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
 void TraceChecker::Poison(const std::string& id) { poisoned_[id] = line_; }
+bool TraceChecker::IsPoisonedOp(std::string_view op_id) const {
+  return !poisoned_.empty() && IsPoisoned("op:" + std::string(op_id));
+}
+void TraceChecker::PoisonOp(std::string_view op_id) { Poison("op:" + std::string(op_id)); }
 bool TraceChecker::IsGatedRequest(std::string_view id) {
   if (poisoned_.empty()) return false;
   return IsPoisoned("request:" + std::string(id)) ||
@@ -603,7 +608,7 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
 }
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (e.operation_id) {
-    Poison(std::string(*e.operation_id));
+    PoisonOp(*e.operation_id);
     // The transfer plane gates its transfers under their own key (transfer_events.cc).
     if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
   }
@@ -1296,7 +1301,7 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // readable component the operation may be a transfer, and without a readable type any row's
     // names may be what it created).
     if (operation_id) {
-      Poison(*operation_id);
+      PoisonOp(*operation_id);
       if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
     }
     if (request_id) Poison("request:" + *request_id);
@@ -1453,6 +1458,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
                std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
     src.regressed_prev = true;
+    // If the next event continues this number, the source restarted its numbering within the
+    // window (a worker restarted early in its life): it is followed from here, as above.
+    src.restarted = true;
+    src.restart_seq = e.local_sequence;
+    src.restart_ns = e.monotonic_ns;
   } else {
     // A hole no larger than the events dropped (and reported) without a usable number since
     // the source's last event is theirs: not also a gap (one root cause, one code).
@@ -1652,7 +1662,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     std::vector<const std::pair<const std::string, Op>*> open;
     for (const auto& kv : ops_) {
       const lifecycle::AppendTxn* t = kv_->FindTxn(kv.first);
-      if (t && !IsPoisoned(kv.first) && !IsPoisoned("request:" + kv.second.request_id) &&
+      if (t && !IsPoisonedOp(kv.first) && !IsPoisoned("request:" + kv.second.request_id) &&
           (t->state == lifecycle::TxnState::kOpen || t->state == lifecycle::TxnState::kPrepared))
         open.push_back(&kv);
     }
@@ -1741,6 +1751,10 @@ class BlockLineReader {
         buf_.resize(2 * capacity() + simdjson::SIMDJSON_PADDING);
       const size_t n = std::fread(buf_.data() + end_, 1, capacity() - end_, f_);
       if (n == 0) {
+        if (std::ferror(f_) && (errno == EAGAIN || errno == EWOULDBLOCK) && WaitReadable()) {
+          std::clearerr(f_);  // a non-blocking pipe with nothing yet: wait for its writer
+          continue;
+        }
         eof_ = true;
         if (std::ferror(f_)) read_errno_ = errno;
       }
@@ -1770,6 +1784,14 @@ class BlockLineReader {
   int read_errno() const { return read_errno_; }
 
  private:
+  // Blocks until f_'s descriptor is readable (or hung up); false when it cannot wait.
+  bool WaitReadable() {
+    pollfd p{fileno(f_), POLLIN, 0};
+    for (;;) {
+      if (::poll(&p, 1, -1) >= 0) return true;
+      if (errno != EINTR) return false;
+    }
+  }
   static constexpr size_t kBlock = size_t{1} << 20;
   size_t capacity() const { return buf_.size() - simdjson::SIMDJSON_PADDING; }
   FILE* f_;
@@ -1846,6 +1868,9 @@ Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   }
   const bool mid_line = reader.ended_mid_line();
   KVC_RETURN_IF_ERROR(CloseTrace(path, f, reader));
+  if (mid_line && line == kMaxTraceLines)  // the cut last line would be line 2^32
+    return OutOfRange(path + ": more than " + std::to_string(kMaxTraceLines) +
+                      " lines (violations name 32-bit line numbers); split the trace");
   checker->Finish(mid_line);
   return Status::Ok();
 }

@@ -370,11 +370,17 @@ class TraceChecker {
   std::optional<uint64_t> OpBaseVersion(std::string_view id);
   // After the first publication of `id`: drops its op record and its entry in op_ids.
   void DropPublishedOp(std::string_view id);
-  bool IsPoisoned(std::string_view op_id) const;
+  // Gates are keyed by kind: "op:" + an operation id (IsPoisonedOp, PoisonOp), "request:" + a
+  // request id, "transfer:" + a transfer id, and the transfer plane's declaration gates. Ids from
+  // the trace never name a gate of another kind (an operation id "request:B" gates operation
+  // "request:B", not request B).
+  bool IsPoisoned(std::string_view key) const;
+  bool IsPoisonedOp(std::string_view op_id) const;
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);
-  void Poison(const std::string& op_id);
+  void Poison(const std::string& key);
+  void PoisonOp(std::string_view op_id);
   // Gating of an event that is not replayed although the runtime reports it took effect (its
   // type, envelope or payload is unusable, or the contract refuses it): the checker's state of
   // its operation and of its request is no longer the runtime's, so the later events of both

@@ -1402,6 +1402,65 @@ TEST(TraceGatingTest, RegressionOneMisnumberedEventIsOneCode) {
                                       "TRACE_SEQUENCE_REGRESSION"}));
 }
 
+// Regression (a vendor's probe, 2026-12-04): a worker restarted within its source's first 32
+// events (numbering from 0 again) raised TRACE_SEQUENCE_REGRESSION at every event until its
+// numbering passed the old one; a restart after 32 events was one code. A restart is one
+// regression wherever it happens: the next event continuing the new number is followed.
+TEST(TraceGatingTest, RegressionASourceRestartedEarlyIsOneRegression) {
+  auto fresh = [](std::string line, int seq) {  // the restarted worker's events: new ids
+    return Mutate(std::move(line), "\"event_id\":\"e" + std::to_string(seq) + "\"",
+                  "\"event_id\":\"x" + std::to_string(seq) + "\"");
+  };
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                        "\n" + Publish(3) + "\n" + Read(4, "R", 1, 2) + "\n" + Read(5, "R", 1, 2) +
+                        "\n" + fresh(Read(0, "R", 1, 2), 0) + "\n" + fresh(Read(1, "R", 1, 2), 1) +
+                        "\n" + fresh(Read(2, "R", 1, 2), 2) + "\n";
+  const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"});
+  EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].line, 8u);
+  // A later hole in the new numbering is still a gap.
+  EXPECT_EQ(Codes(t + fresh(Read(4, "R", 1, 2), 4) + "\n"),
+            (std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION", "TRACE_SEQUENCE_GAP"}));
+}
+
+// Regression (an adversarial probe, 2026-12-04): gates were keyed by a bare operation id next
+// to "request:" + a request id, so a dropped event whose operation_id was "request:R" gated
+// request R, and R's own violations were lost.
+TEST(TraceGatingTest, RegressionAnOperationIdNamedLikeARequestGateGatesOnlyItsOperation) {
+  const std::string dropped =
+      Ev(1, "append_start",
+         R"("request_id":"X","handle_generation":0,"operation_id":"request:R","base_snapshot":0,)"
+         R"("outcome":"cancelled","payload":{"interval":[0,2],"cache_position":[0,2],)"
+         R"("mask_key_length":2,"position_stage":"post_rope","purpose":"prefill"})");
+  const std::string t = std::string(kHeader) + "\n" + Mutate(Alloc(0), "\"R\"", "\"X\"") + "\n" +
+                        dropped + "\n" + Alloc(2) + "\n" +
+                        Mutate(Start(3), "\"base_snapshot\":0", "\"base_snapshot\":5") + "\n";
+  EXPECT_EQ(Codes(t),
+            (std::vector<std::string>{"TRACE_OUTCOME_INVALID", "LIFECYCLE_UNKNOWN_SNAPSHOT"}));
+}
+
+// Regression (a vendor's probe, 2026-12-04): a fork child declared at a handle generation other
+// than 0 was TRACE_SNAPSHOT_MISMATCH at the fork, then TRACE_HANDLE_GENERATION_MISMATCH at each
+// of the child's events naming the generation the runtime gave it (one root cause, two codes).
+TEST(TraceGatingTest, RegressionAForkChildsWrongGenerationIsOneCode) {
+  const std::string fork =
+      Ev(4, "fork",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+         R"("payload":{"prefix_length":2,"children":[{"request_id":"C","handle_generation":7}]})");
+  const std::string t =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+      Publish(3) + "\n" + fork + "\n" +
+      Mutate(Read(5, "C", 0, 2), "\"handle_generation\":0", "\"handle_generation\":7") + "\n";
+  const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
+  EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+  // The parent is judged as before: a read of a length it does not have is a second violation.
+  const Violations parent = ValidateTraceJsonl(t + Read(6, "R", 1, 3) + "\n", "t.jsonl");
+  ASSERT_EQ(parent.size(), 2u) << test::Describe(parent);
+  EXPECT_EQ(parent[1].line, 8u);
+}
+
 // Regression (gating sweep, 2026-12-03): a retry's input_token was not compared with the
 // original's. A retry of the request's latest publication, or of an operation still open, claims
 // the token the original processed; a retry that states none is not compared.
@@ -1574,6 +1633,36 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   const Violations f = ValidateTraceJsonl(finished + Allocator("e5", 0, 0) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(f), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(f);
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
+}
+
+// Regression (a vendor's probe, 2026-12-04): a truncate to 0 rows (vLLM's preemption by
+// recompute) leaves the handle holding nothing, and an allocator that frees its blocks then
+// reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or
+// request_allocate only") while the residency plane's 0 bytes after the same truncate passed.
+TEST(TraceCheckerTest, RegressionNoBlocksHeldAfterATruncateToZeroRows) {
+  const std::string header = Mutate(
+      kHeader, R"("source_component":"semantic"})",
+      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
+  const std::string published =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  auto truncated = [&](int length) {
+    return published +
+           Ev(4, "truncate",
+              R"("request_id":"R","handle_generation":0,"base_snapshot":1,"result_snapshot":2,)"
+              R"("payload":{"new_length":)" +
+                  std::to_string(length) + "}") +
+           "\n";
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Codes(truncated(0) + Allocator("e4", 0, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(truncated(0) + Allocator("e4", 1, 0) + "\n"), V{});  // blocks kept
+  // One row left is storage held: all zero after it is still the wrong cause.
+  const Violations v = ValidateTraceJsonl(truncated(1) + Allocator("e4", 0, 0) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("after a truncate event"), std::string::npos) << v[0].message;
+  const Violations p = ValidateTraceJsonl(published + Allocator("e3", 0, 0) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(p), V{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_NE(p[0].message.find("after an append_publish event"), std::string::npos) << p[0].message;
 }
 
 // Regression (an adversarial probe, 2026-12-03): a number beyond 64 bits (valid JSON) was

@@ -240,7 +240,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return c.DropEvent(e);  // the transaction it opened is unknown: its later events are gated
   }
   if (!a) {
-    c.Poison(std::string(*e.operation_id));
+    c.PoisonOp(*e.operation_id);
     return;
   }
   if (a->purpose == "verify" && (!a->drafts || !a->accepted)) {
@@ -252,7 +252,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return c.DropEvent(e);
   }
   const Snapshot* cur = CurrentRef(c, e);
-  if (!cur) return c.Poison(std::string(*e.operation_id));
+  if (!cur) return c.PoisonOp(*e.operation_id);
   CheckRefusedBaseReached(c, e, *cur);
   // Views of the event (valid for the handler): BeginAppend copies what its record keeps.
   lifecycle::BeginAppendView r;
@@ -356,10 +356,10 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   // refusal raised TRACE_OUTCOME_INVALID).
   if (!retry && KeyEquals(e.outcome, "rejected") && req && req->frontier.tracked() &&
       !req->frontier.CheckAppend(call).ok())
-    return c.Poison(std::string(*e.operation_id));
+    return c.PoisonOp(*e.operation_id);
   bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
   if (!ok) {
-    if (!retry) c.Poison(std::string(*e.operation_id));
+    if (!retry) c.PoisonOp(*e.operation_id);
     return;
   }
   // The output frontier judges an append the lifecycle object admitted (one refused by the
@@ -434,7 +434,7 @@ struct StageLayerArgs {
 };
 
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
-  if (c.IsPoisoned(*e.operation_id)) return;
+  if (c.IsPoisonedOp(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
@@ -464,7 +464,7 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
 }
 
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
-  if (c.IsPoisoned(*e.operation_id)) return;
+  if (c.IsPoisonedOp(*e.operation_id)) return;
   CheckOperationRequest(c, e);
   const bool refused = KeyEquals(e.outcome, "rejected");
   if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
@@ -476,7 +476,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   });
   // A lost compare-and-publish creates no snapshot. (When the contract admits the publication,
   // Apply reported the outcome and gated the operation: its result claim is then not judged.)
-  if (refused && !c.IsPoisoned(*e.operation_id)) NoResultAllowed(c, e);
+  if (refused && !c.IsPoisonedOp(*e.operation_id)) NoResultAllowed(c, e);
   if (!ok || !receipt.txn) return;
   // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
   // object has published or replayed it): later events are judged on that (one code).
@@ -521,7 +521,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
-  if (!p.clean() || c.IsPoisoned(*e.operation_id)) return;
+  if (!p.clean() || c.IsPoisonedOp(*e.operation_id)) return;
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
@@ -647,10 +647,14 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   for (size_t i = 0; i < kids.size(); ++i)
-    if (kids[i].second != 0)
+    if (kids[i].second != 0) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
                c.LinePtr() + "/payload/children/" + U(i) + "/handle_generation",
                "a fork child starts at handle generation 0, not " + U(kids[i].second));
+      // The runtime's child is another incarnation than the replay's: the child's later events
+      // (naming that generation) are not judged again (gating: one root cause, one code).
+      c.Poison("request:" + kids[i].first);
+    }
   if (e.result_snapshot && *e.result_snapshot != 0)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
              "fork children start at snapshot 0, not " + U(*e.result_snapshot));
@@ -884,13 +888,15 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
                           : mutation && info.type != "release";
   if (!ok) {
     std::string why =
-        observes_none ? "no storage (all zero) follows release or request_allocate only"
+        observes_none ? "no storage (all zero) follows release, request_allocate, or a truncate "
+                        "or fork that leaves 0 rows"
                       : "held storage follows request_allocate, append_publish, fork or truncate";
     if (info.type == "finish") why += " (finish is not a physical free)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) +
-                 (observes_none ? " observes no storage" : " observes storage held") + " after a " +
-                 std::string(info.type) + " event; " + why);
+                 (observes_none ? " observes no storage" : " observes storage held") + " after " +
+                 (info.type.front() == 'a' ? "an " : "a ") + std::string(info.type) + " event; " +
+                 why);
     return false;
   }
   return true;
@@ -907,7 +913,12 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
     return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slot_ids",
                     U(slot_ids->size()) + " slot ids listed for " + U(*slots) + " slots");
   bool is_free = *blocks == 0 && *slots == 0 && *used == 0;
-  if (!CheckCauseKind(c, e, *info, is_free, is_free)) return;
+  // A truncate to 0 rows (or a fork of an empty prefix) leaves the handle holding nothing: an
+  // allocator that frees its blocks then is judged as storage held, of 0 rows (the residency
+  // plane's 0 bytes after it already is).
+  const bool holds_no_rows =
+      info->committed_length == 0 && (info->type == "truncate" || info->type == "fork");
+  if (!CheckCauseKind(c, e, *info, is_free && !holds_no_rows, is_free)) return;
   if (*used > *slots)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
              U(*used) + " used slots exceed " + U(*slots) + " allocated slots");
