@@ -42,6 +42,11 @@ struct AppendCall {
 class FrontierState {
  public:
   explicit FrontierState(uint64_t prompt_length) : prompt_length_(prompt_length) {}
+  // A request whose first `prompt_rows` prompt rows are already committed without a call of its
+  // own (a prefix-cache hit: a fork child with a prompt of its own). No logits are ready and no
+  // output is emitted. Requires prompt_rows <= prompt_length.
+  FrontierState(uint64_t prompt_length, uint64_t prompt_rows)
+      : prompt_length_(prompt_length), prompt_rows_(prompt_rows) {}
 
   // Checks `call` against the frontier before it begins (FRONTIER_*/SERVICE_PHASE_* codes).
   Status CheckAppend(const AppendCall& call) const;

@@ -1665,6 +1665,54 @@ TEST(TraceCheckerTest, RegressionNoBlocksHeldAfterATruncateToZeroRows) {
   EXPECT_NE(p[0].message.find("after an append_publish event"), std::string::npos) << p[0].message;
 }
 
+// A prefix-cache hit (a vendor's probe, 2026-12-04): a new request whose prompt starts with rows
+// another request committed is a fork child with a prompt of its own. Without prompt_length the
+// child continued the parent's prompt (complete), so its own prompt rows were
+// SERVICE_PHASE_PROMPT_OVERRUN.
+TEST(TraceCheckerTest, ForkChildWithItsOwnPromptIsAPrefixCacheHit) {
+  auto fork = [](const std::string& child) {
+    return Ev(4, "fork",
+              R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+              R"("payload":{"prefix_length":2,"children":[)" +
+                  child + "]}");
+  };
+  const std::string c = R"("request_id":"C","handle_generation":0,)";
+  const std::string prefill =
+      Ev(5, "append_start",
+         c + R"("operation_id":"c","base_snapshot":0,"payload":{"interval":[2,5],)"
+             R"("cache_position":[2,5],"mask_key_length":5,"position_stage":"post_rope",)"
+             R"("purpose":"prefill"})") +
+      "\n" +
+      Ev(6, "append_stage_layer",
+         c + R"("operation_id":"c","payload":{"layer":0,"interval":[2,5]})") +
+      "\n" +
+      Ev(7, "append_publish",
+         c + R"("operation_id":"c","base_snapshot":0,"result_snapshot":1,)"
+             R"("payload":{"committed_length":5})") +
+      "\n";
+  const std::string emit =
+      Ev(8, "output_emit", c + R"("base_snapshot":1,"payload":{"output_index":0,"token":9})") +
+      "\n";
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n" + Publish(3) + "\n";
+  using V = std::vector<std::string>;
+  const std::string own = R"({"request_id":"C","prompt_length":5})";
+  EXPECT_EQ(Codes(head + fork(own) + "\n" + prefill + emit), V{});
+  // Without its own prompt the child continues the parent's, which is complete.
+  EXPECT_EQ(Codes(head + fork(R"({"request_id":"C"})") + "\n" + prefill),
+            V{"SERVICE_PHASE_PROMPT_OVERRUN"});
+  // The hit brings no logits: output 0 waits for the rest of the prompt.
+  EXPECT_EQ(
+      Codes(head + fork(own) + "\n" + Mutate(emit, "\"local_sequence\":8", "\"local_sequence\":5")),
+      V{"FRONTIER_OUTPUT_BEFORE_LOGITS"});
+  // A shared prefix longer than the child's prompt: one code; the child's events are gated.
+  const Violations v = ValidateTraceJsonl(
+      head + fork(R"({"request_id":"C","prompt_length":1})") + "\n" + prefill + emit, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), V{"INPUT_VALUE_OUT_OF_RANGE"}) << test::Describe(v);
+  EXPECT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/5/payload/children/0/prompt_length");
+}
+
 // Regression (an adversarial probe, 2026-12-03): a number beyond 64 bits (valid JSON) was
 // "not JSON: Problem while parsing a number" with no member named, and the request of the line
 // (its allocation here) then cascaded into LIFECYCLE_UNKNOWN_HANDLE. Now it is

@@ -629,23 +629,42 @@ void GateFork(TraceChecker& c, const simdjson::dom::element& payload, bool sure)
   }
 }
 
+// A fork that is not replayed (its parent does not exist here, or its payload is refused)
+// creates no children: those the runtime created are gated.
+void DropFork(TraceChecker& c, const Event& e,
+              const std::vector<std::pair<std::string, uint64_t>>& kids) {
+  if (!KeyEquals(e.outcome, "rejected"))
+    for (const auto& k : kids)
+      if (!c.kv().Find(k.first)) c.Poison("request:" + k.first);
+}
+
 void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   auto prefix = p.Uint("prefix_length");
   std::vector<std::pair<std::string, uint64_t>> kids;
+  std::vector<std::optional<uint64_t>> prompts;  // a child's own prompt_length, if stated
   p.ObjectArray("children", [&](ObjReader& k) {
     auto id = k.Str("request_id");
     auto gen = k.OptUint("handle_generation");
-    if (id) kids.emplace_back(*id, gen.value_or(0));
+    auto prompt = k.OptUint("prompt_length");
+    if (id) {
+      kids.emplace_back(*id, gen.value_or(0));
+      prompts.push_back(prompt);
+    }
   });
   if (!p.clean() || !prefix) return;
+  // A child with a prompt of its own (a prefix-cache hit) shares rows of that prompt only.
+  for (size_t i = 0; i < prompts.size(); ++i)
+    if (prompts[i] && *prompts[i] < *prefix) {
+      c.Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
+               c.LinePtr() + "/payload/children/" + U(i) + "/prompt_length",
+               "child \"" + kids[i].first + "\" has a prompt of " + U(*prompts[i]) +
+                   " rows but shares a prefix of " + U(*prefix) +
+                   " (a prefix-cache hit shares rows of the child's own prompt: prefix_length <= "
+                   "prompt_length)");
+      return DropFork(c, e, kids);
+    }
   auto cur = Current(c, e);
-  if (!cur) {
-    // Not replayed (a fork of a request that does not exist here): it creates no children.
-    if (!KeyEquals(e.outcome, "rejected"))
-      for (const auto& k : kids)
-        if (!c.kv().Find(k.first)) c.Poison("request:" + k.first);
-    return;
-  }
+  if (!cur) return DropFork(c, e, kids);
   for (size_t i = 0; i < kids.size(); ++i)
     if (kids[i].second != 0) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
@@ -676,9 +695,13 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
-  for (const auto& id : ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string& id = ids[i];
     TraceChecker::Request& child = c.NewRequest(id, 0, 0);
-    if (parent) {
+    if (prompts[i]) {
+      // Its own prompt, the first prefix_length rows of it shared: no outputs, no logits yet.
+      child.frontier = frontier::FrontierState(*prompts[i], *prefix);
+    } else if (parent) {
       // The child's outputs are the parent's up to its prefix (a shorter prefix rolls back).
       child.frontier = parent->frontier;
       child.frontier.Truncate(*prefix);
