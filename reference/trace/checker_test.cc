@@ -1713,6 +1713,46 @@ TEST(TraceCheckerTest, ForkChildWithItsOwnPromptIsAPrefixCacheHit) {
   EXPECT_EQ(v[0].pointer, "/5/payload/children/0/prompt_length");
 }
 
+// trace-format.md "Emitting from an engine": a decode worker continues the first token the
+// prefill worker sampled by forking the prefill request at S after its output 0; the child
+// processes output 0 in its first decode and emits from output 1.
+TEST(TraceCheckerTest, DecodeWorkerContinuesThePrefillsFirstTokenAsAFork) {
+  const std::string d = R"("request_id":"D","handle_generation":0,)";
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string t =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+      Publish(3) + "\n" +
+      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" +
+      Ev(5, "fork",
+         r + R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"D"}]})") +
+      "\n" +
+      Ev(6, "finish",
+         r + R"("base_snapshot":1,"result_snapshot":1,"payload":{"emitted_outputs":1})") +
+      "\n" +
+      Ev(7, "release",
+         r + R"("base_snapshot":1,"result_snapshot":2,"payload":{"result_handle_generation":1})") +
+      "\n" +
+      Ev(8, "append_start",
+         d + R"("operation_id":"dd","base_snapshot":0,"payload":{"interval":[2,3],)"
+             R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+             R"("purpose":"decode","input_token":7})") +
+      "\n" +
+      Ev(9, "append_stage_layer",
+         d + R"("operation_id":"dd","payload":{"layer":0,"interval":[2,3]})") +
+      "\n" +
+      Ev(10, "append_publish",
+         d + R"("operation_id":"dd","base_snapshot":0,"result_snapshot":1,"payload":{"committed_length":3})") +
+      "\n";
+  const std::string emit1 =
+      Ev(11, "output_emit", d + R"("base_snapshot":1,"payload":{"output_index":1,"token":8})") +
+      "\n";
+  EXPECT_EQ(Codes(t + emit1), std::vector<std::string>{});
+  // Output 0 is the prefill worker's: emitting it again on the decode side is a duplicate.
+  EXPECT_EQ(Codes(t + Mutate(emit1, "\"output_index\":1", "\"output_index\":0")),
+            std::vector<std::string>{"FRONTIER_OUTPUT_INDEX_GAP"});
+}
+
 // Regression (an adversarial probe, 2026-12-03): a number beyond 64 bits (valid JSON) was
 // "not JSON: Problem while parsing a number" with no member named, and the request of the line
 // (its allocation here) then cascaded into LIFECYCLE_UNKNOWN_HANDLE. Now it is
