@@ -896,20 +896,26 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   const ErrorCode malformed =
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED;
   StatusOr<ParsedJson> parsed = ParseJsonStrict(line, "", /*record_locations=*/true);
-  std::string copy;
-  if (!parsed.ok() &&
-      parsed.status().message().find("out of the range of a double") != std::string::npos) {
+  std::string copy(line);
+  // Where the copy's replacements end and how much longer each made it (for columns).
+  std::vector<std::pair<size_t, ptrdiff_t>> grown;
+  constexpr std::string_view kBig = "18446744073709551616";
+  while (!parsed.ok() &&
+         parsed.status().message().find("out of the range of a double") != std::string::npos) {
     // Valid JSON too (RFC 8259 bounds no number): read it again with that number replaced by
-    // one the strict reader keeps (2^64, as a double), so the search below names its member.
+    // one the strict reader keeps (2^64, as a double), so the search below names its member;
+    // each pass replaces the next such number (the loop ends: each shortens what is left).
     const std::string m = parsed.status().message();
     const size_t column = std::strtoull(m.c_str() + std::min<size_t>(3, m.size()), nullptr, 10);
-    if (column >= 1 && column <= line.size()) {
-      size_t end = column - 1;
-      while (end < line.size() && std::strchr("+-.0123456789eE", line[end]) != nullptr) ++end;
-      copy = std::string(line.substr(0, column - 1)) + "18446744073709551616" +
-             std::string(line.substr(end));
-      parsed = ParseJsonStrict(copy, "", /*record_locations=*/true);
-    }
+    if (column < 1 || column > copy.size()) break;
+    size_t end = column - 1;
+    while (end < copy.size() && std::strchr("+-.0123456789eE", copy[end]) != nullptr) ++end;
+    const size_t len = end - (column - 1);
+    if (len == 0) break;
+    copy.replace(column - 1, len, kBig);
+    grown.emplace_back(column - 1 + kBig.size(),
+                       static_cast<ptrdiff_t>(kBig.size()) - static_cast<ptrdiff_t>(len));
+    parsed = ParseJsonStrict(copy, "", /*record_locations=*/true);
   }
   if (!parsed.ok()) {
     // "<source>:1:<column>: what": the line is one line, so only the column is news.
@@ -940,9 +946,19 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   };
   if (!find(parsed->value, "")) return false;
   const auto pos = parsed->locations.find(found);
+  // The column in the line as written: less what the replacements before it added.
+  auto original_column = [&](size_t column) {
+    ptrdiff_t c = static_cast<ptrdiff_t>(column);
+    for (const auto& [copy_end, added] : grown)
+      if (copy_end < column) c -= added;
+    return c;
+  };
   Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
          LinePtr() + found,
-         at + (pos != parsed->locations.end() ? std::to_string(pos->second.column) + ":" : "") +
+         at +
+             (pos != parsed->locations.end()
+                  ? std::to_string(original_column(pos->second.column)) + ":"
+                  : "") +
              " " + found +
              " is a number beyond 64 bits; every integer of the format is a "
              "uint64 (at most 18446744073709551615) or an int64 (the line is not replayed)");

@@ -1771,6 +1771,19 @@ TEST(TraceCheckerTest, RegressionANumberBeyond64BitsNamesItsMember) {
     EXPECT_EQ(v[0].pointer, "/1/monotonic_ns");
     EXPECT_NE(v[0].message.find("t.jsonl:2:"), std::string::npos) << v[0].message;
   }
+  // Two numbers beyond a double on one line (an adversarial probe, 2026-12-04: "not JSON", and
+  // the request cascaded): the first is named, at its column in the line as written.
+  const std::string two =
+      Mutate(Mutate(Alloc(0), R"("local_sequence":0)", R"("local_sequence":1e400)"),
+             R"("monotonic_ns":100)", R"("monotonic_ns":-1e999)");
+  const Violations both =
+      ValidateTraceJsonl(std::string(kHeader) + "\n" + two + "\n" + rest, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(both), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
+      << test::Describe(both);
+  EXPECT_EQ(both[0].pointer, "/1/local_sequence");
+  const size_t column = two.find("1e400") + 1;
+  EXPECT_NE(both[0].message.find("t.jsonl:2:" + std::to_string(column) + ":"), std::string::npos)
+      << both[0].message;
   const Violations v = ValidateTraceJsonl(
       std::string(kHeader) + "\n" +
           Mutate(Alloc(0), R"("monotonic_ns":100)", R"("monotonic_ns":1x)") + "\n",
