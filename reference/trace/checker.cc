@@ -177,8 +177,12 @@ void ObjReader::Index(const dom::object& obj) {
   for (auto field : obj) {
     const uint64_t tag = KeyTag(field.key);
     if (m.IndexOf(field.key, tag) != Impl::kMax) {
-      Bad(ErrorCode::TRACE_LINE_MALFORMED, field.key,
-          "duplicate object key \"" + std::string(field.key) + "\"");
+      // On line 1 the line is the header: a duplicate there is a header the checker refuses.
+      const std::string& at = pointer();
+      const bool header = at == "/0" || at.rfind("/0/", 0) == 0;
+      Bad(header ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED, field.key,
+          "duplicate object key \"" + std::string(field.key) + "\"" +
+              (header ? " in the header; the trace is not replayed" : ""));
       continue;
     }
     if (m.n == Impl::kMax) {

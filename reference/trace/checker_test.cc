@@ -138,6 +138,20 @@ TEST(TraceCheckerTest, DuplicateKeysAreRejected) {
   a.insert(a.size() - 1, R"(,"event_type":"read")");
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" + a + "\n"),
             (std::vector<std::string>{"TRACE_LINE_MALFORMED"}));
+  // In the header (line 1), at any depth, the code is the header's (an adversarial probe,
+  // 2026-12-04: TRACE_LINE_MALFORMED, and nothing said the trace was not replayed).
+  for (const std::string& dup : {std::string(R"(,"audit":"complete"})"),
+                                 std::string(R"(,"audit":"complete","cache_abi":{"id":"x"}})")}) {
+    std::string h = kHeader;
+    h.replace(h.size() - 1, 1, dup);
+    const Violations v = ValidateTraceJsonl(h + "\n" + Alloc(0) + "\n", "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_HEADER_INVALID"})
+        << test::Describe(v);
+    EXPECT_NE(v[0].message.find("the trace is not replayed"), std::string::npos) << v[0].message;
+  }
+  std::string nested = kHeader;
+  nested.replace(nested.find(R"("num_layers":1)"), 14, R"("num_layers":1,"num_layers":1)");
+  EXPECT_EQ(Codes(nested + "\n"), (std::vector<std::string>{"TRACE_HEADER_INVALID"}));
 }
 
 // Member lookup compares a key tag (length, first and last byte) before the bytes and starts
