@@ -17,6 +17,11 @@ expect_out() {  # expect_out NAME GREP_PATTERN
   if grep -qE -- "$2" "$T/out"; then pass=$((pass+1)); else
     fail=$((fail+1)); echo "FAIL $1: output lacks /$2/"; sed 's/^/    /' "$T/out" | head -20; fi
 }
+expect_lines() {  # expect_lines NAME N: the output has exactly N lines
+  local n; n=$(wc -l <"$T/out")
+  if [ "$n" -eq "$2" ]; then pass=$((pass+1)); else
+    fail=$((fail+1)); echo "FAIL $1: $n output lines, expected $2"; sed 's/^/    /' "$T/out" | head -20; fi
+}
 
 M=fixtures/m5_1/manifest/request_cache_manifest.json
 check validate_ok 0 "$K" validate "$M"
@@ -112,6 +117,21 @@ sed 's/"event_type": "allocator_obs"/"event_type": "x\\u0001\\u001b\\ufffe"/' "$
 check check_junit_controls_parse 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/nasty.xml"
 check check_text_controls 1 "$K" check "$T/nasty.jsonl"
 expect_out check_text_controls_escaped 'event_type "x\\x01\\x1B'
+# Text reports write every string quoted from the input, file names and IoError text included,
+# through one escape (docs/cli.md "Text output"): a control, a C1 control, U+2028/U+2029 and a
+# byte of no UTF-8 sequence as \xNN per byte, a backslash as \\, so one violation is one line and
+# no trace string or file name can forge another line (regression: probe 6, 2026-12-04).
+sed 's/"event_type": "allocator_obs"/"event_type": "c1\\u0085\\u009b[31m ls\\u2028\\u2029 bs\\\\x0A"/' "$T/unknown_type.jsonl" >"$T/c1.jsonl"
+check check_text_c1 1 "$K" check "$T/c1.jsonl"; expect_lines check_text_c1_one_line 2
+expect_out check_text_c1_escaped 'event_type "c1\\xC2\\x85\\xC2\\x9B\[31m ls\\xE2\\x80\\xA8\\xE2\\x80\\xA9 bs\\\\x0A"'
+# File names: a passing trace named "a<newline>fake.jsonl: pass (...).jsonl" gives one verdict line.
+N="a
+fake.jsonl: pass (35 events, 0 violations).jsonl"
+cp "$TR" "$T/$N"
+check check_text_file_name 0 "$K" check "$T/$N"; expect_lines check_text_file_name_one_line 1
+expect_out check_text_file_name_escaped '/a\\x0Afake\.jsonl: pass \(35 events, 0 violations\)\.jsonl: pass \('
+check check_text_missing_file_name 2 "$K" check "$T/nope
+fake.jsonl"; expect_lines check_text_missing_file_name_one_line 1; expect_out check_text_missing_file_name_msg 'nope\\x0Afake\.jsonl: cannot open'
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with
 # runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
 for ids in short runtime; do
