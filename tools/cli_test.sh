@@ -132,6 +132,11 @@ check check_text_file_name 0 "$K" check "$T/$N"; expect_lines check_text_file_na
 expect_out check_text_file_name_escaped '/a\\x0Afake\.jsonl: pass \(35 events, 0 violations\)\.jsonl: pass \('
 check check_text_missing_file_name 2 "$K" check "$T/nope
 fake.jsonl"; expect_lines check_text_missing_file_name_one_line 1; expect_out check_text_missing_file_name_msg 'nope\\x0Afake\.jsonl: cannot open'
+# validate's text report too: an event_type that quotes a newline and "other file: OK" is one line.
+sed 's/"event_type": "allocator_obs"/"event_type": "x\\n\\u001b[2K\\rspoof.jsonl: OK (kvconform.trace\/1)"/' "$T/unknown_type.jsonl" >"$T/spoof.jsonl"
+check validate_text_newline 1 "$K" validate "$T/spoof.jsonl"; expect_lines validate_text_newline_one_line 1
+expect_out validate_text_newline_escaped "spoof.jsonl:7: TRACE_EVENT_TYPE_UNKNOWN at '/6/event_type': event_type \"x\\\\x0A\\\\x1B\[2K\\\\x0Dspoof.jsonl: OK"
+check validate_text_file_name 0 "$K" validate "$T/$N"; expect_lines validate_text_file_name_one_line 1
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with
 # runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
 for ids in short runtime; do
