@@ -137,6 +137,13 @@ sed 's/"event_type": "allocator_obs"/"event_type": "x\\n\\u001b[2K\\rspoof.jsonl
 check validate_text_newline 1 "$K" validate "$T/spoof.jsonl"; expect_lines validate_text_newline_one_line 1
 expect_out validate_text_newline_escaped "spoof.jsonl:7: TRACE_EVENT_TYPE_UNKNOWN at '/6/event_type': event_type \"x\\\\x0A\\\\x1B\[2K\\\\x0Dspoof.jsonl: OK"
 check validate_text_file_name 0 "$K" validate "$T/$N"; expect_lines validate_text_file_name_one_line 1
+# JUnit: one <failure> body line per violation, quoted strings escaped as in text.
+for cmd in check validate; do
+  "$K" $cmd --format junit "$T/spoof.jsonl" >"$T/spoof.xml" 2>/dev/null
+  check "${cmd}_junit_newline_one_body_line" 0 python3 -c 'import sys, xml.dom.minidom as m
+b=m.parse(sys.argv[1]).getElementsByTagName("failure")[0].firstChild.data
+assert b.endswith("\n") and b.count("\n")==1 and "x\\x0A\\x1B[2K\\x0Dspoof.jsonl" in b, repr(b)' "$T/spoof.xml"
+done
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with
 # runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
 for ids in short runtime; do

@@ -50,7 +50,11 @@ enum class Format { kText, kJson, kJunit };
 Format ParseFormat(const std::string& s);
 std::string OutcomeVerdict(const FixtureOutcome& o);  // "pass" | "fail" | "error"
 nlohmann::json OutcomeToJson(const FixtureOutcome& o);
+// A failing testcase's <failure> body holds one line per violation, its pointer and message
+// written through Printable (as in the text reports); so are the error and failure messages.
 std::string RenderJunit(const std::string& suite_name, const std::vector<FixtureOutcome>& outcomes);
+// `s` as XML 1.0 character data or attribute value: invalid UTF-8 and U+FFFE/U+FFFF become
+// U+FFFD, C0 controls other than tab and newline a space, & < > " ' entity references.
 std::string XmlEscape(const std::string& s);
 // `s` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD (a
 // file name is bytes; JSON and XML reports are UTF-8).

@@ -164,17 +164,21 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
       continue;
     }
     out += ">\n";
+    // One violation per body line: what a message quotes from the input (a newline included)
+    // is written as in the text report (Printable), only the lines' ends are raw newlines.
     std::string body;
     for (const auto& v : o.violations)
       body += (v.line ? "line " + std::to_string(v.line) + ": " : std::string()) +
-              std::string(ErrorCodeName(v.code)) + " at '" + v.pointer + "': " + v.message + "\n";
+              std::string(ErrorCodeName(v.code)) + " at '" + Printable(v.pointer) +
+              "': " + Printable(v.message) + "\n";
     if (!o.error.ok()) {
-      out += "      <error message=\"" + XmlEscape(o.error.ToString()) + "\"/>\n";
+      out += "      <error message=\"" + XmlEscape(Printable(o.error.ToString())) + "\"/>\n";
     } else {
       std::string msg = o.detail.empty() && !o.violations.empty()
                             ? std::string(ErrorCodeName(o.violations.front().code))
                             : o.detail;
-      out += "      <failure message=\"" + XmlEscape(msg) + "\">" + XmlEscape(body) + "</failure>\n";
+      out += "      <failure message=\"" + XmlEscape(Printable(msg)) + "\">" + XmlEscape(body) +
+             "</failure>\n";
     }
     out += "    </testcase>\n";
   }
