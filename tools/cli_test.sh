@@ -178,6 +178,15 @@ check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_b
 
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'
+# A report that cannot be written is no verdict: exit 2 and the reason on standard error, whatever
+# the verdict (regression: `check ... >/dev/full` exited 0, probe 6).
+if [ -w /dev/full ]; then
+  for c in "check --format json $TR" "check $T/unknown_type.jsonl" "validate $M" "validate --format junit $M" \
+           "suite --filter zero_layers" "calc saved-work --prompt 2048 --outputs 128" "errors"; do
+    check "report_unwritable:$c" 2 bash -c '"$1" $2 >/dev/full' _ "$K" "$c"
+    expect_out "report_unwritable_msg:$c" '^kvconform: cannot write the report to standard output: No space left on device$'
+  done
+fi
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 
