@@ -17,6 +17,11 @@ expect_out() {  # expect_out NAME GREP_PATTERN
   if grep -qE -- "$2" "$T/out"; then pass=$((pass+1)); else
     fail=$((fail+1)); echo "FAIL $1: output lacks /$2/"; sed 's/^/    /' "$T/out" | head -20; fi
 }
+expect_lines() {  # expect_lines NAME N: the output has exactly N lines
+  local n; n=$(wc -l <"$T/out")
+  if [ "$n" -eq "$2" ]; then pass=$((pass+1)); else
+    fail=$((fail+1)); echo "FAIL $1: $n output lines, expected $2"; sed 's/^/    /' "$T/out" | head -20; fi
+}
 
 M=fixtures/m5_1/manifest/request_cache_manifest.json
 check validate_ok 0 "$K" validate "$M"
@@ -112,6 +117,33 @@ sed 's/"event_type": "allocator_obs"/"event_type": "x\\u0001\\u001b\\ufffe"/' "$
 check check_junit_controls_parse 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/nasty.xml"
 check check_text_controls 1 "$K" check "$T/nasty.jsonl"
 expect_out check_text_controls_escaped 'event_type "x\\x01\\x1B'
+# Text reports write every string quoted from the input, file names and IoError text included,
+# through one escape (docs/cli.md "Text output"): a control, a C1 control, U+2028/U+2029 and a
+# byte of no UTF-8 sequence as \xNN per byte, a backslash as \\, so one violation is one line and
+# no trace string or file name can forge another line (regression: probe 6, 2026-12-04).
+sed 's/"event_type": "allocator_obs"/"event_type": "c1\\u0085\\u009b[31m ls\\u2028\\u2029 bs\\\\x0A"/' "$T/unknown_type.jsonl" >"$T/c1.jsonl"
+check check_text_c1 1 "$K" check "$T/c1.jsonl"; expect_lines check_text_c1_one_line 2
+expect_out check_text_c1_escaped 'event_type "c1\\xC2\\x85\\xC2\\x9B\[31m ls\\xE2\\x80\\xA8\\xE2\\x80\\xA9 bs\\\\x0A"'
+# File names: a passing trace named "a<newline>fake.jsonl: pass (...).jsonl" gives one verdict line.
+N="a
+fake.jsonl: pass (35 events, 0 violations).jsonl"
+cp "$TR" "$T/$N"
+check check_text_file_name 0 "$K" check "$T/$N"; expect_lines check_text_file_name_one_line 1
+expect_out check_text_file_name_escaped '/a\\x0Afake\.jsonl: pass \(35 events, 0 violations\)\.jsonl: pass \('
+check check_text_missing_file_name 2 "$K" check "$T/nope
+fake.jsonl"; expect_lines check_text_missing_file_name_one_line 1; expect_out check_text_missing_file_name_msg 'nope\\x0Afake\.jsonl: cannot open'
+# validate's text report too: an event_type that quotes a newline and "other file: OK" is one line.
+sed 's/"event_type": "allocator_obs"/"event_type": "x\\n\\u001b[2K\\rspoof.jsonl: OK (kvconform.trace\/1)"/' "$T/unknown_type.jsonl" >"$T/spoof.jsonl"
+check validate_text_newline 1 "$K" validate "$T/spoof.jsonl"; expect_lines validate_text_newline_one_line 1
+expect_out validate_text_newline_escaped "spoof.jsonl:7: TRACE_EVENT_TYPE_UNKNOWN at '/6/event_type': event_type \"x\\\\x0A\\\\x1B\[2K\\\\x0Dspoof.jsonl: OK"
+check validate_text_file_name 0 "$K" validate "$T/$N"; expect_lines validate_text_file_name_one_line 1
+# JUnit: one <failure> body line per violation, quoted strings escaped as in text.
+for cmd in check validate; do
+  "$K" $cmd --format junit "$T/spoof.jsonl" >"$T/spoof.xml" 2>/dev/null
+  check "${cmd}_junit_newline_one_body_line" 0 python3 -c 'import sys, xml.dom.minidom as m
+b=m.parse(sys.argv[1]).getElementsByTagName("failure")[0].firstChild.data
+assert b.endswith("\n") and b.count("\n")==1 and "x\\x0A\\x1B[2K\\x0Dspoof.jsonl" in b, repr(b)' "$T/spoof.xml"
+done
 # gen-trace (the benchmark's input) writes traces that check passes, with short and with
 # runtime-length ids; releases and replacement requests included (4 requests, 3 decode steps).
 for ids in short runtime; do
@@ -146,6 +178,15 @@ check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_b
 
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'
+# A report that cannot be written is no verdict: exit 2 and the reason on standard error, whatever
+# the verdict (regression: `check ... >/dev/full` exited 0, probe 6).
+if [ -w /dev/full ]; then
+  for c in "check --format json $TR" "check $T/unknown_type.jsonl" "validate $M" "validate --format junit $M" \
+           "suite --filter zero_layers" "calc saved-work --prompt 2048 --outputs 128" "errors"; do
+    check "report_unwritable:$c" 2 bash -c '"$1" $2 >/dev/full' _ "$K" "$c"
+    expect_out "report_unwritable_msg:$c" '^kvconform: cannot write the report to standard output: No space left on device$'
+  done
+fi
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 

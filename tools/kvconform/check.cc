@@ -62,10 +62,9 @@ void Run(const CheckOptions& opt) {
   if (opt.parse_only) {
     uint64_t lines = 0;
     Status st = trace::ParseOnlyFile(opt.file, &lines);
-    std::cout << (st.ok() ? opt.file + ": parsed " + std::to_string(lines) + " lines (" +
-                                trace::ParserDescription() + "; " + AllocatorDescription() +
-                                ")"
-                          : st.ToString())
+    std::cout << (st.ok() ? Printable(opt.file) + ": parsed " + std::to_string(lines) + " lines (" +
+                                trace::ParserDescription() + "; " + AllocatorDescription() + ")"
+                          : Printable(st.ToString()))
               << "\n";
     ExitCode() = st.ok() ? kExitOk : kExitUsage;
     return;
@@ -82,20 +81,23 @@ void Run(const CheckOptions& opt) {
   const std::string verdict = !st.ok() ? "error" : v.empty() ? "pass" : "fail";
   Format fmt = ParseFormat(opt.format);
   if (fmt == Format::kText) {
+    // Everything quoted from the input, the file's name included, goes through Printable: one
+    // violation is one line, and no name or message can forge another line.
+    const std::string file = Printable(opt.file);
     if (!st.ok()) {
-      std::cout << st.ToString() << "\n";
+      std::cout << Printable(st.ToString()) << "\n";
     } else {
       for (size_t i = 0; i < v.size(); ++i) {
         const ErrorCodeInfo* info = FindErrorCode(v[i].code);
-        std::cout << opt.file << ":" << v[i].line << ": " << ErrorCodeName(v[i].code);
+        std::cout << file << ":" << v[i].line << ": " << ErrorCodeName(v[i].code);
         if (!ctx[i].event_id.empty()) std::cout << " event " << Printable(ctx[i].event_id);
         if (!ctx[i].request_id.empty()) std::cout << " request " << Printable(ctx[i].request_id);
         std::cout << " at '" << Printable(v[i].pointer) << "': " << Printable(v[i].message);
         if (info) std::cout << " [" << info->section << "]";
         std::cout << "\n";
       }
-      std::cout << opt.file << ": " << verdict << " (" << checker.events() << " events, "
-                << v.size() << " violations)\n";
+      std::cout << file << ": " << verdict << " (" << checker.events() << " events, " << v.size()
+                << " violations)\n";
     }
   } else if (fmt == Format::kJson) {
     nlohmann::json arr = nlohmann::json::array();

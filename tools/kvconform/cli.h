@@ -50,13 +50,20 @@ enum class Format { kText, kJson, kJunit };
 Format ParseFormat(const std::string& s);
 std::string OutcomeVerdict(const FixtureOutcome& o);  // "pass" | "fail" | "error"
 nlohmann::json OutcomeToJson(const FixtureOutcome& o);
+// A failing testcase's <failure> body holds one line per violation, its pointer and message
+// written through Printable (as in the text reports); so are the error and failure messages.
 std::string RenderJunit(const std::string& suite_name, const std::vector<FixtureOutcome>& outcomes);
+// `s` as XML 1.0 character data or attribute value: invalid UTF-8 and U+FFFE/U+FFFF become
+// U+FFFD, C0 controls other than tab and newline a space, & < > " ' entity references.
 std::string XmlEscape(const std::string& s);
 // `s` with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD (a
 // file name is bytes; JSON and XML reports are UTF-8).
 std::string ValidUtf8(const std::string& s);
-// `s` for a terminal: every C0 control byte and DEL written as \xNN (a trace's strings are
-// quoted in messages; an escape sequence in one must not reach the terminal raw).
+// `s` for a terminal, on one line: a backslash written as \\; each byte of a C0 control, DEL,
+// a C1 control (U+0080..U+009F), U+2028 or U+2029, and each byte that starts no well-formed
+// UTF-8 sequence, written as \xNN (two uppercase hex digits); the rest as is. A trace's strings
+// and file names are quoted in reports: an escape sequence or line break in one must not reach
+// the terminal raw, and a literal "\x0A" in one reads \\x0A, not as an escaped newline.
 std::string Printable(const std::string& s);
 
 // Adds to every unsigned option of `app` and its subcommands (CLI11 type name UINT, lists

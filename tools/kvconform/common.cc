@@ -1,4 +1,5 @@
 // Exit-code state, report rendering and the suite-section table shared by the commands.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -48,35 +49,41 @@ nlohmann::json OutcomeToJson(const FixtureOutcome& o) {
   return j;
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence that starts at p[i] (RFC 3629: no overlongs, no
+// surrogates, nothing above U+10FFFF), or 0 when none starts there. Requires i < n.
+size_t Utf8SequenceLength(const unsigned char* p, size_t n, size_t i) {
+  const unsigned char c = p[i];
+  auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
+  };
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+void AppendHexEscape(unsigned char u, std::string* out) {
+  char esc[8];
+  std::snprintf(esc, sizeof esc, "\\x%02X", u);
+  *out += esc;
+}
+
+}  // namespace
+
 std::string ValidUtf8(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
   for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    // The length of a well-formed sequence starting at i (RFC 3629: no overlongs, no
-    // surrogates, nothing above U+10FFFF), or 0.
-    size_t len = 0;
-    auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
-      return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
-    };
-    if (c < 0x80)
-      len = 1;
-    else if (c >= 0xC2 && c <= 0xDF)
-      len = cont(1) ? 2 : 0;
-    else if (c == 0xE0)
-      len = cont(1, 0xA0) && cont(2) ? 3 : 0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
-      len = cont(1) && cont(2) ? 3 : 0;
-    else if (c == 0xED)
-      len = cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
-    else if (c == 0xF0)
-      len = cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-    else if (c >= 0xF1 && c <= 0xF3)
-      len = cont(1) && cont(2) && cont(3) ? 4 : 0;
-    else if (c == 0xF4)
-      len = cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+    const size_t len = Utf8SequenceLength(p, n, i);
     if (len == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;
@@ -91,15 +98,25 @@ std::string ValidUtf8(const std::string& s) {
 std::string Printable(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02X", u);
-      out += esc;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const size_t len = Utf8SequenceLength(p, n, i);
+    const bool c1 = len == 2 && p[i] == 0xC2 && p[i + 1] <= 0x9F;  // U+0080..U+009F
+    const bool line_sep = len == 3 && p[i] == 0xE2 && p[i + 1] == 0x80 &&
+                          (p[i + 2] == 0xA8 || p[i + 2] == 0xA9);  // U+2028, U+2029
+    if (len == 1 && p[i] == '\\') {
+      out += "\\\\";
+    } else if (len == 1 && (p[i] < 0x20 || p[i] == 0x7F)) {
+      AppendHexEscape(p[i], &out);
+    } else if (len == 0 || c1 || line_sep) {
+      // A byte of no well-formed sequence is escaped alone (alone, 0x80..0x9F is a C1 control
+      // to a terminal in an 8-bit mode); a C1 control or line separator byte by byte.
+      for (size_t k = 0; k < std::max<size_t>(len, 1); ++k) AppendHexEscape(p[i + k], &out);
     } else {
-      out += c;
+      out.append(s, i, len);
     }
+    i += std::max<size_t>(len, 1);
   }
   return out;
 }
@@ -147,17 +164,21 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
       continue;
     }
     out += ">\n";
+    // One violation per body line: what a message quotes from the input (a newline included)
+    // is written as in the text report (Printable), only the lines' ends are raw newlines.
     std::string body;
     for (const auto& v : o.violations)
       body += (v.line ? "line " + std::to_string(v.line) + ": " : std::string()) +
-              std::string(ErrorCodeName(v.code)) + " at '" + v.pointer + "': " + v.message + "\n";
+              std::string(ErrorCodeName(v.code)) + " at '" + Printable(v.pointer) +
+              "': " + Printable(v.message) + "\n";
     if (!o.error.ok()) {
-      out += "      <error message=\"" + XmlEscape(o.error.ToString()) + "\"/>\n";
+      out += "      <error message=\"" + XmlEscape(Printable(o.error.ToString())) + "\"/>\n";
     } else {
       std::string msg = o.detail.empty() && !o.violations.empty()
                             ? std::string(ErrorCodeName(o.violations.front().code))
                             : o.detail;
-      out += "      <failure message=\"" + XmlEscape(msg) + "\">" + XmlEscape(body) + "</failure>\n";
+      out += "      <failure message=\"" + XmlEscape(Printable(msg)) + "\">" + XmlEscape(body) +
+             "</failure>\n";
     }
     out += "    </testcase>\n";
   }

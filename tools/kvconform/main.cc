@@ -1,7 +1,68 @@
 // kvconform: the command-line entry point; maps CLI11 parsing and exit codes.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <streambuf>
 
 #include "tools/kvconform/cli.h"
+
+namespace {
+
+// std::cout's buffer in place of the stdio one: writes through stdout's FILE (C stdio output of a
+// command stays in order with it) and keeps the errno of the first write that failed, which a
+// later call may overwrite before main sees the failure.
+class StdoutBuf : public std::streambuf {
+ public:
+  // errno of the first failed write or flush of std::cout, 0 when none failed.
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    errno = 0;
+    if (std::fputc(c, stdout) == EOF) {
+      Record();
+      return traits_type::eof();
+    }
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    errno = 0;
+    const size_t written = std::fwrite(s, 1, static_cast<size_t>(n), stdout);
+    if (written != static_cast<size_t>(n)) Record();
+    return static_cast<std::streamsize>(written);
+  }
+  int sync() override {
+    errno = 0;
+    if (std::fflush(stdout) == 0) return 0;
+    Record();
+    return -1;
+  }
+
+ private:
+  void Record() {
+    if (error_ == 0) error_ = errno != 0 ? errno : EIO;
+  }
+  int error_ = 0;
+};
+
+// The exit code once standard output is flushed: `rc`, or kExitUsage when a report (or help)
+// could not be written to standard output (a full disk, a closed pipe with SIGPIPE ignored):
+// a report that did not arrive is no verdict, so neither 0 nor 1 stands. Says why on standard
+// error, in one line. An internal error (3) stays 3.
+int FinishStdout(const StdoutBuf& buf, int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool c_failed = std::fflush(stdout) != 0 || std::ferror(stdout);  // printf, fwrite
+  const int err = buf.error() != 0 ? buf.error() : errno;
+  if (!std::cout.fail() && buf.error() == 0 && !c_failed) return rc;
+  std::cerr << "kvconform: cannot write the report to standard output: "
+            << (err != 0 ? std::strerror(err) : "write error") << "\n";
+  return rc == kvc::cli::kExitInternal ? rc : kvc::cli::kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kvconform: conformance kit for LLM-serving KV-cache state (M5.1, M5.6)"};
@@ -20,14 +81,18 @@ int main(int argc, char** argv) {
   kvc::cli::AddFuzzCommand(app);
   kvc::cli::AddPdCommands(app);
   kvc::cli::RejectNegativeUnsigned(app);
+  // Never destroyed: std::cout is flushed at exit, after main's locals are gone.
+  auto* const out_buf = new StdoutBuf;
+  std::cout.rdbuf(out_buf);
+  int rc = kvc::cli::kExitOk;
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // runs the subcommand, which writes its report to std::cout
+    rc = kvc::cli::ExitCode();
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kvc::cli::kExitOk : kvc::cli::kExitUsage;
+    rc = app.exit(e) == 0 ? kvc::cli::kExitOk : kvc::cli::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "kvconform: internal error: " << e.what() << "\n";
-    return kvc::cli::kExitInternal;
+    rc = kvc::cli::kExitInternal;
   }
-  return kvc::cli::ExitCode();
+  return FinishStdout(*out_buf, rc);
 }

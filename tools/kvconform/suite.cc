@@ -63,11 +63,12 @@ void Run(const SuiteOptions& opt) {
   } else {
     for (const auto& [section, o] : results) {
       if (o.passed && !opt.verbose) continue;
-      std::cout << (o.passed ? "PASS " : "FAIL ") << o.case_name;
-      if (!o.passed) std::cout << ": " << o.detail;
+      // Case names and details may quote the input: Printable keeps one case on one line.
+      std::cout << (o.passed ? "PASS " : "FAIL ") << Printable(o.case_name);
+      if (!o.passed) std::cout << ": " << Printable(o.detail);
       std::cout << "\n";
     }
-    std::cout << "\nkvconform suite (" << root << ")\n";
+    std::cout << "\nkvconform suite (" << Printable(root) << ")\n";
     std::cout << std::left << std::setw(44) << "section / kind" << std::right << std::setw(7)
               << "valid" << std::setw(9) << "invalid" << std::setw(8) << "passed" << std::setw(8)
               << "failed" << "\n";
@@ -84,7 +85,8 @@ void Run(const SuiteOptions& opt) {
     std::cout << (results.empty() ? "verdict: ERROR (no cases)" : failed ? "verdict: FAIL" : "verdict: PASS") << "\n";
   }
   ExitCode() = results.empty() ? kExitUsage : failed ? kExitViolation : kExitOk;
-  if (results.empty()) std::cerr << "kvconform suite: no cases found under " << root << "\n";
+  if (results.empty())
+    std::cerr << "kvconform suite: no cases found under " << Printable(root) << "\n";
 }
 
 }  // namespace

@@ -12,23 +12,28 @@ struct ValidateOptions {
   std::string format = "text";
 };
 
+// One outcome as text. Every string from the input (file name, kind, pointer, message, an
+// IoError's text) goes through Printable: one violation is one line, and no string in a document
+// can forge another file's line.
 void PrintText(const FixtureOutcome& o) {
   if (!o.error.ok()) {
-    std::cout << o.error.ToString() << "\n";
+    std::cout << Printable(o.error.ToString()) << "\n";
     return;
   }
+  const std::string path = Printable(o.path);
   if (o.violations.empty()) {
-    std::cout << o.path << ": OK (" << o.kind << ")\n";
+    std::cout << path << ": OK (" << Printable(o.kind) << ")\n";
     return;
   }
   if (o.invalid)
-    std::cout << o.path << ": invalid fixture, expects " << o.expected_code << " -> "
-              << (o.passed ? "raised exactly that code" : o.detail) << "\n";
+    std::cout << path << ": invalid fixture, expects " << Printable(o.expected_code) << " -> "
+              << (o.passed ? "raised exactly that code" : Printable(o.detail)) << "\n";
   for (const auto& v : o.violations) {
     const ErrorCodeInfo* info = FindErrorCode(v.code);
-    std::cout << o.path;
+    std::cout << path;
     if (v.line) std::cout << ":" << v.line;
-    std::cout << ": " << ErrorCodeName(v.code) << " at '" << v.pointer << "': " << v.message;
+    std::cout << ": " << ErrorCodeName(v.code) << " at '" << Printable(v.pointer)
+              << "': " << Printable(v.message);
     if (info) std::cout << " [" << info->section << "]";
     std::cout << "\n";
   }
@@ -46,13 +51,14 @@ void Run(const ValidateOptions& opt) {
       std::string base = std::filesystem::path(f).lexically_normal().filename().string();
       if (base.empty()) base = std::filesystem::path(f).lexically_normal().parent_path().filename().string();
       if (base == "models" || base.starts_with("_")) {
-        std::cerr << "kvconform validate: " << f << ": data directory, not cases; skipped\n";
+        std::cerr << "kvconform validate: " << Printable(f)
+                  << ": data directory, not cases; skipped\n";
         continue;
       }
       auto sub = ListDocumentFiles(f);
       if (sub.empty()) {
         // Nothing to validate is not a pass (a CI job pointed at the wrong folder).
-        std::cerr << "kvconform validate: " << f << ": no .json/.jsonl files\n";
+        std::cerr << "kvconform validate: " << Printable(f) << ": no .json/.jsonl files\n";
         any_error = true;
       }
       files.insert(files.end(), sub.begin(), sub.end());
