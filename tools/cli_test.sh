@@ -187,6 +187,21 @@ if [ -w /dev/full ]; then
     expect_out "report_unwritable_msg:$c" '^kvconform: cannot write the report to standard output: No space left on device$'
   done
 fi
+# A non-blocking standard input (a parent that set O_NONBLOCK on the pipe) is waited on, not a
+# read error (regression: "-: read error: Resource temporarily unavailable", exit 2, probe 6).
+cat >"$T/nonblock.py" <<'PYEOF'
+import fcntl, os, subprocess, sys, time
+r, w = os.pipe()
+fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_NONBLOCK)
+p = subprocess.Popen(["timeout", "60", sys.argv[1], "check", "-"], stdin=r)
+os.close(r)
+for line in open(sys.argv[2], "rb").read().splitlines(keepends=True):
+    os.write(w, line)
+    time.sleep(0.02)
+os.close(w)
+sys.exit(p.wait())
+PYEOF
+check check_stdin_nonblocking 0 python3 "$T/nonblock.py" "$K" "$TR"; expect_out check_stdin_nonblocking_pass '^-: pass '
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 
