@@ -904,14 +904,37 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   // Where the copy's replacements end and how much longer each made it (for columns).
   std::vector<std::pair<size_t, ptrdiff_t>> grown;
   constexpr std::string_view kBig = "18446744073709551616";
-  while (!parsed.ok() &&
-         parsed.status().message().find("out of the range of a double") != std::string::npos) {
+  // The column in the line as written of a column of the copy: less what the replacements
+  // before it added.
+  auto original_column = [&](size_t column) {
+    ptrdiff_t c = static_cast<ptrdiff_t>(column);
+    for (const auto& [copy_end, added] : grown)
+      if (copy_end < column) c -= added;
+    return c;
+  };
+  // At most this many such numbers are replaced (each pass reads the line again); a line with
+  // more is reported by its first one's column alone.
+  constexpr int kMaxPasses = 16;
+  size_t first_column = 0;
+  for (int pass = 0; !parsed.ok() && parsed.status().message().find(
+                                         "out of the range of a double") != std::string::npos;
+       ++pass) {
     // Valid JSON too (RFC 8259 bounds no number): read it again with that number replaced by
     // one the strict reader keeps (2^64, as a double), so the search below names its member;
-    // each pass replaces the next such number (the loop ends: each shortens what is left).
+    // each pass replaces the next such number.
     const std::string m = parsed.status().message();
     const size_t column = std::strtoull(m.c_str() + std::min<size_t>(3, m.size()), nullptr, 10);
     if (column < 1 || column > copy.size()) break;
+    if (pass == 0) first_column = column;
+    if (pass == kMaxPasses) {
+      Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
+             LinePtr(),
+             at + std::to_string(first_column) + ": more than " + std::to_string(kMaxPasses) +
+                 " numbers beyond 64 bits, the first at this column; every integer of the format "
+                 "is a uint64 (at most 18446744073709551615) or an int64 (the line is not "
+                 "replayed)");
+      return true;
+    }
     size_t end = column - 1;
     while (end < copy.size() && std::strchr("+-.0123456789eE", copy[end]) != nullptr) ++end;
     const size_t len = end - (column - 1);
@@ -922,9 +945,14 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
     parsed = ParseJsonStrict(copy, "", /*record_locations=*/true);
   }
   if (!parsed.ok()) {
-    // "<source>:1:<column>: what": the line is one line, so only the column is news.
+    // "<source>:1:<column>: what": the line is one line, so only the column is news (in the
+    // line as written).
     std::string what = parsed.status().message();
     if (what.rfind(":1:", 0) != 0) return false;
+    char* after = nullptr;
+    const size_t column = std::strtoull(what.c_str() + 3, &after, 10);
+    if (!grown.empty() && after && *after == ':')
+      what = ":1:" + std::to_string(original_column(column)) + after;
     Report(malformed, LinePtr(), at + what.substr(3) + " (not JSON)");
     return true;
   }
@@ -950,13 +978,6 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   };
   if (!find(parsed->value, "")) return false;
   const auto pos = parsed->locations.find(found);
-  // The column in the line as written: less what the replacements before it added.
-  auto original_column = [&](size_t column) {
-    ptrdiff_t c = static_cast<ptrdiff_t>(column);
-    for (const auto& [copy_end, added] : grown)
-      if (copy_end < column) c -= added;
-    return c;
-  };
   Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
          LinePtr() + found,
          at +

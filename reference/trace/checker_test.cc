@@ -1798,6 +1798,22 @@ TEST(TraceCheckerTest, RegressionANumberBeyond64BitsNamesItsMember) {
   const size_t column = two.find("1e400") + 1;
   EXPECT_NE(both[0].message.find("t.jsonl:2:" + std::to_string(column) + ":"), std::string::npos)
       << both[0].message;
+  // A line that is not JSON after such a number: its column in the line as written.
+  const std::string bad = R"({"a":[1e400,2e400,tru]})";
+  const Violations nj = ValidateTraceJsonl(std::string(kHeader) + "\n" + bad + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(nj), std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  EXPECT_NE(nj[0].message.find("t.jsonl:2:" + std::to_string(bad.find("tru") + 1) + ":"),
+            std::string::npos)
+      << nj[0].message;
+  // Many such numbers (each would cost a reading of the line): the first one's column alone.
+  std::string many = R"({"a":[)";
+  for (int i = 0; i < 1000; ++i) many += (i ? ",1e400" : "1e400");
+  many += "]}";
+  const Violations m = ValidateTraceJsonl(std::string(kHeader) + "\n" + many + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(m), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  EXPECT_NE(m[0].message.find("t.jsonl:2:7: more than 16 numbers beyond 64 bits"),
+            std::string::npos)
+      << m[0].message;
   const Violations v = ValidateTraceJsonl(
       std::string(kHeader) + "\n" +
           Mutate(Alloc(0), R"("monotonic_ns":100)", R"("monotonic_ns":1x)") + "\n",
