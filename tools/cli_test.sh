@@ -202,6 +202,18 @@ os.close(w)
 sys.exit(p.wait())
 PYEOF
 check check_stdin_nonblocking 0 python3 "$T/nonblock.py" "$K" "$TR"; expect_out check_stdin_nonblocking_pass '^-: pass '
+# --max-violations: the first N listed, the rest counted; the verdict and exit code unchanged
+# (an adversarial probe: 10 million bad lines kept 3.4 GB of violations).
+{ head -n 1 "$TR"; for i in 1 2 3 4 5 6 7; do echo "x$i"; done; } >"$T/seven_bad.jsonl"
+check max_violations_text 1 "$K" check --max-violations 3 "$T/seven_bad.jsonl"
+expect_lines max_violations_text_lines 5
+expect_out max_violations_text_more ': 4 more violations not listed \(--max-violations 3\)$'
+expect_out max_violations_text_total ': fail \([0-9]+ events, 7 violations\)$'
+check max_violations_json 1 "$K" check --max-violations 3 --format json "$T/seven_bad.jsonl"
+if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (len(j["violations"]) == 3 and j["violations_omitted"] == 4))' "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL max_violations_json_counts"; fi
+check max_violations_junit 1 "$K" check --max-violations 3 --format junit "$T/seven_bad.jsonl"
+expect_out max_violations_junit_more '^4 more violations not listed'
+check max_violations_unlimited 1 "$K" check --max-violations 0 "$T/seven_bad.jsonl"; expect_lines max_violations_unlimited_lines 8
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi
 

@@ -496,6 +496,11 @@ const std::string& TraceChecker::LinePtr() const {
 }
 
 void TraceChecker::Report(ErrorCode code, std::string pointer, std::string message) {
+  if (line_ > 1) replay_violated_ = true;
+  if (opt_.max_violations != 0 && violations_.size() >= opt_.max_violations) {
+    ++omitted_;
+    return;
+  }
   violations_.push_back({code, std::move(pointer), std::move(message), line_});
   // Materialized on the first report of the event; a context installed by the caller meanwhile
   // (a report about another line) is used as it is.
@@ -1720,8 +1725,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     for (auto& [key, ext] : extensions_) ext->Finish(*this);
     // Expected final states judge a history the replay accepted; after a replay violation the
     // replayed state is not the runtime's, so the root cause alone is reported.
-    const bool replay_clean = std::none_of(violations_.begin(), violations_.end(),
-                                           [](const Violation& v) { return v.line > 1; });
+    const bool replay_clean = !replay_violated_;
     line_ = 1;
     current_ = {};
     if (replay_clean)

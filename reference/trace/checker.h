@@ -252,6 +252,10 @@ class ObjReader {
 };
 
 struct CheckerOptions {
+  // 0: every violation is kept. Otherwise the first max_violations are kept and the rest only
+  // counted (TraceChecker::omitted_violations()): the report's memory is bounded on a trace
+  // that is wrong on every line (10 million bad lines are ~3.4 GB of violations).
+  uint64_t max_violations = 0;
   // A released request's final transaction records (the receipts a late retry gets back, M5.1
   // 0x01) are kept until this many further requests have been released, then forgotten
   // (KvObject::ForgetFinalTxnsOf; a retry after that is judged as never started). Counted from
@@ -292,6 +296,8 @@ class TraceChecker {
   const Violations& Finish(bool ended_mid_line);
 
   const Violations& violations() const { return violations_; }
+  // Violations found beyond CheckerOptions::max_violations: counted, not kept.
+  uint64_t omitted_violations() const { return omitted_; }
   // Parallel to violations(): the event and request each violation was found on ("" if none).
   struct Context {
     std::string event_id;
@@ -531,6 +537,8 @@ class TraceChecker {
   // The last released_window releases, oldest first: request id and tombstone generation.
   std::deque<std::pair<std::string, uint64_t>> released_;
   Violations violations_;
+  uint64_t omitted_ = 0;
+  bool replay_violated_ = false;  // a violation at an event line (line > 1), kept or not
   std::vector<Context> contexts_;
   Context current_;
   Event event_;  // the event being replayed

@@ -133,6 +133,26 @@ TEST(TraceCheckerTest, EmptyTraceAndBadHeader) {
   EXPECT_EQ(Codes("{\"kind\":\"other/1\"}\n"), (std::vector<std::string>{"TRACE_HEADER_INVALID"}));
 }
 
+// CheckerOptions::max_violations bounds what is kept (an adversarial probe, 2026-12-04: 10
+// million bad lines kept 3.4 GB of violations and aborted under a memory limit); the rest are
+// counted, and a violation beyond the limit still counts as one of the replay's (so expected
+// final states are not judged after it).
+TEST(TraceCheckerTest, ViolationsBeyondTheLimitAreCountedNotKept) {
+  std::string t = std::string(kHeader) + "\n";
+  for (int i = 0; i < 5; ++i) t += "x\n";
+  CheckerOptions opt;
+  opt.max_violations = 2;
+  TraceChecker limited("t.jsonl", opt);
+  const Violations& v = FeedTraceText(&limited, t);
+  ASSERT_EQ(v.size(), 2u) << test::Describe(v);
+  EXPECT_EQ(v[1].line, 3u);
+  EXPECT_EQ(limited.omitted_violations(), 3u);
+  EXPECT_EQ(limited.contexts().size(), 2u);
+  TraceChecker all("t.jsonl");
+  EXPECT_EQ(FeedTraceText(&all, t).size(), 5u);
+  EXPECT_EQ(all.omitted_violations(), 0u);
+}
+
 TEST(TraceCheckerTest, DuplicateKeysAreRejected) {
   std::string a = Alloc(0);
   a.insert(a.size() - 1, R"(,"event_type":"read")");

@@ -29,6 +29,7 @@ struct FixtureOutcome {
   Status error;            // non-OK when the file could not be read, parsed or applied
   bool passed = false;
   std::string detail;      // why it failed, for reports
+  uint64_t omitted = 0;    // violations found beyond a report's limit: counted, not listed
 };
 
 // Validates one document file of any registered kind (JSON, or JSON Lines by extension).

@@ -22,6 +22,7 @@ struct CheckOptions {
   std::string file;
   std::string format = "text";
   bool parse_only = false;
+  uint64_t max_violations = 100000;  // 0: no limit
 };
 
 // A check allocates and frees small blocks at a steady rate (the id strings of transaction,
@@ -74,7 +75,10 @@ void Run(const CheckOptions& opt) {
   // a cache miss per record (measurable on traces with thousands of live requests). Held by a
   // static so that leak checkers see it as reachable.
   static std::vector<trace::TraceChecker*>* const kept = new std::vector<trace::TraceChecker*>;
-  trace::TraceChecker& checker = *kept->emplace_back(new trace::TraceChecker(opt.file));
+  trace::CheckerOptions checker_options;
+  checker_options.max_violations = opt.max_violations;
+  trace::TraceChecker& checker =
+      *kept->emplace_back(new trace::TraceChecker(opt.file, checker_options));
   Status st = trace::CheckTraceFile(opt.file, &checker);
   const Violations& v = checker.violations();
   const auto& ctx = checker.contexts();
@@ -96,8 +100,12 @@ void Run(const CheckOptions& opt) {
         if (info) std::cout << " [" << info->section << "]";
         std::cout << "\n";
       }
-      std::cout << file << ": " << verdict << " (" << checker.events() << " events, " << v.size()
-                << " violations)\n";
+      const uint64_t omitted = checker.omitted_violations();
+      if (omitted != 0)
+        std::cout << file << ": " << omitted << " more violations not listed (--max-violations "
+                  << opt.max_violations << ")\n";
+      std::cout << file << ": " << verdict << " (" << checker.events() << " events, "
+                << v.size() + omitted << " violations)\n";
     }
   } else if (fmt == Format::kJson) {
     nlohmann::json arr = nlohmann::json::array();
@@ -114,7 +122,8 @@ void Run(const CheckOptions& opt) {
     nlohmann::json out = {{"verdict", verdict},
                           {"file", opt.file},
                           {"events", checker.events()},
-                          {"violations", std::move(arr)}};
+                          {"violations", std::move(arr)},
+                          {"violations_omitted", checker.omitted_violations()}};
     if (!st.ok()) out["error"] = st.ToString();
     std::cout << DumpReport(out) << "\n";
   } else {
@@ -123,6 +132,7 @@ void Run(const CheckOptions& opt) {
     o.kind = trace::kTraceKind;
     o.error = st;
     o.violations = v;
+    o.omitted = checker.omitted_violations();
     o.passed = st.ok() && v.empty();
     std::cout << RenderJunit("kvconform.check", {o});
   }
@@ -142,6 +152,9 @@ void AddCheckCommand(CLI::App& app) {
       ->check(CLI::IsMember({"text", "json", "junit"}));
   cmd->add_flag("--parse-only", opt->parse_only,
                 "benchmark ceiling: only parse every line with simdjson, check nothing");
+  cmd->add_option("--max-violations", opt->max_violations,
+                  "list at most N violations (default 100000; 0: no limit); the rest are counted "
+                  "(the verdict and exit code are the same)");
   cmd->callback([opt] { Run(*opt); });
 }
 

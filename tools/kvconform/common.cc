@@ -171,6 +171,8 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
       body += (v.line ? "line " + std::to_string(v.line) + ": " : std::string()) +
               std::string(ErrorCodeName(v.code)) + " at '" + Printable(v.pointer) +
               "': " + Printable(v.message) + "\n";
+    if (o.omitted != 0)
+      body += std::to_string(o.omitted) + " more violations not listed (--max-violations)\n";
     if (!o.error.ok()) {
       out += "      <error message=\"" + XmlEscape(Printable(o.error.ToString())) + "\"/>\n";
     } else {
