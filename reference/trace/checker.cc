@@ -178,8 +178,7 @@ void ObjReader::Index(const dom::object& obj) {
     const uint64_t tag = KeyTag(field.key);
     if (m.IndexOf(field.key, tag) != Impl::kMax) {
       // On line 1 the line is the header: a duplicate there is a header the checker refuses.
-      const std::string& at = pointer();
-      const bool header = at == "/0" || at.rfind("/0/", 0) == 0;
+      const bool header = c_->line() == 1;
       Bad(header ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED, field.key,
           "duplicate object key \"" + std::string(field.key) + "\"" +
               (header ? " in the header; the trace is not replayed" : ""));
@@ -904,6 +903,11 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   const std::string at = source_ + ":" + std::to_string(line_no) + ":";
   const ErrorCode malformed =
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED;
+  const ErrorCode out_of_range =
+      line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
+  constexpr const char* kOnly64Bits =
+      "every integer of the format is a uint64 (at most 18446744073709551615) or an int64 (the "
+      "line is not replayed)";
   StatusOr<ParsedJson> parsed = ParseJsonStrict(line, "", /*record_locations=*/true);
   std::string copy(line);
   // Where the copy's replacements end and how much longer each made it (for columns).
@@ -932,12 +936,9 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
     if (column < 1 || column > copy.size()) break;
     if (pass == 0) first_column = column;
     if (pass == kMaxPasses) {
-      Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
-             LinePtr(),
+      Report(out_of_range, LinePtr(),
              at + std::to_string(first_column) + ": more than " + std::to_string(kMaxPasses) +
-                 " numbers beyond 64 bits, the first at this column; every integer of the format "
-                 "is a uint64 (at most 18446744073709551615) or an int64 (the line is not "
-                 "replayed)");
+                 " numbers beyond 64 bits, the first at this column; " + kOnly64Bits);
       return true;
     }
     size_t end = column - 1;
@@ -983,15 +984,12 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   };
   if (!find(parsed->value, "")) return false;
   const auto pos = parsed->locations.find(found);
-  Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
-         LinePtr() + found,
+  Report(out_of_range, LinePtr() + found,
          at +
              (pos != parsed->locations.end()
                   ? std::to_string(original_column(pos->second.column)) + ":"
                   : "") +
-             " " + found +
-             " is a number beyond 64 bits; every integer of the format is a "
-             "uint64 (at most 18446744073709551615) or an int64 (the line is not replayed)");
+             " " + found + " is a number beyond 64 bits; " + kOnly64Bits);
   if (line_no > 1 && parsed->value.is_object()) {
     auto r = parsed->value.find("request_id");
     if (r != parsed->value.end() && r->is_string()) Poison("request:" + r->get<std::string>());

@@ -629,35 +629,37 @@ void GateFork(TraceChecker& c, const simdjson::dom::element& payload, bool sure)
   }
 }
 
+// One entry of a fork's `children`.
+struct ForkChild {
+  std::string id;
+  uint64_t generation = 0;
+  std::optional<uint64_t> prompt_length;  // a prompt of its own (a prefix-cache hit)
+};
+
 // A fork that is not replayed (its parent does not exist here, or its payload is refused)
 // creates no children: those the runtime created are gated.
-void DropFork(TraceChecker& c, const Event& e,
-              const std::vector<std::pair<std::string, uint64_t>>& kids) {
+void DropFork(TraceChecker& c, const Event& e, const std::vector<ForkChild>& kids) {
   if (!KeyEquals(e.outcome, "rejected"))
     for (const auto& k : kids)
-      if (!c.kv().Find(k.first)) c.Poison("request:" + k.first);
+      if (!c.kv().Find(k.id)) c.Poison("request:" + k.id);
 }
 
 void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   auto prefix = p.Uint("prefix_length");
-  std::vector<std::pair<std::string, uint64_t>> kids;
-  std::vector<std::optional<uint64_t>> prompts;  // a child's own prompt_length, if stated
+  std::vector<ForkChild> kids;
   p.ObjectArray("children", [&](ObjReader& k) {
     auto id = k.Str("request_id");
     auto gen = k.OptUint("handle_generation");
     auto prompt = k.OptUint("prompt_length");
-    if (id) {
-      kids.emplace_back(*id, gen.value_or(0));
-      prompts.push_back(prompt);
-    }
+    if (id) kids.push_back({*id, gen.value_or(0), prompt});
   });
   if (!p.clean() || !prefix) return;
   // A child with a prompt of its own (a prefix-cache hit) shares rows of that prompt only.
-  for (size_t i = 0; i < prompts.size(); ++i)
-    if (prompts[i] && *prompts[i] < *prefix) {
+  for (size_t i = 0; i < kids.size(); ++i)
+    if (kids[i].prompt_length && *kids[i].prompt_length < *prefix) {
       c.Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
                c.LinePtr() + "/payload/children/" + U(i) + "/prompt_length",
-               "child \"" + kids[i].first + "\" has a prompt of " + U(*prompts[i]) +
+               "child \"" + kids[i].id + "\" has a prompt of " + U(*kids[i].prompt_length) +
                    " rows but shares a prefix of " + U(*prefix) +
                    " (a prefix-cache hit shares rows of the child's own prompt: prefix_length <= "
                    "prompt_length)");
@@ -666,19 +668,19 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   auto cur = Current(c, e);
   if (!cur) return DropFork(c, e, kids);
   for (size_t i = 0; i < kids.size(); ++i)
-    if (kids[i].second != 0) {
+    if (kids[i].generation != 0) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
                c.LinePtr() + "/payload/children/" + U(i) + "/handle_generation",
-               "a fork child starts at handle generation 0, not " + U(kids[i].second));
+               "a fork child starts at handle generation 0, not " + U(kids[i].generation));
       // The runtime's child is another incarnation than the replay's: the child's later events
       // (naming that generation) are not judged again (gating: one root cause, one code).
-      c.Poison("request:" + kids[i].first);
+      c.Poison("request:" + kids[i].id);
     }
   if (e.result_snapshot && *e.result_snapshot != 0)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
              "fork children start at snapshot 0, not " + U(*e.result_snapshot));
   std::vector<std::string> ids;
-  for (const auto& k : kids) ids.push_back(k.first);
+  for (const auto& k : kids) ids.push_back(k.id);
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   bool ok = c.Apply(
@@ -695,12 +697,12 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string& id = ids[i];
+  for (const ForkChild& k : kids) {
+    const std::string& id = k.id;
     TraceChecker::Request& child = c.NewRequest(id, 0, 0);
-    if (prompts[i]) {
+    if (k.prompt_length) {
       // Its own prompt, the first prefix_length rows of it shared: no outputs, no logits yet.
-      child.frontier = frontier::FrontierState(*prompts[i], *prefix);
+      child.frontier = frontier::FrontierState(*k.prompt_length, *prefix);
     } else if (parent) {
       // The child's outputs are the parent's up to its prefix (a shorter prefix rolls back).
       child.frontier = parent->frontier;
