@@ -18,7 +18,7 @@ namespace kvc::cli {
 inline constexpr int kExitOk = 0;         // everything conforms
 inline constexpr int kExitViolation = 1;  // at least one contract violation / failed case
 inline constexpr int kExitUsage = 2;      // bad usage, or input that cannot be read or parsed
-inline constexpr int kExitInternal = 3;   // a bug in kvconform
+inline constexpr int kExitInternal = 3;   // a bug in kvconform, or out of memory
 
 // Set by a command's callback; main() returns it.
 int& ExitCode();

@@ -1,9 +1,15 @@
 // kvconform: the command-line entry point; maps CLI11 parsing and exit codes.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <streambuf>
+#ifdef KVCONFORM_HAVE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 #include "tools/kvconform/cli.h"
 
@@ -62,6 +68,21 @@ int FinishStdout(const StdoutBuf& buf, int rc) {
   return rc == kvc::cli::kExitInternal ? rc : kvc::cli::kExitUsage;
 }
 
+constexpr char kOutOfMemory[] =
+    "kvconform: out of memory: the command needed more memory than the process may use (a "
+    "limit such as ulimit -v, or the machine's memory); no verdict\n";
+
+#ifdef KVCONFORM_HAVE_MIMALLOC
+// mimalloc's error hook: on ENOMEM (an allocation it cannot serve, including one made with
+// nothrow) the process ends with kOutOfMemory and exit 3; other errors keep mimalloc's handling.
+// Allocates nothing.
+void OutOfMemoryHook(int err, void* /*arg*/) {
+  if (err != ENOMEM) return;
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kOutOfMemory, sizeof kOutOfMemory - 1);
+  ::_exit(kvc::cli::kExitInternal);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,12 +105,22 @@ int main(int argc, char** argv) {
   // Never destroyed: std::cout is flushed at exit, after main's locals are gone.
   auto* const out_buf = new StdoutBuf;
   std::cout.rdbuf(out_buf);
+#ifdef KVCONFORM_HAVE_MIMALLOC
+  // Memory exhaustion is one line and exit 3 whichever allocator serves malloc. libstdc++'s
+  // operator new throws std::bad_alloc (caught below); mimalloc's (linked by default, see
+  // KVCONFORM_MIMALLOC) never sees std::set_new_handler and calls abort(), so its error hook
+  // ends the process first, with the same line.
+  mi_register_error(&OutOfMemoryHook, nullptr);
+#endif
   int rc = kvc::cli::kExitOk;
   try {
     app.parse(argc, argv);  // runs the subcommand, which writes its report to std::cout
     rc = kvc::cli::ExitCode();
   } catch (const CLI::ParseError& e) {
     rc = app.exit(e) == 0 ? kvc::cli::kExitOk : kvc::cli::kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << kOutOfMemory;
+    rc = kvc::cli::kExitInternal;
   } catch (const std::exception& e) {
     std::cerr << "kvconform: internal error: " << e.what() << "\n";
     rc = kvc::cli::kExitInternal;
