@@ -277,6 +277,17 @@ check service_metrics_ab 0 "$K" calc service-metrics --format json "$T/ab.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["requests"]; a=d["aggregate"]
 ok=(r["A"]["ttft"],r["B"]["ttft"],r["A"]["tpot"]["num"],r["A"]["tpot"]["den"],r["B"]["tpot"],a["request_goodput_per_s"]["num"],a["request_goodput_per_s"]["den"],a["kv_byte_time"])==(14,13,28,3,None,10,1,14080)
 sys.exit(0 if ok else 1)' "$T/out" && pass=$((pass+1)) || { fail=$((fail+1)); echo "FAIL service_metrics_ab_values"; head -40 "$T/out"; }
+# A request id is quoted escaped in the text report (it was written raw: a newline in an id forged
+# a line, an escape sequence reached the terminal).
+python3 -c 'import json,sys
+def ren(x):
+    if isinstance(x,dict): return {k:ren(v) for k,v in x.items()}
+    if isinstance(x,list): return [ren(v) for v in x]
+    return "B\n\x1b[2Krequest X" if x=="B" else x
+d=ren(json.load(open(sys.argv[1]))); d.pop("expected_metrics"); json.dump(d,open(sys.argv[2],"w"))' \
+  fixtures/m5_1/service/ab_worked_trace.json "$T/ab_spoof.json"
+check service_metrics_text_escaped 0 "$K" calc service-metrics "$T/ab_spoof.json"; expect_lines service_metrics_text_escaped_lines 3
+expect_out service_metrics_text_escaped_id '^request B\\x0A\\x1B\[2Krequest X: outputs 1,'
 check service_metrics_partial 0 "$K" calc service-metrics fixtures/m5_1/service/partial_prefill_trace.json
 expect_out service_metrics_partial_ttft 'request A: outputs 4, TTFT 7 ms'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][3]["t"]=0; json.dump(d,open(sys.argv[2],"w"))' \

@@ -16,7 +16,7 @@ struct KvBytesOptions {
 };
 
 int Fail(const Status& s) {
-  std::cerr << "kvconform calc: " << s.message() << "\n";
+  std::cerr << "kvconform calc: " << Printable(s.message()) << "\n";
   return kExitUsage;
 }
 

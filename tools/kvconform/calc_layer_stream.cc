@@ -15,7 +15,7 @@ struct LayerStreamOptions {
 void RunLayerStream(const LayerStreamOptions& o) {
   auto s = handoff::ComputeLayerStream(o.ready, o.transfer);
   if (!s.ok()) {
-    std::cerr << "kvconform calc layer-stream: " << s.status().message() << "\n";
+    std::cerr << "kvconform calc layer-stream: " << Printable(s.status().message()) << "\n";
     ExitCode() = kExitUsage;
     return;
   }

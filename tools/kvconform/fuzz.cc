@@ -33,8 +33,8 @@ void PrintWitness(std::ostream& out, const History& h, const Witness& w) {
   for (const auto& op : h.ops) by_id[op.id] = &op;
   out << "  witness (partition " << w.partition << "): longest linearizable prefix, "
       << w.prefix.size() << " op(s):\n";
-  for (uint64_t id : w.prefix) out << "    " << OpLine(*by_id.at(id)) << "\n";
-  out << "  cannot place: " << OpLine(*by_id.at(w.stuck_op)) << "\n";
+  for (uint64_t id : w.prefix) out << "    " << Printable(OpLine(*by_id.at(id))) << "\n";
+  out << "  cannot place: " << Printable(OpLine(*by_id.at(w.stuck_op))) << "\n";
   out << "  model state before it: " << w.state_before << "\n";
 }
 
@@ -119,7 +119,7 @@ int RunRaces(const RacesArgs& a) {
   int rc = kExitOk;
   const History* to_save = &rep.last_history;
   if (!rep.first_error.empty()) {
-    std::cout << "TARGET FAILED: " << rep.first_error << "\n";
+    std::cout << "TARGET FAILED: " << Printable(rep.first_error) << "\n";
     rc = kExitViolation;
   }
   if (rep.failure) {
@@ -189,12 +189,13 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   double parse_cpu = cpu_s() - c0;
   if (!h.ok()) {
-    std::cerr << "fuzz check: " << h.status().message() << "\n";
+    std::cerr << "fuzz check: " << Printable(h.status().message()) << "\n";
     return kExitUsage;
   }
   auto model = KvModel::FromHeader(h->header);
   if (!model.ok()) {
-    std::cerr << "fuzz check: " << path << ":1: " << model.status().message() << "\n";
+    std::cerr << "fuzz check: " << Printable(path) << ":1: " << Printable(model.status().message())
+              << "\n";
     return kExitUsage;
   }
   CheckOptions opt;
@@ -207,14 +208,15 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double check_cpu = cpu_s() - c1;
   if (!r.ok()) {
-    std::cerr << "fuzz check: " << path << ": " << r.status().message() << "\n";
+    std::cerr << "fuzz check: " << Printable(path) << ": " << Printable(r.status().message())
+              << "\n";
     return kExitUsage;
   }
-  std::cout << path << ": " << VerdictName(r->verdict) << " (" << h->ops.size() << " ops, "
-            << r->partitions << " partition(s), " << r->unknown_outcomes << " unknown outcome(s), "
-            << r->states_explored << " search steps; parse " << parse_s << " s, check " << secs
-            << " s; cpu parse " << parse_cpu << " s, check " << check_cpu << " s"
-            << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
+  std::cout << Printable(path) << ": " << VerdictName(r->verdict) << " (" << h->ops.size()
+            << " ops, " << r->partitions << " partition(s), " << r->unknown_outcomes
+            << " unknown outcome(s), " << r->states_explored << " search steps; parse " << parse_s
+            << " s, check " << secs << " s; cpu parse " << parse_cpu << " s, check " << check_cpu
+            << " s" << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
             << ")\n";
   if (r->verdict == Verdict::kNotLinearizable) {
     std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
@@ -239,14 +241,14 @@ int RunMerge(const std::vector<std::string>& files) {
   for (const auto& f : files) {
     auto p = ReadJsonFileStrict(f);
     if (!p.ok()) {
-      std::cerr << "fuzz merge: " << p.status().message() << "\n";
+      std::cerr << "fuzz merge: " << Printable(p.status().message()) << "\n";
       return kExitUsage;
     }
     const Json& j = p->value;
     if (!j.is_object() || j.value("kind", "") != kCampaignKind || !j.contains("shard") ||
         !j["shard"].is_array() || j["shard"].size() != 2 || !j["shard"][0].is_number_unsigned() ||
         !j["shard"][1].is_number_unsigned() || !j.contains("verdict") || !j["verdict"].is_string()) {
-      std::cerr << "fuzz merge: " << f << ": expected a " << kCampaignKind
+      std::cerr << "fuzz merge: " << Printable(f) << ": expected a " << kCampaignKind
                 << " report (kvconform fuzz races --report FILE)\n";
       return kExitUsage;
     }
@@ -257,13 +259,14 @@ int RunMerge(const std::vector<std::string>& files) {
       merged = params;
       shard_count = j["shard"][1].get<uint32_t>();
     } else if (merged != params) {
-      std::cerr << "fuzz merge: " << f << ": campaign parameters differ from " << files[0]
+      std::cerr << "fuzz merge: " << Printable(f) << ": campaign parameters differ from "
+                << Printable(files[0])
                 << " (seed, start, programs, shape, mutant, target and shard count must match)\n";
       return kExitUsage;
     }
     uint32_t idx = j["shard"][0].get<uint32_t>();
     if (!shards_seen.insert(idx).second) {
-      std::cerr << "fuzz merge: " << f << ": shard " << idx << "/" << shard_count
+      std::cerr << "fuzz merge: " << Printable(f) << ": shard " << idx << "/" << shard_count
                 << " appears twice\n";
       return kExitUsage;
     }
@@ -283,7 +286,7 @@ int RunMerge(const std::vector<std::string>& files) {
       if (!shards_seen.count(i)) std::cout << " " << i;
     std::cout << " (the campaign is incomplete)\n";
   }
-  for (const auto& e : errors) std::cout << "TARGET FAILED: " << e << "\n";
+  for (const auto& e : errors) std::cout << "TARGET FAILED: " << Printable(e) << "\n";
   for (const auto& f : failures) std::cout << "NOT LINEARIZABLE: " << f.dump() << "\n";
   if (!failures.empty() || !errors.empty()) return kExitViolation;
   if (shards_seen.size() != shard_count) return kExitUsage;

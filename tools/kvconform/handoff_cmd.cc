@@ -21,7 +21,7 @@ nlohmann::json Opt(const std::optional<uint64_t>& x) {
 void RunReplay(const ReplayOptions& o) {
   auto parsed = ReadJsonFileStrict(o.file, true);
   if (!parsed.ok()) {
-    std::cerr << "kvconform handoff replay: " << parsed.status().message() << "\n";
+    std::cerr << "kvconform handoff replay: " << Printable(parsed.status().message()) << "\n";
     ExitCode() = kExitUsage;
     return;
   }
@@ -54,8 +54,9 @@ void RunReplay(const ReplayOptions& o) {
            {"retries", s->retries},
            {"transferred_bytes", s->transferred_bytes}};
   } else {
-    std::cerr << "kvconform handoff replay: " << o.file << ": kind \"" << kind << "\" is not "
-              << handoff::kTransferProtocolKind << " or " << handoff::kTransferTraceKind << "\n";
+    std::cerr << "kvconform handoff replay: " << Printable(o.file) << ": kind \"" << Printable(kind)
+              << "\" is not " << handoff::kTransferProtocolKind << " or "
+              << handoff::kTransferTraceKind << "\n";
     ExitCode() = kExitUsage;
     return;
   }
@@ -63,8 +64,9 @@ void RunReplay(const ReplayOptions& o) {
     // The document breaks the contract before a summary exists: show why.
     const KindEntry* k = FindKind(kind);
     for (const auto& v : k->validate_json(doc))
-      std::cerr << o.file << ":" << parsed->LineOf(v.pointer) << ": " << ErrorCodeName(v.code)
-                << " at '" << v.pointer << "': " << v.message << "\n";
+      std::cerr << Printable(o.file) << ":" << parsed->LineOf(v.pointer) << ": "
+                << ErrorCodeName(v.code) << " at '" << Printable(v.pointer)
+                << "': " << Printable(v.message) << "\n";
     ExitCode() = kExitViolation;
     return;
   }

@@ -20,14 +20,14 @@ void AddManifestCommand(CLI::App& app) {
   seal->callback([file, in_place] {
     auto parsed = ReadJsonFileStrict(*file);
     if (!parsed.ok()) {
-      std::cerr << parsed.status().ToString() << "\n";
+      std::cerr << Printable(parsed.status().ToString()) << "\n";
       ExitCode() = kExitUsage;
       return;
     }
     Json doc = parsed->value;
     Status s = SealManifest(doc);
     if (!s.ok()) {
-      std::cerr << *file << ": " << s.ToString() << "\n";
+      std::cerr << Printable(*file) << ": " << Printable(s.ToString()) << "\n";
       ExitCode() = kExitUsage;
       return;
     }

@@ -25,7 +25,7 @@ using model::ComputeMode;
 constexpr int kExitDeviceUnavailable = 4;
 
 int FailWith(const char* cmd, const Status& s) {
-  std::cerr << "kvconform " << cmd << ": " << s.ToString() << "\n";
+  std::cerr << "kvconform " << cmd << ": " << Printable(s.ToString()) << "\n";
   if (s.code() == StatusCode::kUnavailable) return kExitDeviceUnavailable;
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
 }

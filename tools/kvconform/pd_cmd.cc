@@ -54,7 +54,7 @@ struct PdOptions {
 };
 
 int FailWith(const char* cmd, const Status& s) {
-  std::cerr << "kvconform " << cmd << ": " << s.ToString() << "\n";
+  std::cerr << "kvconform " << cmd << ": " << Printable(s.ToString()) << "\n";
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
 }
 

@@ -20,13 +20,14 @@ std::string Optional(const std::optional<uint64_t>& x) { return x ? std::to_stri
 void RunServiceMetrics(const ServiceMetricsOptions& o) {
   auto doc = ReadJsonFileStrict(o.file);
   if (!doc.ok()) {
-    std::cerr << "kvconform calc service-metrics: " << doc.status().message() << "\n";
+    std::cerr << "kvconform calc service-metrics: " << Printable(doc.status().message()) << "\n";
     ExitCode() = kExitUsage;
     return;
   }
   auto m = DeriveServiceMetrics(doc->value);
   if (!m.ok()) {
-    std::cerr << "kvconform calc service-metrics: " << o.file << ": " << m.status().message() << "\n";
+    std::cerr << "kvconform calc service-metrics: " << Printable(o.file) << ": "
+              << Printable(m.status().message()) << "\n";
     ExitCode() = kExitViolation;
     return;
   }
@@ -42,13 +43,15 @@ void RunServiceMetrics(const ServiceMetricsOptions& o) {
     for (const auto& [id, rm] : m->requests) {
       std::string tbt;
       for (uint64_t g : rm.tbt) tbt += (tbt.empty() ? "" : ", ") + std::to_string(g);
-      std::cout << "request " << id << ": outputs " << rm.outputs << ", TTFT " << Optional(rm.ttft) << " " << u
-                << ", TBT [" << tbt << "] " << u << ", TPOT "
-                << (rm.tpot ? nlohmann::json(rm.tpot->Value()).dump() + " " + u + " (" + rm.tpot->ToString() + ")"
+      std::cout << "request " << Printable(id) << ": outputs " << rm.outputs << ", TTFT "
+                << Optional(rm.ttft) << " " << u << ", TBT [" << tbt << "] " << u << ", TPOT "
+                << (rm.tpot ? nlohmann::json(rm.tpot->Value()).dump() + " " + u + " (" +
+                                  rm.tpot->ToString() + ")"
                             : std::string("undefined (one output)"))
-                << ", E2E " << Optional(rm.e2e) << " " << u << ", release lag " << Optional(rm.release_lag) << " "
-                << u << ", SLO-valid " << (rm.slo_valid ? "yes" : "no") << ", KV byte-time " << rm.kv_byte_time
-                << " byte-" << u << "\n";
+                << ", E2E " << Optional(rm.e2e) << " " << u << ", release lag "
+                << Optional(rm.release_lag) << " " << u << ", SLO-valid "
+                << (rm.slo_valid ? "yes" : "no") << ", KV byte-time " << rm.kv_byte_time << " byte-"
+                << u << "\n";
     }
     const AggregateMetrics& a = m->aggregate;
     std::cout << "aggregate: completed " << a.completed << ", SLO-valid " << a.slo_valid << ", throughput "
