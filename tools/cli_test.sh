@@ -225,11 +225,10 @@ if ldd "$K" 2>/dev/null | grep -q libasan; then echo "skip out_of_memory: an ASa
   exec 7>"$T/oom.fifo"; head -1 "$T/oom.jsonl" >&7; sleep 1
   oom_base=$(awk '/^VmPeak/{print $2}' "/proc/$oom_pid/status")
   exec 7>&-; wait "$oom_pid"
-  check out_of_memory 3 env OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v "$0" && exec "$@"' \
-    "$((oom_base + 16000))" "$K" check "$T/oom.jsonl"
+  oom_limited=(env OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v "$0" && exec "$@"' "$((oom_base + 16000))")
+  check out_of_memory 3 "${oom_limited[@]}" "$K" check "$T/oom.jsonl"
   expect_out out_of_memory_msg '^kvconform: out of memory: .*no verdict$'; expect_lines out_of_memory_lines 1
-  check out_of_memory_json 3 env OPENBLAS_NUM_THREADS=1 bash -c 'ulimit -v "$0" && exec "$@"' \
-    "$((oom_base + 16000))" "$K" check --format json "$T/oom.jsonl"
+  check out_of_memory_json 3 "${oom_limited[@]}" "$K" check --format json "$T/oom.jsonl"
   expect_lines out_of_memory_json_lines 1
 fi
 check errors_md 0 "$K" errors --format markdown
