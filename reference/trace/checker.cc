@@ -601,6 +601,8 @@ void TraceChecker::EraseOp(std::string_view id) {
     ops_.erase(it);
   }
 }
+size_t TraceChecker::transaction_records() const { return kv_ ? kv_->txn_count() : 0; }
+
 bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
@@ -802,16 +804,25 @@ void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombston
     return h && h->current.phase == lifecycle::Phase::kReleased &&
            h->current.incarnation == generation;
   };
-  // The request released receipt_window releases ago forgets its receipts (counted from its
-  // own release, so the verdict on a late retry never depends on unrelated releases before it).
+  // The incarnation released receipt_window releases ago forgets its receipts (counted from
+  // its own release, so the verdict on a late retry never depends on unrelated releases before
+  // it), whether or not its id has been allocated again since: the later incarnations' records
+  // stay, so a recycled id holds the receipts of the window's incarnations only (since
+  // 2026-12-04: before, an id allocated again within the window kept every incarnation's
+  // records, and a pool of recycled ids grew with the trace's length).
   if (released_.size() > opt_.receipt_window) {
     const auto& [id, generation] = released_[released_.size() - 1 - opt_.receipt_window];
-    if (still_released(id, generation)) (void)kv_->ForgetFinalTxnsOf(id);
+    (void)kv_->ForgetFinalTxnsOf(id, generation);
   }
   while (released_.size() > std::max<size_t>(opt_.released_window, 1)) {
     auto [id, generation] = std::move(released_.front());
     released_.pop_front();
-    if (!still_released(id, generation)) continue;
+    if (!still_released(id, generation)) {
+      // Allocated again since: the tombstone is gone, and so are the released incarnation's
+      // open transactions (they can never publish).
+      (void)kv_->ForgetTxnsOf(id, generation);
+      continue;
+    }
     if (kv_->ForgetReleased(id).ok()) {
       last_request_ = nullptr;
       requests_.erase(id);

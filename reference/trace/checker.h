@@ -260,8 +260,8 @@ struct CheckerOptions {
   // 0x01) are kept until this many further requests have been released, then forgotten
   // (KvObject::ForgetFinalTxnsOf; a retry after that is judged as never started). Counted from
   // the request's own release, so a verdict never depends on unrelated releases before it;
-  // a request whose id is allocated again keeps its receipts until its next release's window
-  // ends. See docs/trace-format.md "Memory".
+  // per incarnation: an id allocated again keeps only the receipts of its incarnations
+  // released within the window. See docs/trace-format.md "Memory".
   size_t receipt_window = 64;
   // Released requests remembered (tombstone, terminal events); the oldest beyond this many
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
@@ -339,6 +339,9 @@ class TraceChecker {
   };
 
   lifecycle::KvObject& kv() { return *kv_; }
+  // Transaction records the lifecycle object holds (live requests' and the receipt windows';
+  // docs/trace-format.md "Memory"); for memory-bound tests.
+  size_t transaction_records() const;
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   const CheckerOptions& options() const { return opt_; }
   // The header's optional conversion model between the allocator and semantic planes (M5.1

@@ -1043,6 +1043,51 @@ TEST(TraceCheckerTest, RegressionReceiptWindowCountsFromTheRequestsOwnRelease) {
   }
 }
 
+// A recycled request id (released, then allocated again under the next handle generation,
+// before its receipt window ends) kept the records of every incarnation: a pool of recycled ids
+// grew with the trace's length (probe 8: 440k events 44.9 MB, 1.76M events 139.6 MB). Each
+// incarnation's receipts now end with its own release's window, whatever the id did since;
+// and the open transactions of an incarnation end with its tombstone's window.
+TEST(TraceCheckerTest, RegressionRecycledIdKeepsOnlyTheWindowsIncarnationsRecords) {
+  constexpr size_t kWindow = 3, kReleased = 5, kIncarnations = 40;
+  TraceChecker c("t.jsonl",
+                 CheckerOptions{.receipt_window = kWindow, .released_window = kReleased});
+  int seq = 0;
+  uint32_t line = 1;
+  c.Feed(kHeader, line++);
+  auto ev = [&](int gen, const std::string& type, const std::string& rest) {
+    c.Feed(Ev(seq++, type,
+              R"("request_id":"A","handle_generation":)" + std::to_string(gen) + "," + rest),
+           line++);
+  };
+  for (int gen = 0; gen < static_cast<int>(kIncarnations); ++gen) {
+    const std::string op = R"("operation_id":"A.p)" + std::to_string(gen) + R"(",)";
+    ev(gen, "request_allocate", R"("payload":{"prompt_length":2})");
+    ev(gen, "append_start",
+       op + R"("base_snapshot":0,"payload":{"interval":[0,2],"cache_position":[0,2],)"
+            R"("mask_key_length":2,"position_stage":"post_rope","purpose":"prefill"})");
+    ev(gen, "append_stage_layer", op + R"("payload":{"layer":0,"interval":[0,2]})");
+    ev(gen, "append_publish",
+       op + R"("base_snapshot":0,"result_snapshot":1,"payload":{"committed_length":2})");
+    ev(gen, "output_emit", R"("payload":{"output_index":0,"token":5})");
+    // An append left open at finish: the release ends the operation ("End of trace"), its
+    // record stays on the tombstone.
+    ev(gen, "append_start",
+       R"("operation_id":"A.q)" + std::to_string(gen) +
+           R"(","base_snapshot":1,"payload":{"interval":[2,3],"cache_position":[2,3],)"
+           R"("mask_key_length":3,"position_stage":"post_rope","purpose":"decode",)"
+           R"("input_token":5})");
+    ev(gen, "finish", R"("payload":{})");
+    ev(gen, "release", R"("payload":{})");
+    // The published receipt of each of the last kWindow incarnations and the open append of
+    // the last kReleased; never the whole history.
+    ASSERT_LE(c.transaction_records(), kWindow + kReleased) << "incarnation " << gen;
+  }
+  EXPECT_GE(c.transaction_records(), kWindow + kReleased) << "the windows' records are kept";
+  const Violations& v = c.Finish(false);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
 }  // namespace
 }  // namespace kvc::trace
 

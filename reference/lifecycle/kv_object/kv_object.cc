@@ -509,23 +509,36 @@ StatusOr<Snapshot> KvObject::Release(std::string_view handle_id, std::optional<B
   return next;
 }
 
-Status KvObject::ForgetFinalTxnsOf(std::string_view handle_id) {
+Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_incarnation,
+                                  bool open_too) {
   auto h = handles_.find(handle_id);
-  if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
+  if (h == handles_.end() || h->second.current.incarnation < before_incarnation)
     return FailedPrecondition("forget receipts: handle " + Q(handle_id) +
-                              " is not a released handle");
+                              " has no released incarnation before generation " +
+                              U(before_incarnation));
   std::deque<std::string>& ids = h->second.txn_ids;
   std::erase_if(ids, [&](const std::string& txn) {
     auto t = txns_.find(txn);
     if (t == txns_.end()) return true;
+    if (t->second.incarnation >= before_incarnation) return false;
     const TxnState st = t->second.state;
-    if (st == TxnState::kOpen || st == TxnState::kPrepared) return false;
+    if (!open_too && (st == TxnState::kOpen || st == TxnState::kPrepared)) return false;
+    // An open transaction of a released incarnation is still listed on the tombstone.
+    if (st == TxnState::kOpen || st == TxnState::kPrepared) CloseTxn(h->second, txn);
     txns_.erase(t);
     ++txn_erasures_;
     return true;
   });
   if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
   return Status::Ok();
+}
+
+Status KvObject::ForgetFinalTxnsOf(std::string_view handle_id, uint64_t before_incarnation) {
+  return ForgetTxnsBefore(handle_id, before_incarnation, false);
+}
+
+Status KvObject::ForgetTxnsOf(std::string_view handle_id, uint64_t before_incarnation) {
+  return ForgetTxnsBefore(handle_id, before_incarnation, true);
 }
 
 Status KvObject::ForgetReleased(std::string_view handle_id) {

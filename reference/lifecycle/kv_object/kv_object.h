@@ -54,11 +54,11 @@ struct HandleRecord {
   std::string parent_id;               // fork parent, empty for allocated roots
   std::vector<std::string> open_txns;  // OPEN or PREPARED transactions on this handle
   // Derived index, not state (operator== ignores it): the ids of every transaction recorded on
-  // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOf
-  // or ForgetReleased drops them. It survives re-allocation of a released id (the records of
-  // the earlier incarnation stay listed). Kept here rather than in a map of its own so an
-  // append costs no extra lookup. A deque: appending never moves the ids already listed (a
-  // long-lived request records thousands of transactions).
+  // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOf,
+  // ForgetTxnsOf or ForgetReleased drops them. It survives re-allocation of a released id (the
+  // records of the earlier incarnations stay listed until forgotten by incarnation). Kept here
+  // rather than in a map of its own so an append costs no extra lookup. A deque: appending never
+  // moves the ids already listed (a long-lived request records thousands of transactions).
   std::deque<std::string> txn_ids;
   // Compares the state fields: current, released_length, parent_id, open_txns.
   friend bool operator==(const HandleRecord& a, const HandleRecord& b) {
@@ -151,13 +151,19 @@ class KvObject {
   StatusOr<Snapshot> Release(std::string_view handle_id,
                              std::optional<BaseRef> expected = std::nullopt);
 
-  // Removes the final (PUBLISHED/ABORTED/REJECTED) transaction records listed on a released
-  // handle, the receipts a retry gets back, of every incarnation of its id; open ones stay until
-  // ForgetReleased. Afterwards a retry of such a transaction is unknown. The caller decides how
-  // long receipts outlive a release (the trace checker keeps a documented window). Cost:
-  // proportional to that handle's listed transactions. FAILED_PRECONDITION unless the handle
-  // exists and is RELEASED.
-  Status ForgetFinalTxnsOf(std::string_view handle_id);
+  // Removes the final (PUBLISHED/ABORTED/REJECTED) transaction records, the receipts a retry
+  // gets back, of the incarnations of `handle_id` older than `before_incarnation` (the handle
+  // generation its release of them produced); open ones stay (see ForgetTxnsOf). Afterwards a
+  // retry of such a transaction is unknown. The caller decides how long receipts outlive a
+  // release (the trace checker keeps a documented window, counted per incarnation, so a
+  // recycled id keeps no more than the window's incarnations). Cost: proportional to the
+  // transactions listed on that handle id. FAILED_PRECONDITION unless the handle exists and its
+  // current incarnation is at least `before_incarnation` (that release happened).
+  Status ForgetFinalTxnsOf(std::string_view handle_id, uint64_t before_incarnation);
+  // The same for every transaction record of those incarnations, open ones included: an open
+  // transaction of a released incarnation can never publish (its late completions are judged
+  // LIFECYCLE_LATE_COMPLETION while it is held, unknown afterwards).
+  Status ForgetTxnsOf(std::string_view handle_id, uint64_t before_incarnation);
   // Forgets a released handle entirely: its tombstone and every transaction record on it, so
   // that a long stream of requests leaves no per-request state behind. Afterwards the id is
   // unknown (LIFECYCLE_UNKNOWN_HANDLE) and Allocate accepts it under any incarnation: the
@@ -216,6 +222,8 @@ class KvObject {
   // Successor of `s` with generation+1 (and version+1 when `content`); overflow-checked.
   StatusOr<Snapshot> Successor(const Snapshot& s, bool content) const;
   void CloseTxn(HandleRecord& h, std::string_view txn_id);
+  // ForgetFinalTxnsOf (open_too false) and ForgetTxnsOf (true).
+  Status ForgetTxnsBefore(std::string_view handle_id, uint64_t before_incarnation, bool open_too);
   // txns_.find(txn_id) through memo_ (nullptr when unknown).
   base::StableStringMap<AppendTxn>::value_type* FindTxnEntry(std::string_view txn_id);
   // The record of the handle that transaction `t` names (nullptr when there is none), through

@@ -389,8 +389,8 @@ TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
   ASSERT_TRUE(o.CancelRequest("A").ok());                          // aborts a2
   ASSERT_TRUE(o.BeginAppend(Append("b2", *o.Read("B"), 1)).ok());  // open on a live handle
   ASSERT_TRUE(o.Release("A").ok());
-  EXPECT_FALSE(o.ForgetFinalTxnsOf("B").ok());  // B is live
-  ASSERT_TRUE(o.ForgetFinalTxnsOf("A").ok());
+  EXPECT_FALSE(o.ForgetFinalTxnsOf("B", 1).ok());  // B is live
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());
   EXPECT_EQ(o.FindTxn("a1"), nullptr);
   EXPECT_EQ(o.FindTxn("a2"), nullptr);  // aborted by the cancellation: final
   EXPECT_NE(o.FindTxn("b1"), nullptr);  // B is live: its receipts stay for retries
@@ -399,13 +399,13 @@ TEST(KvObjectTest, PruningFollowsReleasedHandlesOnly) {
   // A released handle with a still-open transaction keeps it until it is final.
   ASSERT_TRUE(o.Finish("B").ok());
   ASSERT_TRUE(o.Release("B").ok());
-  ASSERT_TRUE(o.ForgetFinalTxnsOf("B").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("B", 1).ok());
   EXPECT_EQ(o.FindTxn("b1"), nullptr);
   ASSERT_NE(o.FindTxn("b2"), nullptr);
   ASSERT_TRUE(o.CancelTxn("b2").ok());
-  ASSERT_TRUE(o.ForgetFinalTxnsOf("B").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("B", 1).ok());
   EXPECT_EQ(o.txn_count(), 0u);
-  EXPECT_FALSE(o.ForgetFinalTxnsOf("missing").ok());
+  EXPECT_FALSE(o.ForgetFinalTxnsOf("missing", 0).ok());
   // Forgetting: only a released handle; afterwards the id is unknown and free again.
   EXPECT_FALSE(o.ForgetReleased("missing").ok());
   ASSERT_TRUE(o.Allocate("C", "C").ok());
@@ -454,21 +454,31 @@ TEST(KvObjectTest, RefusedAppendLeavesNoRecord) {
   EXPECT_EQ(o.Find("R")->open_txns, std::vector<std::string>{"t1"});
 }
 
-// The per-handle transaction list survives re-allocation of a released id: forgetting the
-// recycled identity removes the records of both incarnations.
-TEST(KvObjectTest, RecycledIdentityForgetsEveryIncarnationsRecords) {
+// The per-handle transaction list survives re-allocation of a released id; forgetting goes by
+// incarnation: the records of the incarnations before a given release, final ones
+// (ForgetFinalTxnsOf) or all (ForgetTxnsOf), while the live incarnation's stay.
+TEST(KvObjectTest, RecycledIdentityForgetsRecordsByIncarnation) {
   KvObject o(kAbi);
   ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
   AppendAll(o, "a1", "A", 2);
+  ASSERT_TRUE(o.BeginAppend(Append("a1open", *o.Read("A"), 1)).ok());  // left open
   ASSERT_TRUE(o.Finish("A").ok());
-  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());  // tombstone at handle generation 1
+  EXPECT_FALSE(o.ForgetFinalTxnsOf("A", 2).ok()) << "no release produced generation 2 yet";
   ASSERT_TRUE(o.Allocate("A", "A", 1).ok());
   EXPECT_NE(o.FindTxn("a1"), nullptr);  // the earlier incarnation's receipt is still held
   AppendAll(o, "a2", "A", 1);
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // while generation 1 is live
+  EXPECT_EQ(o.FindTxn("a1"), nullptr);
+  EXPECT_NE(o.FindTxn("a1open"), nullptr) << "open records stay for ForgetTxnsOf";
+  EXPECT_NE(o.FindTxn("a2"), nullptr) << "the live incarnation keeps its receipts";
+  ASSERT_TRUE(o.ForgetTxnsOf("A", 1).ok());
+  EXPECT_EQ(o.FindTxn("a1open"), nullptr);
+  EXPECT_NE(o.FindTxn("a2"), nullptr);
+  EXPECT_EQ(o.txn_count(), 1u);
   ASSERT_TRUE(o.Finish("A").ok());
   ASSERT_TRUE(o.Release("A").ok());
-  EXPECT_EQ(o.txn_count(), 2u);
-  ASSERT_TRUE(o.ForgetFinalTxnsOf("A").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 2).ok());
   EXPECT_EQ(o.txn_count(), 0u);
   ASSERT_TRUE(o.Allocate("A", "A", 2).ok());
   AppendAll(o, "a3", "A", 1);

@@ -158,7 +158,9 @@ TEST(KvObjectUndoTest, RestoreUndoesEveryOperationExactly) {
       if (i % 50 == 49) {
         for (int k = 0; k < 8; ++k) {
           const std::string h = "h" + std::to_string(k);
-          ASSERT_EQ(o.ForgetFinalTxnsOf(h).ok(), copy.ForgetFinalTxnsOf(h).ok());
+          const HandleRecord* r = o.Find(h);
+          const uint64_t g = r ? r->current.incarnation : 0;
+          ASSERT_EQ(o.ForgetFinalTxnsOf(h, g).ok(), copy.ForgetFinalTxnsOf(h, g).ok());
         }
       }
       ASSERT_TRUE(o == copy);
