@@ -39,6 +39,47 @@ Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view o
            where + "; no such snapshot was ever published for this handle");
 }
 
+void OpenTxnIds::Insert(std::string_view id) {
+  ids_.emplace_back(id);
+  if (!index_.empty()) {
+    index_.emplace(ids_.back(), ids_.size() - 1);
+  } else if (ids_.size() >= kIndexFrom) {
+    for (size_t i = 0; i < ids_.size(); ++i) index_.emplace(ids_[i], i);
+  }
+}
+
+void OpenTxnIds::Erase(std::string_view id) {
+  size_t at = ids_.size();
+  if (index_.empty()) {
+    for (size_t i = 0; i < ids_.size(); ++i)
+      if (ids_[i] == id) {
+        at = i;
+        break;
+      }
+    if (at == ids_.size()) return;
+  } else {
+    auto it = index_.find(id);
+    if (it == index_.end()) return;
+    at = it->second;
+    index_.erase(it);
+  }
+  if (at + 1 != ids_.size()) {
+    ids_[at] = std::move(ids_.back());
+    if (!index_.empty()) index_.find(ids_[at])->second = at;
+  }
+  ids_.pop_back();
+  if (ids_.size() < kIndexFrom / 2) index_.clear();  // hysteresis: no rebuild per insert/erase
+}
+
+bool operator==(const OpenTxnIds& a, const OpenTxnIds& b) {
+  if (a.ids_.size() != b.ids_.size()) return false;
+  if (a.ids_ == b.ids_) return true;
+  std::vector<std::string_view> x(a.ids_.begin(), a.ids_.end()), y(b.ids_.begin(), b.ids_.end());
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
 KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
 
 StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
@@ -162,10 +203,7 @@ HandleRecord* KvObject::HandleOfTxn(const AppendTxn& t) {
   return rec;
 }
 
-void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) {
-  auto& o = h.open_txns;
-  o.erase(std::remove(o.begin(), o.end(), txn_id), o.end());
-}
+void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) { h.open_txns.Erase(txn_id); }
 
 StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
@@ -208,7 +246,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
     ++txn_erasures_;
     return h.status();
   }
-  (*h)->open_txns.emplace_back(req.txn_id);
+  (*h)->open_txns.Insert(req.txn_id);
   (*h)->txn_ids.emplace_back(req.txn_id);
   AppendTxn& t = it->second;
   // The append's layers and publication come next: they find the record and its handle here.

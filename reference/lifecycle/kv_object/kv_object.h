@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "reference/base/stable_string_map.h"
@@ -47,12 +48,40 @@ struct CacheAbi {
   friend bool operator==(const CacheAbi&, const CacheAbi&) = default;
 };
 
+// The OPEN/PREPARED transactions of one handle: a set of transaction ids. Insert and Erase
+// cost O(1) whatever the size (a vector; from kIndexFrom ids on, also a hash index of
+// positions), so a handle with many concurrent appends closes each in constant time.
+// Iteration order is unspecified (Erase moves the last id into the hole); equality compares
+// the sets. A value; thread safety: none.
+class OpenTxnIds {
+ public:
+  // `id` must not be present (BeginAppend adds each new transaction once).
+  void Insert(std::string_view id);
+  // No-op when `id` is absent.
+  void Erase(std::string_view id);
+  void clear() {
+    ids_.clear();
+    index_.clear();
+  }
+  bool empty() const { return ids_.empty(); }
+  size_t size() const { return ids_.size(); }
+  std::vector<std::string>::const_iterator begin() const { return ids_.begin(); }
+  std::vector<std::string>::const_iterator end() const { return ids_.end(); }
+  friend bool operator==(const OpenTxnIds& a, const OpenTxnIds& b);
+
+ private:
+  static constexpr size_t kIndexFrom = 16;
+  std::vector<std::string> ids_;
+  // id -> position in ids_; empty while ids_ is shorter than kIndexFrom (a scan is cheaper).
+  std::unordered_map<std::string, size_t, base::StringHash, base::StringEq> index_;
+};
+
 // Per-handle record: the current snapshot (a tombstone once released) and bookkeeping.
 struct HandleRecord {
   Snapshot current;
   uint64_t released_length = 0;        // committed length at release (audit; not readable)
   std::string parent_id;               // fork parent, empty for allocated roots
-  std::vector<std::string> open_txns;  // OPEN or PREPARED transactions on this handle
+  OpenTxnIds open_txns;                // OPEN or PREPARED transactions on this handle
   // Derived index, not state (operator== ignores it): the ids of every transaction recorded on
   // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOf,
   // ForgetTxnsOf or ForgetReleased drops them. It survives re-allocation of a released id (the
@@ -177,10 +206,19 @@ class KvObject {
   // named transactions (present or absent) and the handles those name; Restore() puts exactly
   // that state back. Every operation of this class changes only the handles it names (Fork:
   // the parent and the children), their open transactions (final ones never change), the
-  // transaction it names and its handle. Cost: proportional to the saved records, not to the
-  // object.
+  // transaction it names and its handle. Cost: proportional to the saved records (the named
+  // handles, their open transactions and the named transactions), not to the object or to a
+  // handle's history.
+  // A saved handle record leaves its derived txn_ids list empty and keeps only its length
+  // (listed_txns): an operation appends at most one id to it (BeginAppend), so Restore cuts the
+  // live list back instead of copying a long-lived request's whole history.
+  struct SavedHandle {
+    std::string id;
+    std::optional<HandleRecord> record;  // nullopt: the handle did not exist
+    size_t listed_txns = 0;
+  };
   struct Saved {
-    std::vector<std::pair<std::string, std::optional<HandleRecord>>> handles;
+    std::vector<SavedHandle> handles;
     std::vector<std::pair<std::string, std::optional<AppendTxn>>> txns;
   };
   Saved Save(const std::vector<std::string_view>& handle_ids,

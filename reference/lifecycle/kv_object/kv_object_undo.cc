@@ -1,4 +1,6 @@
 // KvObject::Save / Restore: the undo of one operation (see kv_object.h).
+#include <unordered_set>
+
 #include "reference/lifecycle/kv_object/kv_object.h"
 
 namespace kvc::lifecycle {
@@ -6,26 +8,34 @@ namespace kvc::lifecycle {
 KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
                                const std::vector<std::string_view>& txn_ids) const {
   Saved saved;
+  // Ids already saved, as views of the caller's arguments or of this object's records (both
+  // outlive the call): a fork names thousands of children, a handle holds thousands of open
+  // transactions, and each is saved once in O(1).
+  std::unordered_set<std::string_view, base::StringHash, base::StringEq> seen_txns, seen_handles;
   auto save_txn = [&](std::string_view id) {
-    for (const auto& [saved_id, unused] : saved.txns)
-      if (saved_id == id) return;
+    if (!seen_txns.insert(id).second) return;
     auto it = txns_.find(id);
     saved.txns.emplace_back(std::string(id), it == txns_.end()
                                                  ? std::nullopt
                                                  : std::optional<AppendTxn>(it->second));
   };
   auto save_handle = [&](std::string_view id) {
-    for (const auto& [saved_id, unused] : saved.handles)
-      if (saved_id == id) return;
+    if (!seen_handles.insert(id).second) return;
     auto it = handles_.find(id);
     if (it == handles_.end()) {
-      saved.handles.emplace_back(std::string(id), std::nullopt);
+      saved.handles.push_back({std::string(id), std::nullopt, 0});
       return;
     }
-    saved.handles.emplace_back(std::string(id), it->second);
+    const HandleRecord& h = it->second;
+    HandleRecord copy;  // every state field; the derived txn_ids list only by its length
+    copy.current = h.current;
+    copy.released_length = h.released_length;
+    copy.parent_id = h.parent_id;
+    copy.open_txns = h.open_txns;
+    saved.handles.push_back({std::string(id), std::move(copy), h.txn_ids.size()});
     // Final transactions never change again; an operation on the handle changes only its open
     // ones (CancelRequest aborts them) besides the transaction it names.
-    for (const std::string& txn : it->second.open_txns) save_txn(txn);
+    for (const std::string& txn : h.open_txns) save_txn(txn);
   };
   for (std::string_view id : handle_ids) save_handle(id);
   for (std::string_view id : txn_ids) {
@@ -36,10 +46,17 @@ KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
 }
 
 void KvObject::Restore(Saved saved) {
-  for (auto& [id, record] : saved.handles) {
-    if (record)
+  for (auto& [id, record, listed] : saved.handles) {
+    auto it = handles_.find(id);
+    if (record) {
+      // The live list holds the saved one plus at most the ids the operation appended (a
+      // re-allocation moves the list to the new record whole).
+      if (it != handles_.end()) {
+        record->txn_ids = std::move(it->second.txn_ids);
+        if (record->txn_ids.size() > listed) record->txn_ids.resize(listed);
+      }
       handles_.insert_or_assign(id, std::move(*record));
-    else if (auto it = handles_.find(id); it != handles_.end()) {
+    } else if (it != handles_.end()) {
       handles_.erase(it);
       ++handle_erasures_;
     }
