@@ -382,6 +382,8 @@ class TraceChecker {
   // "request:B", not request B).
   bool IsPoisoned(std::string_view key) const;
   bool IsPoisonedOp(std::string_view op_id) const;
+  // How many gates are set (memory: gates follow violations, docs/trace-format.md "Memory").
+  size_t poisoned_count() const { return poisoned_.size(); }
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);
