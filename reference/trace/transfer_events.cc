@@ -1,13 +1,14 @@
 // Transfer-plane event handlers: replay M5.6 handoffs of a trace through handoff::TransferTxn.
 #include "reference/trace/transfer_events.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
@@ -58,11 +59,48 @@ struct Transfer {
   TransferReplaySummary summary;
 };
 
-// The K/V-ready token intervals of one (request, layer), each with the line that declared it.
-struct Ready {
-  uint64_t start = 0, end = 0;
+// The K/V-ready tokens of one (request, layer): disjoint intervals [start, end) keyed by start,
+// none adjacent to another (AddReady merges overlapping and adjacent kv_ready intervals), each
+// with the latest line of the kv_ready events it was merged from. A chunk's coverage is then one
+// lookup (FirstNotReady), whatever order the slices were announced in.
+struct ReadySpan {
+  uint64_t end = 0;
   uint32_t line = 0;
-  uint64_t ns = 0;
+};
+using ReadyCover = std::map<uint64_t, ReadySpan>;
+
+// Adds [start, end) declared at `line` (not before the lines already in `cover`). Amortized
+// O(log n): each interval is inserted once and erased at most once.
+void AddReady(ReadyCover& cover, uint64_t start, uint64_t end, uint32_t line) {
+  if (start >= end) return;  // an empty interval makes no token ready
+  auto it = cover.upper_bound(start);
+  if (it != cover.begin() && std::prev(it)->second.end >= start) --it;  // overlaps or touches
+  // Every interval from `it` on that starts at or before `end` overlaps or touches [start, end).
+  while (it != cover.end() && it->first <= end) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second.end);
+    line = std::max(line, it->second.line);
+    it = cover.erase(it);
+  }
+  cover.emplace_hint(it, start, ReadySpan{end, line});
+}
+
+// The first token at or after `from` that `cover` does not hold (`from` itself when it is not
+// ready), and in *line the line of the interval that holds [from, that token) (0 when none).
+uint64_t FirstNotReady(const ReadyCover& cover, uint64_t from, uint32_t* line) {
+  *line = 0;
+  auto it = cover.upper_bound(from);
+  if (it == cover.begin()) return from;
+  --it;  // the last interval starting at or before `from`
+  if (it->second.end <= from) return from;
+  *line = it->second.line;
+  return it->second.end;  // the merged intervals are not adjacent: this token is not ready
+}
+
+// What the transfer plane keeps per request: its K/V readiness (kv_ready).
+struct RequestReady {
+  std::map<uint64_t, ReadyCover> layers;  // by layer
+  std::optional<uint64_t> last_ready_ns;  // the latest monotonic_ns of its kv_ready events
 };
 
 // Per-checker replay state of the transfer plane.
@@ -92,7 +130,15 @@ class TransferState final : public CheckerExtension {
   // Address-stable: transactions borrow the window and the pool.
   std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
   std::map<std::string, Transfer, std::less<>> transfers;
-  std::map<std::pair<std::string, uint64_t>, std::vector<Ready>> ready;
+  std::map<std::string, RequestReady, std::less<>> requests;
+
+  // Records kv_ready of [start, end) of `layer` for `request` at `line`.
+  void AddKvReady(const std::string& request, uint64_t layer, uint64_t start, uint64_t end,
+                  uint32_t line, uint64_t ns) {
+    RequestReady& r = requests[request];
+    if (start < end) AddReady(r.layers[layer], start, end, line);
+    r.last_ready_ns = std::max(r.last_ready_ns.value_or(0), ns);
+  }
 };
 
 TransferState& State(TraceChecker& c) {
@@ -332,8 +378,7 @@ void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
     // The request's readiness is no longer the producer's: its later events are gated.
     return c.DropEvent(e);
   }
-  State(c).ready[{*req, *layer}].push_back(
-      {interval->first, interval->second, e.line, e.monotonic_ns});
+  State(c).AddKvReady(*req, *layer, interval->first, interval->second, e.line, e.monotonic_ns);
 }
 
 void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -521,21 +566,16 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   // produced). Times handed to the transaction are trace line numbers.
   uint64_t ready_at = UINT64_MAX;
   uint64_t uncovered = 0;  // the first token no earlier kv_ready covers
+  const RequestReady* known = nullptr;
+  if (auto r = s.requests.find(t->request_id); r != s.requests.end()) known = &r->second;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   if (spec) {
     const uint64_t end = spec->token_start + spec->token_count;  // CheckPlan bounded it
     uint64_t at = spec->token_start;
-    uint64_t latest = 0;
-    auto it = s.ready.find({t->request_id, spec->layer});
-    for (bool grew = true; it != s.ready.end() && at < end && grew;) {
-      grew = false;
-      for (const Ready& r : it->second)
-        if (r.start <= at && at < r.end) {
-          at = r.end;
-          latest = std::max<uint64_t>(latest, r.line);
-          grew = true;
-        }
-    }
+    uint32_t latest = 0;
+    if (known)
+      if (auto l = known->layers.find(spec->layer); l != known->layers.end())
+        at = FirstNotReady(l->second, at, &latest);
     // Only earlier kv_ready events are known here, so a send fails the gate only when they do
     // not cover its chunk: it is then ready "after" this line.
     ready_at = at >= end ? latest : uint64_t{e.line} + 1;
@@ -733,12 +773,19 @@ std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
   out.credits_in_flight_at_end = d.credits.in_flight();
   out.unpublished_blocks_at_end = d.pool.unpublished();
   out.retries = t.txn->retries();
-  for (uint64_t l = 0; l < t.txn->plan().num_layers; ++l) {
-    auto r = s->ready.find({t.request_id, l});
-    if (r == s->ready.end()) continue;
-    for (const Ready& x : r->second)
-      out.last_layer_ready_ns = std::max(out.last_layer_ready_ns.value_or(0), x.ns);
-  }
+  // (kv_ready names only layers of the ABI, the plan's layers.)
+  if (auto r = s->requests.find(t.request_id); r != s->requests.end())
+    out.last_layer_ready_ns = r->second.last_ready_ns;
+  return out;
+}
+
+TransferReadiness ReadinessFootprint(const TraceChecker& c) {
+  TransferReadiness out;
+  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
+  if (!s) return out;
+  out.requests = s->requests.size();
+  for (const auto& [id, r] : s->requests)
+    for (const auto& [layer, cover] : r.layers) out.intervals += cover.size();
   return out;
 }
 
