@@ -265,7 +265,8 @@ struct CheckerOptions {
   size_t receipt_window = 64;
   // Released requests remembered (tombstone, terminal events); the oldest beyond this many
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
-  // At least 1.
+  // The transfer plane keeps the kv_ready readiness of this many requests without an open
+  // transfer too (transfer_events.cc). At least 1.
   size_t released_window = 4096;
   // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
   // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,7 @@ struct Transfer {
   // Each chunk's first accepted receive: its line and checksum (what validation compares).
   std::map<std::string, std::pair<uint32_t, std::string>, std::less<>> received;
   TransferReplaySummary summary;
+  bool counted_open = false;  // counted in its request's RequestReady::open_transfers
 };
 
 // The K/V-ready tokens of one (request, layer): disjoint intervals [start, end) keyed by start,
@@ -97,16 +99,21 @@ uint64_t FirstNotReady(const ReadyCover& cover, uint64_t from, uint32_t* line) {
   return it->second.end;  // the merged intervals are not adjacent: this token is not ready
 }
 
-// What the transfer plane keeps per request: its K/V readiness (kv_ready).
+// What the transfer plane keeps per request: its K/V readiness (kv_ready) and how many of its
+// planned transfers are open (neither PUBLISHED nor ABORTED). Bounded: see TransferState::idle.
 struct RequestReady {
   std::map<uint64_t, ReadyCover> layers;  // by layer
   std::optional<uint64_t> last_ready_ns;  // the latest monotonic_ns of its kv_ready events
+  uint64_t open_transfers = 0;
+  bool idle = false;  // in TransferState::idle (open_transfers == 0 and readiness is known)
+  std::list<std::string>::iterator idle_pos;
 };
 
 // Per-checker replay state of the transfer plane.
 class TransferState final : public CheckerExtension {
  public:
-  explicit TransferState(const lifecycle::CacheAbi& abi) : directory(abi) {}
+  TransferState(const lifecycle::CacheAbi& abi, size_t idle_window)
+      : directory(abi), idle_window(std::max<size_t>(idle_window, 1)) {}
 
   void Finish(TraceChecker& c) override {
     std::vector<const std::pair<const std::string, Transfer>*> open;
@@ -130,7 +137,14 @@ class TransferState final : public CheckerExtension {
   // Address-stable: transactions borrow the window and the pool.
   std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
   std::map<std::string, Transfer, std::less<>> transfers;
+  // Per request: readiness and open transfers. A request with an open transfer keeps its
+  // record; one without (never planned, or every transfer PUBLISHED or ABORTED) keeps its
+  // readiness while it is among the last `idle_window` such requests (`idle`, least recently
+  // announced or closed first), then it is forgotten: memory follows live transfers, not the
+  // trace's length (docs/trace-format.md "Memory").
   std::map<std::string, RequestReady, std::less<>> requests;
+  std::list<std::string> idle;
+  const size_t idle_window;
 
   // Records kv_ready of [start, end) of `layer` for `request` at `line`.
   void AddKvReady(const std::string& request, uint64_t layer, uint64_t start, uint64_t end,
@@ -138,13 +152,58 @@ class TransferState final : public CheckerExtension {
     RequestReady& r = requests[request];
     if (start < end) AddReady(r.layers[layer], start, end, line);
     r.last_ready_ns = std::max(r.last_ready_ns.value_or(0), ns);
+    if (r.open_transfers == 0) MakeIdle(request, r);  // the most recent idle request now
+  }
+
+  // After an event of transfer `id`: counts it open or closed for its request. Only an event of
+  // the transfer changes its state (its handlers and GateTransfer), and PUBLISHED and ABORTED
+  // are terminal, so a transfer is counted open from its plan until it ends.
+  void SyncOpen(std::string_view id) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || !it->second.txn) return;
+    Transfer& t = it->second;
+    const TxnState st = t.txn->state();
+    const bool open = st != TxnState::kPublished && st != TxnState::kAborted;
+    if (open == t.counted_open) return;
+    t.counted_open = open;
+    RequestReady& r = requests[t.request_id];
+    if (open) {
+      if (r.open_transfers++ == 0 && r.idle) {
+        idle.erase(r.idle_pos);
+        r.idle = false;
+      }
+    } else if (--r.open_transfers == 0) {
+      MakeIdle(t.request_id, r);
+    }
+  }
+
+ private:
+  // `r` (of `request`, no open transfer) becomes the most recent idle request: forgotten at
+  // once when no kv_ready named it, else the oldest idle requests beyond the window are.
+  void MakeIdle(const std::string& request, RequestReady& r) {
+    if (!r.last_ready_ns) {
+      if (r.idle) idle.erase(r.idle_pos);
+      requests.erase(request);
+      return;
+    }
+    if (r.idle) {
+      idle.splice(idle.end(), idle, r.idle_pos);
+    } else {
+      r.idle_pos = idle.insert(idle.end(), request);
+      r.idle = true;
+    }
+    while (idle.size() > idle_window) {
+      requests.erase(idle.front());
+      idle.pop_front();
+    }
   }
 };
 
 TransferState& State(TraceChecker& c) {
   if (CheckerExtension* x = c.extension(kSlot)) return static_cast<TransferState&>(*x);
   return static_cast<TransferState&>(
-      c.SetExtension(std::string(kSlot), std::make_unique<TransferState>(c.kv().abi())));
+      c.SetExtension(std::string(kSlot),
+                     std::make_unique<TransferState>(c.kv().abi(), c.options().released_window)));
 }
 
 // The request the event names, or nullopt after reporting its absence.
@@ -588,7 +647,13 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
                     ", but the earlier kv_ready events of request \"" + t->request_id +
                     "\" do not cover layer " + U(spec->layer) + " tokens [" + U(spec->token_start) +
                     "," + U(spec->token_start + spec->token_count) + ") (token " + U(uncovered) +
-                    " is not yet ready; the producer gate is judged in trace order)",
+                    " is not yet ready; the producer gate is judged in trace order" +
+                    (known && known->last_ready_ns
+                         ? std::string(")")
+                         : "; no kv_ready of the request is known: none came before, or they "
+                           "came while the request had no open transfer and were forgotten after " +
+                               U(s.idle_window) +
+                               " other such requests' readiness, docs/trace-format.md \"Memory\")"),
                 st.error());
   Judge(c, e, st);
 }
@@ -714,6 +779,16 @@ void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
   if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Abort(*reason));
 }
 
+// Runs `Handle` on an event of a transfer, then counts the transfer open or closed for its
+// request (TransferState::SyncOpen).
+template <void (*Handle)(TraceChecker&, const Event&, ObjReader&)>
+void Tracked(TraceChecker& c, const Event& e, ObjReader& p) {
+  Handle(c, e, p);
+  if (e.operation_id)
+    if (CheckerExtension* x = c.extension(kSlot))
+      static_cast<TransferState&>(*x).SyncOpen(*e.operation_id);
+}
+
 constexpr EventTypeSpec kRows[] = {
     // Declarations (a destination, a prefix it holds, the producer's readiness, a plan) state
     // what is: success is their only outcome. A failed handoff is recorded as transfer_abort.
@@ -723,18 +798,18 @@ constexpr EventTypeSpec kRows[] = {
      &GateDestinationPrefix, kOutcomeSuccess},
     {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan, nullptr, nullptr,
+    {"transfer_plan", Plane::kTransfer, false, true, false, &Tracked<&OnPlan>, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},
-    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &OnCreditAcquire},
-    {"chunk_send", Plane::kTransfer, false, true, false, &OnSend},
-    {"chunk_receive", Plane::kTransfer, false, true, false, &OnReceive},
-    {"chunk_device_visible", Plane::kTransfer, false, true, false, &OnDeviceVisible},
-    {"transfer_validate", Plane::kTransfer, false, true, false, &OnValidate},
-    {"transfer_publish", Plane::kTransfer, false, true, false, &OnPublish},
-    {"decode_admit", Plane::kTransfer, false, true, false, &OnDecodeAdmit},
-    {"source_release_ack", Plane::kTransfer, false, true, false, &OnSourceRelease},
-    {"transfer_abort", Plane::kTransfer, false, true, false, &OnAbort},
+    {"transfer_reserve", Plane::kTransfer, false, true, false, &Tracked<&OnReserve>},
+    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &Tracked<&OnCreditAcquire>},
+    {"chunk_send", Plane::kTransfer, false, true, false, &Tracked<&OnSend>},
+    {"chunk_receive", Plane::kTransfer, false, true, false, &Tracked<&OnReceive>},
+    {"chunk_device_visible", Plane::kTransfer, false, true, false, &Tracked<&OnDeviceVisible>},
+    {"transfer_validate", Plane::kTransfer, false, true, false, &Tracked<&OnValidate>},
+    {"transfer_publish", Plane::kTransfer, false, true, false, &Tracked<&OnPublish>},
+    {"decode_admit", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeAdmit>},
+    {"source_release_ack", Plane::kTransfer, false, true, false, &Tracked<&OnSourceRelease>},
+    {"transfer_abort", Plane::kTransfer, false, true, false, &Tracked<&OnAbort>},
 };
 
 }  // namespace

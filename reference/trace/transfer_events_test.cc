@@ -550,6 +550,44 @@ TEST(TransferEventsTest, RegressionReadinessSlicesMergeIntoOneInterval) {
   EXPECT_EQ(ReadinessFootprint(c).intervals, 2u);
 }
 
+// Regression (adversarial probe 8, 2026-12-04): the readiness of every request that ever had a
+// kv_ready was kept to the end of the trace (~126 B per request: memory grew with the trace).
+// A request with an open transfer keeps its readiness; of the requests without one (never
+// planned, or every transfer PUBLISHED or ABORTED) only the last released_window keep theirs.
+// A transfer planned after its request's readiness was forgotten fails the producer gate, and
+// the message says why.
+TEST(TransferEventsTest, RegressionReadinessOfIdleRequestsIsBounded) {
+  CheckerOptions opt;
+  opt.released_window = 8;
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":64})");
+  // "open": planned before 100 idle requests announce readiness, sent after them.
+  KvReady(trace, "open", 0, 4);
+  PlanOneChunk(trace, "open", 4);
+  // "early": announced, then 100 idle requests, then planned.
+  KvReady(trace, "early", 0, 4);
+  for (int i = 0; i < 100; ++i) KvReady(trace, "r" + std::to_string(i), 0, 16);
+  SendAndPublish(trace, "open", 4);
+  const size_t early_send = trace.out.size() + 3;  // after its plan, reservation and credit
+  PlanOneChunk(trace, "early", 4);
+  trace.ev("P", "xearly", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  trace.ev("P", "xearly", "transfer_abort", R"("payload":{"reason":"r"})");
+  TraceChecker c("t.jsonl", opt);
+  const Violations& v = Replay(c, trace.out);
+  // "open" (published) and the last idle ones: at most the window (102 before the fix).
+  EXPECT_LE(ReadinessFootprint(c).requests, 8u);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].line, early_send + 1);
+  EXPECT_NE(v[0].message.find("no kv_ready of the request is known"), std::string::npos)
+      << v[0].message;
+  auto s = SummarizeTransfer(c, "xopen");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "PUBLISHED");
+  EXPECT_TRUE(s->last_layer_ready_ns.has_value());  // its readiness is among the last 8
+}
+
 // Regression (an adversarial probe, 2026-12-04): the registry's HANDOFF_TRACE_INTERVAL_INVALID
 // ("a trace event ends before it starts, or names an undeclared layer") covered only the layer;
 // a reversed readiness interval was the generic INPUT_VALUE_OUT_OF_RANGE.
