@@ -265,7 +265,8 @@ struct CheckerOptions {
   size_t receipt_window = 64;
   // Released requests remembered (tombstone, terminal events); the oldest beyond this many
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
-  // At least 1.
+  // The transfer plane keeps the kv_ready readiness of this many requests without an open
+  // transfer too (transfer_events.cc). At least 1.
   size_t released_window = 4096;
   // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
   // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the
@@ -385,6 +386,8 @@ class TraceChecker {
   // "request:B", not request B).
   bool IsPoisoned(std::string_view key) const;
   bool IsPoisonedOp(std::string_view op_id) const;
+  // How many gates are set (memory: gates follow violations, docs/trace-format.md "Memory").
+  size_t poisoned_count() const { return poisoned_.size(); }
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);

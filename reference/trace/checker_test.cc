@@ -561,6 +561,54 @@ TEST(TraceCheckerTest, RegressionLegalOperationReportedRejectedIsUndone) {
   EXPECT_EQ(test::CodeNames(c.Finish(false)), std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
 }
 
+// Regression (adversarial probe 8, 2026-12-04): an append_start reported `rejected` that the
+// contract refuses too (here a stale base, and a request that does not exist) gated its
+// operation: one poisoned id per refusal and no violation, so the gates grew with the trace's
+// length; and a later start of the same operation id was replayed while its stages and its
+// publication were not (the request stayed behind the runtime). Such a refusal opens nothing and
+// gates nothing now.
+TEST(TraceCheckerTest, RegressionRefusedAppendStartsGateNothing) {
+  auto prefill = [](int seq, const std::string& request, const std::string& op, int base, int from,
+                    const std::string& outcome) {
+    const std::string to = std::to_string(from + 2);
+    return Ev(seq, "append_start",
+              R"("request_id":")" + request + R"(","handle_generation":0,"operation_id":")" + op +
+                  R"(","base_snapshot":)" + std::to_string(base) + R"(,"outcome":")" + outcome +
+                  R"(","payload":{"interval":[)" + std::to_string(from) + "," + to +
+                  R"(],"cache_position":[)" + std::to_string(from) + "," + to +
+                  R"(],"mask_key_length":)" + to +
+                  R"(,"position_stage":"post_rope","purpose":"prefill"})");
+  };
+  TraceChecker c("t.jsonl");
+  uint32_t line = 1;
+  int seq = 0;
+  auto feed = [&](const std::string& l) { c.Feed(l, line++); };
+  feed(kHeader);
+  feed(Mutate(Alloc(seq++), R"("prompt_length":2)", R"("prompt_length":4)"));
+  feed(Start(seq++));
+  feed(Stage(seq++));
+  feed(Publish(seq++));  // R at snapshot 1, [0, 2) committed
+  for (int i = 0; i < 100; ++i) {
+    feed(prefill(seq++, "R", "x" + std::to_string(i), 0, 2, "rejected"));  // stale base 0
+    feed(prefill(seq++, "U", "u" + std::to_string(i), 0, 0, "rejected"));  // no request U
+  }
+  EXPECT_EQ(c.poisoned_count(), 0u);
+  // A later start of a refused operation's id is a first start, replayed with its stages and
+  // its publication.
+  feed(prefill(seq++, "R", "x0", 1, 2, "success"));
+  feed(Ev(seq++, "append_stage_layer",
+          R"("request_id":"R","handle_generation":0,"operation_id":"x0",)"
+          R"("payload":{"layer":0,"interval":[2,4]})"));
+  feed(Ev(seq++, "append_publish",
+          R"("request_id":"R","handle_generation":0,"operation_id":"x0","base_snapshot":1,)"
+          R"("result_snapshot":2,"payload":{"committed_length":4})"));
+  const Violations& v = c.Finish(false);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  ASSERT_NE(c.kv().Find("R"), nullptr);
+  EXPECT_EQ(c.kv().Find("R")->current.committed_length, 4u);
+  EXPECT_EQ(c.poisoned_count(), 0u);
+}
+
 // The hand-rolled byte comparisons of the hot path agree with std::string_view equality for
 // every length up to 40 and a difference at every position.
 TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {

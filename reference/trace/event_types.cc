@@ -251,8 +251,16 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
              "accepts (accepted_count)");
     return c.DropEvent(e);
   }
+  // A refusal the contract expects (reported `rejected`: of an unknown request, one the output
+  // frontier or the lifecycle object refuses) opens nothing and gates nothing: the operation
+  // stays unknown, so its later events are judged as events of an operation never opened, and
+  // a later start of its id is a first start (since 2026-12-04: such a refusal gated its
+  // operation, one poisoned id per refusal without a violation, and the gate hid the stages and
+  // publication of a later start of the id; test
+  // TraceCheckerTest.RegressionRefusedAppendStartsGateNothing). Any other failure below reports
+  // and drops the event (DropEvent gates the operation).
   const Snapshot* cur = CurrentRef(c, e);
-  if (!cur) return c.PoisonOp(*e.operation_id);
+  if (!cur) return;
   CheckRefusedBaseReached(c, e, *cur);
   // Views of the event (valid for the handler): BeginAppend copies what its record keeps.
   lifecycle::BeginAppendView r;
@@ -356,12 +364,9 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   // refusal raised TRACE_OUTCOME_INVALID).
   if (!retry && KeyEquals(e.outcome, "rejected") && req && req->frontier.tracked() &&
       !req->frontier.CheckAppend(call).ok())
-    return c.PoisonOp(*e.operation_id);
-  bool ok = c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); });
-  if (!ok) {
-    if (!retry) c.PoisonOp(*e.operation_id);
     return;
-  }
+  if (!c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); }))
+    return;  // refused as reported, or reported and dropped by Apply
   // The output frontier judges an append the lifecycle object admitted (one refused by the
   // lifecycle, e.g. for an interval its positions do not match, raised its code above and is
   // gated: one field wrong, one code). A breach is reported once: the request's frontier is no

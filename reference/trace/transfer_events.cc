@@ -1,13 +1,15 @@
 // Transfer-plane event handlers: replay M5.6 handoffs of a trace through handoff::TransferTxn.
 #include "reference/trace/transfer_events.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <iterator>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
@@ -56,19 +58,62 @@ struct Transfer {
   // Each chunk's first accepted receive: its line and checksum (what validation compares).
   std::map<std::string, std::pair<uint32_t, std::string>, std::less<>> received;
   TransferReplaySummary summary;
+  bool counted_open = false;  // counted in its request's RequestReady::open_transfers
 };
 
-// The K/V-ready token intervals of one (request, layer), each with the line that declared it.
-struct Ready {
-  uint64_t start = 0, end = 0;
+// The K/V-ready tokens of one (request, layer): disjoint intervals [start, end) keyed by start,
+// none adjacent to another (AddReady merges overlapping and adjacent kv_ready intervals), each
+// with the latest line of the kv_ready events it was merged from. A chunk's coverage is then one
+// lookup (FirstNotReady), whatever order the slices were announced in.
+struct ReadySpan {
+  uint64_t end = 0;
   uint32_t line = 0;
-  uint64_t ns = 0;
+};
+using ReadyCover = std::map<uint64_t, ReadySpan>;
+
+// Adds [start, end) declared at `line` (not before the lines already in `cover`). Amortized
+// O(log n): each interval is inserted once and erased at most once.
+void AddReady(ReadyCover& cover, uint64_t start, uint64_t end, uint32_t line) {
+  if (start >= end) return;  // an empty interval makes no token ready
+  auto it = cover.upper_bound(start);
+  if (it != cover.begin() && std::prev(it)->second.end >= start) --it;  // overlaps or touches
+  // Every interval from `it` on that starts at or before `end` overlaps or touches [start, end).
+  while (it != cover.end() && it->first <= end) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second.end);
+    line = std::max(line, it->second.line);
+    it = cover.erase(it);
+  }
+  cover.emplace_hint(it, start, ReadySpan{end, line});
+}
+
+// The first token at or after `from` that `cover` does not hold (`from` itself when it is not
+// ready), and in *line the line of the interval that holds [from, that token) (0 when none).
+uint64_t FirstNotReady(const ReadyCover& cover, uint64_t from, uint32_t* line) {
+  *line = 0;
+  auto it = cover.upper_bound(from);
+  if (it == cover.begin()) return from;
+  --it;  // the last interval starting at or before `from`
+  if (it->second.end <= from) return from;
+  *line = it->second.line;
+  return it->second.end;  // the merged intervals are not adjacent: this token is not ready
+}
+
+// What the transfer plane keeps per request: its K/V readiness (kv_ready) and how many of its
+// planned transfers are open (neither PUBLISHED nor ABORTED). Bounded: see TransferState::idle.
+struct RequestReady {
+  std::map<uint64_t, ReadyCover> layers;  // by layer
+  std::optional<uint64_t> last_ready_ns;  // the latest monotonic_ns of its kv_ready events
+  uint64_t open_transfers = 0;
+  bool idle = false;  // in TransferState::idle (open_transfers == 0 and readiness is known)
+  std::list<std::string>::iterator idle_pos;
 };
 
 // Per-checker replay state of the transfer plane.
 class TransferState final : public CheckerExtension {
  public:
-  explicit TransferState(const lifecycle::CacheAbi& abi) : directory(abi) {}
+  TransferState(const lifecycle::CacheAbi& abi, size_t idle_window)
+      : directory(abi), idle_window(std::max<size_t>(idle_window, 1)) {}
 
   void Finish(TraceChecker& c) override {
     std::vector<const std::pair<const std::string, Transfer>*> open;
@@ -92,13 +137,73 @@ class TransferState final : public CheckerExtension {
   // Address-stable: transactions borrow the window and the pool.
   std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
   std::map<std::string, Transfer, std::less<>> transfers;
-  std::map<std::pair<std::string, uint64_t>, std::vector<Ready>> ready;
+  // Per request: readiness and open transfers. A request with an open transfer keeps its
+  // record; one without (never planned, or every transfer PUBLISHED or ABORTED) keeps its
+  // readiness while it is among the last `idle_window` such requests (`idle`, least recently
+  // announced or closed first), then it is forgotten: memory follows live transfers, not the
+  // trace's length (docs/trace-format.md "Memory").
+  std::map<std::string, RequestReady, std::less<>> requests;
+  std::list<std::string> idle;
+  const size_t idle_window;
+
+  // Records kv_ready of [start, end) of `layer` for `request` at `line`.
+  void AddKvReady(const std::string& request, uint64_t layer, uint64_t start, uint64_t end,
+                  uint32_t line, uint64_t ns) {
+    RequestReady& r = requests[request];
+    if (start < end) AddReady(r.layers[layer], start, end, line);
+    r.last_ready_ns = std::max(r.last_ready_ns.value_or(0), ns);
+    if (r.open_transfers == 0) MakeIdle(request, r);  // the most recent idle request now
+  }
+
+  // After an event of transfer `id`: counts it open or closed for its request. Only an event of
+  // the transfer changes its state (its handlers and GateTransfer), and PUBLISHED and ABORTED
+  // are terminal, so a transfer is counted open from its plan until it ends.
+  void SyncOpen(std::string_view id) {
+    auto it = transfers.find(id);
+    if (it == transfers.end() || !it->second.txn) return;
+    Transfer& t = it->second;
+    const TxnState st = t.txn->state();
+    const bool open = st != TxnState::kPublished && st != TxnState::kAborted;
+    if (open == t.counted_open) return;
+    t.counted_open = open;
+    RequestReady& r = requests[t.request_id];
+    if (open) {
+      if (r.open_transfers++ == 0 && r.idle) {
+        idle.erase(r.idle_pos);
+        r.idle = false;
+      }
+    } else if (--r.open_transfers == 0) {
+      MakeIdle(t.request_id, r);
+    }
+  }
+
+ private:
+  // `r` (of `request`, no open transfer) becomes the most recent idle request: forgotten at
+  // once when no kv_ready named it, else the oldest idle requests beyond the window are.
+  void MakeIdle(const std::string& request, RequestReady& r) {
+    if (!r.last_ready_ns) {
+      if (r.idle) idle.erase(r.idle_pos);
+      requests.erase(request);
+      return;
+    }
+    if (r.idle) {
+      idle.splice(idle.end(), idle, r.idle_pos);
+    } else {
+      r.idle_pos = idle.insert(idle.end(), request);
+      r.idle = true;
+    }
+    while (idle.size() > idle_window) {
+      requests.erase(idle.front());
+      idle.pop_front();
+    }
+  }
 };
 
 TransferState& State(TraceChecker& c) {
   if (CheckerExtension* x = c.extension(kSlot)) return static_cast<TransferState&>(*x);
   return static_cast<TransferState&>(
-      c.SetExtension(std::string(kSlot), std::make_unique<TransferState>(c.kv().abi())));
+      c.SetExtension(std::string(kSlot),
+                     std::make_unique<TransferState>(c.kv().abi(), c.options().released_window)));
 }
 
 // The request the event names, or nullopt after reporting its absence.
@@ -332,8 +437,7 @@ void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
     // The request's readiness is no longer the producer's: its later events are gated.
     return c.DropEvent(e);
   }
-  State(c).ready[{*req, *layer}].push_back(
-      {interval->first, interval->second, e.line, e.monotonic_ns});
+  State(c).AddKvReady(*req, *layer, interval->first, interval->second, e.line, e.monotonic_ns);
 }
 
 void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -521,21 +625,16 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   // produced). Times handed to the transaction are trace line numbers.
   uint64_t ready_at = UINT64_MAX;
   uint64_t uncovered = 0;  // the first token no earlier kv_ready covers
+  const RequestReady* known = nullptr;
+  if (auto r = s.requests.find(t->request_id); r != s.requests.end()) known = &r->second;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   if (spec) {
     const uint64_t end = spec->token_start + spec->token_count;  // CheckPlan bounded it
     uint64_t at = spec->token_start;
-    uint64_t latest = 0;
-    auto it = s.ready.find({t->request_id, spec->layer});
-    for (bool grew = true; it != s.ready.end() && at < end && grew;) {
-      grew = false;
-      for (const Ready& r : it->second)
-        if (r.start <= at && at < r.end) {
-          at = r.end;
-          latest = std::max<uint64_t>(latest, r.line);
-          grew = true;
-        }
-    }
+    uint32_t latest = 0;
+    if (known)
+      if (auto l = known->layers.find(spec->layer); l != known->layers.end())
+        at = FirstNotReady(l->second, at, &latest);
     // Only earlier kv_ready events are known here, so a send fails the gate only when they do
     // not cover its chunk: it is then ready "after" this line.
     ready_at = at >= end ? latest : uint64_t{e.line} + 1;
@@ -548,7 +647,13 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
                     ", but the earlier kv_ready events of request \"" + t->request_id +
                     "\" do not cover layer " + U(spec->layer) + " tokens [" + U(spec->token_start) +
                     "," + U(spec->token_start + spec->token_count) + ") (token " + U(uncovered) +
-                    " is not yet ready; the producer gate is judged in trace order)",
+                    " is not yet ready; the producer gate is judged in trace order" +
+                    (known && known->last_ready_ns
+                         ? std::string(")")
+                         : "; no kv_ready of the request is known: none came before, or they "
+                           "came while the request had no open transfer and were forgotten after " +
+                               U(s.idle_window) +
+                               " other such requests' readiness, docs/trace-format.md \"Memory\")"),
                 st.error());
   Judge(c, e, st);
 }
@@ -674,6 +779,16 @@ void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
   if (Transfer* t = FindTransfer(c, s, e)) Judge(c, e, t->txn->Abort(*reason));
 }
 
+// Runs `Handle` on an event of a transfer, then counts the transfer open or closed for its
+// request (TransferState::SyncOpen).
+template <void (*Handle)(TraceChecker&, const Event&, ObjReader&)>
+void Tracked(TraceChecker& c, const Event& e, ObjReader& p) {
+  Handle(c, e, p);
+  if (e.operation_id)
+    if (CheckerExtension* x = c.extension(kSlot))
+      static_cast<TransferState&>(*x).SyncOpen(*e.operation_id);
+}
+
 constexpr EventTypeSpec kRows[] = {
     // Declarations (a destination, a prefix it holds, the producer's readiness, a plan) state
     // what is: success is their only outcome. A failed handoff is recorded as transfer_abort.
@@ -683,18 +798,18 @@ constexpr EventTypeSpec kRows[] = {
      &GateDestinationPrefix, kOutcomeSuccess},
     {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_plan", Plane::kTransfer, false, true, false, &OnPlan, nullptr, nullptr,
+    {"transfer_plan", Plane::kTransfer, false, true, false, &Tracked<&OnPlan>, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_reserve", Plane::kTransfer, false, true, false, &OnReserve},
-    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &OnCreditAcquire},
-    {"chunk_send", Plane::kTransfer, false, true, false, &OnSend},
-    {"chunk_receive", Plane::kTransfer, false, true, false, &OnReceive},
-    {"chunk_device_visible", Plane::kTransfer, false, true, false, &OnDeviceVisible},
-    {"transfer_validate", Plane::kTransfer, false, true, false, &OnValidate},
-    {"transfer_publish", Plane::kTransfer, false, true, false, &OnPublish},
-    {"decode_admit", Plane::kTransfer, false, true, false, &OnDecodeAdmit},
-    {"source_release_ack", Plane::kTransfer, false, true, false, &OnSourceRelease},
-    {"transfer_abort", Plane::kTransfer, false, true, false, &OnAbort},
+    {"transfer_reserve", Plane::kTransfer, false, true, false, &Tracked<&OnReserve>},
+    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &Tracked<&OnCreditAcquire>},
+    {"chunk_send", Plane::kTransfer, false, true, false, &Tracked<&OnSend>},
+    {"chunk_receive", Plane::kTransfer, false, true, false, &Tracked<&OnReceive>},
+    {"chunk_device_visible", Plane::kTransfer, false, true, false, &Tracked<&OnDeviceVisible>},
+    {"transfer_validate", Plane::kTransfer, false, true, false, &Tracked<&OnValidate>},
+    {"transfer_publish", Plane::kTransfer, false, true, false, &Tracked<&OnPublish>},
+    {"decode_admit", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeAdmit>},
+    {"source_release_ack", Plane::kTransfer, false, true, false, &Tracked<&OnSourceRelease>},
+    {"transfer_abort", Plane::kTransfer, false, true, false, &Tracked<&OnAbort>},
 };
 
 }  // namespace
@@ -733,12 +848,19 @@ std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
   out.credits_in_flight_at_end = d.credits.in_flight();
   out.unpublished_blocks_at_end = d.pool.unpublished();
   out.retries = t.txn->retries();
-  for (uint64_t l = 0; l < t.txn->plan().num_layers; ++l) {
-    auto r = s->ready.find({t.request_id, l});
-    if (r == s->ready.end()) continue;
-    for (const Ready& x : r->second)
-      out.last_layer_ready_ns = std::max(out.last_layer_ready_ns.value_or(0), x.ns);
-  }
+  // (kv_ready names only layers of the ABI, the plan's layers.)
+  if (auto r = s->requests.find(t.request_id); r != s->requests.end())
+    out.last_layer_ready_ns = r->second.last_ready_ns;
+  return out;
+}
+
+TransferReadiness ReadinessFootprint(const TraceChecker& c) {
+  TransferReadiness out;
+  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
+  if (!s) return out;
+  out.requests = s->requests.size();
+  for (const auto& [id, r] : s->requests)
+    for (const auto& [layer, cover] : r.layers) out.intervals += cover.size();
   return out;
 }
 

@@ -50,6 +50,15 @@ std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_vi
 std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
                                                        std::string_view transfer_id);
 
+// What the transfer plane keeps of K/V readiness (kv_ready), for tests of its memory bound: the
+// requests with a record (an open transfer, or readiness among the last released_window requests
+// without one) and their merged ready intervals, all layers together.
+struct TransferReadiness {
+  size_t requests = 0;
+  size_t intervals = 0;
+};
+TransferReadiness ReadinessFootprint(const TraceChecker& c);
+
 }  // namespace kvc::trace
 
 #endif  // KVCONFORM_REFERENCE_TRACE_TRANSFER_EVENTS_H_

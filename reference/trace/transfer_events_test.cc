@@ -469,6 +469,125 @@ TEST(TransferEventsTest, RegressionReadinessInSlicesCoversAChunkTogether) {
   EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"});
 }
 
+// A one-layer transfer "x" + `request` of one chunk [0, `tokens`) (64 B per token) to
+// destination d0 of `trace`: its plan, reservation and credit; the send and the rest are the
+// caller's (SendAndPublish).
+void PlanOneChunk(TwoSourceTrace& trace, const std::string& request, int tokens) {
+  const std::string identity = R"({"tenant":"t","request_id":")" + request +
+                               R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+                               R"("destination_worker_epoch":1,"reservation_id":"res"})";
+  const std::string n = std::to_string(tokens);
+  trace.ev("P", "x" + request, "transfer_plan",
+           R"("request_id":")" + request + R"(","payload":{"destination":"d0","identity":)" +
+               identity + R"(,"tensor_abi_sha256":")" + trace.abi + R"(","token_start":0,)" +
+               R"("token_count":)" + n + R"(,"bytes_per_token_layer":64,"reserved_blocks":1,)" +
+               R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":)" + n +
+               R"(,"bytes":)" + std::to_string(64 * tokens) + R"(,"checksum":")" +
+               std::string(64, 'b') + R"("}]})");
+  trace.ev("D", "x" + request, "transfer_reserve", R"("payload":{})");
+  trace.ev("P", "x" + request, "chunk_credit_acquire", R"("payload":{"chunk_id":"c0"})");
+}
+// kv_ready of layer 0 tokens [start, end) of `request`.
+void KvReady(TwoSourceTrace& trace, const std::string& request, int start, int end) {
+  trace.ev("P", "", "kv_ready",
+           R"("request_id":")" + request + R"(","payload":{"layer":0,"interval":[)" +
+               std::to_string(start) + "," + std::to_string(end) + "]}");
+}
+// The rest of transfer "x" + `request` after its credit: send, receive, device-visible,
+// validate, publish.
+void SendAndPublish(TwoSourceTrace& trace, const std::string& request, int tokens) {
+  const std::string x = "x" + request;
+  trace.ev("P", x, "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  trace.ev("D", x, "chunk_receive",
+           R"("payload":{"chunk_id":"c0","checksum":")" + std::string(64, 'b') + R"("})");
+  trace.ev("D", x, "chunk_device_visible", R"("payload":{"chunk_id":"c0"})");
+  trace.ev("D", x, "transfer_validate",
+           R"("payload":{"expected_identity":{"tenant":"t","request_id":")" + request +
+               R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+               R"("destination_worker_epoch":1,"reservation_id":"res"}})");
+  trace.ev("D", x, "transfer_publish",
+           R"("payload":{"cache_handle_id":")" + request + R"(@g1","committed_length":)" +
+               std::to_string(tokens) + "}");
+}
+
+// Regression (adversarial probe 8, 2026-12-04): the producer gate rescanned every kv_ready
+// interval of the chunk's layer until no interval extended the covered prefix, so S slices
+// announced in descending order cost S^2 steps per chunk_send, re-sends included (10.5k lines:
+// 36.7 s). Readiness is kept as disjoint intervals, overlapping and adjacent ones merged: the
+// S slices are one interval, and a send is one lookup. Same verdicts: a hole is still the
+// first token not ready.
+TEST(TransferEventsTest, RegressionReadinessSlicesMergeIntoOneInterval) {
+  constexpr int kSlices = 512;
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":)" +
+               std::to_string(64 * kSlices) + R"(,"pool_blocks":8})");
+  PlanOneChunk(trace, "A", kSlices);
+  for (int i = kSlices - 1; i >= 0; --i) KvReady(trace, "A", i, i + 1);
+  for (int i = 0; i < 8; ++i)  // re-sends are idempotent retries
+    trace.ev("P", "xA", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  SendAndPublish(trace, "A", kSlices);
+  {
+    TraceChecker c("t.jsonl");
+    const Violations& v = Replay(c, trace.out);
+    EXPECT_TRUE(v.empty()) << test::Describe(v);
+    EXPECT_EQ(ReadinessFootprint(c).intervals, 1u);
+  }
+  // Overlapping, adjacent and nested slices merge; a hole stays one: [0,3) [5,7) [2,4) [6,9)
+  // [5,6) cover [0,4) and [5,9), and the send of [0,9) names token 4.
+  TwoSourceTrace holed;
+  holed.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":8})");
+  PlanOneChunk(holed, "A", 9);
+  const std::pair<int, int> slices[] = {{0, 3}, {5, 7}, {2, 4}, {6, 9}, {5, 6}, {3, 3}};
+  for (auto [start, end] : slices) KvReady(holed, "A", start, end);
+  holed.ev("P", "xA", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  holed.ev("P", "xA", "transfer_abort", R"("payload":{"reason":"r"})");
+  TraceChecker c("t.jsonl");
+  const Violations& v = Replay(c, holed.out);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"});
+  EXPECT_NE(v[0].message.find("(token 4 is not yet ready"), std::string::npos) << v[0].message;
+  EXPECT_EQ(ReadinessFootprint(c).intervals, 2u);
+}
+
+// Regression (adversarial probe 8, 2026-12-04): the readiness of every request that ever had a
+// kv_ready was kept to the end of the trace (~126 B per request: memory grew with the trace).
+// A request with an open transfer keeps its readiness; of the requests without one (never
+// planned, or every transfer PUBLISHED or ABORTED) only the last released_window keep theirs.
+// A transfer planned after its request's readiness was forgotten fails the producer gate, and
+// the message says why.
+TEST(TransferEventsTest, RegressionReadinessOfIdleRequestsIsBounded) {
+  CheckerOptions opt;
+  opt.released_window = 8;
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":64})");
+  // "open": planned before 100 idle requests announce readiness, sent after them.
+  KvReady(trace, "open", 0, 4);
+  PlanOneChunk(trace, "open", 4);
+  // "early": announced, then 100 idle requests, then planned.
+  KvReady(trace, "early", 0, 4);
+  for (int i = 0; i < 100; ++i) KvReady(trace, "r" + std::to_string(i), 0, 16);
+  SendAndPublish(trace, "open", 4);
+  const size_t early_send = trace.out.size() + 3;  // after its plan, reservation and credit
+  PlanOneChunk(trace, "early", 4);
+  trace.ev("P", "xearly", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+  trace.ev("P", "xearly", "transfer_abort", R"("payload":{"reason":"r"})");
+  TraceChecker c("t.jsonl", opt);
+  const Violations& v = Replay(c, trace.out);
+  // "open" (published) and the last idle ones: at most the window (102 before the fix).
+  EXPECT_LE(ReadinessFootprint(c).requests, 8u);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].line, early_send + 1);
+  EXPECT_NE(v[0].message.find("no kv_ready of the request is known"), std::string::npos)
+      << v[0].message;
+  auto s = SummarizeTransfer(c, "xopen");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, "PUBLISHED");
+  EXPECT_TRUE(s->last_layer_ready_ns.has_value());  // its readiness is among the last 8
+}
+
 // Regression (an adversarial probe, 2026-12-04): the registry's HANDOFF_TRACE_INTERVAL_INVALID
 // ("a trace event ends before it starts, or names an undeclared layer") covered only the layer;
 // a reversed readiness interval was the generic INPUT_VALUE_OUT_OF_RANGE.
