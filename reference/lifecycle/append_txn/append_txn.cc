@@ -75,8 +75,4 @@ PublishReceipt ReceiptOf(const AppendTxn& t, std::string_view cache_abi, bool re
   return r;
 }
 
-LayerStages::LayerStages(uint32_t num_layers) : n_(num_layers) {
-  if (num_layers > 64) more_.assign(2 * ((num_layers - 64 + 63) / 64), 0);
-}
-
 }  // namespace kvc::lifecycle

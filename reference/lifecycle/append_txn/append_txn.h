@@ -9,7 +9,9 @@
 #ifndef KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_
 #define KVCONFORM_REFERENCE_LIFECYCLE_APPEND_TXN_APPEND_TXN_H_
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -119,18 +121,26 @@ struct StageLayerRequest {
 };
 
 // The staging progress of every cache-producing layer of one transaction: a K bit and a V bit
-// per layer, held inline (no allocation) for up to 64 layers and in heap words beyond that.
+// per layer, held inline (no allocation) for up to 64 layers; beyond that in chunks of
+// kChunkLayers layers allocated when a layer of the chunk is first staged, so that memory
+// follows the rows staged, not the ABI's layer count (a header may declare 2^20 layers).
 // A value; a layer index must be < size().
 class LayerStages {
  public:
+  static constexpr size_t kChunkLayers = 512;
+
   LayerStages() = default;
-  explicit LayerStages(uint32_t num_layers);
+  explicit LayerStages(uint32_t num_layers) : n_(num_layers) {}
+
   size_t size() const { return n_; }
   // Defined inline (every staged layer of every traced append reads and adds one).
   LayerStage operator[](size_t layer) const {
     if (layer < 64) return {((k_ >> layer) & 1) != 0, ((v_ >> layer) & 1) != 0};
-    const size_t w = 2 * ((layer - 64) / 64), b = (layer - 64) % 64;
-    return {((more_[w] >> b) & 1) != 0, ((more_[w + 1] >> b) & 1) != 0};
+    auto it = more_.find(static_cast<uint32_t>((layer - 64) / kChunkLayers));
+    if (it == more_.end()) return {};
+    const size_t b = (layer - 64) % kChunkLayers;
+    return {((it->second[b / 64] >> b % 64) & 1) != 0,
+            ((it->second[kChunkWords + b / 64] >> b % 64) & 1) != 0};
   }
   // Adds K and/or V rows of `layer` (bits already set stay set).
   void Add(size_t layer, bool k, bool v) {
@@ -138,9 +148,11 @@ class LayerStages {
     uint64_t* vw = &v_;
     size_t b = layer;
     if (layer >= 64) {
-      kw = &more_[2 * ((layer - 64) / 64)];
-      vw = kw + 1;
-      b = (layer - 64) % 64;
+      Chunk& c = more_[static_cast<uint32_t>((layer - 64) / kChunkLayers)];  // zeros when new
+      b = (layer - 64) % kChunkLayers;
+      kw = &c[b / 64];
+      vw = &c[kChunkWords + b / 64];
+      b %= 64;
     }
     const uint64_t bit = uint64_t{1} << b;
     const bool was_complete = (*kw & bit) && (*vw & bit);
@@ -150,6 +162,9 @@ class LayerStages {
   }
   // Every layer complete (false without layers).
   bool all_complete() const { return n_ > 0 && complete_ == n_; }
+  // Chunks of layers >= 64 allocated so far (memory accounting, for tests).
+  size_t allocated_chunks() const { return more_.size(); }
+
   // Iteration over the layers in order, by value (for (LayerStage l : stages)).
   class Iterator {
    public:
@@ -167,15 +182,20 @@ class LayerStages {
   };
   Iterator begin() const { return Iterator(this, 0); }
   Iterator end() const { return Iterator(this, n_); }
+
+  // Equal bits (a chunk exists only once one of its bits is set, so equal bits are equal maps).
   friend bool operator==(const LayerStages&, const LayerStages&) = default;
 
  private:
+  static constexpr size_t kChunkWords = kChunkLayers / 64;
+  // Words [0, kChunkWords) hold the K bits of the chunk's layers, the next kChunkWords the V
+  // bits; layer 64 + c * kChunkLayers + b is bit b % 64 of word b / 64 of chunk c.
+  using Chunk = std::array<uint64_t, 2 * kChunkWords>;
+
   uint32_t n_ = 0;
   uint32_t complete_ = 0;   // layers holding both K and V
   uint64_t k_ = 0, v_ = 0;  // bit l: layer l < 64
-  // Layers l >= 64, 64 per pair of words: word 2 * ((l - 64) / 64) holds the K bits and the
-  // word after it the V bits, bit (l - 64) % 64. Empty for up to 64 layers (no allocation).
-  std::vector<uint64_t> more_;
+  std::map<uint32_t, Chunk> more_;  // layers >= 64 by chunk; empty for up to 64 layers
 };
 
 // The operation fingerprint is not stored: it is a function of `request` and the owning
@@ -187,7 +207,9 @@ struct AppendTxn {
   // The handle generation (0x07 incarnation) of the handle it was opened on: a released and
   // re-allocated handle id is another incarnation, which this transaction never stages into.
   uint64_t incarnation = 0;
-  LayerStages layers;  // one entry per cache-producing layer
+  // One entry per cache-producing layer while OPEN/PREPARED; a final transaction's staging is
+  // no longer state and is dropped (LayerStages(), size 0): nothing stages into it again.
+  LayerStages layers;
   // PUBLISHED: the snapshot the publication created (with `request` and the fingerprint it is
   // the whole PublishReceipt a retry gets back). Default-constructed otherwise.
   Snapshot result;

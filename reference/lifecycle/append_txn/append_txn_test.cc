@@ -16,7 +16,7 @@ namespace {
 TEST(LayerStagesTest, MatchesAVectorModelAcrossTheInlineBoundary) {
   const uint64_t seed = test::AnnounceSeed(20261129);
   std::mt19937_64 rng(seed);
-  for (uint32_t n : {1u, 2u, 63u, 64u, 65u, 127u, 128u, 129u, 200u}) {
+  for (uint32_t n : {1u, 2u, 63u, 64u, 65u, 127u, 128u, 129u, 200u, 575u, 576u, 577u, 1300u}) {
     LayerStages stages(n);
     std::vector<LayerStage> model(n);
     ASSERT_EQ(stages.size(), n);
@@ -45,6 +45,36 @@ TEST(LayerStagesTest, MatchesAVectorModelAcrossTheInlineBoundary) {
     EXPECT_TRUE(stages == other) << "n=" << n;
   }
   EXPECT_FALSE(LayerStages().all_complete());  // no layers: never prepared
+}
+
+// A header may declare up to 2^20 layers; the stages held follow the layers staged: every
+// transaction used to allocate 256 KiB of bits at its start (probe 8: N started-and-failed
+// appends grew 256 KiB each).
+TEST(LayerStagesTest, RegressionHighLayerBitsAreAllocatedWhenStaged) {
+  const uint32_t n = 1u << 20;
+  LayerStages stages(n);
+  EXPECT_EQ(stages.allocated_chunks(), 0u);
+  stages.Add(0, true, true);
+  stages.Add(63, true, false);
+  EXPECT_EQ(stages.allocated_chunks(), 0u);
+  stages.Add(n - 1, true, true);
+  stages.Add(n - 2, false, true);
+  stages.Add(64, true, true);
+  EXPECT_EQ(stages.allocated_chunks(), 2u);
+  EXPECT_EQ(stages[n - 1], (LayerStage{true, true}));
+  EXPECT_EQ(stages[n - 2], (LayerStage{false, true}));
+  EXPECT_EQ(stages[n - 3], (LayerStage{}));
+  EXPECT_EQ(stages[64], (LayerStage{true, true}));
+  EXPECT_EQ(stages[65], (LayerStage{}));
+  EXPECT_EQ(stages[63], (LayerStage{true, false}));
+  EXPECT_FALSE(stages.all_complete());
+  LayerStages other(n);
+  for (size_t l : {size_t{64}, size_t{n - 2}, size_t{n - 1}, size_t{63}, size_t{0}})
+    other.Add(l, true, true);
+  EXPECT_FALSE(stages == other);  // layer 63's V and n-2's K differ
+  stages.Add(63, false, true);
+  stages.Add(n - 2, true, false);
+  EXPECT_TRUE(stages == other);
 }
 
 }  // namespace

@@ -23,6 +23,12 @@ namespace {
 
 [[gnu::cold]] Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
+// A transaction's final state; its staging progress stops being state (see AppendTxn::layers).
+void Finalize(AppendTxn& t, TxnState final_state) {
+  t.state = final_state;
+  t.layers = LayerStages();
+}
+
 }  // namespace
 
 Status CompareBase(const Snapshot& live, const BaseRef& base, std::string_view op,
@@ -407,7 +413,7 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   // tombstone has a newer generation, so stale work fails on generation, not on any address.
   if (!(t.request.base == live.base())) {
     Status cas = CompareBase(live, t.request.base, "publish", txn_id);
-    t.state = TxnState::kRejected;
+    Finalize(t, TxnState::kRejected);
     CloseTxn(rec, txn_id);
     return cas;
   }
@@ -425,7 +431,7 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   cur.committed_length = *len;
   cur.digest = SnapshotDigest(prev_digest, Transition::kAppend, cur, t.request.interval.start);
   t.result = cur;
-  t.state = TxnState::kPublished;
+  Finalize(t, TxnState::kPublished);
   CloseTxn(rec, txn_id);
   return Published{&t, false};
 }
@@ -440,7 +446,7 @@ Status KvObject::CancelTxn(std::string_view txn_id) {
              "cancel_txn: txn " + Q(txn_id) + " is already PUBLISHED");
   if (t.state != TxnState::kOpen && t.state != TxnState::kPrepared)
     return Status::Ok();  // aborting an aborted/rejected txn is a no-op
-  t.state = TxnState::kAborted;
+  Finalize(t, TxnState::kAborted);
   if (auto h = handles_.find(t.request.handle_id); h != handles_.end()) CloseTxn(h->second, txn_id);
   return Status::Ok();
 }
@@ -522,7 +528,7 @@ StatusOr<Snapshot> KvObject::CancelRequest(std::string_view handle_id,
   next.digest = SnapshotDigest(h->current.digest, Transition::kCancel, next, 0);
   h->current = next;
   for (const auto& id : h->open_txns)  // every open transaction has a record
-    if (auto t = txns_.find(id); t != txns_.end()) t->second.state = TxnState::kAborted;
+    if (auto t = txns_.find(id); t != txns_.end()) Finalize(t->second, TxnState::kAborted);
   h->open_txns.clear();
   return next;
 }

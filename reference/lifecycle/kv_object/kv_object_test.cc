@@ -531,6 +531,33 @@ TEST(KvObjectTest, RecycledIdentityForgetsRecordsByIncarnation) {
   EXPECT_EQ(o.handle_count(), 0u);
 }
 
+// A final transaction keeps no staging progress (its layers are not state any more): with an
+// ABI of 2^20 layers, every published, aborted or rejected record used to keep 256 KiB.
+TEST(KvObjectTest, RegressionFinalTransactionsDropTheirLayerStages) {
+  KvObject o(CacheAbi{"abi-wide", 1u << 20, "post_rope"});
+  ASSERT_TRUE(o.Allocate("A", "A").ok());
+  const Snapshot s = *o.Read("A");
+  for (const char* t : {"aborted", "rejected"}) {
+    BeginAppendRequest r{t, t, "A", s.base(), "abi-wide", {0, 2}, {0, 2, 2, "post_rope"}};
+    ASSERT_TRUE(o.BeginAppend(r).ok());
+    ASSERT_TRUE(o.StageLayer({t, (1u << 20) - 1, {0, 2}, true, true, ""}).ok());
+    EXPECT_EQ(o.FindTxn(t)->layers.size(), 1u << 20);
+    EXPECT_EQ(o.FindTxn(t)->layers.allocated_chunks(), 1u);
+  }
+  ASSERT_TRUE(o.CancelTxn("aborted").ok());
+  ASSERT_TRUE(o.Truncate("A", 0).ok());  // a new generation: "rejected" loses its CAS
+  for (uint32_t l = 0; l + 1 < (1u << 20); ++l)
+    ASSERT_TRUE(o.StageLayer({"rejected", l, {0, 2}, true, true, ""}).ok());
+  EXPECT_EQ(o.FindTxn("rejected")->state, TxnState::kPrepared);
+  EXPECT_EQ(Code(o.Publish("rejected")), ErrorCode::LIFECYCLE_STALE_BASE);
+  for (const char* t : {"aborted", "rejected"}) {
+    EXPECT_EQ(o.FindTxn(t)->layers.size(), 0u) << t;
+    EXPECT_EQ(o.FindTxn(t)->layers.allocated_chunks(), 0u) << t;
+  }
+  EXPECT_EQ(Code(o.StageLayer({"rejected", 0, {0, 2}, true, true, ""})),
+            ErrorCode::LIFECYCLE_LATE_COMPLETION);
+}
+
 // The lookup memo (the last transaction found and its handle) belongs to one object: a copy or
 // an assignment stages its own transaction, never the original's.
 TEST(KvObjectTest, CopyStagesItsOwnTransactionNotTheOriginals) {
