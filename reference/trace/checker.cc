@@ -603,6 +603,12 @@ void TraceChecker::EraseOp(std::string_view id) {
 }
 size_t TraceChecker::transaction_records() const { return kv_ ? kv_->txn_count() : 0; }
 
+size_t TraceChecker::source_windows() const {
+  size_t n = 0;
+  for (const auto& [id, src] : sources_) n += src.recent != nullptr;
+  return n;
+}
+
 bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
@@ -1460,13 +1466,13 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   bool id_conflict = false;
   // Nearly always no recent event has this id: the window's bucket counts decide that, and
   // the exact pass runs only when the id's bucket is occupied.
-  const bool maybe = src.recent_count[id_hash & 255] != 0;
-  for (size_t i = 0; maybe && i < src.recent_n; ++i) {
-    if (src.recent_id[i] != id_hash) continue;
-    if (src.recent_seq[i] == e.local_sequence) {
-      if (src.recent_hashed[i]
-              ? e.text.size() > kWindowLineLimit && src.recent_hash[i] == e.content_hash()
-              : SameBytes(src.recent_text[i], e.text))
+  SourceState::RecentWindow* const w = src.recent.get();
+  const bool maybe = w && w->count[id_hash & 255] != 0;
+  for (size_t i = 0; maybe && i < w->n; ++i) {
+    if (w->id[i] != id_hash) continue;
+    if (w->seq[i] == e.local_sequence) {
+      if (w->hashed[i] ? e.text.size() > kWindowLineLimit && w->hash[i] == e.content_hash()
+                       : SameBytes(w->text[i], e.text))
         return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
       // The same event (id and number) delivered again with other bytes: one code, and the
       // original stands (replaying the copy too would judge one event twice: a sequence
@@ -1544,24 +1550,26 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     src.last_ns = e.monotonic_ns;
   }
   if (!id_conflict) {
+    if (!src.recent) src.recent = std::make_unique<SourceState::RecentWindow>();
+    SourceState::RecentWindow& win = *src.recent;
     size_t slot;
-    if (src.recent_n < SourceState::kRecent) {
-      slot = src.recent_n++;
+    if (win.n < SourceState::kRecent) {
+      slot = win.n++;
     } else {
-      slot = src.recent_pos++ % SourceState::kRecent;
-      --src.recent_count[src.recent_id[slot] & 255];  // the overwritten event leaves the window
+      slot = win.pos++ % SourceState::kRecent;
+      --win.count[win.id[slot] & 255];  // the overwritten event leaves the window
     }
-    src.recent_seq[slot] = e.local_sequence;
-    src.recent_id[slot] = id_hash;
-    ++src.recent_count[id_hash & 255];
-    src.recent_hashed[slot] = e.text.size() > kWindowLineLimit;
-    if (src.recent_hashed[slot]) {
-      src.recent_hash[slot] = e.content_hash();
-      std::string().swap(src.recent_text[slot]);
+    win.seq[slot] = e.local_sequence;
+    win.id[slot] = id_hash;
+    ++win.count[id_hash & 255];
+    win.hashed[slot] = e.text.size() > kWindowLineLimit;
+    if (win.hashed[slot]) {
+      win.hash[slot] = e.content_hash();
+      std::string().swap(win.text[slot]);
     } else {
       // resize + memcpy: the slot's capacity is reused; assign()'s general path (which allows
       // the source to alias the string) cost ~29 more instructions per event (callgrind).
-      std::string& text = src.recent_text[slot];
+      std::string& text = win.text[slot];
       text.resize(e.text.size());
       if (!e.text.empty()) std::memcpy(text.data(), e.text.data(), e.text.size());
     }

@@ -343,6 +343,9 @@ class TraceChecker {
   // Transaction records the lifecycle object holds (live requests' and the receipt windows';
   // docs/trace-format.md "Memory"); for memory-bound tests.
   size_t transaction_records() const;
+  // Sources holding a duplicate-delivery window (those that sent a kept event); for memory-bound
+  // tests.
+  size_t source_windows() const;
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   const CheckerOptions& options() const { return opt_; }
   // The header's optional conversion model between the allocator and semantic planes (M5.1
@@ -484,20 +487,25 @@ class TraceChecker {
     uint64_t last_seq = 0;
     uint64_t last_ns = 0;
     // The last kRecent events (seq, event-id hash, content) for duplicate-delivery and id-reuse
-    // detection; slots [0, recent_n) are filled, recent_pos is the next to overwrite. The
-    // content is the line's bytes (a redelivery is recognized by byte equality; copying a line
-    // costs less than hashing it), or for a line over kWindowLineLimit bytes its LineHash
-    // (recent_hashed), so the window holds at most kRecent * kWindowLineLimit bytes of lines.
+    // detection; slots [0, n) are filled, pos is the next to overwrite. The content is the
+    // line's bytes (a redelivery is recognized by byte equality; copying a line costs less than
+    // hashing it), or for a line over kWindowLineLimit bytes its LineHash (hashed), so the
+    // window holds at most kRecent * kWindowLineLimit bytes of lines.
     static constexpr size_t kRecent = 32;
-    uint64_t recent_seq[kRecent];
-    uint64_t recent_id[kRecent];
-    std::string recent_text[kRecent];
-    uint64_t recent_hash[kRecent];
-    bool recent_hashed[kRecent];
-    // How many of the window's events have an id hash in each bucket (id_hash & 255).
-    uint8_t recent_count[256] = {};
-    size_t recent_n = 0;
-    size_t recent_pos = 0;
+    struct RecentWindow {
+      uint64_t seq[kRecent];
+      uint64_t id[kRecent];
+      std::string text[kRecent];
+      uint64_t hash[kRecent];
+      bool hashed[kRecent];
+      // How many of the window's events have an id hash in each bucket (id_hash & 255).
+      uint8_t count[256] = {};
+      size_t n = 0;
+      size_t pos = 0;
+    };
+    // Allocated at the source's first kept event (~2.4 KB): a header may declare many sources
+    // that never send one (since 2026-12-04; before, every declared source held a window).
+    std::unique_ptr<RecentWindow> recent;
     // Events of this source dropped without a usable number since its last event, and the
     // checker's unattributed_drops_ at its last event (NoteUnnumberedDrop).
     uint64_t unnumbered = 0;
