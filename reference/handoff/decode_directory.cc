@@ -173,6 +173,21 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
   return PublishResult{*e.published, false};
 }
 
+Status DecodeDirectory::ForgetDestination(const std::string& request_id, uint64_t generation,
+                                          const std::string& transfer_id) {
+  nothing_to_move_.erase(transfer_id);
+  const std::string handle = CacheHandleId(request_id, generation);
+  const lifecycle::HandleRecord* rec = cache_.Find(handle);
+  // An attempt's handle is allocated under the request's lineage (OpenDestination) or forked
+  // from a visible prefix (OpenDestinationOnto); a prefix has no parent and its own lineage.
+  if (!rec || (rec->current.lineage_id != request_id && rec->parent_id.empty())) return Status();
+  if (rec->current.phase == lifecycle::Phase::kDecodeReady)
+    KVC_RETURN_IF_ERROR(cache_.CancelRequest(handle).status());
+  if (cache_.Find(handle)->current.phase != lifecycle::Phase::kReleased)
+    KVC_RETURN_IF_ERROR(cache_.Release(handle).status());
+  return cache_.ForgetReleased(handle);
+}
+
 std::optional<uint64_t> DecodeDirectory::CurrentGeneration(const std::string& request_id) const {
   auto it = entries_.find(request_id);
   if (it == entries_.end()) return std::nullopt;

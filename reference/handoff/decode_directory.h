@@ -86,6 +86,19 @@ class DecodeDirectory {
   // Drops the attempt's unpublished rows (abort); the handle stays empty.
   Status CancelDestination(const std::string& transfer_id);
 
+  // Forgets a finished attempt's destination: the handle "<request_id>@g<generation>" that
+  // OpenDestination or OpenDestinationOnto created for it (cancelled if still DECODE_READY,
+  // released, then KvObject::ForgetReleased: every lifecycle record on it) and a zero-byte
+  // attempt's fork. Visible prefixes and handles it did not create are left alone. The request's
+  // generation fence and published handle stay (ForgetRequest). The caller decides how long a
+  // finished attempt stays known (the trace checker keeps a documented window).
+  Status ForgetDestination(const std::string& request_id, uint64_t generation,
+                           const std::string& transfer_id);
+  // Forgets a request's current generation and published handle: a reservation of the request
+  // is then admitted under any generation (as for a request never reserved).
+  void ForgetRequest(const std::string& request_id) { entries_.erase(request_id); }
+  size_t request_count() const { return entries_.size(); }
+
   // The generation fence, then the lifecycle compare-and-publish of transfer_id's append.
   StatusOr<PublishResult> PublishIfGenerationCurrent(const std::string& request_id,
                                                      uint64_t generation,

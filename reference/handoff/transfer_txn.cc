@@ -186,6 +186,15 @@ StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* c
 }
 
 StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
+  if (settled_) {
+    // Only a PUBLISHED transaction gets here (an ABORTED one fences every completion first):
+    // each of its chunks is DEVICE_VISIBLE with the checksum the manifest expects.
+    for (size_t i = 0; i < plan_.chunks.size(); ++i)
+      if (plan_.chunks[i].chunk_id == chunk_id) {
+        settled_chunk_ = {i, ChunkState::kDeviceVisible, false, plan_.chunks[i].checksum};
+        return &settled_chunk_;
+      }
+  }
   auto it = chunks_.find(chunk_id);
   if (it == chunks_.end())
     return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN, "chunk \"" + std::string(chunk_id) +
@@ -203,6 +212,9 @@ Status TransferTxn::RejectIfFenced(std::string_view what) const {
 }
 
 std::optional<ChunkState> TransferTxn::chunk_state(std::string_view chunk_id) const {
+  if (settled_ && state_ == TxnState::kPublished)
+    for (const auto& spec : plan_.chunks)
+      if (spec.chunk_id == chunk_id) return ChunkState::kDeviceVisible;
   auto it = chunks_.find(chunk_id);
   if (it == chunks_.end()) return std::nullopt;
   return it->second.state;
@@ -456,6 +468,15 @@ Status TransferTxn::ReleaseHeld() {
     blocks_reserved_ = false;
   }
   return Status();
+}
+
+void TransferTxn::Settle() {
+  if (state_ != TxnState::kPublished && state_ != TxnState::kAborted) return;
+  // Every credit was returned (PUBLISHED: at each chunk's DEVICE_VISIBLE; ABORTED: ReleaseHeld)
+  // unless a return failed: then the chunks stay, so credit_held() still says what is held.
+  if (credit_held() != 0) return;
+  chunks_.clear();
+  settled_ = true;
 }
 
 Status TransferTxn::Abort(std::string_view reason) {

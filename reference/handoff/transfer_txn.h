@@ -129,12 +129,21 @@ class TransferTxn {
   // Any state but PUBLISHED -> ABORTED: fences callbacks (later completions are rejected),
   // then returns held credits and unpublished blocks. Idempotent once ABORTED.
   Status Abort(std::string_view reason);
+  // Drops the per-chunk records of a finished (PUBLISHED or ABORTED) transaction; every later
+  // operation is judged as before. PUBLISHED: every chunk is DEVICE_VISIBLE with the manifest's
+  // checksum (Validate required it), so a retried send, receive or device-visible is judged
+  // against the plan; ABORTED: every completion is fenced (HANDOFF_LATE_COMPLETION) before a
+  // chunk is looked up, and chunk_state() is nullopt afterwards. No-op in any other state. For
+  // a holder of many finished transactions (the trace checker): the plan is all that is kept.
+  void Settle();
 
   TxnState state() const { return state_; }
   const TransferPlan& plan() const { return plan_; }
   std::optional<ChunkState> chunk_state(std::string_view chunk_id) const;
   // Bytes of credit this transaction currently holds.
   uint64_t credit_held() const;
+  // The handle the publication returned (PUBLISHED only).
+  const std::optional<PublishedHandle>& published() const { return published_; }
   bool decode_admitted() const { return decode_admitted_; }
   bool source_released() const { return source_released_; }
   const std::string& abort_reason() const { return abort_reason_; }
@@ -159,7 +168,9 @@ class TransferTxn {
   DestinationBlockPool* pool_;
   DecodeDirectory* directory_;
   TxnState state_ = TxnState::kPlanned;
-  std::map<std::string, Chunk, std::less<>> chunks_;
+  std::map<std::string, Chunk, std::less<>> chunks_;  // empty once settled_
+  bool settled_ = false;                              // Settle() dropped chunks_
+  Chunk settled_chunk_;  // what Find() returns for a chunk of a settled PUBLISHED transaction
   bool blocks_reserved_ = false;
   bool destination_open_ = false;  // the lifecycle append transaction is OPEN/PREPARED
   std::optional<PublishedHandle> published_;

@@ -265,8 +265,11 @@ struct CheckerOptions {
   size_t receipt_window = 64;
   // Released requests remembered (tombstone, terminal events); the oldest beyond this many
   // releases is forgotten (KvObject::ForgetReleased), see docs/trace-format.md "Memory".
-  // The transfer plane keeps the kv_ready readiness of this many requests without an open
-  // transfer too (transfer_events.cc). At least 1.
+  // The transfer plane uses this window twice (transfer_events.cc): it keeps the kv_ready
+  // readiness of this many requests without an open transfer, and the records of the last this
+  // many finished (PUBLISHED or ABORTED) transfers; an older finished transfer is forgotten
+  // with its destination handle (and its request's generation fence once no transfer of the
+  // request is kept), so a later event naming it is HANDOFF_TRANSFER_UNKNOWN. At least 1.
   size_t released_window = 4096;
   // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
   // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <deque>
 #include <iterator>
 #include <list>
 #include <map>
@@ -46,20 +47,53 @@ struct Destination {
   bool holdings_known = true;
 };
 
+// One planned transfer. What it keeps once finished (PUBLISHED or ABORTED: TransferState::
+// Finished) is what the verdicts on its late events need: the plan (a re-plan is compared with
+// it, a retried chunk event with its manifest), the settled transaction (TransferTxn::Settle),
+// the published handle and the summary; it is kept for a window of finished transfers
+// (TransferState::finished), then forgotten.
 struct Transfer {
   std::string destination;
   std::string request_id;
   std::optional<TransferTxn> txn;  // borrows *destinations[destination] and the directory
-  std::optional<PublishedHandle> handle;
   uint32_t plan_line = 0;
-  std::string plan_event_id;
-  // What the plan states, field by field (OnPlan): an identical re-plan is a retry.
-  std::vector<std::pair<std::string, std::string>> facts;
-  // Each chunk's first accepted receive: its line and checksum (what validation compares).
+  std::string plan_event_id;  // while open: Finish reports an unterminated transfer with it
+  // Each chunk's first accepted receive: its line and checksum (what validation compares);
+  // while open.
   std::map<std::string, std::pair<uint32_t, std::string>, std::less<>> received;
   TransferReplaySummary summary;
-  bool counted_open = false;  // counted in its request's RequestReady::open_transfers
+  bool counted_open = false;        // counted in its request's RequestReady::open_transfers
+  bool opened_destination = false;  // its transfer_reserve opened "<request>@g<generation>"
 };
+
+// What a plan states, field by field, in order (OnPlan): a re-plan that repeats every fact is
+// an idempotent retry; the first fact that differs is named.
+std::vector<std::pair<std::string, std::string>> PlanFacts(const TransferPlan& plan,
+                                                           const std::string& destination) {
+  std::vector<std::pair<std::string, std::string>> facts = {
+      {"identity.tenant", plan.identity.tenant},
+      {"identity.request_id", plan.identity.request_id},
+      {"identity.generation", U(plan.identity.generation)},
+      {"identity.attempt", U(plan.identity.attempt)},
+      {"identity.source_worker_epoch", U(plan.identity.source_worker_epoch)},
+      {"identity.destination_worker_epoch", U(plan.identity.destination_worker_epoch)},
+      {"identity.reservation_id", plan.identity.reservation_id},
+      {"destination", destination},
+      {"visible_prefix_handle", plan.visible_prefix_handle},
+      {"tensor_abi_sha256", plan.tensor_abi_sha256},
+      {"token_start", U(plan.token_start)},
+      {"token_count", U(plan.token_count)},
+      {"bytes_per_token_layer", U(plan.bytes_per_token_layer)},
+      {"reserved_blocks", U(plan.reserved_blocks)},
+      {"chunks (count)", U(plan.chunks.size())}};
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const handoff::ChunkSpec& ch = plan.chunks[i];
+    facts.push_back({"chunks/" + U(i), ch.chunk_id + " layer " + U(ch.layer) + " tokens " +
+                                           U(ch.token_start) + "+" + U(ch.token_count) + " bytes " +
+                                           U(ch.bytes) + " checksum " + ch.checksum});
+  }
+  return facts;
+}
 
 // The K/V-ready tokens of one (request, layer): disjoint intervals [start, end) keyed by start,
 // none adjacent to another (AddReady merges overlapping and adjacent kv_ready intervals), each
@@ -145,6 +179,19 @@ class TransferState final : public CheckerExtension {
   std::map<std::string, RequestReady, std::less<>> requests;
   std::list<std::string> idle;
   const size_t idle_window;
+  // The finished (PUBLISHED or ABORTED) transfers still kept, in the order they finished: the
+  // last idle_window (released_window) of them; an older one is forgotten (Forget), so memory
+  // follows open transfers plus the window, not the trace's length (docs/trace-format.md
+  // "Memory"). A transfer's state changes only on its own events, and PUBLISHED and ABORTED are
+  // terminal, so the order, and every verdict, depends on the trace alone.
+  std::deque<std::map<std::string, Transfer, std::less<>>::iterator> finished;
+  // How many transfers of each request are kept (open, or finished within the window): the
+  // request's generation fence in the directory is forgotten with the last of them.
+  std::map<std::string, uint64_t, std::less<>> kept_per_request;
+  uint64_t forgotten = 0;  // transfers forgotten so far (an unknown one may be one of them)
+
+  // A transfer record was added for `request`.
+  void Kept(const std::string& request) { ++kept_per_request[request]; }
 
   // Records kv_ready of [start, end) of `layer` for `request` at `line`.
   void AddKvReady(const std::string& request, uint64_t layer, uint64_t start, uint64_t end,
@@ -172,12 +219,46 @@ class TransferState final : public CheckerExtension {
         idle.erase(r.idle_pos);
         r.idle = false;
       }
-    } else if (--r.open_transfers == 0) {
-      MakeIdle(t.request_id, r);
+    } else {
+      if (--r.open_transfers == 0) MakeIdle(t.request_id, r);
+      Finished(it);
     }
   }
 
  private:
+  // Transfer `it` has just finished: it keeps what the verdicts on its late events need
+  // (Transfer), and the oldest finished transfers beyond the window are forgotten.
+  void Finished(std::map<std::string, Transfer, std::less<>>::iterator it) {
+    Transfer& t = it->second;
+    t.txn->Settle();
+    t.received.clear();
+    t.plan_event_id = std::string();
+    finished.push_back(it);
+    while (finished.size() > idle_window) {
+      Forget(finished.front());
+      finished.pop_front();
+    }
+  }
+
+  // Forgets finished transfer `it`: its record, the destination handle its reservation opened
+  // (with the lifecycle records on it) and, when no other transfer of its request is kept, the
+  // request's generation fence and published handle. A later event naming it is then judged
+  // as naming an unknown transfer (FindTransfer), and a plan reusing its id plans a new one.
+  void Forget(std::map<std::string, Transfer, std::less<>>::iterator it) {
+    Transfer& t = it->second;
+    // The directory's records are its own (not replayed elsewhere); failing to drop one only
+    // keeps it.
+    if (t.opened_destination)
+      (void)directory.ForgetDestination(t.request_id, t.txn->plan().identity.generation, it->first);
+    if (auto k = kept_per_request.find(t.request_id);
+        k != kept_per_request.end() && --k->second == 0) {
+      directory.ForgetRequest(t.request_id);
+      kept_per_request.erase(k);
+    }
+    transfers.erase(it);
+    ++forgotten;
+  }
+
   // `r` (of `request`, no open transfer) becomes the most recent idle request: forgotten at
   // once when no kv_ready named it, else the oldest idle requests beyond the window are.
   void MakeIdle(const std::string& request, RequestReady& r) {
@@ -265,10 +346,17 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
     // m5_6/trace/transfer_unknown). Unless rejected, it took effect on a transfer the replay
     // does not have, so it is gated: the transfer's later events, its plan included (an event
     // emitted before its transfer_plan), are not replayed.
+    // A finished transfer is kept for a window of further finished transfers (Forget): once
+    // any was forgotten, this one may be one of them.
     const bool gate = !KeyEquals(e.outcome, "rejected");
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
              std::string(e.event_type) + " names transfer \"" + id +
                  "\", which no earlier transfer_plan declared" +
+                 (s.forgotten > 0 ? "; or it finished (PUBLISHED or ABORTED) before the last " +
+                                        U(s.idle_window) +
+                                        " finished transfers, and its record is no longer "
+                                        "kept (docs/trace-format.md \"Memory\")"
+                                  : std::string()) +
                  (gate ? " (its later events, plan included, are not replayed)" : ""));
     if (gate) {
       c.Poison("transfer:" + id);
@@ -508,31 +596,11 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!digests_ok) return drop();
   TransferState& s = State(c);
   // Everything the plan states: an identical re-plan is an idempotent retry, any other is
-  // corruption (geometry and request included: a re-plan is not a way to change them).
-  std::vector<std::pair<std::string, std::string>> facts = {
-      {"identity.tenant", plan.identity.tenant},
-      {"identity.request_id", plan.identity.request_id},
-      {"identity.generation", U(plan.identity.generation)},
-      {"identity.attempt", U(plan.identity.attempt)},
-      {"identity.source_worker_epoch", U(plan.identity.source_worker_epoch)},
-      {"identity.destination_worker_epoch", U(plan.identity.destination_worker_epoch)},
-      {"identity.reservation_id", plan.identity.reservation_id},
-      {"destination", *dest},
-      {"visible_prefix_handle", plan.visible_prefix_handle},
-      {"tensor_abi_sha256", plan.tensor_abi_sha256},
-      {"token_start", U(plan.token_start)},
-      {"token_count", U(plan.token_count)},
-      {"bytes_per_token_layer", U(plan.bytes_per_token_layer)},
-      {"reserved_blocks", U(plan.reserved_blocks)},
-      {"chunks (count)", U(plan.chunks.size())}};
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    const handoff::ChunkSpec& ch = plan.chunks[i];
-    facts.push_back({"chunks/" + U(i), ch.chunk_id + " layer " + U(ch.layer) + " tokens " +
-                                           U(ch.token_start) + "+" + U(ch.token_count) + " bytes " +
-                                           U(ch.bytes) + " checksum " + ch.checksum});
-  }
+  // corruption (geometry and request included: a re-plan is not a way to change them). The
+  // first plan's facts are rebuilt from the plan its transaction keeps (not stored twice).
   if (auto it = s.transfers.find(plan.transfer_id); it != s.transfers.end()) {
-    const auto& first = it->second.facts;
+    const auto facts = PlanFacts(plan, *dest);
+    const auto first = PlanFacts(it->second.txn->plan(), it->second.destination);
     std::string differ;
     for (size_t i = 0; i < facts.size() && differ.empty(); ++i)
       if (i >= first.size() || facts[i] != first[i]) differ = facts[i].first;
@@ -571,7 +639,6 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   t.request_id = *req;
   t.plan_line = e.line;
   t.plan_event_id = e.event_id;
-  t.facts = std::move(facts);
   for (const auto& ch : plan.chunks) t.summary.logical_bytes += ch.bytes;  // CheckPlan bounds each
   auto txn =
       TransferTxn::Create(std::move(plan), &d->second->credits, &d->second->pool, &s.directory);
@@ -580,6 +647,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     return drop();
   }
   t.txn.emplace(std::move(*txn));
+  s.Kept(t.request_id);
   s.transfers.emplace(*e.operation_id, std::move(t));
 }
 
@@ -593,6 +661,7 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
     return;
   const Status st = t->txn->Reserve();
+  if (st.ok()) t->opened_destination = true;
   // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
   // the request's fence and pool share unknown.
   if (!Judge(c, e, st) && !RefusedAsReported(e, st)) GateRequest(c, t->request_id);
@@ -732,7 +801,6 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t) return;
   auto h = t->txn->Publish();
   if (!Judge(c, e, h.status())) return;
-  t->handle = *h;
   if (!t->summary.published_ns) t->summary.published_ns = e.monotonic_ns;
   t->summary.published_committed_length = h->cache_snapshot.committed_length;
   if (handle_id && *handle_id != h->cache_handle_id)
@@ -757,10 +825,11 @@ void OnDecodeAdmit(TraceChecker& c, const Event& e, ObjReader& p) {
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
   // Decode is admitted from the directory's handle for (request, the generation named here).
-  PublishedHandle want = t->handle.value_or(PublishedHandle{});
+  const std::optional<PublishedHandle>& published = t->txn->published();
+  PublishedHandle want = published.value_or(PublishedHandle{});
   want.request_id = t->request_id;
   want.generation = *generation;
-  if (!t->handle) want.transfer_id = *e.operation_id;
+  if (!published) want.transfer_id = *e.operation_id;
   Judge(c, e, t->txn->AdmitDecode(want));
 }
 
@@ -851,6 +920,19 @@ std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
   // (kv_ready names only layers of the ABI, the plan's layers.)
   if (auto r = s->requests.find(t.request_id); r != s->requests.end())
     out.last_layer_ready_ns = r->second.last_ready_ns;
+  return out;
+}
+
+TransferRecords TransferFootprint(const TraceChecker& c) {
+  TransferRecords out;
+  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
+  if (!s) return out;
+  out.transfers = s->transfers.size();
+  out.finished = s->finished.size();
+  out.forgotten = s->forgotten;
+  out.directory_requests = s->directory.request_count();
+  out.destination_handles = s->directory.cache().handle_count();
+  out.destination_txns = s->directory.cache().txn_count();
   return out;
 }
 

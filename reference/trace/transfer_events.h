@@ -59,6 +59,20 @@ struct TransferReadiness {
 };
 TransferReadiness ReadinessFootprint(const TraceChecker& c);
 
+// What the transfer plane keeps of its transfers, for tests of its memory bound: the transfer
+// records (every open transfer, and the last released_window finished ones), the finished ones
+// among them, how many were forgotten, and the decode directory's requests (generation fences)
+// and destination handles and lifecycle transactions.
+struct TransferRecords {
+  size_t transfers = 0;
+  size_t finished = 0;
+  uint64_t forgotten = 0;
+  size_t directory_requests = 0;
+  size_t destination_handles = 0;
+  size_t destination_txns = 0;
+};
+TransferRecords TransferFootprint(const TraceChecker& c);
+
 }  // namespace kvc::trace
 
 #endif  // KVCONFORM_REFERENCE_TRACE_TRANSFER_EVENTS_H_

@@ -472,18 +472,25 @@ TEST(TransferEventsTest, RegressionReadinessInSlicesCoversAChunkTogether) {
 // A one-layer transfer "x" + `request` of one chunk [0, `tokens`) (64 B per token) to
 // destination d0 of `trace`: its plan, reservation and credit; the send and the rest are the
 // caller's (SendAndPublish).
-void PlanOneChunk(TwoSourceTrace& trace, const std::string& request, int tokens) {
+// The transfer_plan of `transfer` moving `request` (generation 1): one chunk c0 of layer 0
+// tokens [0, tokens).
+void PlanTransfer(TwoSourceTrace& trace, const std::string& request, int tokens,
+                  const std::string& transfer) {
   const std::string identity = R"({"tenant":"t","request_id":")" + request +
                                R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
                                R"("destination_worker_epoch":1,"reservation_id":"res"})";
   const std::string n = std::to_string(tokens);
-  trace.ev("P", "x" + request, "transfer_plan",
+  trace.ev("P", transfer, "transfer_plan",
            R"("request_id":")" + request + R"(","payload":{"destination":"d0","identity":)" +
                identity + R"(,"tensor_abi_sha256":")" + trace.abi + R"(","token_start":0,)" +
                R"("token_count":)" + n + R"(,"bytes_per_token_layer":64,"reserved_blocks":1,)" +
                R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":)" + n +
                R"(,"bytes":)" + std::to_string(64 * tokens) + R"(,"checksum":")" +
                std::string(64, 'b') + R"("}]})");
+}
+// Transfer "x" + `request`: its plan (PlanTransfer), reservation and chunk credit.
+void PlanOneChunk(TwoSourceTrace& trace, const std::string& request, int tokens) {
+  PlanTransfer(trace, request, tokens, "x" + request);
   trace.ev("D", "x" + request, "transfer_reserve", R"("payload":{})");
   trace.ev("P", "x" + request, "chunk_credit_acquire", R"("payload":{"chunk_id":"c0"})");
 }
@@ -586,6 +593,128 @@ TEST(TransferEventsTest, RegressionReadinessOfIdleRequestsIsBounded) {
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->state, "PUBLISHED");
   EXPECT_TRUE(s->last_layer_ready_ns.has_value());  // its readiness is among the last 8
+}
+
+// `n` transfers "x<prefix><i>" of requests "<prefix><i>", each announced, planned and published.
+void PublishMany(TwoSourceTrace& trace, const std::string& prefix, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string r = prefix + std::to_string(i);
+    KvReady(trace, r, 0, 4);
+    PlanOneChunk(trace, r, 4);
+    SendAndPublish(trace, r, 4);
+  }
+}
+
+// Regression (adversarial probe, 2026-12-04): every finished transfer's record (its plan, chunk
+// states, plan facts, received checksums, three copies of the published handle) and its
+// destination handle with its lifecycle transaction were kept to the end of the trace (~6.7 KB
+// per one-chunk transfer: 10k / 20k / 40k published transfers peaked at 82 / 148 / 279 MB).
+// Only the last released_window finished transfers are kept now, with their destination
+// handles and their requests' generation fences.
+TEST(TransferEventsTest, RegressionFinishedTransfersAreKeptForAWindowOnly) {
+  CheckerOptions opt;
+  opt.released_window = 8;
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+  // 50 published transfers, 50 aborted ones (reserved and sent first), then one more aborted.
+  PublishMany(trace, "p", 50);
+  for (int i = 0; i < 50; ++i) {
+    const std::string r = "a" + std::to_string(i);
+    KvReady(trace, r, 0, 4);
+    PlanOneChunk(trace, r, 4);
+    trace.ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":"c0"})");
+    trace.ev("P", "x" + r, "transfer_abort", R"("payload":{"reason":"r"})");
+  }
+  KvReady(trace, "last", 0, 4);
+  PlanOneChunk(trace, "last", 4);
+  trace.ev("P", "xlast", "transfer_abort", R"("payload":{"reason":"r"})");
+  TraceChecker c("t.jsonl", opt);
+  const Violations& v = Replay(c, trace.out);
+  ASSERT_TRUE(v.empty()) << test::Describe(v);
+  const TransferRecords kept = TransferFootprint(c);
+  EXPECT_EQ(kept.transfers, 8u);  // 101 before the fix
+  EXPECT_EQ(kept.finished, 8u);
+  EXPECT_EQ(kept.forgotten, 93u);
+  EXPECT_LE(kept.directory_requests, 8u);                 // 101 before
+  EXPECT_LE(kept.destination_handles, 8u);                // 101 before
+  EXPECT_LE(kept.destination_txns, 8u);                   // 101 before
+  EXPECT_FALSE(SummarizeTransfer(c, "xp0").has_value());  // forgotten
+  auto last = SummarizeTransfer(c, "xlast");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->state, "ABORTED");
+  EXPECT_EQ(last->credits_in_flight_at_end, 0u);
+}
+
+// The late events of a finished transfer are judged as before while it is among the last
+// released_window finished transfers: a refused late completion after an abort, an idempotent
+// re-send and re-publication, another delivery with other bytes, a reservation below the
+// request's generation fence. After the window its record is forgotten: an event naming it is
+// HANDOFF_TRANSFER_UNKNOWN (whose message says the record may be forgotten), and its request's
+// generation fence is gone with it. Fails on the code before the window (no event is unknown).
+TEST(TransferEventsTest, RegressionLateEventsOfAForgottenTransferNameAnUnknownTransfer) {
+  auto run = [](int others, size_t window) {
+    CheckerOptions opt;
+    opt.released_window = window;
+    TwoSourceTrace trace;
+    trace.ev("D", "", "transfer_destination",
+             R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+    KvReady(trace, "A", 0, 4);
+    PlanOneChunk(trace, "A", 4);
+    trace.ev("P", "xA", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+    trace.ev("P", "xA", "transfer_abort", R"("payload":{"reason":"r"})");  // finishes first
+    KvReady(trace, "B", 0, 4);
+    PlanOneChunk(trace, "B", 4);
+    SendAndPublish(trace, "B", 4);  // finishes second
+    PublishMany(trace, "f", others);
+    // A late completion after xA's abort, refused by the runtime too.
+    trace.ev("D", "xA", "chunk_receive",
+             R"("outcome":"rejected","payload":{"chunk_id":"c0","checksum":")" +
+                 std::string(64, 'b') + R"("})");
+    // xB's retries: a re-send, a re-publication, then another delivery with other bytes.
+    trace.ev("P", "xB", "chunk_send", R"("payload":{"chunk_id":"c0"})");
+    trace.ev("D", "xB", "transfer_publish",
+             R"("payload":{"cache_handle_id":"B@g1","committed_length":4})");
+    trace.ev("D", "xB", "chunk_receive",
+             R"("payload":{"chunk_id":"c0","checksum":")" + std::string(64, 'c') + R"("})");
+    // Another attempt of B under B's generation 1: the runtime refuses its reservation.
+    PlanTransfer(trace, "B", 4, "xB2");
+    trace.ev("D", "xB2", "transfer_reserve", R"("outcome":"rejected","payload":{})");
+    trace.ev("P", "xB2", "transfer_abort", R"("payload":{"reason":"stale"})");
+    TraceChecker c("t.jsonl", opt);
+    return Replay(c, trace.out);
+  };
+  using V = std::vector<std::string>;
+  auto codes = [](const Violations& v) {  // every violation's code, in order
+    V out;
+    for (const auto& x : v) out.emplace_back(ErrorCodeName(x.code));
+    return out;
+  };
+  // Nothing forgotten (the default window): the verdicts of the code before the window.
+  const Violations before = run(6, CheckerOptions{}.released_window);
+  ASSERT_EQ(codes(before), V{"HANDOFF_DUPLICATE_CORRUPTION"}) << test::Describe(before);
+  // Inside the window (xA and xB among the last 8 finished transfers): the same violations.
+  const Violations inside = run(6, 8);
+  ASSERT_EQ(test::Describe(inside), test::Describe(before));
+  // xA is the 9th-last finished transfer: forgotten; xB is kept.
+  const Violations edge = run(7, 8);
+  ASSERT_EQ(codes(edge), (V{"HANDOFF_TRANSFER_UNKNOWN", "HANDOFF_DUPLICATE_CORRUPTION"}))
+      << test::Describe(edge);
+  EXPECT_EQ(edge[1].line, before[0].line + 9);  // (the 9 lines of the 7th other transfer)
+  // Both forgotten: each late event names an unknown transfer; a rejected one gates nothing, the
+  // re-send gates xB (its later events are not judged). B's generation fence went with xB, so
+  // the runtime's refusal of xB2's reservation is no longer what the contract expects.
+  const Violations after = run(8, 8);
+  ASSERT_EQ(codes(after),
+            (V{"HANDOFF_TRANSFER_UNKNOWN", "HANDOFF_TRANSFER_UNKNOWN", "TRACE_OUTCOME_INVALID"}))
+      << test::Describe(after);
+  for (size_t i : {size_t{0}, size_t{1}})
+    EXPECT_NE(after[i].message.find("before the last 8 finished transfers, and its record is no "
+                                    "longer kept"),
+              std::string::npos)
+        << after[i].message;
+  EXPECT_EQ(after[0].message.find("not replayed"), std::string::npos) << after[0].message;
+  EXPECT_NE(after[1].message.find("not replayed"), std::string::npos) << after[1].message;
 }
 
 // Regression (an adversarial probe, 2026-12-04): the registry's HANDOFF_TRACE_INTERVAL_INVALID
