@@ -466,6 +466,22 @@ def synthetic_lifecycle():
     invalid(c, "fork_child_generation", rel, "Fork child A claims handle generation 1.", s,
             {"op": "add", "path": f"/{t.idx('fork')}/payload/children/0/handle_generation",
              "value": 1}, "TRACE_SNAPSHOT_MISMATCH")
+    last = t.lines[t.idx("read_released")]
+    invalid("frontier", "emit_after_truncate_into_prompt", rel,
+            "Child A, truncated to 3 rows (one row into H's 4-row prompt), emits output 0 at the "
+            "end of the trace without prefilling the prompt's last row again: no publication has "
+            "produced the logits output 0 is selected from (it passed: a truncate into the "
+            "prompt stopped the frontier checks).",
+            "M5.1 0x01 Fork, Reorder, And Truncate Are Different Operations",
+            {"op": "add", "path": "/-", "value": {
+                "event_id": f"{E}:{last['local_sequence'] + 1}", "trace_id": "trace-1",
+                "source_instance": E, "source_component": "semantic",
+                "local_sequence": last["local_sequence"] + 1,
+                "monotonic_ns": last["monotonic_ns"] + 1000, "event_type": "output_emit",
+                "request_id": "A", "handle_generation": 0, "operation_id": None,
+                "base_snapshot": 1, "result_snapshot": None,
+                "payload": {"output_index": 0, "token": 300}}},
+            "FRONTIER_OUTPUT_BEFORE_LOGITS")
 
 
 # ---------------------------------------------------------------- ordinary stop + repair (0x03/0x09)

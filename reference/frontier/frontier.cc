@@ -178,8 +178,12 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
                 "discarded (a repair is not another output decision)");
   else if (ready_outputs_ == 0)
     verdict = V(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS,
-                "output " + U(output_index) + " emitted while no publication has produced target "
-                "logits for it");
+                "output " + U(output_index) +
+                    " emitted while no publication has produced target logits for it" +
+                    (prompt_complete() ? std::string()
+                                       : " (" + U(prompt_rows_) + " of " + U(prompt_length_) +
+                                             " prompt rows committed: output 0 needs the whole "
+                                             "prompt)"));
   if (ready_outputs_ > 0) --ready_outputs_;
   outputs_.push_back(token);
   if (!expected_tokens_.empty()) {
@@ -197,16 +201,31 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
 
 void FrontierState::Truncate(uint64_t t) {
   if (!tracked_ || t >= committed()) return;
+  if (t < prompt_length_) {
+    // Into the prompt: every output, every processed row and every draft goes, and the request
+    // is again one whose first t prompt rows are committed with no logits ready: output 0 needs
+    // the prompt prefilled again (since 2026-12-04: before, tracking stopped here, so an output
+    // emitted or a decode published over the missing prompt rows passed: probe 9).
+    rolled_back_ += outputs_.size();
+    outputs_.clear();
+    prompt_rows_ = t;
+    processed_ = 0;
+    ready_outputs_ = 0;
+    expected_tokens_.clear();
+    frontier_token_.reset();
+    last_drafts_.clear();
+    last_accepted_ = 0;
+    rolled_into_prompt_ = true;
+    return;
+  }
   if (!expected_tokens_.empty()) {  // accepted drafts committed but not yet emitted
     tracked_ = false;
     return;
   }
-  // Below S the rollback reaches into the prompt, which the frontier does not follow: M5.1's
-  // Loop 8 trace finishes a branch truncated into its prompt without prefilling it again.
   // At or above S the prompt was complete (K_c > t >= S) and every processed token was emitted
   // (no accepted draft awaits emission), so output t - S exists; checked all the same.
-  const uint64_t kept = t - std::min(t, prompt_length_);
-  if (t < prompt_length_ || kept >= outputs_.size()) {
+  const uint64_t kept = t - prompt_length_;
+  if (kept >= outputs_.size()) {
     tracked_ = false;
     return;
   }
@@ -221,6 +240,10 @@ void FrontierState::Truncate(uint64_t t) {
 
 Status FrontierState::CheckFinish() const {
   if (!tracked_) return Status::Ok();
+  // A request rolled back into its prompt and not yet emitting again may finish: its outputs
+  // were selected before the rollback (M5.1's Loop 8 trace finishes a branch truncated into
+  // its prompt without prefilling it again).
+  if (rolled_into_prompt_ && outputs_.empty()) return Status::Ok();
   if (!prompt_complete() || outputs_.empty())
     return V(ErrorCode::SERVICE_PHASE_EARLY_FINISH,
              "finish after " + U(outputs_.size()) + " outputs with " +

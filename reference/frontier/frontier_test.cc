@@ -116,10 +116,32 @@ TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
   at_s.Truncate(4);
   EXPECT_EQ(at_s.emitted(), 1u);
   EXPECT_EQ(at_s.frontier_token(), 10u);
-  // Into the prompt: not followed.
+  // Into the prompt: every output goes with the rows; the prompt must be completed again before
+  // output 0 or a decode (before 2026-12-04 tracking stopped here and both passed: probe 9).
   FrontierState into_prompt = g;
   into_prompt.Truncate(3);
-  EXPECT_FALSE(into_prompt.tracked());
+  ASSERT_TRUE(into_prompt.tracked());
+  EXPECT_EQ(into_prompt.committed(), 3u);
+  EXPECT_EQ(into_prompt.emitted(), 0u);
+  EXPECT_EQ(into_prompt.rolled_back(), 3u);
+  EXPECT_FALSE(into_prompt.frontier_token().has_value());
+  EXPECT_TRUE(into_prompt.CheckFinish().ok());  // M5.1 Loop 8 finishes such a branch
+  EXPECT_EQ(into_prompt.CheckAppend(Decode(12)).error(),
+            ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL);
+  {
+    FrontierState emit_now = into_prompt;
+    Status s = emit_now.Emit(0, 99);
+    EXPECT_EQ(s.error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+    EXPECT_NE(s.message().find("(3 of 4 prompt rows committed: output 0 needs the whole prompt)"),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(into_prompt.CheckAppend(Prefill(2)).error(), ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN);
+  Publish(into_prompt, Prefill(1));  // the prompt's last row again: output 0's logits
+  ASSERT_TRUE(into_prompt.Emit(0, 30).ok());
+  Publish(into_prompt, Decode(30));
+  ASSERT_TRUE(into_prompt.Emit(1, 31).ok());
+  EXPECT_EQ(into_prompt.committed(), 5u);
   // Accepted drafts committed but not yet emitted: not followed.
   FrontierState v(2);
   Publish(v, Prefill(2));

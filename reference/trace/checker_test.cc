@@ -1950,6 +1950,87 @@ TEST(TraceCheckerTest, RegressionDecodeAfterTruncateIsJudgedByTheFrontier) {
       << v[0].message;
 }
 
+// Regression (probe 9, 2026-12-04): a rollback into the prompt, by a fork whose prefix is shorter
+// than the parent's prompt (the child names no prompt of its own) or by a truncate, stopped the
+// request's frontier checks, so the child or the request could emit output 0 or decode with
+// prompt rows missing, and pass. It is now a request with the first prefix_length (new_length)
+// prompt rows committed and no logits ready, as a child naming its own prompt_length is.
+TEST(TraceCheckerTest, RegressionARollbackIntoThePromptIsJudgedByTheFrontier) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string c = R"("request_id":"C","handle_generation":0,)";
+  int seq = 0;
+  auto ev = [&](const std::string& type, const std::string& who, const std::string& rest) {
+    return Ev(seq++, type, who + rest) + "\n";
+  };
+  // One append of rows [from, to) on `who`'s snapshot `base`.
+  auto append = [&](const std::string& who, const std::string& op, int base, int from, int to,
+                    const std::string& purpose, const std::string& token) {
+    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(to) + "]";
+    const std::string o = R"("operation_id":")" + op + "\",";
+    std::string x =
+        ev("append_start", who,
+           o + R"("base_snapshot":)" + std::to_string(base) + R"(,"payload":{"interval":)" + iv +
+               R"(,"cache_position":)" + iv + R"(,"mask_key_length":)" + std::to_string(to) +
+               R"(,"position_stage":"post_rope","purpose":")" + purpose + "\"" + token + "}");
+    x += ev("append_stage_layer", who, o + R"("payload":{"layer":0,"interval":)" + iv + "}");
+    x += ev("append_publish", who,
+            o + R"("base_snapshot":)" + std::to_string(base) + R"(,"result_snapshot":)" +
+                std::to_string(base + 1) + R"(,"payload":{})");
+    return x;
+  };
+  auto emit = [&](const std::string& who, int base, int index, int token) {
+    return ev("output_emit", who,
+              R"("base_snapshot":)" + std::to_string(base) + R"(,"payload":{"output_index":)" +
+                  std::to_string(index) + R"(,"token":)" + std::to_string(token) + "}");
+  };
+  // R: a prompt of 4 rows, prefilled; output 0 (token 5) emitted.
+  std::string head =
+      std::string(kHeader) + "\n" + ev("request_allocate", r, R"("payload":{"prompt_length":4})");
+  head += append(r, "p", 0, 0, 4, "prefill", "");
+  head += emit(r, 1, 0, 5);
+  const int after = seq;
+  using V = std::vector<std::string>;
+  auto fork = [&](const std::string& child) {
+    seq = after;
+    return ev("fork", r,
+              R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[)" + child + "]}");
+  };
+  for (const std::string child :
+       {R"({"request_id":"C"})", R"({"request_id":"C","prompt_length":4})"}) {
+    SCOPED_TRACE(child);
+    const std::string f = head + fork(child);
+    const int at = seq;
+    // Output 0 with 2 of 4 prompt rows (old code: passed without the explicit prompt_length).
+    const Violations v = ValidateTraceJsonl(f + emit(c, 0, 0, 9), "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), V{"FRONTIER_OUTPUT_BEFORE_LOGITS"}) << test::Describe(v);
+    EXPECT_NE(v[0].message.find("(2 of 4 prompt rows committed"), std::string::npos)
+        << v[0].message;
+    // A decode over the missing prompt rows, processing the parent's output 0.
+    seq = at;
+    EXPECT_EQ(Codes(f + append(c, "d", 0, 2, 3, "decode", R"(,"input_token":5)")),
+              V{"SERVICE_PHASE_DECODE_BEFORE_PREFILL"});
+    // The rest of the prompt prefilled again: output 0 and a decode conform.
+    seq = at;
+    std::string ok = f + append(c, "c", 0, 2, 4, "prefill", "");
+    ok += emit(c, 1, 0, 9);
+    ok += append(c, "d", 1, 4, 5, "decode", R"(,"input_token":9)");
+    EXPECT_EQ(Codes(ok), V{}) << ok;
+  }
+  // A truncate into the prompt, then output 0 (old code: passed).
+  seq = after;
+  std::string t = head + ev("truncate", r,
+                            R"("base_snapshot":1,"result_snapshot":2,)"
+                            R"("payload":{"new_length":2})");
+  const int truncated = seq;
+  EXPECT_EQ(Codes(t + emit(r, 2, 0, 9)), V{"FRONTIER_OUTPUT_BEFORE_LOGITS"});
+  // ... or a finish without prefilling again (M5.1's Loop 8 trace finishes such a branch).
+  seq = truncated;
+  EXPECT_EQ(Codes(t + ev("finish", r,
+                         R"("base_snapshot":2,"result_snapshot":2,)"
+                         R"("payload":{"committed_length":2,"emitted_outputs":0})")),
+            V{});
+}
+
 // Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
 // renumbered). A lost publication raised a code at each later event that depended on it: the
 // observation naming it as a cause, the output selected from its snapshot, the next append on
