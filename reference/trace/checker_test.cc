@@ -2031,6 +2031,67 @@ TEST(TraceCheckerTest, RegressionARollbackIntoThePromptIsJudgedByTheFrontier) {
             V{});
 }
 
+// Regression (probe 9, 2026-12-04): a publication of a transaction opened before its handle was
+// finished and released, reported as a success after the id was allocated again and relabelled
+// to the new handle generation, was LIFECYCLE_UNKNOWN_SNAPSHOT "no such snapshot was ever
+// published ... (the event names base snapshot 1; request "R" is at snapshot 1)": versions of
+// two incarnations compared. It fails on generation, as without the re-allocation (M5.1 0x01
+// "The delayed publication fails even if an observed physical address is again 17. The
+// generation namespace must itself be non-reused"), and the message names the released
+// incarnation.
+TEST(TraceCheckerTest, RegressionALateCompletionOfAReleasedIncarnationIsStale) {
+  auto g = [](int generation) {
+    return R"("request_id":"R","handle_generation":)" + std::to_string(generation) + ",";
+  };
+  auto prefill = [&](int seq, int generation, const std::string& op) {
+    const std::string o = R"("operation_id":")" + op + "\",";
+    return Ev(seq, "append_start",
+              g(generation) + o +
+                  R"("base_snapshot":0,"payload":{"interval":[0,2],"cache_position":[0,2],)"
+                  R"("mask_key_length":2,"position_stage":"post_rope","purpose":"prefill"})") +
+           "\n" +
+           Ev(seq + 1, "append_stage_layer",
+              g(generation) + o + R"("payload":{"layer":0,"interval":[0,2]})") +
+           "\n" +
+           Ev(seq + 2, "append_publish",
+              g(generation) + o + R"("base_snapshot":0,"result_snapshot":1,"payload":{})") +
+           "\n";
+  };
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + prefill(1, 0, "p");
+  t += Ev(4, "output_emit", g(0) + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+       "\n";
+  // Decode x is prepared on generation 0, snapshot 1; the request then finishes and is released.
+  t += Ev(5, "append_start",
+          g(0) + R"("operation_id":"x","base_snapshot":1,"payload":{"interval":[2,3],)"
+                 R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+                 R"("purpose":"decode","input_token":7})") +
+       "\n";
+  t += Ev(6, "append_stage_layer",
+          g(0) + R"("operation_id":"x","payload":{"layer":0,"interval":[2,3]})") +
+       "\n";
+  t += Ev(7, "finish", g(0) + R"("base_snapshot":1,"payload":{})") + "\n";
+  t += Ev(8, "release", g(0) + R"("base_snapshot":1,"payload":{"result_handle_generation":1})") +
+       "\n";
+  // The id is allocated again (generation 1) and prefilled: snapshot 1 of the new incarnation.
+  t += Ev(9, "request_allocate", g(1) + R"("payload":{"prompt_length":2})") + "\n";
+  t += prefill(10, 1, "p1");
+  const std::string late =
+      Ev(13, "append_publish", g(1) + R"("operation_id":"x","base_snapshot":1,"payload":{})");
+  const Violations v = ValidateTraceJsonl(t + late + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_STALE_BASE"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("its transaction was opened on handle generation 0 of \"R\" (base "
+                              "snapshot 1), which was released; the id now names handle "
+                              "generation 1, at snapshot 1"),
+            std::string::npos)
+      << v[0].message;
+  EXPECT_EQ(v[0].message.find("never published"), std::string::npos) << v[0].message;
+  // The runtime's refusal conforms.
+  EXPECT_EQ(
+      Codes(t + Mutate(late, R"("payload":{})", R"("outcome":"rejected","payload":{})") + "\n"),
+      std::vector<std::string>{});
+}
+
 // Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
 // renumbered). A lost publication raised a code at each later event that depended on it: the
 // observation naming it as a cause, the output selected from its snapshot, the next append on
