@@ -2092,6 +2092,77 @@ TEST(TraceCheckerTest, RegressionALateCompletionOfAReleasedIncarnationIsStale) {
       std::vector<std::string>{});
 }
 
+// Regression (probe 9, 2026-12-04): a read's length mismatch always said "(pending rows are not
+// readable)", also after a truncate or when a fork child read its parent's later rows. The
+// reason now names what the replay knows: pending rows of an open operation, the truncate, the
+// fork parent's growth, or committed rows the reader missed.
+TEST(TraceCheckerTest, RegressionAReadMismatchNamesItsReason) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n" + Publish(3) + "\n";  // R: 2 rows, snapshot 1
+  auto read = [](int seq, const std::string& who, int base, int len) {
+    return Ev(seq, "read",
+              who + R"("base_snapshot":)" + std::to_string(base) +
+                  R"(,"payload":{"committed_length":)" + std::to_string(len) + "}") +
+           "\n";
+  };
+  auto message = [](const std::string& t) {
+    const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+    return v.empty() ? std::string("(none)") : test::Describe(v);
+  };
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  // Pending rows of an open operation.
+  const std::string emit =
+      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n";
+  const std::string decode =
+      Ev(5, "append_start",
+         r + R"("operation_id":"d","base_snapshot":1,"payload":{"interval":[2,3],)"
+             R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+             R"("purpose":"decode","input_token":7})") +
+      "\n" +
+      Ev(6, "append_stage_layer",
+         r + R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+      "\n";
+  std::string m = message(
+      head + emit + decode + read(7, r, 1, 3) +
+      Ev(8, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") + "\n");
+  EXPECT_TRUE(has(m,
+                  "rows [2, 3) are pending in operation \"d\", not published: pending rows are "
+                  "not readable"))
+      << m;
+  // A truncate.
+  m = message(head + Ev(4, "truncate", r + R"("base_snapshot":1,"payload":{"new_length":1})") +
+              "\n" + read(5, r, 2, 2));
+  EXPECT_TRUE(has(m,
+                  "a truncate shortened the snapshot from 2 to 1 rows: the truncated suffix is "
+                  "unreachable"))
+      << m;
+  EXPECT_FALSE(has(m, "pending")) << m;
+  // A fork child reading its parent's later rows.
+  const std::string c = R"("request_id":"C","handle_generation":0,)";
+  m = message(
+      head + emit +
+      Ev(5, "fork",
+         r + R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") +
+      "\n" +
+      Mutate(Mutate(Mutate(decode, "\"local_sequence\":6", "\"local_sequence\":7"),
+                    "\"local_sequence\":5", "\"local_sequence\":6"),
+             "\"event_id\":\"e6\"", "\"event_id\":\"e7\"") +
+      Ev(8, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") + "\n" +
+      read(9, c, 0, 3));
+  EXPECT_TRUE(has(m, "the fork parent \"R\" has 3 rows; a child's snapshot is its own")) << m;
+  // Fewer rows than committed.
+  m = message(head + read(4, r, 1, 1));
+  EXPECT_TRUE(has(m, "readers resolve the whole all-layer snapshot: rows [1, 2) are committed"))
+      << m;
+  // More rows than anything the replay knows of.
+  m = message(head + read(4, r, 1, 3));
+  EXPECT_TRUE(has(m, "(no publication committed rows beyond 2)")) << m;
+}
+
 // Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
 // renumbered). A lost publication raised a code at each later event that depended on it: the
 // observation naming it as a cause, the output selected from its snapshot, the next append on

@@ -585,6 +585,35 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
   ApplyOutput(c, e, *index, *token, from.value_or("") == "repair_logits");
 }
 
+// Why a read that observed `seen` rows of a snapshot of `live.committed_length` rows is wrong, as
+// far as the replay knows (since 2026-12-04: before, every mismatch said "(pending rows are not
+// readable)", after a truncate or a fork parent's growth too: probe 9).
+[[gnu::cold]] std::string ReadMismatchReason(TraceChecker& c, std::string_view request,
+                                             uint64_t seen, const Snapshot& live) {
+  const uint64_t k = live.committed_length;
+  if (seen < k)
+    return " (readers resolve the whole all-layer snapshot: rows [" + U(seen) + ", " + U(k) +
+           ") are committed)";
+  const lifecycle::HandleRecord* h = c.FindHandle(request);
+  if (h)
+    for (const std::string& id : h->open_txns)
+      if (const lifecycle::AppendTxn* t = c.kv().FindTxn(id))
+        if (t->request.interval.start == k && seen - k <= t->request.interval.count)
+          return " (rows [" + U(k) + ", " + U(seen) + ") are pending in operation \"" + id +
+                 "\", not published: pending rows are not readable)";
+  if (const TraceChecker::Request* req = c.FindRequest(request); req && req->truncated_from >= seen)
+    return " (a truncate shortened the snapshot from " + U(req->truncated_from) + " to " +
+           U(req->truncated_to) + " rows: the truncated suffix is unreachable)";
+  if (h && !h->parent_id.empty())
+    if (const lifecycle::HandleRecord* parent = c.FindHandle(h->parent_id);
+        parent && parent->current.committed_length >= seen)
+      return " (the fork parent \"" + h->parent_id + "\" has " +
+             U(parent->current.committed_length) +
+             " rows; a child's snapshot is its own, from its prefix, and does not follow the "
+             "parent's later appends)";
+  return " (no publication committed rows beyond " + U(k) + ")";
+}
+
 void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.Uint("committed_length");
   if (!p.clean() || !len) return;
@@ -608,7 +637,7 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   if (*len != r->committed_length)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
              "read observed committed length " + U(*len) + "; the all-layer snapshot has " +
-                 U(r->committed_length) + " (pending rows are not readable)");
+                 U(r->committed_length) + ReadMismatchReason(c, *e.request_id, *len, *r));
 }
 
 // A fork that is not replayed creates no children: the requests its payload names are gated.
@@ -740,7 +769,13 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!after) return;
   CheckResult(c, e, *after, std::nullopt);
   // Outputs roll back with the rows their logits came from (frontier.h, FrontierState::Truncate).
-  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Truncate(*len);
+  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
+    req->frontier.Truncate(*len);
+    if (cur->committed_length > *len) {
+      req->truncated_from = cur->committed_length;
+      req->truncated_to = *len;
+    }
+  }
 }
 
 void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
