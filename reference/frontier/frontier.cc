@@ -35,6 +35,37 @@ namespace {
                "call");
 }
 
+// A decode with no emitted token unprocessed (FRONTIER_CACHE_OVERCOMMIT). The message says what
+// the token it names is: an emitted output whose row is already committed (an accepted draft,
+// or a token decoded twice), or none emitted (since 2026-12-04: before, always "a token that
+// was never emitted", also for an accepted draft already committed: probe 9).
+[[gnu::cold]] Status FrontierState::DecodeWithoutFrontier(const AppendCall& c) const {
+  std::optional<uint64_t> index;
+  if (c.input_token)
+    for (uint64_t j = outputs_.size(); j-- > 0;)
+      if (outputs_[j] == *c.input_token) {
+        index = j;
+        break;
+      }
+  if (!index)
+    return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+             "decode append with an empty output frontier: it would commit a row for a token "
+             "that was never emitted");
+  const uint64_t next = outputs_.size();
+  std::string then;
+  if (!expected_tokens_.empty())
+    then = "; the last verification's accepted drafts are still to be emitted (next: token " +
+           U(expected_tokens_.front()) + " as output " + U(next) +
+           "), then an output from its logits";
+  else if (ready_outputs_ > 0)
+    then = "; output " + U(next) + " is selected from the last publication's logits first";
+  return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+           "decode append processes token " + U(*c.input_token) + " (output " + U(*index) +
+               "), whose row is already committed: no emitted token is unprocessed, so it "
+               "would commit a second row for it" +
+               then);
+}
+
 Status FrontierState::CheckAppend(const AppendCall& c) const {
   if (!tracked_) return Status::Ok();
   // Any purpose but repair: a reused draft row is a relabel too (before 2026-12-03 only a
@@ -60,10 +91,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL,
                  "decode append while " + U(prompt_length_ - prompt_rows_) +
                      " prompt rows are unprocessed");
-      if (!frontier_token_)
-        return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
-                 "decode append with an empty output frontier: it would commit a row for a token "
-                 "that was never emitted");
+      if (!frontier_token_) return DecodeWithoutFrontier(c);
       if (c.input_token != frontier_token_)
         return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
                  "decode processes token " + (c.input_token ? U(*c.input_token) : "(none)") +

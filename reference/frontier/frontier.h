@@ -91,6 +91,8 @@ class FrontierState {
   friend bool operator==(const FrontierState&, const FrontierState&) = default;
 
  private:
+  Status DecodeWithoutFrontier(const AppendCall& c) const;  // cold: CheckAppend's message
+
   uint64_t prompt_length_;
   uint64_t prompt_rows_ = 0;
   // The emitted output tokens in order (O = outputs_.size()): a rollback finds its new frontier

@@ -151,6 +151,40 @@ TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
   EXPECT_FALSE(v.tracked());
 }
 
+// Regression (probe 9, 2026-12-04): a decode of an accepted draft, whose row the verification
+// already committed, was FRONTIER_CACHE_OVERCOMMIT "a row for a token that was never emitted".
+// The code stays (the row would be a second one, K > S + O); the message says what the token is.
+TEST(FrontierTest, RegressionADecodeOfACommittedDraftSaysItsRowIsCommitted) {
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 100).ok());
+  FrontierState two = f;
+  Publish(f, Mk(AppendPurpose::kVerify, 2, 100, {7, 8}, 1));  // draft 7 accepted
+  ASSERT_TRUE(f.Emit(1, 7).ok());
+  Status s = f.CheckAppend(Decode(7));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("decode append processes token 7 (output 1), whose row is already "
+                             "committed: no emitted token is unprocessed"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("output 2 is selected from the last publication's logits first"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("never emitted"), std::string::npos) << s.message();
+  // Two accepted, one emitted: the other is still to be emitted.
+  Publish(two, Mk(AppendPurpose::kVerify, 3, 100, {7, 8}, 2));
+  ASSERT_TRUE(two.Emit(1, 7).ok());
+  s = two.CheckAppend(Decode(7));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("accepted drafts are still to be emitted (next: token 8 as output 2)"),
+            std::string::npos)
+      << s.message();
+  // A token never emitted keeps its message.
+  s = two.CheckAppend(Decode(4242));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("a token that was never emitted"), std::string::npos) << s.message();
+}
+
 TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
   // 0x09: base 100, drafts [d0..d3], two accepted, correction -> 102, repair -> 103.
   FrontierState f(99);
