@@ -1006,6 +1006,14 @@ def loop8_allocator_model(t):
             "After decode-2's publication the allocator reports 4 used slots; the declared "
             "model counts committed rows, and R has 5.", s,
             rep(f"/{v.idx('a1')}/payload/used_slots", 4), "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "allocator_model_used_after_release", rel,
+            "After the parent's release the allocator still reports 2 blocks, 8 slots and 5 used "
+            "slots. The blocks may be a delayed free (release: 'immediate device free is a "
+            "separate observation'), but the declared model counts committed rows, and the "
+            "released handle has none.", "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            rep(f"/{v.idx('a2')}/payload",
+                {"caused_by_event_id": v.lines[v.idx("s11")]["event_id"], "blocks": 2,
+                 "slots": 8, "used_slots": 5}), "TRACE_OBSERVATION_INCONSISTENT")
     invalid(c, "allocator_model_zero_slots_per_block", rel,
             "The header's allocator model declares blocks of 0 slots.", "kvconform.trace/1",
             rep("/0/allocator_model/slots_per_block", 0), "INPUT_VALUE_OUT_OF_RANGE")

@@ -1669,6 +1669,61 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
 }
 
+// Regression (probe 9, 2026-12-04): storage observed held after a finish (FINISHED retains its
+// rows: M5.1 0x07 "finish: make output terminal while ownership may remain") or after a release
+// (an allocator's delayed free: "release: close logical ownership and fence the generation;
+// immediate device free is a separate observation") was TRACE_CAUSE_WRONG_EVENT ("finish is not
+// a physical free"). Both are admitted; a free caused by finish, bytes resident after release,
+// and used slots after release under an allocator model stay violations. An observation after
+// the release naming an earlier event (dropped at the release) says so and does not gate.
+TEST(TraceCheckerTest, RegressionStorageHeldAfterFinishOrReleaseIsAdmitted) {
+  const std::string header = Mutate(
+      kHeaderWithResidency, R"("source_component":"residency"})",
+      R"("source_component":"residency"},{"source_instance":"a","source_component":"allocator"})");
+  const std::string rg = R"("request_id":"R","handle_generation":0,)";
+  const std::string finished =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n" +
+      Ev(4, "output_emit", rg + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" + Ev(5, "finish", rg + R"("base_snapshot":1,"payload":{"emitted_outputs":1})") + "\n";
+  const std::string released =
+      finished + Ev(6, "release", rg + R"("base_snapshot":1,"payload":{})") + "\n";
+  using V = std::vector<std::string>;
+  // After finish: the 2 retained rows (16 B/token), held blocks.
+  EXPECT_EQ(Codes(finished + Residency("e5", 32) + "\n"), V{});
+  EXPECT_EQ(Codes(finished + Allocator("e5", 1, 2) + "\n"), V{});
+  EXPECT_EQ(Codes(finished + Residency("e5", 16) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  EXPECT_EQ(Codes(finished + Allocator("e5", 0, 0) + "\n"), V{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_EQ(Codes(finished + Residency("e5", 0) + "\n"), V{"TRACE_CAUSE_WRONG_EVENT"});
+  // After release: blocks still held (a delayed free), then freed; no bytes resident.
+  EXPECT_EQ(Codes(released + Allocator("e6", 1, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(released + Allocator("e6", 0, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(released + Residency("e6", 32) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  const std::string model = Mutate(released, R"("audit":"complete")",
+                                   R"("audit":"complete","allocator_model":{"slots_per_block":4,)"
+                                   R"("used_slots":"committed_rows"})");
+  EXPECT_EQ(Codes(model + Allocator("e6", 1, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(model + Allocator("e6", 1, 2) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  // After release, naming the publication (dropped at the release): the message says so, and
+  // the request is not gated (the output emitted before any logits of the re-allocated id is
+  // still judged).
+  const std::string again =
+      Ev(7, "request_allocate",
+         R"("request_id":"R","handle_generation":1,"payload":{"prompt_length":2})") +
+      "\n" +
+      Ev(8, "output_emit",
+         R"("request_id":"R","handle_generation":1,"base_snapshot":0,"payload":{"output_index":0,"token":7})") +
+      "\n";
+  const Violations v =
+      ValidateTraceJsonl(released + Allocator("e3", 1, 2) + "\n" + again, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), (V{"TRACE_CAUSE_UNKNOWN", "FRONTIER_OUTPUT_BEFORE_LOGITS"}))
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("is caused by \"e3\", which is not among the events request \"R\" "
+                              "keeps after its release"),
+            std::string::npos)
+      << v[0].message;
+  EXPECT_EQ(v[0].message.find("no earlier event"), std::string::npos) << v[0].message;
+}
+
 // Regression (a vendor's probe, 2026-12-04): a truncate to 0 rows (vLLM's preemption by
 // recompute) leaves the handle holding nothing, and an allocator that frees its blocks then
 // reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or

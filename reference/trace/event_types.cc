@@ -911,6 +911,21 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     return nullptr;
   }
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
+  const lifecycle::HandleRecord* h = info ? nullptr : c.FindHandle(*e.request_id);
+  if (!info && h && h->current.phase == Phase::kReleased) {
+    // The request's events before its release are dropped with it (memory follows live
+    // handles): the cause may be one of them, so nothing is known missing and the request is
+    // not gated (since 2026-12-04: before, "no earlier event of request" although it may have
+    // been its append_publish, and the request was gated: probe 9).
+    c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
+             std::string(e.event_type) + " is caused by \"" + *cause +
+                 "\", which is not among the events request \"" + std::string(*e.request_id) +
+                 "\" keeps after its release (its finish, cancel_request and release; the "
+                 "others are dropped at the release): an observation after the release names "
+                 "the release (blocks the allocator still holds: a delayed free; none: the "
+                 "free), or comes before it");
+    return nullptr;
+  }
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
@@ -932,26 +947,37 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   return info;
 }
 
-constexpr std::string_view kMutationCauses[] = {"request_allocate", "append_publish", "fork",
-                                                "truncate", "release"};
+// The causes after which storage may be observed held: the mutations, the terminal decisions
+// that retain the committed rows (finish, cancel_request: M5.1 0x07 "finish: make output
+// terminal while ownership may remain; do not claim release or reclamation"), and release (an
+// allocator's delayed free: "release: close logical ownership and fence the generation;
+// immediate device free is a separate observation"; residency after release is 0, checked by
+// OnResidency before this). Since 2026-12-04: before, held storage after finish, cancel_request
+// or release was TRACE_CAUSE_WRONG_EVENT ("finish is not a physical free"; probe 9).
+constexpr std::string_view kHeldCauses[] = {"request_allocate", "append_publish", "fork",
+                                            "truncate",         "finish",         "cancel_request",
+                                            "release"};
 
 // `is_free`: the observation is judged as storage returned; `observes_none`: it reports none
 // (for the message only: a residency of 0 bytes after a finish is judged as held storage).
 bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
                     bool is_free, bool observes_none) {
-  // Held storage follows a mutation that holds it; no storage (all zero) follows release, or
+  // Held storage follows a cause above; no storage (all zero) follows release, or
   // request_allocate (arrival creates no K/V, M5.1 0x02: an allocator that reserves nothing
-  // until prefill reports nothing held).
-  bool mutation = false;
-  for (auto m : kMutationCauses) mutation |= (info.type == m);
-  const bool ok = is_free ? info.type == "release" || info.type == "request_allocate"
-                          : mutation && info.type != "release";
+  // until prefill reports nothing held). A free after finish or cancel_request is the seed's
+  // "physical-free observation caused by finish rather than release".
+  bool held_cause = false;
+  for (auto m : kHeldCauses) held_cause |= (info.type == m);
+  const bool ok = is_free ? info.type == "release" || info.type == "request_allocate" : held_cause;
   if (!ok) {
     std::string why =
         observes_none ? "no storage (all zero) follows release, request_allocate, or a truncate "
                         "or fork that leaves 0 rows"
-                      : "held storage follows request_allocate, append_publish, fork or truncate";
-    if (info.type == "finish") why += " (finish is not a physical free)";
+                      : "held storage follows request_allocate, append_publish, fork, truncate, "
+                        "finish, cancel_request or release";
+    if (info.type == "finish" || info.type == "cancel_request")
+      why += " (" + std::string(info.type) +
+             " is not a physical free: the handle keeps its committed rows until release)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) +
                  (observes_none ? " observes no storage" : " observes storage held") + " after " +
@@ -1002,7 +1028,12 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   p.Str("tier");
   auto bytes = p.Uint("resident_payload_bytes");
   if (!p.clean() || !info || !bytes) return;
-  bool is_free = *bytes == 0 && info->type == "release";
+  // Nothing resident after a finish or cancel_request that retained rows is a free caused by
+  // the stop (judged as one: TRACE_CAUSE_WRONG_EVENT), not a byte count.
+  const bool is_free =
+      *bytes == 0 &&
+      (info->type == "release" ||
+       ((info->type == "finish" || info->type == "cancel_request") && info->committed_length > 0));
   if (info->type == "release" && *bytes != 0) {
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
