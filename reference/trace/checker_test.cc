@@ -2521,6 +2521,46 @@ TEST(TraceCheckerTest, RegressionMessagesNameTheTracesEvent) {
   EXPECT_EQ(v[0].message.rfind("append_failure: ", 0), 0u) << v[0].message;
 }
 
+// Probe 9 (2026-12-04): docs/trace-format.md said "each row is one live request", and live
+// elsewhere means not yet released, while a FINISHED row was LIFECYCLE_HANDLE_TERMINAL. The
+// seed's reorder permutes LiveSequenceRow values, each with the next_position its next row takes;
+// a finished or cancelled request takes no next row (M5.1 0x01 "Finish is a generation decision:
+// no later append should begin"), so the code stays, and the docs, the registry text and the
+// message now say why.
+TEST(TraceCheckerTest, RegressionAReorderRowIsADecodeReadyRequest) {
+  auto r = [](int seq, const std::string& who, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":")" + who + R"(","handle_generation":0,)" + rest) + "\n";
+  };
+  const std::string forked =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      r(4, "R", "output_emit", R"("base_snapshot":1,"payload":{"output_index":0,"token":5})") +
+      r(5, "R", "fork",
+        R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"A"},)"
+        R"({"request_id":"B"}]})");
+  auto reorder = [](int seq) {
+    auto row = [](const std::string& id) {
+      return R"({"request_id":")" + id + R"(","token_state":"t)" + id +
+             R"(","next_position":2,"sampler_state":"s)" + id + R"("})";
+    };
+    return Ev(seq, "reorder",
+              R"("payload":{"rows_before":[)" + row("A") + "," + row("B") +
+                  R"(],"parent_index":[1,0],"rows_after":[)" + row("B") + "," + row("A") + "]}") +
+           "\n";
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Codes(forked + reorder(6)), V{});
+  for (const char* stop : {"finish", "cancel_request"}) {
+    SCOPED_TRACE(stop);
+    const Violations v = ValidateTraceJsonl(
+        forked + r(6, "B", stop, R"("base_snapshot":0,"payload":{})") + reorder(7), "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), V{"LIFECYCLE_HANDLE_TERMINAL"}) << test::Describe(v);
+    EXPECT_NE(v[0].message.find("a reorder permutes live sequences, each of which takes its next "
+                                "row at next_position"),
+              std::string::npos)
+        << v[0].message;
+  }
+}
+
 // A reorder row whose next_position is beyond the replay's committed length shows rows the
 // replay lacks: its request is gated (before, the synthetic trace with a fork prefix one row
 // shorter raised three codes: the reorder's, an output before logits and an append hole).

@@ -806,7 +806,11 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
       return c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
                       c.LinePtr() + "/payload/rows_before/" + U(i),
                       "reorder row " + U(i) + " holds " + std::string(PhaseName(r->phase)) +
-                          " handle \"" + before[i].cache_handle + "\"");
+                          " handle \"" + before[i].cache_handle +
+                          "\": a reorder permutes live sequences, each of which takes its "
+                          "next row at next_position; a finished or cancelled request takes "
+                          "none (no later append may begin), so it has left the rows being "
+                          "reordered");
     if (before[i].next_position == r->committed_length) continue;
     if (!position_mismatch)  // one code for the event
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
