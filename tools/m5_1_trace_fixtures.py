@@ -466,6 +466,22 @@ def synthetic_lifecycle():
     invalid(c, "fork_child_generation", rel, "Fork child A claims handle generation 1.", s,
             {"op": "add", "path": f"/{t.idx('fork')}/payload/children/0/handle_generation",
              "value": 1}, "TRACE_SNAPSHOT_MISMATCH")
+    last = t.lines[t.idx("read_released")]
+    invalid("frontier", "emit_after_truncate_into_prompt", rel,
+            "Child A, truncated to 3 rows (one row into H's 4-row prompt), emits output 0 at the "
+            "end of the trace without prefilling the prompt's last row again: no publication has "
+            "produced the logits output 0 is selected from (it passed: a truncate into the "
+            "prompt stopped the frontier checks).",
+            "M5.1 0x01 Fork, Reorder, And Truncate Are Different Operations",
+            {"op": "add", "path": "/-", "value": {
+                "event_id": f"{E}:{last['local_sequence'] + 1}", "trace_id": "trace-1",
+                "source_instance": E, "source_component": "semantic",
+                "local_sequence": last["local_sequence"] + 1,
+                "monotonic_ns": last["monotonic_ns"] + 1000, "event_type": "output_emit",
+                "request_id": "A", "handle_generation": 0, "operation_id": None,
+                "base_snapshot": 1, "result_snapshot": None,
+                "payload": {"output_index": 0, "token": 300}}},
+            "FRONTIER_OUTPUT_BEFORE_LOGITS")
 
 
 # ---------------------------------------------------------------- ordinary stop + repair (0x03/0x09)
@@ -990,6 +1006,14 @@ def loop8_allocator_model(t):
             "After decode-2's publication the allocator reports 4 used slots; the declared "
             "model counts committed rows, and R has 5.", s,
             rep(f"/{v.idx('a1')}/payload/used_slots", 4), "TRACE_OBSERVATION_INCONSISTENT")
+    invalid(c, "allocator_model_used_after_release", rel,
+            "After the parent's release the allocator still reports 2 blocks, 8 slots and 5 used "
+            "slots. The blocks may be a delayed free (release: 'immediate device free is a "
+            "separate observation'), but the declared model counts committed rows, and the "
+            "released handle has none.", "M5.1 0x07 Event Contracts At The Semantic Boundary",
+            rep(f"/{v.idx('a2')}/payload",
+                {"caused_by_event_id": v.lines[v.idx("s11")]["event_id"], "blocks": 2,
+                 "slots": 8, "used_slots": 5}), "TRACE_OBSERVATION_INCONSISTENT")
     invalid(c, "allocator_model_zero_slots_per_block", rel,
             "The header's allocator model declares blocks of 0 slots.", "kvconform.trace/1",
             rep("/0/allocator_model/slots_per_block", 0), "INPUT_VALUE_OUT_OF_RANGE")

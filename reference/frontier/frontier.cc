@@ -35,6 +35,37 @@ namespace {
                "call");
 }
 
+// A decode with no emitted token unprocessed (FRONTIER_CACHE_OVERCOMMIT). The message says what
+// the token it names is: an emitted output whose row is already committed (an accepted draft,
+// or a token decoded twice), or none emitted (since 2026-12-04: before, always "a token that
+// was never emitted", also for an accepted draft already committed: probe 9).
+[[gnu::cold]] Status FrontierState::DecodeWithoutFrontier(const AppendCall& c) const {
+  std::optional<uint64_t> index;
+  if (c.input_token)
+    for (uint64_t j = outputs_.size(); j-- > 0;)
+      if (outputs_[j] == *c.input_token) {
+        index = j;
+        break;
+      }
+  if (!index)
+    return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+             "decode append with an empty output frontier: it would commit a row for a token "
+             "that was never emitted");
+  const uint64_t next = outputs_.size();
+  std::string then;
+  if (!expected_tokens_.empty())
+    then = "; the last verification's accepted drafts are still to be emitted (next: token " +
+           U(expected_tokens_.front()) + " as output " + U(next) +
+           "), then an output from its logits";
+  else if (ready_outputs_ > 0)
+    then = "; output " + U(next) + " is selected from the last publication's logits first";
+  return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
+           "decode append processes token " + U(*c.input_token) + " (output " + U(*index) +
+               "), whose row is already committed: no emitted token is unprocessed, so it "
+               "would commit a second row for it" +
+               then);
+}
+
 Status FrontierState::CheckAppend(const AppendCall& c) const {
   if (!tracked_) return Status::Ok();
   // Any purpose but repair: a reused draft row is a relabel too (before 2026-12-03 only a
@@ -60,10 +91,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL,
                  "decode append while " + U(prompt_length_ - prompt_rows_) +
                      " prompt rows are unprocessed");
-      if (!frontier_token_)
-        return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
-                 "decode append with an empty output frontier: it would commit a row for a token "
-                 "that was never emitted");
+      if (!frontier_token_) return DecodeWithoutFrontier(c);
       if (c.input_token != frontier_token_)
         return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
                  "decode processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
@@ -178,8 +206,12 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
                 "discarded (a repair is not another output decision)");
   else if (ready_outputs_ == 0)
     verdict = V(ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS,
-                "output " + U(output_index) + " emitted while no publication has produced target "
-                "logits for it");
+                "output " + U(output_index) +
+                    " emitted while no publication has produced target logits for it" +
+                    (prompt_complete() ? std::string()
+                                       : " (" + U(prompt_rows_) + " of " + U(prompt_length_) +
+                                             " prompt rows committed: output 0 needs the whole "
+                                             "prompt)"));
   if (ready_outputs_ > 0) --ready_outputs_;
   outputs_.push_back(token);
   if (!expected_tokens_.empty()) {
@@ -197,16 +229,31 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
 
 void FrontierState::Truncate(uint64_t t) {
   if (!tracked_ || t >= committed()) return;
+  if (t < prompt_length_) {
+    // Into the prompt: every output, every processed row and every draft goes, and the request
+    // is again one whose first t prompt rows are committed with no logits ready: output 0 needs
+    // the prompt prefilled again (since 2026-12-04: before, tracking stopped here, so an output
+    // emitted or a decode published over the missing prompt rows passed: probe 9).
+    rolled_back_ += outputs_.size();
+    outputs_.clear();
+    prompt_rows_ = t;
+    processed_ = 0;
+    ready_outputs_ = 0;
+    expected_tokens_.clear();
+    frontier_token_.reset();
+    last_drafts_.clear();
+    last_accepted_ = 0;
+    rolled_into_prompt_ = true;
+    return;
+  }
   if (!expected_tokens_.empty()) {  // accepted drafts committed but not yet emitted
     tracked_ = false;
     return;
   }
-  // Below S the rollback reaches into the prompt, which the frontier does not follow: M5.1's
-  // Loop 8 trace finishes a branch truncated into its prompt without prefilling it again.
   // At or above S the prompt was complete (K_c > t >= S) and every processed token was emitted
   // (no accepted draft awaits emission), so output t - S exists; checked all the same.
-  const uint64_t kept = t - std::min(t, prompt_length_);
-  if (t < prompt_length_ || kept >= outputs_.size()) {
+  const uint64_t kept = t - prompt_length_;
+  if (kept >= outputs_.size()) {
     tracked_ = false;
     return;
   }
@@ -221,6 +268,10 @@ void FrontierState::Truncate(uint64_t t) {
 
 Status FrontierState::CheckFinish() const {
   if (!tracked_) return Status::Ok();
+  // A request rolled back into its prompt and not yet emitting again may finish: its outputs
+  // were selected before the rollback (M5.1's Loop 8 trace finishes a branch truncated into
+  // its prompt without prefilling it again).
+  if (rolled_into_prompt_ && outputs_.empty()) return Status::Ok();
   if (!prompt_complete() || outputs_.empty())
     return V(ErrorCode::SERVICE_PHASE_EARLY_FINISH,
              "finish after " + U(outputs_.size()) + " outputs with " +

@@ -56,15 +56,19 @@ class FrontierState {
   // An output selected from ready logits. `from_repair_logits` marks a token taken from a
   // repair call's logits (FRONTIER_REPAIR_EMITS_OUTPUT).
   Status Emit(uint64_t output_index, uint64_t token, bool from_repair_logits = false);
-  // SERVICE_PHASE_EARLY_FINISH before the first output or while prompt rows remain.
+  // SERVICE_PHASE_EARLY_FINISH before the first output or while prompt rows remain (not after
+  // a rollback into the prompt, until the next output: see Truncate).
   Status CheckFinish() const;
   // Rollback to committed length `t` (a truncate, or a fork child's shorter prefix): the rows
   // [t, K_c) and every output selected from their logits are gone together (M5.1 0x01: output
   // ids rolled back while the K/V suffix stays visible, or the reverse, is not allowed). Output
   // j's K/V row is S + j (S = prompt_length), so for t >= S outputs 0..t-S remain and output
   // t-S is again the unprocessed frontier token. No-op for t >= committed(). A rollback into
-  // the prompt (t < S), or while accepted drafts of a verification are still to be emitted,
-  // stops tracking (Untrack).
+  // the prompt (t < S) removes every output: t prompt rows committed, no logits ready, so
+  // output 0 and any decode wait for the prompt's remaining rows (a finish before the next
+  // output is not early: the request selected outputs before the rollback). A rollback at or
+  // above S while accepted drafts of a verification are still to be emitted stops tracking
+  // (Untrack).
   void Truncate(uint64_t t);
   // A state the frontier cannot follow (a reported breach, a count it cannot reconcile): the
   // tracker stops checking this request's output frontier.
@@ -87,12 +91,15 @@ class FrontierState {
   friend bool operator==(const FrontierState&, const FrontierState&) = default;
 
  private:
+  Status DecodeWithoutFrontier(const AppendCall& c) const;  // cold: CheckAppend's message
+
   uint64_t prompt_length_;
   uint64_t prompt_rows_ = 0;
   // The emitted output tokens in order (O = outputs_.size()): a rollback finds its new frontier
   // token here. Grows with the request's outputs; dropped with the request.
   std::vector<uint64_t> outputs_;
   uint64_t rolled_back_ = 0;
+  bool rolled_into_prompt_ = false;  // a Truncate reached into the prompt
   uint64_t processed_ = 0;
   uint64_t ready_outputs_ = 0;
   std::vector<uint64_t> expected_tokens_;  // verify: accepted drafts to emit first, in order

@@ -116,10 +116,32 @@ TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
   at_s.Truncate(4);
   EXPECT_EQ(at_s.emitted(), 1u);
   EXPECT_EQ(at_s.frontier_token(), 10u);
-  // Into the prompt: not followed.
+  // Into the prompt: every output goes with the rows; the prompt must be completed again before
+  // output 0 or a decode (before 2026-12-04 tracking stopped here and both passed: probe 9).
   FrontierState into_prompt = g;
   into_prompt.Truncate(3);
-  EXPECT_FALSE(into_prompt.tracked());
+  ASSERT_TRUE(into_prompt.tracked());
+  EXPECT_EQ(into_prompt.committed(), 3u);
+  EXPECT_EQ(into_prompt.emitted(), 0u);
+  EXPECT_EQ(into_prompt.rolled_back(), 3u);
+  EXPECT_FALSE(into_prompt.frontier_token().has_value());
+  EXPECT_TRUE(into_prompt.CheckFinish().ok());  // M5.1 Loop 8 finishes such a branch
+  EXPECT_EQ(into_prompt.CheckAppend(Decode(12)).error(),
+            ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL);
+  {
+    FrontierState emit_now = into_prompt;
+    Status s = emit_now.Emit(0, 99);
+    EXPECT_EQ(s.error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+    EXPECT_NE(s.message().find("(3 of 4 prompt rows committed: output 0 needs the whole prompt)"),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(into_prompt.CheckAppend(Prefill(2)).error(), ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN);
+  Publish(into_prompt, Prefill(1));  // the prompt's last row again: output 0's logits
+  ASSERT_TRUE(into_prompt.Emit(0, 30).ok());
+  Publish(into_prompt, Decode(30));
+  ASSERT_TRUE(into_prompt.Emit(1, 31).ok());
+  EXPECT_EQ(into_prompt.committed(), 5u);
   // Accepted drafts committed but not yet emitted: not followed.
   FrontierState v(2);
   Publish(v, Prefill(2));
@@ -127,6 +149,40 @@ TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
   Publish(v, Mk(AppendPurpose::kVerify, 3, 1, {5, 6, 7}, 2));
   v.Truncate(3);
   EXPECT_FALSE(v.tracked());
+}
+
+// Regression (probe 9, 2026-12-04): a decode of an accepted draft, whose row the verification
+// already committed, was FRONTIER_CACHE_OVERCOMMIT "a row for a token that was never emitted".
+// The code stays (the row would be a second one, K > S + O); the message says what the token is.
+TEST(FrontierTest, RegressionADecodeOfACommittedDraftSaysItsRowIsCommitted) {
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 100).ok());
+  FrontierState two = f;
+  Publish(f, Mk(AppendPurpose::kVerify, 2, 100, {7, 8}, 1));  // draft 7 accepted
+  ASSERT_TRUE(f.Emit(1, 7).ok());
+  Status s = f.CheckAppend(Decode(7));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("decode append processes token 7 (output 1), whose row is already "
+                             "committed: no emitted token is unprocessed"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("output 2 is selected from the last publication's logits first"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("never emitted"), std::string::npos) << s.message();
+  // Two accepted, one emitted: the other is still to be emitted.
+  Publish(two, Mk(AppendPurpose::kVerify, 3, 100, {7, 8}, 2));
+  ASSERT_TRUE(two.Emit(1, 7).ok());
+  s = two.CheckAppend(Decode(7));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("accepted drafts are still to be emitted (next: token 8 as output 2)"),
+            std::string::npos)
+      << s.message();
+  // A token never emitted keeps its message.
+  s = two.CheckAppend(Decode(4242));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("a token that was never emitted"), std::string::npos) << s.message();
 }
 
 TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {

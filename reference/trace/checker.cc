@@ -747,6 +747,38 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
          s.error() == ErrorCode::LIFECYCLE_STALE_BASE) &&
         e.base_snapshot && e.request_id)
       if (const lifecycle::HandleRecord* h = FindHandle(*e.request_id)) {
+        const lifecycle::AppendTxn* t = e.operation_id ? kv_->FindTxn(*e.operation_id) : nullptr;
+        if (t && h->current.phase != lifecycle::Phase::kReleased &&
+            t->incarnation != h->current.incarnation) {
+          // A transaction of an earlier, released incarnation of a recycled id (the ABA case):
+          // its base belongs to that incarnation, whose generations all precede the live one's
+          // (M5.1 0x01: "The generation namespace must itself be non-reused"), so the
+          // compare-and-publish fails on generation. The lifecycle object compares digests
+          // only and saw an unknown snapshot; its message compared versions of two
+          // incarnations (since 2026-12-04: "no such snapshot was ever published ... (the
+          // event names base snapshot 2; request "A" is at snapshot 2)", probe 9).
+          const Op* op = FindOp(*e.operation_id);  // the base its append_start read
+          s = Status(s.code(),
+                     std::string(e.event_type) + " \"" + std::string(*e.operation_id) + "\" on \"" +
+                         std::string(*e.request_id) +
+                         "\": its transaction was opened on handle generation " +
+                         std::to_string(t->incarnation) + " of \"" + std::string(*e.request_id) +
+                         "\" (base snapshot " +
+                         std::to_string(op ? op->base_version : *e.base_snapshot) +
+                         "), which was released; the id now names handle generation " +
+                         std::to_string(h->current.incarnation) + ", at snapshot " +
+                         std::to_string(h->current.version) +
+                         (e.handle_generation && *e.handle_generation != t->incarnation
+                              ? " (the event names handle generation " +
+                                    std::to_string(*e.handle_generation) + ")"
+                              : std::string()) +
+                         ". The base generation is older than the live generation: a late "
+                         "completion of a released incarnation fails on generation, not address",
+                     ErrorCode::LIFECYCLE_STALE_BASE);
+          ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
+          DropEvent(e);
+          return false;
+        }
         // The same version in another state: finish or cancel_request changed the snapshot
         // (its phase) after the operation's base was read, so its compare-and-publish fails.
         const bool same_version = *e.base_snapshot == h->current.version &&

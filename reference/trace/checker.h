@@ -333,6 +333,10 @@ class TraceChecker {
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;
+    // The latest truncate that removed rows: the committed length before and after it (0, 0
+    // before any); a read's mismatch message names it.
+    uint64_t truncated_from = 0;
+    uint64_t truncated_to = 0;
   };
   struct Op {
     std::string request_id;

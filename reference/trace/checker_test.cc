@@ -1782,6 +1782,61 @@ TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
   EXPECT_NE(f[0].message.find("finish is not a physical free"), std::string::npos) << f[0].message;
 }
 
+// Regression (probe 9, 2026-12-04): storage observed held after a finish (FINISHED retains its
+// rows: M5.1 0x07 "finish: make output terminal while ownership may remain") or after a release
+// (an allocator's delayed free: "release: close logical ownership and fence the generation;
+// immediate device free is a separate observation") was TRACE_CAUSE_WRONG_EVENT ("finish is not
+// a physical free"). Both are admitted; a free caused by finish, bytes resident after release,
+// and used slots after release under an allocator model stay violations. An observation after
+// the release naming an earlier event (dropped at the release) says so and does not gate.
+TEST(TraceCheckerTest, RegressionStorageHeldAfterFinishOrReleaseIsAdmitted) {
+  const std::string header = Mutate(
+      kHeaderWithResidency, R"("source_component":"residency"})",
+      R"("source_component":"residency"},{"source_instance":"a","source_component":"allocator"})");
+  const std::string rg = R"("request_id":"R","handle_generation":0,)";
+  const std::string finished =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n" +
+      Ev(4, "output_emit", rg + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" + Ev(5, "finish", rg + R"("base_snapshot":1,"payload":{"emitted_outputs":1})") + "\n";
+  const std::string released =
+      finished + Ev(6, "release", rg + R"("base_snapshot":1,"payload":{})") + "\n";
+  using V = std::vector<std::string>;
+  // After finish: the 2 retained rows (16 B/token), held blocks.
+  EXPECT_EQ(Codes(finished + Residency("e5", 32) + "\n"), V{});
+  EXPECT_EQ(Codes(finished + Allocator("e5", 1, 2) + "\n"), V{});
+  EXPECT_EQ(Codes(finished + Residency("e5", 16) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  EXPECT_EQ(Codes(finished + Allocator("e5", 0, 0) + "\n"), V{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_EQ(Codes(finished + Residency("e5", 0) + "\n"), V{"TRACE_CAUSE_WRONG_EVENT"});
+  // After release: blocks still held (a delayed free), then freed; no bytes resident.
+  EXPECT_EQ(Codes(released + Allocator("e6", 1, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(released + Allocator("e6", 0, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(released + Residency("e6", 32) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  const std::string model = Mutate(released, R"("audit":"complete")",
+                                   R"("audit":"complete","allocator_model":{"slots_per_block":4,)"
+                                   R"("used_slots":"committed_rows"})");
+  EXPECT_EQ(Codes(model + Allocator("e6", 1, 0) + "\n"), V{});
+  EXPECT_EQ(Codes(model + Allocator("e6", 1, 2) + "\n"), V{"TRACE_OBSERVATION_INCONSISTENT"});
+  // After release, naming the publication (dropped at the release): the message says so, and
+  // the request is not gated (the output emitted before any logits of the re-allocated id is
+  // still judged).
+  const std::string again =
+      Ev(7, "request_allocate",
+         R"("request_id":"R","handle_generation":1,"payload":{"prompt_length":2})") +
+      "\n" +
+      Ev(8, "output_emit",
+         R"("request_id":"R","handle_generation":1,"base_snapshot":0,"payload":{"output_index":0,"token":7})") +
+      "\n";
+  const Violations v =
+      ValidateTraceJsonl(released + Allocator("e3", 1, 2) + "\n" + again, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), (V{"TRACE_CAUSE_UNKNOWN", "FRONTIER_OUTPUT_BEFORE_LOGITS"}))
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("is caused by \"e3\", which is not among the events request \"R\" "
+                              "keeps after its release"),
+            std::string::npos)
+      << v[0].message;
+  EXPECT_EQ(v[0].message.find("no earlier event"), std::string::npos) << v[0].message;
+}
+
 // Regression (a vendor's probe, 2026-12-04): a truncate to 0 rows (vLLM's preemption by
 // recompute) leaves the handle holding nothing, and an allocator that frees its blocks then
 // reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or
@@ -2061,6 +2116,219 @@ TEST(TraceCheckerTest, RegressionDecodeAfterTruncateIsJudgedByTheFrontier) {
   ASSERT_EQ(test::CodeNames(v), V{"TRACE_SNAPSHOT_MISMATCH"}) << test::Describe(v);
   EXPECT_NE(v[0].message.find("1 more were rolled back by a truncate"), std::string::npos)
       << v[0].message;
+}
+
+// Regression (probe 9, 2026-12-04): a rollback into the prompt, by a fork whose prefix is shorter
+// than the parent's prompt (the child names no prompt of its own) or by a truncate, stopped the
+// request's frontier checks, so the child or the request could emit output 0 or decode with
+// prompt rows missing, and pass. It is now a request with the first prefix_length (new_length)
+// prompt rows committed and no logits ready, as a child naming its own prompt_length is.
+TEST(TraceCheckerTest, RegressionARollbackIntoThePromptIsJudgedByTheFrontier) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string c = R"("request_id":"C","handle_generation":0,)";
+  int seq = 0;
+  auto ev = [&](const std::string& type, const std::string& who, const std::string& rest) {
+    return Ev(seq++, type, who + rest) + "\n";
+  };
+  // One append of rows [from, to) on `who`'s snapshot `base`.
+  auto append = [&](const std::string& who, const std::string& op, int base, int from, int to,
+                    const std::string& purpose, const std::string& token) {
+    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(to) + "]";
+    const std::string o = R"("operation_id":")" + op + "\",";
+    std::string x =
+        ev("append_start", who,
+           o + R"("base_snapshot":)" + std::to_string(base) + R"(,"payload":{"interval":)" + iv +
+               R"(,"cache_position":)" + iv + R"(,"mask_key_length":)" + std::to_string(to) +
+               R"(,"position_stage":"post_rope","purpose":")" + purpose + "\"" + token + "}");
+    x += ev("append_stage_layer", who, o + R"("payload":{"layer":0,"interval":)" + iv + "}");
+    x += ev("append_publish", who,
+            o + R"("base_snapshot":)" + std::to_string(base) + R"(,"result_snapshot":)" +
+                std::to_string(base + 1) + R"(,"payload":{})");
+    return x;
+  };
+  auto emit = [&](const std::string& who, int base, int index, int token) {
+    return ev("output_emit", who,
+              R"("base_snapshot":)" + std::to_string(base) + R"(,"payload":{"output_index":)" +
+                  std::to_string(index) + R"(,"token":)" + std::to_string(token) + "}");
+  };
+  // R: a prompt of 4 rows, prefilled; output 0 (token 5) emitted.
+  std::string head =
+      std::string(kHeader) + "\n" + ev("request_allocate", r, R"("payload":{"prompt_length":4})");
+  head += append(r, "p", 0, 0, 4, "prefill", "");
+  head += emit(r, 1, 0, 5);
+  const int after = seq;
+  using V = std::vector<std::string>;
+  auto fork = [&](const std::string& child) {
+    seq = after;
+    return ev("fork", r,
+              R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[)" + child + "]}");
+  };
+  for (const std::string child :
+       {R"({"request_id":"C"})", R"({"request_id":"C","prompt_length":4})"}) {
+    SCOPED_TRACE(child);
+    const std::string f = head + fork(child);
+    const int at = seq;
+    // Output 0 with 2 of 4 prompt rows (old code: passed without the explicit prompt_length).
+    const Violations v = ValidateTraceJsonl(f + emit(c, 0, 0, 9), "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), V{"FRONTIER_OUTPUT_BEFORE_LOGITS"}) << test::Describe(v);
+    EXPECT_NE(v[0].message.find("(2 of 4 prompt rows committed"), std::string::npos)
+        << v[0].message;
+    // A decode over the missing prompt rows, processing the parent's output 0.
+    seq = at;
+    EXPECT_EQ(Codes(f + append(c, "d", 0, 2, 3, "decode", R"(,"input_token":5)")),
+              V{"SERVICE_PHASE_DECODE_BEFORE_PREFILL"});
+    // The rest of the prompt prefilled again: output 0 and a decode conform.
+    seq = at;
+    std::string ok = f + append(c, "c", 0, 2, 4, "prefill", "");
+    ok += emit(c, 1, 0, 9);
+    ok += append(c, "d", 1, 4, 5, "decode", R"(,"input_token":9)");
+    EXPECT_EQ(Codes(ok), V{}) << ok;
+  }
+  // A truncate into the prompt, then output 0 (old code: passed).
+  seq = after;
+  std::string t = head + ev("truncate", r,
+                            R"("base_snapshot":1,"result_snapshot":2,)"
+                            R"("payload":{"new_length":2})");
+  const int truncated = seq;
+  EXPECT_EQ(Codes(t + emit(r, 2, 0, 9)), V{"FRONTIER_OUTPUT_BEFORE_LOGITS"});
+  // ... or a finish without prefilling again (M5.1's Loop 8 trace finishes such a branch).
+  seq = truncated;
+  EXPECT_EQ(Codes(t + ev("finish", r,
+                         R"("base_snapshot":2,"result_snapshot":2,)"
+                         R"("payload":{"committed_length":2,"emitted_outputs":0})")),
+            V{});
+}
+
+// Regression (probe 9, 2026-12-04): a publication of a transaction opened before its handle was
+// finished and released, reported as a success after the id was allocated again and relabelled
+// to the new handle generation, was LIFECYCLE_UNKNOWN_SNAPSHOT "no such snapshot was ever
+// published ... (the event names base snapshot 1; request "R" is at snapshot 1)": versions of
+// two incarnations compared. It fails on generation, as without the re-allocation (M5.1 0x01
+// "The delayed publication fails even if an observed physical address is again 17. The
+// generation namespace must itself be non-reused"), and the message names the released
+// incarnation.
+TEST(TraceCheckerTest, RegressionALateCompletionOfAReleasedIncarnationIsStale) {
+  auto g = [](int generation) {
+    return R"("request_id":"R","handle_generation":)" + std::to_string(generation) + ",";
+  };
+  auto prefill = [&](int seq, int generation, const std::string& op) {
+    const std::string o = R"("operation_id":")" + op + "\",";
+    return Ev(seq, "append_start",
+              g(generation) + o +
+                  R"("base_snapshot":0,"payload":{"interval":[0,2],"cache_position":[0,2],)"
+                  R"("mask_key_length":2,"position_stage":"post_rope","purpose":"prefill"})") +
+           "\n" +
+           Ev(seq + 1, "append_stage_layer",
+              g(generation) + o + R"("payload":{"layer":0,"interval":[0,2]})") +
+           "\n" +
+           Ev(seq + 2, "append_publish",
+              g(generation) + o + R"("base_snapshot":0,"result_snapshot":1,"payload":{})") +
+           "\n";
+  };
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + prefill(1, 0, "p");
+  t += Ev(4, "output_emit", g(0) + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+       "\n";
+  // Decode x is prepared on generation 0, snapshot 1; the request then finishes and is released.
+  t += Ev(5, "append_start",
+          g(0) + R"("operation_id":"x","base_snapshot":1,"payload":{"interval":[2,3],)"
+                 R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+                 R"("purpose":"decode","input_token":7})") +
+       "\n";
+  t += Ev(6, "append_stage_layer",
+          g(0) + R"("operation_id":"x","payload":{"layer":0,"interval":[2,3]})") +
+       "\n";
+  t += Ev(7, "finish", g(0) + R"("base_snapshot":1,"payload":{})") + "\n";
+  t += Ev(8, "release", g(0) + R"("base_snapshot":1,"payload":{"result_handle_generation":1})") +
+       "\n";
+  // The id is allocated again (generation 1) and prefilled: snapshot 1 of the new incarnation.
+  t += Ev(9, "request_allocate", g(1) + R"("payload":{"prompt_length":2})") + "\n";
+  t += prefill(10, 1, "p1");
+  const std::string late =
+      Ev(13, "append_publish", g(1) + R"("operation_id":"x","base_snapshot":1,"payload":{})");
+  const Violations v = ValidateTraceJsonl(t + late + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_STALE_BASE"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("its transaction was opened on handle generation 0 of \"R\" (base "
+                              "snapshot 1), which was released; the id now names handle "
+                              "generation 1, at snapshot 1"),
+            std::string::npos)
+      << v[0].message;
+  EXPECT_EQ(v[0].message.find("never published"), std::string::npos) << v[0].message;
+  // The runtime's refusal conforms.
+  EXPECT_EQ(
+      Codes(t + Mutate(late, R"("payload":{})", R"("outcome":"rejected","payload":{})") + "\n"),
+      std::vector<std::string>{});
+}
+
+// Regression (probe 9, 2026-12-04): a read's length mismatch always said "(pending rows are not
+// readable)", also after a truncate or when a fork child read its parent's later rows. The
+// reason now names what the replay knows: pending rows of an open operation, the truncate, the
+// fork parent's growth, or committed rows the reader missed.
+TEST(TraceCheckerTest, RegressionAReadMismatchNamesItsReason) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n" + Publish(3) + "\n";  // R: 2 rows, snapshot 1
+  auto read = [](int seq, const std::string& who, int base, int len) {
+    return Ev(seq, "read",
+              who + R"("base_snapshot":)" + std::to_string(base) +
+                  R"(,"payload":{"committed_length":)" + std::to_string(len) + "}") +
+           "\n";
+  };
+  auto message = [](const std::string& t) {
+    const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+    return v.empty() ? std::string("(none)") : test::Describe(v);
+  };
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  // Pending rows of an open operation.
+  const std::string emit =
+      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n";
+  const std::string decode =
+      Ev(5, "append_start",
+         r + R"("operation_id":"d","base_snapshot":1,"payload":{"interval":[2,3],)"
+             R"("cache_position":[2,3],"mask_key_length":3,"position_stage":"post_rope",)"
+             R"("purpose":"decode","input_token":7})") +
+      "\n" +
+      Ev(6, "append_stage_layer",
+         r + R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+      "\n";
+  std::string m = message(
+      head + emit + decode + read(7, r, 1, 3) +
+      Ev(8, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") + "\n");
+  EXPECT_TRUE(has(m,
+                  "rows [2, 3) are pending in operation \"d\", not published: pending rows are "
+                  "not readable"))
+      << m;
+  // A truncate.
+  m = message(head + Ev(4, "truncate", r + R"("base_snapshot":1,"payload":{"new_length":1})") +
+              "\n" + read(5, r, 2, 2));
+  EXPECT_TRUE(has(m,
+                  "a truncate shortened the snapshot from 2 to 1 rows: the truncated suffix is "
+                  "unreachable"))
+      << m;
+  EXPECT_FALSE(has(m, "pending")) << m;
+  // A fork child reading its parent's later rows.
+  const std::string c = R"("request_id":"C","handle_generation":0,)";
+  m = message(
+      head + emit +
+      Ev(5, "fork",
+         r + R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"C"}]})") +
+      "\n" +
+      Mutate(Mutate(Mutate(decode, "\"local_sequence\":6", "\"local_sequence\":7"),
+                    "\"local_sequence\":5", "\"local_sequence\":6"),
+             "\"event_id\":\"e6\"", "\"event_id\":\"e7\"") +
+      Ev(8, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") + "\n" +
+      read(9, c, 0, 3));
+  EXPECT_TRUE(has(m, "the fork parent \"R\" has 3 rows; a child's snapshot is its own")) << m;
+  // Fewer rows than committed.
+  m = message(head + read(4, r, 1, 1));
+  EXPECT_TRUE(has(m, "readers resolve the whole all-layer snapshot: rows [1, 2) are committed"))
+      << m;
+  // More rows than anything the replay knows of.
+  m = message(head + read(4, r, 1, 3));
+  EXPECT_TRUE(has(m, "(no publication committed rows beyond 2)")) << m;
 }
 
 // Regressions (omission sweep, 2026-12-03: each event left out, the source's later events
@@ -2364,6 +2632,46 @@ TEST(TraceCheckerTest, RegressionMessagesNameTheTracesEvent) {
       std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() + failure + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_TXN_UNKNOWN"});
   EXPECT_EQ(v[0].message.rfind("append_failure: ", 0), 0u) << v[0].message;
+}
+
+// Probe 9 (2026-12-04): docs/trace-format.md said "each row is one live request", and live
+// elsewhere means not yet released, while a FINISHED row was LIFECYCLE_HANDLE_TERMINAL. The
+// seed's reorder permutes LiveSequenceRow values, each with the next_position its next row takes;
+// a finished or cancelled request takes no next row (M5.1 0x01 "Finish is a generation decision:
+// no later append should begin"), so the code stays, and the docs, the registry text and the
+// message now say why.
+TEST(TraceCheckerTest, RegressionAReorderRowIsADecodeReadyRequest) {
+  auto r = [](int seq, const std::string& who, const std::string& type, const std::string& rest) {
+    return Ev(seq, type, R"("request_id":")" + who + R"(","handle_generation":0,)" + rest) + "\n";
+  };
+  const std::string forked =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      r(4, "R", "output_emit", R"("base_snapshot":1,"payload":{"output_index":0,"token":5})") +
+      r(5, "R", "fork",
+        R"("base_snapshot":1,"payload":{"prefix_length":2,"children":[{"request_id":"A"},)"
+        R"({"request_id":"B"}]})");
+  auto reorder = [](int seq) {
+    auto row = [](const std::string& id) {
+      return R"({"request_id":")" + id + R"(","token_state":"t)" + id +
+             R"(","next_position":2,"sampler_state":"s)" + id + R"("})";
+    };
+    return Ev(seq, "reorder",
+              R"("payload":{"rows_before":[)" + row("A") + "," + row("B") +
+                  R"(],"parent_index":[1,0],"rows_after":[)" + row("B") + "," + row("A") + "]}") +
+           "\n";
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Codes(forked + reorder(6)), V{});
+  for (const char* stop : {"finish", "cancel_request"}) {
+    SCOPED_TRACE(stop);
+    const Violations v = ValidateTraceJsonl(
+        forked + r(6, "B", stop, R"("base_snapshot":0,"payload":{})") + reorder(7), "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), V{"LIFECYCLE_HANDLE_TERMINAL"}) << test::Describe(v);
+    EXPECT_NE(v[0].message.find("a reorder permutes live sequences, each of which takes its next "
+                                "row at next_position"),
+              std::string::npos)
+        << v[0].message;
+  }
 }
 
 // A reorder row whose next_position is beyond the replay's committed length shows rows the

@@ -590,6 +590,35 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
   ApplyOutput(c, e, *index, *token, from.value_or("") == "repair_logits");
 }
 
+// Why a read that observed `seen` rows of a snapshot of `live.committed_length` rows is wrong, as
+// far as the replay knows (since 2026-12-04: before, every mismatch said "(pending rows are not
+// readable)", after a truncate or a fork parent's growth too: probe 9).
+[[gnu::cold]] std::string ReadMismatchReason(TraceChecker& c, std::string_view request,
+                                             uint64_t seen, const Snapshot& live) {
+  const uint64_t k = live.committed_length;
+  if (seen < k)
+    return " (readers resolve the whole all-layer snapshot: rows [" + U(seen) + ", " + U(k) +
+           ") are committed)";
+  const lifecycle::HandleRecord* h = c.FindHandle(request);
+  if (h)
+    for (const std::string& id : h->open_txns)
+      if (const lifecycle::AppendTxn* t = c.kv().FindTxn(id))
+        if (t->request.interval.start == k && seen - k <= t->request.interval.count)
+          return " (rows [" + U(k) + ", " + U(seen) + ") are pending in operation \"" + id +
+                 "\", not published: pending rows are not readable)";
+  if (const TraceChecker::Request* req = c.FindRequest(request); req && req->truncated_from >= seen)
+    return " (a truncate shortened the snapshot from " + U(req->truncated_from) + " to " +
+           U(req->truncated_to) + " rows: the truncated suffix is unreachable)";
+  if (h && !h->parent_id.empty())
+    if (const lifecycle::HandleRecord* parent = c.FindHandle(h->parent_id);
+        parent && parent->current.committed_length >= seen)
+      return " (the fork parent \"" + h->parent_id + "\" has " +
+             U(parent->current.committed_length) +
+             " rows; a child's snapshot is its own, from its prefix, and does not follow the "
+             "parent's later appends)";
+  return " (no publication committed rows beyond " + U(k) + ")";
+}
+
 void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.Uint("committed_length");
   if (!p.clean() || !len) return;
@@ -613,7 +642,7 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   if (*len != r->committed_length)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
              "read observed committed length " + U(*len) + "; the all-layer snapshot has " +
-                 U(r->committed_length) + " (pending rows are not readable)");
+                 U(r->committed_length) + ReadMismatchReason(c, *e.request_id, *len, *r));
 }
 
 // A fork that is not replayed creates no children: the requests its payload names are gated.
@@ -745,7 +774,13 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!after) return;
   CheckResult(c, e, *after, std::nullopt);
   // Outputs roll back with the rows their logits came from (frontier.h, FrontierState::Truncate).
-  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) req->frontier.Truncate(*len);
+  if (TraceChecker::Request* req = c.FindRequest(*e.request_id)) {
+    req->frontier.Truncate(*len);
+    if (cur->committed_length > *len) {
+      req->truncated_from = cur->committed_length;
+      req->truncated_to = *len;
+    }
+  }
 }
 
 void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -776,7 +811,11 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
       return c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
                       c.LinePtr() + "/payload/rows_before/" + U(i),
                       "reorder row " + U(i) + " holds " + std::string(PhaseName(r->phase)) +
-                          " handle \"" + before[i].cache_handle + "\"");
+                          " handle \"" + before[i].cache_handle +
+                          "\": a reorder permutes live sequences, each of which takes its "
+                          "next row at next_position; a finished or cancelled request takes "
+                          "none (no later append may begin), so it has left the rows being "
+                          "reordered");
     if (before[i].next_position == r->committed_length) continue;
     if (!position_mismatch)  // one code for the event
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
@@ -881,6 +920,21 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     return nullptr;
   }
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
+  const lifecycle::HandleRecord* h = info ? nullptr : c.FindHandle(*e.request_id);
+  if (!info && h && h->current.phase == Phase::kReleased) {
+    // The request's events before its release are dropped with it (memory follows live
+    // handles): the cause may be one of them, so nothing is known missing and the request is
+    // not gated (since 2026-12-04: before, "no earlier event of request" although it may have
+    // been its append_publish, and the request was gated: probe 9).
+    c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
+             std::string(e.event_type) + " is caused by \"" + *cause +
+                 "\", which is not among the events request \"" + std::string(*e.request_id) +
+                 "\" keeps after its release (its finish, cancel_request and release; the "
+                 "others are dropped at the release): an observation after the release names "
+                 "the release (blocks the allocator still holds: a delayed free; none: the "
+                 "free), or comes before it");
+    return nullptr;
+  }
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
@@ -902,26 +956,37 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   return info;
 }
 
-constexpr std::string_view kMutationCauses[] = {"request_allocate", "append_publish", "fork",
-                                                "truncate", "release"};
+// The causes after which storage may be observed held: the mutations, the terminal decisions
+// that retain the committed rows (finish, cancel_request: M5.1 0x07 "finish: make output
+// terminal while ownership may remain; do not claim release or reclamation"), and release (an
+// allocator's delayed free: "release: close logical ownership and fence the generation;
+// immediate device free is a separate observation"; residency after release is 0, checked by
+// OnResidency before this). Since 2026-12-04: before, held storage after finish, cancel_request
+// or release was TRACE_CAUSE_WRONG_EVENT ("finish is not a physical free"; probe 9).
+constexpr std::string_view kHeldCauses[] = {"request_allocate", "append_publish", "fork",
+                                            "truncate",         "finish",         "cancel_request",
+                                            "release"};
 
 // `is_free`: the observation is judged as storage returned; `observes_none`: it reports none
 // (for the message only: a residency of 0 bytes after a finish is judged as held storage).
 bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
                     bool is_free, bool observes_none) {
-  // Held storage follows a mutation that holds it; no storage (all zero) follows release, or
+  // Held storage follows a cause above; no storage (all zero) follows release, or
   // request_allocate (arrival creates no K/V, M5.1 0x02: an allocator that reserves nothing
-  // until prefill reports nothing held).
-  bool mutation = false;
-  for (auto m : kMutationCauses) mutation |= (info.type == m);
-  const bool ok = is_free ? info.type == "release" || info.type == "request_allocate"
-                          : mutation && info.type != "release";
+  // until prefill reports nothing held). A free after finish or cancel_request is the seed's
+  // "physical-free observation caused by finish rather than release".
+  bool held_cause = false;
+  for (auto m : kHeldCauses) held_cause |= (info.type == m);
+  const bool ok = is_free ? info.type == "release" || info.type == "request_allocate" : held_cause;
   if (!ok) {
     std::string why =
         observes_none ? "no storage (all zero) follows release, request_allocate, or a truncate "
                         "or fork that leaves 0 rows"
-                      : "held storage follows request_allocate, append_publish, fork or truncate";
-    if (info.type == "finish") why += " (finish is not a physical free)";
+                      : "held storage follows request_allocate, append_publish, fork, truncate, "
+                        "finish, cancel_request or release";
+    if (info.type == "finish" || info.type == "cancel_request")
+      why += " (" + std::string(info.type) +
+             " is not a physical free: the handle keeps its committed rows until release)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) +
                  (observes_none ? " observes no storage" : " observes storage held") + " after " +
@@ -972,7 +1037,12 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   p.Str("tier");
   auto bytes = p.Uint("resident_payload_bytes");
   if (!p.clean() || !info || !bytes) return;
-  bool is_free = *bytes == 0 && info->type == "release";
+  // Nothing resident after a finish or cancel_request that retained rows is a free caused by
+  // the stop (judged as one: TRACE_CAUSE_WRONG_EVENT), not a byte count.
+  const bool is_free =
+      *bytes == 0 &&
+      (info->type == "release" ||
+       ((info->type == "finish" || info->type == "cancel_request") && info->committed_length > 0));
   if (info->type == "release" && *bytes != 0) {
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
