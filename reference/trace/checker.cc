@@ -601,6 +601,7 @@ void TraceChecker::EraseOp(std::string_view id) {
     ops_.erase(it);
   }
 }
+
 size_t TraceChecker::transaction_records() const { return kv_ ? kv_->txn_count() : 0; }
 
 size_t TraceChecker::source_windows() const {
