@@ -184,17 +184,14 @@ TEST(KvObjectUndoTest, RestoreUndoesEveryOperationExactly) {
 TEST(KvObjectUndoTest, RegressionSaveKeepsTheTransactionListByLengthOnly) {
   KvObject o(kAbi);
   ASSERT_TRUE(o.Allocate("A", "A").ok());
+  auto append_one = [](const std::string& t, const Snapshot& s) {  // one row on snapshot s
+    const uint64_t at = s.committed_length;
+    return BeginAppendRequest{t, t, "A", s.base(), kAbi.id, {at, 1}, {at, 1, at + 1, "post_rope"}};
+  };
   for (int i = 0; i < 50; ++i) {
     const Snapshot s = *o.Read("A");
     const std::string t = "t" + std::to_string(i);
-    BeginAppendRequest r{t,
-                         t,
-                         "A",
-                         s.base(),
-                         kAbi.id,
-                         {s.committed_length, 1},
-                         {s.committed_length, 1, s.committed_length + 1, "post_rope"}};
-    ASSERT_TRUE(o.BeginAppend(r).ok());
+    ASSERT_TRUE(o.BeginAppend(append_one(t, s)).ok());
     for (uint32_t l = 0; l < kAbi.num_layers; ++l)
       ASSERT_TRUE(o.StageLayer({t, l, {s.committed_length, 1}}).ok());
     ASSERT_TRUE(o.Publish(t).ok());
@@ -212,14 +209,7 @@ TEST(KvObjectUndoTest, RegressionSaveKeepsTheTransactionListByLengthOnly) {
   EXPECT_TRUE(saved.handles[0].record->txn_ids.empty());
   EXPECT_EQ(saved.handles[0].listed_txns, 50u);
   // The operation appends to the list; Restore removes exactly that.
-  BeginAppendRequest r{"new",
-                       "new",
-                       "A",
-                       s.base(),
-                       kAbi.id,
-                       {s.committed_length, 1},
-                       {s.committed_length, 1, s.committed_length + 1, "post_rope"}};
-  ASSERT_TRUE(o.BeginAppend(r).ok());
+  ASSERT_TRUE(o.BeginAppend(append_one("new", s)).ok());
   o.Restore(std::move(saved));
   ASSERT_TRUE(o == before);
   EXPECT_EQ(o.Find("A")->txn_ids.size(), 50u);
