@@ -35,6 +35,42 @@ namespace {
                "call");
 }
 
+uint64_t OutputTokens::at(size_t i) const {
+  if (i >= shared_n_) return tail_[i - shared_n_];
+  const Segment* seg = shared_.get();
+  while (seg->start > i) seg = seg->prev.get();
+  return seg->tokens[i - seg->start];
+}
+
+void OutputTokens::Shrink(size_t n) {
+  if (n >= shared_n_) {
+    tail_.resize(n - shared_n_);
+    return;
+  }
+  tail_.clear();
+  shared_n_ = n;
+  // Segments wholly at or above n hold nothing visible any more.
+  while (shared_ && shared_->start >= n) shared_ = shared_->prev;
+}
+
+void OutputTokens::Freeze() {
+  if (tail_.empty()) return;
+  auto seg = std::make_shared<Segment>();
+  seg->prev = shared_;
+  seg->start = shared_n_;
+  seg->tokens = std::move(tail_);
+  tail_ = {};
+  shared_n_ += seg->tokens.size();
+  shared_ = std::move(seg);
+}
+
+bool operator==(const OutputTokens& a, const OutputTokens& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a.at(i) != b.at(i)) return false;
+  return true;
+}
+
 // A decode with no emitted token unprocessed (FRONTIER_CACHE_OVERCOMMIT). The message says what
 // the token it names is: an emitted output whose row is already committed (an accepted draft,
 // or a token decoded twice), or none emitted (since 2026-12-04: before, always "a token that
@@ -43,7 +79,7 @@ namespace {
   std::optional<uint64_t> index;
   if (c.input_token)
     for (uint64_t j = outputs_.size(); j-- > 0;)
-      if (outputs_[j] == *c.input_token) {
+      if (outputs_.at(j) == *c.input_token) {
         index = j;
         break;
       }
@@ -262,7 +298,7 @@ void FrontierState::Truncate(uint64_t t) {
   last_accepted_ = 0;
   processed_ = kept;
   rolled_back_ += outputs_.size() - (kept + 1);
-  outputs_.resize(kept + 1);
+  outputs_.Shrink(kept + 1);
   frontier_token_ = outputs_.back();
 }
 

@@ -16,6 +16,7 @@
 #define KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,41 @@ struct AppendCall {
   // instead of being computed for the frontier token (legal only for an accepted draft with the
   // same token; a rejected row relabelled as the correction is a violation).
   std::optional<uint64_t> reused_draft_index;
+};
+
+// The emitted output tokens of one request, in order. Copies share what was frozen: Freeze()
+// moves the owned tail into an immutable segment that the copies then share (a chain of
+// segments, newest first), so that the K children of one fork hold the parent's O outputs
+// once, not K times (since 2026-12-04: each child copied them, 8 x O x K bytes for one fork
+// line: probe 8). at() walks the chain: O(segments), one per Freeze() with outputs since the
+// last; push_back and size are O(1). Value type; thread safety: none (copies share immutable
+// segments only).
+class OutputTokens {
+ public:
+  size_t size() const { return shared_n_ + tail_.size(); }
+  bool empty() const { return size() == 0; }
+  uint64_t at(size_t i) const;  // i < size()
+  uint64_t back() const { return at(size() - 1); }
+  void push_back(uint64_t token) { tail_.push_back(token); }
+  // Keeps the first n tokens (n <= size()).
+  void Shrink(size_t n);
+  void clear() { Shrink(0); }
+  // Makes the tokens so far shareable by copies (no-op when nothing was pushed since).
+  void Freeze();
+  // Tokens this copy holds alone (pushed since the last Freeze); for memory tests.
+  size_t unshared() const { return tail_.size(); }
+  // The same token sequence.
+  friend bool operator==(const OutputTokens& a, const OutputTokens& b);
+
+ private:
+  struct Segment {
+    std::shared_ptr<const Segment> prev;  // tokens before `start`
+    size_t start = 0;                     // index of tokens[0]
+    std::vector<uint64_t> tokens;
+  };
+  std::shared_ptr<const Segment> shared_;  // tokens [0, shared_n_) through the chain
+  size_t shared_n_ = 0;                    // may end inside a segment (after Shrink)
+  std::vector<uint64_t> tail_;             // tokens [shared_n_, size())
 };
 
 class FrontierState {
@@ -70,6 +106,9 @@ class FrontierState {
   // above S while accepted drafts of a verification are still to be emitted stops tracking
   // (Untrack).
   void Truncate(uint64_t t);
+  // Makes a copy of this state cost O(1) in its outputs (OutputTokens::Freeze): call before
+  // copying it for fork children.
+  void ShareOutputs() { outputs_.Freeze(); }
   // A state the frontier cannot follow (a reported breach, a count it cannot reconcile): the
   // tracker stops checking this request's output frontier.
   void Untrack() { tracked_ = false; }
@@ -96,8 +135,9 @@ class FrontierState {
   uint64_t prompt_length_;
   uint64_t prompt_rows_ = 0;
   // The emitted output tokens in order (O = outputs_.size()): a rollback finds its new frontier
-  // token here. Grows with the request's outputs; dropped with the request.
-  std::vector<uint64_t> outputs_;
+  // token here. Grows with the request's outputs; dropped with the request; shared with fork
+  // children through ShareOutputs().
+  OutputTokens outputs_;
   uint64_t rolled_back_ = 0;
   bool rolled_into_prompt_ = false;  // a Truncate reached into the prompt
   uint64_t processed_ = 0;

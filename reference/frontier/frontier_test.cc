@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <utility>
+#include <vector>
+
 #include "reference/frontier/phase.h"
+#include "reference/testutil/testutil.h"
 
 namespace kvc::frontier {
 namespace {
@@ -234,6 +239,53 @@ TEST(FrontierTest, DecodeNeedsTheFrontierToken) {
             ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
   EXPECT_EQ(f.Emit(1, 9).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
   EXPECT_EQ(f.Emit(5, 9).error(), ErrorCode::FRONTIER_OUTPUT_INDEX_GAP);
+}
+
+// OutputTokens against a vector model under random push, shrink, freeze and copy: every copy
+// reads back its own sequence whatever its siblings do afterwards (shared segments are never
+// written), and a copy after Freeze holds no token of its own.
+TEST(OutputTokensTest, CopiesShareFrozenTokensAndReadBackTheirOwnSequence) {
+  const uint64_t seed = test::AnnounceSeed(20261204);
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<OutputTokens, std::vector<uint64_t>>> logs(1);
+  for (int step = 0; step < 4000; ++step) {
+    auto& [log, model] = logs[rng() % logs.size()];
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        log.push_back(rng() % 1000);
+        model.push_back(log.at(log.size() - 1));
+        break;
+      case 2: {
+        const size_t n = model.empty() ? 0 : rng() % (model.size() + 1);
+        log.Shrink(n);
+        model.resize(n);
+        break;
+      }
+      case 3:
+        log.Freeze();
+        EXPECT_EQ(log.unshared(), 0u);
+        break;
+      case 4:
+        if (logs.size() < 16) {
+          log.Freeze();
+          auto copy = std::make_pair(log, model);  // a fork child
+          EXPECT_EQ(copy.first.unshared(), 0u);
+          logs.push_back(std::move(copy));
+        }
+        break;
+      case 5:
+        if (logs.size() > 1) logs.erase(logs.begin() + static_cast<long>(rng() % logs.size()));
+        break;
+    }
+    for (const auto& [l, m] : logs) {
+      ASSERT_EQ(l.size(), m.size()) << "step " << step;
+      for (size_t i = 0; i < m.size(); ++i) ASSERT_EQ(l.at(i), m[i]) << "step " << step;
+      OutputTokens flat;
+      for (uint64_t t : m) flat.push_back(t);
+      ASSERT_TRUE(l == flat) << "step " << step;
+    }
+  }
 }
 
 TEST(PhaseTest, ProjectionFollowsChunkedPrefillDecodeFinishRelease) {

@@ -730,7 +730,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
       if (runtime_forked || !c.kv().Find(id)) c.Poison("request:" + id);
     return;
   }
-  const TraceChecker::Request* parent = c.FindRequest(*e.request_id);
+  TraceChecker::Request* parent = c.FindRequest(*e.request_id);
+  if (parent) parent->frontier.ShareOutputs();  // the children share its outputs, not copy them
   for (const ForkChild& k : kids) {
     const std::string& id = k.id;
     TraceChecker::Request& child = c.NewRequest(id, 0, 0);
