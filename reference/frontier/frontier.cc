@@ -35,6 +35,13 @@ namespace {
                "call");
 }
 
+OutputTokens::Segment::~Segment() {
+  std::shared_ptr<const Segment> p = std::move(prev);
+  // While this was the last owner of p, take p's predecessor before p is freed, so freeing p
+  // frees nothing further (single-threaded: see OutputTokens).
+  while (p && p.use_count() == 1) p = std::move(p->prev);
+}
+
 uint64_t OutputTokens::at(size_t i) const {
   if (i >= shared_n_) return tail_[i - shared_n_];
   const Segment* seg = shared_.get();
@@ -270,6 +277,7 @@ void FrontierState::Truncate(uint64_t t) {
     // is again one whose first t prompt rows are committed with no logits ready: output 0 needs
     // the prompt prefilled again (since 2026-12-04: before, tracking stopped here, so an output
     // emitted or a decode published over the missing prompt rows passed: probe 9).
+    const bool had_outputs = !outputs_.empty();
     rolled_back_ += outputs_.size();
     outputs_.clear();
     prompt_rows_ = t;
@@ -279,7 +287,9 @@ void FrontierState::Truncate(uint64_t t) {
     frontier_token_.reset();
     last_drafts_.clear();
     last_accepted_ = 0;
-    rolled_into_prompt_ = true;
+    // Only a request that had selected outputs may finish before its next one (a request that
+    // never emitted still needs one: review of b770f91).
+    rolled_into_prompt_ = rolled_into_prompt_ || had_outputs;
     return;
   }
   if (!expected_tokens_.empty()) {  // accepted drafts committed but not yet emitted

@@ -66,8 +66,16 @@ class OutputTokens {
 
  private:
   struct Segment {
-    std::shared_ptr<const Segment> prev;  // tokens before `start`
-    size_t start = 0;                     // index of tokens[0]
+    Segment() = default;
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+    // Frees the chain behind it iteratively: a chain one segment per fork generation deep would
+    // otherwise be freed by recursion, one stack frame per segment (a 700,000-deep fork chain
+    // overflowed the stack: review of c5b9c87).
+    ~Segment();
+    // Tokens before `start`; mutable only so that ~Segment can unlink the chain.
+    mutable std::shared_ptr<const Segment> prev;
+    size_t start = 0;  // index of tokens[0]
     std::vector<uint64_t> tokens;
   };
   std::shared_ptr<const Segment> shared_;  // tokens [0, shared_n_) through the chain
@@ -139,7 +147,7 @@ class FrontierState {
   // children through ShareOutputs().
   OutputTokens outputs_;
   uint64_t rolled_back_ = 0;
-  bool rolled_into_prompt_ = false;  // a Truncate reached into the prompt
+  bool rolled_into_prompt_ = false;  // a Truncate reached into the prompt after outputs
   uint64_t processed_ = 0;
   uint64_t ready_outputs_ = 0;
   std::vector<uint64_t> expected_tokens_;  // verify: accepted drafts to emit first, in order

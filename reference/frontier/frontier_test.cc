@@ -288,6 +288,44 @@ TEST(OutputTokensTest, CopiesShareFrozenTokensAndReadBackTheirOwnSequence) {
   }
 }
 
+// A chain of a million frozen segments (one per fork generation) is freed without recursion:
+// freed through shared_ptr's destructor chain it overflowed the stack (review of c5b9c87: a
+// 700,000-deep fork chain crashed `kvconform check` with SIGSEGV).
+TEST(OutputTokensTest, RegressionADeepChainIsFreedWithoutRecursion) {
+  constexpr size_t kDepth = 1000000;
+  {
+    OutputTokens log;
+    for (size_t i = 0; i < kDepth; ++i) {
+      log.push_back(i);
+      log.Freeze();
+    }
+    EXPECT_EQ(log.at(0), 0u);
+    EXPECT_EQ(log.back(), kDepth - 1);
+    OutputTokens child = log;  // a copy shares the chain; freeing the original frees nothing
+    log = OutputTokens();
+    EXPECT_EQ(child.at(kDepth / 2), kDepth / 2);
+  }  // the child frees the whole chain
+  SUCCEED();
+}
+
+// A truncate into the prompt of a request that never selected an output leaves its finish
+// early (review of b770f91: the rollback admitted any later finish, as if outputs had been
+// selected before it).
+TEST(FrontierTest, RegressionARollbackWithoutOutputsKeepsTheEarlyFinishRule) {
+  FrontierState f(4);
+  f.ApplyPublished({AppendPurpose::kPrefill, 2});
+  f.Truncate(1);
+  EXPECT_EQ(f.CheckFinish().error(), ErrorCode::SERVICE_PHASE_EARLY_FINISH);
+  FrontierState g(2);
+  g.ApplyPublished({AppendPurpose::kPrefill, 2});
+  ASSERT_TRUE(g.Emit(0, 7).ok());
+  g.Truncate(1);
+  EXPECT_TRUE(g.CheckFinish().ok()) << "outputs were selected before the rollback";
+  g.ApplyPublished({AppendPurpose::kPrefill, 1});
+  g.Truncate(0);  // a second rollback, with no output since the first
+  EXPECT_TRUE(g.CheckFinish().ok());
+}
+
 TEST(PhaseTest, ProjectionFollowsChunkedPrefillDecodeFinishRelease) {
   using lifecycle::Phase;
   lifecycle::Snapshot s;
