@@ -15,6 +15,8 @@
 #ifndef KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_
 #define KVCONFORM_REFERENCE_FRONTIER_FRONTIER_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,11 +63,13 @@ class OutputTokens {
   void Freeze();
   // Tokens this copy holds alone (pushed since the last Freeze); for memory tests.
   size_t unshared() const { return tail_.size(); }
+  // Segments visited to find token i (i < size()); for tests of the O(log segments) lookup.
+  size_t hops_to(size_t i) const;
   // The same token sequence.
   friend bool operator==(const OutputTokens& a, const OutputTokens& b);
 
  private:
-  struct Segment {
+  struct Segment : std::enable_shared_from_this<Segment> {
     Segment() = default;
     Segment(const Segment&) = delete;
     Segment& operator=(const Segment&) = delete;
@@ -75,12 +79,48 @@ class OutputTokens {
     ~Segment();
     // Tokens before `start`; mutable only so that ~Segment can unlink the chain.
     mutable std::shared_ptr<const Segment> prev;
-    size_t start = 0;  // index of tokens[0]
+    size_t start = 0;  // index of tokens[0]; strictly greater than prev's
     std::vector<uint64_t> tokens;
+    // Skew-binary jump pointer (an ancestor, kept alive through prev) and the depth it needs:
+    // finding the segment of an index is O(log segments), not a walk of the chain (probe 10:
+    // rolling K children of a G-deep fork chain back cost K x G).
+    size_t depth = 0;
+    const Segment* jump = nullptr;
   };
+  // The newest segment of the chain from `seg` whose start is <= i (i < the chain's end).
+  static const Segment* Containing(const Segment* seg, size_t i);
   std::shared_ptr<const Segment> shared_;  // tokens [0, shared_n_) through the chain
   size_t shared_n_ = 0;                    // may end inside a segment (after Shrink)
   std::vector<uint64_t> tail_;             // tokens [shared_n_, size())
+};
+
+// A FIFO of tokens read from a moving front: pop_front is O(1), and nothing is allocated until
+// tokens are assigned (a std::deque allocates ~600 B when constructed, once per request).
+// Equality compares the tokens still queued. Value type.
+class DraftQueue {
+ public:
+  bool empty() const { return pos_ == v_.size(); }
+  uint64_t front() const { return v_[pos_]; }  // !empty()
+  void pop_front() {
+    if (++pos_ == v_.size()) clear();
+  }
+  void clear() {
+    v_.clear();
+    pos_ = 0;
+  }
+  template <typename It>
+  void assign(It first, It last) {
+    v_.assign(first, last);
+    pos_ = 0;
+  }
+  friend bool operator==(const DraftQueue& a, const DraftQueue& b) {
+    return std::equal(a.v_.begin() + static_cast<std::ptrdiff_t>(a.pos_), a.v_.end(),
+                      b.v_.begin() + static_cast<std::ptrdiff_t>(b.pos_), b.v_.end());
+  }
+
+ private:
+  std::vector<uint64_t> v_;
+  size_t pos_ = 0;  // v_[pos_] is the front
 };
 
 class FrontierState {
@@ -150,7 +190,10 @@ class FrontierState {
   bool rolled_into_prompt_ = false;  // a Truncate reached into the prompt after outputs
   uint64_t processed_ = 0;
   uint64_t ready_outputs_ = 0;
-  std::vector<uint64_t> expected_tokens_;  // verify: accepted drafts to emit first, in order
+  // verify: accepted drafts to emit first, in order (each emit takes the front in O(1); erasing
+  // a vector's front shifted every remaining draft, D^2 for one verification of D drafts:
+  // probe 10).
+  DraftQueue expected_tokens_;
   std::optional<uint64_t> frontier_token_;
   std::vector<uint64_t> last_drafts_;      // last verification's candidates
   uint64_t last_accepted_ = 0;

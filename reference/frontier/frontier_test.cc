@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
@@ -306,6 +307,66 @@ TEST(OutputTokensTest, RegressionADeepChainIsFreedWithoutRecursion) {
     EXPECT_EQ(child.at(kDepth / 2), kDepth / 2);
   }  // the child frees the whole chain
   SUCCEED();
+}
+
+// Finding the segment of a token follows jump pointers: O(log segments) hops from any copy, so
+// rolling K fork children of a G-deep chain back costs K log G, not K x G (probe 10: 40,000
+// children of a 40,000-deep chain took 23 s).
+TEST(OutputTokensTest, RegressionFindingATokenIsLogarithmicInTheChain) {
+  constexpr size_t kDepth = 1 << 17;
+  OutputTokens log;
+  for (size_t i = 0; i < kDepth; ++i) {
+    log.push_back(i);
+    log.Freeze();
+  }
+  size_t worst = 0;
+  for (size_t i = 0; i < kDepth; i += 97) {
+    worst = std::max(worst, log.hops_to(i));
+    ASSERT_EQ(log.at(i), i);
+  }
+  EXPECT_LE(worst, 3 * 17 + 3) << "the chain is " << kDepth << " segments deep";
+  OutputTokens child = log;  // a fork child rolled back to a short prefix
+  child.Shrink(5);
+  EXPECT_EQ(child.size(), 5u);
+  EXPECT_EQ(child.back(), 4u);
+  EXPECT_LE(child.hops_to(0), 3 * 3 + 3);
+}
+
+// A refused decode naming an old token searches only the last 64 outputs (a full scan per
+// event made repeated refused decodes O(outputs) each: probe 10).
+TEST(FrontierTest, RegressionADecodeWithoutFrontierSearchesOnlyRecentOutputs) {
+  FrontierState f(1);
+  f.ApplyPublished({AppendPurpose::kPrefill, 1});
+  for (uint64_t j = 0; j < 100; ++j) {
+    ASSERT_TRUE(f.Emit(j, 1000 + j).ok());
+    f.ApplyPublished({AppendPurpose::kDecode, 1, 1000 + j});
+  }
+  auto message = [&](uint64_t token) {
+    Status s = f.CheckAppend({AppendPurpose::kDecode, 1, token});
+    EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+    return s.ToString();
+  };
+  EXPECT_NE(message(1099).find("already committed"), std::string::npos) << message(1099);
+  EXPECT_NE(message(1036).find("already committed"), std::string::npos) << message(1036);
+  EXPECT_NE(message(1035).find("none of the last 64 outputs"), std::string::npos) << message(1035);
+}
+
+// DraftQueue pops from a moving front (a vector's erase(begin()) made one verification of D
+// accepted drafts cost D^2: probe 10); equality compares the tokens still queued.
+TEST(DraftQueueTest, PopsInOrderAndComparesWhatRemains) {
+  const std::vector<uint64_t> drafts = {5, 6, 7};
+  DraftQueue a, b;
+  EXPECT_TRUE(a.empty());
+  a.assign(drafts.begin(), drafts.end());
+  b.assign(drafts.begin() + 1, drafts.end());
+  EXPECT_FALSE(a == b);
+  EXPECT_EQ(a.front(), 5u);
+  a.pop_front();
+  EXPECT_TRUE(a == b) << "both hold 6, 7";
+  a.pop_front();
+  a.pop_front();
+  EXPECT_TRUE(a.empty());
+  EXPECT_TRUE(a == DraftQueue());
 }
 
 // A truncate into the prompt of a request that never selected an output leaves its finish
