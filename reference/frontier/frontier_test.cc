@@ -336,13 +336,13 @@ TEST(OutputTokensTest, RegressionFindingATokenIsLogarithmicInTheChain) {
 // event made repeated refused decodes O(outputs) each: probe 10).
 TEST(FrontierTest, RegressionADecodeWithoutFrontierSearchesOnlyRecentOutputs) {
   FrontierState f(1);
-  f.ApplyPublished({AppendPurpose::kPrefill, 1});
+  f.ApplyPublished(Prefill(1));
   for (uint64_t j = 0; j < 100; ++j) {
     ASSERT_TRUE(f.Emit(j, 1000 + j).ok());
-    f.ApplyPublished({AppendPurpose::kDecode, 1, 1000 + j});
+    f.ApplyPublished(Decode(1000 + j));
   }
   auto message = [&](uint64_t token) {
-    Status s = f.CheckAppend({AppendPurpose::kDecode, 1, token});
+    Status s = f.CheckAppend(Decode(token));
     EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
     return s.ToString();
   };
@@ -374,15 +374,15 @@ TEST(DraftQueueTest, PopsInOrderAndComparesWhatRemains) {
 // selected before it).
 TEST(FrontierTest, RegressionARollbackWithoutOutputsKeepsTheEarlyFinishRule) {
   FrontierState f(4);
-  f.ApplyPublished({AppendPurpose::kPrefill, 2});
+  f.ApplyPublished(Prefill(2));
   f.Truncate(1);
   EXPECT_EQ(f.CheckFinish().error(), ErrorCode::SERVICE_PHASE_EARLY_FINISH);
   FrontierState g(2);
-  g.ApplyPublished({AppendPurpose::kPrefill, 2});
+  g.ApplyPublished(Prefill(2));
   ASSERT_TRUE(g.Emit(0, 7).ok());
   g.Truncate(1);
   EXPECT_TRUE(g.CheckFinish().ok()) << "outputs were selected before the rollback";
-  g.ApplyPublished({AppendPurpose::kPrefill, 1});
+  g.ApplyPublished(Prefill(1));
   g.Truncate(0);  // a second rollback, with no output since the first
   EXPECT_TRUE(g.CheckFinish().ok());
 }

@@ -193,7 +193,7 @@ TEST(KvObjectUndoTest, RegressionSaveKeepsTheTransactionListByLengthOnly) {
     const std::string t = "t" + std::to_string(i);
     ASSERT_TRUE(o.BeginAppend(append_one(t, s)).ok());
     for (uint32_t l = 0; l < kAbi.num_layers; ++l)
-      ASSERT_TRUE(o.StageLayer({t, l, {s.committed_length, 1}}).ok());
+      ASSERT_TRUE(o.StageLayer({t, l, {s.committed_length, 1}, true, true, ""}).ok());
     ASSERT_TRUE(o.Publish(t).ok());
   }
   const Snapshot s = *o.Read("A");
