@@ -2,6 +2,7 @@
 #include "reference/handoff/transfer_txn.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "reference/base/canonical_json.h"
@@ -166,7 +167,31 @@ std::string PlanContentDigest(const TransferPlan& plan) {
 TransferTxn::TransferTxn(TransferPlan plan, ByteCreditWindow* credits, DestinationBlockPool* pool,
                          DecodeDirectory* directory)
     : plan_(std::move(plan)), credits_(credits), pool_(pool), directory_(directory) {
-  for (size_t i = 0; i < plan_.chunks.size(); ++i) chunks_[plan_.chunks[i].chunk_id].index = i;
+  const auto& chunks = plan_.chunks;
+  by_id_.resize(chunks.size());
+  chunks_.resize(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    by_id_[i] = i;
+    chunks_[i].index = i;
+    ++layer_pending_[chunks[i].layer];
+  }
+  // CheckPlan made the ids unique, so the order is total.
+  std::sort(by_id_.begin(), by_id_.end(),
+            [&](size_t a, size_t b) { return chunks[a].chunk_id < chunks[b].chunk_id; });
+}
+
+std::optional<size_t> TransferTxn::IndexOf(std::string_view chunk_id) const {
+  auto it =
+      std::lower_bound(by_id_.begin(), by_id_.end(), chunk_id, [&](size_t i, std::string_view id) {
+        return std::string_view(plan_.chunks[i].chunk_id) < id;
+      });
+  if (it == by_id_.end() || plan_.chunks[*it].chunk_id != chunk_id) return std::nullopt;
+  return *it;
+}
+
+const ChunkSpec* TransferTxn::FindSpec(std::string_view chunk_id) const {
+  auto i = IndexOf(chunk_id);
+  return i ? &plan_.chunks[*i] : nullptr;
 }
 
 StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* credits,
@@ -186,21 +211,18 @@ StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* c
 }
 
 StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
-  if (settled_) {
-    // Only a PUBLISHED transaction gets here (an ABORTED one fences every completion first):
-    // each of its chunks is DEVICE_VISIBLE with the checksum the manifest expects.
-    for (size_t i = 0; i < plan_.chunks.size(); ++i)
-      if (plan_.chunks[i].chunk_id == chunk_id) {
-        settled_chunk_ = {i, ChunkState::kDeviceVisible, false, plan_.chunks[i].checksum};
-        return &settled_chunk_;
-      }
-  }
-  auto it = chunks_.find(chunk_id);
-  if (it == chunks_.end())
+  const std::optional<size_t> i = IndexOf(chunk_id);
+  if (!i)
     return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN, "chunk \"" + std::string(chunk_id) +
                                                         "\" is not in transfer " +
                                                         plan_.transfer_id + "'s manifest");
-  return &it->second;
+  if (settled_) {
+    // Only a PUBLISHED transaction gets here (an ABORTED one fences every completion first):
+    // each of its chunks is DEVICE_VISIBLE with the checksum the manifest expects.
+    settled_chunk_ = {*i, ChunkState::kDeviceVisible, false, plan_.chunks[*i].checksum};
+    return &settled_chunk_;
+  }
+  return &chunks_[*i];
 }
 
 Status TransferTxn::RejectIfFenced(std::string_view what) const {
@@ -212,17 +234,17 @@ Status TransferTxn::RejectIfFenced(std::string_view what) const {
 }
 
 std::optional<ChunkState> TransferTxn::chunk_state(std::string_view chunk_id) const {
-  if (settled_ && state_ == TxnState::kPublished)
-    for (const auto& spec : plan_.chunks)
-      if (spec.chunk_id == chunk_id) return ChunkState::kDeviceVisible;
-  auto it = chunks_.find(chunk_id);
-  if (it == chunks_.end()) return std::nullopt;
-  return it->second.state;
+  const std::optional<size_t> i = IndexOf(chunk_id);
+  if (!i) return std::nullopt;
+  if (settled_)
+    return state_ == TxnState::kPublished ? std::optional(ChunkState::kDeviceVisible)
+                                          : std::nullopt;
+  return chunks_[*i].state;
 }
 
 uint64_t TransferTxn::credit_held() const {
   uint64_t sum = 0;
-  for (const auto& [id, c] : chunks_)
+  for (const auto& c : chunks_)
     if (c.credit_held) sum += plan_.chunks[c.index].bytes;
   return sum;
 }
@@ -336,15 +358,13 @@ Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
   // The last visible chunk of a layer completes that layer's K and V rows in the
   // destination's append transaction (staged, not readable until publication).
   const uint64_t layer = plan_.chunks[c->index].layer;
-  bool layer_complete = true;
-  for (const auto& [id, other] : chunks_)
-    if (&other != c && plan_.chunks[other.index].layer == layer &&
-        other.state != ChunkState::kDeviceVisible)
-      layer_complete = false;
-  if (layer_complete)
+  uint64_t& pending = layer_pending_.at(layer);  // counts this chunk: it is not yet visible
+  if (pending == 1)
     KVC_RETURN_IF_ERROR(
         directory_->StageLayer(plan_.transfer_id, layer, plan_.token_start, plan_.token_count));
   KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c->index].bytes));
+  --pending;
+  ++visible_chunks_;
   c->credit_held = false;
   c->state = ChunkState::kDeviceVisible;
   return Status();
@@ -381,14 +401,14 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
                   "transfer tensor ABI " + plan_.tensor_abi_sha256 +
                       " differs from the destination's " + std::string(expected_abi_sha256));
   for (const auto& spec : plan_.chunks) {
-    const Chunk& c = chunks_.find(spec.chunk_id)->second;
+    const Chunk& c = chunks_[&spec - plan_.chunks.data()];
     if (c.state != ChunkState::kDeviceVisible)
       return Breach(ErrorCode::HANDOFF_CONSUMER_GATE, "chunk \"" + spec.chunk_id + "\" is " +
                                                           std::string(ChunkStateName(c.state)) +
                                                           ", not DEVICE_VISIBLE, at validation");
   }
   for (const auto& spec : plan_.chunks) {
-    const Chunk& c = chunks_.find(spec.chunk_id)->second;
+    const Chunk& c = chunks_[&spec - plan_.chunks.data()];
     if (c.observed_checksum != spec.checksum)
       return Breach(ErrorCode::HANDOFF_CHECKSUM_MISMATCH,
                     "chunk \"" + spec.chunk_id + "\" received checksum " + c.observed_checksum +
@@ -454,7 +474,7 @@ Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
 
 Status TransferTxn::ReleaseHeld() {
   // Callbacks are fenced (state is ABORTED before this runs), so no chunk can still move.
-  for (auto& [id, c] : chunks_) {
+  for (auto& c : chunks_) {
     if (!c.credit_held) continue;
     KVC_RETURN_IF_ERROR(credits_->Release(plan_.chunks[c.index].bytes));
     c.credit_held = false;
@@ -475,7 +495,8 @@ void TransferTxn::Settle() {
   // Every credit was returned (PUBLISHED: at each chunk's DEVICE_VISIBLE; ABORTED: ReleaseHeld)
   // unless a return failed: then the chunks stay, so credit_held() still says what is held.
   if (credit_held() != 0) return;
-  chunks_.clear();
+  chunks_ = {};  // frees the storage (clear() would keep it)
+  layer_pending_ = {};
   settled_ = true;
 }
 

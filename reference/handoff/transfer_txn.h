@@ -21,10 +21,10 @@
 #define KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TXN_H_
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "reference/base/status.h"
@@ -140,6 +140,10 @@ class TransferTxn {
   TxnState state() const { return state_; }
   const TransferPlan& plan() const { return plan_; }
   std::optional<ChunkState> chunk_state(std::string_view chunk_id) const;
+  // The plan's chunk of that id, or null: O(log chunks), settled or not.
+  const ChunkSpec* FindSpec(std::string_view chunk_id) const;
+  // Every chunk of the plan is DEVICE_VISIBLE (true for a plan of no chunks): O(1).
+  bool all_device_visible() const { return visible_chunks_ == plan_.chunks.size(); }
   // Bytes of credit this transaction currently holds.
   uint64_t credit_held() const;
   // The handle the publication returned (PUBLISHED only).
@@ -159,6 +163,8 @@ class TransferTxn {
   };
   TransferTxn(TransferPlan plan, ByteCreditWindow* credits, DestinationBlockPool* pool,
               DecodeDirectory* directory);
+  // The index into plan_.chunks of that chunk id, or nullopt: binary search of by_id_.
+  std::optional<size_t> IndexOf(std::string_view chunk_id) const;
   StatusOr<Chunk*> Find(std::string_view chunk_id);
   Status RejectIfFenced(std::string_view what) const;
   Status ReleaseHeld();
@@ -168,8 +174,15 @@ class TransferTxn {
   DestinationBlockPool* pool_;
   DecodeDirectory* directory_;
   TxnState state_ = TxnState::kPlanned;
-  std::map<std::string, Chunk, std::less<>> chunks_;  // empty once settled_
-  bool settled_ = false;                              // Settle() dropped chunks_
+  // Every operation on a chunk costs O(log chunks) and the layer/all-visible checks O(1), so
+  // a plan of C chunks replays in O(C log C) (a linear scan per chunk event would be C^2).
+  std::vector<size_t> by_id_;  // indices into plan_.chunks sorted by chunk_id (kept settled)
+  std::vector<Chunk> chunks_;  // parallel to plan_.chunks; empty once settled_
+  // Chunks of each layer not yet DEVICE_VISIBLE (the layer stages when its count reaches 0);
+  // emptied by Settle().
+  std::unordered_map<uint64_t, uint64_t> layer_pending_;
+  uint64_t visible_chunks_ = 0;  // chunks DEVICE_VISIBLE (all of them once settled PUBLISHED)
+  bool settled_ = false;         // Settle() dropped chunks_
   Chunk settled_chunk_;  // what Find() returns for a chunk of a settled PUBLISHED transaction
   bool blocks_reserved_ = false;
   bool destination_open_ = false;  // the lifecycle append transaction is OPEN/PREPARED

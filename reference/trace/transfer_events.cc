@@ -436,9 +436,7 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
 }
 
 const handoff::ChunkSpec* Spec(const Transfer& t, std::string_view chunk_id) {
-  for (const auto& ch : t.txn->plan().chunks)
-    if (ch.chunk_id == chunk_id) return &ch;
-  return nullptr;
+  return t.txn->FindSpec(chunk_id);
 }
 
 void ReadIdentity(ObjReader& r, TransferIdentity* id) {
@@ -753,10 +751,8 @@ void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t || !Judge(c, e, t->txn->MarkDeviceVisible(*chunk))) return;
-  bool all = true;
-  for (const auto& ch : t->txn->plan().chunks)
-    all &= t->txn->chunk_state(ch.chunk_id) == handoff::ChunkState::kDeviceVisible;
-  if (all && !t->summary.all_device_visible_ns) t->summary.all_device_visible_ns = e.monotonic_ns;
+  if (t->txn->all_device_visible() && !t->summary.all_device_visible_ns)
+    t->summary.all_device_visible_ns = e.monotonic_ns;
   const handoff::ChunkSpec* spec = Spec(*t, *chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }

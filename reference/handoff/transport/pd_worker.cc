@@ -927,8 +927,7 @@ Status DecodeSession::MakeVisible(uint64_t attempt, size_t index) {
 Status DecodeSession::FinishIfComplete(uint64_t attempt) {
   Attempt& a = attempts_[attempt];
   if (a.finished || !a.txn) return Status();
-  for (const auto& c : a.txn->plan().chunks)
-    if (a.txn->chunk_state(c.chunk_id) != ChunkState::kDeviceVisible) return Status();
+  if (!a.txn->all_device_visible()) return Status();
   // Validate against what this destination reserved: its own tenant/request/epoch and ABI.
   const TransferPlan& p = a.txn->plan();
   TransferIdentity expected = {opts_.tenant,
