@@ -163,6 +163,11 @@ head -n 1 "$T/gen_step.jsonl" >"$T/out"; expect_out gen_trace_step_regenerate '"
 sed -n 6,9p "$T/gen_step.jsonl" | grep -o '"request_id":"[^"]*","handle_generation":0,"operation_id":"[^"]*","event_type":"append_start"' | sort -u | wc -l >"$T/out"
 expect_out gen_trace_step_batch '^4$'
 check gen_trace_bad_order 2 "$K" gen-trace --order random; expect_out gen_trace_bad_order_msg "--order: random not in \{request,step\}"
+# The transfer-plan benchmark input (docs/trace-format.md, transfer plane): a plan of 2,000
+# one-token chunks, each delivered, then 500 re-sent receives after publication, passes.
+D=$(cd "$(dirname "$0")" && pwd)
+check gen_transfer_plan 0 python3 "$D/gen_transfer_plan_trace.py" 2000 "$T/plan.jsonl" 500
+check gen_transfer_plan_checks 0 "$K" check "$T/plan.jsonl"; expect_out gen_transfer_plan_pass 'pass \(8511 events, 0 violations\)'
 
 # Race fuzzing CLI: shards and merge, re-checking recorded histories, truncated input, a mutant.
 check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 0/2 --report "$T/s0.json" --history-out "$T/h_ok.jsonl"
