@@ -490,7 +490,8 @@ RC_GTEST_PROP(HandoffProperties, TraceCheckerSurvivesRandomTransferEventMutation
     std::vector<std::vector<Json>> out;
     for (const char* f : {"fixtures/m5_6/trace/transfer_protocol.jsonl",
                           "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl",
-                          "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl"}) {
+                          "fixtures/m5_6/trace/superseded_attempt_late_publish.jsonl",
+                          "fixtures/m5_6/trace/superseded_publication_admits_no_decode.jsonl"}) {
       std::ifstream in(test::SourcePath(f));
       std::vector<Json> lines;
       for (std::string l; std::getline(in, l);) lines.push_back(Json::parse(l));

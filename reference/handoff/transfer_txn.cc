@@ -454,6 +454,21 @@ Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
                       std::to_string(handle.generation) + " is not from transfer " +
                       plan_.transfer_id + "'s published handle (transfer is " +
                       std::string(TxnStateName(state_)) + ")");
+  // Only the request's current publication admits decode (0x06D: "publish ... under the current
+  // generation; admit decode only from that published handle"): a newer generation's
+  // reservation or publication supersedes this one (since 2026-12-04: probe 11, a superseded
+  // generation's handle was admitted after the newer one was published).
+  const std::optional<uint64_t> current = directory_->CurrentGeneration(handle.request_id);
+  const PublishedHandle* live = directory_->Lookup(handle.request_id);
+  if ((current && *current != plan_.identity.generation) || !live || !(*live == *published_))
+    return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
+                  "decode admission for request " + handle.request_id + " generation " +
+                      std::to_string(handle.generation) + " from transfer " + plan_.transfer_id +
+                      "'s handle, which is superseded: the request's current generation is " +
+                      (current ? std::to_string(*current) : std::string("unknown")) +
+                      (live ? " and its published handle is " + live->cache_handle_id +
+                                  " (transfer " + live->transfer_id + ")"
+                            : std::string(" and it has no published handle")));
   decode_admitted_ = true;
   return Status();
 }

@@ -397,5 +397,32 @@ TEST(TransferTxn, RegressionAPlanOfManyChunksIsNotQuadratic) {
   EXPECT_EQ(t->Send("2:0", 10, 0).error(), ErrorCode::HANDOFF_CHUNK_UNKNOWN);
 }
 
+// Probe 11 (2026-12-04): a published generation's handle admitted decode after a newer generation
+// of the request was reserved or published. Only the current publication admits decode (0x06D).
+TEST(TransferTxn, RegressionASupersededPublicationAdmitsNoDecode) {
+  Rig r;
+  ByteCreditWindow credits{1024};
+  DestinationBlockPool pool{4};
+  auto old = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &r.pool, &r.directory);
+  auto next = TransferTxn::Create(TwoLayerPlan(8, "x8"), &credits, &pool, &r.directory);
+  ASSERT_TRUE(old.ok() && next.ok());
+  ASSERT_TRUE(old->Reserve().ok());
+  for (const auto& c : old->plan().chunks) Deliver(*old, c);
+  ASSERT_TRUE(old->Validate(old->plan().identity, old->plan().tensor_abi_sha256).ok());
+  auto h7 = old->Publish();
+  ASSERT_TRUE(h7.ok()) << h7.status().ToString();
+  ASSERT_TRUE(next->Reserve().ok());  // the reroute: generation 8 is now current
+  EXPECT_EQ(old->AdmitDecode(*h7).error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
+  for (const auto& c : next->plan().chunks) Deliver(*next, c);
+  ASSERT_TRUE(next->Validate(next->plan().identity, next->plan().tensor_abi_sha256).ok());
+  auto h8 = next->Publish();
+  ASSERT_TRUE(h8.ok()) << h8.status().ToString();
+  const Status late = old->AdmitDecode(*h7);
+  EXPECT_EQ(late.error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
+  EXPECT_NE(late.message().find("req-1@g8"), std::string::npos) << late.message();
+  EXPECT_FALSE(old->decode_admitted());
+  EXPECT_TRUE(next->AdmitDecode(*h8).ok());
+}
+
 }  // namespace
 }  // namespace kvc::handoff
