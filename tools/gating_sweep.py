@@ -88,6 +88,8 @@ KNOWN_SILENT = {
         "a refused read (of a released handle) observes nothing; its length is not compared",
     (T + "transfer_protocol.jsonl", 47, "payload.generation+1"):
         "a refused decode admission (before publication) is refused for any generation",
+    (T + "superseded_publication_admits_no_decode.jsonl", 81, "payload.generation+1"):
+        "the superseded generation-6 handle admits no decode, whatever generation it names",
     (T + "suffix_onto_warm_destination.jsonl", 4, "payload.reserved_blocks+1"):
         "an over-reservation (8 of the pool's 8 blocks): slack, not a violation",
 }
@@ -128,7 +130,8 @@ KNOWN_SILENT.update({
         ZERO_BYTE + " B_token (and plans state their own bytes_per_token_layer)",
 })
 for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publish.jsonl",
-           "transfer_protocol.jsonl", "zero_byte_warm_handoff.jsonl"):
+           "superseded_publication_admits_no_decode.jsonl", "transfer_protocol.jsonl",
+           "zero_byte_warm_handoff.jsonl"):
     for _m in ("credit_capacity_bytes", "pool_blocks"):
         KNOWN_SILENT[(T + _f, 2, f"payload.{_m}+1")] = LOOSE_CAPACITY
 
@@ -163,6 +166,7 @@ for _line in (6, 11, 16, 21):  # the warm destination holds [0, 4): the chunks s
         KNOWN_SILENT[(T + "suffix_onto_warm_destination.jsonl", _line,
                       f"payload.interval.{_end}+1")] = COVERED
 for _f, _lines in (("superseded_attempt_late_publish.jsonl", (5, 6, 7, 8)),
+                   ("superseded_publication_admits_no_decode.jsonl", (3, 4, 5, 6)),
                    ("transfer_protocol.jsonl", (8, 16, 26, 36))):
     for _line in _lines:
         KNOWN_SILENT[(T + _f, _line, "payload.interval.1+1")] = COVERED
@@ -182,7 +186,8 @@ for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
 for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
            "lifecycle/synthetic_lifecycle"):
     KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = BYTES
-for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish", "transfer_protocol"):
+for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish",
+           "superseded_publication_admits_no_decode", "transfer_protocol"):
     KNOWN_SILENT[(f"{T}{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = PLAN_BYTES
 
 # 4. Free text, which the contract does not interpret: any change is silent. Payload members

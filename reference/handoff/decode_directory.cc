@@ -59,9 +59,21 @@ Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t 
   return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
 }
 
+bool DecodeDirectory::IsAttemptHandleName(std::string_view name) {
+  size_t digits = 0;
+  while (digits < name.size() && name[name.size() - 1 - digits] >= '0' &&
+         name[name.size() - 1 - digits] <= '9')
+    ++digits;
+  return digits > 0 && name.substr(0, name.size() - digits).ends_with("@g");
+}
+
 Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id,
                                              uint64_t tokens) {
   if (tokens == 0) return InvalidArgument("a visible prefix holds at least one token");
+  if (IsAttemptHandleName(prefix_handle_id))
+    return InvalidArgument("visible prefix \"" + prefix_handle_id +
+                           "\" is named like an attempt's destination handle "
+                           "(<request_id>@g<generation>); that form is reserved");
   if (const lifecycle::HandleRecord* rec = cache_.Find(prefix_handle_id)) {
     if (rec->current.readable() && rec->current.committed_length == tokens) return Status();
     return InvalidArgument("handle \"" + prefix_handle_id + "\" already holds " +

@@ -70,7 +70,14 @@ class DecodeDirectory {
   // of handle `prefix_handle_id` (a prefix-cache entry that already passed the model, position,
   // ABI, generation and visibility fences; its identity is the caller's claim). Re-publishing an
   // equal prefix is a no-op; another length under the same handle is InvalidArgument.
+  // A name of the form of an attempt handle ("<anything>@g<digits>") is InvalidArgument: it
+  // would be some request's destination handle (IsAttemptHandleName).
   Status PublishVisiblePrefix(const std::string& prefix_handle_id, uint64_t tokens);
+  // True for names of the form "<anything>@g<digits>", the attempt handles' (OpenDestination):
+  // reserved, so that a visible prefix never shares a handle with an attempt (since 2026-12-04:
+  // probe 11, a prefix named "r1@g1" became request r1's generation-1 destination handle, and a
+  // cold plan appended onto its rows).
+  static bool IsAttemptHandleName(std::string_view name);
   // OpenDestination onto a warm destination: the attempt's handle starts as an exact fork of
   // `visible_prefix_handle`, whose committed length must equal token_start (the transfer set
   // X = U \ V_D begins where V_D ends; otherwise HANDOFF_COVERAGE_MISMATCH), and its append

@@ -124,5 +124,25 @@ TEST(WarmDestination, VisiblePrefixIsIdempotentAndNeverResized) {
   EXPECT_FALSE(r.directory.PublishVisiblePrefix("q", 0).ok());
 }
 
+// Probe 11 (2026-12-04): a prefix named "req-1@g7" was request req-1's generation-7 destination
+// handle, so a cold plan from token 0 failed (LIFECYCLE_APPEND_HOLE) and one from token 4 passed.
+// The attempt handles' name form is reserved; a cold plan from 0 then publishes.
+TEST(WarmDestination, RegressionAPrefixNamedLikeAnAttemptHandleIsRefused) {
+  for (const char* name : {"req-1@g7", "@g0", "a@g@g12"})
+    EXPECT_TRUE(DecodeDirectory::IsAttemptHandleName(name)) << name;
+  for (const char* name : {"req-1@g", "req-1@gx", "req-1@g7b", "g7", "req-1g7", ""})
+    EXPECT_FALSE(DecodeDirectory::IsAttemptHandleName(name)) << name;
+  Rig r;
+  EXPECT_EQ(r.directory.PublishVisiblePrefix("req-1@g7", 4).code(), StatusCode::kInvalidArgument);
+  auto t = TransferTxn::Create(SuffixPlan(0, 8, ""), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  DeliverAll(*t);
+  ASSERT_TRUE(t->Validate(t->plan().identity, Sha256Hex("abi")).ok());
+  auto h = t->Publish();
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->cache_snapshot.committed_length, 8u);
+}
+
 }  // namespace
 }  // namespace kvc::handoff

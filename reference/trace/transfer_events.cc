@@ -332,7 +332,15 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   if (st == TxnState::kPublished || st == TxnState::kAborted) return;
   // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire.
   LoseHoldings(s, it->second.destination);
-  if (st != TxnState::kPlanned) (void)txn.Abort("gated: the replay does not follow this transfer");
+  if (st != TxnState::kPlanned) {
+    (void)txn.Abort("gated: the replay does not follow this transfer");
+    return;
+  }
+  // Whether the runtime reserved it is unknown, so the request's generation fence is too: the
+  // request's other attempts are not judged on it (GateRequest; since 2026-12-04: a transfer
+  // whose reservation was lost was gated at its first chunk event, and the superseded attempt's
+  // refused admission then raised TRACE_OUTCOME_INVALID, a second code for one lost event).
+  GateRequest(c, it->second.request_id);
 }
 
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
@@ -503,6 +511,14 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
   if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
+  if (handoff::DecodeDirectory::IsAttemptHandleName(*handle)) {
+    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/prefix_handle",
+             "prefix_handle \"" + *handle +
+                 "\" has the form <request_id>@g<generation>, reserved for the directory's "
+                 "attempt handles (a prefix of that name would be some request's destination "
+                 "handle); name it otherwise");
+    return GateName(c, kPrefixGate, *handle);
+  }
   Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
   if (!s.ok()) {
     c.ReportStatus(s, c.LinePtr() + "/payload");

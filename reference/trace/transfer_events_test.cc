@@ -416,6 +416,26 @@ TEST(TransferEventsTest, RegressionDroppedPrefixGatesThePlanExtendingIt) {
             std::vector<std::string>{"TRACE_EVENT_TYPE_UNKNOWN"});
 }
 
+// Regression (probe 11, 2026-12-04): a destination_prefix named like an attempt handle
+// ("<request_id>@g<generation>") became that attempt's destination handle. The name form is
+// reserved: the declaration is INPUT_VALUE_INVALID at its prefix_handle, and the plan extending
+// the prefix is gated with it (one code).
+TEST(TransferEventsTest, RegressionAPrefixNamedLikeAnAttemptHandleIsRefused) {
+  const std::string warm = "fixtures/m5_6/trace/suffix_onto_warm_destination.jsonl";
+  std::vector<std::string> lines = test::SourceLines(warm);
+  const std::string name = "prefix:881ecf9f785fa13a:b0";
+  size_t renamed = 0;
+  for (auto& l : lines)
+    for (size_t at; (at = l.find('"' + name + '"')) != std::string::npos; ++renamed)
+      l.replace(at + 1, name.size(), "req-7@g3");
+  ASSERT_EQ(renamed, 2u);  // the declaration and the plan's visible_prefix_handle
+  TraceChecker c(warm);
+  const Violations& v = Replay(c, lines);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].pointer.find("/payload/prefix_handle"), std::string::npos) << v[0].pointer;
+}
+
 // Regression (gating sweep, 2026-12-03): a refused kv_ready (a layer the ABI does not have) left
 // the chunk of that layer to raise HANDOFF_PRODUCER_GATE.
 TEST(TransferEventsTest, RegressionRefusedKvReadyGatesItsRequest) {
