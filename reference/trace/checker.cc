@@ -566,7 +566,8 @@ TraceChecker::Op& TraceChecker::NewOp(std::string_view id) {
   return it->second;
 }
 
-std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
+std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id,
+                                                    std::optional<uint64_t> named_incarnation) {
   if (const Op* op = FindOp(id)) return op->base_version;
   const lifecycle::AppendTxn* t = kv_->FindTxn(id);
   if (!t || t->state != lifecycle::TxnState::kPublished || t->result.version == 0)
@@ -577,7 +578,9 @@ std::optional<uint64_t> TraceChecker::OpBaseVersion(std::string_view id) {
   const lifecycle::HandleRecord* h = FindHandle(t->request.handle_id);
   if (!h) return std::nullopt;
   const uint64_t released = h->current.phase == lifecycle::Phase::kReleased ? 1 : 0;
-  if (h->current.incarnation != t->result.incarnation + released) return std::nullopt;
+  if (h->current.incarnation != t->result.incarnation + released &&
+      named_incarnation != t->result.incarnation)
+    return std::nullopt;
   return t->result.version - 1;
 }
 
@@ -608,6 +611,15 @@ size_t TraceChecker::source_windows() const {
   size_t n = 0;
   for (const auto& [id, src] : sources_) n += src.recent != nullptr;
   return n;
+}
+
+bool TraceChecker::IsRetryOfKeptReceipt(const Event& e) const {
+  if (!KeyEquals(e.outcome, "replayed") || !e.operation_id || !e.request_id ||
+      !e.handle_generation || !kv_ ||
+      !(KeyEquals(e.event_type, "append_start") || KeyEquals(e.event_type, "append_publish")))
+    return false;
+  const lifecycle::AppendTxn* txn = kv_->FindTxn(*e.operation_id);
+  return txn && txn->request.handle_id == *e.request_id && txn->incarnation == *e.handle_generation;
 }
 
 bool TraceChecker::IsPoisoned(std::string_view id) const {
@@ -1675,7 +1687,8 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
     if (h && h->current.incarnation != *e.handle_generation &&
         !(h->current.phase == lifecycle::Phase::kReleased &&
-          h->current.incarnation == *e.handle_generation + 1)) {
+          h->current.incarnation == *e.handle_generation + 1) &&
+        !IsRetryOfKeptReceipt(e)) {
       Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
                  " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +

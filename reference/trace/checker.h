@@ -386,8 +386,11 @@ class TraceChecker {
   // its base is then the version its publication replaced, result.version - 1
   // (compare-and-publish admits only the snapshot the operation began on, and an append
   // advances the version by one), for a publication of the live incarnation of its request
-  // (the records of a released incarnation were dropped at release, as before).
-  std::optional<uint64_t> OpBaseVersion(std::string_view id);
+  // (the records of a released incarnation were dropped at release, as before), or for an
+  // event that names the publication's own incarnation (`named_incarnation`: a retry of a kept
+  // receipt after the id was allocated again, IsRetryOfKeptReceipt).
+  std::optional<uint64_t> OpBaseVersion(std::string_view id,
+                                        std::optional<uint64_t> named_incarnation = std::nullopt);
   // After the first publication of `id`: drops its op record and its entry in op_ids.
   void DropPublishedOp(std::string_view id);
   // Gates are keyed by kind: "op:" + an operation id (IsPoisonedOp, PoisonOp), "request:" + a
@@ -398,6 +401,11 @@ class TraceChecker {
   bool IsPoisonedOp(std::string_view op_id) const;
   // How many gates are set (memory: gates follow violations, docs/trace-format.md "Memory").
   size_t poisoned_count() const { return poisoned_.size(); }
+  // `e` retries (outcome replayed) an append_start or append_publish whose transaction record,
+  // opened on the incarnation `e` names, is still kept: M5.1 0x01 "an old receipt can still be
+  // returned after the live handle has advanced or been released", so the handle generation
+  // fence lets it through to its handler even after the id was allocated again.
+  bool IsRetryOfKeptReceipt(const Event& e) const;
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);

@@ -1201,6 +1201,38 @@ namespace {
 // The prefill of a 2-token prompt on request R (snapshot 0 -> 1, T = 2), after Alloc(0).
 std::string PrefillLines() { return Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n"; }
 
+// Probe 11 (2026-12-04): a retry (outcome replayed) of a released incarnation's append, with its
+// original handle_generation, got its receipt only until the id was allocated again; then the
+// handle generation fence raised TRACE_HANDLE_GENERATION_MISMATCH on the start and on the
+// publication. M5.1 0x01: "an old receipt can still be returned after the live handle has
+// advanced or been released"; the receipt is kept within the receipt window (docs "Memory").
+TEST(TraceGatingTest, RegressionARetryOfAKeptReceiptPassesAfterTheIdIsAllocatedAgain) {
+  const std::string head =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + PrefillLines() +
+      Ev(4, "output_emit",
+         R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+         R"("payload":{"output_index":0,"token":7})") +
+      "\n" +
+      Ev(5, "finish", R"("request_id":"R","handle_generation":0,"base_snapshot":1,"payload":{})") +
+      "\n" + Ev(6, "release", R"("request_id":"R","handle_generation":0,"payload":{})") + "\n" +
+      Ev(7, "request_allocate",
+         R"("request_id":"R","handle_generation":1,"payload":{"prompt_length":2})") +
+      "\n";
+  const std::string replayed = R"(,"outcome":"replayed"})";
+  auto retry = [&](const std::string& start) {
+    return head + Mutate(start, "}}", "}" + replayed) + "\n" +
+           Mutate(Publish(9), "}}", "}" + replayed) + "\n";
+  };
+  EXPECT_EQ(Codes(retry(Start(8))), std::vector<std::string>{});
+  // Another interval under the same operation id is a conflict, not a retry.
+  EXPECT_EQ(Codes(retry(Mutate(Mutate(Mutate(Start(8), "[0,2]", "[0,1]"), "[0,2]", "[0,1]"),
+                               R"("mask_key_length":2)", R"("mask_key_length":1)"))),
+            std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"});
+  // Not a retry (outcome success): a completion of the earlier incarnation, fenced.
+  EXPECT_EQ(Codes(head + Start(8) + "\n"),
+            std::vector<std::string>{"TRACE_HANDLE_GENERATION_MISMATCH"});
+}
+
 // Regression: an early finish used to stop before the lifecycle replay, so the release that
 // followed was reported as LIFECYCLE_RELEASE_LIVE too (two codes for one root cause).
 TEST(TraceGatingTest, EarlyFinishRaisesOneCodeAndTheReleaseStillReplays) {

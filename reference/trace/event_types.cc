@@ -112,7 +112,7 @@ void CheckOperationRequest(TraceChecker& c, const Event& e) {
 // the handle had not reached.
 void CheckOperationBase(TraceChecker& c, const Event& e) {
   if (!e.base_snapshot) return;
-  if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id)) {
+  if (const std::optional<uint64_t> base = c.OpBaseVersion(*e.operation_id, e.handle_generation)) {
     if (*e.base_snapshot != *base)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
                std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
@@ -276,7 +276,8 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   r.repair = a->purpose == "repair";
   // A retry re-sends the original base: reuse it so the fingerprint compares like for like.
   const lifecycle::AppendTxn* prior = c.kv().FindTxn(r.txn_id);
-  const std::optional<uint64_t> prior_base = prior ? c.OpBaseVersion(r.txn_id) : std::nullopt;
+  const std::optional<uint64_t> prior_base =
+      prior ? c.OpBaseVersion(r.txn_id, e.handle_generation) : std::nullopt;
   if (prior && prior_base && *prior_base == *e.base_snapshot)
     r.base = prior->request.base;
   else
