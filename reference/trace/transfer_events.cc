@@ -945,16 +945,9 @@ TransferRecords TransferFootprint(const TraceChecker& c) {
   out.directory_requests = s->directory.request_count();
   out.destination_handles = s->directory.cache().handle_count();
   out.destination_txns = s->directory.cache().txn_count();
-  return out;
-}
-
-TransferReadiness ReadinessFootprint(const TraceChecker& c) {
-  TransferReadiness out;
-  const auto* s = static_cast<const TransferState*>(c.extension(kSlot));
-  if (!s) return out;
-  out.requests = s->requests.size();
+  out.ready_requests = s->requests.size();
   for (const auto& [id, r] : s->requests)
-    for (const auto& [layer, cover] : r.layers) out.intervals += cover.size();
+    for (const auto& [layer, cover] : r.layers) out.ready_intervals += cover.size();
   return out;
 }
 

@@ -50,19 +50,12 @@ std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_vi
 std::optional<TransferReplaySummary> SummarizeTransfer(const TraceChecker& c,
                                                        std::string_view transfer_id);
 
-// What the transfer plane keeps of K/V readiness (kv_ready), for tests of its memory bound: the
-// requests with a record (an open transfer, or readiness among the last released_window requests
-// without one) and their merged ready intervals, all layers together.
-struct TransferReadiness {
-  size_t requests = 0;
-  size_t intervals = 0;
-};
-TransferReadiness ReadinessFootprint(const TraceChecker& c);
-
 // What the transfer plane keeps of its transfers, for tests of its memory bound: the transfer
 // records (every open transfer, and the last released_window finished ones), the finished ones
 // among them, how many were forgotten, and the decode directory's requests (generation fences)
-// and destination handles and lifecycle transactions.
+// and destination handles and lifecycle transactions; and the K/V readiness kept (requests with
+// an open transfer, and the last released_window without one) with its merged ready intervals,
+// all layers together.
 struct TransferRecords {
   size_t transfers = 0;
   size_t finished = 0;
@@ -70,6 +63,8 @@ struct TransferRecords {
   size_t directory_requests = 0;
   size_t destination_handles = 0;
   size_t destination_txns = 0;
+  size_t ready_requests = 0;
+  size_t ready_intervals = 0;
 };
 TransferRecords TransferFootprint(const TraceChecker& c);
 

@@ -558,7 +558,7 @@ TEST(TransferEventsTest, RegressionReadinessSlicesMergeIntoOneInterval) {
     TraceChecker c("t.jsonl");
     const Violations& v = Replay(c, trace.out);
     EXPECT_TRUE(v.empty()) << test::Describe(v);
-    EXPECT_EQ(ReadinessFootprint(c).intervals, 1u);
+    EXPECT_EQ(TransferFootprint(c).ready_intervals, 1u);
   }
   // Overlapping, adjacent and nested slices merge; a hole stays one: [0,3) [5,7) [2,4) [6,9)
   // [5,6) cover [0,4) and [5,9), and the send of [0,9) names token 4.
@@ -574,7 +574,7 @@ TEST(TransferEventsTest, RegressionReadinessSlicesMergeIntoOneInterval) {
   const Violations& v = Replay(c, holed.out);
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"});
   EXPECT_NE(v[0].message.find("(token 4 is not yet ready"), std::string::npos) << v[0].message;
-  EXPECT_EQ(ReadinessFootprint(c).intervals, 2u);
+  EXPECT_EQ(TransferFootprint(c).ready_intervals, 2u);
 }
 
 // Regression (adversarial probe 8, 2026-12-04): the readiness of every request that ever had a
@@ -603,7 +603,7 @@ TEST(TransferEventsTest, RegressionReadinessOfIdleRequestsIsBounded) {
   TraceChecker c("t.jsonl", opt);
   const Violations& v = Replay(c, trace.out);
   // "open" (published) and the last idle ones: at most the window (102 before the fix).
-  EXPECT_LE(ReadinessFootprint(c).requests, 8u);
+  EXPECT_LE(TransferFootprint(c).ready_requests, 8u);
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_PRODUCER_GATE"})
       << test::Describe(v);
   EXPECT_EQ(v[0].line, early_send + 1);
