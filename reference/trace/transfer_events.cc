@@ -443,10 +443,6 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
   GateTransfer(c, *e.operation_id);
 }
 
-const handoff::ChunkSpec* Spec(const Transfer& t, std::string_view chunk_id) {
-  return t.txn->FindSpec(chunk_id);
-}
-
 void ReadIdentity(ObjReader& r, TransferIdentity* id) {
   id->tenant = r.Str("tenant").value_or("");
   id->request_id = r.Str("request_id").value_or("");
@@ -693,7 +689,7 @@ void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
   if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
     return;
   if (!Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
-  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  const handoff::ChunkSpec* spec = t->txn->FindSpec(*chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
 
@@ -710,7 +706,7 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   uint64_t uncovered = 0;  // the first token no earlier kv_ready covers
   const RequestReady* known = nullptr;
   if (auto r = s.requests.find(t->request_id); r != s.requests.end()) known = &r->second;
-  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  const handoff::ChunkSpec* spec = t->txn->FindSpec(*chunk);
   if (spec) {
     const uint64_t end = spec->token_start + spec->token_count;  // CheckPlan bounded it
     uint64_t at = spec->token_start;
@@ -756,7 +752,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
   }
   if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;
   t->received.try_emplace(*chunk, e.line, *checksum);
-  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  const handoff::ChunkSpec* spec = t->txn->FindSpec(*chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
 
@@ -769,7 +765,7 @@ void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t || !Judge(c, e, t->txn->MarkDeviceVisible(*chunk))) return;
   if (t->txn->all_device_visible() && !t->summary.all_device_visible_ns)
     t->summary.all_device_visible_ns = e.monotonic_ns;
-  const handoff::ChunkSpec* spec = Spec(*t, *chunk);
+  const handoff::ChunkSpec* spec = t->txn->FindSpec(*chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
 
