@@ -90,6 +90,8 @@ KNOWN_SILENT = {
         "a refused decode admission (before publication) is refused for any generation",
     (T + "superseded_publication_admits_no_decode.jsonl", 81, "payload.generation+1"):
         "the superseded generation-6 handle admits no decode, whatever generation it names",
+    (T + "released_handle_admits_no_decode.jsonl", 46, "payload.generation+1"):
+        "the released generation-6 handle admits no decode, whatever generation it names",
     (T + "suffix_onto_warm_destination.jsonl", 4, "payload.reserved_blocks+1"):
         "an over-reservation (8 of the pool's 8 blocks): slack, not a violation",
 }
@@ -131,7 +133,8 @@ KNOWN_SILENT.update({
 })
 for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publish.jsonl",
            "superseded_publication_admits_no_decode.jsonl", "transfer_protocol.jsonl",
-           "zero_byte_warm_handoff.jsonl"):
+           "zero_byte_warm_handoff.jsonl", "decode_release_frees_the_pool.jsonl",
+           "released_handle_admits_no_decode.jsonl"):
     for _m in ("credit_capacity_bytes", "pool_blocks"):
         KNOWN_SILENT[(T + _f, 2, f"payload.{_m}+1")] = LOOSE_CAPACITY
 
@@ -167,6 +170,8 @@ for _line in (6, 11, 16, 21):  # the warm destination holds [0, 4): the chunks s
                       f"payload.interval.{_end}+1")] = COVERED
 for _f, _lines in (("superseded_attempt_late_publish.jsonl", (5, 6, 7, 8)),
                    ("superseded_publication_admits_no_decode.jsonl", (3, 4, 5, 6)),
+                   ("decode_release_frees_the_pool.jsonl", (3, 4, 5, 6)),
+                   ("released_handle_admits_no_decode.jsonl", (3, 4, 5, 6)),
                    ("transfer_protocol.jsonl", (8, 16, 26, 36))):
     for _line in _lines:
         KNOWN_SILENT[(T + _f, _line, "payload.interval.1+1")] = COVERED
@@ -187,7 +192,8 @@ for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
            "lifecycle/synthetic_lifecycle"):
     KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = BYTES
 for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish",
-           "superseded_publication_admits_no_decode", "transfer_protocol"):
+           "superseded_publication_admits_no_decode", "transfer_protocol",
+           "decode_release_frees_the_pool", "released_handle_admits_no_decode"):
     KNOWN_SILENT[(f"{T}{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = PLAN_BYTES
 
 # 4. Free text, which the contract does not interpret: any change is silent. Payload members
@@ -208,7 +214,7 @@ HEADER_OPTIONAL = {"description", "regenerate", "sources.N.clock_domain", "expec
 # base_snapshot / result_snapshot" and "Transfer plane"): deleting them is silent.
 TRANSFER_OPS = ("chunk_credit_acquire", "chunk_send", "chunk_receive", "chunk_device_visible",
                 "transfer_reserve", "transfer_validate", "transfer_publish", "transfer_abort",
-                "decode_admit", "source_release_ack")
+                "decode_admit", "source_release_ack", "decode_release")
 OPTIONAL_ENVELOPE = (
     {(t, "base_snapshot") for t in ("append_stage_layer", "append_publish", "append_failure",
                                     "cancel_txn", "output_emit", "read", "fork", "truncate",

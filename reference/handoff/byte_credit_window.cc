@@ -46,6 +46,14 @@ Status DestinationBlockPool::ReleaseUnpublished(uint64_t blocks) {
   return Status();
 }
 
+Status DestinationBlockPool::ReleaseDecodeOwned(uint64_t blocks) {
+  if (blocks > decode_owned_)
+    return Internal("releasing " + std::to_string(blocks) + " decode-owned blocks with only " +
+                    std::to_string(decode_owned_) + " held");
+  decode_owned_ -= blocks;
+  return Status();
+}
+
 Status DestinationBlockPool::PublishToDecode(uint64_t blocks) {
   if (blocks > unpublished_)
     return Internal("publishing " + std::to_string(blocks) + " blocks with only " +

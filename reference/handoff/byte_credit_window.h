@@ -36,7 +36,8 @@ class ByteCreditWindow {
   uint64_t high_water_ = 0;
 };
 
-// Destination blocks: free -> reserved (unpublished) -> decode-owned, or back to free.
+// Destination blocks: free -> reserved (unpublished) -> decode-owned -> free (the decode side's
+// release), or reserved -> free (abort).
 class DestinationBlockPool {
  public:
   explicit DestinationBlockPool(uint64_t capacity_blocks) : capacity_(capacity_blocks) {}
@@ -52,6 +53,9 @@ class DestinationBlockPool {
   Status ReleaseUnpublished(uint64_t blocks);
   // Unpublished blocks become decode-owned (publication).
   Status PublishToDecode(uint64_t blocks);
+  // Decode-owned blocks go back to free: the decode side's lifecycle released them (M5.6 0x06B:
+  // they stay out of the pool "until the ordinary M5.1/M5.3 lifecycle releases them").
+  Status ReleaseDecodeOwned(uint64_t blocks);
 
  private:
   uint64_t capacity_;

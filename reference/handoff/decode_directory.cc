@@ -181,6 +181,7 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
   }
   e.published = PublishedHandle{request_id,        generation,      transfer_id, content_digest,
                                 next_handle_id_++, cache_handle_id, snapshot};
+  e.published_released = false;
   ++publications_;
   return PublishResult{*e.published, false};
 }
@@ -200,6 +201,17 @@ Status DecodeDirectory::ForgetDestination(const std::string& request_id, uint64_
   return cache_.ForgetReleased(handle);
 }
 
+Status DecodeDirectory::ReleasePublished(const PublishedHandle& handle) {
+  const lifecycle::HandleRecord* rec = cache_.Find(handle.cache_handle_id);
+  if (rec && rec->current.phase == lifecycle::Phase::kDecodeReady)
+    KVC_RETURN_IF_ERROR(cache_.Finish(handle.cache_handle_id).status());
+  KVC_RETURN_IF_ERROR(cache_.Release(handle.cache_handle_id).status());
+  if (auto it = entries_.find(handle.request_id);
+      it != entries_.end() && it->second.published && *it->second.published == handle)
+    it->second.published_released = true;
+  return Status();
+}
+
 std::optional<uint64_t> DecodeDirectory::CurrentGeneration(const std::string& request_id) const {
   auto it = entries_.find(request_id);
   if (it == entries_.end()) return std::nullopt;
@@ -208,7 +220,8 @@ std::optional<uint64_t> DecodeDirectory::CurrentGeneration(const std::string& re
 
 const PublishedHandle* DecodeDirectory::Lookup(const std::string& request_id) const {
   auto it = entries_.find(request_id);
-  if (it == entries_.end() || !it->second.published) return nullptr;
+  if (it == entries_.end() || !it->second.published || it->second.published_released)
+    return nullptr;
   return &*it->second.published;
 }
 

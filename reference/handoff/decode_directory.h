@@ -112,7 +112,16 @@ class DecodeDirectory {
                                                      const std::string& transfer_id,
                                                      const std::string& content_digest);
 
+  // The decode side released the published cache `handle` (M5.6 0x06B: decode-owned until "the
+  // ordinary M5.1/M5.3 lifecycle releases" it): its lifecycle handle is finished (when still
+  // DECODE_READY) and released, and when it is the request's publication, that publication is
+  // withdrawn: Lookup no longer returns it, so no decode is admitted from it. The generation
+  // fence stays, and a re-publication of the same transfer still returns the original handle
+  // (idempotent). LIFECYCLE_* codes pass through (e.g. LIFECYCLE_HANDLE_RELEASED: released twice).
+  Status ReleasePublished(const PublishedHandle& handle);
   std::optional<uint64_t> CurrentGeneration(const std::string& request_id) const;
+  // The request's publication decode may be admitted from: null when none, or when the decode side
+  // released it (ReleasePublished).
   const PublishedHandle* Lookup(const std::string& request_id) const;
   // Number of successful (non-idempotent) publications, for property tests.
   uint64_t publications() const { return publications_; }
@@ -123,6 +132,7 @@ class DecodeDirectory {
   struct Entry {
     uint64_t current_generation = 0;
     std::optional<PublishedHandle> published;
+    bool published_released = false;  // ReleasePublished(*published) ran
   };
   lifecycle::KvObject cache_;
   std::map<std::string, Entry> entries_;

@@ -439,6 +439,7 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
     KVC_RETURN_IF_ERROR(pool_->ReleaseUnpublished(plan_.reserved_blocks));
   } else {
     KVC_RETURN_IF_ERROR(pool_->PublishToDecode(plan_.reserved_blocks));
+    blocks_decode_owned_ = true;
   }
   blocks_reserved_ = false;
   destination_open_ = false;
@@ -448,6 +449,11 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
 }
 
 Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
+  if (decode_released_)
+    return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
+                  "decode admission for request " + handle.request_id + " generation " +
+                      std::to_string(handle.generation) + " from transfer " + plan_.transfer_id +
+                      "'s published handle, which the decode side already released");
   if (state_ != TxnState::kPublished || !published_ || !(handle == *published_))
     return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
                   "decode admission for request " + handle.request_id + " generation " +
@@ -484,6 +490,24 @@ Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
                       std::string(TxnStateName(state_)) +
                       (decode_admitted_ ? ", admitted)" : ", not admitted)"));
   source_released_ = true;
+  return Status();
+}
+
+Status TransferTxn::ReleaseDecode(uint64_t generation) {
+  if (state_ != TxnState::kPublished || !published_ || decode_released_ ||
+      generation != plan_.identity.generation)
+    return Breach(ErrorCode::HANDOFF_DECODE_RELEASE_INVALID,
+                  "decode release of transfer " + plan_.transfer_id + " under generation " +
+                      std::to_string(generation) + " requires PUBLISHED under generation " +
+                      std::to_string(plan_.identity.generation) + ", once (transfer is " +
+                      std::string(TxnStateName(state_)) +
+                      (decode_released_ ? ", already released)" : ")"));
+  KVC_RETURN_IF_ERROR(directory_->ReleasePublished(*published_));
+  if (blocks_decode_owned_) {
+    KVC_RETURN_IF_ERROR(pool_->ReleaseDecodeOwned(plan_.reserved_blocks));
+    blocks_decode_owned_ = false;
+  }
+  decode_released_ = true;
   return Status();
 }
 

@@ -4,6 +4,8 @@
 //
 //   request: PLANNED -> RESERVED -> TRANSFERRING -> VALIDATED -> PUBLISHED
 //            (RESERVED | TRANSFERRING | VALIDATED) -> ABORTED
+//            PUBLISHED: decode admitted, source release acknowledged, decode-owned blocks
+//            released (flags, in that order of the protocol; the release needs no admission)
 //   chunk:   DECLARED -> CREDIT_ACQUIRED -> SENT -> RECEIVED -> DEVICE_VISIBLE
 //
 // Each operation either performs its transition or returns a Status carrying the
@@ -126,6 +128,12 @@ class TransferTxn {
   Status AdmitDecode(const PublishedHandle& handle);
   // Source release acknowledgement: after publication and admission, same generation.
   Status AcknowledgeSourceRelease(uint64_t generation);
+  // The decode side's lifecycle released the published cache (M5.6 0x06B): PUBLISHED, under the
+  // plan's generation, once. The directory releases the handle and withdraws the publication
+  // (DecodeDirectory::ReleasePublished: no decode is admitted from it afterwards) and the
+  // reserved blocks go back to the destination pool (DestinationBlockPool::ReleaseDecodeOwned).
+  // Otherwise HANDOFF_DECODE_RELEASE_INVALID and nothing changes.
+  Status ReleaseDecode(uint64_t generation);
   // Any state but PUBLISHED -> ABORTED: fences callbacks (later completions are rejected),
   // then returns held credits and unpublished blocks. Idempotent once ABORTED.
   Status Abort(std::string_view reason);
@@ -150,6 +158,7 @@ class TransferTxn {
   const std::optional<PublishedHandle>& published() const { return published_; }
   bool decode_admitted() const { return decode_admitted_; }
   bool source_released() const { return source_released_; }
+  bool decode_released() const { return decode_released_; }
   const std::string& abort_reason() const { return abort_reason_; }
   // Number of idempotent retries absorbed (re-send, re-receive, re-visible).
   uint64_t retries() const { return retries_; }
@@ -187,8 +196,10 @@ class TransferTxn {
   bool blocks_reserved_ = false;
   bool destination_open_ = false;  // the lifecycle append transaction is OPEN/PREPARED
   std::optional<PublishedHandle> published_;
+  bool blocks_decode_owned_ = false;  // this txn's publication moved its blocks to decode-owned
   bool decode_admitted_ = false;
   bool source_released_ = false;
+  bool decode_released_ = false;
   uint64_t retries_ = 0;
   std::string abort_reason_;
 };

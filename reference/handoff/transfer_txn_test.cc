@@ -424,5 +424,49 @@ TEST(TransferTxn, RegressionASupersededPublicationAdmitsNoDecode) {
   EXPECT_TRUE(next->AdmitDecode(*h8).ok());
 }
 
+// Probe 11 (2026-12-04): decode-owned blocks never went back to the destination pool. The decode
+// side's release (M5.6 0x06B: "until the ordinary M5.1/M5.3 lifecycle releases them") returns
+// them, releases the directory's handle and withdraws the publication; once, PUBLISHED only,
+// under the plan's generation.
+TEST(TransferTxn, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
+  Rig r;
+  DestinationBlockPool pool{2};  // exactly one reservation
+  auto first = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &pool, &r.directory);
+  auto second = TransferTxn::Create(TwoLayerPlan(8, "x8"), &r.credits, &pool, &r.directory);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->ReleaseDecode(7).error(), ErrorCode::HANDOFF_DECODE_RELEASE_INVALID)
+      << "PLANNED: nothing published";
+  ASSERT_TRUE(first->Reserve().ok());
+  for (const auto& c : first->plan().chunks) Deliver(*first, c);
+  ASSERT_TRUE(first->Validate(first->plan().identity, first->plan().tensor_abi_sha256).ok());
+  auto h7 = first->Publish();
+  ASSERT_TRUE(h7.ok()) << h7.status().ToString();
+  ASSERT_TRUE(first->AdmitDecode(*h7).ok());
+  EXPECT_EQ(pool.decode_owned(), 2u);
+  EXPECT_EQ(second->Reserve().error(), ErrorCode::HANDOFF_RESERVATION_TOO_SMALL)
+      << "the published blocks are still decode-owned";
+  EXPECT_EQ(first->ReleaseDecode(8).error(), ErrorCode::HANDOFF_DECODE_RELEASE_INVALID)
+      << "another generation";
+  EXPECT_EQ(pool.decode_owned(), 2u) << "a refused release changes nothing";
+  ASSERT_TRUE(first->ReleaseDecode(7).ok());
+  EXPECT_TRUE(first->decode_released());
+  EXPECT_EQ(pool.decode_owned(), 0u);
+  EXPECT_EQ(pool.free_blocks(), 2u);
+  EXPECT_EQ(r.directory.Lookup("req-1"), nullptr) << "the publication is withdrawn";
+  const lifecycle::HandleRecord* rec = r.directory.cache().Find(h7->cache_handle_id);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(rec->current.phase, lifecycle::Phase::kReleased);
+  EXPECT_EQ(first->ReleaseDecode(7).error(), ErrorCode::HANDOFF_DECODE_RELEASE_INVALID)
+      << "released twice";
+  EXPECT_EQ(first->AdmitDecode(*h7).error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
+  auto again = first->Publish();
+  ASSERT_TRUE(again.ok()) << "a retried publication stays idempotent";
+  EXPECT_EQ(*again, *h7);
+  EXPECT_EQ(pool.decode_owned(), 0u) << "and publishes nothing more";
+  // The freed blocks take the next attempt.
+  ASSERT_TRUE(second->Reserve().ok());
+  EXPECT_EQ(pool.unpublished(), 2u);
+}
+
 }  // namespace
 }  // namespace kvc::handoff

@@ -318,10 +318,11 @@ void LoseHoldings(TransferState& s, std::string_view destination) {
 }
 
 // Gates transfer `id`: its later events are not replayed. What it holds at its destination
-// (credits in flight, unpublished blocks), now or later, is then unknown: the replay returns
-// what it holds (Abort), so no other transfer is refused because of it, and the destination's
-// window and pool stop being judged against the runtime's (LoseHoldings: one root cause, one
-// code; a transfer sharing the window or the pool would otherwise raise a code of its own).
+// (credits in flight, unpublished or decode-owned blocks), now or later, is then unknown: the
+// replay returns what it holds (Abort; ReleaseDecode for a publication), so no other transfer is
+// refused because of it, and the destination's window and pool stop being judged against the
+// runtime's (LoseHoldings: one root cause, one code; a transfer sharing the window or the pool
+// would otherwise raise a code of its own).
 void GateTransfer(TraceChecker& c, std::string_view id) {
   c.Poison("transfer:" + std::string(id));
   TransferState& s = State(c);
@@ -329,7 +330,19 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   if (it == s.transfers.end() || !it->second.txn) return;
   TransferTxn& txn = *it->second.txn;
   const TxnState st = txn.state();
-  if (st == TxnState::kPublished || st == TxnState::kAborted) return;
+  if (st == TxnState::kAborted) return;
+  if (st == TxnState::kPublished) {
+    // Its decode_release will not be replayed, so when the runtime's pool gets the decode-owned
+    // blocks back is unknown: the replay frees them now, so that no later reservation is refused
+    // because of them, and the pool's refusals are no longer judged (since 2026-12-04: with
+    // decode_release, a gated publication kept its blocks, and the next reservation raised a second
+    // code, HANDOFF_RESERVATION_TOO_SMALL).
+    if (!txn.decode_released()) {
+      (void)txn.ReleaseDecode(txn.plan().identity.generation);
+      LoseHoldings(s, it->second.destination);
+    }
+    return;
+  }
   // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire.
   LoseHoldings(s, it->second.destination);
   if (st != TxnState::kPlanned) {
@@ -849,6 +862,21 @@ void OnSourceRelease(TraceChecker& c, const Event& e, ObjReader& p) {
     Judge(c, e, t->txn->AcknowledgeSourceRelease(*generation));
 }
 
+// The decode side released the published cache (its M5.1 lifecycle finished with it): the
+// directory releases the handle, and the reserved blocks return to the destination's pool.
+void OnDecodeRelease(TraceChecker& c, const Event& e, ObjReader& p) {
+  auto generation = p.Uint("generation");
+  if (!p.clean() || !generation) return;
+  TransferState& s = State(c);
+  Transfer* t = FindTransfer(c, s, e);
+  if (!t) return;
+  const Status st = t->txn->ReleaseDecode(*generation);
+  // A breach gates the transfer, which frees what its publication holds (GateTransfer). A release
+  // the runtime reports refused but the replay performed leaves the runtime's pool holding blocks
+  // the replay's does not: its refusals there are no longer judged.
+  if (!Judge(c, e, st) && st.ok()) LoseHoldings(s, t->destination);
+}
+
 void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {
   auto reason = p.Str("reason");
   if (!p.clean() || !reason) return;
@@ -886,6 +914,7 @@ constexpr EventTypeSpec kRows[] = {
     {"transfer_publish", Plane::kTransfer, false, true, false, &Tracked<&OnPublish>},
     {"decode_admit", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeAdmit>},
     {"source_release_ack", Plane::kTransfer, false, true, false, &Tracked<&OnSourceRelease>},
+    {"decode_release", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeRelease>},
     {"transfer_abort", Plane::kTransfer, false, true, false, &Tracked<&OnAbort>},
 };
 

@@ -2,8 +2,8 @@
 //
 // The rows (transfer_destination, destination_prefix, kv_ready, transfer_plan, transfer_reserve,
 // chunk_credit_acquire, chunk_send, chunk_receive, chunk_device_visible, transfer_validate,
-// transfer_publish, decode_admit, source_release_ack, transfer_abort) are added to the
-// checker's dispatch table with RegisterEventType; docs/trace-format.md defines their payloads.
+// transfer_publish, decode_admit, source_release_ack, decode_release, transfer_abort) are added to
+// the checker's dispatch table with RegisterEventType; docs/trace-format.md defines their payloads.
 // Each transfer (operation_id = transfer_id) is one handoff::TransferTxn borrowing its
 // destination's ByteCreditWindow and DestinationBlockPool and the trace's DecodeDirectory, whose
 // lifecycle::KvObject carries the header's cache ABI: no rule is restated here. Trace order is

@@ -38,7 +38,7 @@ TEST(TransferEventsTest, RowsAreRegisteredOnTheTransferPlane) {
        {"transfer_destination", "destination_prefix", "kv_ready", "transfer_plan",
         "transfer_reserve", "chunk_credit_acquire", "chunk_send", "chunk_receive",
         "chunk_device_visible", "transfer_validate", "transfer_publish", "decode_admit",
-        "source_release_ack", "transfer_abort"}) {
+        "source_release_ack", "decode_release", "transfer_abort"}) {
     const EventTypeSpec* spec = FindEventType(name);
     ASSERT_NE(spec, nullptr) << name;
     EXPECT_EQ(spec->plane, Plane::kTransfer) << name;
@@ -623,6 +623,71 @@ void PublishMany(TwoSourceTrace& trace, const std::string& prefix, int n) {
     PlanOneChunk(trace, r, 4);
     SendAndPublish(trace, r, 4);
   }
+}
+
+// Regression (probe 11, 2026-12-04): decode-owned blocks never went back to the destination's
+// pool, so transfers in turn through a one-block pool failed HANDOFF_RESERVATION_TOO_SMALL from
+// the second on. decode_release (M5.6 0x06B: decode-owned "until the ordinary M5.1/M5.3 lifecycle
+// releases them") returns them; it is valid once, PUBLISHED only, under the plan's generation.
+// `releases`: decode_release events per transfer (a second one is a second event, not a
+// redelivery of the first).
+std::vector<std::string> InTurnThroughOneBlock(int n, int releases) {
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1})");
+  for (int i = 0; i < n; ++i) {
+    const std::string r = "q" + std::to_string(i);
+    KvReady(trace, r, 0, 4);
+    PlanOneChunk(trace, r, 4);
+    SendAndPublish(trace, r, 4);
+    trace.ev("D", "x" + r, "decode_admit", R"("payload":{"generation":1})");
+    for (int k = 0; k < releases; ++k)
+      trace.ev("D", "x" + r, "decode_release", R"("payload":{"generation":1})");
+  }
+  return trace.out;
+}
+
+TEST(TransferEventsTest, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
+  {
+    TraceChecker c("t.jsonl");
+    const Violations& v = Replay(c, InTurnThroughOneBlock(5, 1));
+    EXPECT_TRUE(v.empty()) << test::Describe(v);
+  }
+  {
+    TraceChecker c("t.jsonl");  // without the release, the second reservation finds no block
+    const std::vector<std::string> codes = test::CodeNames(Replay(c, InTurnThroughOneBlock(2, 0)));
+    ASSERT_FALSE(codes.empty());
+    EXPECT_EQ(codes.front(), "HANDOFF_RESERVATION_TOO_SMALL");
+  }
+  auto codes_with = [](const std::string& from, const std::string& to) {
+    std::vector<std::string> lines = InTurnThroughOneBlock(1, 1);
+    std::string& last = lines.back();
+    last.replace(last.find(from), from.size(), to);
+    TraceChecker c("t.jsonl");
+    return test::CodeNames(Replay(c, lines));
+  };
+  EXPECT_EQ(codes_with(R"("generation":1)", R"("generation":2)"),
+            std::vector<std::string>{"HANDOFF_DECODE_RELEASE_INVALID"});
+  EXPECT_EQ(codes_with(R"("event_type":"decode_release",)",
+                       R"("event_type":"decode_release","outcome":"rejected",)"),
+            std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+  {
+    TraceChecker c("t.jsonl");
+    EXPECT_EQ(test::CodeNames(Replay(c, InTurnThroughOneBlock(1, 2))),
+              std::vector<std::string>{"HANDOFF_DECODE_RELEASE_INVALID"})
+        << "released twice";
+  }
+  // A publication gated before its release frees its blocks in the replay (its decode_release is
+  // not replayed): the next transfer's reservation raises no second code.
+  std::vector<std::string> lines = InTurnThroughOneBlock(2, 1);
+  for (std::string& l : lines)
+    if (l.find(R"("event_type":"decode_admit","payload":{"generation":1})") != std::string::npos) {
+      l.replace(l.find(R"("generation":1)"), 14, R"("generation":2)");
+      break;
+    }
+  TraceChecker c("t.jsonl");
+  EXPECT_EQ(test::CodeNames(Replay(c, lines)),
+            std::vector<std::string>{"HANDOFF_DECODE_ADMIT_UNPUBLISHED"});
 }
 
 // Regression (adversarial probe, 2026-12-04): every finished transfer's record (its plan, chunk
