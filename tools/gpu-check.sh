@@ -5,6 +5,7 @@
 # On the GPU machine (repo root as cwd, $OUT set, 16 cores, one H200):
 #   tools/gpu-check.sh            # full run, bounded to 8 minutes in total
 #   tools/gpu-check.sh --quick    # smoke shapes (a minute), e.g. to test the script itself
+#   KVC_GPU_PROFILE=0 tools/gpu-check.sh   # without the two Nsight Compute steps
 # On this (CPU) machine, before a GPU session:
 #   tools/gpu-check.sh --prepare  # builds the two binaries here into build-gpu-carry/bin
 # The GPU run first builds there (-DKVCONFORM_CUDA=ON, build-gpu/). If that build fails (the GPU
@@ -107,6 +108,8 @@ if [ -n "$BIN" ]; then
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
       --format=csv > "$OUTDIR/nvidia-smi.log" 2>&1 || true
   fi
+  # The tests read fixtures from the source tree: this checkout, wherever the binaries were built.
+  export KVCONFORM_SOURCE_DIR="$PWD"
   step device_tests 120 "$BIN/kernels_device_tests" --gtest_color=no
   # kvconform parity --device cuda: CPU pairs, then cpu_vs_gpu and the GPU path pairs.
   PARITY_CMD="rc=0; for m in ${PARITY_MODELS[*]}; do for mode in deterministic fast; do \
@@ -116,15 +119,30 @@ if [ -n "$BIN" ]; then
   step bench 150 "$BIN/kvconform_kernel_bench" "${QARG[@]}" --csv "$OUTDIR/bench.csv"
 fi
 step torch_peer 90 python3 tools/torch_sdpa_peer.py "${QARG[@]}" --csv "$OUTDIR/torch_peer.csv"
+# Nsight Compute on the decode and prefill kernels (full mode, KVC_GPU_PROFILE=0 to
+# skip): the decode kernel at B 64, ctx 32k, contiguous (skips the 5 shorter contexts' 26
+# launches each), and the tensor-core prefill at T 16k (skips 4k's and 8k's 4 launches each).
+# Clocks are left as found (--clock-control none).
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+NCU_SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats
+  --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis)
+if [ -n "$BIN" ] && [ -n "$NCU" ] && [ "$MODE" = full ] && [ "${KVC_GPU_PROFILE:-1}" != 0 ]; then
+  step ncu_decode 75 "$NCU" --clock-control none -k regex:"Decode(Tc|Fast)Kernel" --launch-skip 130 \
+    --launch-count 1 "${NCU_SECTIONS[@]}" "$BIN/kvconform_kernel_bench" --only decode
+  step ncu_prefill 60 "$NCU" --clock-control none -k regex:AttentionTcKernel --launch-skip 8 \
+    --launch-count 1 "${NCU_SECTIONS[@]}" "$BIN/kvconform_kernel_bench" --only prefill
+elif [ -n "$BIN" ] && [ "$MODE" = full ]; then
+  echo "ncu not found (or KVC_GPU_PROFILE=0): no kernel profile" >> "$SUMMARY"
+fi
 # Last (lowest priority, bounded): compute-sanitizer on the new kernels' tests: memcheck
 # (out-of-bounds / misaligned accesses) and racecheck (shared-memory hazards of the tiled and
 # tensor-core attention kernels).
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$BIN" ] && [ -n "$SAN" ]; then
   step memcheck 60 "$SAN" --tool memcheck --error-exitcode 9 "$BIN/kernels_device_tests" \
-    --gtest_filter='*TensorCorePrefill*:*AttentionMatchesTwin*:CudaEngine.FailedAppends*'
+    --gtest_filter='*TensorCorePrefill*:*TensorCoreDecode*:*AttentionMatchesTwin*:CudaEngine.FailedAppends*'
   step racecheck 45 "$SAN" --tool racecheck --error-exitcode 9 "$BIN/kernels_device_tests" \
-    --gtest_filter='*TensorCorePrefill*'
+    --gtest_filter='*TensorCorePrefill*:*TensorCoreDecode*'
 elif [ -n "$BIN" ]; then
   echo "compute-sanitizer not found: memcheck/racecheck skipped" >> "$SUMMARY"
 fi
@@ -152,7 +170,21 @@ fi
 for t in memcheck racecheck; do
   [ -f "$OUTDIR/$t.log" ] && echo "-- $t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUTDIR/$t.log" | tail -1)"
 done
+for t in ncu_decode ncu_prefill; do
+  [ -f "$OUTDIR/$t.log" ] || continue
+  echo "-- $t (Nsight Compute; full report in $t.log)"
+  grep -E '^ +(Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Limit (Registers|Shared Mem)|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|Dynamic Shared Memory Per Block|L1/TEX Hit Rate|L2 Hit Rate) ' \
+    "$OUTDIR/$t.log" | sed -E 's/ +/ /g' | head -16
+  grep -oE 'stalled [^.]*\.' "$OUTDIR/$t.log" | head -2
+done
 if [ -f "$OUTDIR/torch_peer.log" ]; then
   echo "-- torch sdpa peer"
   tail -20 "$OUTDIR/torch_peer.log" | cut -c1-140
+fi
+# The device call brings back at most 8 files from $OUT: pack the logs into one archive there,
+# next to the summary and the two CSVs.
+if [ -n "${OUT:-}" ] && [ "$OUTDIR" = "$OUT" ]; then
+  tar czf /tmp/gpu-check-logs.tar.gz -C "$OUT" . &&
+    find "$OUT" -maxdepth 1 -type f ! -name summary.txt ! -name '*.csv' -delete &&
+    mv /tmp/gpu-check-logs.tar.gz "$OUT/"
 fi
