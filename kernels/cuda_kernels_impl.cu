@@ -649,24 +649,44 @@ __global__ void __launch_bounds__(kDecWarps * 32, 2)
   }
 }
 
-// One block per query row: combine split partials in split order 0..n-1.
-__global__ void AttentionCombineKernel(AttentionParams p, int32_t num_splits) {
+// One block of kCombineThreads per query row: combine split partials in split order 0..n-1
+// (each channel: weights f_s = exp(m_s - max m), denominator sum f_s l_s, numerator sum f_s a_s,
+// over the splits with l_s > 0). The splits' (m_s, l_s) are read once, in parallel, and the
+// weights kept in shared memory (dynamic: 2 * num_splits floats), so that a channel's walk over
+// the splits loads only its own partial sums (before, every channel re-read every split's m_s and
+// l_s from global memory in a serial loop).
+constexpr int kCombineThreads = 128;
+__global__ void __launch_bounds__(kCombineThreads)
+    AttentionCombineKernel(AttentionParams p, int32_t num_splits) {
+  extern __shared__ float combine_smem[];
+  float* weight = combine_smem;              // [num_splits]: f_s, 0 for an empty split
+  float* sum_l = combine_smem + num_splits;  // [num_splits]: l_s
+  __shared__ float warp_max[kCombineThreads / 32];
   const int64_t ri = blockIdx.x;
   const int32_t d_h = p.layout.head_dim;
   const float* ws = p.workspace + ri * num_splits * (d_h + 2);
-  float big_m = -INFINITY;
-  for (int32_t s = 0; s < num_splits; ++s) {
+  float mx = -INFINITY;
+  for (int32_t s = threadIdx.x; s < num_splits; s += kCombineThreads) {
     const float* w = ws + s * (d_h + 2);
-    if (w[d_h + 1] > 0.0f) big_m = fmaxf(big_m, w[d_h]);
+    weight[s] = w[d_h];
+    sum_l[s] = w[d_h + 1];
+    if (w[d_h + 1] > 0.0f) mx = fmaxf(mx, w[d_h]);
   }
-  for (int32_t d = threadIdx.x; d < d_h; d += blockDim.x) {
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, o));
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  float big_m = -INFINITY;
+  for (int w = 0; w < kCombineThreads / 32; ++w) big_m = fmaxf(big_m, warp_max[w]);
+  for (int32_t s = threadIdx.x; s < num_splits; s += kCombineThreads)
+    weight[s] = sum_l[s] > 0.0f ? expf(weight[s] - big_m) : 0.0f;
+  __syncthreads();
+  for (int32_t d = threadIdx.x; d < d_h; d += kCombineThreads) {
     float denom = 0.0f, acc = 0.0f;
+#pragma unroll 8
     for (int32_t s = 0; s < num_splits; ++s) {
-      const float* w = ws + s * (d_h + 2);
-      if (!(w[d_h + 1] > 0.0f)) continue;
-      const float f = expf(w[d_h] - big_m);
-      denom += f * w[d_h + 1];
-      acc += f * w[d];
+      if (!(sum_l[s] > 0.0f)) continue;
+      denom += weight[s] * sum_l[s];
+      acc += weight[s] * ws[s * (d_h + 2) + d];
     }
     p.out[ri * d_h + d] = denom > 0.0f ? acc / denom : 0.0f;
   }
@@ -706,9 +726,10 @@ cudaError_t LaunchAppendT(const KvAppendParams& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Decode (t_q == 1) with G in {1, 2, 4, 8} and head_dim 64 / 128 takes DecodeFastKernel
-// (UseDecodeFastPath in kernel_types.h); every other shape the tiled AttentionKernel. Both write
-// the same outputs / split partials.
+// Decode (t_q == 1) with bf16 K/V, head_dim 128 and G <= 16 takes the tensor-core decode
+// (decode_tc.cu, UseTensorCoreDecode); other decode shapes with G in {1, 2, 4, 8} and head_dim
+// 64 / 128 take DecodeFastKernel (UseDecodeFastPath in kernel_types.h); every other shape the
+// tiled AttentionKernel. All write the same outputs / split partials.
 template <typename T, int G, int D>
 void LaunchDecodeFastGD(const AttentionParams& p, int32_t splits, unsigned bh,
                         cudaStream_t stream) {
@@ -739,7 +760,10 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   const int64_t bh = static_cast<int64_t>(l.batch) * l.num_kv_heads;
   if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
   cudaError_t e = cudaSuccess;
-  if (UseDecodeFastPath(p)) {
+  if (UseTensorCoreDecode(p)) {
+    e = LaunchDecodeTc(p, splits, stream);
+    if (e != cudaSuccess) return e;
+  } else if (UseDecodeFastPath(p)) {
     if (l.head_dim == 64) {
       LaunchDecodeFastD<T, 64>(p, g, splits, static_cast<unsigned>(bh), stream);
     } else {
@@ -757,7 +781,16 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   e = cudaGetLastError();
   if (e != cudaSuccess || splits == 1) return e;
   const int64_t total_rows = static_cast<int64_t>(l.batch) * p.num_q_heads * p.t_q;
-  AttentionCombineKernel<<<static_cast<unsigned>(total_rows), 128, 0, stream>>>(p, splits);
+  // Over 48 KB of weights (more than 6144 splits) needs the opt-in; past the device's limit
+  // (about 29,000 splits on an H200) the launch fails with that error.
+  const size_t combine_smem = 2 * static_cast<size_t>(splits) * sizeof(float);
+  if (combine_smem > 48 * 1024) {
+    e = cudaFuncSetAttribute(AttentionCombineKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(combine_smem));
+    if (e != cudaSuccess) return e;
+  }
+  AttentionCombineKernel<<<static_cast<unsigned>(total_rows), kCombineThreads, combine_smem,
+                           stream>>>(p, splits);
   return cudaGetLastError();
 }
 

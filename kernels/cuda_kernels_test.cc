@@ -483,7 +483,9 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       p.scale = 1.0f / std::sqrt(float(tc.d));
       p.split_size = tc.split;
       // Prefill rows: the SIMT path vs its twin (the tensor-core path has its own test, below).
-      // Decode rows take the launcher's choice: DecodeFastKernel for G in {1,2,4,8}, d_h 64/128.
+      // Decode rows take the launcher's choice: the tensor-core decode for bf16 d_h 128 (Q and P
+      // rounded to bf16: the bf16 criterion below and TensorCoreDecodeMeetsBf16Tolerance), else
+      // DecodeFastKernel for G in {1,2,4,8}, d_h 64/128 (fp32 math: NMSE <= 1e-7 to the twin).
       p.simt_only = tc.t_q > 1;
       std::vector<float> ws(std::max<int64_t>(1, AttentionWorkspaceFloats(p)));
       p.workspace = ws.data();
@@ -492,7 +494,7 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       AttentionParams pp = p;
       pp.layout = paged.layout;
       const auto got_p = RunAttentionDevice(paged, tc.len, q, pp);
-      EXPECT_LE(Nmse(got_c, twin), 1e-7);
+      EXPECT_LE(Nmse(got_c, twin), UseTensorCoreDecode(p) ? 5e-4 : 1e-7);
       EXPECT_EQ(0, std::memcmp(got_c.data(), got_p.data(), q.size() * 4))
           << "device paged and contiguous must agree bit-exactly";
       if (dt == KvDtype::kBF16) {
@@ -509,19 +511,13 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
   }
 }
 
-// Tensor-core prefill (bf16 K/V, d_h 128): against the CPU twin on the same stored K/V and
-// against the float64 reference, with the bf16 criterion (NMSE <= 5e-4 and <= 2x the
-// naive bf16 reference's NMSE); paged == contiguous bit-exactly; two runs bit-identical; every
-// output element written (the output is poisoned with NaN first).
-TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
-  std::mt19937_64 rng(TestSeed(111, "TensorCorePrefillMeetsBf16Tolerance"));
-  const std::vector<AttnCase> cases = {
-      {"tc_past_gqa4", 2, 2, 8, 128, 75, 16, 0, {145, 90}},
-      {"tc_no_past", 1, 1, 2, 128, 64, 16, 0, {64}},
-      {"tc_two_rows", 1, 2, 2, 128, 2, 16, 0, {200}},
-      {"tc_long", 1, 1, 4, 128, 300, 64, 0, {700}},
-  };
-  for (const auto& tc : cases) {
+// A tensor-core attention case (bf16 K/V, d_h 128; prefill for t_q > 1, decode for t_q == 1):
+// against the CPU twin on the same stored K/V and against the float64 reference, with the
+// issue's bf16 criterion (NMSE <= 5e-4 and <= 2x the naive bf16 reference's NMSE); paged ==
+// contiguous bit-exactly; two runs bit-identical; every output element written (the output is
+// poisoned with NaN first).
+void ExpectTensorCoreCaseMeetsBf16Tolerance(const AttnCase& tc, std::mt19937_64& rng) {
+  {
     SCOPED_TRACE(tc.name);
     const int max_len = *std::max_element(tc.len.begin(), tc.len.end());
     LogicalKv kv{tc.B,
@@ -545,7 +541,10 @@ TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
     p.num_q_heads = tc.Hq;
     p.t_q = tc.t_q;
     p.scale = 1.0f / std::sqrt(float(tc.d));
-    ASSERT_TRUE(UseTensorCorePrefill(p));
+    p.split_size = tc.split;
+    std::vector<float> ws(std::max<int64_t>(1, AttentionWorkspaceFloats(p)));
+    p.workspace = ws.data();
+    ASSERT_TRUE(tc.t_q > 1 ? UseTensorCorePrefill(p) : UseTensorCoreDecode(p));
     ASSERT_TRUE(AttentionCpu(p).ok());
     const auto got = RunAttentionDevice(contig, tc.len, q, p);
     const auto again = RunAttentionDevice(contig, tc.len, q, p);
@@ -566,6 +565,32 @@ TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
   }
 }
 
+TEST_F(DeviceTest, TensorCorePrefillMeetsBf16Tolerance) {
+  std::mt19937_64 rng(TestSeed(111, "TensorCorePrefillMeetsBf16Tolerance"));
+  for (const AttnCase& tc : std::vector<AttnCase>{
+           {"tc_past_gqa4", 2, 2, 8, 128, 75, 16, 0, {145, 90}},
+           {"tc_no_past", 1, 1, 2, 128, 64, 16, 0, {64}},
+           {"tc_two_rows", 1, 2, 2, 128, 2, 16, 0, {200}},
+           {"tc_long", 1, 1, 4, 128, 300, 64, 0, {700}},
+       })
+    ExpectTensorCoreCaseMeetsBf16Tolerance(tc, rng);
+}
+
+// The tensor-core decode (UseTensorCoreDecode): group sizes 1 to 16 (16 fills the MMA row tile;
+// 5 is no power of two), ragged lengths with partial 16-key tiles and warps without a tile,
+// split-K (the split partials and the combine), paged with blocks smaller than a tile.
+TEST_F(DeviceTest, TensorCoreDecodeMeetsBf16Tolerance) {
+  std::mt19937_64 rng(TestSeed(112, "TensorCoreDecodeMeetsBf16Tolerance"));
+  for (const AttnCase& tc : std::vector<AttnCase>{
+           {"tcdec_g8_ragged", 3, 2, 16, 128, 1, 16, 0, {300, 77, 513}},
+           {"tcdec_g16_split", 2, 1, 16, 128, 1, 16, 96, {1000, 5}},
+           {"tcdec_g1_short", 2, 3, 3, 128, 1, 8, 0, {1, 40}},
+           {"tcdec_g5_blocks4", 2, 2, 10, 128, 1, 4, 0, {17, 130}},
+           {"tcdec_g8_split_long", 1, 8, 64, 128, 1, 16, 256, {4000}},
+       })
+    ExpectTensorCoreCaseMeetsBf16Tolerance(tc, rng);
+}
+
 TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
   std::mt19937_64 rng(TestSeed(108, "AttentionSplitKMatchesUnsplitOnDevice"));
   const int B = 1, Hkv = 8, Hq = 64, d = 128, T = 4096;
@@ -575,21 +600,31 @@ TEST_F(DeviceTest, AttentionSplitKMatchesUnsplitOnDevice) {
                d,
                RandomFloats(size_t(B) * Hkv * T * d, rng),
                RandomFloats(size_t(B) * Hkv * T * d, rng)};
-  HostCache c = MakeCache(kv, KvDtype::kBF16, T, 16, rng);
   auto q = RandomFloats(size_t(B) * Hq * d, rng, -2, 2);
   const std::vector<int32_t> len = {T};
-  AttentionParams p;
-  p.layout = c.layout;
-  p.max_kv_len = T;
-  p.num_q_heads = Hq;
-  p.t_q = 1;
-  p.scale = 1.0f / std::sqrt(float(d));
-  const auto un = RunAttentionDevice(c, len, q, p);
-  p.split_size = 256;
-  const auto sp = RunAttentionDevice(c, len, q, p);
-  EXPECT_LE(Nmse(sp, un), 1e-10);
-  const auto sp2 = RunAttentionDevice(c, len, q, p);
-  EXPECT_EQ(0, std::memcmp(sp.data(), sp2.data(), sp.size() * 4)) << "split-K is deterministic";
+  // fp16 storage takes DecodeFastKernel (fp32 math: split and unsplit differ by summation order
+  // alone); bf16 the tensor-core decode, whose P is rounded to bf16 relative to each split's
+  // running maximum, so split and unsplit round differently: each is within ~1e-5 of the twin
+  // (TensorCoreDecodeMeetsBf16Tolerance prints it), so their distance is bounded by 4e-5.
+  for (KvDtype dt : {KvDtype::kF16, KvDtype::kBF16}) {
+    HostCache c = MakeCache(kv, dt, T, 16, rng);
+    AttentionParams p;
+    p.layout = c.layout;
+    p.max_kv_len = T;
+    p.num_q_heads = Hq;
+    p.t_q = 1;
+    p.scale = 1.0f / std::sqrt(float(d));
+    const bool tc = UseTensorCoreDecode(p);
+    EXPECT_EQ(tc, dt == KvDtype::kBF16);
+    const auto un = RunAttentionDevice(c, len, q, p);
+    p.split_size = 256;
+    const auto sp = RunAttentionDevice(c, len, q, p);
+    std::printf("split-K vs unsplit (%s): NMSE %.3e\n", tc ? "tensor-core bf16" : "fast fp16",
+                Nmse(sp, un));
+    EXPECT_LE(Nmse(sp, un), tc ? 4e-5 : 1e-10);
+    const auto sp2 = RunAttentionDevice(c, len, q, p);
+    EXPECT_EQ(0, std::memcmp(sp.data(), sp2.data(), sp.size() * 4)) << "split-K is deterministic";
+  }
 }
 
 // The whole per-layer path of one model call on the device: RoPE on Q and K, stage the K/V rows
@@ -697,7 +732,14 @@ TEST_F(DeviceTest, RopeAppendPublishDecodePipelineMatchesTwin) {
       dvis.as<int32_t>(), derr.as<int32_t>(), dpub.as<int32_t>(), dout.as<float>(), true);
   EXPECT_EQ(dpub.Download<int32_t>(), pub);
   EXPECT_EQ(dlen.Download<int32_t>(), vis_len);
-  EXPECT_LE(Nmse(dout.Download<float>(), want), 1e-6);
+  // The decode here is the tensor-core decode (bf16, d_h 128, G 8), which rounds Q and P to bf16:
+  // its bound is TensorCoreDecodeMeetsBf16Tolerance's distance to the twin; the other paths' 1e-6.
+  AttentionParams shape;
+  shape.layout = host.layout;
+  shape.num_q_heads = Hq;
+  const double nmse = Nmse(dout.Download<float>(), want);
+  std::printf("rope/append/publish/decode pipeline: NMSE %.3e vs twin\n", nmse);
+  EXPECT_LE(nmse, UseTensorCoreDecode(shape) ? 5e-5 : 1e-6);
   for (DeviceBuffer* b : {&dev.k, &dev.v, &dev.table, &dq, &dk, &dv, &dpk, &dpq, &dbase, &dlen,
                           &dvis, &derr, &dpub, &dout})
     EXPECT_TRUE(b->GuardsIntact());

@@ -17,6 +17,9 @@ cudaError_t LaunchKvPublish(const KvPublishParams& p, cudaStream_t stream);
 cudaError_t LaunchAttention(const AttentionParams& p, cudaStream_t stream);
 // Tensor-core prefill (attention_tc.cu); only for UseTensorCorePrefill(p) shapes.
 cudaError_t LaunchAttentionTc(const AttentionParams& p, cudaStream_t stream);
+// Tensor-core decode (decode_tc.cu); only for UseTensorCoreDecode(p) shapes. Writes the output
+// (num_splits 1) or the split partials; the caller launches the combine.
+cudaError_t LaunchDecodeTc(const AttentionParams& p, int32_t num_splits, cudaStream_t stream);
 cudaError_t LaunchFillUniform(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo,
                               float hi, cudaStream_t stream);
 

@@ -54,17 +54,29 @@ KVC_HD int64_t MaxTokensPerSeq(const KvLayout& l) {
 // Element offset of the first channel of row (b, h, t) in the K (or V) buffer, or -1 when the
 // row is not addressable: t outside [0, MaxTokensPerSeq) or a block id outside [0, num_blocks).
 // `block_table` is ignored for a contiguous layout. Callers guarantee b, h in range.
-KVC_HD int64_t KvRowOffset(const KvLayout& l, const int32_t* block_table, int32_t b, int32_t h,
-                           int32_t t) {
+// KvRowOffset in two steps, for a kernel that reads the block table ahead of the rows:
+// KvBlockEntry reads the entry of (b, t) (paged, t addressable; 0 otherwise), and KvRowOffsetAt
+// gives the offset of (b, h, t) from that entry, with KvRowOffset's -1 rules.
+KVC_HD int32_t KvBlockEntry(const KvLayout& l, const int32_t* block_table, int32_t b, int32_t t) {
+  if (!IsPaged(l) || t < 0 || t >= MaxTokensPerSeq(l)) return 0;
+  return block_table[static_cast<int64_t>(b) * l.max_blocks_per_seq + t / l.block_size];
+}
+// Paged: the offset of head h's row `in_block` (t % block_size) of block-table entry `block`.
+KVC_HD int64_t KvPagedRowOffset(const KvLayout& l, int32_t block, int32_t h, int32_t in_block) {
+  if (block < 0 || block >= l.num_blocks) return -1;
+  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size + in_block) *
+         l.head_dim;
+}
+KVC_HD int64_t KvRowOffsetAt(const KvLayout& l, int32_t block, int32_t b, int32_t h, int32_t t) {
   if (t < 0 || t >= MaxTokensPerSeq(l)) return -1;
   if (!IsPaged(l)) {
     return ((static_cast<int64_t>(b) * l.num_kv_heads + h) * l.capacity + t) * l.head_dim;
   }
-  const int32_t block =
-      block_table[static_cast<int64_t>(b) * l.max_blocks_per_seq + t / l.block_size];
-  if (block < 0 || block >= l.num_blocks) return -1;
-  return ((static_cast<int64_t>(block) * l.num_kv_heads + h) * l.block_size + t % l.block_size) *
-         l.head_dim;
+  return KvPagedRowOffset(l, block, h, t % l.block_size);
+}
+KVC_HD int64_t KvRowOffset(const KvLayout& l, const int32_t* block_table, int32_t b, int32_t h,
+                           int32_t t) {
+  return KvRowOffsetAt(l, KvBlockEntry(l, block_table, b, t), b, h, t);
 }
 
 KVC_HD int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
@@ -110,13 +122,16 @@ KVC_HD void SplitKeyRange(int32_t s, int32_t split_size, int32_t limit, int32_t*
 }
 
 // A split size for decode that fills the device: none (0) when B * H_kv blocks already give
-// every SM two blocks, else the smallest multiple of 256 tokens that yields about 4 blocks per
-// SM. Pure function of the shape, so a given shape always splits the same way.
+// every SM two blocks, else the smallest multiple of 256 tokens that yields about 2 blocks per
+// SM: one wave, as the decode kernels keep two blocks per SM resident (measured on an H200,
+// 2026-12-04, B 1, H_kv 8, ctx 32k, tensor-core decode: 1024-token splits (256 blocks) 49% of the
+// copy bandwidth, 512 (512 blocks, the earlier 4-per-SM choice) 33%, 2048 43%). Pure function of
+// the shape, so a given shape always splits the same way.
 KVC_HD int32_t ChooseSplitSize(int32_t batch, int32_t num_kv_heads, int32_t max_kv_len,
                                int32_t num_sms) {
   const int64_t blocks = static_cast<int64_t>(batch) * num_kv_heads;
   if (blocks >= 2LL * num_sms || max_kv_len <= 512) return 0;
-  const int64_t want_splits = (4LL * num_sms + blocks - 1) / blocks;
+  const int64_t want_splits = (2LL * num_sms + blocks - 1) / blocks;
   int64_t size = (max_kv_len + want_splits - 1) / want_splits;
   size = ((size + 255) / 256) * 256;
   return size >= max_kv_len ? 0 : static_cast<int32_t>(size);
@@ -317,6 +332,48 @@ KVC_HD int32_t TcPrefillSmemBytes() {
 KVC_HD bool UseTensorCorePrefill(const AttentionParams& p) {
   return !p.simt_only && p.layout.dtype == KvDtype::kBF16 && p.layout.head_dim == kTcHeadDim &&
          p.t_q > 1 && NumSplits(p.max_kv_len, p.split_size) == 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core GQA decode (kernels/decode_tc.cu): bf16 K/V, head_dim 128, t_q == 1, group
+// G = H_q / H_kv in [1, 16]. One block = kDecTcWarps warps per (split, b, h_kv). The G query
+// heads are the rows of one m16 MMA row tile (rows >= G are zeros), so S = Q K^T and O += P V are
+// mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) over tiles of kDecTcKeys keys: per tile 16
+// MMAs for S and 16 for P V, where the SIMT decode fast path spends G * 256 FMAs per key. Warp w
+// streams tiles w, w + kDecTcWarps, ... of the block's key range through its own
+// kDecTcStages-deep cp.async ring in shared memory (K and V rows as stored, [key][d], padded to
+// kDecTcRowStride so that ldmatrix reads 32 distinct banks; ldmatrix.trans gives P V's B
+// fragments), keeps its own online softmax, and the warps are combined at the end like
+// DecodeFastKernel's (same output and split-partial format, so AttentionCombineKernel serves both).
+// Q is rounded to bf16 once and P to bf16 for P V (the tensor-core prefill's arithmetic); keys
+// past kv_len are zero-filled and masked, an unaddressable row reads as NaN (as every path).
+inline constexpr int32_t kDecTcKeys = 16;
+inline constexpr int32_t kDecTcStages = 3;
+inline constexpr int32_t kDecTcWarps = 4;
+inline constexpr int32_t kDecTcRowStride = kTcHeadDim + 8;  // bf16 per K/V smem row (272 bytes)
+inline constexpr int32_t kDecTcMaxGroup = 16;
+
+// Dynamic shared memory of one block: per warp kDecTcStages x (K + V) tiles of kDecTcKeys rows.
+KVC_HD int32_t DecodeTcSmemBytes() {
+  return kDecTcWarps * kDecTcStages * 2 * kDecTcKeys * kDecTcRowStride * 2;
+}
+
+// The attention launcher takes the tensor-core decode for exactly these shapes (before the SIMT
+// decode fast path, which keeps fp32/fp16 storage and head_dim 64).
+KVC_HD bool UseTensorCoreDecode(const AttentionParams& p) {
+  if (p.simt_only || p.t_q != 1 || p.layout.dtype != KvDtype::kBF16 ||
+      p.layout.head_dim != kTcHeadDim || p.layout.num_kv_heads <= 0 ||
+      p.num_q_heads % p.layout.num_kv_heads != 0)
+    return false;
+  const int32_t g = p.num_q_heads / p.layout.num_kv_heads;
+  return g >= 1 && g <= kDecTcMaxGroup;
+}
+
+// Tiles of kDecTcKeys keys in [t_begin, t_end) that warp `warp` of a decode block walks
+// (tiles warp, warp + kDecTcWarps, ...).
+KVC_HD int32_t DecodeTcWarpTiles(int32_t t_begin, int32_t t_end, int32_t warp) {
+  const int32_t tiles = t_end > t_begin ? CeilDiv(t_end - t_begin, kDecTcKeys) : 0;
+  return tiles > warp ? CeilDiv(tiles - warp, kDecTcWarps) : 0;
 }
 
 // Keys [0, end) the block whose first query row is m0 must visit: the widest (last valid) row's

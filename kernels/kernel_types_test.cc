@@ -96,12 +96,67 @@ TEST(Splits, FixedSizeCoversEveryKeyOnce) {
   EXPECT_EQ(NumSplits(100, 0), 1);
 }
 
+// The tensor-core decode takes bf16 K/V, head_dim 128, t_q 1 and G in [1, 16], unless the
+// caller forces the SIMT path; the launcher asks for it before the SIMT decode fast path.
+TEST(DecodeTc, SelectsExactlyItsShapes) {
+  AttentionParams p;
+  p.layout = KvLayout{KvDtype::kBF16, 64, 8, 128, 4096};
+  p.num_q_heads = 64;
+  p.t_q = 1;
+  EXPECT_TRUE(UseTensorCoreDecode(p));
+  EXPECT_TRUE(UseDecodeFastPath(p))
+      << "the fast path would take it too: the launcher asks TC first";
+  for (int32_t hq : {8, 16, 40, 128}) {
+    p.num_q_heads = hq;
+    EXPECT_TRUE(UseTensorCoreDecode(p)) << hq;
+  }
+  p.num_q_heads = 136;  // G 17: more heads than the m16 row tile
+  EXPECT_FALSE(UseTensorCoreDecode(p));
+  p.num_q_heads = 12;  // not a multiple of H_kv
+  EXPECT_FALSE(UseTensorCoreDecode(p));
+  p.num_q_heads = 64;
+  AttentionParams q = p;
+  q.t_q = 2;
+  EXPECT_FALSE(UseTensorCoreDecode(q));
+  q = p;
+  q.simt_only = true;
+  EXPECT_FALSE(UseTensorCoreDecode(q));
+  for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16}) {
+    q = p;
+    q.layout.dtype = dt;
+    EXPECT_FALSE(UseTensorCoreDecode(q));
+  }
+  q = p;
+  q.layout.head_dim = 64;
+  EXPECT_FALSE(UseTensorCoreDecode(q));
+  // Two blocks of the ring per SM (the launch bounds' occupancy) fit the H200's 228 KB.
+  EXPECT_LE(2 * (DecodeTcSmemBytes() + 1024), 228 * 1024);
+}
+
+// Warp w walks tiles w, w + 4, ...: over any key range the warps visit every tile exactly once.
+TEST(DecodeTc, WarpTilesCoverTheRangeOnce) {
+  for (int32_t begin : {0, 5, 512})
+    for (int32_t len = 0; len <= 300; ++len) {
+      int32_t total = 0;
+      for (int32_t w = 0; w < kDecTcWarps; ++w) {
+        const int32_t n = DecodeTcWarpTiles(begin, begin + len, w);
+        total += n;
+        if (n > 0) {
+          EXPECT_LT((w + (n - 1) * kDecTcWarps) * kDecTcKeys, len) << "last tile starts inside";
+        }
+        EXPECT_GE((w + n * kDecTcWarps) * kDecTcKeys, len) << "no tile left for this warp";
+      }
+      EXPECT_EQ(total, CeilDiv(len, kDecTcKeys)) << begin << " " << len;
+    }
+}
+
 TEST(Splits, ChooseSplitSizeFillsTheDeviceDeterministically) {
   EXPECT_EQ(ChooseSplitSize(64, 8, 32768, 132), 0);  // 512 blocks: no split needed
   const int s = ChooseSplitSize(1, 8, 32768, 132);   // 8 blocks: split
   EXPECT_GT(s, 0);
   EXPECT_EQ(s % 256, 0);
-  EXPECT_GE(8 * NumSplits(32768, s), 4 * 132 * 9 / 10);
+  EXPECT_GE(8 * NumSplits(32768, s), 2 * 132 * 9 / 10);  // about two blocks per SM ...
+  EXPECT_LE(8 * NumSplits(32768, s), 2 * 132);           // ... in one wave
   EXPECT_EQ(s, ChooseSplitSize(1, 8, 32768, 132));
   EXPECT_EQ(ChooseSplitSize(1, 8, 300, 132), 0);  // short contexts stay unsplit
 }

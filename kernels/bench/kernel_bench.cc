@@ -1,9 +1,10 @@
 // kvconform_kernel_bench: measures the device ceilings (D2D copy bandwidth, bf16 cuBLAS GEMM
 // rate) and then the kernels against them in the same run, printing one table.
 //
-// Usage: kvconform_kernel_bench [--quick] [--csv PATH]
+// Usage: kvconform_kernel_bench [--quick] [--csv PATH] [--only decode|append|prefill]
 //   --quick  smaller shapes and fewer repetitions (a smoke run, a few seconds)
 //   --csv    also write every row as CSV
+//   --only   the ceilings and then one group (e.g. under a profiler, with fewer launches to skip)
 // Timing: CUDA events around each repetition after warm-up; the median is reported. Inputs are
 // seeded random (FillUniformCuda), never zeros. Bytes are the fewest a kernel must move (each
 // input read once, each output written once); the copy ceiling counts bytes read + written.
@@ -92,7 +93,8 @@ std::string Shape(std::initializer_list<std::pair<const char*, long long>> kv) {
   return s;
 }
 
-int Run(bool quick, const char* csv) {
+int Run(bool quick, const char* csv, const std::string& only) {
+  auto want = [&](const char* group) { return only.empty() || only == group; };
   std::string why;
   if (!CudaDeviceAvailable(&why)) {
     std::fprintf(stderr, "kvconform_kernel_bench: no CUDA device (%s)\n", why.c_str());
@@ -204,84 +206,97 @@ int Run(bool quick, const char* csv) {
   auto decode = [&](int batch, int ctx, bool use_paged, int split) {
     return decode_gd(batch, ctx, use_paged, split, Hq, d);
   };
-  for (int ctx : contexts) {
-    const int split = ChooseSplitSize(B, Hkv, ctx, sms);
-    auto [ms_c, gbs_c] = decode(B, ctx, false, split);
-    Emit({"decode", "contiguous bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}),
-          ms_c, gbs_c, "GB/s", 100 * gbs_c / copy_gbs, ctx >= 8192 ? ">=85% (large reads)" : ""});
-    auto [ms_p, gbs_p] = decode(B, ctx, true, split);
-    Emit({"decode", "paged16 bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_p,
-          gbs_p, "GB/s", 100 * gbs_p / copy_gbs,
-          "paged/contig time " + std::to_string(ms_p / ms_c).substr(0, 5) + " (<=1.05)"});
-  }
-  // The decode fast path's other instantiations (GQA 1/2/4 at d_h 128, GQA 8/1 at d_h 64).
-  {
-    const int ctx = quick ? 4096 : 8192;
-    const int split = ChooseSplitSize(B, Hkv, ctx, sms);
-    for (auto [g, hd] :
-         std::vector<std::pair<int, int>>{{1, 128}, {2, 128}, {4, 128}, {8, 64}, {1, 64}}) {
-      auto [ms_g, gbs_g] = decode_gd(B, ctx, false, split, Hkv * g, hd);
-      Emit({"decode", "contiguous bf16 GQA" + std::to_string(g) + ":1 d" + std::to_string(hd),
-            Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_g, gbs_g, "GB/s",
-            100 * gbs_g / copy_gbs, ""});
+  if (want("decode")) {
+    for (int ctx : contexts) {
+      const int split = ChooseSplitSize(B, Hkv, ctx, sms);
+      auto [ms_c, gbs_c] = decode(B, ctx, false, split);
+      Emit({"decode", "contiguous bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}),
+            ms_c, gbs_c, "GB/s", 100 * gbs_c / copy_gbs, ctx >= 8192 ? ">=85% (large reads)" : ""});
+      auto [ms_p, gbs_p] = decode(B, ctx, true, split);
+      Emit({"decode", "paged16 bf16 GQA8:1", Shape({{"B", B}, {"ctx", ctx}, {"split", split}}),
+            ms_p, gbs_p, "GB/s", 100 * gbs_p / copy_gbs,
+            "paged/contig time " + std::to_string(ms_p / ms_c).substr(0, 5) + " (<=1.05)"});
     }
-  }
-  {
-    const int ctx = max_ctx;
-    auto [ms0, gbs0] = decode(1, ctx, false, 0);
-    Emit({"decode", "contiguous B=1 unsplit", Shape({{"B", 1}, {"ctx", ctx}}), ms0, gbs0, "GB/s",
-          100 * gbs0 / copy_gbs, "(reference for split-K)"});
-    const int split = ChooseSplitSize(1, Hkv, ctx, sms);
-    auto [ms1, gbs1] = decode(1, ctx, false, split);
-    Emit({"decode", "contiguous B=1 split-K", Shape({{"B", 1}, {"ctx", ctx}, {"split", split}}),
-          ms1, gbs1, "GB/s", 100 * gbs1 / copy_gbs, ">=70%"});
-    auto [ms2, gbs2] = decode(1, ctx, true, split);
-    Emit({"decode", "paged16 B=1 split-K", Shape({{"B", 1}, {"ctx", ctx}, {"split", split}}), ms2,
-          gbs2, "GB/s", 100 * gbs2 / copy_gbs, ">=70%"});
-  }
+    // The decode fast path's other instantiations (GQA 1/2/4 at d_h 128, GQA 8/1 at d_h 64).
+    {
+      const int ctx = quick ? 4096 : 8192;
+      const int split = ChooseSplitSize(B, Hkv, ctx, sms);
+      for (auto [g, hd] :
+           std::vector<std::pair<int, int>>{{1, 128}, {2, 128}, {4, 128}, {8, 64}, {1, 64}}) {
+        auto [ms_g, gbs_g] = decode_gd(B, ctx, false, split, Hkv * g, hd);
+        Emit({"decode", "contiguous bf16 GQA" + std::to_string(g) + ":1 d" + std::to_string(hd),
+              Shape({{"B", B}, {"ctx", ctx}, {"split", split}}), ms_g, gbs_g, "GB/s",
+              100 * gbs_g / copy_gbs, ""});
+      }
+    }
+    {
+      const int ctx = max_ctx;
+      auto [ms0, gbs0] = decode(1, ctx, false, 0);
+      Emit({"decode", "contiguous B=1 unsplit", Shape({{"B", 1}, {"ctx", ctx}}), ms0, gbs0, "GB/s",
+            100 * gbs0 / copy_gbs, "(reference for split-K)"});
+      const int split = ChooseSplitSize(1, Hkv, ctx, sms);
+      auto [ms1, gbs1] = decode(1, ctx, false, split);
+      Emit({"decode", "contiguous B=1 split-K", Shape({{"B", 1}, {"ctx", ctx}, {"split", split}}),
+            ms1, gbs1, "GB/s", 100 * gbs1 / copy_gbs, ">=70%"});
+      auto [ms2, gbs2] = decode(1, ctx, true, split);
+      Emit({"decode", "paged16 B=1 split-K", Shape({{"B", 1}, {"ctx", ctx}, {"split", split}}), ms2,
+            gbs2, "GB/s", 100 * gbs2 / copy_gbs, ">=70%"});
+      // The split size against the one ChooseSplitSize picks (a sweep, for tuning it).
+      for (int sweep : {256, 1024, 2048}) {
+        auto [ms3, gbs3] = decode(1, ctx, false, sweep);
+        Emit({"decode", "contiguous B=1 split sweep",
+              Shape({{"B", 1}, {"ctx", ctx}, {"split", sweep}}), ms3, gbs3, "GB/s",
+              100 * gbs3 / copy_gbs, ""});
+      }
+    }
 
+  }  // decode
   // --- KV append (one layer of an append transaction): fp32 staged rows -> bf16 storage ------
-  for (int t_new : {quick ? 64 : 256, quick ? 128 : 1024}) {
-    float* kn = static_cast<float*>(Malloc(size_t(B) * Hkv * t_new * d * 4));
-    float* vn = static_cast<float*>(Malloc(size_t(B) * Hkv * t_new * d * 4));
-    BENCH_CHECK(FillUniformCuda(kn, KvDtype::kF32, int64_t(B) * Hkv * t_new * d, seed++, -1, 1, 0));
-    BENCH_CHECK(FillUniformCuda(vn, KvDtype::kF32, int64_t(B) * Hkv * t_new * d, seed++, -1, 1, 0));
-    std::vector<int32_t> base(B, 1000);
-    int32_t* d_base = static_cast<int32_t*>(Malloc(B * 4));
-    int32_t* d_err = static_cast<int32_t*>(Malloc(4));
-    BENCH_CHECK(cudaMemcpy(d_base, base.data(), B * 4, cudaMemcpyHostToDevice));
-    BENCH_CHECK(cudaMemset(d_err, 0, 4));
-    for (bool use_paged : {false, true}) {
-      KvAppendParams p;
-      p.layout = use_paged ? paged : contig;
-      p.k_cache = use_paged ? kp : kc;
-      p.v_cache = use_paged ? vp : vc;
-      p.block_table = use_paged ? d_table : nullptr;
-      p.base_len = d_base;
-      p.k_new = kn;
-      p.v_new = vn;
-      p.t_new = t_new;
-      p.error_flag = d_err;
-      const double ms = TimeMs([&] { BENCH_CHECK(KvAppendCuda(p, 0)); }, 3, reps);
-      const double bytes = 2.0 * B * Hkv * double(t_new) * d * (4 + 2);
-      const double gbs = bytes / (ms * 1e6);
-      Emit({"append", use_paged ? "paged16 f32->bf16" : "contiguous f32->bf16",
-            Shape({{"B", B}, {"T_new", t_new}, {"MB", (long long)(bytes / 1e6)}}), ms, gbs, "GB/s",
-            100 * gbs / copy_gbs, bytes >= 64e6 ? ">=80% (>=64 MB/step)" : ""});
+  if (want("append")) {
+    for (int t_new : {quick ? 64 : 256, quick ? 128 : 1024}) {
+      float* kn = static_cast<float*>(Malloc(size_t(B) * Hkv * t_new * d * 4));
+      float* vn = static_cast<float*>(Malloc(size_t(B) * Hkv * t_new * d * 4));
+      BENCH_CHECK(
+          FillUniformCuda(kn, KvDtype::kF32, int64_t(B) * Hkv * t_new * d, seed++, -1, 1, 0));
+      BENCH_CHECK(
+          FillUniformCuda(vn, KvDtype::kF32, int64_t(B) * Hkv * t_new * d, seed++, -1, 1, 0));
+      std::vector<int32_t> base(B, 1000);
+      int32_t* d_base = static_cast<int32_t*>(Malloc(B * 4));
+      int32_t* d_err = static_cast<int32_t*>(Malloc(4));
+      BENCH_CHECK(cudaMemcpy(d_base, base.data(), B * 4, cudaMemcpyHostToDevice));
+      BENCH_CHECK(cudaMemset(d_err, 0, 4));
+      for (bool use_paged : {false, true}) {
+        KvAppendParams p;
+        p.layout = use_paged ? paged : contig;
+        p.k_cache = use_paged ? kp : kc;
+        p.v_cache = use_paged ? vp : vc;
+        p.block_table = use_paged ? d_table : nullptr;
+        p.base_len = d_base;
+        p.k_new = kn;
+        p.v_new = vn;
+        p.t_new = t_new;
+        p.error_flag = d_err;
+        const double ms = TimeMs([&] { BENCH_CHECK(KvAppendCuda(p, 0)); }, 3, reps);
+        const double bytes = 2.0 * B * Hkv * double(t_new) * d * (4 + 2);
+        const double gbs = bytes / (ms * 1e6);
+        Emit({"append", use_paged ? "paged16 f32->bf16" : "contiguous f32->bf16",
+              Shape({{"B", B}, {"T_new", t_new}, {"MB", (long long)(bytes / 1e6)}}), ms, gbs,
+              "GB/s", 100 * gbs / copy_gbs, bytes >= 64e6 ? ">=80% (>=64 MB/step)" : ""});
+      }
+      int32_t err = -1;
+      BENCH_CHECK(cudaMemcpy(&err, d_err, 4, cudaMemcpyDeviceToHost));
+      if (err != 0) std::printf("append error flag set: the benchmark shape is wrong\n");
+      for (void* p : {static_cast<void*>(kn), static_cast<void*>(vn), static_cast<void*>(d_base),
+                      static_cast<void*>(d_err)})
+        BENCH_CHECK(cudaFree(p));
     }
-    int32_t err = -1;
-    BENCH_CHECK(cudaMemcpy(&err, d_err, 4, cudaMemcpyDeviceToHost));
-    if (err != 0) std::printf("append error flag set: the benchmark shape is wrong\n");
-    for (void* p : {static_cast<void*>(kn), static_cast<void*>(vn), static_cast<void*>(d_base),
-                    static_cast<void*>(d_err)})
-      BENCH_CHECK(cudaFree(p));
-  }
+  }  // append
   for (void* p : {kc, vc, kp, vp, static_cast<void*>(d_table), static_cast<void*>(q),
                   static_cast<void*>(out), static_cast<void*>(d_len), static_cast<void*>(ws)})
     BENCH_CHECK(cudaFree(p));
 
   // --- Prefill attention: bf16 K/V, causal, d_h 128, H_q 32 / H_kv 8, T_past 0 ---------------
-  {
+  if (want("prefill")) {
     const int pHq = 32, pHkv = 8;
     std::vector<int> lens = quick ? std::vector<int>{1024} : std::vector<int>{4096, 8192, 16384};
     for (int T : lens) {
@@ -347,15 +362,21 @@ int Run(bool quick, const char* csv) {
 int main(int argc, char** argv) {
   bool quick = false;
   const char* csv = nullptr;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
       csv = argv[++i];
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "decode") || !std::strcmp(argv[i + 1], "append") ||
+                !std::strcmp(argv[i + 1], "prefill"))) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--csv PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--csv PATH] [--only decode|append|prefill]\n",
+                   argv[0]);
       return 64;
     }
   }
-  return kvc::kernels::Run(quick, csv);
+  return kvc::kernels::Run(quick, csv, only);
 }

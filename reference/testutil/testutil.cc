@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace kvc::test {
 
 std::string SourcePath(const std::string& relative) {
-  std::string path = KVCONFORM_SOURCE_DIR;  // appended in place (see fuzzer_test.cc's Cmd)
+  const char* env = std::getenv("KVCONFORM_SOURCE_DIR");
+  std::string path = env && *env ? env : KVCONFORM_SOURCE_DIR;  // appended in place
   path += '/';
   path += relative;
   return path;

@@ -14,7 +14,9 @@
 
 namespace kvc::test {
 
-// Absolute path of a file in the source tree (tests read fixtures from there).
+// Absolute path of a file in the source tree (tests read fixtures from there): under the
+// environment's KVCONFORM_SOURCE_DIR when set (a test binary carried to another machine, e.g. by
+// tools/gpu-check.sh, finds the tree where it runs), else the tree it was configured from.
 std::string SourcePath(const std::string& relative);
 // Parses a source-tree JSON file; fails the current test (and returns null) on error.
 Json LoadJson(const std::string& relative);
