@@ -8,42 +8,65 @@
 #include <cstdint>
 
 #include "kernels/cuda_launch_internal.h"
+#include "kernels/tc_primitives.cuh"
 
 namespace kvc::kernels::internal {
 namespace {
+
+using tc::CpAsync16;
+using tc::CpAsyncCommit;
+using tc::CpAsyncWait;
+using tc::kFull;
+using tc::LdMatrixX4;
+using tc::LdMatrixX4Trans;
+using tc::Mma;
+using tc::PackBf16;
+using tc::SmemAddr;
 
 constexpr int kThreads = kTcWarps * 32;
 constexpr int kDSteps = kTcHeadDim / 16;  // k-steps of S = Q K^T
 constexpr int kKeyTiles = kTcBlockN / 8;  // n-tiles of S
 constexpr int kPvSteps = kTcBlockN / 16;  // k-steps of O += P V
 constexpr int kDTiles = kTcHeadDim / 8;   // n-tiles of O
-constexpr unsigned kFull = 0xffffffffu;
+constexpr int kRowBytes = kTcQkStride * 2;
+constexpr int kTileBytes = kTcBlockN * kRowBytes;  // one K (or V) tile
+constexpr int kChunks = kTcHeadDim * 2 / 16;       // 16-byte chunks per K/V row
 static_assert(kTcBlockM == 16 * kTcWarps, "one m16 row tile per warp");
+static_assert(kThreads % kChunks == 0 && kTcBlockN % (kThreads / kChunks) == 0, "copy tiling");
 
-__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-__device__ __forceinline__ uint32_t Ld32(const __nv_bfloat16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
-// d[0..3] += A[16x16] * B[16x8] (fragments per kernel_types.h Mma* maps).
-__device__ __forceinline__ void Mma(float* d, const uint32_t* a, const uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+// Starts the copy of the K/V tile of keys n0 .. n0 + kTcBlockN - 1 into `k_dst` / `v_dst` (shared
+// memory, [key][d] rows of kRowBytes): thread `tid` copies 16-byte chunk (tid % 16) of rows
+// tid / 16 + 8 i. Keys past kv_len are zero-filled (P is 0 there); an unaddressable row reads as
+// NaN (visible in the output, as on every path).
+__device__ __forceinline__ void IssueKvTile(const AttentionParams& p, int32_t b, int32_t h_kv,
+                                            int32_t n0, int32_t kv_len, unsigned char* k_dst,
+                                            unsigned char* v_dst, int tid) {
+  const KvLayout& l = p.layout;
+  const int c = tid % kChunks;
+  const __nv_bfloat16* kc = static_cast<const __nv_bfloat16*>(p.k_cache);
+  const __nv_bfloat16* vc = static_cast<const __nv_bfloat16*>(p.v_cache);
+#pragma unroll
+  for (int r = tid / kChunks; r < kTcBlockN; r += kThreads / kChunks) {
+    const int32_t t = n0 + r;
+    const int at = r * kRowBytes + c * 16;
+    const int64_t off = t < kv_len ? KvRowOffset(l, p.block_table, b, h_kv, t) : 0;
+    if (off < 0) {
+      const uint4 nan = make_uint4(kFull, kFull, kFull, kFull);
+      *reinterpret_cast<uint4*>(k_dst + at) = nan;
+      *reinterpret_cast<uint4*>(v_dst + at) = nan;
+    } else {
+      const int bytes = t < kv_len ? 16 : 0;
+      CpAsync16(SmemAddr(k_dst + at), kc + off + c * 8, bytes);
+      CpAsync16(SmemAddr(v_dst + at), vc + off + c * 8, bytes);
+    }
+  }
 }
 
 // grid = (ceil(t_q / 64), H_q, B), heaviest (last) query tiles first; block = 128 threads.
-__global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p) {
+__global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [kTcBlockM][kTcQkStride]
-  __nv_bfloat16* ks = qs + kTcBlockM * kTcQkStride;                // [kTcBlockN][kTcQkStride]
-  __nv_bfloat16* vt = ks + kTcBlockN * kTcQkStride;                // [kTcHeadDim][kTcVtStride]
+  // Ring stage s: K tile at smem_raw + 2 s kTileBytes, V tile right after it.
+  unsigned char* ring = smem_raw;
   const KvLayout& l = p.layout;
   const int32_t m0 = (gridDim.x - 1 - blockIdx.x) * kTcBlockM;
   const int32_t h_q = blockIdx.y;
@@ -52,27 +75,24 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int32_t kv_len = max(0, min(p.kv_len[b], p.max_kv_len));
   const int64_t q_row0 = (static_cast<int64_t>(b) * p.num_q_heads + h_q) * p.t_q;
+  const int32_t key_end = TcPrefillKeyEnd(kv_len, p.t_q, m0);
+  const int32_t n_tiles = key_end > 0 ? CeilDiv(key_end, kTcBlockN) : 0;
+  if (n_tiles > 0) IssueKvTile(p, b, h_kv, 0, kv_len, ring, ring + kTileBytes, tid);
+  CpAsyncCommit();
 
-  // Q tile -> bf16 shared memory (rows past t_q are zeros and never written out).
-  constexpr int kQVecs = kTcHeadDim / 4;
-  for (int e = tid; e < kTcBlockM * kQVecs; e += kThreads) {
-    const int r = e / kQVecs, c = (e % kQVecs) * 4;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (m0 + r < p.t_q)
-      v = *reinterpret_cast<const float4*>(p.q + (q_row0 + m0 + r) * kTcHeadDim + c);
-    uint2 u;
-    u.x = PackBf16(v.x, v.y);
-    u.y = PackBf16(v.z, v.w);
-    *reinterpret_cast<uint2*>(qs + r * kTcQkStride + c) = u;
-  }
-  __syncthreads();
+  // This warp's Q A-fragments straight from global memory (rows past t_q are zeros and never
+  // written out), rounded to bf16; the first tile's copy is in flight meanwhile.
   uint32_t qa[kDSteps][4];
 #pragma unroll
   for (int kk = 0; kk < kDSteps; ++kk) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      qa[kk][j] = Ld32(qs + (warp * 16 + MmaARow(lane, 2 * j)) * kTcQkStride + kk * 16 +
-                       MmaACol(lane, 2 * j));
+      const int32_t row = m0 + warp * 16 + MmaARow(lane, 2 * j);
+      float2 v = make_float2(0.0f, 0.0f);
+      if (row < p.t_q)
+        v = *reinterpret_cast<const float2*>(p.q + (q_row0 + row) * kTcHeadDim + kk * 16 +
+                                             MmaACol(lane, 2 * j));
+      qa[kk][j] = PackBf16(v.x, v.y);
     }
   }
   // This thread's two rows (C fragment rows g and g + 8) and their causal limits.
@@ -84,43 +104,36 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
   for (int dt = 0; dt < kDTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
-  const int32_t key_end = TcPrefillKeyEnd(kv_len, p.t_q, m0);
-  constexpr int kKvVecs = kTcHeadDim / 8;  // 16-byte chunks per K/V row
-  for (int32_t n0 = 0; n0 < key_end; n0 += kTcBlockN) {
-    __syncthreads();  // the previous tile's readers are done
-    for (int e = tid; e < kTcBlockN * kKvVecs; e += kThreads) {
-      const int key = e / kKvVecs, c = (e % kKvVecs) * 8;
-      const int32_t t = n0 + key;
-      uint4 kq = make_uint4(0u, 0u, 0u, 0u), vq = kq;  // keys past kv_len: zeros (P = 0 there)
-      if (t < kv_len) {
-        const int64_t off = KvRowOffset(l, p.block_table, b, h_kv, t);
-        if (off >= 0) {
-          kq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.k_cache) + off +
-                                               c);
-          vq = *reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(p.v_cache) + off +
-                                               c);
-        } else {
-          kq = vq = make_uint4(kFull, kFull, kFull, kFull);  // unaddressable row: NaN, visible
-        }
-      }
-      *reinterpret_cast<uint4*>(ks + key * kTcQkStride + c) = kq;
-      const __nv_bfloat16* v8 = reinterpret_cast<const __nv_bfloat16*>(&vq);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) vt[(c + i) * kTcVtStride + key] = v8[i];
+  // ldmatrix row addresses: matrix mi = lane >> 3, row (lane & 7) of it.
+  const int mi = lane >> 3, mr = lane & 7;
+  // Scores are kept in the base-2 domain (s * scale * log2 e, one FMA-able multiply), so the
+  // softmax's exponentials are exp2f; the running maxima are in that domain too.
+  const float scale_log2 = p.scale * tc::kLog2e;
+  for (int32_t it = 0; it < n_tiles; ++it) {
+    const int32_t n0 = it * kTcBlockN;
+    unsigned char* stage = ring + (it % kTcStages) * 2 * kTileBytes;
+    // The next tile's copy overlaps this tile's MMAs; its stage was last read in iteration
+    // it - 1, before that iteration's closing barrier.
+    if (it + 1 < n_tiles) {
+      unsigned char* next = ring + ((it + 1) % kTcStages) * 2 * kTileBytes;
+      IssueKvTile(p, b, h_kv, n0 + kTcBlockN, kv_len, next, next + kTileBytes, tid);
     }
-    __syncthreads();
+    CpAsyncCommit();
+    CpAsyncWait<1>();  // this thread's copies of tile `it` have landed
+    __syncthreads();   // ... and every thread's
+    const uint32_t k_s = SmemAddr(stage), v_s = k_s + kTileBytes;
 
-    // S = Q K^T for this warp's 16 rows x 64 keys.
+    // S = Q K^T for this warp's 16 rows x 64 keys; one ldmatrix.x4 gives two k-steps' fragments.
     float s[kKeyTiles][4];
 #pragma unroll
     for (int nt = 0; nt < kKeyTiles; ++nt) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-      const __nv_bfloat16* krow = ks + (nt * 8 + MmaBCol(lane, 0)) * kTcQkStride;
 #pragma unroll
-      for (int kk = 0; kk < kDSteps; ++kk) {
-        const uint32_t bk[2] = {Ld32(krow + kk * 16 + MmaBRow(lane, 0)),
-                                Ld32(krow + kk * 16 + MmaBRow(lane, 2))};
-        Mma(s[nt], qa[kk], bk);
+      for (int kk = 0; kk < kDSteps; kk += 2) {
+        uint32_t r[4];
+        LdMatrixX4(r, k_s + (nt * 8 + mr) * kRowBytes + ((kk + (mi >> 1)) * 16 + (mi & 1) * 8) * 2);
+        Mma(s[nt], qa[kk], r[0], r[1]);
+        Mma(s[nt], qa[kk + 1], r[2], r[3]);
       }
     }
     // Scale and mask (bottom-right causal; keys past kv_len are past every limit).
@@ -129,42 +142,12 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int32_t key = n0 + nt * 8 + MmaCCol(lane, i);
-        s[nt][i] = key < lim[i >> 1] ? s[nt][i] * p.scale : -INFINITY;
+        s[nt][i] = key < lim[i >> 1] ? s[nt][i] * scale_log2 : -INFINITY;
       }
     }
-    // Online softmax per row (the four lanes of a quad share a row).
-#pragma unroll
-    for (int rh = 0; rh < 2; ++rh) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < kKeyTiles; ++nt)
-        mx = fmaxf(mx, fmaxf(s[nt][2 * rh], s[nt][2 * rh + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
-      const float m_new = fmaxf(m_run[rh], mx);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
-      const float corr = expf(m_run[rh] - m_use);             // 0 when m_run was -inf
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < kKeyTiles; ++nt) {
-#pragma unroll
-        for (int c = 2 * rh; c < 2 * rh + 2; ++c) {
-          const float e = expf(s[nt][c] - m_use);  // 0 for masked keys
-          s[nt][c] = e;
-          sum += e;
-        }
-      }
-      sum += __shfl_xor_sync(kFull, sum, 1);
-      sum += __shfl_xor_sync(kFull, sum, 2);
-      l_run[rh] = l_run[rh] * corr + sum;
-      m_run[rh] = m_new;
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; ++dt) {
-        o[dt][2 * rh] *= corr;
-        o[dt][2 * rh + 1] *= corr;
-      }
-    }
-    // O += P V: the S accumulators of n-tiles 2kk, 2kk+1 are the A fragment of k-step kk.
+    tc::OnlineSoftmaxStep(s, m_run, l_run, o);
+    // O += P V: the S accumulators of n-tiles 2kk, 2kk+1 are the A fragment of k-step kk;
+    // ldmatrix.trans of V [key][d] gives the B fragments of two d n-tiles at a time.
 #pragma unroll
     for (int kk = 0; kk < kPvSteps; ++kk) {
       const uint32_t pa[4] = {PackBf16(s[2 * kk][0], s[2 * kk][1]),
@@ -172,13 +155,16 @@ __global__ void __launch_bounds__(kThreads) AttentionTcKernel(AttentionParams p)
                               PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-      for (int dt = 0; dt < kDTiles; ++dt) {
-        const __nv_bfloat16* vrow = vt + (dt * 8 + MmaBCol(lane, 0)) * kTcVtStride + kk * 16;
-        const uint32_t bv[2] = {Ld32(vrow + MmaBRow(lane, 0)), Ld32(vrow + MmaBRow(lane, 2))};
-        Mma(o[dt], pa, bv);
+      for (int dt = 0; dt < kDTiles; dt += 2) {
+        uint32_t r[4];
+        LdMatrixX4Trans(r, v_s + (kk * 16 + (mi & 1) * 8 + mr) * kRowBytes + (dt + (mi >> 1)) * 16);
+        Mma(o[dt], pa, r[0], r[1]);
+        Mma(o[dt + 1], pa, r[2], r[3]);
       }
     }
+    __syncthreads();  // every warp has read this stage before it is refilled
   }
+  CpAsyncWait<0>();
 
 #pragma unroll
   for (int dt = 0; dt < kDTiles; ++dt) {

@@ -63,34 +63,20 @@ TEST(TcFragments, SAccumulatorsAreThePOperand) {
       }
 }
 
-// Every warp-wide 32-bit fragment load from shared memory touches 32 distinct banks.
+// Every 8-row phase of an ldmatrix (K and V tiles of the prefill and the decode, [key][d] rows)
+// reads 8 distinct 16-byte bank groups.
 TEST(TcFragments, SharedMemoryLoadsAreBankConflictFree) {
-  auto distinct = [](auto word_of_lane) {
-    std::set<int> banks;
-    for (int lane = 0; lane < 32; ++lane) banks.insert(word_of_lane(lane) % 32);
-    return banks.size() == 32;
-  };
-  for (int kk = 0; kk < kTcHeadDim / 16; ++kk)
-    for (int j = 0; j < 4; ++j)
-      EXPECT_TRUE(distinct([&](int lane) {
-        return ((16 + MmaARow(lane, 2 * j)) * kTcQkStride + kk * 16 + MmaACol(lane, 2 * j)) / 2;
-      }));
-  for (int nt = 0; nt < kTcBlockN / 8; ++nt)
-    for (int kk = 0; kk < kTcHeadDim / 16; ++kk)
-      for (int j = 0; j < 2; ++j)
-        EXPECT_TRUE(distinct([&](int lane) {
-          return ((nt * 8 + MmaBCol(lane, 0)) * kTcQkStride + kk * 16 + MmaBRow(lane, 2 * j)) / 2;
-        }));
-  for (int dt = 0; dt < kTcHeadDim / 8; ++dt)
-    for (int kk = 0; kk < kTcBlockN / 16; ++kk)
-      for (int j = 0; j < 2; ++j)
-        EXPECT_TRUE(distinct([&](int lane) {
-          return ((dt * 8 + MmaBCol(lane, 0)) * kTcVtStride + kk * 16 + MmaBRow(lane, 2 * j)) / 2;
-        }));
-  // Rows start 16-byte aligned (uint4 stores of K rows, uint2 stores of Q rows).
-  EXPECT_EQ((kTcQkStride * 2) % 16, 0);
-  EXPECT_EQ((kTcVtStride * 2) % 16, 0);
-  EXPECT_EQ(TcPrefillSmemBytes(), 53248);  // > 48 KiB (opt-in), < 227 KiB (sm_90 per block)
+  for (int stride : {kTcQkStride, kDecTcRowStride}) {
+    EXPECT_EQ((stride * 2) % 16, 0) << "ldmatrix and cp.async need 16-byte aligned rows";
+    for (int row0 : {0, 8, 16, 56})
+      for (int col = 0; col < kTcHeadDim; col += 8) {
+        std::set<int> groups;
+        for (int r = 0; r < 8; ++r) groups.insert(((row0 + r) * stride * 2 + col * 2) / 16 % 8);
+        EXPECT_EQ(groups.size(), 8u) << stride << " " << row0 << " " << col;
+      }
+  }
+  EXPECT_EQ(TcPrefillSmemBytes(), 69632);  // > 48 KiB (opt-in); three blocks per SM fit 228 KiB
+  EXPECT_LE(3 * (TcPrefillSmemBytes() + 1024), 228 * 1024);
 }
 
 TEST(TcPrefill, SelectionAndKeyRange) {

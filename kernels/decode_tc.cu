@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cuda_launch_internal.h"
+#include "kernels/tc_primitives.cuh"
 
 namespace kvc::kernels::internal {
 namespace {
@@ -21,54 +22,18 @@ constexpr int kStageBytes = 2 * kTileBytes;    // K tile, then V tile
 constexpr int kDSteps = kD / 16;               // k-steps of S = Q K^T
 constexpr int kDTiles = kD / 8;                // n-tiles of O
 constexpr int kChunks = kD * 2 / 16;           // 16-byte chunks per K/V row
-constexpr unsigned kFull = 0xffffffffu;
+using tc::CpAsync16;
+using tc::CpAsyncCommit;
+using tc::CpAsyncWait;
+using tc::kFull;
+using tc::LdMatrixX4;
+using tc::LdMatrixX4Trans;
+using tc::Mma;
+using tc::PackBf16;
+using tc::SmemAddr;
+constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kKeys == 16, "one k-step of P V per tile (two n-tiles of S)");
 static_assert(kChunks == 16, "two rows of a tile per 32 lanes per copy step");
-
-__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, asynchronous; `bytes` 0 writes zeros (src is not read).
-__device__ __forceinline__ void CpAsync16(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void CpAsyncCommit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Four 8x8 b16 matrices; lane l supplies the address of row (l & 7) of matrix l >> 3.
-__device__ __forceinline__ void LdMatrixX4(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
-// d[0..3] += A[16x16] * B[16x8] (fragments per kernel_types.h Mma* maps).
-__device__ __forceinline__ void Mma(float* d, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Where this lane's rows of a tile, 2i + (lane >> 4) for i = 0..7, live in paged storage: their
 // block-table entries (-1 for a row past MaxTokensPerSeq: unaddressable) and their rows within
@@ -179,6 +144,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   // ldmatrix row addresses: matrix mi = lane >> 3, row (lane & 7) of it.
   const int mi = lane >> 3, mr = lane & 7;
+  const float scale_log2 = p.scale * tc::kLog2e;  // scores in the base-2 domain
 
   for (int32_t i = 0; i < my_tiles; ++i) {
     const int32_t ahead = i + kStages - 1;
@@ -206,45 +172,16 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
         Mma(s[nt], qa[kk + 1], r[2], r[3]);
       }
     }
-    // Scale; keys past the range are masked.
+    // Scale into the base-2 domain (the softmax uses exp2f); keys past the range are masked.
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int32_t key = key0 + nt * 8 + MmaCCol(lane, e);
-        s[nt][e] = key < t_end ? s[nt][e] * p.scale : -INFINITY;
+        s[nt][e] = key < t_end ? s[nt][e] * scale_log2 : -INFINITY;
       }
     }
-    // Online softmax per row (rows g and g + 8; the four lanes of a quad share a row).
-#pragma unroll
-    for (int rh = 0; rh < 2; ++rh) {
-      float mx =
-          fmaxf(fmaxf(s[0][2 * rh], s[0][2 * rh + 1]), fmaxf(s[1][2 * rh], s[1][2 * rh + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
-      const float m_new = fmaxf(m_run[rh], mx);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet
-      const float corr = expf(m_run[rh] - m_use);             // 0 when m_run was -inf
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-        for (int e = 2 * rh; e < 2 * rh + 2; ++e) {
-          const float x = expf(s[nt][e] - m_use);  // 0 for masked keys
-          s[nt][e] = x;
-          sum += x;
-        }
-      }
-      sum += __shfl_xor_sync(kFull, sum, 1);
-      sum += __shfl_xor_sync(kFull, sum, 2);
-      l_run[rh] = l_run[rh] * corr + sum;
-      m_run[rh] = m_new;
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; ++dt) {
-        o[dt][2 * rh] *= corr;
-        o[dt][2 * rh + 1] *= corr;
-      }
-    }
+    tc::OnlineSoftmaxStep(s, m_run, l_run, o);
     // O += P V: S's accumulators of n-tiles 0 and 1 are the A fragment of the one k-step;
     // ldmatrix.trans of V [key][d] gives the B fragments of two d n-tiles at a time.
     const uint32_t pa[4] = {PackBf16(s[0][0], s[0][1]), PackBf16(s[0][2], s[0][3]),
@@ -290,7 +227,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     for (int w = 0; w < kWarps; ++w) {
       const float lw = red_l[w * kDecTcMaxGroup + h];
       if (!(lw > 0.0f)) continue;
-      const float f = expf(red_m[w * kDecTcMaxGroup + h] - big_m);
+      const float f = exp2f(red_m[w * kDecTcMaxGroup + h] - big_m);
       sum_l += f * lw;
       sum_a += f * red_acc[(w * kDecTcMaxGroup + h) * kD + d];
     }
@@ -301,7 +238,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       float* ws = p.workspace + (ri * num_splits + split) * (kD + 2);
       ws[d] = sum_a;
       if (d == 0) {
-        ws[kD] = big_m;
+        ws[kD] = big_m * kLn2;  // the combine's maxima are natural-log scores
         ws[kD + 1] = sum_l;
       }
     }

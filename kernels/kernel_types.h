@@ -311,22 +311,23 @@ KVC_HD void DecodeFastEntry(int32_t g, int32_t lane, int32_t j, int32_t* key, in
 // ---------------------------------------------------------------------------------------------
 // Tensor-core causal prefill (kernels/attention_tc.cu): bf16 K/V, head_dim 128, t_q > 1,
 // unsplit. One thread block = 4 warps = kTcBlockM query rows of one (b, h_q); each warp owns 16
-// rows (one m16 MMA row tile). Keys stream through shared memory in tiles of kTcBlockN: K as
-// [key][d] rows, V transposed as [d][key] rows, both bf16 with 16 bytes of padding per row so
-// the fragment loads of a warp hit 32 distinct banks. S = Q K^T and O += P V use
-// mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation); Q is rounded to bf16 once, P (the
-// exponentials) is rounded to bf16 for the P V product, the softmax state stays fp32.
+// rows (one m16 MMA row tile). Keys stream through a kTcStages-deep cp.async ring in shared
+// memory in tiles of kTcBlockN: K and V rows as stored ([key][d], bf16), padded to kTcQkStride so
+// that each 8-row ldmatrix phase reads 8 distinct 16-byte bank groups; ldmatrix gives S = Q K^T's
+// B fragments, ldmatrix.trans those of O += P V. The next tile's copy is issued before the
+// current tile's MMAs. Both products are mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation); Q
+// is rounded to bf16 once, P (the exponentials, exp2f of base-2 scores) to bf16 for the P V
+// product, the softmax state stays fp32.
 inline constexpr int32_t kTcBlockM = 64;
 inline constexpr int32_t kTcBlockN = 64;
 inline constexpr int32_t kTcHeadDim = 128;
 inline constexpr int32_t kTcWarps = 4;
-inline constexpr int32_t kTcQkStride = kTcHeadDim + 8;  // bf16 per Q/K smem row
-inline constexpr int32_t kTcVtStride = kTcBlockN + 8;   // bf16 per transposed-V smem row
+inline constexpr int32_t kTcStages = 2;
+inline constexpr int32_t kTcQkStride = kTcHeadDim + 8;  // bf16 per K/V smem row (272 bytes)
 
-// Dynamic shared memory of one block: Q [64][136] + K [64][136] + V^T [128][72], bf16.
-KVC_HD int32_t TcPrefillSmemBytes() {
-  return 2 * (kTcBlockM * kTcQkStride + kTcBlockN * kTcQkStride + kTcHeadDim * kTcVtStride);
-}
+// Dynamic shared memory of one block: kTcStages x (K [64][136] + V [64][136]), bf16; three
+// blocks fit an SM (Q's fragments are loaded from global memory straight into registers).
+KVC_HD int32_t TcPrefillSmemBytes() { return 2 * kTcQkStride * kTcStages * 2 * kTcBlockN; }
 
 // The attention launcher takes the tensor-core prefill for exactly these shapes.
 KVC_HD bool UseTensorCorePrefill(const AttentionParams& p) {
@@ -345,8 +346,9 @@ KVC_HD bool UseTensorCorePrefill(const AttentionParams& p) {
 // kDecTcRowStride so that ldmatrix reads 32 distinct banks; ldmatrix.trans gives P V's B
 // fragments), keeps its own online softmax, and the warps are combined at the end like
 // DecodeFastKernel's (same output and split-partial format, so AttentionCombineKernel serves both).
-// Q is rounded to bf16 once and P to bf16 for P V (the tensor-core prefill's arithmetic); keys
-// past kv_len are zero-filled and masked, an unaddressable row reads as NaN (as every path).
+// Q is rounded to bf16 once and P to bf16 for P V, with exp2f of base-2 scores (the tensor-core
+// prefill's arithmetic; tc_primitives.cuh OnlineSoftmaxStep serves both); keys past kv_len are
+// zero-filled and masked, an unaddressable row reads as NaN (as every path).
 inline constexpr int32_t kDecTcKeys = 16;
 inline constexpr int32_t kDecTcStages = 3;
 inline constexpr int32_t kDecTcWarps = 4;
