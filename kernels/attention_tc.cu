@@ -13,16 +13,6 @@
 namespace kvc::kernels::internal {
 namespace {
 
-using tc::CpAsync16;
-using tc::CpAsyncCommit;
-using tc::CpAsyncWait;
-using tc::kFull;
-using tc::LdMatrixX4;
-using tc::LdMatrixX4Trans;
-using tc::Mma;
-using tc::PackBf16;
-using tc::SmemAddr;
-
 constexpr int kThreads = kTcWarps * 32;
 constexpr int kDSteps = kTcHeadDim / 16;  // k-steps of S = Q K^T
 constexpr int kKeyTiles = kTcBlockN / 8;  // n-tiles of S
@@ -51,13 +41,13 @@ __device__ __forceinline__ void IssueKvTile(const AttentionParams& p, int32_t b,
     const int at = r * kRowBytes + c * 16;
     const int64_t off = t < kv_len ? KvRowOffset(l, p.block_table, b, h_kv, t) : 0;
     if (off < 0) {
-      const uint4 nan = make_uint4(kFull, kFull, kFull, kFull);
+      const uint4 nan = make_uint4(tc::kFull, tc::kFull, tc::kFull, tc::kFull);
       *reinterpret_cast<uint4*>(k_dst + at) = nan;
       *reinterpret_cast<uint4*>(v_dst + at) = nan;
     } else {
       const int bytes = t < kv_len ? 16 : 0;
-      CpAsync16(SmemAddr(k_dst + at), kc + off + c * 8, bytes);
-      CpAsync16(SmemAddr(v_dst + at), vc + off + c * 8, bytes);
+      tc::CpAsync16(tc::SmemAddr(k_dst + at), kc + off + c * 8, bytes);
+      tc::CpAsync16(tc::SmemAddr(v_dst + at), vc + off + c * 8, bytes);
     }
   }
 }
@@ -78,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams
   const int32_t key_end = TcPrefillKeyEnd(kv_len, p.t_q, m0);
   const int32_t n_tiles = key_end > 0 ? CeilDiv(key_end, kTcBlockN) : 0;
   if (n_tiles > 0) IssueKvTile(p, b, h_kv, 0, kv_len, ring, ring + kTileBytes, tid);
-  CpAsyncCommit();
+  tc::CpAsyncCommit();
 
   // This warp's Q A-fragments straight from global memory (rows past t_q are zeros and never
   // written out), rounded to bf16; the first tile's copy is in flight meanwhile.
@@ -92,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams
       if (row < p.t_q)
         v = *reinterpret_cast<const float2*>(p.q + (q_row0 + row) * kTcHeadDim + kk * 16 +
                                              MmaACol(lane, 2 * j));
-      qa[kk][j] = PackBf16(v.x, v.y);
+      qa[kk][j] = tc::PackBf16(v.x, v.y);
     }
   }
   // This thread's two rows (C fragment rows g and g + 8) and their causal limits.
@@ -104,8 +94,6 @@ __global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams
   for (int dt = 0; dt < kDTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
-  // ldmatrix row addresses: matrix mi = lane >> 3, row (lane & 7) of it.
-  const int mi = lane >> 3, mr = lane & 7;
   // Scores are kept in the base-2 domain (s * scale * log2 e, one FMA-able multiply), so the
   // softmax's exponentials are exp2f; the running maxima are in that domain too.
   const float scale_log2 = p.scale * tc::kLog2e;
@@ -118,24 +106,14 @@ __global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams
       unsigned char* next = ring + ((it + 1) % kTcStages) * 2 * kTileBytes;
       IssueKvTile(p, b, h_kv, n0 + kTcBlockN, kv_len, next, next + kTileBytes, tid);
     }
-    CpAsyncCommit();
-    CpAsyncWait<1>();  // this thread's copies of tile `it` have landed
-    __syncthreads();   // ... and every thread's
-    const uint32_t k_s = SmemAddr(stage), v_s = k_s + kTileBytes;
+    tc::CpAsyncCommit();
+    tc::CpAsyncWait<1>();  // this thread's copies of tile `it` have landed
+    __syncthreads();       // ... and every thread's
+    const uint32_t k_s = tc::SmemAddr(stage), v_s = k_s + kTileBytes;
 
-    // S = Q K^T for this warp's 16 rows x 64 keys; one ldmatrix.x4 gives two k-steps' fragments.
+    // S = Q K^T for this warp's 16 rows x 64 keys.
     float s[kKeyTiles][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeyTiles; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < kDSteps; kk += 2) {
-        uint32_t r[4];
-        LdMatrixX4(r, k_s + (nt * 8 + mr) * kRowBytes + ((kk + (mi >> 1)) * 16 + (mi & 1) * 8) * 2);
-        Mma(s[nt], qa[kk], r[0], r[1]);
-        Mma(s[nt], qa[kk + 1], r[2], r[3]);
-      }
-    }
+    tc::QkTile(s, qa, k_s, kRowBytes, lane);
     // Scale and mask (bottom-right causal; keys past kv_len are past every limit).
 #pragma unroll
     for (int nt = 0; nt < kKeyTiles; ++nt) {
@@ -146,25 +124,12 @@ __global__ void __launch_bounds__(kThreads, 3) AttentionTcKernel(AttentionParams
       }
     }
     tc::OnlineSoftmaxStep(s, m_run, l_run, o);
-    // O += P V: the S accumulators of n-tiles 2kk, 2kk+1 are the A fragment of k-step kk;
-    // ldmatrix.trans of V [key][d] gives the B fragments of two d n-tiles at a time.
+    // O += P V, one k-step of 16 keys at a time.
 #pragma unroll
-    for (int kk = 0; kk < kPvSteps; ++kk) {
-      const uint32_t pa[4] = {PackBf16(s[2 * kk][0], s[2 * kk][1]),
-                              PackBf16(s[2 * kk][2], s[2 * kk][3]),
-                              PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int dt = 0; dt < kDTiles; dt += 2) {
-        uint32_t r[4];
-        LdMatrixX4Trans(r, v_s + (kk * 16 + (mi & 1) * 8 + mr) * kRowBytes + (dt + (mi >> 1)) * 16);
-        Mma(o[dt], pa, r[0], r[1]);
-        Mma(o[dt + 1], pa, r[2], r[3]);
-      }
-    }
+    for (int kk = 0; kk < kPvSteps; ++kk) tc::PvStep(o, s, kk, v_s, kRowBytes, lane);
     __syncthreads();  // every warp has read this stage before it is refilled
   }
-  CpAsyncWait<0>();
+  tc::CpAsyncWait<0>();
 
 #pragma unroll
   for (int dt = 0; dt < kDTiles; ++dt) {

@@ -22,15 +22,6 @@ constexpr int kStageBytes = 2 * kTileBytes;    // K tile, then V tile
 constexpr int kDSteps = kD / 16;               // k-steps of S = Q K^T
 constexpr int kDTiles = kD / 8;                // n-tiles of O
 constexpr int kChunks = kD * 2 / 16;           // 16-byte chunks per K/V row
-using tc::CpAsync16;
-using tc::CpAsyncCommit;
-using tc::CpAsyncWait;
-using tc::kFull;
-using tc::LdMatrixX4;
-using tc::LdMatrixX4Trans;
-using tc::Mma;
-using tc::PackBf16;
-using tc::SmemAddr;
 constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kKeys == 16, "one k-step of P V per tile (two n-tiles of S)");
 static_assert(kChunks == 16, "two rows of a tile per 32 lanes per copy step");
@@ -71,7 +62,7 @@ __device__ __forceinline__ void IssueTile(const AttentionParams& p, int32_t b, i
                                           int lane, const TileRows& rows) {
   const KvLayout& l = p.layout;
   const int c = lane & 15;
-  const uint32_t k_dst = SmemAddr(slot), v_dst = k_dst + kTileBytes;
+  const uint32_t k_dst = tc::SmemAddr(slot), v_dst = k_dst + kTileBytes;
   const __nv_bfloat16* kc = static_cast<const __nv_bfloat16*>(p.k_cache);
   const __nv_bfloat16* vc = static_cast<const __nv_bfloat16*>(p.v_cache);
 #pragma unroll
@@ -85,13 +76,13 @@ __device__ __forceinline__ void IssueTile(const AttentionParams& p, int32_t b, i
                        : KvRowOffset(l, nullptr, b, h_kv, t);
     }
     if (off < 0) {  // unaddressable row: NaN, visible in the output (as every path)
-      const uint4 nan = make_uint4(kFull, kFull, kFull, kFull);
+      const uint4 nan = make_uint4(tc::kFull, tc::kFull, tc::kFull, tc::kFull);
       *reinterpret_cast<uint4*>(slot + at) = nan;
       *reinterpret_cast<uint4*>(slot + kTileBytes + at) = nan;
     } else {
       const int bytes = t < t_end ? 16 : 0;  // keys past the range: zeros (masked below)
-      CpAsync16(k_dst + at, kc + off + c * 8, bytes);
-      CpAsync16(v_dst + at, vc + off + c * 8, bytes);
+      tc::CpAsync16(k_dst + at, kc + off + c * 8, bytes);
+      tc::CpAsync16(v_dst + at, vc + off + c * 8, bytes);
     }
   }
 }
@@ -121,7 +112,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       LocateRows(p, b, key0_of(s), lane, &rows);
       IssueTile(p, b, h_kv, key0_of(s), t_end, ring + s * kStageBytes, lane, rows);
     }
-    CpAsyncCommit();
+    tc::CpAsyncCommit();
   }
   LocateRows(p, b, key0_of(kStages - 1), lane, &rows);
 
@@ -135,15 +126,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       const int row = MmaARow(lane, 2 * j), col = kk * 16 + MmaACol(lane, 2 * j);
       float2 v = make_float2(0.0f, 0.0f);
       if (row < G) v = *reinterpret_cast<const float2*>(p.q + (q_row0 + row) * kD + col);
-      qa[kk][j] = PackBf16(v.x, v.y);
+      qa[kk][j] = tc::PackBf16(v.x, v.y);
     }
   }
   float o[kDTiles][4];
 #pragma unroll
   for (int dt = 0; dt < kDTiles; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  // ldmatrix row addresses: matrix mi = lane >> 3, row (lane & 7) of it.
-  const int mi = lane >> 3, mr = lane & 7;
   const float scale_log2 = p.scale * tc::kLog2e;  // scores in the base-2 domain
 
   for (int32_t i = 0; i < my_tiles; ++i) {
@@ -151,27 +140,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     if (ahead < my_tiles)
       IssueTile(p, b, h_kv, key0_of(ahead), t_end, ring + (ahead % kStages) * kStageBytes, lane,
                 rows);
-    CpAsyncCommit();
+    tc::CpAsyncCommit();
     LocateRows(p, b, key0_of(ahead + 1), lane, &rows);  // in flight during this tile's MMAs
-    CpAsyncWait<kStages - 1>();  // tile i's group has landed (this lane's copies)
-    __syncwarp();                // ... and every lane's, NaN rows included
+    tc::CpAsyncWait<kStages - 1>();  // tile i's group has landed (this lane's copies)
+    __syncwarp();                    // ... and every lane's, NaN rows included
     const unsigned char* slot = ring + (i % kStages) * kStageBytes;
-    const uint32_t k_s = SmemAddr(slot), v_s = k_s + kTileBytes;
+    const uint32_t k_s = tc::SmemAddr(slot), v_s = k_s + kTileBytes;
     const int32_t key0 = key0_of(i);
 
-    // S = Q K^T: n-tiles of keys 0-7 and 8-15; one ldmatrix.x4 gives two k-steps' B fragments.
+    // S = Q K^T: n-tiles of keys 0-7 and 8-15.
     float s[2][4];
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < kDSteps; kk += 2) {
-        uint32_t r[4];
-        LdMatrixX4(r, k_s + (nt * 8 + mr) * kRowBytes + ((kk + (mi >> 1)) * 16 + (mi & 1) * 8) * 2);
-        Mma(s[nt], qa[kk], r[0], r[1]);
-        Mma(s[nt], qa[kk + 1], r[2], r[3]);
-      }
-    }
+    tc::QkTile(s, qa, k_s, kRowBytes, lane);
     // Scale into the base-2 domain (the softmax uses exp2f); keys past the range are masked.
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
@@ -182,20 +161,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       }
     }
     tc::OnlineSoftmaxStep(s, m_run, l_run, o);
-    // O += P V: S's accumulators of n-tiles 0 and 1 are the A fragment of the one k-step;
-    // ldmatrix.trans of V [key][d] gives the B fragments of two d n-tiles at a time.
-    const uint32_t pa[4] = {PackBf16(s[0][0], s[0][1]), PackBf16(s[0][2], s[0][3]),
-                            PackBf16(s[1][0], s[1][1]), PackBf16(s[1][2], s[1][3])};
-#pragma unroll
-    for (int dt = 0; dt < kDTiles; dt += 2) {
-      uint32_t r[4];
-      LdMatrixX4Trans(r, v_s + ((mi & 1) * 8 + mr) * kRowBytes + (dt + (mi >> 1)) * 8 * 2);
-      Mma(o[dt], pa, r[0], r[1]);
-      Mma(o[dt + 1], pa, r[2], r[3]);
-    }
+    // O += P V: the tile is one k-step of 16 keys.
+    tc::PvStep(o, s, 0, v_s, kRowBytes, lane);
     __syncwarp();  // every lane has read this slot before it is refilled
   }
-  CpAsyncWait<0>();
+  tc::CpAsyncWait<0>();
   __syncthreads();  // the ring is reused below
 
   // Combine the warps: red_acc[w][row][d], red_m/red_l[w][row] over the ring's memory.

@@ -62,6 +62,47 @@ __device__ __forceinline__ void Mma(float* d, const uint32_t* a, uint32_t b0, ui
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// S = Q K^T over kNTiles n-tiles of 8 keys for one m16 row tile: qa holds Q's A fragments for
+// kDSteps k-steps of 16 channels; k_tile is the shared-memory address of the first key's row,
+// rows of row_bytes bytes ([key][d], bf16). One ldmatrix.x4 gives two k-steps' B fragments.
+template <int kNTiles, int kDSteps>
+__device__ __forceinline__ void QkTile(float (&s)[kNTiles][4], const uint32_t (&qa)[kDSteps][4],
+                                       uint32_t k_tile, int row_bytes, int lane) {
+  const int mi = lane >> 3, mr = lane & 7;  // ldmatrix: row mr of matrix mi
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kDSteps; kk += 2) {
+      uint32_t r[4];
+      LdMatrixX4(r,
+                 k_tile + (nt * 8 + mr) * row_bytes + ((kk + (mi >> 1)) * 16 + (mi & 1) * 8) * 2);
+      Mma(s[nt], qa[kk], r[0], r[1]);
+      Mma(s[nt], qa[kk + 1], r[2], r[3]);
+    }
+  }
+}
+
+// O += P V for k-step kk (keys 16 kk .. 16 kk + 15) of an m16 row tile: P's A fragment is S's
+// accumulators (after OnlineSoftmaxStep) of n-tiles 2 kk and 2 kk + 1, rounded to bf16; v_tile
+// is the shared-memory address of the tile's first V row ([key][d], row_bytes bytes), and
+// ldmatrix.trans gives the B fragments of two of o's kDTiles n-tiles at a time.
+template <int kNTiles, int kDTiles>
+__device__ __forceinline__ void PvStep(float (&o)[kDTiles][4], const float (&s)[kNTiles][4], int kk,
+                                       uint32_t v_tile, int row_bytes, int lane) {
+  const int mi = lane >> 3, mr = lane & 7;
+  const uint32_t pa[4] = {
+      PackBf16(s[2 * kk][0], s[2 * kk][1]), PackBf16(s[2 * kk][2], s[2 * kk][3]),
+      PackBf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), PackBf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+  for (int dt = 0; dt < kDTiles; dt += 2) {
+    uint32_t r[4];
+    LdMatrixX4Trans(r, v_tile + (kk * 16 + (mi & 1) * 8 + mr) * row_bytes + (dt + (mi >> 1)) * 16);
+    Mma(o[dt], pa, r[0], r[1]);
+    Mma(o[dt + 1], pa, r[2], r[3]);
+  }
+}
+
 // log2(e): scores are scaled by scale * kLog2e so that the softmax's exponentials are exp2f.
 inline constexpr float kLog2e = 1.4426950408889634f;
 
