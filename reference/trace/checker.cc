@@ -638,8 +638,10 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   if (e.operation_id) {
     PoisonOp(*e.operation_id);
-    // The transfer plane gates its transfers under their own key (transfer_events.cc).
-    if (SameBytes(e.source_component, "transfer")) Poison("transfer:" + std::string(*e.operation_id));
+    // The transfer plane gates its transfers under their own key and returns what they hold
+    // (transfer_events.cc; probe 12: poisoning the key alone left a dropped event's transfer
+    // holding its blocks and credits, and the next transfer there raised a second code).
+    if (SameBytes(e.source_component, "transfer")) GateTransfer(*this, *e.operation_id);
   }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
   const EventTypeSpec* spec = FindEventType(e.event_type);
@@ -1678,8 +1680,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     // A transfer's later events may leave out its request: they are gated through the transfer
     // (since 2026-12-03: before, a plan skipped here left its transfer unknown, so its next
     // event without a request_id raised HANDOFF_TRANSFER_UNKNOWN).
-    if (spec->plane == Plane::kTransfer && e.operation_id)
-      Poison("transfer:" + std::string(*e.operation_id));
+    if (spec->plane == Plane::kTransfer && e.operation_id) GateTransfer(*this, *e.operation_id);
     return;
   }
   // The handle generation fence: a semantic event must target the live incarnation.

@@ -40,11 +40,13 @@ struct Destination {
   Destination(uint64_t credit, uint64_t blocks) : credits(credit), pool(blocks) {}
   ByteCreditWindow credits;
   DestinationBlockPool pool;
-  // False once a transfer that may hold credits or blocks here was gated (GateTransfer, or a
-  // plan not replayed): the runtime's window and pool may still hold what the replay returned
-  // (or never took), so its in_flight_bytes claims are no longer compared, and a credit or a
-  // reservation it refuses is not judged.
-  bool holdings_known = true;
+  // False once a transfer that may hold credits here was gated (GateTransfer, or a plan not
+  // replayed): the runtime's window may still hold what the replay returned (or never took), so
+  // its in_flight_bytes claims are no longer compared, and a credit it refuses is not judged.
+  bool window_known = true;
+  // The same for blocks: false once a transfer that may hold blocks here (unpublished or
+  // decode-owned) is no longer followed; a reservation the runtime refuses is then not judged.
+  bool pool_known = true;
 };
 
 // One planned transfer. What it keeps once finished (PUBLISHED or ABORTED: TransferState::
@@ -246,6 +248,15 @@ class TransferState final : public CheckerExtension {
   // as naming an unknown transfer (FindTransfer), and a plan reusing its id plans a new one.
   void Forget(std::map<std::string, Transfer, std::less<>>::iterator it) {
     Transfer& t = it->second;
+    // A publication not yet released holds decode-owned blocks until its decode_release, which
+    // will now name an unknown transfer: the replay frees them, and the destination's pool
+    // refusals are no longer judged (probe 12: they stayed taken for the rest of the trace, and
+    // the next reservation raised a second code; traces that record no decode_release keep
+    // their publications' blocks until they are forgotten).
+    if (t.txn->state() == TxnState::kPublished && !t.txn->decode_released()) {
+      (void)t.txn->ReleaseDecode(t.txn->plan().identity.generation);
+      destinations.at(t.destination)->pool_known = false;
+    }
     // The directory's records are its own (not replayed elsewhere); failing to drop one only
     // keeps it.
     if (t.opened_destination)
@@ -314,15 +325,23 @@ bool RefusedAsReported(const Event& e, const Status& s) {
 // compared, and its refusals of credits and reservations there are not judged.
 void LoseHoldings(TransferState& s, std::string_view destination) {
   if (auto d = s.destinations.find(destination); d != s.destinations.end())
-    d->second->holdings_known = false;
+    d->second->window_known = d->second->pool_known = false;
 }
+// The same for the pool alone: a transfer no longer followed that holds blocks but no credits
+// (a publication's decode-owned blocks), so the window stays exactly known.
+void LosePool(TransferState& s, std::string_view destination) {
+  if (auto d = s.destinations.find(destination); d != s.destinations.end())
+    d->second->pool_known = false;
+}
+
+}  // namespace
 
 // Gates transfer `id`: its later events are not replayed. What it holds at its destination
 // (credits in flight, unpublished or decode-owned blocks), now or later, is then unknown: the
 // replay returns what it holds (Abort; ReleaseDecode for a publication), so no other transfer is
 // refused because of it, and the destination's window and pool stop being judged against the
-// runtime's (LoseHoldings: one root cause, one code; a transfer sharing the window or the pool
-// would otherwise raise a code of its own).
+// runtime's (LoseHoldings, LosePool: one root cause, one code; a transfer sharing the window or
+// the pool would otherwise raise a code of its own).
 void GateTransfer(TraceChecker& c, std::string_view id) {
   c.Poison("transfer:" + std::string(id));
   TransferState& s = State(c);
@@ -339,7 +358,7 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
     // code, HANDOFF_RESERVATION_TOO_SMALL).
     if (!txn.decode_released()) {
       (void)txn.ReleaseDecode(txn.plan().identity.generation);
-      LoseHoldings(s, it->second.destination);
+      LosePool(s, it->second.destination);  // a publication holds no credits (probe 12)
     }
     return;
   }
@@ -355,6 +374,8 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   // refused admission then raised TRACE_OUTCOME_INVALID, a second code for one lost event).
   GateRequest(c, it->second.request_id);
 }
+
+namespace {
 
 // The live transfer an event names; nullptr (after reporting, unless gated) when none.
 Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
@@ -390,7 +411,11 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   // request out, so the request's gate alone does not stop them; since 2026-12-03: before, a
   // refused kv_ready's request was gated and the transfer's next chunk_send without a
   // request_id broke the producer gate, a second code).
-  if (!e.request_id && c.IsGatedRequest(t.request_id)) {
+  // The request's own gate, not the wildcard one of requests not yet created (request:*): this
+  // transfer's request exists (probe 12: the wildcard of a dropped event without a request
+  // skipped a planned transfer's later events that left their request out, and not those that
+  // named it).
+  if (!e.request_id && c.IsPoisoned("request:" + t.request_id)) {
     GateTransfer(c, id);
     return nullptr;
   }
@@ -442,7 +467,7 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
 // The credit window's in-flight bytes a runtime may report after a chunk event.
 void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
                    std::optional<uint64_t> observed, uint64_t chunk_bytes) {
-  if (!observed || !d.holdings_known || *observed == d.credits.in_flight()) return;
+  if (!observed || !d.window_known || *observed == d.credits.in_flight()) return;
   const bool early = KeyEquals(e.event_type, "chunk_receive") && d.credits.in_flight() >= chunk_bytes &&
                      *observed == d.credits.in_flight() - chunk_bytes;
   c.Report(
@@ -681,8 +706,7 @@ void OnReserve(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t) return;
   // A reservation the runtime refused where the pool is no longer known is not judged (the
   // runtime's pool may hold a gated transfer's blocks); nothing is reserved.
-  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
-    return;
+  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->pool_known) return;
   const Status st = t->txn->Reserve();
   if (st.ok()) t->opened_destination = true;
   // A reservation the replay does not follow (a violation, or a refusal it would admit) leaves
@@ -699,8 +723,7 @@ void OnCreditAcquire(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t) return;
   // A credit the runtime refused where the window is no longer known is not judged (the
   // runtime's window may hold a gated transfer's credits); nothing is acquired.
-  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->holdings_known)
-    return;
+  if (KeyEquals(e.outcome, "rejected") && !s.destinations.at(t->destination)->window_known) return;
   if (!Judge(c, e, t->txn->AcquireCredit(*chunk))) return;
   const handoff::ChunkSpec* spec = t->txn->FindSpec(*chunk);
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
@@ -874,7 +897,7 @@ void OnDecodeRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   // A breach gates the transfer, which frees what its publication holds (GateTransfer). A release
   // the runtime reports refused but the replay performed leaves the runtime's pool holding blocks
   // the replay's does not: its refusals there are no longer judged.
-  if (!Judge(c, e, st) && st.ok()) LoseHoldings(s, t->destination);
+  if (!Judge(c, e, st) && st.ok()) LosePool(s, t->destination);
 }
 
 void OnAbort(TraceChecker& c, const Event& e, ObjReader& p) {

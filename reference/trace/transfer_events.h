@@ -43,6 +43,13 @@ struct TransferReplaySummary {
   uint64_t unpublished_blocks_at_end = 0;
   uint64_t retries = 0;
 };
+// Gates transfer `transfer_id` (the core calls it for a transfer event it drops, or skips as an
+// event of a gated request): its later events are not replayed, and what it holds at its
+// destination is returned in the replay, whose window and pool there stop being judged on the
+// runtime's refusals (docs/trace-format.md "Gating"). A transfer the trace has not planned is
+// only gated.
+void GateTransfer(TraceChecker& c, std::string_view transfer_id);
+
 // The request a planned transfer moves, or nullopt when the trace planned no such transfer.
 std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_view transfer_id);
 
