@@ -232,8 +232,12 @@ std::string ObjReader::Ptr(std::string_view key) const {
 }
 
 void ObjReader::Bad(ErrorCode code, std::string_view key, std::string msg) {
-  clean_ = false;
+  MarkUnclean();
   c_->Report(code, Ptr(key), std::move(msg));
+}
+
+void ObjReader::MarkUnclean() {
+  for (ObjReader* r = this; r; r = r->parent_) r->clean_ = false;
 }
 
 bool ObjReader::Has(std::string_view key) const {
@@ -429,15 +433,16 @@ bool ObjReader::ObjectArray(std::string_view key, const std::function<void(ObjRe
     dom::object o;
     std::string p = Ptr(key) + "/" + std::to_string(i++);
     if (x.get_object().get(o)) {
-      clean_ = false;
+      MarkUnclean();
       c_->Report(ErrorCode::INPUT_FIELD_TYPE, p, "expected an object");
       ok = false;
       continue;
     }
     ObjReader r(o, p, c_);
+    r.parent_ = this;
     fn(r);
     r.RejectUnknown();
-    if (!r.clean()) clean_ = ok = false;
+    if (!r.clean()) ok = false;
   }
   return ok;
 }
@@ -450,7 +455,9 @@ std::unique_ptr<ObjReader> ObjReader::Object(std::string_view key) {
     Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected an object, found " + std::string(TypeName(*e)));
     return nullptr;
   }
-  return std::make_unique<ObjReader>(o, Ptr(key), c_);
+  auto r = std::make_unique<ObjReader>(o, Ptr(key), c_);
+  r->parent_ = this;  // a bad member of the nested object makes this payload unusable too
+  return r;
 }
 
 void ObjReader::RejectUnknown(bool semantic_plane) {
@@ -625,7 +632,20 @@ bool TraceChecker::IsRetryOfKeptReceipt(const Event& e) const {
 bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
-void TraceChecker::Poison(const std::string& id) { poisoned_[id] = line_; }
+void TraceChecker::Poison(const std::string& id) {
+  auto [it, fresh] = poisoned_.try_emplace(id, line_);
+  if (!fresh) {
+    it->second = line_;
+    return;
+  }
+  // A gated request's transfers are gated with it, their holdings returned at once (probe 13:
+  // they gave them back only at their own next event, never when the dropped event was their
+  // last, and the next transfer at the destination raised a second code).
+  constexpr std::string_view kRequest = "request:";
+  if (id.size() > kRequest.size() && id.compare(0, kRequest.size(), kRequest) == 0 &&
+      id != "request:*")
+    GateTransfersOfRequest(*this, std::string_view(id).substr(kRequest.size()));
+}
 bool TraceChecker::IsPoisonedOp(std::string_view op_id) const {
   return !poisoned_.empty() && IsPoisoned("op:" + std::string(op_id));
 }
@@ -636,15 +656,18 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
          (!FindRequest(id) && IsPoisoned("request:*"));
 }
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
+  const EventTypeSpec* spec = FindEventType(e.event_type);
   if (e.operation_id) {
     PoisonOp(*e.operation_id);
     // The transfer plane gates its transfers under their own key and returns what they hold
     // (transfer_events.cc; probe 12: poisoning the key alone left a dropped event's transfer
-    // holding its blocks and credits, and the next transfer there raised a second code).
-    if (SameBytes(e.source_component, "transfer")) GateTransfer(*this, *e.operation_id);
+    // holding its blocks and credits, and the next transfer there raised a second code). A
+    // transfer event is known by its type's plane or by the component it claims (probe 13: a
+    // transfer_abort claiming another component kept its transfer's holdings).
+    if (SameBytes(e.source_component, "transfer") || (spec && spec->plane == Plane::kTransfer))
+      GateTransfer(*this, *e.operation_id);
   }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
-  const EventTypeSpec* spec = FindEventType(e.event_type);
   GateOperationRequest(e.operation_id ? *e.operation_id : std::string_view(),
                        !e.request_id && (!spec || spec->needs_request));
   if (payload) GatePayloadNames(e.event_type, *payload);
@@ -1410,7 +1433,10 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // names may be what it created).
     if (operation_id) {
       PoisonOp(*operation_id);
-      if (!comp || *comp == "transfer") Poison("transfer:" + *operation_id);
+      const EventTypeSpec* dropped = type ? FindEventType(*type) : nullptr;
+      // GateTransfer returns what the transfer holds (probe 13: poisoning its key alone kept it).
+      if (!comp || *comp == "transfer" || (dropped && dropped->plane == Plane::kTransfer))
+        GateTransfer(*this, *operation_id);
     }
     if (request_id) Poison("request:" + *request_id);
     const dom::element* named = env.Get("request_id", false);

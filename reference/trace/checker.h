@@ -211,7 +211,9 @@ class ObjReader {
   const std::string& pointer() const;
   std::string Ptr(std::string_view key) const;
   bool Has(std::string_view key) const;
-  // True when nothing was reported through this reader.
+  // True when nothing was reported through this reader or a reader of one of its nested objects
+  // (Object, ObjectArray: since 2026-12-04, probe 13, a mistyped member of a nested identity left
+  // the payload clean, so it was replayed with a default value and raised a second code).
   bool clean() const { return clean_; }
 
   std::optional<std::string> Str(std::string_view key);
@@ -242,12 +244,14 @@ class ObjReader {
   static std::vector<std::unique_ptr<Impl>>& SpareImpls();
   const simdjson::dom::element* Get(std::string_view key, bool required);
   [[gnu::cold]] void Bad(ErrorCode code, std::string_view key, std::string msg);
+  void MarkUnclean();  // this reader and the readers it is nested in
   void Index(const simdjson::dom::object& obj);
   std::unique_ptr<Impl> impl_;
   mutable std::string pointer_;
   mutable bool pointer_built_ = true;
   std::string_view line_suffix_;  // when !pointer_built_: pointer_ is LinePtr() + line_suffix_
   TraceChecker* c_;
+  ObjReader* parent_ = nullptr;  // the reader of the enclosing object (Object, ObjectArray)
   bool clean_ = true;
 };
 

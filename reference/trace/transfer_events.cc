@@ -189,11 +189,13 @@ class TransferState final : public CheckerExtension {
   std::deque<std::map<std::string, Transfer, std::less<>>::iterator> finished;
   // How many transfers of each request are kept (open, or finished within the window): the
   // request's generation fence in the directory is forgotten with the last of them.
-  std::map<std::string, uint64_t, std::less<>> kept_per_request;
+  std::map<std::string, std::vector<std::string>, std::less<>> kept_per_request;
   uint64_t forgotten = 0;  // transfers forgotten so far (an unknown one may be one of them)
 
   // A transfer record was added for `request`.
-  void Kept(const std::string& request) { ++kept_per_request[request]; }
+  void Kept(const std::string& request, const std::string& transfer_id) {
+    kept_per_request[request].push_back(transfer_id);
+  }
 
   // Records kv_ready of [start, end) of `layer` for `request` at `line`.
   void AddKvReady(const std::string& request, uint64_t layer, uint64_t start, uint64_t end,
@@ -261,10 +263,13 @@ class TransferState final : public CheckerExtension {
     // keeps it.
     if (t.opened_destination)
       (void)directory.ForgetDestination(t.request_id, t.txn->plan().identity.generation, it->first);
-    if (auto k = kept_per_request.find(t.request_id);
-        k != kept_per_request.end() && --k->second == 0) {
-      directory.ForgetRequest(t.request_id);
-      kept_per_request.erase(k);
+    if (auto k = kept_per_request.find(t.request_id); k != kept_per_request.end()) {
+      std::vector<std::string>& ids = k->second;
+      if (auto x = std::find(ids.begin(), ids.end(), it->first); x != ids.end()) ids.erase(x);
+      if (ids.empty()) {
+        directory.ForgetRequest(t.request_id);
+        kept_per_request.erase(k);
+      }
     }
     transfers.erase(it);
     ++forgotten;
@@ -362,10 +367,20 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
     }
     return;
   }
-  // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire.
-  LoseHoldings(s, it->second.destination);
+  // (A publication is already counted finished; see SyncOpen below for the others.)
+  // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire;
+  // a reserved or transferring one holds blocks and may hold or take credits; a validated one
+  // holds blocks only: every chunk is DEVICE_VISIBLE, its credits returned (probe 13: gating it
+  // stopped the window's checks too).
+  if (st == TxnState::kValidated)
+    LosePool(s, it->second.destination);
+  else
+    LoseHoldings(s, it->second.destination);
   if (st != TxnState::kPlanned) {
     (void)txn.Abort("gated: the replay does not follow this transfer");
+    // Now ABORTED: it enters the window of finished transfers (probe 13: gated outside its own
+    // handler, it stayed counted open, and its record was kept to the end of the trace).
+    s.SyncOpen(id);
     return;
   }
   // Whether the runtime reserved it is unknown, so the request's generation fence is too: the
@@ -373,6 +388,18 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   // whose reservation was lost was gated at its first chunk event, and the superseded attempt's
   // refused admission then raised TRACE_OUTCOME_INVALID, a second code for one lost event).
   GateRequest(c, it->second.request_id);
+}
+
+void GateTransfersOfRequest(TraceChecker& c, std::string_view request) {
+  CheckerExtension* x = c.extension(kSlot);
+  if (!x) return;
+  TransferState& s = static_cast<TransferState&>(*x);
+  auto k = s.kept_per_request.find(request);
+  if (k == s.kept_per_request.end()) return;
+  // A copy: gating may finish a transfer and forget older ones (TransferState::Forget).
+  const std::vector<std::string> ids = k->second;
+  for (const std::string& id : ids)
+    if (!c.IsPoisoned("transfer:" + id)) GateTransfer(c, id);
 }
 
 namespace {
@@ -424,6 +451,7 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   auto drop = [&] {
     GateTransfer(c, id);
     GateRequest(c, t.request_id);
+    GateRequest(c, e.request_id);  // the request it names (probe 13: left ungated)
   };
   if (e.request_id && *e.request_id != t.request_id) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
@@ -695,7 +723,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     return drop();
   }
   t.txn.emplace(std::move(*txn));
-  s.Kept(t.request_id);
+  s.Kept(t.request_id, std::string(*e.operation_id));
   s.transfers.emplace(*e.operation_id, std::move(t));
 }
 

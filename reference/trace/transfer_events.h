@@ -49,6 +49,9 @@ struct TransferReplaySummary {
 // runtime's refusals (docs/trace-format.md "Gating"). A transfer the trace has not planned is
 // only gated.
 void GateTransfer(TraceChecker& c, std::string_view transfer_id);
+// Gates every kept transfer of `request` (open, or finished within the window): the core calls
+// it when it gates the request (TraceChecker::Poison of "request:<id>").
+void GateTransfersOfRequest(TraceChecker& c, std::string_view request);
 
 // The request a planned transfer moves, or nullopt when the trace planned no such transfer.
 std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_view transfer_id);

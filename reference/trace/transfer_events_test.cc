@@ -801,6 +801,74 @@ TEST(TransferEventsTest, RegressionAForgottenPublicationReturnsItsBlocks) {
             std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
 
+// Adversarial probes 12 and 13 (2026-12-04): one reproducer per gating defect of the transfer
+// plane, each named after the defect it pinned, in reference/trace/testdata/transfer_gating/.
+// Each raised one more code than its root cause (a transfer's holdings kept after its events
+// were dropped or skipped, by payload, envelope, component, request or a nested identity) or hid
+// one (a gate that stopped the window's checks, the wildcard gate of a planned transfer).
+TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"probe12_decode_release_replayed_leaks_pool", {"TRACE_OUTCOME_INVALID"}},
+      {"probe12_dropped_chunk_event_leaks_credit", {"INPUT_FIELD_TYPE"}},
+      {"probe12_dropped_chunk_event_leaks_reservation", {"INPUT_FIELD_TYPE"}},
+      {"probe12_dropped_decode_admit_leaks_pool", {"INPUT_FIELD_TYPE"}},
+      {"probe12_dropped_decode_release_leaks_pool", {"INPUT_FIELD_TYPE"}},
+      {"probe12_dropped_replan_skips_decode_release", {"INPUT_FIELD_MISSING"}},
+      {"probe12_gated_publication_blinds_inflight",
+       {"HANDOFF_DECODE_ADMIT_UNPUBLISHED", "TRACE_OBSERVATION_INCONSISTENT"}},
+      {"probe12_gated_publication_unjudges_rejected_credit",
+       {"HANDOFF_DECODE_ADMIT_UNPUBLISHED", "TRACE_OUTCOME_INVALID"}},
+      {"probe12_semantic_gate_skips_decode_release", {"INPUT_FIELD_TYPE"}},
+      {"probe12_wildcard_gate_control_with_request_id",
+       {"TRACE_EVENT_TYPE_UNKNOWN", "HANDOFF_DECODE_RELEASE_INVALID"}},
+      {"probe12_wildcard_gate_skips_requestless_transfer_events",
+       {"TRACE_EVENT_TYPE_UNKNOWN", "HANDOFF_DECODE_RELEASE_INVALID"}},
+      {"probe13_component_mismatch_abort_keeps_holdings", {"TRACE_SOURCE_UNDECLARED"}},
+      {"probe13_envelope_dropped_chunk_send_keeps_reservation", {"INPUT_VALUE_OUT_OF_RANGE"}},
+      {"probe13_envelope_dropped_decode_release_keeps_pool", {"INPUT_FIELD_TYPE"}},
+      {"probe13_gated_validated_transfer_blinds_window",
+       {"INPUT_FIELD_TYPE", "TRACE_OBSERVATION_INCONSISTENT"}},
+      {"probe13_misnamed_operation_leaves_named_request_ungated",
+       {"HANDOFF_TRACE_IDENTITY_MISMATCH"}},
+      {"probe13_plan_identity_member_mistyped_two_codes", {"INPUT_FIELD_TYPE"}},
+      {"probe13_request_gate_abort_without_operation_id_keeps_holdings", {"INPUT_FIELD_MISSING"}},
+      {"probe13_request_gate_decode_release_without_operation_id_keeps_pool",
+       {"INPUT_FIELD_MISSING"}},
+      {"probe13_request_gate_dropped_kv_ready_keeps_holdings", {"INPUT_FIELD_TYPE"}},
+      {"probe13_validate_identity_member_mistyped_two_codes", {"INPUT_FIELD_TYPE"}},
+  };
+  for (const auto& [name, want] : cases) {
+    const std::string rel = "reference/trace/testdata/transfer_gating/" + name + ".jsonl";
+    TraceChecker c(rel);
+    const Violations& v = Replay(c, test::SourceLines(rel));
+    EXPECT_EQ(test::CodeNames(v), want) << name << "\n" << test::Describe(v);
+  }
+}
+
+// Probe 13: a transfer gated outside its own handler (its event dropped by the core, or its
+// request gated) was aborted but stayed counted open, so its record, destination handle and
+// lifecycle transaction were kept to the end of the trace (200,000 such transfers: 829 MB).
+// Aborted, it joins the window of finished transfers.
+TEST(TransferEventsTest, RegressionTransfersGatedByTheCoreAreForgottenLikeOthers) {
+  CheckerOptions opt;
+  opt.released_window = 8;
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+  for (int i = 0; i < 50; ++i) {
+    const std::string r = "q" + std::to_string(i);
+    KvReady(trace, r, 0, 4);
+    PlanOneChunk(trace, r, 4);
+    trace.ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":7})");  // dropped
+  }
+  TraceChecker c("t.jsonl", opt);
+  for (size_t i = 0; i < trace.out.size(); ++i) c.Feed(trace.out[i], static_cast<uint32_t>(i + 1));
+  const TransferRecords kept = TransferFootprint(c);
+  EXPECT_LE(kept.transfers, 8u);
+  EXPECT_EQ(kept.forgotten, 42u);
+  EXPECT_EQ(c.Finish(false).size(), 50u);  // one INPUT_FIELD_TYPE per transfer
+}
+
 // Regression (adversarial probe, 2026-12-04): every finished transfer's record (its plan, chunk
 // states, plan facts, received checksums, three copies of the published handle) and its
 // destination handle with its lifecycle transaction were kept to the end of the trace (~6.7 KB
