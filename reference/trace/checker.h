@@ -231,7 +231,10 @@ class ObjReader {
   std::optional<std::vector<uint64_t>> UintArray(std::string_view key, bool optional);
   // Array of objects: calls fn(reader) for each element.
   bool ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn);
-  std::unique_ptr<ObjReader> Object(std::string_view key);
+  // The reader of an object member. With `errors_mark_parent` (payloads), a bad member of it makes
+  // this reader unclean too; the header's informational objects pass false: their errors are
+  // reported and the replay goes on (probe 14: propagating them stopped the whole replay).
+  std::unique_ptr<ObjReader> Object(std::string_view key, bool errors_mark_parent = true);
   void Allow(std::string_view key);
   // Reports keys never read/allowed (INPUT_FIELD_UNKNOWN). `plane_keys` are reported as
   // TRACE_PLANE_MIXED instead (allocator/residency facts inside a semantic event).

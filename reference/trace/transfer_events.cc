@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "reference/base/canonical_json.h"
@@ -189,12 +190,12 @@ class TransferState final : public CheckerExtension {
   std::deque<std::map<std::string, Transfer, std::less<>>::iterator> finished;
   // How many transfers of each request are kept (open, or finished within the window): the
   // request's generation fence in the directory is forgotten with the last of them.
-  std::map<std::string, std::vector<std::string>, std::less<>> kept_per_request;
+  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> kept_per_request;
   uint64_t forgotten = 0;  // transfers forgotten so far (an unknown one may be one of them)
 
   // A transfer record was added for `request`.
   void Kept(const std::string& request, const std::string& transfer_id) {
-    kept_per_request[request].push_back(transfer_id);
+    kept_per_request[request].insert(transfer_id);
   }
 
   // Records kv_ready of [start, end) of `layer` for `request` at `line`.
@@ -264,8 +265,10 @@ class TransferState final : public CheckerExtension {
     if (t.opened_destination)
       (void)directory.ForgetDestination(t.request_id, t.txn->plan().identity.generation, it->first);
     if (auto k = kept_per_request.find(t.request_id); k != kept_per_request.end()) {
-      std::vector<std::string>& ids = k->second;
-      if (auto x = std::find(ids.begin(), ids.end(), it->first); x != ids.end()) ids.erase(x);
+      // O(log k) (probe 14: a vector's find and erase made a request of many transfers
+      // quadratic).
+      std::set<std::string, std::less<>>& ids = k->second;
+      ids.erase(it->first);
       if (ids.empty()) {
         directory.ForgetRequest(t.request_id);
         kept_per_request.erase(k);
@@ -368,21 +371,20 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
     return;
   }
   // (A publication is already counted finished; see SyncOpen below for the others.)
-  // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire;
-  // a reserved or transferring one holds blocks and may hold or take credits; a validated one
-  // holds blocks only: every chunk is DEVICE_VISIBLE, its credits returned (probe 13: gating it
-  // stopped the window's checks too).
-  if (st == TxnState::kValidated)
+  // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire; a
+  // reserved or transferring one holds blocks, and credits unless every chunk is DEVICE_VISIBLE
+  // (a credit is acquired only for a DECLARED chunk): then, as for a validated one, the window
+  // stays judged (probes 13 and 14: gating such a transfer stopped the window's checks too).
+  if (st != TxnState::kPlanned && txn.credit_held() == 0 && txn.all_device_visible())
     LosePool(s, it->second.destination);
   else
     LoseHoldings(s, it->second.destination);
-  if (st != TxnState::kPlanned) {
-    (void)txn.Abort("gated: the replay does not follow this transfer");
-    // Now ABORTED: it enters the window of finished transfers (probe 13: gated outside its own
-    // handler, it stayed counted open, and its record was kept to the end of the trace).
-    s.SyncOpen(id);
-    return;
-  }
+  const bool planned = st == TxnState::kPlanned;
+  (void)txn.Abort("gated: the replay does not follow this transfer");
+  // Now ABORTED: it enters the window of finished transfers (probes 13 and 14: gated outside its
+  // own handler, or while PLANNED, it stayed counted open, and its record was kept to the end).
+  s.SyncOpen(id);
+  if (!planned) return;
   // Whether the runtime reserved it is unknown, so the request's generation fence is too: the
   // request's other attempts are not judged on it (GateRequest; since 2026-12-04: a transfer
   // whose reservation was lost was gated at its first chunk event, and the superseded attempt's
@@ -397,7 +399,7 @@ void GateTransfersOfRequest(TraceChecker& c, std::string_view request) {
   auto k = s.kept_per_request.find(request);
   if (k == s.kept_per_request.end()) return;
   // A copy: gating may finish a transfer and forget older ones (TransferState::Forget).
-  const std::vector<std::string> ids = k->second;
+  const std::vector<std::string> ids(k->second.begin(), k->second.end());
   for (const std::string& id : ids)
     if (!c.IsPoisoned("transfer:" + id)) GateTransfer(c, id);
 }
@@ -553,6 +555,16 @@ void GateDestinationPrefix(TraceChecker& c, const simdjson::dom::element& payloa
   GateDeclaration(c, payload, "prefix_handle", kPrefixGate, sure);
 }
 
+// A transfer_plan the checker drops or skips (its request gated) is not replayed, but the
+// runtime's transfer may go on to take credits and blocks at the destination its payload names:
+// that destination's window and pool are no longer judged on the runtime's refusals (probe 14:
+// a plan dropped by the core left them judged, and a legitimate refusal raised a second code).
+void GatePlan(TraceChecker& c, const simdjson::dom::element& payload, bool /*sure*/) {
+  std::string_view dest;
+  if (payload.is_object() && !payload["destination"].get_string().get(dest))
+    LoseHoldings(State(c), dest);
+}
+
 void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   auto name = p.Str("destination");
   auto credit = p.Uint("credit_capacity_bytes");
@@ -626,7 +638,10 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     plan.chunks.push_back(std::move(ch));
   });
   const std::string gate = "transfer:" + plan.transfer_id;
-  if (c.IsPoisoned(gate)) return;  // gated: an earlier event of the transfer was dropped
+  if (c.IsPoisoned(gate)) {                   // gated: an earlier event of the transfer was dropped
+    if (dest) LoseHoldings(State(c), *dest);  // the runtime's transfer may take credits, blocks
+    return;
+  }
   // A plan that is not replayed gates its transfer and its request (GateRequest): the one its
   // event names and the one its identity names. The runtime's transfer may go on to take
   // credits at its destination, whose window the replay then no longer knows (GateTransfer).
@@ -954,7 +969,7 @@ constexpr EventTypeSpec kRows[] = {
      &GateDestinationPrefix, kOutcomeSuccess},
     {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_plan", Plane::kTransfer, false, true, false, &Tracked<&OnPlan>, nullptr, nullptr,
+    {"transfer_plan", Plane::kTransfer, false, true, false, &Tracked<&OnPlan>, nullptr, &GatePlan,
      kOutcomeSuccess},
     {"transfer_reserve", Plane::kTransfer, false, true, false, &Tracked<&OnReserve>},
     {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &Tracked<&OnCreditAcquire>},

@@ -801,11 +801,13 @@ TEST(TransferEventsTest, RegressionAForgottenPublicationReturnsItsBlocks) {
             std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
 
-// Adversarial probes 12 and 13 (2026-12-04): one reproducer per gating defect of the transfer
-// plane, each named after the defect it pinned, in reference/trace/testdata/transfer_gating/.
-// Each raised one more code than its root cause (a transfer's holdings kept after its events
-// were dropped or skipped, by payload, envelope, component, request or a nested identity) or hid
-// one (a gate that stopped the window's checks, the wildcard gate of a planned transfer).
+// Adversarial probes 12, 13 and 14 (2026-12-04): one reproducer per gating defect of the
+// transfer plane, each named after the defect it pinned, in
+// reference/trace/testdata/transfer_gating/. Each raised one more code than its root cause (a
+// transfer's holdings kept after its events or its plan were dropped or skipped, by payload,
+// envelope, component, request (named "", "*" or otherwise) or a nested identity) or hid one (a
+// gate that stopped the window's checks, the wildcard gate of a planned transfer, a header's
+// nested member that stopped the replay).
 TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"probe12_decode_release_replayed_leaks_pool", {"TRACE_OUTCOME_INVALID"}},
@@ -836,6 +838,17 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
        {"INPUT_FIELD_MISSING"}},
       {"probe13_request_gate_dropped_kv_ready_keeps_holdings", {"INPUT_FIELD_TYPE"}},
       {"probe13_validate_identity_member_mistyped_two_codes", {"INPUT_FIELD_TYPE"}},
+      {"probe14_component_mismatch_plan_keeps_pool_judged", {"TRACE_SOURCE_UNDECLARED"}},
+      {"probe14_envelope_dropped_plan_keeps_pool_judged", {"INPUT_VALUE_OUT_OF_RANGE"}},
+      {"probe14_gated_all_visible_transfer_blinds_window",
+       {"INPUT_FIELD_TYPE", "TRACE_OBSERVATION_INCONSISTENT"}},
+      {"probe14_gated_zero_chunk_transfer_blinds_window",
+       {"INPUT_FIELD_TYPE", "TRACE_OBSERVATION_INCONSISTENT"}},
+      {"probe14_header_producer_unknown_member_stops_replay",
+       {"INPUT_FIELD_UNKNOWN", "TRACE_OUTCOME_INVALID"}},
+      {"probe14_plan_of_gated_request_skipped_keeps_pool_judged", {"INPUT_FIELD_TYPE"}},
+      {"probe14_request_named_empty_gate_keeps_holdings", {"INPUT_FIELD_TYPE"}},
+      {"probe14_request_named_star_gate_keeps_holdings", {"INPUT_FIELD_TYPE"}},
   };
   for (const auto& [name, want] : cases) {
     const std::string rel = "reference/trace/testdata/transfer_gating/" + name + ".jsonl";
@@ -845,8 +858,9 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
   }
 }
 
-// Probe 13: a transfer gated outside its own handler (its event dropped by the core, or its
-// request gated) was aborted but stayed counted open, so its record, destination handle and
+// Probes 13 and 14: a transfer gated outside its own handler (its event dropped by the core, or
+// its request gated), or gated while PLANNED, was aborted (or left PLANNED) but stayed counted
+// open, so its record, destination handle and
 // lifecycle transaction were kept to the end of the trace (200,000 such transfers: 829 MB).
 // Aborted, it joins the window of finished transfers.
 TEST(TransferEventsTest, RegressionTransfersGatedByTheCoreAreForgottenLikeOthers) {
@@ -858,7 +872,10 @@ TEST(TransferEventsTest, RegressionTransfersGatedByTheCoreAreForgottenLikeOthers
   for (int i = 0; i < 50; ++i) {
     const std::string r = "q" + std::to_string(i);
     KvReady(trace, r, 0, 4);
-    PlanOneChunk(trace, r, 4);
+    if (i % 2 == 0)
+      PlanOneChunk(trace, r, 4);  // gated while TRANSFERRING
+    else
+      PlanTransfer(trace, r, 4, "x" + r);  // gated while PLANNED (probe 14)
     trace.ev("P", "x" + r, "chunk_send", R"("payload":{"chunk_id":7})");  // dropped
   }
   TraceChecker c("t.jsonl", opt);
