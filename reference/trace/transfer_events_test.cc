@@ -245,6 +245,16 @@ struct TwoSourceTrace {
   }
 };
 
+// A trace whose first event declares destination d0 with that credit window and block pool.
+TwoSourceTrace WithDestination(int credit_capacity_bytes, int pool_blocks) {
+  TwoSourceTrace trace;
+  trace.ev("D", "", "transfer_destination",
+           R"("payload":{"destination":"d0","credit_capacity_bytes":)" +
+               std::to_string(credit_capacity_bytes) + R"(,"pool_blocks":)" +
+               std::to_string(pool_blocks) + "}");
+  return trace;
+}
+
 // Two transfers, A and B, of one 256-byte chunk each, sharing destination d0's 512-byte credit
 // window (both chunks in flight at once); `capacity`, `b_bytes` (B's chunk as B's plan declares
 // it) and `b_receive_in_flight` (what B's receive reports in flight) are the fields a test
@@ -586,9 +596,7 @@ TEST(TransferEventsTest, RegressionReadinessSlicesMergeIntoOneInterval) {
 TEST(TransferEventsTest, RegressionReadinessOfIdleRequestsIsBounded) {
   CheckerOptions opt;
   opt.released_window = 8;
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":64})");
+  TwoSourceTrace trace = WithDestination(4096, 64);
   // "open": planned before 100 idle requests announce readiness, sent after them.
   KvReady(trace, "open", 0, 4);
   PlanOneChunk(trace, "open", 4);
@@ -632,9 +640,7 @@ void PublishMany(TwoSourceTrace& trace, const std::string& prefix, int n) {
 // `releases`: decode_release events per transfer (a second one is a second event, not a
 // redelivery of the first).
 std::vector<std::string> InTurnThroughOneBlock(int n, int releases) {
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1})");
+  TwoSourceTrace trace = WithDestination(4096, 1);
   for (int i = 0; i < n; ++i) {
     const std::string r = "q" + std::to_string(i);
     KvReady(trace, r, 0, 4);
@@ -696,9 +702,7 @@ TEST(TransferEventsTest, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
 // destination raised a second code. Through GateTransfer the transfer's holdings are returned.
 TEST(TransferEventsTest, RegressionADroppedTransferEventReturnsWhatItsTransferHolds) {
   auto trace_with = [](const std::string& x1_tail) {
-    TwoSourceTrace trace;
-    trace.ev("D", "", "transfer_destination",
-             R"("payload":{"destination":"d0","credit_capacity_bytes":256,"pool_blocks":1})");
+    TwoSourceTrace trace = WithDestination(256, 1);
     KvReady(trace, "r1", 0, 4);
     PlanOneChunk(trace, "r1", 4);  // holds the pool's one block and 256 B of credit
     if (x1_tail == "published") {
@@ -724,9 +728,7 @@ TEST(TransferEventsTest, RegressionADroppedTransferEventReturnsWhatItsTransferHo
 // judged (only the pool's refusals are not); before, one bad decode_admit hid a later wrong
 // in_flight_bytes claim of another request at that destination.
 TEST(TransferEventsTest, RegressionAGatedPublicationLeavesTheWindowJudged) {
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":8})");
+  TwoSourceTrace trace = WithDestination(4096, 8);
   KvReady(trace, "r1", 0, 4);
   PlanOneChunk(trace, "r1", 4);
   SendAndPublish(trace, "r1", 4);
@@ -748,9 +750,7 @@ TEST(TransferEventsTest, RegressionAGatedPublicationLeavesTheWindowJudged) {
 // skipped a planned transfer's later events that left their request out, and judged those that
 // named it. A planned transfer's request exists: only its own gate applies.
 TEST(TransferEventsTest, RegressionTheWildcardGateSkipsNoPlannedTransfer) {
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":8})");
+  TwoSourceTrace trace = WithDestination(4096, 8);
   KvReady(trace, "r1", 0, 4);
   PlanOneChunk(trace, "r1", 4);
   trace.ev("D", "", "transfer_destinaton", R"("payload":{"destination":"d1"})");  // misspelled
@@ -777,9 +777,7 @@ TEST(TransferEventsTest, RegressionTheWildcardGateSkipsNoPlannedTransfer) {
 TEST(TransferEventsTest, RegressionAForgottenPublicationReturnsItsBlocks) {
   CheckerOptions opt;
   opt.released_window = 8;
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":2})");
+  TwoSourceTrace trace = WithDestination(4096, 2);
   KvReady(trace, "long", 0, 4);
   PlanOneChunk(trace, "long", 4);
   SendAndPublish(trace, "long", 4);  // a long decode: released only at the end
@@ -866,9 +864,7 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
 TEST(TransferEventsTest, RegressionTransfersGatedByTheCoreAreForgottenLikeOthers) {
   CheckerOptions opt;
   opt.released_window = 8;
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+  TwoSourceTrace trace = WithDestination(4096, 1000);
   for (int i = 0; i < 50; ++i) {
     const std::string r = "q" + std::to_string(i);
     KvReady(trace, r, 0, 4);
@@ -895,9 +891,7 @@ TEST(TransferEventsTest, RegressionTransfersGatedByTheCoreAreForgottenLikeOthers
 TEST(TransferEventsTest, RegressionFinishedTransfersAreKeptForAWindowOnly) {
   CheckerOptions opt;
   opt.released_window = 8;
-  TwoSourceTrace trace;
-  trace.ev("D", "", "transfer_destination",
-           R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+  TwoSourceTrace trace = WithDestination(4096, 1000);
   // 50 published transfers, 50 aborted ones (reserved and sent first), then one more aborted.
   PublishMany(trace, "p", 50);
   for (int i = 0; i < 50; ++i) {
@@ -937,9 +931,7 @@ TEST(TransferEventsTest, RegressionLateEventsOfAForgottenTransferNameAnUnknownTr
   auto run = [](int others, size_t window) {
     CheckerOptions opt;
     opt.released_window = window;
-    TwoSourceTrace trace;
-    trace.ev("D", "", "transfer_destination",
-             R"("payload":{"destination":"d0","credit_capacity_bytes":4096,"pool_blocks":1000})");
+    TwoSourceTrace trace = WithDestination(4096, 1000);
     KvReady(trace, "A", 0, 4);
     PlanOneChunk(trace, "A", 4);
     trace.ev("P", "xA", "chunk_send", R"("payload":{"chunk_id":"c0"})");
