@@ -56,7 +56,11 @@ Status DecodeDirectory::OpenDestination(const std::string& request_id, uint64_t 
   } else {
     KVC_ASSIGN_OR_RETURN(base, cache_.Allocate(handle, request_id, generation));
   }
-  return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
+  Status s = BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
+  // A refused opening leaves no handle behind (probe 15: the allocated handle stayed, empty, so a
+  // later attempt of the request under that generation found it and was refused).
+  if (!s.ok() && !rec) (void)ForgetDestination(request_id, generation, transfer_id);
+  return s;
 }
 
 bool DecodeDirectory::IsAttemptHandleName(std::string_view name) {
@@ -101,6 +105,14 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
                                             const std::string& visible_prefix_handle) {
   auto end = CheckedAdd(token_start, token_count);
   if (!end) return OutOfRange("token_start + token_count overflows 64 bits");
+  // Only a visible prefix the destination declared (PublishVisiblePrefix) is reusable; an
+  // attempt's handle is not one (M5.6 0x06: only entries passing the model, position, ABI,
+  // generation and visibility fences count; probe 15: a superseded attempt's handle was forked).
+  if (IsAttemptHandleName(visible_prefix_handle))
+    return ViolationStatus(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE,
+                           "\"" + visible_prefix_handle +
+                               "\" is an attempt's destination handle, not a visible prefix "
+                               "(declare a prefix with destination_prefix)");
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot prefix, cache_.Read(visible_prefix_handle));
   if (prefix.committed_length != token_start)
     return ViolationStatus(
@@ -111,6 +123,7 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
             ": the transfer set X = U \\ V_D begins exactly where V_D ends");
   const std::string handle = CacheHandleId(request_id, generation);
   lifecycle::Snapshot base;
+  bool forked = false;  // this call created the handle: a refused opening forgets it
   if (const lifecycle::HandleRecord* rec = cache_.Find(handle)) {
     base = rec->current;  // a re-opened attempt handle already holds the fork
     if (base.committed_length != token_start)
@@ -122,12 +135,15 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
     KVC_ASSIGN_OR_RETURN(std::vector<lifecycle::Snapshot> kids,
                          cache_.Fork(visible_prefix_handle, token_start, {handle}));
     base = kids.front();
+    forked = true;
   }
   if (token_count == 0) {
     nothing_to_move_[transfer_id] = handle;
     return Status();
   }
-  return BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
+  Status s = BeginTransferAppend(cache_, transfer_id, handle, base, token_start, token_count);
+  if (!s.ok() && forked) (void)ForgetDestination(request_id, generation, transfer_id);
+  return s;
 }
 
 Status DecodeDirectory::StageLayer(const std::string& transfer_id, uint64_t layer,

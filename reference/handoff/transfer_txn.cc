@@ -259,12 +259,22 @@ Status TransferTxn::Reserve() {
     Status r = pool_->ReleaseUnpublished(plan_.reserved_blocks);
     return r.ok() ? s : r;
   };
-  // The generation stays reserved even if opening the destination fails: generations are
-  // never reused, so a later attempt uses a newer one.
+  // A refused reservation changes nothing (the class contract), the request's generation fence
+  // included: it is put back when opening the destination fails (since 2026-12-04, probe 15: the
+  // generation stayed reserved, so the request's publication counted as superseded and its
+  // decode admission was refused).
+  const std::optional<uint64_t> previous = directory_->CurrentGeneration(plan_.identity.request_id);
   if (Status s =
           directory_->ReserveGeneration(plan_.identity.request_id, plan_.identity.generation);
       !s.ok())
     return unreserve(s);
+  auto unreserve_all = [&](Status s) {
+    if (previous)
+      directory_->SetCurrentGeneration(plan_.identity.request_id, *previous);
+    else
+      directory_->ForgetRequest(plan_.identity.request_id);
+    return unreserve(s);
+  };
   if (Status s = plan_.visible_prefix_handle.empty()
                      ? directory_->OpenDestination(plan_.identity.request_id,
                                                    plan_.identity.generation, plan_.transfer_id,
@@ -274,7 +284,7 @@ Status TransferTxn::Reserve() {
                            plan_.transfer_id, plan_.token_start, plan_.token_count,
                            plan_.visible_prefix_handle);
       !s.ok())
-    return unreserve(s);
+    return unreserve_all(s);
   blocks_reserved_ = true;
   destination_open_ = true;
   state_ = TxnState::kReserved;

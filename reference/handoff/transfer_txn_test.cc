@@ -468,5 +468,35 @@ TEST(TransferTxn, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
   EXPECT_EQ(pool.unpublished(), 2u);
 }
 
+// Probe 15 (2026-12-04): a reservation refused while opening the destination (a cold plan
+// starting past token 0) kept the request's new generation reserved and left an empty destination
+// handle behind, so the request's publication counted as superseded and a later attempt under
+// that generation found the handle. A refused reservation changes nothing.
+TEST(TransferTxn, RegressionARefusedReservationChangesNothing) {
+  Rig r;
+  auto first = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->Reserve().ok());
+  for (const auto& c : first->plan().chunks) Deliver(*first, c);
+  ASSERT_TRUE(first->Validate(first->plan().identity, first->plan().tensor_abi_sha256).ok());
+  auto h7 = first->Publish();
+  ASSERT_TRUE(h7.ok());
+  const size_t handles = r.directory.cache().handle_count();
+  TransferPlan cold = TwoLayerPlan(8, "x8");
+  cold.token_start = 4;  // no visible prefix: a cold destination starts at token 0
+  cold.token_count = 4;
+  cold.chunks.clear();
+  for (uint64_t l = 0; l < 2; ++l)
+    cold.chunks.push_back(
+        {"c" + std::to_string(l), l, 4, 4, 512, Sha256Hex("x8c" + std::to_string(l))});
+  auto refused = TransferTxn::Create(cold, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->Reserve().error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
+  EXPECT_EQ(r.directory.CurrentGeneration("req-1"), 7u) << "the fence is put back";
+  EXPECT_EQ(r.directory.cache().handle_count(), handles) << "no empty handle left behind";
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+  EXPECT_TRUE(first->AdmitDecode(*h7).ok()) << "generation 7 is still the current publication";
+}
+
 }  // namespace
 }  // namespace kvc::handoff

@@ -646,7 +646,9 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   // event names and the one its identity names. The runtime's transfer may go on to take
   // credits at its destination, whose window the replay then no longer knows (GateTransfer).
   auto drop = [&] {
-    c.Poison(gate);
+    // GateTransfer first: a re-plan of a live transfer returns what it holds (probe 15: marked
+    // gated before its request was, the request's gate skipped it, and it kept its credits).
+    GateTransfer(c, plan.transfer_id);
     GateRequest(c, e.request_id);
     if (!plan.identity.request_id.empty()) GateRequest(c, plan.identity.request_id);
     if (dest) LoseHoldings(State(c), *dest);
@@ -700,6 +702,9 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
              "transfer \"" + plan.transfer_id + "\" is planned again with another " + differ +
                  " (first planned at line " + U(it->second.plan_line) +
                  "); a re-plan must repeat its plan exactly");
+    // Which plan the runtime follows is unknown: the transfer's later events are not replayed
+    // (probe 15: a renamed chunk's events then raised HANDOFF_CHUNK_UNKNOWN, a second code).
+    GateTransfer(c, plan.transfer_id);
     return;
   }
   if (!plan.visible_prefix_handle.empty() &&

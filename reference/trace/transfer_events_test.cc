@@ -799,13 +799,14 @@ TEST(TransferEventsTest, RegressionAForgottenPublicationReturnsItsBlocks) {
             std::vector<std::string>{"HANDOFF_TRANSFER_UNKNOWN"});
 }
 
-// Adversarial probes 12, 13 and 14 (2026-12-04): one reproducer per gating defect of the
+// Adversarial probes 12 to 15 (2026-12-04): one reproducer per gating or protocol defect of the
 // transfer plane, each named after the defect it pinned, in
 // reference/trace/testdata/transfer_gating/. Each raised one more code than its root cause (a
 // transfer's holdings kept after its events or its plan were dropped or skipped, by payload,
 // envelope, component, request (named "", "*" or otherwise) or a nested identity) or hid one (a
 // gate that stopped the window's checks, the wildcard gate of a planned transfer, a header's
-// nested member that stopped the replay).
+// nested member that stopped the replay); probe 15 adds a refused reservation that superseded
+// the request's publication (it must pass) and an attempt handle forked as a visible prefix.
 TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"probe12_decode_release_replayed_leaks_pool", {"TRACE_OUTCOME_INVALID"}},
@@ -847,6 +848,12 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"probe14_plan_of_gated_request_skipped_keeps_pool_judged", {"INPUT_FIELD_TYPE"}},
       {"probe14_request_named_empty_gate_keeps_holdings", {"INPUT_FIELD_TYPE"}},
       {"probe14_request_named_star_gate_keeps_holdings", {"INPUT_FIELD_TYPE"}},
+      {"probe15_corrupt_replan_does_not_gate_transfer", {"HANDOFF_DUPLICATE_CORRUPTION"}},
+      {"probe15_dropped_replan_of_live_transfer_keeps_credits",
+       {"HANDOFF_TRACE_IDENTITY_MISMATCH"}},
+      {"probe15_refused_reservation_supersedes_publication", {}},
+      {"probe15_superseded_attempt_handle_accepted_as_visible_prefix",
+       {"LIFECYCLE_UNKNOWN_HANDLE"}},
   };
   for (const auto& [name, want] : cases) {
     const std::string rel = "reference/trace/testdata/transfer_gating/" + name + ".jsonl";
