@@ -188,8 +188,9 @@ class TransferState final : public CheckerExtension {
   // "Memory"). A transfer's state changes only on its own events, and PUBLISHED and ABORTED are
   // terminal, so the order, and every verdict, depends on the trace alone.
   std::deque<std::map<std::string, Transfer, std::less<>>::iterator> finished;
-  // How many transfers of each request are kept (open, or finished within the window): the
-  // request's generation fence in the directory is forgotten with the last of them.
+  // The ids of each request's kept transfers (open, or finished within the window): gating the
+  // request gates them (GateTransfersOfRequest), and the request's generation fence in the
+  // directory is forgotten with the last of them.
   std::map<std::string, std::set<std::string, std::less<>>, std::less<>> kept_per_request;
   uint64_t forgotten = 0;  // transfers forgotten so far (an unknown one may be one of them)
 
@@ -370,7 +371,6 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
     }
     return;
   }
-  // (A publication is already counted finished; see SyncOpen below for the others.)
   // A planned transfer holds nothing yet, but the runtime's may go on to reserve and acquire; a
   // reserved or transferring one holds blocks, and credits unless every chunk is DEVICE_VISIBLE
   // (a credit is acquired only for a DECLARED chunk): then, as for a validated one, the window
