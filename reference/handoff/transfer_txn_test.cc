@@ -42,6 +42,18 @@ void Deliver(TransferTxn& t, const ChunkSpec& c) {
   ASSERT_TRUE(t.MarkDeviceVisible(c.chunk_id).ok());
 }
 
+// Delivers every chunk of a reserved `t`, validates it against its own plan (a failure is
+// reported) and publishes it.
+StatusOr<PublishedHandle> DeliverAndPublish(TransferTxn& t) {
+  for (const auto& c : t.plan().chunks) Deliver(t, c);
+  const Status v = t.Validate(t.plan().identity, t.plan().tensor_abi_sha256);
+  if (!v.ok()) {
+    ADD_FAILURE() << "validation: " << v.ToString();
+    return v;
+  }
+  return t.Publish();
+}
+
 TEST(TransferTxn, HappyPathValidatePublishAdmitRelease) {
   Rig r;
   auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
@@ -176,9 +188,7 @@ TEST(TransferTxn, RerouteSupersedesAndLateOldAttemptNeverReplacesNewer) {
   ASSERT_TRUE(old_txn->Validate(old_txn->plan().identity, old_txn->plan().tensor_abi_sha256).ok());
   EXPECT_EQ(old_txn->Publish().status().error(), ErrorCode::HANDOFF_STALE_GENERATION);
   EXPECT_EQ(old_txn->state(), TxnState::kAborted);
-  for (const auto& c : new_txn->plan().chunks) Deliver(*new_txn, c);
-  ASSERT_TRUE(new_txn->Validate(new_txn->plan().identity, new_txn->plan().tensor_abi_sha256).ok());
-  auto h = new_txn->Publish();
+  auto h = DeliverAndPublish(*new_txn);
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(r.directory.Lookup("req-1")->generation, 8u);
   // A third, older attempt can no longer even reserve.
@@ -407,15 +417,11 @@ TEST(TransferTxn, RegressionASupersededPublicationAdmitsNoDecode) {
   auto next = TransferTxn::Create(TwoLayerPlan(8, "x8"), &credits, &pool, &r.directory);
   ASSERT_TRUE(old.ok() && next.ok());
   ASSERT_TRUE(old->Reserve().ok());
-  for (const auto& c : old->plan().chunks) Deliver(*old, c);
-  ASSERT_TRUE(old->Validate(old->plan().identity, old->plan().tensor_abi_sha256).ok());
-  auto h7 = old->Publish();
+  auto h7 = DeliverAndPublish(*old);
   ASSERT_TRUE(h7.ok()) << h7.status().ToString();
   ASSERT_TRUE(next->Reserve().ok());  // the reroute: generation 8 is now current
   EXPECT_EQ(old->AdmitDecode(*h7).error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
-  for (const auto& c : next->plan().chunks) Deliver(*next, c);
-  ASSERT_TRUE(next->Validate(next->plan().identity, next->plan().tensor_abi_sha256).ok());
-  auto h8 = next->Publish();
+  auto h8 = DeliverAndPublish(*next);
   ASSERT_TRUE(h8.ok()) << h8.status().ToString();
   const Status late = old->AdmitDecode(*h7);
   EXPECT_EQ(late.error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
@@ -437,9 +443,7 @@ TEST(TransferTxn, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
   EXPECT_EQ(first->ReleaseDecode(7).error(), ErrorCode::HANDOFF_DECODE_RELEASE_INVALID)
       << "PLANNED: nothing published";
   ASSERT_TRUE(first->Reserve().ok());
-  for (const auto& c : first->plan().chunks) Deliver(*first, c);
-  ASSERT_TRUE(first->Validate(first->plan().identity, first->plan().tensor_abi_sha256).ok());
-  auto h7 = first->Publish();
+  auto h7 = DeliverAndPublish(*first);
   ASSERT_TRUE(h7.ok()) << h7.status().ToString();
   ASSERT_TRUE(first->AdmitDecode(*h7).ok());
   EXPECT_EQ(pool.decode_owned(), 2u);
@@ -477,9 +481,7 @@ TEST(TransferTxn, RegressionARefusedReservationChangesNothing) {
   auto first = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &r.pool, &r.directory);
   ASSERT_TRUE(first.ok());
   ASSERT_TRUE(first->Reserve().ok());
-  for (const auto& c : first->plan().chunks) Deliver(*first, c);
-  ASSERT_TRUE(first->Validate(first->plan().identity, first->plan().tensor_abi_sha256).ok());
-  auto h7 = first->Publish();
+  auto h7 = DeliverAndPublish(*first);
   ASSERT_TRUE(h7.ok());
   const size_t handles = r.directory.cache().handle_count();
   TransferPlan cold = TwoLayerPlan(8, "x8");
