@@ -654,6 +654,14 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     if (dest) LoseHoldings(State(c), *dest);
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
+  // The transfer id keys every later event of the transfer (and the destination's append
+  // transaction): an empty one is refused here, at its root, not at the reservation's append.
+  if (plan.transfer_id.empty()) {
+    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/operation_id",
+             "transfer_plan names an empty transfer id (operation_id); a transfer id is a "
+             "non-empty string");
+    return drop();
+  }
   auto req = RequestOf(c, e);
   if (!req) return drop();
   if (plan.identity.request_id != *req) {

@@ -1128,5 +1128,24 @@ TEST(TransferEventsTest, RegressionAGatedRequestsTransfersAreGatedWithoutItsRequ
   EXPECT_EQ(test::CodeNames(Replay(c, lines)), std::vector<std::string>{"INPUT_FIELD_TYPE"});
 }
 
+// An empty transfer id was accepted by transfer_plan and refused only at transfer_reserve, by the
+// destination's append ("append: empty txn id", at the reservation's line): the root cause is
+// the plan, which is refused, and the transfer's later events are gated.
+TEST(TransferEventsTest, RegressionAnEmptyTransferIdIsRefusedAtItsPlan) {
+  TwoSourceTrace trace = WithDestination(4096, 4);
+  KvReady(trace, "r1", 0, 4);
+  PlanOneChunk(trace, "r1", 4);
+  SendAndPublish(trace, "r1", 4);
+  for (std::string& l : trace.out)
+    if (size_t at = l.find(R"("operation_id":"xr1")"); at != std::string::npos)
+      l.replace(at, 20, R"("operation_id":"")");
+  TraceChecker c("t.jsonl");
+  const Violations& v = Replay(c, trace.out);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].line, 4u);  // header, destination, kv_ready, the plan
+  EXPECT_EQ(v[0].pointer, "/3/operation_id");
+}
+
 }  // namespace
 }  // namespace kvc::trace
