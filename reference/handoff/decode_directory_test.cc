@@ -86,13 +86,14 @@ TEST(WarmDestination, TransferSetMustStartWhereTheVisiblePrefixEnds) {
   }
 }
 
-// Without the visible prefix the old behavior stays: a suffix onto an empty destination is a
-// hole, and a visible prefix that does not exist is an unknown handle.
-TEST(WarmDestination, ColdSuffixIsStillAHoleAndUnknownPrefixIsRefused) {
+// Without a visible prefix a suffix is refused at its plan: a cold destination holds nothing, so
+// X = U \ V_D starts at token 0 (before 2026-12-04 the plan was accepted and its reservation
+// refused as LIFECYCLE_APPEND_HOLE, one event after the root cause). A visible prefix that does
+// not exist is an unknown handle at the reservation (prefixes may be declared after the plan).
+TEST(WarmDestination, ColdSuffixIsRefusedAtItsPlanAndUnknownPrefixAtItsReservation) {
   Rig r;
   auto cold = TransferTxn::Create(SuffixPlan(4, 28, ""), &r.credits, &r.pool, &r.directory);
-  ASSERT_TRUE(cold.ok());
-  EXPECT_EQ(cold->Reserve().error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
+  EXPECT_EQ(cold.status().error(), ErrorCode::HANDOFF_COVERAGE_MISMATCH);
   Rig r2;
   auto missing =
       TransferTxn::Create(SuffixPlan(4, 28, "prefix:none"), &r2.credits, &r2.pool, &r2.directory);

@@ -117,6 +117,12 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                    "a plan of no tokens without a visible prefix has nothing to publish (a "
                    "zero-byte handoff names the destination's prefix that holds every token)",
                    "visible_prefix_handle"});
+  else if (plan.token_start != 0 && plan.visible_prefix_handle.empty())
+    out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                   "token_start is " + std::to_string(plan.token_start) +
+                       " but the plan names no visible prefix: a cold destination holds no "
+                       "tokens (V_D is empty), so the transfer set X = U \\ V_D starts at token 0",
+                   "token_start"});
   bool bounds_ok = out.empty() || out.back().code != ErrorCode::HANDOFF_COVERAGE_MISMATCH;
   // A plan of no tokens has nothing to cover (its chunks, if any, were judged above).
   if (bounds_ok && plan.token_count > 0) {

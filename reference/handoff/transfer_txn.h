@@ -92,7 +92,8 @@ struct PlanIssue {
 // and coverage: every (layer, token) of [0,num_layers) x [token_start, token_start+count)
 // covered by exactly one chunk, judged only when every chunk's bytes agree with its
 // token_count. A plan of no tokens (everything already visible at the destination: M5.6 0x06,
-// X = U \ V_D may be empty) needs no chunk. Empty when the plan is sound.
+// X = U \ V_D may be empty) needs no chunk; a plan without a visible prefix (a cold
+// destination: V_D is empty) starts at token 0. Empty when the plan is sound.
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
 // Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
 std::string PlanContentDigest(const TransferPlan& plan);

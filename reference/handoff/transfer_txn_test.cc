@@ -472,10 +472,12 @@ TEST(TransferTxn, RegressionDecodeReleaseReturnsTheBlocksToThePool) {
   EXPECT_EQ(pool.unpublished(), 2u);
 }
 
-// Probe 15 (2026-12-04): a reservation refused while opening the destination (a cold plan
-// starting past token 0) kept the request's new generation reserved and left an empty destination
-// handle behind, so the request's publication counted as superseded and a later attempt under
-// that generation found the handle. A refused reservation changes nothing.
+// Probe 15 (2026-12-04): a reservation refused while opening the destination (then a cold plan
+// starting past token 0, which CheckPlan now refuses at the plan; here a transfer id that is
+// already another attempt's append transaction) kept the request's new generation reserved and
+// left an empty destination handle behind, so the request's publication counted as superseded
+// and a later attempt under that generation found the handle. A refused reservation changes
+// nothing.
 TEST(TransferTxn, RegressionARefusedReservationChangesNothing) {
   Rig r;
   auto first = TransferTxn::Create(TwoLayerPlan(7, "x7"), &r.credits, &r.pool, &r.directory);
@@ -484,16 +486,12 @@ TEST(TransferTxn, RegressionARefusedReservationChangesNothing) {
   auto h7 = DeliverAndPublish(*first);
   ASSERT_TRUE(h7.ok());
   const size_t handles = r.directory.cache().handle_count();
-  TransferPlan cold = TwoLayerPlan(8, "x8");
-  cold.token_start = 4;  // no visible prefix: a cold destination starts at token 0
-  cold.token_count = 4;
-  cold.chunks.clear();
-  for (uint64_t l = 0; l < 2; ++l)
-    cold.chunks.push_back(
-        {"c" + std::to_string(l), l, 4, 4, 512, Sha256Hex("x8c" + std::to_string(l))});
+  // Generation 8 under generation 7's transfer id: the destination's append on the new handle
+  // req-1@g8 is a different call under an existing transaction id.
+  TransferPlan cold = TwoLayerPlan(8, "x7");
   auto refused = TransferTxn::Create(cold, &r.credits, &r.pool, &r.directory);
   ASSERT_TRUE(refused.ok()) << refused.status().ToString();
-  EXPECT_EQ(refused->Reserve().error(), ErrorCode::LIFECYCLE_APPEND_HOLE);
+  EXPECT_EQ(refused->Reserve().error(), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
   EXPECT_EQ(r.directory.CurrentGeneration("req-1"), 7u) << "the fence is put back";
   EXPECT_EQ(r.directory.cache().handle_count(), handles) << "no empty handle left behind";
   EXPECT_EQ(r.pool.unpublished(), 0u);
