@@ -1760,8 +1760,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (e.request_id && spec->plane == Plane::kSemantic && spec->indexed) {
     if (Request* r = FindRequest(*e.request_id)) {
       const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
-      EventInfo info{spec->name, e.content_hash(), h ? h->current.committed_length : 0,
-                     *e.handle_generation};
+      // A refused event is indexed as such: an observation naming it sees the handle unchanged.
+      EventInfo info{KeyEquals(e.outcome, "rejected") ? RejectedTypeName(spec->name) : spec->name,
+                     e.content_hash(), h ? h->current.committed_length : 0, *e.handle_generation};
       if (h && h->current.phase == lifecycle::Phase::kReleased && KeyEquals(e.event_type, "release")) {
         // Memory follows live handles: keep the terminal events (finish, cancel_request,
         // release; observations after release may name them) and drop the operations.

@@ -2872,5 +2872,30 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
+// Probe 16 (2026-12-04): small traces of the semantic plane, each replayed whole with the fast
+// and the general readers; a reproducer's name says what went wrong before its fix. `want` is
+// the distinct codes raised (test::CodeNames).
+TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      // A refused release freed nothing, yet observations of 0 bytes passed and the true bytes
+      // were "owned by no one".
+      {"probe16_refused_release_observed_as_free", {"TRACE_CAUSE_WRONG_EVENT"}},
+      {"probe16_refused_release_keeps_its_rows", {}},
+  };
+  for (const bool fast : {true, false}) {
+    for (const auto& [name, want] : cases) {
+      const std::string rel = "reference/trace/testdata/semantic/" + name + ".jsonl";
+      CheckerOptions opt;
+      opt.fast_readers = fast;
+      TraceChecker c(rel, opt);
+      const std::vector<std::string> lines = test::SourceLines(rel);
+      for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
+      const Violations& v = c.Finish(false);
+      EXPECT_EQ(test::CodeNames(v), want) << name << (fast ? " (fast readers)" : "") << "\n"
+                                          << test::Describe(v);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvc::trace

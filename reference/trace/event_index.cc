@@ -1,9 +1,21 @@
 // EventIndex: one request's indexed semantic events by event id (event_index.h).
 #include "reference/trace/event_index.h"
 
+#include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string>
 
 namespace kvc::trace {
+
+std::string_view RejectedTypeName(std::string_view type) {
+  static std::mutex mu;
+  // Never destroyed: the views handed out stay valid to the end of the process.
+  static auto* const names = new std::set<std::string, std::less<>>;
+  const std::string name = "rejected " + std::string(type);
+  std::lock_guard<std::mutex> lock(mu);
+  return *names->insert(name).first;
+}
 
 void EventIndex::Append(std::string_view id, uint64_t id_hash, const EventInfo& info) {
   if (id.size() > UINT32_MAX) throw std::length_error("EventIndex: event id of 4 GiB or more");

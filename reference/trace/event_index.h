@@ -36,11 +36,19 @@ namespace kvc::trace {
 
 // What an observation needs of the semantic event it names as its cause.
 struct EventInfo {
-  std::string_view type;           // the event type; views the dispatch table (static)
+  // The event type (views the dispatch table: static), or for an event the runtime reports
+  // refused (outcome "rejected", which changed nothing) RejectedTypeName(type).
+  std::string_view type;
   uint64_t content_hash = 0;       // LineHash of the event's line (duplicate delivery)
   uint64_t committed_length = 0;   // the handle's committed length after the event
   uint64_t handle_generation = 0;  // the event's handle_generation (it passed the fence)
+  // The event was refused: the handle is as it was before it (a refused release frees nothing).
+  bool rejected() const { return type.starts_with("rejected "); }
 };
+
+// "rejected <type>": the type an index entry records for a refused event of `type`, a string
+// that lives as long as the process (so EventInfo stays one view). Thread-safe.
+std::string_view RejectedTypeName(std::string_view type);
 
 class EventIndex {
  public:

@@ -977,7 +977,9 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
   // request_allocate (arrival creates no K/V, M5.1 0x02: an allocator that reserves nothing
   // until prefill reports nothing held). A free after finish or cancel_request is the seed's
   // "physical-free observation caused by finish rather than release".
-  bool held_cause = false;
+  // A refused event changed nothing: the handle holds what it held (since 2026-12-04: a refused
+  // release was taken as a free; probe 16).
+  bool held_cause = info.rejected();
   for (auto m : kHeldCauses) held_cause |= (info.type == m);
   const bool ok = is_free ? info.type == "release" || info.type == "request_allocate" : held_cause;
   if (!ok) {
@@ -989,6 +991,9 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
     if (info.type == "finish" || info.type == "cancel_request")
       why += " (" + std::string(info.type) +
              " is not a physical free: the handle keeps its committed rows until release)";
+    if (info.rejected())
+      why += " (a refused event frees nothing: the handle keeps its " + U(info.committed_length) +
+             " committed rows)";
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) +
                  (observes_none ? " observes no storage" : " observes storage held") + " after " +
@@ -1013,8 +1018,8 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
   // A truncate to 0 rows (or a fork of an empty prefix) leaves the handle holding nothing: an
   // allocator that frees its blocks then is judged as storage held, of 0 rows (the residency
   // plane's 0 bytes after it already is).
-  const bool holds_no_rows =
-      info->committed_length == 0 && (info->type == "truncate" || info->type == "fork");
+  const bool holds_no_rows = info->committed_length == 0 &&
+                             (info->type == "truncate" || info->type == "fork" || info->rejected());
   if (!CheckCauseKind(c, e, *info, is_free && !holds_no_rows, is_free)) return;
   if (*used > *slots)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
@@ -1040,11 +1045,13 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   auto bytes = p.Uint("resident_payload_bytes");
   if (!p.clean() || !info || !bytes) return;
   // Nothing resident after a finish or cancel_request that retained rows is a free caused by
-  // the stop (judged as one: TRACE_CAUSE_WRONG_EVENT), not a byte count.
+  // the stop (judged as one: TRACE_CAUSE_WRONG_EVENT), not a byte count; so is nothing resident
+  // after a refused event of a handle that holds rows.
   const bool is_free =
       *bytes == 0 &&
       (info->type == "release" ||
-       ((info->type == "finish" || info->type == "cancel_request") && info->committed_length > 0));
+       ((info->type == "finish" || info->type == "cancel_request" || info->rejected()) &&
+        info->committed_length > 0));
   if (info->type == "release" && *bytes != 0) {
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
