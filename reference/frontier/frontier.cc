@@ -258,9 +258,14 @@ void FrontierState::ApplyPublished(const AppendCall& c) {
       frontier_token_.reset();
       last_drafts_ = c.draft_tokens;
       last_accepted_ = c.accepted;
-      expected_tokens_.assign(c.draft_tokens.begin(),
+      // Accepted drafts of an earlier verification not emitted yet keep their place: their rows
+      // precede this call's, and output j's row is S + j (since 2026-12-04: before, this call's
+      // drafts replaced them, so its first draft was expected at the earlier draft's index;
+      // probe 16).
+      expected_tokens_.append(c.draft_tokens.begin(),
                               c.draft_tokens.begin() + static_cast<long>(c.accepted));
-      ready_outputs_ = c.accepted + 1;  // accepted drafts, then the correction / bonus token
+      // The queued accepted drafts, then the correction / bonus token from this call's logits.
+      ready_outputs_ = expected_tokens_.size() + 1;
       break;
   }
 }

@@ -113,6 +113,12 @@ class DraftQueue {
     v_.assign(first, last);
     pos_ = 0;
   }
+  // Queues [first, last) after the tokens still queued.
+  template <typename It>
+  void append(It first, It last) {
+    v_.insert(v_.end(), first, last);
+  }
+  size_t size() const { return v_.size() - pos_; }
   friend bool operator==(const DraftQueue& a, const DraftQueue& b) {
     return std::equal(a.v_.begin() + static_cast<std::ptrdiff_t>(a.pos_), a.v_.end(),
                       b.v_.begin() + static_cast<std::ptrdiff_t>(b.pos_), b.v_.end());
@@ -192,7 +198,8 @@ class FrontierState {
   uint64_t ready_outputs_ = 0;
   // verify: accepted drafts to emit first, in order (each emit takes the front in O(1); erasing
   // a vector's front shifted every remaining draft, D^2 for one verification of D drafts:
-  // probe 10).
+  // probe 10). A verification published before the previous one's drafts are all emitted
+  // queues its own after them (their rows come first).
   DraftQueue expected_tokens_;
   std::optional<uint64_t> frontier_token_;
   std::vector<uint64_t> last_drafts_;      // last verification's candidates

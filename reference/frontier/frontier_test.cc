@@ -214,6 +214,27 @@ TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
   EXPECT_EQ(f.committed(), 103u);
 }
 
+// Probe 16: a verification published before the previous one's accepted drafts were emitted
+// replaced them, so output 1 was expected to be the second call's draft. Output j's row is
+// S + j: the first call's draft (row 2) is output 1, the second's (row 3) output 2, then the
+// bonus token from the second call's logits.
+TEST(FrontierTest, RegressionASecondVerificationQueuesAfterUnemittedDrafts) {
+  FrontierState f(1);
+  Publish(f, Prefill(1));
+  ASSERT_TRUE(f.Emit(0, 11).ok());
+  Publish(f, Mk(AppendPurpose::kVerify, 2, 11, {21}, 1));  // rows 1 (token 11), 2 (draft 21)
+  Publish(f, Mk(AppendPurpose::kVerify, 1, std::nullopt, {31}, 1));  // row 3 (draft 31)
+  EXPECT_EQ(f.committed(), 4u);
+  EXPECT_EQ(f.ready_outputs(), 3u);
+  FrontierState wrong = f;
+  EXPECT_EQ(wrong.Emit(1, 31).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  ASSERT_TRUE(f.Emit(1, 21).ok());
+  ASSERT_TRUE(f.Emit(2, 31).ok());
+  ASSERT_TRUE(f.Emit(3, 40).ok());  // the bonus token: the frontier
+  EXPECT_EQ(f.frontier_token(), 40u);
+  EXPECT_EQ(f.ready_outputs(), 0u);
+}
+
 TEST(FrontierTest, VerificationRowCountsAndTokens) {
   FrontierState f(1);
   Publish(f, Prefill(1));

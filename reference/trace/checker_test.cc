@@ -2881,6 +2881,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // were "owned by no one".
       {"probe16_refused_release_observed_as_free", {"TRACE_CAUSE_WRONG_EVENT"}},
       {"probe16_refused_release_keeps_its_rows", {}},
+      // A second verification replaced the first's unemitted accepted draft: the wrong draft
+      // passed at output 1 and the right one failed.
+      {"probe16_second_verify_replaced_pending_drafts", {"FRONTIER_TOKEN_MISMATCH"}},
+      {"probe16_second_verify_queues_after_pending_drafts", {}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
