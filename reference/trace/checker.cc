@@ -552,7 +552,21 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
   const uint64_t first = std::min(r.first_generation, generation);
+  // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
+  // last released incarnation: a delayed free observed after the re-allocation names its
+  // release (since 2026-12-04: it was TRACE_CAUSE_UNKNOWN and gated the new incarnation; probe
+  // 16). Only that incarnation's, so an id recycled many times keeps at most three.
+  EventIndex terminal = std::move(r.events);
+  std::optional<uint64_t> released;
+  terminal.ForEach([&](std::string_view, const EventInfo& info) {
+    if (info.type == "release") released = std::max(released.value_or(0), info.handle_generation);
+  });
+  terminal.KeepIf([&](std::string_view, const EventInfo& info) {
+    return released && info.handle_generation == *released &&
+           (info.type == "release" || info.type == "finish" || info.type == "cancel_request");
+  });
   r = Request{};
+  r.events = std::move(terminal);
   r.frontier = frontier::FrontierState(prompt_length);
   r.first_generation = first;
   return r;

@@ -2885,6 +2885,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // passed at output 1 and the right one failed.
       {"probe16_second_verify_replaced_pending_drafts", {"FRONTIER_TOKEN_MISMATCH"}},
       {"probe16_second_verify_queues_after_pending_drafts", {}},
+      // A delayed free of a released incarnation, observed after the id was allocated again,
+      // named its release yet was TRACE_CAUSE_UNKNOWN and gated the new incarnation, hiding its
+      // own violation.
+      {"probe16_delayed_free_after_reallocation_gated_the_new_incarnation",
+       {"LIFECYCLE_RELEASE_LIVE"}},
+      {"probe16_delayed_allocator_free_after_reallocation_hid_a_gap",
+       {"FRONTIER_OUTPUT_INDEX_GAP"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

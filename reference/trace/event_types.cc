@@ -923,11 +923,14 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   }
   const TraceChecker::EventInfo* info = c.FindCause(*e.request_id, *cause);
   const lifecycle::HandleRecord* h = info ? nullptr : c.FindHandle(*e.request_id);
-  if (!info && h && h->current.phase == Phase::kReleased) {
+  if (!info && h &&
+      (h->current.phase == Phase::kReleased ||
+       (e.handle_generation && *e.handle_generation < h->current.incarnation))) {
     // The request's events before its release are dropped with it (memory follows live
     // handles): the cause may be one of them, so nothing is known missing and the request is
     // not gated (since 2026-12-04: before, "no earlier event of request" although it may have
-    // been its append_publish, and the request was gated: probe 9).
+    // been its append_publish, and the request was gated: probe 9). So for an observation of
+    // an earlier incarnation of an id allocated again (probe 16: it gated the live one).
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
                  "\", which is not among the events request \"" + std::string(*e.request_id) +
