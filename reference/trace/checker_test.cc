@@ -2892,6 +2892,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"LIFECYCLE_RELEASE_LIVE"}},
       {"probe16_delayed_allocator_free_after_reallocation_hid_a_gap",
        {"FRONTIER_OUTPUT_INDEX_GAP"}},
+      // After a frontier breach stopped the request's frontier checks, a refusal the frontier
+      // requires was TRACE_OUTCOME_INVALID ("the contract admits it") and gated the request.
+      {"probe16_refusal_after_a_frontier_breach_was_outcome_invalid",
+       {"FRONTIER_OUTPUT_INDEX_GAP", "LIFECYCLE_RELEASE_LIVE"}},
+      {"probe16_refused_repair_after_a_finish_claim_mismatch_was_outcome_invalid",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

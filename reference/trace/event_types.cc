@@ -363,8 +363,12 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   // the contract's refusal too: nothing is opened or reported, as for a refusal of the
   // lifecycle object (before 2026-12-03 only the lifecycle object was asked, and such a
   // refusal raised TRACE_OUTCOME_INVALID).
-  if (!retry && KeyEquals(e.outcome, "rejected") && req && req->frontier.tracked() &&
-      !req->frontier.CheckAppend(call).ok())
+  // A request whose frontier is no longer followed (a breach was reported) cannot have such a
+  // refusal judged: it conforms, and the request is not gated (since 2026-12-04, probe 16: it was
+  // TRACE_OUTCOME_INVALID, "the contract admits it", a second code for the breach, and the gate
+  // hid the request's later violations).
+  if (!retry && KeyEquals(e.outcome, "rejected") && req &&
+      (!req->frontier.tracked() || !req->frontier.CheckAppend(call).ok()))
     return;
   if (!c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); }))
     return;  // refused as reported, or reported and dropped by Apply
@@ -856,6 +860,10 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   const Snapshot* cur = CurrentRef(c, e);
   if (!cur) return;
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  // An unfollowed frontier cannot judge a refused finish either (as for appends above).
+  if (req && !req->frontier.tracked() && cur->phase == Phase::kDecodeReady &&
+      KeyEquals(e.outcome, "rejected"))
+    return CheckRefusedBaseReached(c, e, *cur);
   if (req && req->frontier.tracked() && cur->phase == Phase::kDecodeReady) {
     Status fs = req->frontier.CheckFinish();
     if (!fs.ok() && KeyEquals(e.outcome, "rejected")) {
