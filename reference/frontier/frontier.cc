@@ -328,13 +328,30 @@ void FrontierState::Truncate(uint64_t t) {
     rolled_into_prompt_ = rolled_into_prompt_ || had_outputs;
     return;
   }
-  if (!expected_tokens_.empty()) {  // accepted drafts committed but not yet emitted
-    tracked_ = false;
-    return;
+  const uint64_t kept = t - prompt_length_;
+  if (!expected_tokens_.empty()) {
+    // Accepted drafts committed but not yet emitted: the processed rows are the emitted
+    // outputs' and then the drafts' (output j's row is S + j). Since 2026-12-04 (probe 16: the
+    // frontier stopped being followed here, so any output, decode or finish claim passed).
+    const uint64_t emitted = outputs_.size();
+    if (processed_ != emitted + expected_tokens_.size()) {  // not reconcilable: stop following
+      tracked_ = false;
+      return;
+    }
+    if (kept >= emitted) {
+      // Only draft rows go: as if the verification had accepted just the drafts kept. They are
+      // still emitted in order, then one output from the last kept row's logits.
+      expected_tokens_.keep_first(kept - emitted);
+      processed_ = kept;
+      ready_outputs_ = expected_tokens_.size() + 1;
+      last_drafts_.clear();
+      last_accepted_ = 0;
+      return;
+    }
+    expected_tokens_.clear();  // every draft row goes, and emitted outputs after `kept` (below)
   }
   // At or above S the prompt was complete (K_c > t >= S) and every processed token was emitted
   // (no accepted draft awaits emission), so output t - S exists; checked all the same.
-  const uint64_t kept = t - prompt_length_;
   if (kept >= outputs_.size()) {
     tracked_ = false;
     return;

@@ -119,6 +119,11 @@ class DraftQueue {
     v_.insert(v_.end(), first, last);
   }
   size_t size() const { return v_.size() - pos_; }
+  // Keeps the first `n` tokens still queued (all of them when n >= size()).
+  void keep_first(size_t n) {
+    if (n < size()) v_.resize(pos_ + n);
+    if (empty()) clear();
+  }
   friend bool operator==(const DraftQueue& a, const DraftQueue& b) {
     return std::equal(a.v_.begin() + static_cast<std::ptrdiff_t>(a.pos_), a.v_.end(),
                       b.v_.begin() + static_cast<std::ptrdiff_t>(b.pos_), b.v_.end());
@@ -157,8 +162,10 @@ class FrontierState {
   // the prompt (t < S) removes every output: t prompt rows committed, no logits ready, so
   // output 0 and any decode wait for the prompt's remaining rows (a finish before the next
   // output is not early: the request selected outputs before the rollback). A rollback at or
-  // above S while accepted drafts of a verification are still to be emitted stops tracking
-  // (Untrack).
+  // above S while accepted drafts of a verification are still to be emitted drops the drafts
+  // whose rows go: when every emitted output keeps its row, as if the verification had
+  // accepted only the drafts kept (they are emitted, then one output from the last kept row's
+  // logits); otherwise every draft goes and the outputs roll back as above.
   void Truncate(uint64_t t);
   // Makes a copy of this state cost O(1) in its outputs (OutputTokens::Freeze): call before
   // copying it for fork children.

@@ -148,13 +148,18 @@ TEST(FrontierTest, TruncateRollsOutputsBackWithTheirRows) {
   Publish(into_prompt, Decode(30));
   ASSERT_TRUE(into_prompt.Emit(1, 31).ok());
   EXPECT_EQ(into_prompt.committed(), 5u);
-  // Accepted drafts committed but not yet emitted: not followed.
+  // Accepted drafts committed but not yet emitted: their rows go with the rollback (before
+  // 2026-12-04 the frontier stopped being followed here; see the probe 16 regression below).
   FrontierState v(2);
   Publish(v, Prefill(2));
   ASSERT_TRUE(v.Emit(0, 1).ok());
-  Publish(v, Mk(AppendPurpose::kVerify, 3, 1, {5, 6, 7}, 2));
-  v.Truncate(3);
-  EXPECT_FALSE(v.tracked());
+  Publish(v, Mk(AppendPurpose::kVerify, 3, 1, {5, 6, 7}, 2));  // rows 2 (1), 3 (5), 4 (6)
+  v.Truncate(3);  // output 0's row stays; both drafts' rows go
+  EXPECT_TRUE(v.tracked());
+  EXPECT_EQ(v.committed(), 3u);
+  EXPECT_EQ(v.ready_outputs(), 1u);  // output 1, from row 2's logits
+  ASSERT_TRUE(v.Emit(1, 9).ok());
+  EXPECT_EQ(v.frontier_token(), 9u);
 }
 
 // Regression (probe 9, 2026-12-04): a decode of an accepted draft, whose row the verification
@@ -233,6 +238,39 @@ TEST(FrontierTest, RegressionASecondVerificationQueuesAfterUnemittedDrafts) {
   ASSERT_TRUE(f.Emit(3, 40).ok());  // the bonus token: the frontier
   EXPECT_EQ(f.frontier_token(), 40u);
   EXPECT_EQ(f.ready_outputs(), 0u);
+}
+
+// Probe 16: a truncate while accepted drafts were still to be emitted stopped following the
+// frontier, so an output index gap, a decode of a token never emitted and a wrong finish claim
+// all passed. Now the draft rows that go are dropped: the drafts kept are emitted, then one
+// output from the last kept row's logits; a truncate below the emitted outputs also rolls them
+// back.
+TEST(FrontierTest, RegressionATruncateOfUnemittedDraftRowsKeepsFollowingTheFrontier) {
+  FrontierState f(1);  // S = 1
+  Publish(f, Prefill(1));
+  ASSERT_TRUE(f.Emit(0, 11).ok());
+  Publish(f, Mk(AppendPurpose::kVerify, 3, 11, {21, 22}, 2));  // rows 1 (11), 2 (21), 3 (22)
+  ASSERT_EQ(f.committed(), 4u);
+  FrontierState below = f;
+  f.Truncate(3);  // draft 22's row goes; draft 21 (row 2) stays accepted
+  ASSERT_TRUE(f.tracked());
+  EXPECT_EQ(f.committed(), 3u);
+  EXPECT_EQ(f.ready_outputs(), 2u);
+  FrontierState gap = f;
+  EXPECT_EQ(gap.Emit(2, 22).error(), ErrorCode::FRONTIER_OUTPUT_INDEX_GAP);
+  FrontierState wrong = f;
+  EXPECT_EQ(wrong.Emit(1, 22).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  ASSERT_TRUE(f.Emit(1, 21).ok());
+  ASSERT_TRUE(f.Emit(2, 30).ok());  // from row 2's logits: the frontier token
+  Publish(f, Decode(30));
+  EXPECT_EQ(f.committed(), 4u);
+
+  below.Truncate(1);  // into output 0's row: both drafts go and output 0 is the frontier again
+  ASSERT_TRUE(below.tracked());
+  EXPECT_EQ(below.frontier_token(), 11u);
+  EXPECT_EQ(below.emitted(), 1u);
+  EXPECT_EQ(below.CheckAppend(Decode(21)).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
+  Publish(below, Decode(11));
 }
 
 TEST(FrontierTest, VerificationRowCountsAndTokens) {
