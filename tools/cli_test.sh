@@ -62,6 +62,9 @@ for kv in '"rows_no_cache": 270272' '"rows_cache": 2175' '"rows_saved": 268097' 
 check savedwork_max 0 "$K" calc saved-work --prompt 1048576 --outputs 1048576 --format json
 check savedwork_overflow 2 "$K" calc saved-work --prompt 8589934592 --outputs 1; expect_out savedwork_overflow_msg 'exceeds 64 bits'
 check savedwork_huge 2 "$K" calc saved-work --prompt 99999999999999999999999 --outputs 1
+# P + G was printed wrapped to 64 bits ("P + G = 0 is too large"): probe 17, finding 06.
+check savedwork_wrapped_sum 2 "$K" calc saved-work --prompt 18446744073709551615 --outputs 1
+expect_out savedwork_wrapped_sum_msg 'P \+ G = 18446744073709551616 is too large'
 
 # kvconform check (docs/trace-format.md "Exit codes and output"): 0 conforms, 1 violations,
 # 2 unreadable file.

@@ -1,6 +1,8 @@
 // Closed forms for the saved-work row and causal-pair ledgers; see saved_work.h.
 #include "reference/saved_work/saved_work.h"
 
+#include <string>
+
 #include "reference/base/checked_math.h"
 
 namespace kvc {
@@ -11,6 +13,16 @@ using u128 = unsigned __int128;
 // sum_{s=1..n} s(s+1)/2 = n(n+1)(n+2)/6 (tetrahedral number). Requires n < 2^42.
 u128 Tetrahedral(u128 n) { return n * (n + 1) * (n + 2) / 6; }
 
+// The decimal digits of x.
+std::string Decimal(u128 x) {
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+    x /= 10;
+  } while (x != 0);
+  return s;
+}
+
 }  // namespace
 
 StatusOr<SavedWork> ComputeSavedWork(uint64_t prompt, uint64_t outputs) {
@@ -20,7 +32,7 @@ StatusOr<SavedWork> ComputeSavedWork(uint64_t prompt, uint64_t outputs) {
   // The widest uncached call has P+G-1 rows; its causal triangle alone is ~(P+G)^2/2,
   // so P+G beyond 2^42 cannot fit any result in 64 bits and would overflow the cube below.
   if (p + g > (u128{1} << 42))
-    return OutOfRange("P + G = " + std::to_string(static_cast<uint64_t>(p + g)) +
+    return OutOfRange("P + G = " + Decimal(p + g) +
                       " is too large: the pair ledgers would overflow 64 bits");
   const u128 rows_no_cache = g * p + g * (g - 1) / 2;
   const u128 rows_cache = p + g - 1;

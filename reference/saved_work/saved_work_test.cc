@@ -58,5 +58,26 @@ TEST(SavedWork, LargestSupportedInputsAreExactAndOverflowIsRefused) {
   EXPECT_EQ(ComputeSavedWork(3, 0).status().code(), StatusCode::kInvalidArgument);
 }
 
+// Regression (probe 17, finding 06): the refusal printed P + G wrapped to 64 bits ("P + G = 0 is
+// too large" for P = 2^64 - 1, G = 1). It prints the true sum.
+TEST(SavedWork, RegressionOverflowMessagePrintsTheUnwrappedSum) {
+  const uint64_t max = ~uint64_t{0};
+  struct Case {
+    uint64_t p, g;
+    const char* sum;
+  };
+  for (const Case& c :
+       {Case{max, 1, "18446744073709551616"}, Case{max, 2, "18446744073709551617"},
+        Case{max - 1, 5, "18446744073709551619"}, Case{max, max, "36893488147419103230"},
+        Case{(1ull << 42) - 1, 2, "4398046511105"}}) {
+    auto w = ComputeSavedWork(c.p, c.g);
+    ASSERT_EQ(w.status().code(), StatusCode::kOutOfRange);
+    EXPECT_NE(
+        std::string(w.status().message()).find(std::string("P + G = ") + c.sum + " is too large"),
+        std::string::npos)
+        << w.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace kvc
