@@ -57,6 +57,23 @@ check kvbytes_hf_and_flag 2 "$K" calc kv-bytes --hf-config "$T/config.json" --la
 check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2
 check kvbytes_overflow 2 "$K" calc kv-bytes --layers 4294967296 --kv-heads 4294967296 --head-dim 4096 --k-bytes 2 --v-bytes 2
 expect_out kvbytes_overflow_msg 'overflows'
+# An empty list element was dropped ("5,,2" read as 5,2, shifting the lengths against their
+# copies): probe 17, finding 07.
+G4="--layers 2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2"
+# shellcheck disable=SC2086
+check kvbytes_empty_length 2 "$K" calc kv-bytes $G4 --lengths 5,,2 --copies 1,2
+expect_out kvbytes_empty_length_msg 'empty --lengths element 2 in "5,,2"'
+# shellcheck disable=SC2086
+check kvbytes_leading_empty 2 "$K" calc kv-bytes $G4 --lengths ,5
+# shellcheck disable=SC2086
+check kvbytes_empty_copy 2 "$K" calc kv-bytes $G4 --lengths 5,2 --copies 1,,2
+expect_out kvbytes_empty_copy_msg 'empty --copies element 2'
+# shellcheck disable=SC2086
+check kvbytes_bad_length 2 "$K" calc kv-bytes $G4 --lengths 5,x
+expect_out kvbytes_bad_length_msg '--lengths element 2 "x" is not an unsigned integer'
+# shellcheck disable=SC2086
+check kvbytes_repeated_lengths 0 "$K" calc kv-bytes $G4 --lengths 5 --lengths 3 --copies 1,2
+expect_out kvbytes_repeated_lengths_logical '^logical: 512$'
 check savedwork 0 "$K" calc saved-work --prompt 2048 --outputs 128 --format json
 for kv in '"rows_no_cache": 270272' '"rows_cache": 2175' '"rows_saved": 268097' '"pairs_no_cache": 285562176' '"pairs_cache": 2366400' '"pairs_saved": 283195776' '"row_reduction": 124.26'; do expect_out "savedwork $kv" "$kv"; done
 check savedwork_max 0 "$K" calc saved-work --prompt 1048576 --outputs 1048576 --format json

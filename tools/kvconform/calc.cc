@@ -1,5 +1,7 @@
 // `kvconform calc ...`: the seed's calculators (kv-bytes, saved-work) as exact arithmetic.
+#include <charconv>
 #include <iostream>
+#include <string_view>
 
 #include "reference/base/strict_json.h"
 #include "reference/ledger/kv_bytes.h"
@@ -11,7 +13,8 @@ namespace {
 
 struct KvBytesOptions {
   uint64_t layers = 0, kv_heads = 0, head_dim = 0, k_bytes = 0, v_bytes = 0;
-  std::vector<uint64_t> lengths, copies;
+  // The --lengths and --copies arguments as given (comma-separated lists; ParseList reads them).
+  std::vector<std::string> lengths, copies;
   std::string hf_config, dtype, format = "text";
 };
 
@@ -28,7 +31,45 @@ void PrintObject(const nlohmann::json& j, const std::string& format) {
   for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
 }
 
+// Reads a per-request list: comma-separated unsigned decimal integers, each argument of a
+// repeated flag continuing the list. An empty element is refused (a dropped "5,,2" element
+// shifted every later length against its copy count).
+StatusOr<std::vector<uint64_t>> ParseList(const std::vector<std::string>& args,
+                                          std::string_view flag) {
+  std::vector<uint64_t> out;
+  for (const std::string& arg : args) {
+    size_t start = 0;
+    while (true) {
+      size_t end = arg.find(',', start);
+      std::string_view item =
+          std::string_view(arg).substr(start, end == std::string::npos ? end : end - start);
+      const std::string where = std::string(flag) + " element " + std::to_string(out.size() + 1);
+      if (item.empty()) return InvalidArgument("empty " + where + " in \"" + arg + "\"");
+      uint64_t x = 0;
+      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+      if (ec == std::errc::result_out_of_range)
+        return InvalidArgument(where + " \"" + std::string(item) + "\" exceeds 2^64 - 1");
+      if (ec != std::errc() || ptr != item.data() + item.size())
+        return InvalidArgument(where + " \"" + std::string(item) + "\" is not an unsigned integer");
+      out.push_back(x);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
 void RunKvBytes(const KvBytesOptions& o) {
+  auto lengths = ParseList(o.lengths, "--lengths");
+  if (!lengths.ok()) {
+    ExitCode() = Fail(lengths.status());
+    return;
+  }
+  auto copies = ParseList(o.copies, "--copies");
+  if (!copies.ok()) {
+    ExitCode() = Fail(copies.status());
+    return;
+  }
   CacheGeometry g{o.layers, o.kv_heads, o.head_dim, o.k_bytes, o.v_bytes};
   nlohmann::json source = "flags";
   if (!o.hf_config.empty()) {
@@ -44,7 +85,7 @@ void RunKvBytes(const KvBytesOptions& o) {
         "(or pass --hf-config)"));
     return;
   }
-  auto r = ComputeRaggedLedger(g, o.lengths, o.copies);
+  auto r = ComputeRaggedLedger(g, *lengths, *copies);
   if (!r.ok()) { ExitCode() = Fail(r.status()); return; }
   nlohmann::json j = {{"layers", g.layers},          {"kv_heads", g.kv_heads_local},
                       {"head_dim", g.head_dim},      {"k_bytes", g.k_bytes},
@@ -95,8 +136,8 @@ void AddCalcCommand(CLI::App& app) {
       k->add_option("--head-dim", kv->head_dim, "d_h"),
       k->add_option("--k-bytes", kv->k_bytes, "b_K: bytes per K scalar"),
       k->add_option("--v-bytes", kv->v_bytes, "b_V: bytes per V scalar")};
-  k->add_option("--lengths", kv->lengths, "committed lengths T_i, e.g. 5,3")->delimiter(',');
-  k->add_option("--copies", kv->copies, "materialized copies c_i, e.g. 1,2")->delimiter(',');
+  k->add_option("--lengths", kv->lengths, "committed lengths T_i, e.g. 5,3");
+  k->add_option("--copies", kv->copies, "materialized copies c_i, e.g. 1,2");
   // The geometry comes from the flags or from config.json, not both (a flag beside
   // --hf-config was silently ignored).
   CLI::Option* hf =
