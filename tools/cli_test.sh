@@ -52,6 +52,11 @@ check kvbytes 0 "$K" calc kv-bytes --layers 2 --kv-heads 2 --head-dim 4 --k-byte
 for kv in '"bytes_per_token": 64' '"logical": 512' '"materialized": 704' '"rectangular": 640' '"phantom": 128'; do expect_out "kvbytes $kv" "$kv"; done
 printf '{"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"hidden_size":4096,"torch_dtype":"bfloat16"}' >"$T/config.json"
 check kvbytes_hf 0 "$K" calc kv-bytes --hf-config "$T/config.json" --format json; expect_out kvbytes_hf_131072 '"bytes_per_token": 131072'
+# A latent (MLA) cache printed a full-K/V B_token (1,228,800 B/token for DeepSeek-V2); it needs a
+# different cache ABI and is refused, naming the field (probe 17, finding 01).
+printf '{"num_hidden_layers":60,"num_attention_heads":128,"num_key_value_heads":128,"hidden_size":5120,"kv_lora_rank":512,"qk_rope_head_dim":64,"v_head_dim":128,"torch_dtype":"bfloat16"}' >"$T/mla.json"
+check kvbytes_hf_latent 2 "$K" calc kv-bytes --hf-config "$T/mla.json" --lengths 4096
+expect_out kvbytes_hf_latent_msg 'field kv_lora_rank \(512\) declares a latent'
 # A geometry flag beside --hf-config was silently ignored; the two sources exclude each other.
 check kvbytes_hf_and_flag 2 "$K" calc kv-bytes --hf-config "$T/config.json" --layers 2; expect_out kvbytes_hf_and_flag_msg 'excludes --hf-config'
 check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2

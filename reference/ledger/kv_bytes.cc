@@ -71,8 +71,44 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                              " must be a positive integer, got " + it->dump());
     return it->get<uint64_t>();
   };
+  auto present = [](const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && !it->is_null();
+  };
+  // A latent (MLA) cache stores a compressed per-token latent, not K/V rows of [H_kv, d_h]:
+  // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
+  if (present(config, "kv_lora_rank"))
+    return InvalidArgument(
+        "config.json: field kv_lora_rank (" + config["kv_lora_rank"].dump() +
+        ") declares a latent (MLA) cache; its bytes per token need a different cache "
+        "ABI than L_cache * H_kv * d_h * (b_K + b_V) (M5.1 0x02), which kv-bytes "
+        "does not compute");
+  // Quantized K/V (a KV-cache dtype or scheme of its own, with its scales) is likewise another ABI.
+  if (present(config, "kv_cache_dtype"))
+    return InvalidArgument("config.json: field kv_cache_dtype (" + config["kv_cache_dtype"].dump() +
+                           ") declares a quantized K/V cache; it needs a different cache ABI (M5.1 "
+                           "0x02), which kv-bytes does not compute");
+  if (auto q = config.find("quantization_config"); q != config.end() && q->is_object()) {
+    for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"})
+      if (present(*q, key))
+        return InvalidArgument(std::string("config.json: field quantization_config.") + key + " (" +
+                               (*q)[key].dump() +
+                               ") declares a quantized K/V cache; it needs a different cache ABI "
+                               "(M5.1 0x02), which kv-bytes does not compute");
+  }
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
+  // L_cache counts cache-producing layers: a layer that reuses another layer's K/V
+  // (num_kv_shared_layers, cross-layer sharing) produces no rows of its own.
+  if (present(config, "num_kv_shared_layers")) {
+    const Json& shared = config["num_kv_shared_layers"];
+    if (!shared.is_number_integer() || shared.get<int64_t>() < 0 ||
+        shared.get<uint64_t>() >= g.layers)
+      return InvalidArgument("config.json: field num_kv_shared_layers must be an integer in 0.." +
+                             std::to_string(g.layers - 1) +
+                             " (fewer than num_hidden_layers), got " + shared.dump());
+    g.layers -= shared.get<uint64_t>();
+  }
   KVC_ASSIGN_OR_RETURN(uint64_t heads, get_pos("num_attention_heads"));
   if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()) {
     KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_key_value_heads"));
@@ -91,6 +127,14 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
       return InvalidArgument("config.json: hidden_size is not a multiple of num_attention_heads "
                              "and head_dim is absent");
     g.head_dim = hidden / heads;
+  }
+  // One d_h serves K and V rows in this ABI; a V head of another width is another ABI.
+  if (present(config, "v_head_dim")) {
+    const Json& v = config["v_head_dim"];
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<uint64_t>() != g.head_dim)
+      return InvalidArgument("config.json: field v_head_dim (" + v.dump() +
+                             ") differs from the K head dim " + std::to_string(g.head_dim) +
+                             "; the full_kv cache ABI has one d_h for K and V rows (M5.1 0x02)");
   }
   std::string dtype(dtype_override);
   if (dtype.empty()) {

@@ -47,9 +47,14 @@ StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<con
 // "float8_e5m2", "int8", "uint8"; torch spellings like "torch.bfloat16" too); nullopt if unknown.
 std::optional<uint64_t> DtypeBytes(std::string_view name);
 
-// The cache geometry of a Hugging Face config.json (num_hidden_layers, num_key_value_heads
+// The full_kv cache geometry of a Hugging Face config.json: L_cache = num_hidden_layers minus
+// num_kv_shared_layers (layers reusing another layer's K/V produce no rows), num_key_value_heads
 // or num_attention_heads, head_dim or hidden_size / num_attention_heads, torch_dtype or
-// `dtype_override`). Errors name the missing or inconsistent field.
+// `dtype_override`. A config whose cache is not full K/V rows of one d_h is refused, naming the
+// field (M5.1 0x02: latent or quantized state needs a different cache ABI, not a correction):
+// kv_lora_rank (latent/MLA), kv_cache_dtype or quantization_config.{kv_cache_dtype,
+// kv_cache_scheme, kv_cache_quant_algo} (quantized K/V), a v_head_dim other than the K head dim.
+// Errors name the missing or inconsistent field.
 StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override = "");
 
 // Reads the compact cache-ABI binding shared by the ledger-family documents (byte trajectory,

@@ -78,5 +78,69 @@ TEST(KvBytes, HfConfigGeometry) {
             std::string::npos);
 }
 
+// Regression (probe 17, finding 01): a DeepSeek-V2 (MLA) config printed a full-K/V B_token of
+// 1,228,800 B from hidden_size / heads = 40, a head width the model does not have (its cache is
+// a 512 + 64 latent per layer). Latent and quantized K/V caches are refused, naming the field.
+TEST(KvBytes, RegressionHfConfigOfALatentOrQuantizedCacheIsRefused) {
+  const Json mla = {
+      {"model_type", "deepseek_v2"}, {"num_hidden_layers", 60},  {"num_attention_heads", 128},
+      {"num_key_value_heads", 128},  {"hidden_size", 5120},      {"kv_lora_rank", 512},
+      {"q_lora_rank", 1536},         {"qk_rope_head_dim", 64},   {"qk_nope_head_dim", 128},
+      {"v_head_dim", 128},           {"torch_dtype", "bfloat16"}};
+  auto g = GeometryFromHfConfig(mla);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(g.status().message().find("kv_lora_rank"), std::string::npos) << g.status().message();
+
+  const Json gqa = {{"num_hidden_layers", 32},
+                    {"num_attention_heads", 32},
+                    {"num_key_value_heads", 8},
+                    {"hidden_size", 4096},
+                    {"torch_dtype", "bfloat16"}};
+  ASSERT_TRUE(GeometryFromHfConfig(gqa).ok());
+  Json null_latent = gqa;
+  null_latent["kv_lora_rank"] = nullptr;  // absent in effect
+  EXPECT_TRUE(GeometryFromHfConfig(null_latent).ok());
+  Json top = gqa;
+  top["kv_cache_dtype"] = "fp8";
+  EXPECT_NE(GeometryFromHfConfig(top).status().message().find("field kv_cache_dtype"),
+            std::string::npos);
+  for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"}) {
+    Json q = gqa;
+    q["quantization_config"] = {{"quant_method", "fp8"}, {key, "fp8"}};
+    EXPECT_NE(
+        GeometryFromHfConfig(q).status().message().find(std::string("quantization_config.") + key),
+        std::string::npos)
+        << key;
+  }
+  Json weights_only = gqa;  // weight quantization leaves the K/V cache as it is
+  weights_only["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  EXPECT_TRUE(GeometryFromHfConfig(weights_only).ok());
+  Json v_width = gqa;
+  v_width["v_head_dim"] = 64;  // K heads are 128 wide
+  EXPECT_NE(GeometryFromHfConfig(v_width).status().message().find("v_head_dim"), std::string::npos);
+  v_width["v_head_dim"] = 128;
+  EXPECT_TRUE(GeometryFromHfConfig(v_width).ok());
+}
+
+// Regression (probe 17, finding 01b): num_kv_shared_layers (Gemma-3n cross-layer K/V sharing)
+// was ignored, so L_cache counted layers that produce no cache rows.
+TEST(KvBytes, RegressionHfConfigCountsOnlyCacheProducingLayers) {
+  Json cfg = {{"num_hidden_layers", 2}, {"num_attention_heads", 4},  {"num_key_value_heads", 2},
+              {"hidden_size", 64},      {"torch_dtype", "bfloat16"}, {"num_kv_shared_layers", 1}};
+  auto g = GeometryFromHfConfig(cfg);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->layers, 1u);
+  EXPECT_EQ(*BytesPerToken(*g), 1u * 2 * 16 * (2 + 2));
+  cfg["num_kv_shared_layers"] = 0;
+  EXPECT_EQ(GeometryFromHfConfig(cfg)->layers, 2u);
+  for (Json bad : {Json(2), Json(-1), Json("1")}) {
+    cfg["num_kv_shared_layers"] = bad;
+    EXPECT_NE(GeometryFromHfConfig(cfg).status().message().find("num_kv_shared_layers"),
+              std::string::npos)
+        << bad.dump();
+  }
+}
+
 }  // namespace
 }  // namespace kvc
