@@ -102,5 +102,23 @@ TEST(ByteTrajectory, EventsAfterFinishOrReleaseAreRejected) {
   EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(late)), std::vector<std::string>{"LIFECYCLE_HANDLE_RELEASED"});
 }
 
+// Regression (probe 17, finding 04): a wrong declared physical also raised
+// LEDGER_TIER_PARTITION_OPEN, blaming the seed's correct tau=5 residency (GPU 800 + host 272 =
+// 1,072 B), because the partition was judged against the declared physical only.
+TEST(ByteTrajectory, RegressionAWrongPhysicalRaisesOneCode) {
+  Json doc = test::LoadJson(kFixture);
+  ASSERT_EQ(doc["events"][5]["expected"]["physical"], 1072);
+  doc["events"][5]["expected"]["physical"] = 1073;
+  const Violations v = ValidateByteTrajectory(doc);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/5/expected/physical");
+  // A residency that partitions neither physical is still open.
+  Json open = test::LoadJson(kFixture);
+  open["events"][5]["expected"]["resident_by_tier"]["gpu"] = 801;
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(open)),
+            std::vector<std::string>{"LEDGER_TIER_PARTITION_OPEN"});
+}
+
 }  // namespace
 }  // namespace kvc
