@@ -248,6 +248,14 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
     } else if (s.finished) {
       return fail(ErrorCode::LEDGER_EVENT_AFTER_FINISH, "/op", "the request already finished");
     } else if (e.op == "finish") {
+      // Finish is a stop condition, an output decision: the first output is ready only after
+      // prefill published the whole prompt (0x05); a request still waiting for prompt rows
+      // has nothing to stop (the service and trace checkers' SERVICE_PHASE_EARLY_FINISH).
+      if (s.prefilled != r.prompt)
+        return fail(ErrorCode::SERVICE_PHASE_EARLY_FINISH, "/op",
+                    "prefill has published " + std::to_string(s.prefilled) + " of " +
+                        std::to_string(r.prompt) +
+                        " prompt rows: no output is ready, so no stop condition was reached");
       s.finished = true;
     } else if (e.op == "prefill_publish") {
       if (e.rows == 0 || e.rows > r.prompt - s.prefilled)

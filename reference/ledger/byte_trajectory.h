@@ -14,7 +14,8 @@
 //   1 schema (INPUT_*) - stop if any;  2 cache ABI: digest format, zero extents, ABI digest,
 //   token coefficient - stop if any;  3 request declarations (replicas vs tiers, tiers
 //   declared, capacities) - stop if any;  4 event replay (order, arrival before work,
-//   prefill bounds, one-row decode, capacity, finish before release, nothing after release)
+//   prefill bounds, one-row decode, capacity, finish only after the whole prompt is
+//   published, finish before release, nothing after release)
 //   - the replay stops at the first illegal event, whose code is the only one reported;
 //   5 every expected event ledger and the peaks against the replayed ledgers, and zero
 //   terminal allocation.

@@ -120,5 +120,31 @@ TEST(ByteTrajectory, RegressionAWrongPhysicalRaisesOneCode) {
             std::vector<std::string>{"LEDGER_TIER_PARTITION_OPEN"});
 }
 
+// Regression (probe 17, finding 02): a request could finish with 0 or 2 of its 4 prompt rows
+// published. Finish is a stop condition, an output decision, and no output is ready before the
+// whole prompt is published (M5.1 0x05); it is SERVICE_PHASE_EARLY_FINISH at the finish.
+TEST(ByteTrajectory, RegressionFinishBeforeThePromptIsPublishedIsEarly) {
+  Json base = test::LoadJson(kFixture);
+  ASSERT_EQ(base["requests"][0]["prompt_tokens"], 4);
+  for (uint64_t published : {0, 2}) {
+    Json doc = base;
+    Json events = Json::array();
+    for (size_t i = 0; i < 2; ++i) events.push_back(base["events"][i]);  // A arrives, prefills 4
+    if (published == 0) {
+      events.erase(1);
+    } else {
+      events[1]["rows"] = published;
+    }
+    Json finish = base["events"][6];  // A finishes
+    finish["tau"] = 2;
+    events.push_back(finish);
+    doc["events"] = events;
+    const Violations v = ValidateByteTrajectory(doc);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_PHASE_EARLY_FINISH"})
+        << published << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, "/events/" + std::to_string(events.size() - 1) + "/op");
+  }
+}
+
 }  // namespace
 }  // namespace kvc
