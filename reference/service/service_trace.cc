@@ -479,7 +479,7 @@ Violations ValidateServiceTrace(const Json& doc) {
   if (!CheckRequests(d, &v)) return v;
   auto rp = Replay(d, &v);
   if (!rp) return v;
-  CheckClosed(d, *rp, &v);
+  const bool closed = CheckClosed(d, *rp, &v);
   for (size_t i = 0; i < d.events.size(); ++i) {
     Json got = ServiceStateViewToJson(rp->views[i]);
     Json want = ServiceStateViewToJson(*d.events[i].view);
@@ -488,7 +488,10 @@ Violations ValidateServiceTrace(const Json& doc) {
         Add(&v, ErrorCode::SERVICE_VIEW_DRIFT, d.events[i].ptr + "/view/" + it.key(),
             "projects to " + it.value().dump() + ", declared " + want[it.key()].dump());
   }
-  if (!v.empty()) return v;
+  // The metrics derive from the replayed events, not from the declared views: a drifted view
+  // hides no metric violation. An open trace has no metrics (E2E, release lag and byte-time of
+  // an unreleased request are undefined), so they are compared for a closed trace only.
+  if (!closed) return v;
   auto m = Metrics(d, *rp);
   if (!m.ok()) {
     Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", std::string(m.status().message()));

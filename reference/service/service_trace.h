@@ -18,7 +18,9 @@
 //
 // Gating: 1 schema, incl. policy fields in views - stop;  2 ABI binding - stop;
 // 3 request declarations - stop;  4 replay, stopping at the first illegal event;
-// 5 terminal closure, every view, every metric.
+// 5 terminal closure and every view;  6 every metric, unless the trace is open (stage 5's
+// SERVICE_TERMINAL_STATE_OPEN: an open request's metrics are undefined). A view drift does not
+// stop stage 6: the metrics derive from the events, not from the declared views.
 #ifndef KVCONFORM_REFERENCE_SERVICE_SERVICE_TRACE_H_
 #define KVCONFORM_REFERENCE_SERVICE_SERVICE_TRACE_H_
 

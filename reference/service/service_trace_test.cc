@@ -142,5 +142,27 @@ TEST(ServiceTrace, RegressionTheWindowHoldsTheEventsItCounts) {
   EXPECT_TRUE(DeriveServiceMetrics(doc).ok());
 }
 
+// Regression (probe 17, finding 05): any view drift stopped the check before the metrics, so
+// B's TPOT declared as 0 (the seed's headline mistake) went unreported beside a drifted view.
+// The metrics derive from the events, not the views: both are reported.
+TEST(ServiceTrace, RegressionAViewDriftDoesNotHideAMetricViolation) {
+  Json doc = test::LoadJson(kAb);
+  doc["events"][0]["view"]["arrival_time"] = 1;
+  doc["expected_metrics"]["requests"]["B"]["tpot"] = {{"num", 0}, {"den", 1}, {"value", 0}};
+  const Violations v = ValidateServiceTrace(doc);
+  ASSERT_EQ(test::CodeNames(v),
+            (std::vector<std::string>{"SERVICE_VIEW_DRIFT", "SERVICE_TPOT_UNDEFINED_AS_ZERO"}))
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/0/view/arrival_time");
+  EXPECT_EQ(v[1].pointer, "/expected_metrics/requests/B/tpot");
+  // An open trace has no metrics to compare: only its closure is reported.
+  Json open = test::LoadJson(kAb);
+  open["events"].erase(open["events"].size() - 1);  // A never releases
+  open["expected_metrics"]["requests"]["B"]["tpot"] = 0;
+  const Violations o = ValidateServiceTrace(open);
+  EXPECT_EQ(test::CodeNames(o), std::vector<std::string>{"SERVICE_TERMINAL_STATE_OPEN"})
+      << test::Describe(o);
+}
+
 }  // namespace
 }  // namespace kvc
