@@ -158,8 +158,8 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       FieldReader er(&ej, e.ptr, v);
       if (auto x = er.Uint("t")) e.t = *x;
       if (auto s = er.String("request")) e.request = *s;
-      if (auto s = er.Enum("op", {"arrive", "prefill_begin", "prefill_publish", "emit", "decode_publish", "finish",
-                                  "release"}))
+      if (auto s = er.Enum("op", {"arrive", "prefill_begin", "prefill_publish", "emit",
+                                  "decode_publish", "repair_publish", "finish", "release"}))
         e.op = *s;
       // Per-op operands: exactly the ones the op takes.
       if (e.op == "prefill_begin" || e.op == "prefill_publish") {
@@ -167,7 +167,7 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       } else if (e.op == "emit") {
         if (auto x = er.Uint("output_index")) e.output_index = *x;
         if (auto s = er.String("token")) e.token = *s;
-      } else if (e.op == "decode_publish") {
+      } else if (e.op == "decode_publish" || e.op == "repair_publish") {
         if (auto s = er.String("token")) e.token = *s;
       }
       if (need_expected) {
@@ -311,8 +311,21 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     snap.committed_length = 0;
     s.release = e.t;
     s.steps.emplace_back(e.t, 0);
+  } else if (e.op == "repair_publish") {
+    // A repair processes the unprocessed output frontier token for reuse and discards its
+    // logits (no output follows): legal before or after finish (0x05 FINISHED_RETAINED: "the
+    // owner can retain, repair for reuse, or release"). The frontier judges the token and row.
+    AppendCall repair = MakeCall(AppendPurpose::kRepair, 1, TokenId(r, e.token));
+    if (Status st = s.frontier->CheckAppend(repair); !st.ok())
+      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
+    s.frontier->ApplyPublished(repair);
+    snap.version += 1;
+    snap.committed_length = s.frontier->committed();
+    s.steps.emplace_back(e.t, snap.committed_length);
   } else if (snap.phase == Phase::kFinished) {
-    return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "the request already finished; only release is legal");
+    return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op",
+                "the request already finished; only repair_publish (of the final output, for "
+                "reuse) or release is legal");
   } else if (e.op == "prefill_begin") {
     if (s.in_flight != 0 || s.frontier->prompt_complete())
       return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op", "prefill may begin only while prompt rows wait");

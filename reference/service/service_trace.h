@@ -5,8 +5,8 @@
 // (value + SHA256(JCS)), B_token, time unit, window, SLO limits, requests (prompt length,
 // handle generation, the declared output tokens), events in time order (arrive,
 // prefill_begin{rows}, prefill_publish{rows}, emit{output_index, token},
-// decode_publish{token}, finish, release), each with the expected view of its request
-// after the event, and the expected per-request and aggregate metrics.
+// decode_publish{token}, repair_publish{token}, finish, release), each with the expected view
+// of its request after the event, and the expected per-request and aggregate metrics.
 //
 // One implementation of each rule: the output/cache frontier (output before logits, index
 // gaps, frontier-token identity, prompt overrun, decode before prefill, early finish) is
@@ -14,7 +14,8 @@
 // snapshot (version +1 per publication and at release, incarnation +1 at release, committed
 // length 0 after release; docs/lifecycle.md). This oracle adds the service trace's own rules:
 // arrival before work, prefill begin/publish pairing, declared output tokens, release only
-// after finish, endpoint clocks and metrics.
+// after finish (a finished request admits only a repair of its final output and release),
+// endpoint clocks and metrics.
 //
 // Gating: 1 schema, incl. policy fields in views - stop;  2 ABI binding - stop;
 // 3 request declarations - stop;  4 replay, stopping at the first illegal event;

@@ -11,6 +11,7 @@ namespace {
 
 const char* kAb = "fixtures/m5_1/service/ab_worked_trace.json";
 const char* kPartial = "fixtures/m5_1/service/partial_prefill_trace.json";
+const char* kRepair = "fixtures/m5_1/service/repair_after_finish_trace.json";
 
 // The trace with every expected field removed: metrics can only come from the events.
 Json InputsOnly(const char* path) {
@@ -140,6 +141,34 @@ TEST(ServiceTrace, RegressionTheWindowHoldsTheEventsItCounts) {
       << m.status().message();
   doc["window"] = 50;
   EXPECT_TRUE(DeriveServiceMetrics(doc).ok());
+}
+
+// Regression (probe 17, finding 03): a finished request admitted only release, so the seed's
+// "repair for reuse" of FINISHED_RETAINED could not be written. repair_publish processes the
+// final output after finish; the phase stays FINISHED_RETAINED with one more retained row.
+TEST(ServiceTrace, RegressionAFinishedRequestMayRepairItsFinalOutputForReuse) {
+  Json doc = test::LoadJson(kRepair);
+  ASSERT_EQ(doc["events"][5]["op"], "repair_publish");
+  ASSERT_EQ(doc["events"][4]["op"], "finish");
+  EXPECT_TRUE(ValidateServiceTrace(doc).empty()) << test::Describe(ValidateServiceTrace(doc));
+  auto m = DeriveServiceMetrics(InputsOnly(kRepair));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const RequestMetrics& a = m->requests.at("A");
+  EXPECT_EQ(a.e2e, 6u);
+  EXPECT_EQ(a.release_lag, 6u);
+  EXPECT_FALSE(a.tpot.has_value());
+  EXPECT_EQ(a.kv_byte_time, 2u * 64 * 4 + 3u * 64 * 5);  // 2 rows for t 3..7, 3 rows for t 7..12
+  // A decode after finish stays illegal; a second repair has no frontier token left.
+  Json decode = doc;
+  decode["events"][5]["op"] = "decode_publish";
+  EXPECT_EQ(test::CodeNames(ValidateServiceTrace(decode)),
+            std::vector<std::string>{"SERVICE_PHASE_ILLEGAL"});
+  Json twice = doc;
+  Json again = twice["events"][5];
+  again["t"] = 8;
+  twice["events"].insert(twice["events"].begin() + 6, again);
+  EXPECT_EQ(test::CodeNames(ValidateServiceTrace(twice)),
+            std::vector<std::string>{"FRONTIER_NOTHING_TO_REPAIR"});
 }
 
 // Regression (probe 17, finding 05): any view drift stopped the check before the metrics, so
