@@ -2902,6 +2902,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // an output index gap, a decode of a token never emitted and a wrong finish claim passed.
       {"probe16_truncate_of_unemitted_draft_rows_stopped_the_frontier",
        {"FRONTIER_OUTPUT_INDEX_GAP"}},
+      // A read showing that the replay's committed length is not the runtime's (a misreported
+      // fork prefix) left the request judged: its next append raised LIFECYCLE_APPEND_HOLE too.
+      // A residency observation showing it does not gate (trace-format.md: another plane's
+      // witness), so there both codes stay.
+      {"probe16_read_showing_a_longer_fork_prefix_then_append_hole", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
+       {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

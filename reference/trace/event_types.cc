@@ -644,10 +644,15 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
     if (*e.base_snapshot > r->version) c.DropEvent(e);
     return;
   }
-  if (*len != r->committed_length)
+  if (*len != r->committed_length) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
              "read observed committed length " + U(*len) + "; the all-layer snapshot has " +
                  U(r->committed_length) + ReadMismatchReason(c, *e.request_id, *len, *r));
+    // The runtime's committed length is not the replay's (a lost publication, a fork prefix or
+    // truncate length misreported): the request's next append would raise a second code, so it
+    // is gated (since 2026-12-04, probe 16: LIFECYCLE_APPEND_HOLE followed).
+    c.Poison("request:" + std::string(*e.request_id));
+  }
 }
 
 // A fork that is not replayed creates no children: the requests its payload names are gated.
@@ -829,11 +834,12 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
                "row " + U(i) + " next_position " + U(before[i].next_position) + "; handle \"" +
                    before[i].cache_handle + "\" has committed length " + U(r->committed_length));
     position_mismatch = true;
-    // A position beyond the replay's shows rows the replay lacks (a lost publication, a
-    // longer fork prefix): that row's request is gated, as for a claim naming a snapshot the
-    // handle has not reached (since 2026-12-03: before, its later events raised codes too).
-    if (before[i].next_position > r->committed_length)
-      c.Poison("request:" + before[i].cache_handle);
+    // Another position than the replay's shows rows the replay lacks or has beyond the
+    // runtime's (a lost publication, a fork prefix or truncate length misreported): that row's
+    // request is gated, as for a claim naming a snapshot the handle has not reached (since
+    // 2026-12-03, for a position beyond; since 2026-12-04 below too, as for a read: before, its
+    // later events raised codes too).
+    c.Poison("request:" + before[i].cache_handle);
   }
   if (position_mismatch) return;
   Status s = lifecycle::CheckCoupledReorder(before, *index, after);
@@ -1081,12 +1087,17 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
                     c.LinePtr() + "/payload/resident_payload_bytes",
                     U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
                         " B/token exceeds 2^64 - 1 bytes; no residency can match it");
-  if (*bytes != *want)
+  if (*bytes != *want) {
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
              U(*bytes) + " resident payload bytes after " + std::string(info->type) + "; " +
                  U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
                  " B/token = " + U(*want));
+    // Not gated, unlike a read that disagrees: the residency plane is another plane's witness
+    // (a runtime whose header misdeclares its residency model would otherwise have every
+    // request's semantic events go unjudged), so a misreported length the semantic plane then
+    // meets raises its own code there too.
+  }
 }
 
 // ---------------------------------------------------------------- one-pass payload readers
