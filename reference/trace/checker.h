@@ -351,6 +351,8 @@ class TraceChecker {
     uint64_t base_version = 0;
     uint32_t start_line = 0;
     std::string start_event_id;
+    // The line of the append_failure or cancel_txn that closed the operation (0: none yet).
+    uint32_t closed_line = 0;
   };
 
   lifecycle::KvObject& kv() { return *kv_; }

@@ -2907,6 +2907,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A residency observation showing it does not gate (trace-format.md: another plane's
       // witness), so there both codes stay.
       {"probe16_read_showing_a_longer_fork_prefix_then_append_hole", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // A second failure record of one append passed (an append has exactly one publication or
+      // failure record); a refused repeat conforms, and cancel_request's abort leaves the
+      // append's own failure record the first.
+      {"probe16_two_failure_records_for_one_append_passed", {"TRACE_OUTCOME_INVALID"}},
+      {"probe16_a_refused_second_cancel_conforms", {}},
+      {"probe16_failure_record_after_cancel_request_is_the_first", {}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

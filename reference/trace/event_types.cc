@@ -535,11 +535,27 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
-  c.Apply(e, [&](KvObject& kv) {
+  TraceChecker::Op* op = c.FindOp(*e.operation_id);
+  if (op && op->closed_line != 0) {
+    // M5.1 0x07: the audit validator "pairs starts with exactly one publish or failure"; a
+    // second failure record terminates nothing. Reported refused, it conforms (since
+    // 2026-12-04, probe 16: a second record passed, and a refused one was TRACE_OUTCOME_INVALID).
+    if (KeyEquals(e.outcome, "rejected")) return;
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/operation_id",
+             std::string(e.event_type) + " of operation \"" + std::string(*e.operation_id) +
+                 "\", which line " + U(op->closed_line) +
+                 " already closed: an append has exactly one publication or failure record (a "
+                 "repeated cancel that changes nothing is reported rejected)");
+    return;
+  }
+  const bool closed = c.Apply(e, [&](KvObject& kv) {
     // The library names its call; the message names the trace's event (cancel_txn or
     // append_failure, which both close the transaction).
     return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", std::string(e.event_type) + ":");
   });
+  // Apply may have erased operations (a drop): look the record up again.
+  if (closed)
+    if (TraceChecker::Op* o = c.FindOp(*e.operation_id)) o->closed_line = e.line;
 }
 
 void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token,
