@@ -2872,8 +2872,8 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
-// Probe 16 (2026-12-04): small traces of the semantic plane, each replayed whole with the fast
-// and the general readers; a reproducer's name says what went wrong before its fix. `want` is
+// Probes 16 and 18 (2026-12-04): small traces of the semantic plane, each replayed whole with the
+// fast and the general readers; a reproducer's name says what went wrong before its fix. `want` is
 // the distinct codes raised (test::CodeNames).
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -2913,6 +2913,14 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe16_two_failure_records_for_one_append_passed", {"TRACE_OUTCOME_INVALID"}},
       {"probe16_a_refused_second_cancel_conforms", {}},
       {"probe16_failure_record_after_cancel_request_is_the_first", {}},
+      // Probe 18: a fork refused as the contract expects gated the ids it named, so a request
+      // later allocated under one (or never created) went unjudged.
+      {"probe18_refused_fork_gated_the_child_it_named", {"FRONTIER_OUTPUT_INDEX_GAP"}},
+      {"probe18_refused_fork_child_never_created_went_unjudged", {"LIFECYCLE_UNKNOWN_HANDLE"}},
+      // A verification with no input token, judged at its start only: outputs emitted before
+      // its publication (the previous verification's correction) left a token its rows did not
+      // process, and its draft row took that token's place.
+      {"probe18_verify_published_after_its_logits_were_used_passed", {"FRONTIER_TOKEN_MISMATCH"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -514,6 +514,19 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   CheckResult(c, e, receipt.txn->result, len);
   if (TraceChecker::Op* op = c.FindOp(*e.operation_id)) {
     if (TraceChecker::Request* req = c.FindRequest(op->request_id)) {
+      // The frontier judged the call at its start; outputs emitted since may have used the
+      // logits its first draft needs, or left a token unprocessed its rows do not cover: it is
+      // judged again on the frontier it publishes onto (since 2026-12-04, probe 18: a
+      // verification published after the correction of the previous one was emitted passed, its
+      // draft row taking the correction's place).
+      if (Status fs = req->frontier.CheckAppend(op->call); !fs.ok()) {
+        c.ReportStatus(Status(fs.code(),
+                              "at its publication, after the outputs emitted since its start: " +
+                                  std::string(fs.message()),
+                              fs.error()),
+                       c.LinePtr() + "/operation_id");
+        req->frontier.Untrack();
+      }
       req->frontier.ApplyPublished(op->call);
       req->last_published_op.assign(*e.operation_id);
       req->last_published_call = std::move(op->call);  // the Op is dropped next
@@ -743,6 +756,7 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   for (const auto& k : kids) ids.push_back(k.id);
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
+  const uint64_t reported = c.violations().size() + c.omitted_violations();
   bool ok = c.Apply(
       e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
       &ids);
@@ -751,9 +765,15 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     // effect, so are those it names that exist here (a tombstone, a live request): the
     // runtime's state of them is its fork's, not the replay's (since 2026-12-03: before, the
     // next append of a child named onto a released id raised LIFECYCLE_HANDLE_RELEASED too).
-    const bool runtime_forked = !KeyEquals(e.outcome, "rejected");
-    for (const auto& id : ids)
-      if (runtime_forked || !c.kv().Find(id)) c.Poison("request:" + id);
+    // A refusal the contract expects (nothing reported) creates no children and gates nothing:
+    // later events naming them are judged as events of requests never created (since
+    // 2026-12-04, probe 18: such a refusal gated the ids it named, so a request later
+    // allocated under one went unjudged). After one it does not expect (reported), whether the
+    // runtime forked is unknown: the children are gated.
+    const bool expected_refusal = KeyEquals(e.outcome, "rejected") &&
+                                  c.violations().size() + c.omitted_violations() == reported;
+    if (expected_refusal) return;
+    for (const auto& id : ids) c.Poison("request:" + id);
     return;
   }
   TraceChecker::Request* parent = c.FindRequest(*e.request_id);
