@@ -351,7 +351,8 @@ class TraceChecker {
     uint64_t base_version = 0;
     uint32_t start_line = 0;
     std::string start_event_id;
-    // The line of the append_failure or cancel_txn that closed the operation (0: none yet).
+    // The line of the record that closed the operation: an append_failure, a cancel_txn or a
+    // publication refused as a lost compare-and-publish (0: none yet).
     uint32_t closed_line = 0;
   };
 

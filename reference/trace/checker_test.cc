@@ -2921,6 +2921,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // its publication (the previous verification's correction) left a token its rows did not
       // process, and its draft row took that token's place.
       {"probe18_verify_published_after_its_logits_were_used_passed", {"FRONTIER_TOKEN_MISMATCH"}},
+      // A publication refused as a lost compare-and-publish closes its append (REJECTED): a
+      // failure record after it passed.
+      {"probe18_failure_record_after_a_lost_publication_passed", {"TRACE_OUTCOME_INVALID"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

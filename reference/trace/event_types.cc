@@ -486,7 +486,15 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   });
   // A lost compare-and-publish creates no snapshot. (When the contract admits the publication,
   // Apply reported the outcome and gated the operation: its result claim is then not judged.)
-  if (refused && !c.IsPoisonedOp(*e.operation_id)) NoResultAllowed(c, e);
+  if (refused && !c.IsPoisonedOp(*e.operation_id)) {
+    NoResultAllowed(c, e);
+    // It closed its transaction (REJECTED): it is the append's one closing record, so a
+    // failure record after it is a second (since 2026-12-04, probe 18).
+    const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+    TraceChecker::Op* op = c.FindOp(*e.operation_id);
+    if (t && t->state == lifecycle::TxnState::kRejected && op && op->closed_line == 0)
+      op->closed_line = e.line;
+  }
   if (!ok || !receipt.txn) return;
   // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
   // object has published or replayed it): later events are judged on that (one code).
