@@ -260,6 +260,40 @@ if ldd "$K" 2>/dev/null | grep -q libasan; then echo "skip out_of_memory: an ASa
   expect_out out_of_memory_msg '^kvconform: out of memory: .*no verdict$'; expect_lines out_of_memory_lines 1
   check out_of_memory_json 3 "${oom_limited[@]}" "$K" check --format json "$T/oom.jsonl"
   expect_lines out_of_memory_json_lines 1
+  # Probe 18: fork children copied their parent's accepted drafts (2,000 children x 20,000
+  # drafts: ~640 MB); they share them now, so the check fits in the same 16 MB beyond start-up.
+  python3 - "$T/fork_drafts.jsonl" <<'PY'
+import json, sys
+n, kids = 20000, 2000
+ev = [{"kind": "kvconform.trace/1", "schema_version": 1,
+       "producer": {"name": "cli_test", "revision": "1"},
+       "cache_abi": {"id": "abi", "num_layers": 1, "position_stage": "post_rope",
+                     "bytes_per_token": 64},
+       "sources": [{"source_instance": "rt", "source_component": "semantic"}],
+       "audit": "complete"}]
+def e(t, p, op=None, base=None, res=None):
+    s = len(ev) - 1
+    ev.append({"event_id": "rt:%d" % s, "source_instance": "rt", "source_component": "semantic",
+               "local_sequence": s, "monotonic_ns": 1000 * (s + 1), "request_id": "A",
+               "handle_generation": 0, "operation_id": op, "event_type": t,
+               "base_snapshot": base, "result_snapshot": res, "payload": p})
+def call(a, b, purpose, **k):
+    return dict({"interval": [a, b], "cache_position": [a, b], "mask_key_length": b,
+                 "position_stage": "post_rope", "purpose": purpose}, **k)
+e("request_allocate", {"prompt_length": 1}, res=0)
+e("append_start", call(0, 1, "prefill"), op="p", base=0)
+e("append_stage_layer", {"layer": 0, "interval": [0, 1]}, op="p")
+e("append_publish", {"committed_length": 1}, op="p", base=0, res=1)
+e("output_emit", {"output_index": 0, "token": 11})
+e("append_start", call(1, n + 2, "verify", input_token=11, draft_tokens=list(range(1000, 1000 + n)),
+                       accepted_count=n), op="v", base=1)
+e("append_stage_layer", {"layer": 0, "interval": [1, n + 2]}, op="v")
+e("append_publish", {"committed_length": n + 2}, op="v", base=1, res=2)
+e("fork", {"prefix_length": n + 2, "children": [{"request_id": "C%d" % k} for k in range(kids)]})
+with open(sys.argv[1], "w") as f:
+    f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in ev)
+PY
+  check fork_children_share_drafts 0 "${oom_limited[@]}" "$K" check "$T/fork_drafts.jsonl"
 fi
 check errors_md 0 "$K" errors --format markdown
 if diff -q "$T/out" docs/error-codes.md >/dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL docs/error-codes.md stale"; fi

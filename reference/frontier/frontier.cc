@@ -145,7 +145,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
   // Any purpose but repair: a reused draft row is a relabel too (before 2026-12-03 only a
   // repair's was judged; a decode's was ignored).
   if (c.reused_draft_index && c.purpose != AppendPurpose::kRepair)
-    return ReusedDraftRow(c, last_drafts_.size(), last_accepted_);
+    return ReusedDraftRow(c, last_draft_count_, last_accepted_);
   switch (c.purpose) {
     case AppendPurpose::kPrefill: {
       if (c.input_token)
@@ -185,7 +185,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
                  "repair processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
                      ", the unprocessed frontier token is " + U(*frontier_token_));
-      if (c.reused_draft_index) return ReusedDraftRow(c, last_drafts_.size(), last_accepted_);
+      if (c.reused_draft_index) return ReusedDraftRow(c, last_draft_count_, last_accepted_);
       if (c.rows > 1)
         return V(ErrorCode::FRONTIER_REPAIR_ROW_COUNT,
                  "repair publishes " + U(c.rows) + " rows per layer; it processes exactly the one "
@@ -256,7 +256,7 @@ void FrontierState::ApplyPublished(const AppendCall& c) {
     case AppendPurpose::kVerify:
       processed_ += c.rows;
       frontier_token_.reset();
-      last_drafts_ = c.draft_tokens;
+      last_draft_count_ = c.draft_tokens.size();
       last_accepted_ = c.accepted;
       // Accepted drafts of an earlier verification not emitted yet keep their place: their rows
       // precede this call's, and output j's row is S + j (since 2026-12-04: before, this call's
@@ -321,7 +321,7 @@ void FrontierState::Truncate(uint64_t t) {
     ready_outputs_ = 0;
     expected_tokens_.clear();
     frontier_token_.reset();
-    last_drafts_.clear();
+    last_draft_count_ = 0;
     last_accepted_ = 0;
     // Only a request that had selected outputs may finish before its next one (a request that
     // never emitted still needs one: review of b770f91).
@@ -344,7 +344,7 @@ void FrontierState::Truncate(uint64_t t) {
       expected_tokens_.keep_first(kept - emitted);
       processed_ = kept;
       ready_outputs_ = expected_tokens_.size() + 1;
-      last_drafts_.clear();
+      last_draft_count_ = 0;
       last_accepted_ = 0;
       return;
     }
@@ -357,7 +357,7 @@ void FrontierState::Truncate(uint64_t t) {
     return;
   }
   ready_outputs_ = 0;  // the logits of the rows kept were consumed by the outputs kept
-  last_drafts_.clear();
+  last_draft_count_ = 0;
   last_accepted_ = 0;
   processed_ = kept;
   rolled_back_ += outputs_.size() - (kept + 1);

@@ -95,43 +95,61 @@ class OutputTokens {
 };
 
 // A FIFO of tokens read from a moving front: pop_front is O(1), and nothing is allocated until
-// tokens are assigned (a std::deque allocates ~600 B when constructed, once per request).
-// Equality compares the tokens still queued. Value type.
+// tokens are assigned (a std::deque allocates ~600 B when constructed, once per request). Copies
+// share the tokens (copy-on-write: a fork's children copy their parent's frontier, and each copy
+// of thousands of accepted drafts cost the whole list: probe 18). Equality compares the tokens
+// still queued. Value type.
 class DraftQueue {
  public:
-  bool empty() const { return pos_ == v_.size(); }
-  uint64_t front() const { return v_[pos_]; }  // !empty()
+  bool empty() const { return pos_ == end_; }
+  size_t size() const { return end_ - pos_; }
+  uint64_t front() const { return (*v_)[pos_]; }  // !empty()
   void pop_front() {
-    if (++pos_ == v_.size()) clear();
+    if (++pos_ == end_) clear();
   }
   void clear() {
-    v_.clear();
-    pos_ = 0;
+    v_.reset();
+    pos_ = end_ = 0;
   }
   template <typename It>
   void assign(It first, It last) {
-    v_.assign(first, last);
-    pos_ = 0;
+    clear();
+    append(first, last);
   }
   // Queues [first, last) after the tokens still queued.
+  // Amortized O(last - first) while this copy owns its tokens alone.
   template <typename It>
   void append(It first, It last) {
-    v_.insert(v_.end(), first, last);
+    if (first == last) return;
+    if (!v_ || v_.use_count() > 1 || end_ != v_->size()) {  // shared or cut: copy what remains
+      auto own = std::make_shared<std::vector<uint64_t>>();
+      if (v_)
+        own->assign(v_->begin() + static_cast<std::ptrdiff_t>(pos_),
+                    v_->begin() + static_cast<std::ptrdiff_t>(end_));
+      v_ = std::move(own);
+      pos_ = 0;
+    }
+    v_->insert(v_->end(), first, last);
+    end_ = v_->size();
   }
-  size_t size() const { return v_.size() - pos_; }
   // Keeps the first `n` tokens still queued (all of them when n >= size()).
   void keep_first(size_t n) {
-    if (n < size()) v_.resize(pos_ + n);
+    if (n < size()) end_ = pos_ + n;
     if (empty()) clear();
   }
   friend bool operator==(const DraftQueue& a, const DraftQueue& b) {
-    return std::equal(a.v_.begin() + static_cast<std::ptrdiff_t>(a.pos_), a.v_.end(),
-                      b.v_.begin() + static_cast<std::ptrdiff_t>(b.pos_), b.v_.end());
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if ((*a.v_)[a.pos_ + i] != (*b.v_)[b.pos_ + i]) return false;
+    return true;
   }
 
  private:
-  std::vector<uint64_t> v_;
-  size_t pos_ = 0;  // v_[pos_] is the front
+  // The queued tokens are (*v_)[pos_, end_). Modified only while no copy shares it (append
+  // copies first), so copies may share it.
+  std::shared_ptr<std::vector<uint64_t>> v_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
 };
 
 class FrontierState {
@@ -209,7 +227,7 @@ class FrontierState {
   // queues its own after them (their rows come first).
   DraftQueue expected_tokens_;
   std::optional<uint64_t> frontier_token_;
-  std::vector<uint64_t> last_drafts_;      // last verification's candidates
+  uint64_t last_draft_count_ = 0;  // last verification's candidates (a count: fork copies)
   uint64_t last_accepted_ = 0;
   bool tracked_ = true;
 };

@@ -412,6 +412,30 @@ TEST(FrontierTest, RegressionADecodeWithoutFrontierSearchesOnlyRecentOutputs) {
 
 // DraftQueue pops from a moving front (a vector's erase(begin()) made one verification of D
 // accepted drafts cost D^2: probe 10); equality compares the tokens still queued.
+// Probe 18: copies (a fork's children) share the queued tokens; each copy still pops, cuts and
+// appends on its own.
+TEST(DraftQueueTest, CopiesShareTokensAndStayIndependent) {
+  const std::vector<uint64_t> drafts = {5, 6, 7}, more = {8};
+  DraftQueue a;
+  a.assign(drafts.begin(), drafts.end());
+  DraftQueue b = a, c = a;
+  b.pop_front();
+  c.keep_first(1);
+  a.append(more.begin(), more.end());
+  EXPECT_EQ(a.size(), 4u);
+  EXPECT_EQ(b.size(), 2u);
+  EXPECT_EQ(b.front(), 6u);
+  EXPECT_EQ(c.size(), 1u);
+  c.append(more.begin(), more.end());  // after the cut: 5, 8
+  c.pop_front();
+  EXPECT_EQ(c.front(), 8u);
+  DraftQueue d;
+  const std::vector<uint64_t> rest = {6, 7, 8};
+  d.assign(rest.begin(), rest.end());
+  a.pop_front();
+  EXPECT_TRUE(a == d) << "a holds 6, 7, 8 whatever b and c did";
+}
+
 TEST(DraftQueueTest, PopsInOrderAndComparesWhatRemains) {
   const std::vector<uint64_t> drafts = {5, 6, 7};
   DraftQueue a, b;
