@@ -992,8 +992,9 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + *cause +
                  "\", which is not among the events request \"" + std::string(*e.request_id) +
-                 "\" keeps after its release (its finish, cancel_request and release; the "
-                 "others are dropped at the release): an observation after the release names "
+                 "\" keeps after its release (its finish, cancel_request and the release that "
+                 "took effect; the others, refused events included, are dropped at the release): "
+                 "an observation after the release names "
                  "the release (blocks the allocator still holds: a delayed free; none: the "
                  "free), or comes before it");
     return nullptr;
