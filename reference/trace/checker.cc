@@ -661,6 +661,29 @@ void TraceChecker::Poison(const std::string& id) {
   if (id.size() >= kRequest.size() && id.compare(0, kRequest.size(), kRequest) == 0)
     GateTransfersOfRequest(*this, std::string_view(id).substr(kRequest.size()));
 }
+bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
+  const std::string key = "request:" + std::string(*e.request_id);
+  auto gate = poisoned_.find(key);
+  if (gate == poisoned_.end() || !e.handle_generation) return false;
+  const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
+  if (!h) return false;  // the gated incarnation's generation is unknown: stays gated
+  const bool released = h->current.phase == lifecycle::Phase::kReleased;
+  if (released ? *e.handle_generation < h->current.incarnation
+               : *e.handle_generation <= h->current.incarnation)
+    return false;
+  // The runtime released the gated incarnation (its release, if traced, was not replayed): the
+  // replay retires it the same way, cancelled and released, so the new one starts afresh.
+  if (!released) {
+    if (h->current.phase == lifecycle::Phase::kDecodeReady &&
+        !kv_->CancelRequest(*e.request_id).ok())
+      return false;
+    auto tomb = kv_->Release(*e.request_id);
+    if (!tomb.ok()) return false;
+    NoteReleased(std::string(*e.request_id), tomb->incarnation);
+  }
+  poisoned_.erase(gate);
+  return true;
+}
 bool TraceChecker::IsPoisonedOp(std::string_view op_id) const {
   return !poisoned_.empty() && IsPoisoned("op:" + std::string(op_id));
 }
@@ -1714,7 +1737,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   if (e.request_id && !poisoned_.empty() &&
       (spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate")
            ? IsGatedRequest(*e.request_id)
-           : IsPoisoned("request:" + std::string(*e.request_id)))) {
+           : IsPoisoned("request:" + std::string(*e.request_id))) &&
+      !(spec->plane == Plane::kSemantic && KeyEquals(e.event_type, "request_allocate") &&
+        LiftGateForNewIncarnation(e))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
     if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);

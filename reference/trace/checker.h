@@ -419,6 +419,12 @@ class TraceChecker {
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);
+  // A request_allocate `e` of a gated request (its own gate, not the wildcard) that names a
+  // later handle generation than the gated incarnation's: that incarnation is retired in the
+  // replay (cancelled and released) and the gate lifted, so the new incarnation is judged
+  // afresh (a gate is a fact about one incarnation's unknown state). False, changing nothing,
+  // otherwise.
+  bool LiftGateForNewIncarnation(const Event& e);
   void Poison(const std::string& key);
   void PoisonOp(std::string_view op_id);
   // Gating of an event that is not replayed although the runtime reports it took effect (its

@@ -2924,6 +2924,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A publication refused as a lost compare-and-publish closes its append (REJECTED): a
       // failure record after it passed.
       {"probe18_failure_record_after_a_lost_publication_passed", {"TRACE_OUTCOME_INVALID"}},
+      // A request gated in one incarnation stayed gated in the next, whose own violation went
+      // unreported.
+      {"probe18_a_gate_hid_the_next_incarnation",
+       {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_OUTPUT_INDEX_GAP"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
