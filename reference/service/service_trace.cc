@@ -290,6 +290,18 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
   using frontier::AppendCall;
   using frontier::AppendPurpose;
   lifecycle::Snapshot& snap = s.snapshot;
+  // A call of one row processing `e.token` (decode_publish, repair_publish): judged by the
+  // frontier, then published (one version, one committed row); false after recording why not.
+  auto publish_row = [&](AppendPurpose purpose) {
+    const AppendCall call = MakeCall(purpose, 1, TokenId(r, e.token));
+    if (Status st = s.frontier->CheckAppend(call); !st.ok())
+      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
+    s.frontier->ApplyPublished(call);
+    snap.version += 1;
+    snap.committed_length = s.frontier->committed();
+    s.steps.emplace_back(e.t, snap.committed_length);
+    return true;
+  };
   if (e.op == "arrive") {
     if (s.arrived) return fail(ErrorCode::SERVICE_WORK_BEFORE_ARRIVAL, "/op", "the request already arrived");
     s.arrived = true;
@@ -315,13 +327,7 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     // A repair processes the unprocessed output frontier token for reuse and discards its
     // logits (no output follows): legal before or after finish (0x05 FINISHED_RETAINED: "the
     // owner can retain, repair for reuse, or release"). The frontier judges the token and row.
-    AppendCall repair = MakeCall(AppendPurpose::kRepair, 1, TokenId(r, e.token));
-    if (Status st = s.frontier->CheckAppend(repair); !st.ok())
-      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
-    s.frontier->ApplyPublished(repair);
-    snap.version += 1;
-    snap.committed_length = s.frontier->committed();
-    s.steps.emplace_back(e.t, snap.committed_length);
+    if (!publish_row(AppendPurpose::kRepair)) return false;
   } else if (snap.phase == Phase::kFinished) {
     return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op",
                 "the request already finished; only repair_publish (of the final output, for "
@@ -355,13 +361,7 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
                       e.token + "\"");
     s.output_times.push_back(e.t);
   } else if (e.op == "decode_publish") {
-    AppendCall decode = MakeCall(AppendPurpose::kDecode, 1, TokenId(r, e.token));
-    if (Status st = s.frontier->CheckAppend(decode); !st.ok())
-      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
-    s.frontier->ApplyPublished(decode);
-    snap.version += 1;
-    snap.committed_length = s.frontier->committed();
-    s.steps.emplace_back(e.t, snap.committed_length);
+    if (!publish_row(AppendPurpose::kDecode)) return false;
   } else {  // finish
     if (s.in_flight != 0)
       return fail(ErrorCode::SERVICE_PHASE_EARLY_FINISH, "/op", "a prefill interval is still in flight");
