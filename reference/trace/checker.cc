@@ -552,6 +552,7 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
   const uint64_t first = std::min(r.first_generation, generation);
+  const std::pair<uint64_t, uint64_t> retired = r.retired;
   // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
   // last released incarnation: a delayed free observed after the re-allocation names its
   // release (since 2026-12-04: it was TRACE_CAUSE_UNKNOWN and gated the new incarnation; probe
@@ -569,6 +570,7 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   r.events = std::move(terminal);
   r.frontier = frontier::FrontierState(prompt_length);
   r.first_generation = first;
+  r.retired = retired;
   return r;
 }
 
@@ -662,6 +664,8 @@ void TraceChecker::Poison(const std::string& id) {
     GateTransfersOfRequest(*this, std::string_view(id).substr(kRequest.size()));
 }
 bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
+  // A refused allocation creates nothing: the gated incarnation stays as it is (probe 19).
+  if (KeyEquals(e.outcome, "rejected")) return false;
   const std::string key = "request:" + std::string(*e.request_id);
   auto gate = poisoned_.find(key);
   if (gate == poisoned_.end() || !e.handle_generation) return false;
@@ -672,7 +676,9 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
                : *e.handle_generation <= h->current.incarnation)
     return false;
   // The runtime released the gated incarnation (its release, if traced, was not replayed): the
-  // replay retires it the same way, cancelled and released, so the new one starts afresh.
+  // replay retires it the same way, cancelled and released, so the new one starts afresh. Its
+  // late events (an observation naming its release, a retry) stay skipped (probe 19).
+  requests_[std::string(*e.request_id)].retired = {h->current.incarnation, *e.handle_generation};
   if (!released) {
     if (h->current.phase == lifecycle::Phase::kDecodeReady &&
         !kv_->CancelRequest(*e.request_id).ok())
@@ -939,6 +945,8 @@ void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombston
     }
     if (kv_->ForgetReleased(id).ok()) {
       last_request_ = nullptr;
+      if (auto r = requests_.find(id); r != requests_.end())
+        for (const auto& op : r->second.op_ids) EraseOp(op);  // those awaiting a record
       requests_.erase(id);
     }
   }
@@ -1742,13 +1750,20 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         LiftGateForNewIncarnation(e))) {
     // A fork of a gated request is not replayed, so its children do not exist here: they are
     // gated too (their events would otherwise name unknown handles).
-    if (payload_el && spec->gate) spec->gate(*this, *payload_el, true);
+    // (Not a fork the runtime reports refused: it created nothing; probe 19.)
+    if (payload_el && spec->gate && !KeyEquals(e.outcome, "rejected"))
+      spec->gate(*this, *payload_el, true);
     // A transfer's later events may leave out its request: they are gated through the transfer
     // (since 2026-12-03: before, a plan skipped here left its transfer unknown, so its next
     // event without a request_id raised HANDOFF_TRANSFER_UNKNOWN).
     if (spec->plane == Plane::kTransfer && e.operation_id) GateTransfer(*this, *e.operation_id);
     return;
   }
+  // Late events of a gated incarnation that a later allocation retired are skipped, as its gate
+  // skipped them (its release was not replayed: judged, they would raise codes of their own).
+  if (req && e.handle_generation && *e.handle_generation >= req->retired.first &&
+      *e.handle_generation < req->retired.second)
+    return;
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
     const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
@@ -1810,8 +1825,19 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         });
         r->frontier = frontier::FrontierState(0);
         r->frontier.Untrack();
-        for (const auto& op : r->op_ids) EraseOp(op);
-        std::vector<std::string>().swap(r->op_ids);
+        // An operation that cancel_request aborted and that has no closing record yet stays:
+        // the worker's own failure record may follow the release, and a second one must still
+        // be told from it (probe 19: a second record after the release passed). The others go.
+        std::vector<std::string> awaiting;
+        for (const auto& op : r->op_ids) {
+          const Op* o = FindOp(op);
+          const lifecycle::AppendTxn* t = kv_->FindTxn(op);
+          if (o && o->closed_line == 0 && t && t->state == lifecycle::TxnState::kAborted)
+            awaiting.push_back(op);
+          else
+            EraseOp(op);
+        }
+        r->op_ids = std::move(awaiting);
       }
       r->events.Insert(e.event_id, id_hash, info);
     }

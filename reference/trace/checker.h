@@ -340,6 +340,10 @@ class TraceChecker {
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;
+    // Handle generations [first, second) of a gated incarnation that a later allocation retired
+    // (LiftGateForNewIncarnation; kept across re-allocation): their late events are skipped,
+    // as the gate skipped them, without a code.
+    std::pair<uint64_t, uint64_t> retired = {0, 0};
     // The latest truncate that removed rows: the committed length before and after it (0, 0
     // before any); a read's mismatch message names it.
     uint64_t truncated_from = 0;

@@ -2872,9 +2872,9 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
-// Probes 16 and 18 (2026-12-04): small traces of the semantic plane, each replayed whole with the
-// fast and the general readers; a reproducer's name says what went wrong before its fix. `want` is
-// the distinct codes raised (test::CodeNames).
+// Probes 16, 18 and 19 (2026-12-04): small traces of the semantic plane, each replayed whole with
+// the fast and the general readers; a reproducer's name says what went wrong before its fix. `want`
+// is the distinct codes raised (test::CodeNames).
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       // A refused release freed nothing, yet observations of 0 bytes passed and the true bytes
@@ -2928,6 +2928,17 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // unreported.
       {"probe18_a_gate_hid_the_next_incarnation",
        {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_OUTPUT_INDEX_GAP"}},
+      // Probe 19: the gate lifting raised codes of its own (a refused allocation lifted it; late
+      // events of the retired incarnation were judged); a refused fork of a gated parent still
+      // gated its child; a second failure record after the release passed (its operation was
+      // dropped at the release).
+      {"probe19_a_refused_allocation_lifted_a_gate", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe19_an_observation_of_a_retired_incarnation_after_the_lift",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe19_a_late_retry_of_a_retired_incarnation_after_the_lift", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe19_a_refused_fork_of_a_gated_parent_gated_its_child",
+       {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_OUTPUT_INDEX_GAP"}},
+      {"probe19_a_second_failure_record_after_the_release_passed", {"TRACE_OUTCOME_INVALID"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
