@@ -130,9 +130,9 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   }
   // One d_h serves K and V rows in this ABI; a V head of another width is another ABI.
   if (present(config, "v_head_dim")) {
-    const Json& v = config["v_head_dim"];
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<uint64_t>() != g.head_dim)
-      return InvalidArgument("config.json: field v_head_dim (" + v.dump() +
+    KVC_ASSIGN_OR_RETURN(uint64_t v_head_dim, get_pos("v_head_dim"));  // a positive integer
+    if (v_head_dim != g.head_dim)
+      return InvalidArgument("config.json: field v_head_dim (" + std::to_string(v_head_dim) +
                              ") differs from the K head dim " + std::to_string(g.head_dim) +
                              "; the full_kv cache ABI has one d_h for K and V rows (M5.1 0x02)");
   }
