@@ -348,7 +348,15 @@ void CheckExpected(const Doc& d, const std::vector<std::pair<ByteLedger, std::ma
     // tier by tier. A drifted declared physical beside a residency that partitions the replayed
     // one is LEDGER_EXPECTED_DRIFT at /physical alone, not an open partition too.
     uint64_t declared_physical = ex["physical"].get<uint64_t>();
-    if (keys != tiers || !c.ok || (sum != declared_physical && sum != l.physical)) {
+    if (keys != tiers) {
+      std::string names;
+      for (const std::string& t : tiers) names += (names.empty() ? "" : ", ") + t;
+      Add(v, ErrorCode::LEDGER_TIER_PARTITION_OPEN, p + "/resident_by_tier",
+          "declared residency " + Render(resident) +
+              " names other tiers than the document's "
+              "tiers [" +
+              names + "]: a partition of physical bytes has one entry per declared tier");
+    } else if (!c.ok || (sum != declared_physical && sum != l.physical)) {
       Add(v, ErrorCode::LEDGER_TIER_PARTITION_OPEN, p + "/resident_by_tier",
           "declared residency " + Render(resident) + " does not partition the declared physical " +
               std::to_string(declared_physical) + " B (nor the replayed " +
