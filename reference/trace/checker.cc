@@ -552,7 +552,7 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
   const uint64_t first = std::min(r.first_generation, generation);
-  const std::pair<uint64_t, uint64_t> retired = r.retired;
+  std::vector<uint64_t> retired = std::move(r.retired);
   // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
   // last released incarnation: a delayed free observed after the re-allocation names its
   // release (since 2026-12-04: it was TRACE_CAUSE_UNKNOWN and gated the new incarnation; probe
@@ -570,7 +570,7 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   r.events = std::move(terminal);
   r.frontier = frontier::FrontierState(prompt_length);
   r.first_generation = first;
-  r.retired = retired;
+  r.retired = std::move(retired);
   return r;
 }
 
@@ -671,6 +671,7 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   if (gate == poisoned_.end() || !e.handle_generation) return false;
   const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
   if (!h) return false;  // the gated incarnation's generation is unknown: stays gated
+  if (RequestHasTransfers(*this, *e.request_id)) return false;  // probe 20
   const bool released = h->current.phase == lifecycle::Phase::kReleased;
   if (released ? *e.handle_generation < h->current.incarnation
                : *e.handle_generation <= h->current.incarnation)
@@ -678,7 +679,7 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   // The runtime released the gated incarnation (its release, if traced, was not replayed): the
   // replay retires it the same way, cancelled and released, so the new one starts afresh. Its
   // late events (an observation naming its release, a retry) stay skipped (probe 19).
-  requests_[std::string(*e.request_id)].retired = {h->current.incarnation, *e.handle_generation};
+  requests_[std::string(*e.request_id)].retired.push_back(h->current.incarnation);
   if (!released) {
     if (h->current.phase == lifecycle::Phase::kDecodeReady &&
         !kv_->CancelRequest(*e.request_id).ok())
@@ -1761,9 +1762,19 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   // Late events of a gated incarnation that a later allocation retired are skipped, as its gate
   // skipped them (its release was not replayed: judged, they would raise codes of their own).
-  if (req && e.handle_generation && *e.handle_generation >= req->retired.first &&
-      *e.handle_generation < req->retired.second)
-    return;
+  // Its own generation only, and not the transfer plane's events, whose handle_generation is
+  // the transfer's generation (probe 20).
+  // An observation claiming that generation while naming an event the replay holds (of the
+  // live incarnation) is judged: Cause() reports the generation it misnames.
+  if (req && !req->retired.empty() && e.handle_generation && spec->plane != Plane::kTransfer &&
+      std::find(req->retired.begin(), req->retired.end(), *e.handle_generation) !=
+          req->retired.end()) {
+    std::string_view cause;
+    const bool names_held_event = spec->plane != Plane::kSemantic && payload_el &&
+                                  !payload_el->at_key("caused_by_event_id").get(cause) &&
+                                  FindCause(*e.request_id, cause) != nullptr;
+    if (!names_held_event) return;
+  }
   // The handle generation fence: a semantic event must target the live incarnation.
   if (spec->plane == Plane::kSemantic && spec->needs_request && !KeyEquals(e.event_type, "request_allocate")) {
     const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
@@ -1825,19 +1836,20 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         });
         r->frontier = frontier::FrontierState(0);
         r->frontier.Untrack();
-        // An operation that cancel_request aborted and that has no closing record yet stays:
-        // the worker's own failure record may follow the release, and a second one must still
-        // be told from it (probe 19: a second record after the release passed). The others go.
-        std::vector<std::string> awaiting;
+        // The aborted or refused operations (a published one is already dropped) stay until the
+        // tombstone is forgotten: the worker's own failure record may follow the release, and a
+        // second record must still be told from the first (probes 19, 20: a second record after
+        // the release passed). Open ones go, as before (they are not reported unterminated).
+        std::vector<std::string> closed;
         for (const auto& op : r->op_ids) {
-          const Op* o = FindOp(op);
           const lifecycle::AppendTxn* t = kv_->FindTxn(op);
-          if (o && o->closed_line == 0 && t && t->state == lifecycle::TxnState::kAborted)
-            awaiting.push_back(op);
+          if (t && (t->state == lifecycle::TxnState::kAborted ||
+                    t->state == lifecycle::TxnState::kRejected))
+            closed.push_back(op);
           else
             EraseOp(op);
         }
-        r->op_ids = std::move(awaiting);
+        r->op_ids = std::move(closed);
       }
       r->events.Insert(e.event_id, id_hash, info);
     }

@@ -340,10 +340,11 @@ class TraceChecker {
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;
-    // Handle generations [first, second) of a gated incarnation that a later allocation retired
-    // (LiftGateForNewIncarnation; kept across re-allocation): their late events are skipped,
-    // as the gate skipped them, without a code.
-    std::pair<uint64_t, uint64_t> retired = {0, 0};
+    // The handle generations of gated incarnations that a later allocation retired
+    // (LiftGateForNewIncarnation; kept across re-allocation): their late semantic and
+    // observation events are skipped, as the gate skipped them, without a code. One per lift
+    // (each follows a reported violation).
+    std::vector<uint64_t> retired;
     // The latest truncate that removed rows: the committed length before and after it (0, 0
     // before any); a read's mismatch message names it.
     uint64_t truncated_from = 0;
@@ -424,10 +425,11 @@ class TraceChecker {
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);
   // A request_allocate `e` of a gated request (its own gate, not the wildcard) that names a
-  // later handle generation than the gated incarnation's: that incarnation is retired in the
-  // replay (cancelled and released) and the gate lifted, so the new incarnation is judged
-  // afresh (a gate is a fact about one incarnation's unknown state). False, changing nothing,
-  // otherwise.
+  // later handle generation than the gated incarnation's, and that the runtime did not refuse:
+  // that incarnation is retired in the replay (cancelled and released) and the gate lifted, so
+  // the new incarnation is judged afresh (a gate is a fact about one incarnation's unknown
+  // state). Not for a request the transfer plane keeps transfers of (its fence and holdings
+  // there stay unknown). False, changing nothing, otherwise.
   bool LiftGateForNewIncarnation(const Event& e);
   void Poison(const std::string& key);
   void PoisonOp(std::string_view op_id);

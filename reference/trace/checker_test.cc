@@ -2872,9 +2872,9 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
-// Probes 16, 18 and 19 (2026-12-04): small traces of the semantic plane, each replayed whole with
-// the fast and the general readers; a reproducer's name says what went wrong before its fix. `want`
-// is the distinct codes raised (test::CodeNames).
+// Probes 16, 18, 19 and 20 (2026-12-04): small traces of the semantic plane, each replayed whole
+// with the fast and the general readers; a reproducer's name says what went wrong before its fix.
+// `want` is the distinct codes raised (test::CodeNames).
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       // A refused release freed nothing, yet observations of 0 bytes passed and the true bytes
@@ -2939,6 +2939,25 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe19_a_refused_fork_of_a_gated_parent_gated_its_child",
        {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_OUTPUT_INDEX_GAP"}},
       {"probe19_a_second_failure_record_after_the_release_passed", {"TRACE_OUTCOME_INVALID"}},
+      // Probe 20: the lift's skip covered transfer events (whose generation is the transfer's)
+      // and generations that never existed, a second lift forgot the first, and a semantic
+      // allocation lifted a gate the transfer plane set; closing records: one before the
+      // release and one after passed, the first after the receipt window was LIFECYCLE_TXN_UNKNOWN,
+      // a refused publication after cancel_request did not close.
+      {"probe20_a_lift_skipped_transfer_events_of_the_request",
+       {"TRACE_SNAPSHOT_MISMATCH", "HANDOFF_PRODUCER_GATE"}},
+      {"probe20_a_lift_skipped_a_valid_plan", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe20_a_lift_skipped_a_generation_that_never_existed",
+       {"TRACE_SNAPSHOT_MISMATCH", "TRACE_HANDLE_GENERATION_MISMATCH"}},
+      {"probe20_an_observation_misnaming_the_retired_generation_was_skipped",
+       {"TRACE_SNAPSHOT_MISMATCH", "TRACE_HANDLE_GENERATION_MISMATCH"}},
+      {"probe20_a_second_lift_unretired_the_first_incarnation", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe20_an_allocation_lifted_a_transfer_plane_gate", {"HANDOFF_RESERVATION_TOO_SMALL"}},
+      {"probe20_a_second_record_after_the_release_passed_when_the_first_preceded_it",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"probe20_a_first_failure_record_after_the_receipt_window_was_txn_unknown", {}},
+      {"probe20_a_refused_publication_after_cancel_request_did_not_close",
+       {"TRACE_OUTCOME_INVALID"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -488,11 +488,14 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   // Apply reported the outcome and gated the operation: its result claim is then not judged.)
   if (refused && !c.IsPoisonedOp(*e.operation_id)) {
     NoResultAllowed(c, e);
-    // It closed its transaction (REJECTED): it is the append's one closing record, so a
-    // failure record after it is a second (since 2026-12-04, probe 18).
+    // A refused publication of a final transaction (REJECTED by a lost compare-and-publish, or
+    // ABORTED by cancel_request) is the append's one closing record when it has none yet: a
+    // failure record after it is a second (since 2026-12-04, probes 18 and 20).
     const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
     TraceChecker::Op* op = c.FindOp(*e.operation_id);
-    if (t && t->state == lifecycle::TxnState::kRejected && op && op->closed_line == 0)
+    if (t &&
+        (t->state == lifecycle::TxnState::kRejected || t->state == lifecycle::TxnState::kAborted) &&
+        op && op->closed_line == 0)
       op->closed_line = e.line;
   }
   if (!ok || !receipt.txn) return;
@@ -567,6 +570,13 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
                  "\", which line " + U(op->closed_line) +
                  " already closed: an append has exactly one publication or failure record (a "
                  "repeated cancel that changes nothing is reported rejected)");
+    return;
+  }
+  // An aborted operation kept past its request's release whose transaction record the
+  // receipt window has forgotten: its first record is accepted as is (probe 20: it was
+  // LIFECYCLE_TXN_UNKNOWN after 64 other releases).
+  if (op && !c.kv().FindTxn(*e.operation_id)) {
+    if (!KeyEquals(e.outcome, "rejected")) op->closed_line = e.line;
     return;
   }
   const bool closed = c.Apply(e, [&](KvObject& kv) {

@@ -392,6 +392,13 @@ void GateTransfer(TraceChecker& c, std::string_view id) {
   GateRequest(c, it->second.request_id);
 }
 
+bool RequestHasTransfers(const TraceChecker& c, std::string_view request) {
+  const CheckerExtension* x = c.extension(kSlot);
+  if (!x) return false;
+  const auto& s = static_cast<const TransferState&>(*x);
+  return s.kept_per_request.find(request) != s.kept_per_request.end();
+}
+
 void GateTransfersOfRequest(TraceChecker& c, std::string_view request) {
   CheckerExtension* x = c.extension(kSlot);
   if (!x) return;

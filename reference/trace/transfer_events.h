@@ -53,6 +53,10 @@ void GateTransfer(TraceChecker& c, std::string_view transfer_id);
 // it when it gates the request (TraceChecker::Poison of "request:<id>").
 void GateTransfersOfRequest(TraceChecker& c, std::string_view request);
 
+// Whether the transfer plane keeps a transfer of `request` (open, or finished within the
+// window): its generation fence and holdings there belong to the incarnation that planned it.
+bool RequestHasTransfers(const TraceChecker& c, std::string_view request);
+
 // The request a planned transfer moves, or nullopt when the trace planned no such transfer.
 std::optional<std::string> TransferRequest(const TraceChecker& c, std::string_view transfer_id);
 
