@@ -552,7 +552,7 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   Request& r = requests_[id];
   for (const auto& op : r.op_ids) EraseOp(op);
   const uint64_t first = std::min(r.first_generation, generation);
-  std::vector<uint64_t> retired = std::move(r.retired);
+  std::set<uint64_t> retired = std::move(r.retired);
   // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
   // last released incarnation: a delayed free observed after the re-allocation names its
   // release (since 2026-12-04: it was TRACE_CAUSE_UNKNOWN and gated the new incarnation; probe
@@ -679,7 +679,9 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   // The runtime released the gated incarnation (its release, if traced, was not replayed): the
   // replay retires it the same way, cancelled and released, so the new one starts afresh. Its
   // late events (an observation naming its release, a retry) stay skipped (probe 19).
-  requests_[std::string(*e.request_id)].retired.push_back(h->current.incarnation);
+  // (A released handle's incarnation is its tombstone's, one past the gated one: probe 21.)
+  requests_[std::string(*e.request_id)].retired.insert(released ? h->current.incarnation - 1
+                                                                : h->current.incarnation);
   if (!released) {
     if (h->current.phase == lifecycle::Phase::kDecodeReady &&
         !kv_->CancelRequest(*e.request_id).ok())
@@ -1767,8 +1769,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   // An observation claiming that generation while naming an event the replay holds (of the
   // live incarnation) is judged: Cause() reports the generation it misnames.
   if (req && !req->retired.empty() && e.handle_generation && spec->plane != Plane::kTransfer &&
-      std::find(req->retired.begin(), req->retired.end(), *e.handle_generation) !=
-          req->retired.end()) {
+      req->retired.count(*e.handle_generation) != 0) {
     std::string_view cause;
     const bool names_held_event = spec->plane != Plane::kSemantic && payload_el &&
                                   !payload_el->at_key("caused_by_event_id").get(cause) &&

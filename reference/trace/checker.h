@@ -344,7 +344,7 @@ class TraceChecker {
     // (LiftGateForNewIncarnation; kept across re-allocation): their late semantic and
     // observation events are skipped, as the gate skipped them, without a code. One per lift
     // (each follows a reported violation).
-    std::vector<uint64_t> retired;
+    std::set<uint64_t> retired;
     // The latest truncate that removed rows: the committed length before and after it (0, 0
     // before any); a read's mismatch message names it.
     uint64_t truncated_from = 0;

@@ -2872,7 +2872,7 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
-// Probes 16, 18, 19 and 20 (2026-12-04): small traces of the semantic plane, each replayed whole
+// Probes 16 and 18-21 (2026-12-04): small traces of the semantic plane, each replayed whole
 // with the fast and the general readers; a reproducer's name says what went wrong before its fix.
 // `want` is the distinct codes raised (test::CodeNames).
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
@@ -2958,6 +2958,22 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe20_a_first_failure_record_after_the_receipt_window_was_txn_unknown", {}},
       {"probe20_a_refused_publication_after_cancel_request_did_not_close",
        {"TRACE_OUTCOME_INVALID"}},
+      // Probe 21: a lift after the release retired the new incarnation's own generation; after
+      // the receipt window a refused publication did not close its kept operation, and a kept
+      // operation's record could name any request; records of an old incarnation's operation
+      // labelled with the new generation passed (or raised two codes); a publication refused as
+      // the frontier's re-check requires was TRACE_OUTCOME_INVALID.
+      {"probe21_a_lift_after_the_release_skipped_the_new_incarnation",
+       {"INPUT_FIELD_TYPE", "TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe21_a_refused_publication_after_the_receipt_window_did_not_close",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"probe21_a_kept_operation_record_named_another_request",
+       {"TRACE_OPERATION_REQUEST_MISMATCH"}},
+      {"probe21_old_incarnation_records_labelled_with_the_new_generation_passed",
+       {"TRACE_HANDLE_GENERATION_MISMATCH"}},
+      {"probe21_an_old_published_operation_record_raised_two_codes",
+       {"TRACE_HANDLE_GENERATION_MISMATCH"}},
+      {"probe21_a_publication_refused_by_the_frontier_recheck_conforms", {}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -87,21 +87,24 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
 void CheckOperationRequest(TraceChecker& c, const Event& e) {
   // The checker's record of an open operation (memoized across its events) names its request;
   // a published one is found through its transaction.
-  if (const TraceChecker::Op* op = c.FindOp(*e.operation_id);
-      op && SameBytes(op->request_id, *e.request_id))
-    return;
+  const TraceChecker::Op* op = c.FindOp(*e.operation_id);
+  if (op && SameBytes(op->request_id, *e.request_id)) return;
+  // Its owner: the transaction's handle, or, for an operation kept past its request's release
+  // whose transaction the receipt window forgot, the operation's record (probe 21).
   const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
-  if (!t || SameBytes(t->request.handle_id, *e.request_id)) return;
+  if (!t && !op) return;
+  const std::string& owner = t ? t->request.handle_id : op->request_id;
+  if (SameBytes(owner, *e.request_id)) return;
   if (!c.FindHandle(*e.request_id))
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                  "\", which was never allocated or forked; operation \"" +
-                 std::string(*e.operation_id) + "\" belongs to \"" + t->request.handle_id + "\"");
+                 std::string(*e.operation_id) + "\" belongs to \"" + owner + "\"");
   else
     c.Report(ErrorCode::TRACE_OPERATION_REQUEST_MISMATCH, c.LinePtr() + "/request_id",
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-                 "\"; operation \"" + std::string(*e.operation_id) + "\" was opened by \"" +
-                 t->request.handle_id + "\"");
+                 "\"; operation \"" + std::string(*e.operation_id) + "\" was opened by \"" + owner +
+                 "\"");
 }
 
 // The base an event of an append operation names (a stage, a publication of any outcome, a
@@ -478,6 +481,21 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   CheckOperationRequest(c, e);
   const bool refused = KeyEquals(e.outcome, "rejected");
   if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
+  // A publication the output frontier forbids on the outputs emitted since its start (the
+  // re-check below) is refused by the contract too: reported rejected, it conforms and changes
+  // nothing (probe 21: it was TRACE_OUTCOME_INVALID, "the contract admits it").
+  if (refused) {
+    const TraceChecker::Op* op = c.FindOp(*e.operation_id);
+    const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+    TraceChecker::Request* req = op ? c.FindRequest(op->request_id) : nullptr;
+    // (Only a publication the lifecycle object would admit: its base still the handle's; a lost
+    // compare-and-publish is the lifecycle's refusal, judged below.)
+    const lifecycle::HandleRecord* h = req ? c.FindHandle(op->request_id) : nullptr;
+    if (h && t && t->state == lifecycle::TxnState::kPrepared &&
+        t->request.base.generation == h->current.generation && req->frontier.tracked() &&
+        !req->frontier.CheckAppend(op->call).ok())
+      return;
+  }
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
     auto r = kv.PublishTxn(*e.operation_id);
@@ -493,8 +511,9 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     // failure record after it is a second (since 2026-12-04, probes 18 and 20).
     const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
     TraceChecker::Op* op = c.FindOp(*e.operation_id);
-    if (t &&
-        (t->state == lifecycle::TxnState::kRejected || t->state == lifecycle::TxnState::kAborted) &&
+    // (A kept operation whose transaction the receipt window forgot was final: probe 21.)
+    if ((!t || t->state == lifecycle::TxnState::kRejected ||
+         t->state == lifecycle::TxnState::kAborted) &&
         op && op->closed_line == 0)
       op->closed_line = e.line;
   }
@@ -556,6 +575,19 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisonedOp(*e.operation_id)) return;
+  // A record of an operation opened on another incarnation of its handle id than the one the
+  // event names (an old operation labelled with the re-allocated id's generation): the ABA
+  // case, one code (probe 21: it passed, or raised two codes).
+  if (const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+      t && e.handle_generation && t->incarnation != *e.handle_generation &&
+      SameBytes(t->request.handle_id, *e.request_id)) {
+    c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
+             std::string(e.event_type) + " names handle_generation " + U(*e.handle_generation) +
+                 "; operation \"" + std::string(*e.operation_id) +
+                 "\" was opened on handle generation " + U(t->incarnation) + " of \"" +
+                 std::string(*e.request_id) + "\"");
+    return;
+  }
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
