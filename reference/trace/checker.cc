@@ -550,7 +550,7 @@ const lifecycle::HandleRecord* TraceChecker::FindHandle(std::string_view id) {
 TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length,
                                                 uint64_t generation) {
   Request& r = requests_[id];
-  for (const auto& op : r.op_ids) EraseOp(op);
+  for (const auto& op : r.op_ids) EraseOpOf(op, id);
   const uint64_t first = std::min(r.first_generation, generation);
   std::set<uint64_t> retired = std::move(r.retired);
   // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
@@ -586,6 +586,7 @@ TraceChecker::Op* TraceChecker::FindOp(std::string_view id) {
 TraceChecker::Op& TraceChecker::NewOp(std::string_view id) {
   auto it = ops_.try_emplace(id).first;
   last_op_ = &*it;
+  it->second = Op{};  // a first start of a reused id starts a fresh record (probe 22)
   return it->second;
 }
 
@@ -621,6 +622,11 @@ void TraceChecker::DropPublishedOp(std::string_view id) {
   }
   ops_.erase(it);
 }
+void TraceChecker::EraseOpOf(std::string_view id, std::string_view request) {
+  // An id the receipt window let another request start again is that request's now (probe 22).
+  if (const Op* op = FindOp(id); op && SameBytes(op->request_id, request)) EraseOp(id);
+}
+
 void TraceChecker::EraseOp(std::string_view id) {
   if (auto it = ops_.find(id); it != ops_.end()) {
     last_op_ = nullptr;
@@ -949,7 +955,7 @@ void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombston
     if (kv_->ForgetReleased(id).ok()) {
       last_request_ = nullptr;
       if (auto r = requests_.find(id); r != requests_.end())
-        for (const auto& op : r->second.op_ids) EraseOp(op);  // those awaiting a record
+        for (const auto& op : r->second.op_ids) EraseOpOf(op, id);  // kept past the release
       requests_.erase(id);
     }
   }

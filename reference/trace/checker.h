@@ -395,6 +395,9 @@ class TraceChecker {
   Op* FindOp(std::string_view id);
   Op& NewOp(std::string_view id);
   void EraseOp(std::string_view id);
+  // EraseOp(id) when the operation is `request`'s (an id may have been started again by
+  // another request once the first one's records were forgotten).
+  void EraseOpOf(std::string_view id, std::string_view request);
   // The snapshot version append operation `id` started on (its append_start's base_snapshot),
   // nullopt when unknown. From the op record while the operation has one; the record of a
   // published operation is dropped at publication (DropPublishedOp: memory per append), and

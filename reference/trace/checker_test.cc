@@ -2872,7 +2872,7 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
             std::vector<std::string>{"INPUT_VALUE_INVALID"});
 }
 
-// Probes 16 and 18-21 (2026-12-04): small traces of the semantic plane, each replayed whole
+// Probes 16 and 18-22 (2026-12-04): small traces of the semantic plane, each replayed whole
 // with the fast and the general readers; a reproducer's name says what went wrong before its fix.
 // `want` is the distinct codes raised (test::CodeNames).
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
@@ -2973,7 +2973,16 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"TRACE_HANDLE_GENERATION_MISMATCH"}},
       {"probe21_an_old_published_operation_record_raised_two_codes",
        {"TRACE_HANDLE_GENERATION_MISMATCH"}},
-      {"probe21_a_publication_refused_by_the_frontier_recheck_conforms", {}},
+      // Probe 22: a publication refused as the frontier's re-check requires closes its append
+      // (it was TRACE_OPERATION_UNTERMINATED alone, and records after it passed); a late failure
+      // record naming the tombstone's generation conforms; an operation id started again by
+      // another request was erased by the old owner's re-allocation, or kept its closing record.
+      {"probe22_a_publication_refused_by_the_frontier_recheck_closes_its_append", {}},
+      {"probe22_a_second_record_after_a_frontier_refused_publication_passed",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"probe22_a_failure_record_naming_the_tombstone_generation_conforms", {}},
+      {"probe22_a_reused_operation_id_was_erased_by_its_old_owner", {}},
+      {"probe22_a_reused_operation_id_kept_its_old_closing_record", {"TRACE_OUTCOME_INVALID"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -476,6 +476,29 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
   ApplyStageLayer(c, e, a);
 }
 
+// A failure record (append_failure, cancel_txn) of an operation opened on another
+// incarnation of its handle id than the one the event names (an old operation labelled with a
+// re-allocated id's generation): the ABA case, TRACE_HANDLE_GENERATION_MISMATCH alone (probes
+// 21, 22). Not for the tombstone's generation of an id released and not allocated again, which
+// the generation fence admits for a late record. (A refused publication of such an operation is
+// the runtime refusing a stale completion, which conforms: TraceCheckerTest.
+// RegressionALateCompletionOfAReleasedIncarnationIsStale.) True when reported.
+bool RecordOfAnotherIncarnation(TraceChecker& c, const Event& e) {
+  const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+  if (!t || !e.handle_generation || t->incarnation == *e.handle_generation ||
+      !SameBytes(t->request.handle_id, *e.request_id))
+    return false;
+  const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id);
+  if (h && h->current.phase == Phase::kReleased && h->current.incarnation == *e.handle_generation)
+    return false;
+  c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
+           std::string(e.event_type) + " names handle_generation " + U(*e.handle_generation) +
+               "; operation \"" + std::string(*e.operation_id) +
+               "\" was opened on handle generation " + U(t->incarnation) + " of \"" +
+               std::string(*e.request_id) + "\"");
+  return true;
+}
+
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisonedOp(*e.operation_id)) return;
   CheckOperationRequest(c, e);
@@ -493,8 +516,15 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     const lifecycle::HandleRecord* h = req ? c.FindHandle(op->request_id) : nullptr;
     if (h && t && t->state == lifecycle::TxnState::kPrepared &&
         t->request.base.generation == h->current.generation && req->frontier.tracked() &&
-        !req->frontier.CheckAppend(op->call).ok())
+        !req->frontier.CheckAppend(op->call).ok()) {
+      // Like a lost compare-and-publish it closes its transaction and is the append's closing
+      // record, and it creates no snapshot (probe 22).
+      NoResultAllowed(c, e);
+      (void)c.kv().CancelTxn(*e.operation_id);
+      if (TraceChecker::Op* o = c.FindOp(*e.operation_id); o && o->closed_line == 0)
+        o->closed_line = e.line;
       return;
+    }
   }
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
   bool ok = c.Apply(e, [&](KvObject& kv) {
@@ -575,19 +605,7 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   p.OptStr("reason");
   if (!p.clean() || c.IsPoisonedOp(*e.operation_id)) return;
-  // A record of an operation opened on another incarnation of its handle id than the one the
-  // event names (an old operation labelled with the re-allocated id's generation): the ABA
-  // case, one code (probe 21: it passed, or raised two codes).
-  if (const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
-      t && e.handle_generation && t->incarnation != *e.handle_generation &&
-      SameBytes(t->request.handle_id, *e.request_id)) {
-    c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
-             std::string(e.event_type) + " names handle_generation " + U(*e.handle_generation) +
-                 "; operation \"" + std::string(*e.operation_id) +
-                 "\" was opened on handle generation " + U(t->incarnation) + " of \"" +
-                 std::string(*e.request_id) + "\"");
-    return;
-  }
+  if (RecordOfAnotherIncarnation(c, e)) return;
   NoResultAllowed(c, e);
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
