@@ -686,8 +686,7 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   // replay retires it the same way, cancelled and released, so the new one starts afresh. Its
   // late events (an observation naming its release, a retry) stay skipped (probe 19).
   // (A released handle's incarnation is its tombstone's, one past the gated one: probe 21.)
-  requests_[std::string(*e.request_id)].retired.insert(released ? h->current.incarnation - 1
-                                                                : h->current.incarnation);
+  const uint64_t gated = released ? h->current.incarnation - 1 : h->current.incarnation;
   if (!released) {
     if (h->current.phase == lifecycle::Phase::kDecodeReady &&
         !kv_->CancelRequest(*e.request_id).ok())
@@ -696,6 +695,7 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
     if (!tomb.ok()) return false;
     NoteReleased(std::string(*e.request_id), tomb->incarnation);
   }
+  requests_[std::string(*e.request_id)].retired.insert(gated);
   poisoned_.erase(gate);
   return true;
 }
