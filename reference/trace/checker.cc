@@ -1854,7 +1854,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                     t->state == lifecycle::TxnState::kRejected))
             closed.push_back(op);
           else
-            EraseOp(op);
+            EraseOpOf(op, *e.request_id);
         }
         r->op_ids = std::move(closed);
       }
