@@ -476,6 +476,12 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
   ApplyStageLayer(c, e, a);
 }
 
+// Records `line` as the closing record of operation `op_id` (an append_failure, a cancel_txn or a
+// refused publication) unless it has one already or the checker keeps no record of it.
+void MarkClosed(TraceChecker& c, std::string_view op_id, uint32_t line) {
+  if (TraceChecker::Op* op = c.FindOp(op_id); op && op->closed_line == 0) op->closed_line = line;
+}
+
 // A failure record (append_failure, cancel_txn) of an operation opened on another
 // incarnation of its handle id than the one the event names (an old operation labelled with a
 // re-allocated id's generation): the ABA case, TRACE_HANDLE_GENERATION_MISMATCH alone (probes
@@ -521,8 +527,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
       // record, and it creates no snapshot (probe 22).
       NoResultAllowed(c, e);
       (void)c.kv().CancelTxn(*e.operation_id);
-      if (TraceChecker::Op* o = c.FindOp(*e.operation_id); o && o->closed_line == 0)
-        o->closed_line = e.line;
+      MarkClosed(c, *e.operation_id, e.line);
       return;
     }
   }
@@ -539,13 +544,11 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     // A refused publication of a final transaction (REJECTED by a lost compare-and-publish, or
     // ABORTED by cancel_request) is the append's one closing record when it has none yet: a
     // failure record after it is a second (since 2026-12-04, probes 18 and 20).
-    const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
-    TraceChecker::Op* op = c.FindOp(*e.operation_id);
     // (A kept operation whose transaction the receipt window forgot was final: probe 21.)
-    if ((!t || t->state == lifecycle::TxnState::kRejected ||
-         t->state == lifecycle::TxnState::kAborted) &&
-        op && op->closed_line == 0)
-      op->closed_line = e.line;
+    const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+    if (!t || t->state == lifecycle::TxnState::kRejected ||
+        t->state == lifecycle::TxnState::kAborted)
+      MarkClosed(c, *e.operation_id, e.line);
   }
   if (!ok || !receipt.txn) return;
   // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
@@ -626,7 +629,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   // receipt window has forgotten: its first record is accepted as is (probe 20: it was
   // LIFECYCLE_TXN_UNKNOWN after 64 other releases).
   if (op && !c.kv().FindTxn(*e.operation_id)) {
-    if (!KeyEquals(e.outcome, "rejected")) op->closed_line = e.line;
+    if (!KeyEquals(e.outcome, "rejected")) MarkClosed(c, *e.operation_id, e.line);
     return;
   }
   const bool closed = c.Apply(e, [&](KvObject& kv) {
@@ -634,9 +637,8 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
     // append_failure, which both close the transaction).
     return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", std::string(e.event_type) + ":");
   });
-  // Apply may have erased operations (a drop): look the record up again.
   if (closed)
-    if (TraceChecker::Op* o = c.FindOp(*e.operation_id)) o->closed_line = e.line;
+    MarkClosed(c, *e.operation_id, e.line);  // (Apply may have erased records: looked up again)
 }
 
 void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token,
@@ -1192,17 +1194,16 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
                     c.LinePtr() + "/payload/resident_payload_bytes",
                     U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
                         " B/token exceeds 2^64 - 1 bytes; no residency can match it");
-  if (*bytes != *want) {
+  // Not gated, unlike a read that disagrees: the residency plane is another plane's witness (a
+  // runtime whose header misdeclares its residency model would otherwise have every request's
+  // semantic events go unjudged), so a misreported length the semantic plane then meets raises
+  // its own code there too.
+  if (*bytes != *want)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT,
              c.LinePtr() + "/payload/resident_payload_bytes",
              U(*bytes) + " resident payload bytes after " + std::string(info->type) + "; " +
                  U(info->committed_length) + " committed rows x " + U(c.bytes_per_token()) +
                  " B/token = " + U(*want));
-    // Not gated, unlike a read that disagrees: the residency plane is another plane's witness
-    // (a runtime whose header misdeclares its residency model would otherwise have every
-    // request's semantic events go unjudged), so a misreported length the semantic plane then
-    // meets raises its own code there too.
-  }
 }
 
 // ---------------------------------------------------------------- one-pass payload readers
