@@ -34,7 +34,9 @@ namespace kvc::base {
 //    doubles the index and re-places slots from their tags alone: it never reads an element.
 //  * Elements (std::pair<const std::string, V>, "nodes") live in chunks of 8, 16, 32, ...
 //    nodes (chunk c holds node numbers [8(2^c - 1), 8(2^(c+1) - 1))); an erased node's number
-//    goes on a free list (threaded through the dead node's bytes) and is reused first.
+//    goes on a free stack (a vector beside the chunks, not threaded through the dead node: an
+//    insertion then writes the reused node without first reading it, a cache miss when the
+//    node was erased long before) and is reused first.
 //
 // Contract:
 //  * Address stability: a reference or pointer to an element stays valid until that element is
@@ -160,29 +162,23 @@ class StableStringMap {
     // Reserve everything first (growth, a chunk, a bitmap word), so that a throwing
     // allocation or constructor leaves the map as it was.
     if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.empty() ? kMinSlots : slots_.size() * 2);
-    const bool reuse = free_head_ != 0;
-    const uint32_t n = reuse ? free_head_ - 1 : used_;
+    const bool reuse = !free_.empty();
+    const uint32_t n = reuse ? free_.back() : used_;
     if (!reuse) {
       if (used_ == kMaxNodes) throw std::length_error("StableStringMap: too many elements");
       if (ChunkOf(n) == chunks_.size())
         chunks_.push_back(std::make_unique_for_overwrite<Cell[]>(ChunkSize(chunks_.size())));
       if (n / 64 == live_.size()) live_.push_back(0);
+      // Room for every node number on the free stack, so that erasure never allocates.
+      if (free_.capacity() < size_t{used_} + 1)
+        free_.reserve(std::max<size_t>(16, 2 * size_t{used_}));
     }
-    Cell& cell = CellOf(n);
-    uint32_t next_free = 0;
-    if (reuse) std::memcpy(&next_free, cell.bytes, sizeof next_free);
-    try {
-      ::new (static_cast<void*>(cell.bytes))
-          value_type(std::piecewise_construct, std::forward_as_tuple(std::forward<K>(key)),
-                     std::forward_as_tuple(std::forward<Args>(args)...));
-    } catch (...) {
-      // The node stays free: restore its link, which construction may have overwritten.
-      if (reuse) std::memcpy(cell.bytes, &next_free, sizeof next_free);
-      throw;
-    }
+    ::new (static_cast<void*>(CellOf(n).bytes))
+        value_type(std::piecewise_construct, std::forward_as_tuple(std::forward<K>(key)),
+                   std::forward_as_tuple(std::forward<Args>(args)...));
     // Commit (nothing below allocates or throws).
     if (reuse)
-      free_head_ = next_free;
+      free_.pop_back();
     else
       ++used_;
     live_[n / 64] |= uint64_t{1} << (n % 64);
@@ -242,7 +238,7 @@ class StableStringMap {
     slots_.swap(o.slots_);
     chunks_.swap(o.chunks_);
     live_.swap(o.live_);
-    swap(free_head_, o.free_head_);
+    free_.swap(o.free_);
     swap(used_, o.used_);
     swap(mask_, o.mask_);
     swap(size_, o.size_);
@@ -265,12 +261,11 @@ class StableStringMap {
   static constexpr unsigned kFirstChunkLog = 3;  // the first chunk holds 8 nodes
   static constexpr uint64_t kFirstChunkSize = uint64_t{1} << kFirstChunkLog;
   static constexpr uint32_t kMaxNodes = UINT32_MAX;  // node number + 1 must fit 32 bits
-  // Raw storage of one node: a value_type while live, else (on the free list) the next free
-  // node number + 1 in its first bytes.
+  // Raw storage of one node: a value_type while live, else unused bytes (its number is on
+  // free_).
   struct Cell {
     alignas(value_type) unsigned char bytes[sizeof(value_type)];
   };
-  static_assert(sizeof(value_type) >= sizeof(uint32_t));
 
   uint64_t HashOf(std::string_view key) const { return static_cast<uint64_t>(hash_(key)); }
   static uint32_t TagOf(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
@@ -351,9 +346,7 @@ class StableStringMap {
     }
     slots_[hole] = 0;
     Node(n)->~value_type();
-    Cell& cell = CellOf(n);
-    std::memcpy(cell.bytes, &free_head_, sizeof free_head_);
-    free_head_ = n + 1;
+    free_.push_back(n);  // within capacity (reserved by try_emplace): no allocation
     live_[n / 64] &= ~(uint64_t{1} << (n % 64));
     --size_;
   }
@@ -367,7 +360,7 @@ class StableStringMap {
   size_t mask_ = 0;                              // slots_.size() - 1 once not empty
   std::vector<std::unique_ptr<Cell[]>> chunks_;  // chunk c holds ChunkSize(c) nodes
   std::vector<uint64_t> live_;                   // bit n: node n holds an element
-  uint32_t free_head_ = 0;                       // first free node number + 1; 0 = none
+  std::vector<uint32_t> free_;                   // erased node numbers, the last reused first
   uint32_t used_ = 0;                            // node numbers [0, used_) were handed out
   size_t size_ = 0;
 };
