@@ -159,8 +159,8 @@ class StableStringMap {
     const uint64_t h = HashOf(k);
     if (const Found f = FindSlot(k, h); f.element)
       return {iterator(this, NodeOfSlot(slots_[f.slot]), f.element), false};
-    // Reserve everything first (growth, a chunk, a bitmap word), so that a throwing
-    // allocation or constructor leaves the map as it was.
+    // Reserve everything first (growth, a chunk, a bitmap word, the free stack's room), so that a
+    // throwing allocation or constructor leaves the map as it was.
     if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.empty() ? kMinSlots : slots_.size() * 2);
     const bool reuse = !free_.empty();
     const uint32_t n = reuse ? free_.back() : used_;
