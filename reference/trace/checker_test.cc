@@ -2983,6 +2983,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe22_a_failure_record_naming_the_tombstone_generation_conforms", {}},
       {"probe22_a_reused_operation_id_was_erased_by_its_old_owner", {}},
       {"probe22_a_reused_operation_id_kept_its_old_closing_record", {"TRACE_OUTCOME_INVALID"}},
+      // After the receipt window, a failure record of the released incarnation's operation,
+      // labelled with the re-allocated id's generation, also raised TRACE_SNAPSHOT_MISMATCH (its
+      // base compared with the new incarnation's snapshot, as for a late completion).
+      {"probe22_an_unknown_operation_on_a_reallocated_id_raised_two_codes",
+       {"LIFECYCLE_TXN_UNKNOWN"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

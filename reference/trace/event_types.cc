@@ -133,6 +133,11 @@ void CheckOperationBase(TraceChecker& c, const Event& e) {
   if (e.handle_generation && *e.handle_generation != s.incarnation &&
       !(released && *e.handle_generation + 1 == s.incarnation))
     return;
+  // A live incarnation keeps the transaction record of every operation it opened: an operation
+  // it does not know is one it never opened (LIFECYCLE_TXN_UNKNOWN, one code), not a late
+  // completion (probe 22: a failure record of a forgotten earlier incarnation's operation,
+  // labelled with the re-allocated id's generation, also raised this code).
+  if (!released && !c.kv().FindTxn(*e.operation_id)) return;
   const uint64_t last_readable = released && s.version > 0 ? s.version - 1 : s.version;
   if (*e.base_snapshot > last_readable)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
