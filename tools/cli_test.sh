@@ -57,6 +57,11 @@ check kvbytes_hf 0 "$K" calc kv-bytes --hf-config "$T/config.json" --format json
 printf '{"num_hidden_layers":60,"num_attention_heads":128,"num_key_value_heads":128,"hidden_size":5120,"kv_lora_rank":512,"qk_rope_head_dim":64,"v_head_dim":128,"torch_dtype":"bfloat16"}' >"$T/mla.json"
 check kvbytes_hf_latent 2 "$K" calc kv-bytes --hf-config "$T/mla.json" --lengths 4096
 expect_out kvbytes_hf_latent_msg 'field kv_lora_rank \(512\) declares a latent'
+# A composite (multimodal) config keeps its language model in text_config (shaped like Gemma 3
+# 4B's); it was refused as missing num_hidden_layers.
+printf '{"architectures":["Gemma3ForConditionalGeneration"],"torch_dtype":"bfloat16","text_config":{"num_hidden_layers":34,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"hidden_size":2560},"vision_config":{"num_hidden_layers":27}}' >"$T/composite.json"
+check kvbytes_hf_text_config 0 "$K" calc kv-bytes --hf-config "$T/composite.json" --format json
+expect_out kvbytes_hf_text_config_139264 '"bytes_per_token": 139264'
 # A geometry flag beside --hf-config was silently ignored; the two sources exclude each other.
 check kvbytes_hf_and_flag 2 "$K" calc kv-bytes --hf-config "$T/config.json" --layers 2; expect_out kvbytes_hf_and_flag_msg 'excludes --hf-config'
 check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2

@@ -2,6 +2,8 @@
 #include "reference/ledger/kv_bytes.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "reference/base/checked_math.h"
 
@@ -63,11 +65,23 @@ std::optional<uint64_t> DtypeBytes(std::string_view name) {
 
 StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override) {
   if (!config.is_object()) return InvalidArgument("config.json: expected a JSON object");
+  // A composite (multimodal) config keeps its language model's config, whose layers produce
+  // the K/V cache, in text_config (transformers' Gemma3Config, Llama4Config, LlavaConfig, ...):
+  // the geometry is read there when the top level declares no layers of its own.
+  const Json* text = &config;
+  if (!config.contains("num_hidden_layers")) {
+    if (auto t = config.find("text_config"); t != config.end() && t->is_object()) text = &*t;
+  }
+  const Json& c = *text;
+  // A field of `c` as messages name it.
+  auto name = [&](const char* key) {
+    return (text == &config ? std::string() : std::string("text_config.")) + key;
+  };
   auto get_pos = [&](const char* key) -> StatusOr<uint64_t> {
-    auto it = config.find(key);
-    if (it == config.end()) return InvalidArgument(std::string("config.json: missing field ") + key);
+    auto it = c.find(key);
+    if (it == c.end()) return InvalidArgument("config.json: missing field " + name(key));
     if (!it->is_number_integer() || it->get<int64_t>() <= 0)
-      return InvalidArgument(std::string("config.json: field ") + key +
+      return InvalidArgument("config.json: field " + name(key) +
                              " must be a positive integer, got " + it->dump());
     return it->get<uint64_t>();
   };
@@ -75,72 +89,87 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     auto it = obj.find(key);
     return it != obj.end() && !it->is_null();
   };
-  // A latent (MLA) cache stores a compressed per-token latent, not K/V rows of [H_kv, d_h]:
-  // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
-  if (present(config, "kv_lora_rank"))
-    return InvalidArgument(
-        "config.json: field kv_lora_rank (" + config["kv_lora_rank"].dump() +
-        ") declares a latent (MLA) cache; its bytes per token need a different cache "
-        "ABI than L_cache * H_kv * d_h * (b_K + b_V) (M5.1 0x02), which kv-bytes "
-        "does not compute");
-  // Quantized K/V (a KV-cache dtype or scheme of its own, with its scales) is likewise another ABI.
-  if (present(config, "kv_cache_dtype"))
-    return InvalidArgument("config.json: field kv_cache_dtype (" + config["kv_cache_dtype"].dump() +
-                           ") declares a quantized K/V cache; it needs a different cache ABI (M5.1 "
-                           "0x02), which kv-bytes does not compute");
-  if (auto q = config.find("quantization_config"); q != config.end() && q->is_object()) {
-    for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"})
-      if (present(*q, key))
-        return InvalidArgument(std::string("config.json: field quantization_config.") + key + " (" +
-                               (*q)[key].dump() +
-                               ") declares a quantized K/V cache; it needs a different cache ABI "
-                               "(M5.1 0x02), which kv-bytes does not compute");
+  // A cache that is not full K/V rows of one d_h is another ABI, whichever level declares it
+  // (the top level, or text_config whether or not the geometry is read there).
+  std::vector<const Json*> levels = {&config};
+  if (auto t = config.find("text_config"); t != config.end() && t->is_object())
+    levels.push_back(&*t);
+  for (const Json* level : levels) {
+    const std::string prefix = level == &config ? "" : "text_config.";
+    // A latent (MLA) cache stores a compressed per-token latent, not K/V rows of [H_kv, d_h]:
+    // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
+    if (present(*level, "kv_lora_rank"))
+      return InvalidArgument("config.json: field " + prefix + "kv_lora_rank (" +
+                             (*level)["kv_lora_rank"].dump() +
+                             ") declares a latent (MLA) cache; its bytes per token need a "
+                             "different cache ABI than L_cache * H_kv * d_h * (b_K + b_V) (M5.1 "
+                             "0x02), which kv-bytes does not compute");
+    // Quantized K/V (a KV-cache dtype or scheme of its own, with its scales) is likewise
+    // another ABI.
+    if (present(*level, "kv_cache_dtype"))
+      return InvalidArgument("config.json: field " + prefix + "kv_cache_dtype (" +
+                             (*level)["kv_cache_dtype"].dump() +
+                             ") declares a quantized K/V cache; it needs a different cache ABI "
+                             "(M5.1 0x02), which kv-bytes does not compute");
+    if (auto q = level->find("quantization_config"); q != level->end() && q->is_object()) {
+      for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"})
+        if (present(*q, key))
+          return InvalidArgument("config.json: field " + prefix + "quantization_config." + key +
+                                 " (" + (*q)[key].dump() +
+                                 ") declares a quantized K/V cache; it needs a different cache "
+                                 "ABI (M5.1 0x02), which kv-bytes does not compute");
+    }
   }
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V
   // (num_kv_shared_layers, cross-layer sharing) produces no rows of its own.
-  if (present(config, "num_kv_shared_layers")) {
-    const Json& shared = config["num_kv_shared_layers"];
+  if (present(c, "num_kv_shared_layers")) {
+    const Json& shared = c["num_kv_shared_layers"];
     if (!shared.is_number_integer() || shared.get<int64_t>() < 0 ||
         shared.get<uint64_t>() >= g.layers)
-      return InvalidArgument("config.json: field num_kv_shared_layers must be an integer in 0.." +
-                             std::to_string(g.layers - 1) +
+      return InvalidArgument("config.json: field " + name("num_kv_shared_layers") +
+                             " must be an integer in 0.." + std::to_string(g.layers - 1) +
                              " (fewer than num_hidden_layers), got " + shared.dump());
     g.layers -= shared.get<uint64_t>();
   }
   KVC_ASSIGN_OR_RETURN(uint64_t heads, get_pos("num_attention_heads"));
-  if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()) {
+  if (present(c, "num_key_value_heads")) {
     KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_key_value_heads"));
   } else {
     g.kv_heads_local = heads;
   }
   if (heads % g.kv_heads_local != 0)
-    return InvalidArgument("config.json: num_attention_heads (" + std::to_string(heads) +
-                           ") is not a multiple of num_key_value_heads (" +
-                           std::to_string(g.kv_heads_local) + ")");
-  if (config.contains("head_dim") && !config["head_dim"].is_null()) {
+    return InvalidArgument("config.json: " + name("num_attention_heads") + " (" +
+                           std::to_string(heads) + ") is not a multiple of " +
+                           name("num_key_value_heads") + " (" + std::to_string(g.kv_heads_local) +
+                           ")");
+  if (present(c, "head_dim")) {
     KVC_ASSIGN_OR_RETURN(g.head_dim, get_pos("head_dim"));
   } else {
     KVC_ASSIGN_OR_RETURN(uint64_t hidden, get_pos("hidden_size"));
     if (hidden % heads != 0)
-      return InvalidArgument("config.json: hidden_size is not a multiple of num_attention_heads "
-                             "and head_dim is absent");
+      return InvalidArgument("config.json: " + name("hidden_size") +
+                             " is not a multiple of num_attention_heads and head_dim is absent");
     g.head_dim = hidden / heads;
   }
   // One d_h serves K and V rows in this ABI; a V head of another width is another ABI.
-  if (present(config, "v_head_dim")) {
+  if (present(c, "v_head_dim")) {
     KVC_ASSIGN_OR_RETURN(uint64_t v_head_dim, get_pos("v_head_dim"));  // a positive integer
     if (v_head_dim != g.head_dim)
-      return InvalidArgument("config.json: field v_head_dim (" + std::to_string(v_head_dim) +
-                             ") differs from the K head dim " + std::to_string(g.head_dim) +
+      return InvalidArgument("config.json: field " + name("v_head_dim") + " (" +
+                             std::to_string(v_head_dim) + ") differs from the K head dim " +
+                             std::to_string(g.head_dim) +
                              "; the full_kv cache ABI has one d_h for K and V rows (M5.1 0x02)");
   }
+  // The K/V dtype: the language model's, else the whole model's (composite configs often
+  // declare it at the top level only).
   std::string dtype(dtype_override);
-  if (dtype.empty()) {
+  for (const Json* level : {text, &config}) {
     for (const char* key : {"torch_dtype", "dtype"}) {
-      auto it = config.find(key);
-      if (it != config.end() && it->is_string()) { dtype = it->get<std::string>(); break; }
+      if (!dtype.empty()) break;
+      auto it = level->find(key);
+      if (it != level->end() && it->is_string()) dtype = it->get<std::string>();
     }
   }
   if (dtype.empty())

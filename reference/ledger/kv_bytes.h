@@ -54,7 +54,10 @@ std::optional<uint64_t> DtypeBytes(std::string_view name);
 // field (M5.1 0x02: latent or quantized state needs a different cache ABI, not a correction):
 // kv_lora_rank (latent/MLA), kv_cache_dtype or quantization_config.{kv_cache_dtype,
 // kv_cache_scheme, kv_cache_quant_algo} (quantized K/V), a v_head_dim other than the K head dim.
-// Errors name the missing or inconsistent field.
+// A composite (multimodal) config whose top level has no num_hidden_layers is read from its
+// text_config object (the language model's config), with the dtype from there or else from the
+// top level; a quantized-cache declaration at either level is refused.
+// Errors name the missing or inconsistent field (text_config.<field> for a nested one).
 StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override = "");
 
 // Reads the compact cache-ABI binding shared by the ledger-family documents (byte trajectory,

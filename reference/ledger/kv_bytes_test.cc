@@ -142,5 +142,60 @@ TEST(KvBytes, RegressionHfConfigCountsOnlyCacheProducingLayers) {
   }
 }
 
+// Regression: a composite (multimodal) config nests its language model in text_config; it was
+// refused as missing num_hidden_layers, and a latent cache declared only in text_config, beside
+// top-level geometry, was computed (probe 19: only top-level keys were read). Shaped like
+// Gemma 3 4B's config.json: the decoder's geometry in text_config, torch_dtype at the top level.
+TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
+  Json text = {{"num_hidden_layers", 34},
+               {"num_attention_heads", 8},
+               {"num_key_value_heads", 4},
+               {"head_dim", 256},
+               {"hidden_size", 2560}};
+  Json cfg = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+              {"torch_dtype", "bfloat16"},
+              {"text_config", text},
+              {"vision_config", {{"num_hidden_layers", 27}, {"num_attention_heads", 16}}}};
+  auto g = GeometryFromHfConfig(cfg);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->layers, 34u);
+  EXPECT_EQ(*BytesPerToken(*g), 34u * 4 * 256 * (2 + 2));
+  // The language model's own dtype wins over the top level's.
+  cfg["text_config"]["torch_dtype"] = "float32";
+  EXPECT_EQ(GeometryFromHfConfig(cfg)->k_bytes, 4u);
+  // A nested field's message names it where it is.
+  cfg["text_config"].erase("num_attention_heads");
+  EXPECT_NE(GeometryFromHfConfig(cfg).status().message().find(
+                "missing field text_config.num_attention_heads"),
+            std::string::npos);
+  // A quantized K/V cache is refused at either level.
+  cfg["text_config"] = text;
+  cfg["quantization_config"] = {{"kv_cache_scheme", {{"num_bits", 8}}}};
+  EXPECT_NE(GeometryFromHfConfig(cfg).status().message().find(
+                "field quantization_config.kv_cache_scheme"),
+            std::string::npos);
+  cfg.erase("quantization_config");
+  cfg["text_config"]["kv_cache_dtype"] = "fp8";
+  EXPECT_NE(GeometryFromHfConfig(cfg).status().message().find("field text_config.kv_cache_dtype"),
+            std::string::npos);
+  // A top level that declares its own layers is a plain decoder config: its geometry is read
+  // there, but a latent cache declared in text_config is still another ABI.
+  Json plain = {{"num_hidden_layers", 2},
+                {"num_attention_heads", 4},
+                {"hidden_size", 64},
+                {"torch_dtype", "float16"},
+                {"text_config", text}};
+  EXPECT_EQ(GeometryFromHfConfig(plain)->layers, 2u);
+  plain["text_config"]["kv_lora_rank"] = 512;
+  EXPECT_NE(GeometryFromHfConfig(plain).status().message().find("field text_config.kv_lora_rank"),
+            std::string::npos);
+  // Without text_config, the missing field is named at the top level, as before.
+  EXPECT_NE(GeometryFromHfConfig(Json{{"torch_dtype", "float16"}})
+                .status()
+                .message()
+                .find("missing field num_hidden_layers"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvc
