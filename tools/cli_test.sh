@@ -78,6 +78,13 @@ check kvbytes_leading_empty 2 "$K" calc kv-bytes $G4 --lengths ,5
 # shellcheck disable=SC2086
 check kvbytes_empty_copy 2 "$K" calc kv-bytes $G4 --lengths 5,2 --copies 1,,2
 expect_out kvbytes_empty_copy_msg 'empty --copies element 2'
+# "--lengths=" (an empty value) took the next argument as the list: "--copies" was "element 1",
+# or "5,3" after it was read as the lengths (probe 19). Any option given an empty value is refused.
+# shellcheck disable=SC2086
+check kvbytes_empty_option_value 2 "$K" calc kv-bytes $G4 --lengths= --copies 1
+expect_out kvbytes_empty_option_value_msg 'option --lengths= has an empty value; expected --lengths=VALUE or --lengths VALUE'
+# shellcheck disable=SC2086
+check kvbytes_empty_option_value_before_list 2 "$K" calc kv-bytes $G4 --lengths= 5,3
 # shellcheck disable=SC2086
 check kvbytes_bad_length 2 "$K" calc kv-bytes $G4 --lengths 5,x
 expect_out kvbytes_bad_length_msg '--lengths element 2 "x" is not an unsigned integer'

@@ -71,6 +71,10 @@ std::string Printable(const std::string& s);
 // 2^64 - 1, so `--events -1` ran forever and `--copies -1` was used as 2^64 - 1. Call after
 // every command is added. Exit 2 (kExitUsage) like any usage error.
 void RejectNegativeUnsigned(CLI::App& app);
+// The first argument before a "--" separator that gives an option an empty value ("--lengths="),
+// or nullptr: CLI11 would take the next argument as that option's value, so its error (if any)
+// would name the wrong argument. main() refuses such a command line (exit 2) naming the option.
+const char* EmptyOptionValue(int argc, char** argv);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
 

@@ -228,4 +228,13 @@ void RejectNegativeUnsigned(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) RejectNegativeUnsigned(*sub);
 }
 
+const char* EmptyOptionValue(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;  // positional arguments follow
+    if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1) return argv[i];
+  }
+  return nullptr;
+}
+
 }  // namespace kvc::cli

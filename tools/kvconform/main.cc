@@ -112,6 +112,12 @@ int main(int argc, char** argv) {
   // ends the process first, with the same line.
   mi_register_error(&OutOfMemoryHook, nullptr);
 #endif
+  if (const char* empty = kvc::cli::EmptyOptionValue(argc, argv)) {
+    const std::string_view name(empty, std::strlen(empty) - 1);
+    std::cerr << "kvconform: option " << empty << " has an empty value; expected " << name
+              << "=VALUE or " << name << " VALUE\n";
+    return FinishStdout(*out_buf, kvc::cli::kExitUsage);
+  }
   int rc = kvc::cli::kExitOk;
   try {
     app.parse(argc, argv);  // runs the subcommand, which writes its report to std::cout
