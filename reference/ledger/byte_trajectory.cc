@@ -108,7 +108,8 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
       FieldReader er(&(*evs)[i], e.ptr, v);
       if (auto x = er.Uint("tau")) e.tau = *x;
       if (auto s = er.String("request")) e.request = *s;
-      if (auto s = er.Enum("op", {"arrive", "prefill_publish", "decode_publish", "finish", "release"}))
+      if (auto s = er.Enum("op", {"arrive", "prefill_publish", "decode_publish", "repair_publish",
+                                  "finish", "release"}))
         e.op = *s;
       if (auto x = er.Uint("rows")) e.rows = *x;
       if (auto x = er.Uint("workspace_bytes")) e.workspace = *x;
@@ -206,6 +207,7 @@ bool CheckRequests(const Doc& d, Violations* v) {
 // Per-request lifecycle during replay.
 struct Live {
   bool arrived = false, owns = false, finished = false, released = false;
+  bool repaired = false;  // the repair append after finish published its row
   uint64_t prefilled = 0, committed = 0;
 };
 
@@ -230,7 +232,8 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
     if (rq == by_id.end()) return fail(ErrorCode::LEDGER_REQUEST_INVALID, "/request", "not a declared request");
     const Request& r = *rq->second;
     Live& s = live[e.request];
-    bool publish = e.op == "prefill_publish" || e.op == "decode_publish";
+    bool publish =
+        e.op == "prefill_publish" || e.op == "decode_publish" || e.op == "repair_publish";
     if (!publish && e.rows != 0)
       return fail(ErrorCode::LEDGER_NONPUBLISH_ROWS, "/rows", "expected 0 rows for a non-publication event");
     if (e.op == "arrive") {
@@ -245,8 +248,27 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
       s.released = true;
       s.owns = false;
       s.committed = 0;
+    } else if (e.op == "repair_publish") {
+      // The repair append of 0x03: after an ordinary stop the last sampled token is emitted
+      // but unprocessed (K_c = S + G_in); one call processes it, publishes one row per layer
+      // and discards its logits, closing the frontier for reuse (0x05 FINISHED_RETAINED). Before
+      // finish a one-row publication is an ordinary decode_publish.
+      if (!s.finished)
+        return fail(ErrorCode::SERVICE_PHASE_ILLEGAL, "/op",
+                    "a repair append follows finish (the request has not finished; a one-row "
+                    "publication before finish is decode_publish)");
+      if (s.repaired)
+        return fail(ErrorCode::FRONTIER_NOTHING_TO_REPAIR, "/op",
+                    "the repair after finish already processed the final token");
+      if (e.rows != 1)
+        return fail(
+            ErrorCode::FRONTIER_REPAIR_ROW_COUNT, "/rows",
+            "a repair publishes exactly 1 row (the final token's), not " + std::to_string(e.rows));
+      s.repaired = true;
+      s.committed += 1;
     } else if (s.finished) {
-      return fail(ErrorCode::LEDGER_EVENT_AFTER_FINISH, "/op", "the request already finished");
+      return fail(ErrorCode::LEDGER_EVENT_AFTER_FINISH, "/op",
+                  "the request already finished (only repair_publish, once, or release follow)");
     } else if (e.op == "finish") {
       // Finish is a stop condition, an output decision: the first output is ready only after
       // prefill published the whole prompt (0x05); a request still waiting for prompt rows

@@ -5,7 +5,8 @@
 // cache ABI (by value and by SHA256(JCS(cache_abi))), declares B_token, residency tiers,
 // the allocator metadata charge per live copy, the requests (replica count, the residency
 // tier of each copy, reserved token capacity per copy, prompt length) and an event list
-// (arrive, prefill_publish, decode_publish, finish, release), each with its expected ledger.
+// (arrive, prefill_publish, decode_publish, finish, repair_publish, release), each with its
+// expected ledger.
 //
 // Storage is owned from a request's first prefill publication until its release: arrival
 // alone creates no K/V and no allocation, finish alone frees nothing.
@@ -15,7 +16,8 @@
 //   token coefficient - stop if any;  3 request declarations (replicas vs tiers, tiers
 //   declared, capacities) - stop if any;  4 event replay (order, arrival before work,
 //   prefill bounds, one-row decode, capacity, finish only after the whole prompt is
-//   published, finish before release, nothing after release)
+//   published, finish before release, after finish only one one-row repair_publish and the
+//   release, nothing after release)
 //   - the replay stops at the first illegal event, whose code is the only one reported;
 //   5 every expected event ledger and the peaks against the replayed ledgers, and zero
 //   terminal allocation.

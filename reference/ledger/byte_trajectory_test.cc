@@ -102,6 +102,63 @@ TEST(ByteTrajectory, EventsAfterFinishOrReleaseAreRejected) {
   EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(late)), std::vector<std::string>{"LIFECYCLE_HANDLE_RELEASED"});
 }
 
+// Regression (probe 19): the format could not write the repair append after finish (0x03: an
+// ordinary stop leaves the final token unprocessed; one call publishes its row and discards its
+// logits), so a runtime that repairs for reuse had no valid trajectory (LEDGER_EVENT_AFTER_FINISH).
+// A's repair is inserted between its finish and its release; its expected ledger follows from
+// the finish's by the 0x02 identities (one more committed row of A's single copy, inside its
+// reservation: logical and materialized grow by B_token, the slack shrinks by it).
+TEST(ByteTrajectory, RegressionARepairAfterFinishPublishesOneRow) {
+  Json doc = test::LoadJson(kFixture);
+  Json& events = doc["events"];
+  for (Json& e : events) e["tau"] = e["tau"].get<uint64_t>() * 10;
+  ASSERT_EQ(events[6]["op"], "finish");
+  ASSERT_EQ(events[6]["request"], "A");
+  ASSERT_EQ(events[7]["op"], "release");
+  const uint64_t b = doc["bytes_per_token"].get<uint64_t>();
+  Json repair = events[6];
+  repair["op"] = "repair_publish";
+  repair["tau"] = 65;
+  repair["rows"] = 1;
+  Json& x = repair["expected"];
+  x["committed"]["A"] = x["committed"]["A"].get<uint64_t>() + 1;
+  x["logical"] = x["logical"].get<uint64_t>() + b;
+  x["materialized"] = x["materialized"].get<uint64_t>() + b;
+  x["reservation_slack"] = x["reservation_slack"].get<uint64_t>() - b;
+  events.insert(events.begin() + 7, repair);
+  EXPECT_TRUE(ValidateByteTrajectory(doc).empty())
+      << ::testing::PrintToString(test::CodeNames(ValidateByteTrajectory(doc)));
+
+  // A second repair has nothing left to process.
+  Json twice = doc;
+  Json again = repair;
+  again["tau"] = 66;
+  twice["events"].insert(twice["events"].begin() + 8, again);
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(twice)),
+            std::vector<std::string>{"FRONTIER_NOTHING_TO_REPAIR"});
+  // A repair publishes exactly one row.
+  Json two_rows = doc;
+  two_rows["events"][7]["rows"] = 2;
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(two_rows)),
+            std::vector<std::string>{"FRONTIER_REPAIR_ROW_COUNT"});
+  // Before finish a one-row publication is a decode: a repair there is out of phase.
+  Json early = test::LoadJson(kFixture);
+  early["events"][4]["op"] = "repair_publish";
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(early)),
+            std::vector<std::string>{"SERVICE_PHASE_ILLEGAL"});
+  // B finishes at its reserved capacity (4 rows per copy): its repair does not fit.
+  Json full = test::LoadJson(kFixture);
+  for (Json& e : full["events"]) e["tau"] = e["tau"].get<uint64_t>() * 10;
+  ASSERT_EQ(full["events"][9]["op"], "finish");
+  Json b_repair = full["events"][9];
+  b_repair["op"] = "repair_publish";
+  b_repair["tau"] = 95;
+  b_repair["rows"] = 1;
+  full["events"].insert(full["events"].begin() + 10, b_repair);
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(full)),
+            std::vector<std::string>{"LEDGER_CAPACITY_EXCEEDED"});
+}
+
 // Regression (probe 17, finding 04): a wrong declared physical also raised
 // LEDGER_TIER_PARTITION_OPEN, blaming the seed's correct tau=5 residency (GPU 800 + host 272 =
 // 1,072 B), because the partition was judged against the declared physical only.
