@@ -162,6 +162,8 @@ class LayerStages {
   }
   // Every layer complete (false without layers).
   bool all_complete() const { return n_ > 0 && complete_ == n_; }
+  // Layers holding both K and V rows.
+  size_t complete_count() const { return complete_; }
   // Chunks of layers >= 64 allocated so far (memory accounting, for tests).
   size_t allocated_chunks() const { return more_.size(); }
 
