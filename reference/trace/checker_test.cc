@@ -2988,6 +2988,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // base compared with the new incarnation's snapshot, as for a late completion).
       {"probe22_an_unknown_operation_on_a_reallocated_id_raised_two_codes",
        {"LIFECYCLE_TXN_UNKNOWN"}},
+      // Snapshot claims where the format admits none passed with any number: on a reorder and
+      // on an allocator observation (null and null), a result on a refused release (a refusal
+      // changes no snapshot), a base on a refused read beyond the handle's version.
+      {"probe23_a_reorder_claiming_snapshots_passed", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe23_an_observation_claiming_snapshots_passed", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe23_a_refused_release_claiming_a_result_passed", {"TRACE_OUTCOME_INVALID"}},
+      {"probe23_a_refused_read_named_a_snapshot_never_reached", {"TRACE_SNAPSHOT_MISMATCH"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

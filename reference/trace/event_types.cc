@@ -184,6 +184,40 @@ void NoSnapshotProduced(TraceChecker& c, const Event& e) {
                  "; it produces no snapshot (result_snapshot must be null or absent)");
 }
 
+// reorder and the allocator/residency observations name no snapshot (trace-format.md, "What to
+// write in base_snapshot / result_snapshot": null and null): a claim on them is checked like any
+// other and has no value that is right (since 2026-12-04, probe 23: any number passed). The event
+// is still replayed.
+void NoSnapshotClaims(TraceChecker& c, const Event& e) {
+  if (!e.base_snapshot && !e.result_snapshot) return;
+  const bool base = e.base_snapshot.has_value();
+  c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH,
+           c.LinePtr() + (base ? "/base_snapshot" : "/result_snapshot"),
+           std::string(e.event_type) + " claims " + (base ? "base" : "result") + " snapshot " +
+               U(base ? *e.base_snapshot : *e.result_snapshot) + "; it " +
+               (e.event_type == "reorder" ? "names no request's snapshot"
+                                          : "observes another plane and names no snapshot") +
+               " (base_snapshot and result_snapshot must be null or absent)");
+}
+
+// Violations recorded so far (kept and omitted): compared around Apply to tell a refusal the
+// contract expects (nothing reported) from one it does not.
+uint64_t Reported(TraceChecker& c) { return c.violations().size() + c.omitted_violations(); }
+
+// A refusal the contract expects changes no snapshot: a result_snapshot on it is
+// TRACE_OUTCOME_INVALID, as on a refused publication (since 2026-12-04, probe 23: a refused
+// release or truncate claiming any result passed). `reported` is Reported(c) before the
+// operation was tried; a refusal that raised a code is not judged again.
+void RefusalNamesNoResult(TraceChecker& c, const Event& e, uint64_t reported) {
+  if (KeyEquals(e.outcome, "rejected") && e.result_snapshot && Reported(c) == reported)
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
+             std::string(e.event_type) +
+                 " was refused (outcome \"rejected\") yet claims result "
+                 "snapshot " +
+                 U(*e.result_snapshot) +
+                 "; a refused operation changes no snapshot and names no result");
+}
+
 // Gating: a refused request-level transition (truncate, cancel_request, finish, release) leaves
 // the request in a state the runtime did not report, so its later events are not replayed.
 void RefuseRequest(TraceChecker& c, const Event& e) {
@@ -736,6 +770,8 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
     if (r.ok())
       c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
                "read reported \"rejected\", but request \"" + std::string(*e.request_id) + "\" is readable");
+    else if (const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id))
+      CheckRefusedBaseReached(c, e, h->current);  // as any refusal (probe 23: any base passed)
     return;
   }
   if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
@@ -824,14 +860,15 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
       // (naming that generation) are not judged again (gating: one root cause, one code).
       c.Poison("request:" + kids[i].id);
     }
-  if (e.result_snapshot && *e.result_snapshot != 0)
+  // (A refused fork names no result at all: RefusalNamesNoResult below.)
+  if (!KeyEquals(e.outcome, "rejected") && e.result_snapshot && *e.result_snapshot != 0)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
              "fork children start at snapshot 0, not " + U(*e.result_snapshot));
   std::vector<std::string> ids;
   for (const auto& k : kids) ids.push_back(k.id);
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
-  const uint64_t reported = c.violations().size() + c.omitted_violations();
+  const uint64_t reported = Reported(c);
   bool ok = c.Apply(
       e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
       &ids);
@@ -845,9 +882,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     // 2026-12-04, probe 18: such a refusal gated the ids it named, so a request later
     // allocated under one went unjudged). After one it does not expect (reported), whether the
     // runtime forked is unknown: the children are gated.
-    const bool expected_refusal = KeyEquals(e.outcome, "rejected") &&
-                                  c.violations().size() + c.omitted_violations() == reported;
-    if (expected_refusal) return;
+    const bool expected_refusal = KeyEquals(e.outcome, "rejected") && Reported(c) == reported;
+    if (expected_refusal) return RefusalNamesNoResult(c, e, reported);
     for (const auto& id : ids) c.Poison("request:" + id);
     return;
   }
@@ -890,9 +926,13 @@ void OnTruncate(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
+  const uint64_t reported = Reported(c);
   bool ok = ApplySnapshotOp(
       c, e, &after, [&](KvObject& kv) { return kv.Truncate(*e.request_id, *len, expected); });
-  if (!ok) return RefuseRequest(c, e);
+  if (!ok) {
+    RefusalNamesNoResult(c, e, reported);
+    return RefuseRequest(c, e);
+  }
   if (!after) return;
   CheckResult(c, e, *after, std::nullopt);
   // Outputs roll back with the rows their logits came from (frontier.h, FrontierState::Truncate).
@@ -921,6 +961,7 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
   auto index = p.UintArray("parent_index", false);
   read_rows("rows_after", &after);
   if (!p.clean() || !index) return;
+  NoSnapshotClaims(c, e);
   for (const auto& row : before)
     if (c.IsGatedRequest(row.cache_handle)) return;
   bool position_mismatch = false;
@@ -964,9 +1005,13 @@ void OnCancelRequest(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
+  const uint64_t reported = Reported(c);
   bool ok = ApplySnapshotOp(
       c, e, &after, [&](KvObject& kv) { return kv.CancelRequest(*e.request_id, expected); });
-  if (!ok) return RefuseRequest(c, e);
+  if (!ok) {
+    RefusalNamesNoResult(c, e, reported);
+    return RefuseRequest(c, e);
+  }
   if (after) CheckResult(c, e, *after, std::nullopt);
 }
 
@@ -979,12 +1024,15 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
   // An unfollowed frontier cannot judge a refused finish either (as for appends above).
   if (req && !req->frontier.tracked() && cur->phase == Phase::kDecodeReady &&
-      KeyEquals(e.outcome, "rejected"))
+      KeyEquals(e.outcome, "rejected")) {
+    RefusalNamesNoResult(c, e, Reported(c));
     return CheckRefusedBaseReached(c, e, *cur);
+  }
   if (req && req->frontier.tracked() && cur->phase == Phase::kDecodeReady) {
     Status fs = req->frontier.CheckFinish();
     if (!fs.ok() && KeyEquals(e.outcome, "rejected")) {
       // The contract refuses the early finish too: nothing changes, nothing is reported.
+      RefusalNamesNoResult(c, e, Reported(c));
       return CheckRefusedBaseReached(c, e, *cur);
     }
     if (!fs.ok()) {
@@ -997,9 +1045,13 @@ void OnFinish(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
+  const uint64_t reported = Reported(c);
   bool ok = ApplySnapshotOp(c, e, &after,
                             [&](KvObject& kv) { return kv.Finish(*e.request_id, expected); });
-  if (!ok) return RefuseRequest(c, e);
+  if (!ok) {
+    RefusalNamesNoResult(c, e, reported);
+    return RefuseRequest(c, e);
+  }
   if (!after) return;
   CheckResult(c, e, *after, len, /*frontier_claim=*/true);
   if (outputs && req && req->frontier.tracked() && *outputs != req->frontier.emitted()) {
@@ -1026,9 +1078,13 @@ void OnRelease(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   std::optional<Snapshot> after;
+  const uint64_t reported = Reported(c);
   bool ok = ApplySnapshotOp(c, e, &after,
                             [&](KvObject& kv) { return kv.Release(*e.request_id, expected); });
-  if (!ok) return RefuseRequest(c, e);
+  if (!ok) {
+    RefusalNamesNoResult(c, e, reported);
+    return RefuseRequest(c, e);
+  }
   if (!after) return;
   CheckResult(c, e, *after, len);
   if (next_gen && *next_gen != after->incarnation)
@@ -1139,6 +1195,7 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
   auto slots = p.Uint("slots");
   auto used = p.Uint("used_slots");
   auto slot_ids = p.UintArray("slot_ids", true);  // informative: physical slots observed
+  if (p.clean()) NoSnapshotClaims(c, e);
   if (!p.clean() || !info || !blocks || !slots || !used) return;
   if (slot_ids && slot_ids->size() > *slots)
     return c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/slot_ids",
@@ -1172,6 +1229,7 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   const TraceChecker::EventInfo* info = Cause(c, e, p);
   p.Str("tier");
   auto bytes = p.Uint("resident_payload_bytes");
+  if (p.clean()) NoSnapshotClaims(c, e);
   if (!p.clean() || !info || !bytes) return;
   // Nothing resident after a finish or cancel_request that retained rows is a free caused by
   // the stop (judged as one: TRACE_CAUSE_WRONG_EVENT), not a byte count; so is nothing resident
