@@ -2995,6 +2995,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe23_an_observation_claiming_snapshots_passed", {"TRACE_SNAPSHOT_MISMATCH"}},
       {"probe23_a_refused_release_claiming_a_result_passed", {"TRACE_OUTCOME_INVALID"}},
       {"probe23_a_refused_read_named_a_snapshot_never_reached", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // A fork with "children": [] was refused, and the child it meant to create raised
+      // LIFECYCLE_UNKNOWN_HANDLE at its first event.
+      {"probe23_a_fork_naming_no_children_left_them_ungated", {"INPUT_VALUE_INVALID"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

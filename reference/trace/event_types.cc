@@ -885,6 +885,10 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     const bool expected_refusal = KeyEquals(e.outcome, "rejected") && Reported(c) == reported;
     if (expected_refusal) return RefusalNamesNoResult(c, e, reported);
     for (const auto& id : ids) c.Poison("request:" + id);
+    // A fork naming no children (refused: "fork: no children") created whichever the runtime
+    // meant to create: as for children that cannot be read, every request not yet created is
+    // gated (probe 23: the child's first event raised LIFECYCLE_UNKNOWN_HANDLE too).
+    if (ids.empty()) c.Poison("request:*");
     return;
   }
   TraceChecker::Request* parent = c.FindRequest(*e.request_id);
