@@ -2998,6 +2998,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A fork with "children": [] was refused, and the child it meant to create raised
       // LIFECYCLE_UNKNOWN_HANDLE at its first event.
       {"probe23_a_fork_naming_no_children_left_them_ungated", {"INPUT_VALUE_INVALID"}},
+      // A lone surrogate escape ("\ud800", JSON by RFC 8259's grammar) was "not JSON" and its
+      // request was not gated: the next observation of the request raised TRACE_CAUSE_UNKNOWN.
+      {"probe23_a_lone_surrogate_escape_left_its_request_ungated", {"TRACE_LINE_MALFORMED"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
