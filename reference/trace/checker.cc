@@ -1329,16 +1329,30 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
     last_source_ = &it->second;
   }
   SourceState& s = *last_source_;
-  if (!SameBytes(e.source_component, s.component) ||
-      !SameBytes(e.source_component, PlaneComponent(spec.plane))) {
-    Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
-           "event " + std::string(e.event_type) + " from source_component \"" + std::string(e.source_component) +
-               "\"; the header declares \"" + s.component + "\" for \"" + std::string(e.source_instance) +
-               "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
-               " plane");
-    return nullptr;
+  if (SameBytes(e.source_component, s.component)) [[likely]] {
+    if (SameBytes(e.source_component, PlaneComponent(spec.plane))) return &s;
+  } else if (SameBytes(e.source_component, PlaneComponent(spec.plane))) {
+    // The event agrees with its type's plane and the header does not: one declaration is
+    // wrong, so it is reported once, and the source's events are judged by the component each
+    // states (since 2026-12-04, probe 23: every event of the source was reported and dropped,
+    // so nothing of its plane was judged).
+    if (!s.component_contradicted)
+      Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
+             "event " + std::string(e.event_type) + " from source_component \"" +
+                 std::string(e.source_component) + "\" (its type's plane); the header declares \"" +
+                 s.component + "\" for \"" + std::string(e.source_instance) +
+                 "\" (its events are replayed by the component each states; this is reported "
+                 "once)");
+    s.component_contradicted = true;
+    return &s;
   }
-  return &s;
+  Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
+         "event " + std::string(e.event_type) + " from source_component \"" +
+             std::string(e.source_component) + "\"; the header declares \"" + s.component +
+             "\" for \"" + std::string(e.source_instance) +
+             "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
+             " plane");
+  return nullptr;
 }
 
 uint8_t OutcomeBitOf(std::string_view o) {

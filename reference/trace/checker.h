@@ -523,6 +523,10 @@ class TraceChecker {
 
   struct SourceState {
     std::string component;
+    // An event of this source stated another component than the header's, the one its type's
+    // plane has: reported once (CheckSource), after which the source's events are judged by the
+    // component each states.
+    bool component_contradicted = false;
     bool seen = false;
     uint64_t last_seq = 0;
     uint64_t last_ns = 0;

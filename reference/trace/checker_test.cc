@@ -3001,6 +3001,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A lone surrogate escape ("\ud800", JSON by RFC 8259's grammar) was "not JSON" and its
       // request was not gated: the next observation of the request raised TRACE_CAUSE_UNKNOWN.
       {"probe23_a_lone_surrogate_escape_left_its_request_ungated", {"TRACE_LINE_MALFORMED"}},
+      // A header declaring the wrong component for a source raised TRACE_SOURCE_UNDECLARED at
+      // every event, each dropped, so nothing of the source's plane was judged.
+      {"probe23_a_misdeclared_source_component_dropped_every_event", {"TRACE_SOURCE_UNDECLARED"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
