@@ -342,7 +342,8 @@ std::optional<uint64_t> ObjReader::OptUint(std::string_view key, uint64_t max) {
 
 std::optional<bool> ObjReader::OptBool(std::string_view key) {
   const dom::element* e = Get(key, false);
-  if (!e) return std::nullopt;
+  // null is absent, as for every optional member (probe 23: "k": null was INPUT_FIELD_TYPE).
+  if (!e || e->is_null()) return std::nullopt;
   if (!e->is_bool()) {
     Bad(ErrorCode::INPUT_FIELD_TYPE, key, "expected a boolean, found " + std::string(TypeName(*e)));
     return std::nullopt;

@@ -220,7 +220,7 @@ class ObjReader {
   std::optional<std::string> OptStr(std::string_view key);  // absent or null -> nullopt
   std::optional<uint64_t> Uint(std::string_view key, uint64_t max = UINT64_MAX);
   std::optional<uint64_t> OptUint(std::string_view key, uint64_t max = UINT64_MAX);
-  std::optional<bool> OptBool(std::string_view key);
+  std::optional<bool> OptBool(std::string_view key);  // absent or null -> nullopt
   std::optional<std::string> Enum(std::string_view key, std::initializer_list<std::string_view> allowed,
                                   bool optional = false);
   // [start, end) as a two-element array with start <= end.

@@ -3004,6 +3004,8 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A header declaring the wrong component for a source raised TRACE_SOURCE_UNDECLARED at
       // every event, each dropped, so nothing of the source's plane was judged.
       {"probe23_a_misdeclared_source_component_dropped_every_event", {"TRACE_SOURCE_UNDECLARED"}},
+      // "k": null on a stage (an optional member, null = absent) was INPUT_FIELD_TYPE.
+      {"probe23_a_null_k_on_a_stage_was_a_type_error", {}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
