@@ -161,6 +161,15 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                        "layer " + std::to_string(l) + " is not covered exactly once: " + problem});
     }
   }
+  // The destination reservation "protects capacity for the complete prompt K/V" (M5.6 0x06B):
+  // its size is in the runtime's own block unit, which the plan does not state, so only an
+  // empty reservation for tokens to move is decidable (since 2026-12-04, probe 24: it passed).
+  if (out.empty() && plan.token_count > 0 && plan.reserved_blocks == 0)
+    out.push_back({ErrorCode::HANDOFF_RESERVATION_TOO_SMALL, -1,
+                   "reserved_blocks is 0, but the plan moves " + std::to_string(plan.token_count) +
+                       " tokens into the destination: a reservation of no blocks holds none of "
+                       "their K/V",
+                   "reserved_blocks"});
   return out;
 }
 

@@ -93,7 +93,9 @@ struct PlanIssue {
 // covered by exactly one chunk, judged only when every chunk's bytes agree with its
 // token_count. A plan of no tokens (everything already visible at the destination: M5.6 0x06,
 // X = U \ V_D may be empty) needs no chunk; a plan without a visible prefix (a cold
-// destination: V_D is empty) starts at token 0. Empty when the plan is sound.
+// destination: V_D is empty) starts at token 0; a plan that moves tokens reserves at least one
+// block (HANDOFF_RESERVATION_TOO_SMALL, judged when nothing else is wrong). Empty when the plan
+// is sound.
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
 // Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
 std::string PlanContentDigest(const TransferPlan& plan);

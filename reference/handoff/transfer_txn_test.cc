@@ -366,6 +366,25 @@ TEST(CheckPlan, RegressionEachWrongSizeIsOneIssueAtItsMember) {
 // check), so a plan of C chunks cost C^2: 10,000 chunks took 15.8 s in `kvconform check`.
 // With 300,000 chunks that scan is ~10^11 steps (far beyond the test timeout); the indexed
 // lookups and per-layer counts replay it in O(C log C).
+// Regression (probe 24, S1): a plan that moves tokens with reserved_blocks 0 passed; the
+// reservation's size is otherwise undecidable (the runtime's block unit is not stated), but an
+// empty one holds none of the K/V. A zero-byte plan (no tokens to move) may reserve nothing.
+TEST(CheckPlan, RegressionAnEmptyReservationForTokensToMove) {
+  TransferPlan p = TwoLayerPlan();
+  ASSERT_TRUE(CheckPlan(p).empty());
+  p.reserved_blocks = 0;
+  const auto issues = CheckPlan(p);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_RESERVATION_TOO_SMALL);
+  EXPECT_EQ(issues[0].field, "reserved_blocks");
+  TransferPlan zero_byte = p;
+  zero_byte.token_start = zero_byte.token_start + zero_byte.token_count;
+  zero_byte.token_count = 0;
+  zero_byte.chunks.clear();
+  zero_byte.visible_prefix_handle = "prefix";
+  EXPECT_TRUE(CheckPlan(zero_byte).empty());
+}
+
 TEST(TransferTxn, RegressionAPlanOfManyChunksIsNotQuadratic) {
   constexpr uint64_t kPerLayer = 150'000;
   TransferPlan p;

@@ -3006,6 +3006,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe23_a_misdeclared_source_component_dropped_every_event", {"TRACE_SOURCE_UNDECLARED"}},
       // "k": null on a stage (an optional member, null = absent) was INPUT_FIELD_TYPE.
       {"probe23_a_null_k_on_a_stage_was_a_type_error", {}},
+      // A cold transfer plan moving 16 tokens with reserved_blocks 0 passed.
+      {"probe24_a_plan_reserving_no_blocks_for_its_tokens_passed",
+       {"HANDOFF_RESERVATION_TOO_SMALL"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
