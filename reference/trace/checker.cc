@@ -875,18 +875,26 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
         // (its phase) after the operation's base was read, so its compare-and-publish fails.
         const bool same_version = *e.base_snapshot == h->current.version &&
                                   h->current.phase != lifecycle::Phase::kDecodeReady;
-        s = Status(
-            s.code(),
-            s.message() + " (the event names base snapshot " + std::to_string(*e.base_snapshot) +
-                "; request \"" + std::string(*e.request_id) + "\" is at snapshot " +
-                std::to_string(h->current.version) +
-                (same_version ? ", now " + std::string(lifecycle::PhaseName(h->current.phase)) +
-                                    ": the stop changed the snapshot this operation was "
-                                    "opened on, so it cannot publish on it; open it after "
-                                    "the stop, or publish it before"
-                              : std::string()) +
-                ")",
-            s.error());
+        // In the trace's terms (versions), not the lifecycle object's (its internal publication
+        // generations, and a digest it does not know for a version never published: probe 23).
+        const std::string head = std::string(e.event_type) + " on \"" + std::string(*e.request_id) +
+                                 "\": the event names base snapshot " +
+                                 std::to_string(*e.base_snapshot) + "; request \"" +
+                                 std::string(*e.request_id) + "\" is at snapshot " +
+                                 std::to_string(h->current.version);
+        std::string why;
+        if (s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT)
+          why = ", and no snapshot " + std::to_string(*e.base_snapshot) +
+                " was ever published for this handle";
+        else if (same_version)
+          why = ", now " + std::string(lifecycle::PhaseName(h->current.phase)) +
+                ": the stop changed the snapshot this operation was opened on, so it cannot "
+                "publish on it; open it after the stop, or publish it before";
+        else
+          why =
+              ": the base is older than the live snapshot, so its compare-and-publish fails "
+              "(M5.1 0x01)";
+        s = Status(s.code(), head + why, s.error());
       }
     ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
     // Gating: the root cause is reported once; later events of the operation and of its
