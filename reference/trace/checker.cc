@@ -892,8 +892,8 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
                 "publish on it; open it after the stop, or publish it before";
         else
           why =
-              ": the base is older than the live snapshot, so its compare-and-publish fails "
-              "(M5.1 0x01)";
+              ": the operation read an older snapshot than the live one (a stale base, M5.1 "
+              "0x01)";
         s = Status(s.code(), head + why, s.error());
       }
     ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
