@@ -68,11 +68,16 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   // A composite (multimodal) config keeps its language model's config, whose layers produce
   // the K/V cache, in text_config (transformers' Gemma3Config, Llama4Config, LlavaConfig, ...):
   // the geometry is read there when the top level declares no layers of its own.
+  auto present = [](const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && !it->is_null();
+  };
   const Json* text = &config;
-  if (!config.contains("num_hidden_layers")) {
+  if (!present(config, "num_hidden_layers")) {
     if (auto t = config.find("text_config"); t != config.end() && t->is_object()) text = &*t;
   }
   const Json& c = *text;
+  const bool nested = text != &config;
   // A field of `c` as messages name it.
   auto name = [&](const char* key) {
     return (text == &config ? std::string() : std::string("text_config.")) + key;
@@ -85,10 +90,17 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                              " must be a positive integer, got " + it->dump());
     return it->get<uint64_t>();
   };
-  auto present = [](const Json& obj, const char* key) {
-    auto it = obj.find(key);
-    return it != obj.end() && !it->is_null();
+  // A member of the geometry's level, else of the other one (a composite config may declare
+  // it beside its text_config or inside it).
+  auto either = [&](const char* key) -> const Json* {
+    const Json* other = nested ? &config : nullptr;
+    if (!nested)
+      if (auto t = config.find("text_config"); t != config.end() && t->is_object()) other = &*t;
+    if (present(c, key)) return &c[key];
+    if (other && present(*other, key)) return &(*other)[key];
+    return nullptr;
   };
+
   // A cache that is not full K/V rows of one d_h is another ABI, whichever level declares it
   // (the top level, or text_config whether or not the geometry is read there).
   std::vector<const Json*> levels = {&config};
@@ -119,13 +131,30 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                                  ") declares a quantized K/V cache; it needs a different cache "
                                  "ABI (M5.1 0x02), which kv-bytes does not compute");
     }
+    // Layers of more than one K/V shape, or attention layers that store no row per token
+    // (cross-attention to another modality's states, state-space or linear-attention layers):
+    // L_cache * H_kv * d_h is not one product over the layers (probe 25: Llama 3.2 Vision's
+    // cross-attention layers and Gemma 4's global layers were counted as ordinary layers).
+    for (const char* key :
+         {"cross_attention_layers", "global_head_dim", "num_global_key_value_heads",
+          "attention_k_eq_v", "attn_layer_indices", "layers_block_type", "hybrid_override_pattern",
+          "full_attn_idxs", "linear_attn_config"}) {
+      if (!present(*level, key)) continue;
+      const Json& v = (*level)[key];
+      if ((v.is_array() && v.empty()) || (v.is_boolean() && !v.get<bool>())) continue;
+      return InvalidArgument("config.json: field " + prefix + key + " (" + v.dump() +
+                             ") declares layers whose K/V is not one row of one shape per token; "
+                             "kv-bytes computes L_cache * H_kv * d_h * (b_K + b_V) for identical "
+                             "layers only (M5.1 0x02): pass the geometry of the cache-producing "
+                             "layers as flags");
+    }
   }
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V
   // (num_kv_shared_layers, cross-layer sharing) produces no rows of its own.
-  if (present(c, "num_kv_shared_layers")) {
-    const Json& shared = c["num_kv_shared_layers"];
+  if (const Json* shared_member = either("num_kv_shared_layers")) {
+    const Json& shared = *shared_member;
     if (!shared.is_number_integer() || shared.get<int64_t>() < 0 ||
         shared.get<uint64_t>() >= g.layers)
       return InvalidArgument("config.json: field " + name("num_kv_shared_layers") +
@@ -134,6 +163,17 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     g.layers -= shared.get<uint64_t>();
   }
   KVC_ASSIGN_OR_RETURN(uint64_t heads, get_pos("num_attention_heads"));
+  // A nested text_config leaves out members equal to its own model type's defaults (Gemma 3's
+  // head_dim 256, Mistral's 8 K/V heads), which are not the full-attention defaults below: a
+  // missing one is refused there, not guessed (probe 25: Gemma 3 12B printed head_dim 240).
+  for (const char* key : {"num_key_value_heads", "head_dim"})
+    if (nested && !present(c, key))
+      return InvalidArgument(
+          "config.json: missing field text_config." + std::string(key) +
+          ": a composite config's text_config omits members equal to its model type's defaults "
+          "(model_type " +
+          (c.contains("model_type") ? c["model_type"].dump() : "unnamed") +
+          "), which kv-bytes does not know; pass the geometry as flags");
   if (present(c, "num_key_value_heads")) {
     KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_key_value_heads"));
   } else {
@@ -154,8 +194,11 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     g.head_dim = hidden / heads;
   }
   // One d_h serves K and V rows in this ABI; a V head of another width is another ABI.
-  if (present(c, "v_head_dim")) {
-    KVC_ASSIGN_OR_RETURN(uint64_t v_head_dim, get_pos("v_head_dim"));  // a positive integer
+  if (const Json* v_member = either("v_head_dim")) {
+    if (!v_member->is_number_integer() || v_member->get<int64_t>() <= 0)
+      return InvalidArgument("config.json: field v_head_dim must be a positive integer, got " +
+                             v_member->dump());
+    const uint64_t v_head_dim = v_member->get<uint64_t>();
     if (v_head_dim != g.head_dim)
       return InvalidArgument("config.json: field " + name("v_head_dim") + " (" +
                              std::to_string(v_head_dim) + ") differs from the K head dim " +

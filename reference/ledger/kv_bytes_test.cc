@@ -189,6 +189,34 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
   plain["text_config"]["kv_lora_rank"] = 512;
   EXPECT_NE(GeometryFromHfConfig(plain).status().message().find("field text_config.kv_lora_rank"),
             std::string::npos);
+  // A text_config leaves out members equal to its model type's defaults, which are not the
+  // full-attention ones: a missing head_dim or num_key_value_heads is refused, not derived
+  // (probe 25: Gemma 3 12B's text_config omits head_dim 256; 3840 / 16 = 240 was printed).
+  Json sparse = {{"torch_dtype", "bfloat16"}, {"text_config", text}};
+  sparse["text_config"].erase("head_dim");
+  sparse["text_config"]["model_type"] = "gemma3_text";
+  EXPECT_NE(
+      GeometryFromHfConfig(sparse).status().message().find("missing field text_config.head_dim"),
+      std::string::npos)
+      << GeometryFromHfConfig(sparse).status().message();
+  // Layers of another shape, or without a row per token, are refused (probe 25: Llama 3.2
+  // Vision's cross-attention layers were counted).
+  Json mllama = {{"torch_dtype", "bfloat16"}, {"text_config", text}};
+  mllama["text_config"]["cross_attention_layers"] = {3, 8, 13};
+  EXPECT_NE(GeometryFromHfConfig(mllama).status().message().find(
+                "field text_config.cross_attention_layers"),
+            std::string::npos);
+  mllama["text_config"]["cross_attention_layers"] = Json::array();
+  EXPECT_TRUE(GeometryFromHfConfig(mllama).ok());
+  // num_kv_shared_layers beside the text_config counts; a null top-level num_hidden_layers is
+  // absent (the text_config is read).
+  Json shared = {{"torch_dtype", "bfloat16"},
+                 {"num_hidden_layers", nullptr},
+                 {"num_kv_shared_layers", 10},
+                 {"text_config", text}};
+  ASSERT_TRUE(GeometryFromHfConfig(shared).ok())
+      << GeometryFromHfConfig(shared).status().ToString();
+  EXPECT_EQ(GeometryFromHfConfig(shared)->layers, 24u);
   // Without text_config, the missing field is named at the top level, as before.
   EXPECT_NE(GeometryFromHfConfig(Json{{"torch_dtype", "float16"}})
                 .status()
