@@ -884,8 +884,8 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
                                  std::to_string(h->current.version);
         std::string why;
         if (s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT)
-          why = ", and no snapshot " + std::to_string(*e.base_snapshot) +
-                " was ever published for this handle";
+          why = ", and its handle generation " + std::to_string(h->current.incarnation) +
+                " never published snapshot " + std::to_string(*e.base_snapshot);
         else if (same_version)
           why = ", now " + std::string(lifecycle::PhaseName(h->current.phase)) +
                 ": the stop changed the snapshot this operation was opened on, so it cannot "
@@ -1323,16 +1323,30 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
       // and for a component that names no plane, each event is reported and not replayed.
       const bool adopt = undeclared_sources_ < kMaxUndeclaredSources &&
                          IsPlaneComponent(e.source_component);
-      Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-             "source_instance \"" + std::string(e.source_instance) +
-                 "\" is not declared in the header" +
-                 (adopt ? " (its events are replayed as a \"" + std::string(e.source_component) +
-                              "\" source; this is reported once)"
-                        : ""));
+      // An adopted source has no declaration: its events are judged by the component each
+      // states (this first one too, which is dropped, without a second code, when that is not
+      // its type's plane: probe 26).
+      const bool own_plane = SameBytes(e.source_component, PlaneComponent(spec.plane));
+      Report(
+          ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+          "source_instance \"" + std::string(e.source_instance) +
+              "\" is not declared in the header" +
+              (adopt ? " (its events are replayed by the component each states; this is "
+                       "reported once)"
+                     : "") +
+              (own_plane ? ""
+                         : "; this event's source_component \"" + std::string(e.source_component) +
+                               "\" is not its type's plane (" +
+                               std::string(PlaneComponent(spec.plane)) + "): it is not replayed"));
       if (!adopt) return nullptr;
       ++undeclared_sources_;
       it = sources_.try_emplace(std::string(e.source_instance)).first;
       it->second.component = std::string(e.source_component);
+      it->second.component_contradicted = true;
+      it->second.adopted = true;
+      last_source_name_ = it->first;
+      last_source_ = &it->second;
+      return own_plane ? last_source_ : nullptr;
     }
     last_source_name_ = it->first;  // map keys are stable: sources are never erased
     last_source_ = &it->second;
@@ -1357,10 +1371,13 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
   }
   Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
          "event " + std::string(e.event_type) + " from source_component \"" +
-             std::string(e.source_component) + "\"; the header declares \"" + s.component +
-             "\" for \"" + std::string(e.source_instance) +
-             "\" and the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
-             " plane");
+             std::string(e.source_component) + "\"; " +
+             (s.adopted ? "source \"" + std::string(e.source_instance) +
+                              "\" is not declared in the header, and"
+                        : "the header declares \"" + s.component + "\" for \"" +
+                              std::string(e.source_instance) + "\" and") +
+             " the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
+             " plane (the event is not replayed)");
   return nullptr;
 }
 
@@ -1849,8 +1866,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   // Events of a request whose creation was already reported are not replayed (gating).
   // (A semantic event other than an allocation may also name a child of a dropped fork.)
+  // The wildcard gate of requests not yet created (a dropped fork or allocation whose ids are
+  // unknown) covers their observations too (probe 26: an observation of a child of a fork naming
+  // no children raised TRACE_CAUSE_UNKNOWN), not the transfer plane (probe 12).
   if (e.request_id && !poisoned_.empty() &&
-      (spec->plane == Plane::kSemantic && !KeyEquals(e.event_type, "request_allocate")
+      (spec->plane != Plane::kTransfer && !KeyEquals(e.event_type, "request_allocate")
            ? IsGatedRequest(*e.request_id)
            : IsPoisoned("request:" + std::string(*e.request_id))) &&
       !(spec->plane == Plane::kSemantic && KeyEquals(e.event_type, "request_allocate") &&

@@ -527,6 +527,8 @@ class TraceChecker {
     // plane has: reported once (CheckSource), after which the source's events are judged by the
     // component each states.
     bool component_contradicted = false;
+    // Not declared in the header: adopted at its first event (CheckSource).
+    bool adopted = false;
     bool seen = false;
     uint64_t last_seq = 0;
     uint64_t last_ns = 0;

@@ -3009,6 +3009,24 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A cold transfer plan moving 16 tokens with reserved_blocks 0 passed.
       {"probe24_a_plan_reserving_no_blocks_for_its_tokens_passed",
        {"HANDOFF_RESERVATION_TOO_SMALL"}},
+      // A refusal of a request never created conforms, yet it may not claim a result (or, for
+      // a read, a base): these passed.
+      {"probe26_a_refused_finish_of_a_request_never_created_claimed_a_result",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"probe26_a_refused_fork_of_a_request_never_created_claimed_result_0",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"probe26_a_refused_read_of_a_request_never_created_named_a_base",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
+      // An undeclared source whose first event stated another plane's component was adopted with
+      // it: that event and the source's next, correct one raised two more codes.
+      {"probe26_an_undeclared_source_first_stating_another_plane_raised_three_codes",
+       {"TRACE_SOURCE_UNDECLARED"}},
+      // The wildcard gate of a fork naming no children did not cover observations: one of the
+      // child it meant to create raised TRACE_CAUSE_UNKNOWN.
+      {"probe26_an_observation_of_a_child_of_a_fork_naming_none_was_judged",
+       {"INPUT_VALUE_INVALID"}},
+      // A reorder naming a gated request had its snapshot claim judged (an observation's is not).
+      {"probe26_a_reorder_naming_a_gated_request_was_judged", {"INPUT_FIELD_TYPE"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -27,7 +27,20 @@ using lifecycle::Snapshot;
 // allocation included (an event emitted before its request_allocate), are not replayed (one
 // root cause, one code).
 [[gnu::cold]] void UnknownHandle(TraceChecker& c, const Event& e) {
-  if (KeyEquals(e.outcome, "rejected")) return;
+  if (KeyEquals(e.outcome, "rejected")) {
+    // The refusal conforms (there is no such request); as any expected refusal of a
+    // request-level transition it changed no snapshot and names no result (RefusalNamesNoResult;
+    // probe 26: a result claim passed here).
+    const std::string_view t = e.event_type;
+    if (e.result_snapshot && (t == "truncate" || t == "cancel_request" || t == "finish" ||
+                              t == "release" || t == "fork"))
+      c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
+               std::string(t) + " was refused (outcome \"rejected\"; request \"" +
+                   std::string(*e.request_id) +
+                   "\" was never created) yet claims result snapshot " + U(*e.result_snapshot) +
+                   "; a refused operation changes no snapshot and names no result");
+    return;
+  }
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
            std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                "\", which no earlier request_allocate or fork created (its later events, "
@@ -772,6 +785,12 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
                "read reported \"rejected\", but request \"" + std::string(*e.request_id) + "\" is readable");
     else if (const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id))
       CheckRefusedBaseReached(c, e, h->current);  // as any refusal (probe 23: any base passed)
+    else if (e.base_snapshot)  // a request never created has reached no snapshot (probe 26)
+      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+               "read names base snapshot " + U(*e.base_snapshot) + "; request \"" +
+                   std::string(*e.request_id) +
+                   "\" was never created, so it has reached no snapshot (a refused read names "
+                   "none)");
     return;
   }
   if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
@@ -965,9 +984,9 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
   auto index = p.UintArray("parent_index", false);
   read_rows("rows_after", &after);
   if (!p.clean() || !index) return;
-  NoSnapshotClaims(c, e);
   for (const auto& row : before)
     if (c.IsGatedRequest(row.cache_handle)) return;
+  NoSnapshotClaims(c, e);  // after the gate, as an observation's (probe 26)
   bool position_mismatch = false;
   for (size_t i = 0; i < before.size(); ++i) {
     auto r = c.kv().Read(before[i].cache_handle);
