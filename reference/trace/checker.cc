@@ -1182,7 +1182,39 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
                (lone.size() > 1 ? " (and " + std::to_string(lone.size() - 1) + " more)" : "") +
                ": JSON's grammar admits it, but it encodes no Unicode character, and a trace's "
                "strings are UTF-8 text (the line is not replayed)");
-    gate_request();
+    if (line_no == 1 || !parsed->value.is_object()) return true;
+    // Whether a lone escape lies in the string value at `pointer` (the copy keeps the line's
+    // offsets): an id holding one is unreadable, so what it names is unknown (probe 26: a
+    // request_id or a fork child's id with one gated nothing, and its next event raised a code).
+    auto inside = [&](const std::string& pointer) {
+      auto pos = parsed->locations.find(pointer);
+      if (pos == parsed->locations.end() || pos->second.column == 0) return false;
+      const size_t b = pos->second.column - 1;
+      if (b >= line.size() || line[b] != '"') return false;
+      size_t end = b + 1;
+      while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+      return std::any_of(lone.begin(), lone.end(), [&](size_t at) { return at > b && at < end; });
+    };
+    const Json& v = parsed->value;
+    if (inside("/request_id")) {
+      // As for an envelope whose request cannot be read (ReadEnvelope): the operation's request
+      // is gated, else every request not yet created.
+      std::string op;
+      if (auto o = v.find("operation_id");
+          o != v.end() && o->is_string() && !inside("/operation_id"))
+        op = o->get<std::string>();
+      if (!op.empty()) PoisonOp(op);
+      GateOperationRequest(op, /*request_unknown=*/true);
+    } else {
+      gate_request();
+    }
+    if (auto pl = v.find("payload"); pl != v.end() && pl->is_object())
+      if (auto kids = pl->find("children"); kids != pl->end() && kids->is_array())
+        for (size_t i = 0; i < kids->size(); ++i)
+          if (inside("/payload/children/" + std::to_string(i) + "/request_id")) {
+            Poison("request:*");  // a child whose id cannot be read: whichever it was
+            break;
+          }
     return true;
   }
   // The first number beyond 64 bits, depth first (the strict reader keeps it as a double; a

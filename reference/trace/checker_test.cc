@@ -3027,6 +3027,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"INPUT_VALUE_INVALID"}},
       // A reorder naming a gated request had its snapshot claim judged (an observation's is not).
       {"probe26_a_reorder_naming_a_gated_request_was_judged", {"INPUT_FIELD_TYPE"}},
+      // A lone surrogate in the request_id itself, or in a fork child's id, gated nothing (the
+      // id with U+FFFD in its place named no request): the next event raised a second code.
+      {"probe26_a_lone_surrogate_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
+      {"probe26_a_lone_surrogate_in_a_fork_childs_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
