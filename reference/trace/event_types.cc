@@ -26,19 +26,17 @@ using lifecycle::Snapshot;
 // it took effect on a request the replay does not have, so that request id's later events, its
 // allocation included (an event emitted before its request_allocate), are not replayed (one
 // root cause, one code).
+uint64_t Reported(TraceChecker& c);
+void RefusalNamesNoResult(TraceChecker& c, const Event& e, uint64_t reported);
+
 [[gnu::cold]] void UnknownHandle(TraceChecker& c, const Event& e) {
   if (KeyEquals(e.outcome, "rejected")) {
     // The refusal conforms (there is no such request); as any expected refusal of a
-    // request-level transition it changed no snapshot and names no result (RefusalNamesNoResult;
-    // probe 26: a result claim passed here).
+    // request-level transition it changed no snapshot and names no result (probe 26: a result
+    // claim passed here).
     const std::string_view t = e.event_type;
-    if (e.result_snapshot && (t == "truncate" || t == "cancel_request" || t == "finish" ||
-                              t == "release" || t == "fork"))
-      c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
-               std::string(t) + " was refused (outcome \"rejected\"; request \"" +
-                   std::string(*e.request_id) +
-                   "\" was never created) yet claims result snapshot " + U(*e.result_snapshot) +
-                   "; a refused operation changes no snapshot and names no result");
+    if (t == "truncate" || t == "cancel_request" || t == "finish" || t == "release" || t == "fork")
+      RefusalNamesNoResult(c, e, Reported(c));
     return;
   }
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
