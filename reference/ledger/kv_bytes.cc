@@ -92,13 +92,28 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   };
   // A member of the geometry's level, else of the other one (a composite config may declare
   // it beside its text_config or inside it).
-  auto either = [&](const char* key) -> const Json* {
-    const Json* other = nested ? &config : nullptr;
-    if (!nested)
-      if (auto t = config.find("text_config"); t != config.end() && t->is_object()) other = &*t;
-    if (present(c, key)) return &c[key];
-    if (other && present(*other, key)) return &(*other)[key];
-    return nullptr;
+  // Two values that differ are refused rather than one picked (probe 27).
+  const Json* other_level = nested ? &config : nullptr;
+  if (!nested)
+    if (auto t = config.find("text_config"); t != config.end() && t->is_object()) other_level = &*t;
+  auto name_at = [&](const Json* level, const char* key) {
+    return (level == &config ? std::string() : std::string("text_config.")) + key;
+  };
+  std::string either_name;  // the field either() found, as messages name it
+  auto either = [&](const char* key) -> StatusOr<const Json*> {
+    const Json* found = nullptr;
+    for (const Json* level : {text, other_level}) {
+      if (!level || !present(*level, key)) continue;
+      if (found && *found != (*level)[key])
+        return InvalidArgument("config.json: fields " + either_name + " (" + found->dump() +
+                               ") and " + name_at(level, key) + " (" + (*level)[key].dump() +
+                               ") differ");
+      if (!found) {
+        found = &(*level)[key];
+        either_name = name_at(level, key);
+      }
+    }
+    return found;
   };
 
   // A cache that is not full K/V rows of one d_h is another ABI, whichever level declares it
@@ -135,13 +150,20 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // (cross-attention to another modality's states, state-space or linear-attention layers):
     // L_cache * H_kv * d_h is not one product over the layers (probe 25: Llama 3.2 Vision's
     // cross-attention layers and Gemma 4's global layers were counted as ordinary layers).
+    // (probe 27: hybrid and linear-attention models mark such layers under further names, and in
+    // layer_types; a value that declares nothing, empty, false or 0, is no declaration.)
     for (const char* key :
          {"cross_attention_layers", "global_head_dim", "num_global_key_value_heads",
           "attention_k_eq_v", "attn_layer_indices", "layers_block_type", "hybrid_override_pattern",
-          "full_attn_idxs", "linear_attn_config"}) {
+          "full_attn_idxs", "linear_attn_config", "attn_layer_period", "attn_layer_offset",
+          "use_cla", "cla_share_factor", "full_attention_interval", "block_types",
+          "attn_type_list"}) {
       if (!present(*level, key)) continue;
       const Json& v = (*level)[key];
-      if ((v.is_array() && v.empty()) || (v.is_boolean() && !v.get<bool>())) continue;
+      if (((v.is_array() || v.is_object()) && v.empty()) ||
+          (v.is_string() && v.get_ref<const std::string&>().empty()) ||
+          (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0))
+        continue;
       return InvalidArgument("config.json: field " + prefix + key + " (" + v.dump() +
                              ") declares layers whose K/V is not one row of one shape per token; "
                              "kv-bytes computes L_cache * H_kv * d_h * (b_K + b_V) for identical "
@@ -149,16 +171,31 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                              "layers as flags");
     }
   }
+  // layer_types may name full, sliding-window or chunked attention layers (one K/V row of one
+  // shape per token each: the window changes how many rows are kept, not B_token); any other
+  // kind (linear attention, state-space, convolution) stores no such row.
+  for (const Json* level : levels)
+    if (auto lt = level->find("layer_types"); lt != level->end() && lt->is_array())
+      for (const Json& kind : *lt)
+        if (!kind.is_string() || (kind != "full_attention" && kind != "sliding_attention" &&
+                                  kind != "chunked_attention"))
+          return InvalidArgument(
+              "config.json: field " + std::string(level == &config ? "" : "text_config.") +
+              "layer_types holds " + kind.dump() +
+              ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
+              "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
+              "pass the geometry of the cache-producing layers as flags");
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V
   // (num_kv_shared_layers, cross-layer sharing) produces no rows of its own.
-  if (const Json* shared_member = either("num_kv_shared_layers")) {
+  KVC_ASSIGN_OR_RETURN(const Json* shared_member, either("num_kv_shared_layers"));
+  if (shared_member) {
     const Json& shared = *shared_member;
     if (!shared.is_number_integer() || shared.get<int64_t>() < 0 ||
         shared.get<uint64_t>() >= g.layers)
-      return InvalidArgument("config.json: field " + name("num_kv_shared_layers") +
-                             " must be an integer in 0.." + std::to_string(g.layers - 1) +
+      return InvalidArgument("config.json: field " + either_name + " must be an integer in 0.." +
+                             std::to_string(g.layers - 1) +
                              " (fewer than num_hidden_layers), got " + shared.dump());
     g.layers -= shared.get<uint64_t>();
   }
@@ -194,13 +231,14 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     g.head_dim = hidden / heads;
   }
   // One d_h serves K and V rows in this ABI; a V head of another width is another ABI.
-  if (const Json* v_member = either("v_head_dim")) {
+  KVC_ASSIGN_OR_RETURN(const Json* v_member, either("v_head_dim"));
+  if (v_member) {
     if (!v_member->is_number_integer() || v_member->get<int64_t>() <= 0)
-      return InvalidArgument("config.json: field v_head_dim must be a positive integer, got " +
-                             v_member->dump());
+      return InvalidArgument("config.json: field " + either_name +
+                             " must be a positive integer, got " + v_member->dump());
     const uint64_t v_head_dim = v_member->get<uint64_t>();
     if (v_head_dim != g.head_dim)
-      return InvalidArgument("config.json: field " + name("v_head_dim") + " (" +
+      return InvalidArgument("config.json: field " + either_name + " (" +
                              std::to_string(v_head_dim) + ") differs from the K head dim " +
                              std::to_string(g.head_dim) +
                              "; the full_kv cache ABI has one d_h for K and V rows (M5.1 0x02)");

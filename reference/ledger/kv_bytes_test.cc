@@ -208,6 +208,25 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
             std::string::npos);
   mllama["text_config"]["cross_attention_layers"] = Json::array();
   EXPECT_TRUE(GeometryFromHfConfig(mllama).ok());
+  // Hybrid and linear-attention models mark such layers under further names and in layer_types
+  // (probe 27: 8 of 32 attention layers were counted as 32); a marker declaring nothing is none.
+  Json hybrid = {{"torch_dtype", "bfloat16"}, {"text_config", text}};
+  hybrid["text_config"]["layer_types"] = {"linear_attention", "full_attention"};
+  EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find("layer_types holds"),
+            std::string::npos);
+  hybrid["text_config"]["layer_types"] = {"sliding_attention", "full_attention"};
+  EXPECT_TRUE(GeometryFromHfConfig(hybrid).ok());
+  hybrid["text_config"]["attn_layer_period"] = 8;
+  EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find("text_config.attn_layer_period"),
+            std::string::npos);
+  hybrid["text_config"]["attn_layer_period"] = 0;
+  hybrid["text_config"]["hybrid_override_pattern"] = "";
+  EXPECT_TRUE(GeometryFromHfConfig(hybrid).ok())
+      << GeometryFromHfConfig(hybrid).status().ToString();
+  // The same member at both levels with two values is refused, not one picked.
+  Json twice = {{"torch_dtype", "bfloat16"}, {"num_kv_shared_layers", 8}, {"text_config", text}};
+  twice["text_config"]["num_kv_shared_layers"] = 4;
+  EXPECT_NE(GeometryFromHfConfig(twice).status().message().find("differ"), std::string::npos);
   // num_kv_shared_layers beside the text_config counts; a null top-level num_hidden_layers is
   // absent (the text_config is read).
   Json shared = {{"torch_dtype", "bfloat16"},
