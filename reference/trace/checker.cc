@@ -1348,9 +1348,9 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
   if (last_source_ == nullptr || !SameBytes(last_source_name_, e.source_instance)) {
     auto it = sources_.find(e.source_instance);
     if (it == sources_.end()) {
-      // The header is incomplete. Reported once per source: the source is then taken as
-      // declared with the event's component and its events are replayed (a misspelled or
-      // missing declaration raises one code, not one per event plus the replay's cascade).
+      // The header is incomplete. Reported once per source: the source is then adopted and its
+      // events are replayed (a misspelled or missing declaration raises one code, not one per
+      // event plus the replay's cascade).
       // At most kMaxUndeclaredSources such sources, so that memory stays bounded; beyond them,
       // and for a component that names no plane, each event is reported and not replayed.
       const bool adopt = undeclared_sources_ < kMaxUndeclaredSources &&
