@@ -1181,8 +1181,20 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
                std::string(line.substr(lone.front(), 6)) + "\" is a lone UTF-16 surrogate escape" +
                (lone.size() > 1 ? " (and " + std::to_string(lone.size() - 1) + " more)" : "") +
                ": JSON's grammar admits it, but it encodes no Unicode character, and a trace's "
-               "strings are UTF-8 text (the line is not replayed)");
-    if (line_no == 1 || !parsed->value.is_object()) return true;
+               "strings are UTF-8 text " +
+               (line_no == 1 ? "(the header is read with U+FFFD in its place)"
+                             : "(the line is not replayed)"));
+    if (line_no == 1) {
+      // The header is read from the repaired copy: a free-text member holding such an escape
+      // (producer.name, description) does not stop the replay (probe 27: nothing was checked).
+      // What the header keeps is copied out of this document.
+      const simdjson::padded_string padded(copy);
+      dom::parser header_parser;
+      dom::element header;
+      if (!header_parser.parse(padded).get(header) && header.is_object()) ReadHeader(header);
+      return true;
+    }
+    if (!parsed->value.is_object()) return true;
     // Whether a lone escape lies in the string value at `pointer` (the copy keeps the line's
     // offsets): an id holding one is unreadable, so what it names is unknown (probe 26: a
     // request_id or a fork child's id with one gated nothing, and its next event raised a code).

@@ -3031,6 +3031,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // id with U+FFFD in its place named no request): the next event raised a second code.
       {"probe26_a_lone_surrogate_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       {"probe26_a_lone_surrogate_in_a_fork_childs_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
+      // A lone surrogate in the header's producer.name made the header unusable: nothing was
+      // replayed, so the trace's real violation (line 15) went unreported.
+      {"probe27_a_lone_surrogate_in_the_headers_producer_name_stopped_the_replay",
+       {"TRACE_HEADER_INVALID", "TRACE_OBSERVATION_INCONSISTENT"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };
