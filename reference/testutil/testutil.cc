@@ -35,6 +35,13 @@ std::vector<std::string> SourceLines(const std::string& relative) {
   return lines;
 }
 
+Violations CheckSourceTrace(const std::string& relative, const trace::CheckerOptions& options) {
+  trace::TraceChecker c(relative, options);
+  const std::vector<std::string> lines = SourceLines(relative);
+  for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
+  return c.Finish(false);
+}
+
 std::vector<std::string> CodeNames(const Violations& v) {
   std::vector<std::string> out;
   for (const auto& x : v) {

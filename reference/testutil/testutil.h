@@ -22,6 +22,9 @@ std::string SourcePath(const std::string& relative);
 Json LoadJson(const std::string& relative);
 // The lines of a source-tree text file (a JSON Lines trace: header first), without their "\n".
 std::vector<std::string> SourceLines(const std::string& relative);
+// The violations of the source-tree trace `relative` replayed through a TraceChecker with
+// `options` (named by `relative`, lines numbered from 1), after Finish.
+Violations CheckSourceTrace(const std::string& relative, const trace::CheckerOptions& options = {});
 // The distinct code names of `v`, in first-seen order.
 std::vector<std::string> CodeNames(const Violations& v);
 // "CODE@pointer: message" lines, for assertion messages.

@@ -3040,13 +3040,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
-      const std::string rel = "reference/trace/testdata/semantic/" + name + ".jsonl";
       CheckerOptions opt;
       opt.fast_readers = fast;
-      TraceChecker c(rel, opt);
-      const std::vector<std::string> lines = test::SourceLines(rel);
-      for (size_t i = 0; i < lines.size(); ++i) c.Feed(lines[i], static_cast<uint32_t>(i + 1));
-      const Violations& v = c.Finish(false);
+      const Violations v =
+          test::CheckSourceTrace("reference/trace/testdata/semantic/" + name + ".jsonl", opt);
       EXPECT_EQ(test::CodeNames(v), want) << name << (fast ? " (fast readers)" : "") << "\n"
                                           << test::Describe(v);
     }

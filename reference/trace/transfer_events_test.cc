@@ -856,9 +856,8 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
        {"LIFECYCLE_UNKNOWN_HANDLE"}},
   };
   for (const auto& [name, want] : cases) {
-    const std::string rel = "reference/trace/testdata/transfer_gating/" + name + ".jsonl";
-    TraceChecker c(rel);
-    const Violations& v = Replay(c, test::SourceLines(rel));
+    const Violations v =
+        test::CheckSourceTrace("reference/trace/testdata/transfer_gating/" + name + ".jsonl");
     EXPECT_EQ(test::CodeNames(v), want) << name << "\n" << test::Describe(v);
   }
 }
