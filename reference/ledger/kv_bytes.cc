@@ -72,16 +72,16 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     auto it = obj.find(key);
     return it != obj.end() && !it->is_null();
   };
-  const Json* text = &config;
-  if (!present(config, "num_hidden_layers")) {
-    if (auto t = config.find("text_config"); t != config.end() && t->is_object()) text = &*t;
-  }
+  const Json* text_config = nullptr;  // the text_config object, when there is one
+  if (auto t = config.find("text_config"); t != config.end() && t->is_object()) text_config = &*t;
+  const Json* text = !present(config, "num_hidden_layers") && text_config ? text_config : &config;
   const Json& c = *text;
   const bool nested = text != &config;
-  // A field of `c` as messages name it.
-  auto name = [&](const char* key) {
-    return (text == &config ? std::string() : std::string("text_config.")) + key;
+  // A field of `level` (the top level or text_config) as messages name it.
+  auto name_at = [&](const Json* level, const std::string& key) {
+    return (level == &config ? std::string() : std::string("text_config.")) + key;
   };
+  auto name = [&](const char* key) { return name_at(text, key); };
   auto get_pos = [&](const char* key) -> StatusOr<uint64_t> {
     auto it = c.find(key);
     if (it == c.end()) return InvalidArgument("config.json: missing field " + name(key));
@@ -93,12 +93,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   // A member of the geometry's level, else of the other one (a composite config may declare
   // it beside its text_config or inside it).
   // Two values that differ are refused rather than one picked (probe 27).
-  const Json* other_level = nested ? &config : nullptr;
-  if (!nested)
-    if (auto t = config.find("text_config"); t != config.end() && t->is_object()) other_level = &*t;
-  auto name_at = [&](const Json* level, const char* key) {
-    return (level == &config ? std::string() : std::string("text_config.")) + key;
-  };
+  const Json* other_level = nested ? &config : text_config;
   std::string either_name;  // the field either() found, as messages name it
   auto either = [&](const char* key) -> StatusOr<const Json*> {
     const Json* found = nullptr;
@@ -119,10 +114,9 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   // A cache that is not full K/V rows of one d_h is another ABI, whichever level declares it
   // (the top level, or text_config whether or not the geometry is read there).
   std::vector<const Json*> levels = {&config};
-  if (auto t = config.find("text_config"); t != config.end() && t->is_object())
-    levels.push_back(&*t);
+  if (text_config) levels.push_back(text_config);
   for (const Json* level : levels) {
-    const std::string prefix = level == &config ? "" : "text_config.";
+    const std::string prefix = name_at(level, "");
     // A latent (MLA) cache stores a compressed per-token latent, not K/V rows of [H_kv, d_h]:
     // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
     if (present(*level, "kv_lora_rank"))
@@ -180,8 +174,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
         if (!kind.is_string() || (kind != "full_attention" && kind != "sliding_attention" &&
                                   kind != "chunked_attention"))
           return InvalidArgument(
-              "config.json: field " + std::string(level == &config ? "" : "text_config.") +
-              "layer_types holds " + kind.dump() +
+              "config.json: field " + name_at(level, "") + "layer_types holds " + kind.dump() +
               ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
               "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
               "pass the geometry of the cache-producing layers as flags");
