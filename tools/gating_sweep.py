@@ -107,7 +107,6 @@ KNOWN_SILENT.update({
     (L + "synthetic_lifecycle.jsonl", 14, "outcome:replayed"):
         "the retry of txn-win may report the original receipt as replayed (or as a success)",
     (L + "synthetic_lifecycle.jsonl", 18, "operation_id:other"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 22, "request_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 27, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 28, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 37, "operation_id:other"): REFUSED_EITHER_WAY,

@@ -1719,9 +1719,25 @@ TEST(TraceGatingTest, RegressionEventBeforeItsRequestsAllocationRaisesOneCode) {
       "\n";
   EXPECT_EQ(Codes(head + orphan_fork + Read(5, "C", 0, 2) + "\n"), V{"LIFECYCLE_UNKNOWN_HANDLE"});
   // Reported rejected, an operation on a request that does not exist is the refusal the contract
-  // expects (as a read's is): no violation.
-  EXPECT_EQ(Codes(head + Mutate(orphan_fork, R"("payload")", R"("outcome":"rejected","payload")")),
-            V{});
+  // expects (as a read's is): no violation, unless it names an expected base, a snapshot the
+  // request never reached (probe 27: any base passed; a refused read naming one did not).
+  const std::string refused_orphan_fork =
+      Mutate(orphan_fork, R"("payload")", R"("outcome":"rejected","payload")");
+  EXPECT_EQ(Codes(head + Mutate(refused_orphan_fork, R"("base_snapshot":1,)", "")), V{});
+  EXPECT_EQ(Codes(head + refused_orphan_fork), V{"TRACE_SNAPSHOT_MISMATCH"});
+  for (const char* type : {"truncate", "finish", "release", "cancel_request"}) {
+    const std::string payload =
+        std::string(type) == "truncate" ? R"({"new_length":0})" : std::string("{}");
+    const std::string refused = Ev(4, type,
+                                   R"("request_id":"Q","handle_generation":0,)"
+                                   R"("outcome":"rejected","payload":)" +
+                                       payload) +
+                                "\n";
+    EXPECT_EQ(Codes(head + refused), V{}) << type;
+    EXPECT_EQ(Codes(head + Mutate(refused, R"("outcome")", R"("base_snapshot":0,"outcome")")),
+              V{"TRACE_SNAPSHOT_MISMATCH"})
+        << type;
+  }
   EXPECT_EQ(Codes(std::string(kHeader) + "\n" +
                   Mutate(Start(0), R"("payload")", R"("outcome":"rejected","payload")") + "\n"),
             V{});
@@ -3035,6 +3051,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // replayed, so the trace's real violation (line 15) went unreported.
       {"probe27_a_lone_surrogate_in_the_headers_producer_name_stopped_the_replay",
        {"TRACE_HEADER_INVALID", "TRACE_OBSERVATION_INCONSISTENT"}},
+      // A refused truncate, finish, release, cancel_request or fork of a request never created
+      // naming a base passed (a refused read naming one did not): each line raises the code.
+      {"probe27_a_refused_operation_of_a_request_never_created_named_a_base",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
   };

@@ -34,9 +34,21 @@ void RefusalNamesNoResult(TraceChecker& c, const Event& e, uint64_t reported);
     // The refusal conforms (there is no such request); as any expected refusal of a
     // request-level transition it changed no snapshot and names no result (probe 26: a result
     // claim passed here).
+    // Its expected base is judged as on a request that exists (CheckRefusedBaseReached): a
+    // request never created has reached no snapshot, so any base is one it has not reached
+    // (probe 27: any base passed here, while a refused read naming one did not). append_start
+    // is not judged: its base is required, so a refusal of it must name one.
     const std::string_view t = e.event_type;
-    if (t == "truncate" || t == "cancel_request" || t == "finish" || t == "release" || t == "fork")
+    if (t == "truncate" || t == "cancel_request" || t == "finish" || t == "release" ||
+        t == "fork") {
+      if (e.base_snapshot)
+        c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
+                 std::string(t) + " names base snapshot " + U(*e.base_snapshot) + "; request \"" +
+                     std::string(*e.request_id) +
+                     "\" was never created, so it has reached no snapshot (a refused operation "
+                     "may name a stale base, not one the request never had)");
       RefusalNamesNoResult(c, e, Reported(c));
+    }
     return;
   }
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
