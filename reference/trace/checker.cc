@@ -1098,6 +1098,42 @@ std::vector<size_t> LoneSurrogateEscapes(std::string_view line) {
   return lone;
 }
 
+// The 0-based offsets of the bytes in `line`'s strings that are not UTF-8 (RFC 3629: a byte that
+// starts no well-formed sequence, or a sequence cut short, overlong, a surrogate or beyond
+// U+10FFFF; each byte of such a sequence is listed). Bytes outside strings are not listed (the
+// line is not JSON there whatever they are).
+std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
+  auto at = [&](size_t i) { return i < line.size() ? static_cast<unsigned char>(line[i]) : 0u; };
+  auto cont = [&](size_t i) { return (at(i) & 0xC0u) == 0x80u; };
+  std::vector<size_t> bad;
+  bool in_string = false;
+  for (size_t i = 0; i < line.size();) {
+    const unsigned b = at(i);
+    if (b < 0x80) {
+      if (b == '"') in_string = !in_string;
+      i += (in_string && b == '\\') ? 2 : 1;  // an escaped character is ASCII or an escape
+      continue;
+    }
+    // The length of the well-formed sequence starting at i, or 0 (RFC 3629's table).
+    size_t n = 0;
+    if (b >= 0xC2 && b <= 0xDF) {
+      n = cont(i + 1) ? 2 : 0;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      const unsigned lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+      n = at(i + 1) >= lo && at(i + 1) <= hi && cont(i + 2) ? 3 : 0;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      const unsigned lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+      n = at(i + 1) >= lo && at(i + 1) <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    }
+    if (n == 0) {
+      if (in_string) bad.push_back(i);
+      n = 1;  // the next byte starts a sequence of its own (or is flagged in turn)
+    }
+    i += n;
+  }
+  return bad;
+}
+
 }  // namespace
 
 bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
@@ -1116,6 +1152,15 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
   // probe 23: "not JSON", and the next event of its request raised a second code).
   const std::vector<size_t> lone = LoneSurrogateEscapes(line);
   for (size_t at_escape : lone) copy.replace(at_escape, 6, "\\ufffd");
+  // So is a raw byte that is not UTF-8 inside a string, read again as '?' (as long; since
+  // 2026-12-05, probe 23 finding 01c: "not JSON", naming nothing, and the next event of its
+  // request raised a code of its own).
+  const std::vector<size_t> raw = NonUtf8StringBytes(line);
+  for (size_t b : raw) copy[b] = '?';
+  // Both kinds, in line order (the copy keeps the line's offsets).
+  std::vector<size_t> unreadable = lone;
+  unreadable.insert(unreadable.end(), raw.begin(), raw.end());
+  std::sort(unreadable.begin(), unreadable.end());
   StatusOr<ParsedJson> parsed = ParseJsonStrict(copy, "", /*record_locations=*/true);
   // Where the copy's replacements end and how much longer each made it (for columns).
   std::vector<std::pair<size_t, ptrdiff_t>> grown;
@@ -1175,14 +1220,23 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
       if (r != parsed->value.end() && r->is_string()) Poison("request:" + r->get<std::string>());
     }
   };
-  if (!lone.empty()) {
+  if (!unreadable.empty()) {
+    const size_t first = unreadable.front();
+    const bool escape = !lone.empty() && lone.front() == first;
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    const unsigned byte = static_cast<unsigned char>(line[first]);
     Report(malformed, LinePtr(),
-           at + std::to_string(lone.front() + 1) + ": \"" +
-               std::string(line.substr(lone.front(), 6)) + "\" is a lone UTF-16 surrogate escape" +
-               (lone.size() > 1 ? " (and " + std::to_string(lone.size() - 1) + " more)" : "") +
-               ": JSON's grammar admits it, but it encodes no Unicode character, and a trace's "
-               "strings are UTF-8 text " +
-               (line_no == 1 ? "(the header is read with U+FFFD in its place)"
+           at + std::to_string(first + 1) + ": " +
+               (escape ? "\"" + std::string(line.substr(first, 6)) +
+                             "\" is a lone UTF-16 surrogate escape"
+                       : std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 15] +
+                             " in a string is not UTF-8") +
+               (unreadable.size() > 1 ? " (and " + std::to_string(unreadable.size() - 1) + " more)"
+                                      : "") +
+               (escape ? ": JSON's grammar admits it, but it encodes no Unicode character, and"
+                       : ":") +
+               " a trace's strings are UTF-8 text " +
+               (line_no == 1 ? "(the header is read with U+FFFD for an escape, '?' for a byte)"
                              : "(the line is not replayed)"));
     if (line_no == 1) {
       // The header is read from the repaired copy: a free-text member holding such an escape
@@ -1195,9 +1249,10 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
       return true;
     }
     if (!parsed->value.is_object()) return true;
-    // Whether a lone escape lies in the string value at `pointer` (the copy keeps the line's
-    // offsets): an id holding one is unreadable, so what it names is unknown (probe 26: a
-    // request_id or a fork child's id with one gated nothing, and its next event raised a code).
+    // Whether a lone escape or a byte not UTF-8 lies in the string value at `pointer` (the copy
+    // keeps the line's offsets): an id holding one is unreadable, so what it names is unknown
+    // (probe 26: a request_id or a fork child's id with one gated nothing, and its next event
+    // raised a code).
     auto inside = [&](const std::string& pointer) {
       auto pos = parsed->locations.find(pointer);
       if (pos == parsed->locations.end() || pos->second.column == 0) return false;
@@ -1205,7 +1260,8 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
       if (b >= line.size() || line[b] != '"') return false;
       size_t end = b + 1;
       while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
-      return std::any_of(lone.begin(), lone.end(), [&](size_t at) { return at > b && at < end; });
+      return std::any_of(unreadable.begin(), unreadable.end(),
+                         [&](size_t at) { return at > b && at < end; });
     };
     const Json& v = parsed->value;
     if (inside("/request_id")) {

@@ -2009,6 +2009,47 @@ TEST(TraceCheckerTest, DecodeWorkerContinuesThePrefillsFirstTokenAsAFork) {
 // (its allocation here) then cascaded into LIFECYCLE_UNKNOWN_HANDLE. Now it is
 // INPUT_VALUE_OUT_OF_RANGE at the member, and the line's request is gated; a syntax error names
 // its column.
+// Regression (probe 23 finding 01c): a raw byte that is not UTF-8 in a string made the line
+// "not JSON", naming nothing. It is reported once at its column and byte, well-formed UTF-8
+// beside it is not flagged, and a header holding one is read with '?' in its place, so the
+// replay goes on.
+TEST(TraceCheckerTest, RegressionAByteNotUtf8IsReportedAtItsColumnAndTheReplayGoesOn) {
+  using V = std::vector<std::string>;
+  const std::string unknown_finish =
+      Ev(1, "finish", R"("request_id":"Q","handle_generation":0,"payload":{})");
+  std::string header = kHeader;
+  header.replace(header.find(R"("name":"t")"), 10, "\"name\":\"t\xFF\"");
+  Violations r = ValidateTraceJsonl(header + "\n" + unknown_finish + "\n", "t.jsonl");
+  EXPECT_EQ(test::CodeNames(r), (V{"TRACE_HEADER_INVALID", "LIFECYCLE_UNKNOWN_HANDLE"}));
+  ASSERT_FALSE(r.empty());
+  EXPECT_NE(r[0].message.find(":1:" + std::to_string(header.find('\xFF') + 1) +
+                              ": byte 0xFF in a string is not UTF-8"),
+            std::string::npos)
+      << r[0].message;
+  // Well-formed UTF-8 (2- and 4-byte sequences) beside a lone surrogate escape: only the escape.
+  const std::string mixed =
+      Ev(0, "request_allocate",
+         "\"request_id\":\"R\",\"handle_generation\":0,\"payload\":"
+         "{\"prompt_length\":1,\"lineage_id\":\"\xC3\xA9\xF0\x9F\x98\x80\\ud800\"}");
+  r = ValidateTraceJsonl(std::string(kHeader) + "\n" + mixed + "\n", "t.jsonl");
+  EXPECT_EQ(test::CodeNames(r), V{"TRACE_LINE_MALFORMED"});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].message.find("\"\\ud800\" is a lone UTF-16 surrogate escape:"), std::string::npos)
+      << r[0].message;
+  // An overlong encoding (C0 80) and a cut sequence (E2 82 then '"'): every byte of each.
+  const std::string broken = Ev(0, "request_allocate",
+                                "\"request_id\":\"R\",\"handle_generation\":0,\"payload\":"
+                                "{\"prompt_length\":1,\"lineage_id\":\"\xC0\x80\xE2\x82\"}");
+  r = ValidateTraceJsonl(
+      std::string(kHeader) + "\n" + broken + "\n" +
+          Ev(1, "finish", R"("request_id":"R","handle_generation":0,"payload":{})") + "\n",
+      "t.jsonl");
+  EXPECT_EQ(test::CodeNames(r), V{"TRACE_LINE_MALFORMED"});  // R is gated: its finish is not judged
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].message.find("byte 0xC0 in a string is not UTF-8 (and 3 more)"), std::string::npos)
+      << r[0].message;
+}
+
 TEST(TraceCheckerTest, RegressionANumberBeyond64BitsNamesItsMember) {
   const std::string rest = Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
   for (const std::string big : {"18446744073709551616", "1e400", "-9223372036854775809"}) {
@@ -3051,6 +3092,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // replayed, so the trace's real violation (line 15) went unreported.
       {"probe27_a_lone_surrogate_in_the_headers_producer_name_stopped_the_replay",
        {"TRACE_HEADER_INVALID", "TRACE_OBSERVATION_INCONSISTENT"}},
+      // A raw byte not UTF-8 in a string made the line "not JSON", naming nothing: the next
+      // event of its request (or, in the request_id itself, of a request not yet created)
+      // raised LIFECYCLE_UNKNOWN_HANDLE too. Gated as for a lone surrogate escape.
+      {"probe23_a_byte_not_utf8_in_a_string_gated_nothing", {"TRACE_LINE_MALFORMED"}},
+      {"probe23_a_byte_not_utf8_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       // A refused truncate, finish, release, cancel_request or fork of a request never created
       // naming a base passed (a refused read naming one did not): each line raises the code.
       {"probe27_a_refused_operation_of_a_request_never_created_named_a_base",
