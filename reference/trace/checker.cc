@@ -2063,6 +2063,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         r->events.KeepIf([](std::string_view, const EventInfo& info) {
           return info.type == "finish" || info.type == "cancel_request";
         });
+        r->frontier_followed_at_release = r->frontier.tracked();
         r->frontier = frontier::FrontierState(0);
         r->frontier.Untrack();
         // The aborted or refused operations (a published one is already dropped) stay until the

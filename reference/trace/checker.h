@@ -337,6 +337,10 @@ class TraceChecker {
     // a lost acknowledgement) must re-send the same call (its Op is gone).
     std::string last_published_op;
     frontier::AppendCall last_published_call;
+    // The output frontier was still followed (no breach reported) when the request was
+    // released (release stops following it): a retry after the release is judged on its token
+    // as before it (probe 29: a changed input_token passed after release).
+    bool frontier_followed_at_release = false;
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;

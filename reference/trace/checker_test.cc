@@ -3097,6 +3097,21 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // raised LIFECYCLE_UNKNOWN_HANDLE too. Gated as for a lone surrogate escape.
       {"probe23_a_byte_not_utf8_in_a_string_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       {"probe23_a_byte_not_utf8_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
+      // Probe 29. After the id was allocated again, a refused publication of the earlier
+      // incarnation's operation (labelled with the new generation) had its base compared with the
+      // new incarnation's versions: the base it read failed, another passed.
+      {"probe29_a_refused_late_publication_after_reallocation_was_judged_on_the_new_versions", {}},
+      // After release, a retry of the latest publication stating another token passed (before
+      // release it was caught): release stopped following the frontier.
+      {"probe29_a_retry_after_release_with_another_token_passed", {"FRONTIER_TOKEN_MISMATCH"}},
+      // A refused cancel_txn of a transaction cancel_request had aborted (no transition left)
+      // was TRACE_OUTCOME_INVALID, "the contract admits it", with or without a release between.
+      {"probe29_a_refused_cancel_of_an_aborted_transaction_after_release_was_outcome_invalid", {}},
+      {"probe29_a_refused_cancel_of_an_aborted_transaction_was_outcome_invalid", {}},
+      // The replayed receipt of the earlier incarnation's prefill, labelled with the re-allocated
+      // generation, passed (a failure record labelled so was the ABA case).
+      {"probe29_a_receipt_labelled_with_the_reallocated_generation_passed",
+       {"TRACE_HANDLE_GENERATION_MISMATCH"}},
       // A refused truncate, finish, release, cancel_request or fork of a request never created
       // naming a base passed (a refused read naming one did not): each line raises the code.
       {"probe27_a_refused_operation_of_a_request_never_created_named_a_base",

@@ -160,7 +160,13 @@ void CheckOperationBase(TraceChecker& c, const Event& e) {
   // it does not know is one it never opened (LIFECYCLE_TXN_UNKNOWN, one code), not a late
   // completion (probe 22: a failure record of a forgotten earlier incarnation's operation,
   // labelled with the re-allocated id's generation, also raised this code).
-  if (!released && !c.kv().FindTxn(*e.operation_id)) return;
+  const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+  if (!released && !t) return;
+  // A transaction of an earlier incarnation than the handle's (kept by the receipt window),
+  // labelled with this incarnation's generation: its versions are not this one's either (probe
+  // 29: a refused publication of such an operation naming the base it read was compared with the
+  // re-allocated handle's versions and failed, while a wrong base passed).
+  if (t && t->incarnation != (released ? s.incarnation - 1 : s.incarnation)) return;
   const uint64_t last_readable = released && s.version > 0 ? s.version - 1 : s.version;
   if (*e.base_snapshot > last_readable)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
@@ -416,7 +422,9 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                                                   "; the original reused " +
                                                   index(orig->reused_draft_index));
       const std::optional<uint64_t> input = orig->input_token;
-      if (a->input && req->frontier.tracked() && input != a->input)
+      const bool followed = req->frontier.tracked() ||
+                            (req->frontier_followed_at_release && cur->phase == Phase::kReleased);
+      if (a->input && followed && input != a->input)
         c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
                  "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
                      U(*a->input) + "; the original " +
@@ -571,6 +579,16 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   if (c.IsPoisonedOp(*e.operation_id)) return;
   CheckOperationRequest(c, e);
   const bool refused = KeyEquals(e.outcome, "rejected");
+  // The receipt of an operation another incarnation published, labelled with this one's
+  // generation: the ABA case, as for a failure record (probe 29: a replayed receipt labelled
+  // with the re-allocated id's generation passed). (An unpublished one fails on its generation
+  // in the lifecycle object, LIFECYCLE_STALE_BASE; refused, either is the runtime refusing a
+  // stale completion, which conforms.)
+  if (!refused) {
+    const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+    if (t && t->state == lifecycle::TxnState::kPublished && RecordOfAnotherIncarnation(c, e))
+      return;
+  }
   if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
   // A publication the output frontier forbids on the outputs emitted since its start (the
   // re-check below) is refused by the contract too: reported rejected, it conforms and changes
@@ -694,6 +712,17 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
     if (!KeyEquals(e.outcome, "rejected")) MarkClosed(c, *e.operation_id, e.line);
     return;
   }
+  // A transaction already final (ABORTED by cancel_request, or REJECTED) has no transition left
+  // (M5.1 0x01): a failure record of it changes nothing, so the runtime may refuse it; refused,
+  // it is the append's record as a refused publication is (probe 29: it was TRACE_OUTCOME_INVALID,
+  // "the contract admits it", also after the request's release).
+  if (KeyEquals(e.outcome, "rejected"))
+    if (const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
+        t &&
+        (t->state == lifecycle::TxnState::kAborted || t->state == lifecycle::TxnState::kRejected)) {
+      MarkClosed(c, *e.operation_id, e.line);
+      return;
+    }
   const bool closed = c.Apply(e, [&](KvObject& kv) {
     // The library names its call; the message names the trace's event (cancel_txn or
     // append_failure, which both close the transaction).
