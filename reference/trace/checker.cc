@@ -1214,6 +1214,32 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
     Report(malformed, LinePtr(), at + what.substr(3) + " (not JSON)");
     return true;
   }
+  // Whether a lone escape or a byte not UTF-8 lies in the string value at `pointer` (the copy
+  // keeps the line's offsets): an id holding one is unreadable, so what it names is unknown
+  // (probe 26: a request_id or a fork child's id with one gated nothing, and its next event
+  // raised a code).
+  auto inside = [&](const std::string& pointer) {
+    auto pos = parsed->locations.find(pointer);
+    if (pos == parsed->locations.end() || pos->second.column == 0) return false;
+    const size_t b = pos->second.column - 1;
+    if (b >= line.size() || line[b] != '"') return false;
+    size_t end = b + 1;
+    while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+    return std::any_of(unreadable.begin(), unreadable.end(),
+                       [&](size_t at) { return at > b && at < end; });
+  };
+  // An event's violation names the event and its request where their ids are readable (probe
+  // 28: a number beyond 64 bits named neither).
+  if (line_no > 1 && parsed->value.is_object()) {
+    auto id_of = [&](const char* member) {
+      auto m = parsed->value.find(member);
+      return m != parsed->value.end() && m->is_string() && !inside(std::string("/") + member)
+                 ? m->get<std::string>()
+                 : std::string();
+    };
+    current_ = {id_of("event_id"), id_of("request_id")};
+    context_is_event_ = false;
+  }
   auto gate_request = [&] {
     if (line_no > 1 && parsed->value.is_object()) {
       auto r = parsed->value.find("request_id");
@@ -1249,20 +1275,6 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
       return true;
     }
     if (!parsed->value.is_object()) return true;
-    // Whether a lone escape or a byte not UTF-8 lies in the string value at `pointer` (the copy
-    // keeps the line's offsets): an id holding one is unreadable, so what it names is unknown
-    // (probe 26: a request_id or a fork child's id with one gated nothing, and its next event
-    // raised a code).
-    auto inside = [&](const std::string& pointer) {
-      auto pos = parsed->locations.find(pointer);
-      if (pos == parsed->locations.end() || pos->second.column == 0) return false;
-      const size_t b = pos->second.column - 1;
-      if (b >= line.size() || line[b] != '"') return false;
-      size_t end = b + 1;
-      while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
-      return std::any_of(unreadable.begin(), unreadable.end(),
-                         [&](size_t at) { return at > b && at < end; });
-    };
     const Json& v = parsed->value;
     if (inside("/request_id")) {
       // As for an envelope whose request cannot be read (ReadEnvelope): the operation's request
@@ -1670,6 +1682,19 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
 
 bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* payload,
                                 bool* has_payload) {
+  // What the reader reports names the event and its request when their members are readable
+  // strings (the first of a repeated member), whatever else is wrong (probe 28: every envelope
+  // violation named neither).
+  current_ = {};
+  context_is_event_ = false;
+  bool id_seen = false, request_seen = false;
+  for (dom::key_value_pair field : obj) {
+    const bool id = field.key == "event_id", request = field.key == "request_id";
+    if ((id && id_seen) || (request && request_seen) || !(id || request)) continue;
+    (id ? id_seen : request_seen) = true;
+    if (field.value.is_string())
+      (id ? current_.event_id : current_.request_id) = field.value.get_string().value_unsafe();
+  }
   ObjReader env(obj, LinePtr(), this);
   auto id = env.Str("event_id");
   auto inst = env.Str("source_instance");

@@ -637,6 +637,38 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
   EXPECT_FALSE(KeyEquals("lAyer", "layer"));
 }
 
+// Regression (probe 28 finding 01): a violation of the envelope (an unknown member, a mistyped
+// one, a number beyond 64 bits) named neither the event nor its request, though both ids were
+// readable. An id that is itself unreadable is not named.
+TEST(TraceCheckerTest, RegressionAnEnvelopeViolationNamesTheEventAndItsRequest) {
+  struct Case {
+    std::string line;
+    ErrorCode code;
+    std::string event_id, request_id;
+  };
+  const std::string alloc = Alloc(0);
+  const std::vector<Case> cases = {
+      {Mutate(alloc, R"("payload")", R"("zzz":1,"payload")"), ErrorCode::INPUT_FIELD_UNKNOWN, "e0",
+       "R"},
+      {Mutate(alloc, R"("monotonic_ns":100)", R"("monotonic_ns":"100")"),
+       ErrorCode::INPUT_FIELD_TYPE, "e0", "R"},
+      {Mutate(alloc, R"("prompt_length":2)", R"("prompt_length":18446744073709551616)"),
+       ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "e0", "R"},
+      {Mutate(alloc, R"("request_id":"R")", "\"request_id\":\"R\xFF\""),
+       ErrorCode::TRACE_LINE_MALFORMED, "e0", ""},
+  };
+  for (const Case& k : cases) {
+    TraceChecker c("t.jsonl");
+    c.Feed(kHeader, 1);
+    c.Feed(k.line, 2);
+    c.Finish(false);
+    ASSERT_EQ(c.violations().size(), 1u) << k.line << "\n" << test::Describe(c.violations());
+    EXPECT_EQ(c.violations()[0].code, k.code) << k.line;
+    EXPECT_EQ(c.contexts()[0].event_id, k.event_id) << k.line;
+    EXPECT_EQ(c.contexts()[0].request_id, k.request_id) << k.line;
+  }
+}
+
 // The envelope's strings are overwritten in place when their length repeats: every event's
 // reported context must still carry its own id and type, for every id length up to 40.
 TEST(TraceCheckerTest, EnvelopeStringsOfEachEventStayExact) {
