@@ -178,10 +178,17 @@ void ObjReader::Index(const dom::object& obj) {
     const uint64_t tag = KeyTag(field.key);
     if (m.IndexOf(field.key, tag) != Impl::kMax) {
       // On line 1 the line is the header: a duplicate there is a header the checker refuses.
+      // At its top level and in cache_abi that stops the replay (ReadHeader); in the other
+      // members (producer, sources, bindings, allocator_model) the first stands and the replay
+      // goes on (probe 28: the message said "not replayed" there too).
       const bool header = c_->line() == 1;
+      const std::string& at = pointer();
+      const bool stops = at == "/0" || at == "/0/cache_abi";
       Bad(header ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED, field.key,
           "duplicate object key \"" + std::string(field.key) + "\"" +
-              (header ? " in the header; the trace is not replayed" : ""));
+              (!header ? ""
+               : stops ? " in the header; the trace is not replayed"
+                       : " in the header (the first stands)"));
       continue;
     }
     if (m.n == Impl::kMax) {
@@ -1142,9 +1149,14 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED;
   const ErrorCode out_of_range =
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
-  constexpr const char* kOnly64Bits =
-      "every integer of the format is a uint64 (at most 18446744073709551615) or an int64 (the "
-      "line is not replayed)";
+  // In the header such a number leaves the whole header unusable, wherever it stands (probe
+  // 28: the message said only "the line is not replayed").
+  const std::string kOnly64Bits =
+      std::string(
+          "every integer of the format is a uint64 (at most 18446744073709551615) or an "
+          "int64 ") +
+      (line_no == 1 ? "(the header is unusable: no event is replayed)"
+                    : "(the line is not replayed)");
   std::string copy(line);
   // A lone surrogate escape: the line is JSON by RFC 8259's grammar, with a string no UTF-8
   // text can hold. It is read again with each replaced by \\ufffd (as long), so that the event

@@ -172,6 +172,20 @@ TEST(TraceCheckerTest, DuplicateKeysAreRejected) {
   std::string nested = kHeader;
   nested.replace(nested.find(R"("num_layers":1)"), 14, R"("num_layers":1,"num_layers":1)");
   EXPECT_EQ(Codes(nested + "\n"), (std::vector<std::string>{"TRACE_HEADER_INVALID"}));
+  // In producer the first stands and the replay goes on (probe 28 finding 02: the message said
+  // the trace was not replayed): the event's own violation is reported.
+  std::string in_producer = kHeader;
+  in_producer.replace(in_producer.find(R"("revision":"1")"), 14,
+                      R"("revision":"1","revision":"2")");
+  const Violations v = ValidateTraceJsonl(
+      in_producer + "\n" +
+          Ev(0, "finish", R"("request_id":"Q","handle_generation":0,"payload":{})") + "\n",
+      "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v),
+            (std::vector<std::string>{"TRACE_HEADER_INVALID", "LIFECYCLE_UNKNOWN_HANDLE"}))
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("in the header (the first stands)"), std::string::npos)
+      << v[0].message;
 }
 
 // Member lookup compares a key tag (length, first and last byte) before the bytes and starts
