@@ -1028,7 +1028,8 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   if (line_no > 1 && (line.empty() || err || !root.is_object()))
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
-    if (!line.empty() && line.substr(0, 3) != "\xEF\xBB\xBF" && ReportUnparsedLine(line, line_no))
+    if (!line.empty() && line.substr(0, 3) != "\xEF\xBB\xBF" &&
+        ReportUnparsedLine(line, line_no, err == simdjson::DEPTH_ERROR))
       return;
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
@@ -1143,10 +1144,37 @@ std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
 
 }  // namespace
 
-bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no) {
+bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, bool too_deep) {
   const std::string at = source_ + ":" + std::to_string(line_no) + ":";
   const ErrorCode malformed =
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED;
+  if (too_deep) {
+    // Nesting beyond the parser's limit: valid JSON, though no object of the format nests more
+    // than a few levels. Read again with a deeper (still bounded: the reader recurses) limit, so
+    // that the event and its request are named and the request gated (since 2026-12-05, probe
+    // 28: the strict reader's own 128-level limit was named, at its column, and the request's
+    // next event raised a code of its own).
+    JsonLimits deeper;
+    deeper.max_depth = 2 * parser_->parser.max_depth();
+    StatusOr<ParsedJson> parsed = ParseJsonStrict(line, "", false, deeper);
+    const bool named = parsed.ok() && line_no > 1 && parsed->value.is_object();
+    auto id_of = [&](const char* member) {
+      auto m = parsed->value.find(member);
+      return m != parsed->value.end() && m->is_string() ? m->get<std::string>() : std::string();
+    };
+    if (named) {
+      current_ = {id_of("event_id"), id_of("request_id")};
+      context_is_event_ = false;
+    }
+    Report(malformed, LinePtr(),
+           at + " nests deeper than " + std::to_string(parser_->parser.max_depth()) +
+               " levels of arrays and objects, the parser's limit (no member of the format nests "
+               "more than a few) " +
+               (line_no == 1 ? "(the header is unusable: no event is replayed)"
+                             : "(the line is not replayed)"));
+    if (named && !current_.request_id.empty()) Poison("request:" + current_.request_id);
+    return true;
+  }
   const ErrorCode out_of_range =
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
   // In the header such a number leaves the whole header unusable, wherever it stands (probe

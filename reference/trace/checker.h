@@ -489,7 +489,8 @@ class TraceChecker {
   void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
   // Reports a line simdjson refused with the strict reader's column and reason (a number
   // beyond 64 bits: INPUT_VALUE_OUT_OF_RANGE at its member); false when it adds nothing.
-  bool ReportUnparsedLine(std::string_view line, uint32_t line_no);
+  // `too_deep`: simdjson refused it for nesting beyond its depth limit.
+  bool ReportUnparsedLine(std::string_view line, uint32_t line_no, bool too_deep);
   uint32_t line() const { return line_; }
   // The extension slot named `key`, or nullptr before SetExtension(key, ...).
   CheckerExtension* extension(std::string_view key) const;

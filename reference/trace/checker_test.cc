@@ -683,6 +683,26 @@ TEST(TraceCheckerTest, RegressionAnEnvelopeViolationNamesTheEventAndItsRequest) 
   }
 }
 
+// Regression (probe 28 finding 04): a line nesting deeper than the parser's 1,024 levels named
+// the strict reader's 128-level limit at a wrong column, and its request's next event raised a
+// code of its own. Now: the parser's limit, the event and request named, the request gated.
+TEST(TraceCheckerTest, RegressionALineNestedTooDeepNamesTheParsersLimitAndGatesItsRequest) {
+  const std::string deep =
+      Mutate(Alloc(0), R"("prompt_length":2)",
+             R"("prompt_length":2,"x":)" + std::string(1100, '[') + std::string(1100, ']'));
+  TraceChecker c("t.jsonl");
+  c.Feed(kHeader, 1);
+  c.Feed(deep, 2);
+  c.Feed(Start(1), 3);  // R's append: not judged (R was never allocated by the replay)
+  c.Finish(false);
+  ASSERT_EQ(c.violations().size(), 1u) << test::Describe(c.violations());
+  EXPECT_EQ(c.violations()[0].code, ErrorCode::TRACE_LINE_MALFORMED);
+  EXPECT_NE(c.violations()[0].message.find("nests deeper than 1024 levels"), std::string::npos)
+      << c.violations()[0].message;
+  EXPECT_EQ(c.contexts()[0].event_id, "e0");
+  EXPECT_EQ(c.contexts()[0].request_id, "R");
+}
+
 // The envelope's strings are overwritten in place when their length repeats: every event's
 // reported context must still carry its own id and type, for every id length up to 40.
 TEST(TraceCheckerTest, EnvelopeStringsOfEachEventStayExact) {
