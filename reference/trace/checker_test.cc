@@ -3163,6 +3163,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // raised LIFECYCLE_UNKNOWN_HANDLE too. Gated as for a lone surrogate escape.
       {"probe23_a_byte_not_utf8_in_a_string_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       {"probe23_a_byte_not_utf8_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
+      // Probe 28: a pending_payload_bytes claim where d * B_token overflows 64 bits was
+      // TRACE_SNAPSHOT_MISMATCH (the claim equalled the product modulo 2^64).
+      {"probe28_pending_payload_bytes_beyond_64_bits_was_a_snapshot_mismatch",
+       {"INPUT_ARITHMETIC_OVERFLOW"}},
       // Probe 29. After the id was allocated again, a refused publication of the earlier
       // incarnation's operation (labelled with the new generation) had its base compared with the
       // new incarnation's versions: the base it read failed, another passed.

@@ -459,11 +459,16 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   if (a->pending) {  // a retry's claim too (since 2026-12-03)
     // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
     auto want = CheckedMul(r.interval.count, c.bytes_per_token());
-    if (!want || *a->pending != *want) {
+    if (!want) {
+      // No uint64 holds d * B_token, so no claim matches it (probe 28: reported as a mismatch).
+      c.Report(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, c.LinePtr() + "/payload/pending_payload_bytes",
+               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) + " rows x " +
+                   U(c.bytes_per_token()) + " B/token overflows 64 bits");
+      c.DropEvent(e);
+    } else if (*a->pending != *want) {
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
-               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
-                   " rows x " + U(c.bytes_per_token()) +
-                   " B/token = " + (want ? U(*want) : std::string("overflow")));
+               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) + " rows x " +
+                   U(c.bytes_per_token()) + " B/token = " + U(*want));
       c.DropEvent(e);
     }
   }
