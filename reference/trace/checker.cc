@@ -1727,6 +1727,25 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   // violation named neither).
   current_ = {};
   context_is_event_ = false;
+  // A second header (two traces concatenated, a header repeated): one code, not one per
+  // envelope member it lacks and per header member it has (probe 28: 12 violations).
+  for (dom::key_value_pair field : obj)
+    if (field.key == "kind") {
+      std::string_view kind;
+      const bool is_text = field.value.get_string().get(kind) == simdjson::SUCCESS;
+      Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
+             "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
+                 " on line " + std::to_string(line_) +
+                 ": only line 1 is the header, every later line is an event (two traces "
+                 "concatenated?); the line is not replayed");
+      NoteUnnumberedDrop({});
+      const uint32_t line = e.line;
+      const std::string_view line_text = e.text;
+      e = Event{};  // as for any dropped envelope: no view of an earlier line survives
+      e.line = line;
+      e.SetText(line_text);
+      return false;
+    }
   bool id_seen = false, request_seen = false;
   for (dom::key_value_pair field : obj) {
     const bool id = field.key == "event_id", request = field.key == "request_id";

@@ -651,6 +651,19 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
   EXPECT_FALSE(KeyEquals("lAyer", "layer"));
 }
 
+// Regression (probe 28 finding 06): a second header line (two traces concatenated) raised one
+// INPUT_FIELD_MISSING per envelope member it lacks and one INPUT_FIELD_UNKNOWN per header member.
+TEST(TraceCheckerTest, RegressionASecondHeaderLineRaisesOneCode) {
+  const Violations v =
+      ValidateTraceJsonl(std::string(kHeader) + "\n" + kHeader + "\n" + Alloc(0) + "\n" + Start(1) +
+                             "\n" + Stage(2) + "\n" + Publish(3) + "\n",
+                         "t.jsonl");
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::TRACE_LINE_MALFORMED);
+  EXPECT_EQ(v[0].line, 2u);
+  EXPECT_NE(v[0].message.find("only line 1 is the header"), std::string::npos) << v[0].message;
+}
+
 // Regression (probe 28 finding 01): a violation of the envelope (an unknown member, a mistyped
 // one, a number beyond 64 bits) named neither the event nor its request, though both ids were
 // readable. An id that is itself unreadable is not named.
