@@ -254,8 +254,16 @@ expect_out max_violations_text_total ': fail \([0-9]+ events, 7 violations\)$'
 check max_violations_json 1 "$K" check --max-violations 3 --format json "$T/seven_bad.jsonl"
 if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (len(j["violations"]) == 3 and j["violations_omitted"] == 4))' "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL max_violations_json_counts"; fi
 check max_violations_junit 1 "$K" check --max-violations 3 --format junit "$T/seven_bad.jsonl"
-expect_out max_violations_junit_more '^4 more violations not listed'
+expect_out max_violations_junit_more '^4 more violations not listed \(--max-violations 3\)$'
 check max_violations_unlimited 1 "$K" check --max-violations 0 "$T/seven_bad.jsonl"; expect_lines max_violations_unlimited_lines 8
+# Unsigned options take decimal digits only, within 64 bits (probe 28: CLI11 read 010 as octal and
+# 0x10 as hex, and took an empty value and numbers beyond 2^64 - 1); leading zeros are dropped.
+check max_violations_leading_zero 1 "$K" check --max-violations 03 "$T/seven_bad.jsonl"
+expect_out max_violations_leading_zero_decimal ': 4 more violations not listed \(--max-violations 3\)$'
+for bad in "" 0x10 1e3 " 5" 18446744073709551616 99999999999999999999999; do
+  check "max_violations_refused_[$bad]" 2 "$K" check --max-violations "$bad" "$T/seven_bad.jsonl"
+done
+check max_violations_max 1 "$K" check --max-violations 18446744073709551615 "$T/seven_bad.jsonl"
 # Memory exhaustion is one line on standard error and exit 3, whichever allocator serves malloc
 # (mimalloc's operator new aborted with SIGABRT, exit 134). The limit is the process's address
 # space after start-up (measured on a header-only check) plus 16 MB, less than a 10,000-request
@@ -375,7 +383,7 @@ d["events"]=[e for e in d["events"] if not (e.get("request")=="A" and e.get("op"
   fixtures/m5_1/service/ab_worked_trace.json "$T/ab_open.json"
 check service_metrics_open 1 "$K" calc service-metrics "$T/ab_open.json"; expect_out service_metrics_open_msg 'SERVICE_TERMINAL_STATE_OPEN at ./requests/0.: request A ends in FINISHED_RETAINED'
 # Unsigned options refuse a negative value (CLI11 read -1 as 2^64 - 1: gen-trace ran forever).
-check negative_unsigned_option 2 "$K" calc layer-stream --ready 0 --transfer -1; expect_out negative_unsigned_msg '--transfer: expected a non-negative integer, got -1'
+check negative_unsigned_option 2 "$K" calc layer-stream --ready 0 --transfer -1; expect_out negative_unsigned_msg '--transfer: expected a non-negative decimal integer, got -1'
 check gen_trace_events_bound 2 timeout 10 "$K" gen-trace --events -1 -o "$T/never.jsonl"
 # Nothing to validate is not a pass; a .jsonl whose first line is not JSON cannot be read (exit 2,
 # file:line:column), as for a .json file (both were exit 0 and exit 1 "no kind" before).

@@ -172,7 +172,8 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
               std::string(ErrorCodeName(v.code)) + " at '" + Printable(v.pointer) +
               "': " + Printable(v.message) + "\n";
     if (o.omitted != 0)
-      body += std::to_string(o.omitted) + " more violations not listed (--max-violations)\n";
+      body += std::to_string(o.omitted) + " more violations not listed (--max-violations " +
+              std::to_string(o.violations.size()) + ")\n";  // the listed ones are the limit
     if (!o.error.ok()) {
       out += "      <error message=\"" + XmlEscape(Printable(o.error.ToString())) + "\"/>\n";
     } else {
@@ -215,16 +216,23 @@ StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s) {
 }
 
 void RejectNegativeUnsigned(CLI::App& app) {
+  // Decimal digits only, within 64 bits: CLI11 alone read "010" as octal and "0x10" as hex, and
+  // took "" and numbers beyond 2^64 - 1 (probe 28). Leading zeros are dropped ("010" is 10).
   const CLI::Validator non_negative(
       [](std::string& value) -> std::string {
-        const size_t first = value.find_first_not_of(" \t");
-        if (first != std::string::npos && value[first] == '-')
-          return "expected a non-negative integer, got " + value;
+        if (value.empty()) return "expected a non-negative decimal integer, got an empty value";
+        if (value.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a non-negative decimal integer, got " + value;
+        const size_t first = value.find_first_not_of('0');
+        value = first == std::string::npos ? "0" : value.substr(first);
+        constexpr std::string_view kMax = "18446744073709551615";
+        if (value.size() > kMax.size() || (value.size() == kMax.size() && value > kMax))
+          return "expected at most " + std::string(kMax) + ", got " + value;
         return std::string();
       },
       "", "NON_NEGATIVE");
   for (CLI::Option* o : app.get_options())
-    if (o->get_type_name().rfind("UINT", 0) == 0) o->check(non_negative);
+    if (o->get_type_name().rfind("UINT", 0) == 0) o->transform(non_negative);  // (may rewrite)
   for (CLI::App* sub : app.get_subcommands({})) RejectNegativeUnsigned(*sub);
 }
 
