@@ -185,8 +185,11 @@ void RunModelCheck(uint64_t seed) {
         ASSERT_EQ(copy == a, ma.count(k) == 0);
         break;
       }
-      case 15: {  // reserve keeps everything in place
+      case 15: {  // reserve keeps everything in place; a prefetch hint (of a key present or
+                  // not) changes nothing
         a.reserve(a.size() + rng() % 64);
+        a.Prefetch(k);
+        b.Prefetch(k);
         break;
       }
     }
