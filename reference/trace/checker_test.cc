@@ -651,6 +651,19 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
   EXPECT_FALSE(KeyEquals("lAyer", "layer"));
 }
 
+// Regression (probe 29 finding 05): another request starting an operation id an aborted
+// operation of request A holds was LIFECYCLE_RETRY_CONFLICT naming the purpose (decode vs
+// prefill), not the handle and interval that differ.
+TEST(TraceCheckerTest, RegressionAnotherRequestsReuseOfAnOperationIdNamesTheHandle) {
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "probe29_another_requests_reuse_of_an_aborted_operation_id_named_the_purpose.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("handle 'B'"), std::string::npos) << v[0].message;
+  EXPECT_EQ(v[0].message.find("purpose"), std::string::npos) << v[0].message;
+}
+
 // Regression (probe 28 finding 06): a second header line (two traces concatenated) raised one
 // INPUT_FIELD_MISSING per envelope member it lacks and one INPUT_FIELD_UNKNOWN per header member.
 TEST(TraceCheckerTest, RegressionASecondHeaderLineRaisesOneCode) {
@@ -3195,6 +3208,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // generation, passed (a failure record labelled so was the ABA case).
       {"probe29_a_receipt_labelled_with_the_reallocated_generation_passed",
        {"TRACE_HANDLE_GENERATION_MISMATCH"}},
+      // Another request starting an aborted operation's id within the receipt window: the code
+      // was right, but the message named the purpose (the test below checks it).
+      {"probe29_another_requests_reuse_of_an_aborted_operation_id_named_the_purpose",
+       {"LIFECYCLE_RETRY_CONFLICT"}},
       // A refused truncate, finish, release, cancel_request or fork of a request never created
       // naming a base passed (a refused read naming one did not): each line raises the code.
       {"probe27_a_refused_operation_of_a_request_never_created_named_a_base",

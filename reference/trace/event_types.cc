@@ -387,7 +387,11 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     // - drafts, an accepted count or a reused draft row it states are the original's (since
     //   2026-12-03: before, a verification retried with other drafts or another accepted count
     //   passed, and the original's were kept).
+    // (Another request's operation is not this request's original: the lifecycle object's
+    // fingerprint conflict names the handle and interval that differ; probe 29: the message
+    // named the purpose.)
     const TraceChecker::Op* op = c.FindOp(r.txn_id);
+    if (op && !SameBytes(op->request_id, *e.request_id)) op = nullptr;
     const frontier::AppendCall* orig = op ? &op->call
                                        : req->last_published_op == r.txn_id
                                            ? &req->last_published_call
