@@ -400,6 +400,9 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
   // A plan of no chunks (a zero-byte warm handoff, M5.6 0x06) moves nothing: it validates
   // straight from RESERVED.
   const bool nothing_to_move = plan_.chunks.empty() && state_ == TxnState::kReserved;
+  // After an abort every completion is a late one, a validation as a publication (probe 31: it
+  // was HANDOFF_TXN_TRANSITION_INVALID).
+  KVC_RETURN_IF_ERROR(RejectIfFenced("validation"));
   if (state_ != TxnState::kTransferring && !nothing_to_move)
     return Breach(
         ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
@@ -444,7 +447,22 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
 }
 
 StatusOr<PublishedHandle> TransferTxn::Publish() {
-  if (state_ == TxnState::kPublished && published_) return *published_;  // idempotent
+  if (state_ == TxnState::kPublished && published_) {
+    // A retry returns the original handle (M5.6 0x06D: publication "may be retried
+    // idempotently; it must not create two owners or replace a newer generation"), also after
+    // the decode side released it (it publishes nothing more), but not once a newer generation
+    // superseded it: that retry is refused (since 2026-12-05, probe 31: it returned the handle,
+    // so a refused retry was TRACE_OUTCOME_INVALID and a successful one passed).
+    const std::optional<uint64_t> current =
+        directory_->CurrentGeneration(plan_.identity.request_id);
+    if (current && *current != plan_.identity.generation)
+      return Breach(ErrorCode::HANDOFF_STALE_GENERATION,
+                    "re-publication of transfer " + plan_.transfer_id + " under generation " +
+                        std::to_string(plan_.identity.generation) + ": generation " +
+                        std::to_string(*current) + " of request " + plan_.identity.request_id +
+                        " superseded it");
+    return *published_;  // idempotent
+  }
   if (state_ != TxnState::kValidated) {
     if (state_ == TxnState::kAborted) return RejectIfFenced("publication");
     return Breach(ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE,

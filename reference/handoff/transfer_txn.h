@@ -125,7 +125,9 @@ class TransferTxn {
   Status Validate(const TransferIdentity& expected, std::string_view expected_abi_sha256);
   // VALIDATED -> PUBLISHED through the directory: the generation fence, then the M5.1
   // all-layer compare-and-publish. A stale generation aborts the txn (blocks released,
-  // staged rows dropped) and returns HANDOFF_STALE_GENERATION.
+  // staged rows dropped) and returns HANDOFF_STALE_GENERATION. A retry once PUBLISHED returns
+  // the same handle (also after the decode side released it), or HANDOFF_STALE_GENERATION
+  // once a newer generation superseded it (no state change).
   StatusOr<PublishedHandle> Publish();
   // Decode may start only from the published handle of this transaction.
   Status AdmitDecode(const PublishedHandle& handle);

@@ -854,6 +854,13 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"probe15_refused_reservation_supersedes_publication", {}},
       {"probe15_superseded_attempt_handle_accepted_as_visible_prefix",
        {"LIFECYCLE_UNKNOWN_HANDLE"}},
+      // Probe 31: a retried publication of generation 6 after generation 7 published returned
+      // the old handle, so its refusal was TRACE_OUTCOME_INVALID and its success passed; a
+      // validation after abort was a transition error, not a late completion.
+      {"probe31_a_refused_republication_of_a_superseded_generation_was_outcome_invalid", {}},
+      {"probe31_a_republication_of_a_superseded_generation_passed", {"HANDOFF_STALE_GENERATION"}},
+      {"probe31_a_validation_after_abort_was_a_transition_error_not_a_late_completion",
+       {"HANDOFF_LATE_COMPLETION"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
