@@ -71,7 +71,7 @@ KNOWN_SILENT = {
     (L + "doc_example_two_requests.jsonl", 30, "payload.token+1"): LAST_TOKEN,
     (L + "cancel_before_first_output.jsonl", 2, "payload.prompt_length+1"): UNREACHED_PROMPT,
     (L + "doc_example_two_requests.jsonl", 11, "payload.prompt_length+1"): UNREACHED_PROMPT,
-    (L + "synthetic_lifecycle.jsonl", 35, "payload.prompt_length+1"): UNREACHED_PROMPT,
+    (L + "synthetic_lifecycle.jsonl", 36, "payload.prompt_length+1"): UNREACHED_PROMPT,
     (L + "doc_example_two_requests.jsonl", 13, "payload.layer+1"): NEVER_PUBLISHED,
     (L + "doc_example_two_requests.jsonl", 16, "payload.layer+1"): NEVER_PUBLISHED,
     (L + "synthetic_lifecycle.jsonl", 25, "payload.layer+1"): NEVER_PUBLISHED,
@@ -84,7 +84,7 @@ KNOWN_SILENT = {
         "the key defaults to the operation id, and txn-lose is never retried",
     (L + "synthetic_lifecycle.jsonl", 14, "payload.input_token:del"):
         "a retry may leave out its claims (the token is compared where the retry states one)",
-    (L + "synthetic_lifecycle.jsonl", 38, "payload.committed_length+1"):
+    (L + "synthetic_lifecycle.jsonl", 39, "payload.committed_length+1"):
         "a refused read (of a released handle) observes nothing; its length is not compared",
     (T + "transfer_protocol.jsonl", 47, "payload.generation+1"):
         "a refused decode admission (before publication) is refused for any generation",
@@ -109,12 +109,13 @@ KNOWN_SILENT.update({
     (L + "synthetic_lifecycle.jsonl", 18, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 27, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 28, "operation_id:other"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 37, "operation_id:other"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 37, "handle_generation+1"): REFUSED_EITHER_WAY,
+    (L + "synthetic_lifecycle.jsonl", 38, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 38, "handle_generation+1"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 38, "request_id:other"): REFUSED_EITHER_WAY,
+    (L + "synthetic_lifecycle.jsonl", 39, "handle_generation+1"): REFUSED_EITHER_WAY,
+    (L + "synthetic_lifecycle.jsonl", 39, "request_id:other"): REFUSED_EITHER_WAY,
 })
-for _f, _line in ((L + "doc_example_two_requests.jsonl", 7), (L + "synthetic_lifecycle.jsonl", 36),
+for _f, _line in ((L + "doc_example_two_requests.jsonl", 7), (L + "synthetic_lifecycle.jsonl", 33),
+                  (L + "synthetic_lifecycle.jsonl", 37),
                   (O + "loop8_failure_retry_fork_release.jsonl", 7),
                   (O + "loop8_failure_retry_fork_release.jsonl", 17)):
     for _m in ("blocks", "slots", "used_slots"):
@@ -155,7 +156,8 @@ KNOWN_SILENT.update({
         "the key of txn-lose, which is never retried",
     (L + "synthetic_lifecycle.jsonl", 27, "payload.interval.0+1"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 27, "payload.interval.1+1"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 36, "payload.slot_ids.0+1"): NO_MODEL,
+    (L + "synthetic_lifecycle.jsonl", 33, "payload.slot_ids.0+1"): NO_MODEL,
+    (L + "synthetic_lifecycle.jsonl", 37, "payload.slot_ids.0+1"): NO_MODEL,
     (T + "transfer_protocol.jsonl", 13, "payload.chunk_id:x"):
         "a refused late completion of the superseded attempt is refused for any chunk",
 })

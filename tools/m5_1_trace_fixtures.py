@@ -321,13 +321,21 @@ def synthetic_lifecycle():
     t.ev("b_late_stage", E, "append_stage_layer", {"layer": 1, "interval": [5, 6]}, "B", 0,
          op="b-txn", outcome="rejected")
     t.ev("b_late_pub", E, "append_publish", {}, "B", 0, op="b-txn", base=0, outcome="rejected")
-    # 5. A prepared parent append; finish (generation 3) and release (generation 4) win; slot 17
-    # is observed under J; the delayed publication fails on generation, not address.
+    # 5. A prepared parent append; finish (generation 3) and release (generation 4) win; slot 17,
+    # observed under H at generation 2, is observed under J; the delayed publication fails on
+    # generation, not address. (The trace's snapshot numbers are 0x07 versions: finish keeps
+    # version 2 and release makes 3; generations 3 and 4 are KvObject's, kv_object_test.cc.)
     t.ev(None, E, "output_emit", {"output_index": 1, "token": 102}, H, 0, base=2)
     t.ev("x_start", E, "append_start", append_payload(5, 6, "decode", input_token=102), H, 0,
          op="x-delayed", base=2)
     t.ev(None, E, "append_stage_layer", {"layer": 0, "interval": [5, 6]}, H, 0, op="x-delayed")
     t.ev(None, E, "append_stage_layer", {"layer": 1, "interval": [5, 6]}, H, 0, op="x-delayed")
+    # The allocator shows H at generation 2 (observed after the generation-2 receipt) holding
+    # slot 17, the address x-delayed writes into, so that J's slot 17 below is the seed's A-B-A
+    # shape, not just a late publication (probe 30: the trace never showed H at slot 17).
+    t.ev("slot17_h", "alloc-0", "allocator_observation",
+         {"caused_by_event_id": t.lines[t.idx("win_replay")]["event_id"], "blocks": 1, "slots": 8,
+          "used_slots": 5, "slot_ids": [17]}, H, 0)
     t.ev("finish_h", E, "finish", {"committed_length": 5, "emitted_outputs": 2}, H, 0, base=2,
          result=2)
     t.ev("release_h", E, "release", {"committed_length": 0, "result_handle_generation": 1}, H, 0,
