@@ -2091,6 +2091,14 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         !(h->current.phase == lifecycle::Phase::kReleased &&
           h->current.incarnation == *e.handle_generation + 1) &&
         !IsRetryOfKeptReceipt(e)) {
+      // Reported refused, an event aimed at an earlier incarnation that existed is the stale
+      // completion the fence rejects (M5.1 0x07: "reject it with the generation fence"): it
+      // conforms and is not replayed (since 2026-12-05, probe 30: the truthful label was
+      // TRACE_HANDLE_GENERATION_MISMATCH, while the same refusal relabelled with the live
+      // generation passed).
+      if (KeyEquals(e.outcome, "rejected") && *e.handle_generation < h->current.incarnation &&
+          !(req && *e.handle_generation < req->first_generation))
+        return;
       Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
                  " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +

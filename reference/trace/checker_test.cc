@@ -3193,6 +3193,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // TRACE_SNAPSHOT_MISMATCH (the claim equalled the product modulo 2^64).
       {"probe28_pending_payload_bytes_beyond_64_bits_was_a_snapshot_mismatch",
        {"INPUT_ARITHMETIC_OVERFLOW"}},
+      // Probe 30: after H was released and allocated again, the delayed publication of the
+      // earlier incarnation, refused and labelled with its true generation 0, was
+      // TRACE_HANDLE_GENERATION_MISMATCH (relabelled with the live generation it passed).
+      {"probe30_a_refused_stale_completion_with_its_true_generation_after_reallocation_failed", {}},
       // Probe 29. After the id was allocated again, a refused publication of the earlier
       // incarnation's operation (labelled with the new generation) had its base compared with the
       // new incarnation's versions: the base it read failed, another passed.
