@@ -1401,12 +1401,16 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     if (a->clean() && abi.num_layers == 0)
       Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/num_layers",
              "a cache ABI has at least one cache-producing layer");
-    // B_token = L * H_kv * d_h * (b_K + b_V) (M5.1 0x02) has no zero factor.
-    const bool bytes_ok = !a->clean() || bytes_per_token_ != 0;
+    // B_token = L * H_kv * d_h * (b_K + b_V) (M5.1 0x02) has no zero factor, and each of the
+    // L cache-producing layers stores at least one byte of a token (probe 30: 1 byte for 2
+    // layers passed; a sub-byte dtype still stores H_kv * d_h * (b_K + b_V) >= 1 per layer).
+    const bool bytes_ok = !a->clean() || abi.num_layers == 0 || bytes_per_token_ >= abi.num_layers;
     if (!bytes_ok)
       Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/bytes_per_token",
-             "a committed token has at least one byte of K/V (B_token = L * H_kv * d_h * "
-             "(b_K + b_V))");
+             "bytes_per_token " + std::to_string(bytes_per_token_) + " is below num_layers " +
+                 std::to_string(abi.num_layers) +
+                 ": every cache-producing layer stores at least one byte of K/V per token "
+                 "(B_token = L * H_kv * d_h * (b_K + b_V))");
     a->RejectUnknown();
     abi_ok = a->clean() && bytes_ok;
   }

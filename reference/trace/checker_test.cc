@@ -2986,6 +2986,16 @@ TEST(TraceCheckerTest, RegressionZeroBytesPerTokenIsOutOfRange) {
       "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
   EXPECT_EQ(v[0].pointer, "/0/cache_abi/bytes_per_token");
+  // Nor is it below L: each layer stores at least a byte of a token (probe 30: 1 B for 2 layers
+  // passed). L bytes is the least (a sub-byte dtype on one head of one dimension).
+  auto with = [](int layers, int bytes) {
+    return Mutate(Mutate(kHeader, R"("num_layers":1)", R"("num_layers":)" + std::to_string(layers)),
+                  R"("bytes_per_token":8)", R"("bytes_per_token":)" + std::to_string(bytes)) +
+           "\n";
+  };
+  EXPECT_EQ(Codes(with(2, 1)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  EXPECT_EQ(Codes(with(2, 2)), std::vector<std::string>{});
+  EXPECT_EQ(Codes(with(32, 31)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
 }
 
 // M5.1 0x07: residency "may include copies or omit non-resident logical payload" and planes are
