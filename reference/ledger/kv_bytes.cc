@@ -55,6 +55,7 @@ StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<con
 
 std::optional<uint64_t> DtypeBytes(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
+  if (name == "float64" || name == "double" || name == "fp64" || name == "F64") return 8;
   if (name == "float32" || name == "float" || name == "fp32" || name == "F32") return 4;
   if (name == "float16" || name == "half" || name == "fp16" || name == "F16") return 2;
   if (name == "bfloat16" || name == "bf16" || name == "BF16") return 2;

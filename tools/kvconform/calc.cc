@@ -143,7 +143,10 @@ void AddCalcCommand(CLI::App& app) {
   CLI::Option* hf =
       k->add_option("--hf-config", kv->hf_config, "read geometry from a Hugging Face config.json");
   for (CLI::Option* g : geometry) hf->excludes(g);
-  k->add_option("--dtype", kv->dtype, "K/V dtype when config.json has none (e.g. bfloat16)");
+  k->add_option("--dtype", kv->dtype,
+                "with --hf-config: the K/V scalar dtype (e.g. bfloat16, fp8), in place of the "
+                "config's torch_dtype (required when it has none); a scale per tensor is not "
+                "counted");
   k->add_option("--format", kv->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   k->callback([kv] { RunKvBytes(*kv); });
 
