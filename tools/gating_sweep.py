@@ -180,8 +180,10 @@ for _f, _line, _gen in (("superseded_attempt_late_publish.jsonl", 42, True),
                         ("transfer_protocol.jsonl", 3, False)):
     for _i in range(8):
         KNOWN_SILENT[(T + _f, _line, f"payload.chunks.{_i}.chunk_id:x")] = UNSENT
-    for _m in ("attempt+1", "destination_worker_epoch+1", "source_worker_epoch+1",
-               "reservation_id:x", "tenant:x") + (("generation+1",) if _gen else ()):
+    # (Not the tenant, nor the first attempt's number: the request's other attempt is compared
+    # with them, since 2026-12-05.)
+    for _m in ("destination_worker_epoch+1", "source_worker_epoch+1", "reservation_id:x") + (
+            ("generation+1", "attempt+1") if _gen else ()):
         KNOWN_SILENT[(T + _f, _line, "payload.identity." + _m)] = UNSENT
 for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
            "frontier/speculative_frontier_verify", "lifecycle/cancel_before_first_output",

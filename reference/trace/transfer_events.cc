@@ -48,6 +48,12 @@ struct Destination {
   // The same for blocks: false once a transfer that may hold blocks here (unpublished or
   // decode-owned) is no longer followed; a reservation the runtime refuses is then not judged.
   bool pool_known = true;
+  // The highest destination_worker_epoch a validation at this worker accepted, and its line:
+  // a worker epoch only advances (M5.6 0x01A: a stale completion "can have a valid checksum and
+  // still fail the ... worker-epoch fence"), so a later validation expecting an older epoch is
+  // refused (probe 24: epoch 19, then 18, passed).
+  std::optional<uint64_t> validated_epoch;
+  uint32_t validated_epoch_line = 0;
 };
 
 // One planned transfer. What it keeps once finished (PUBLISHED or ABORTED: TransferState::
@@ -722,6 +728,40 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     GateTransfer(c, plan.transfer_id);
     return;
   }
+  // The immutable part of the identity fence across the request's attempts (M5.6 0x01A: the
+  // fence is (tenant, request, generation, attempt, source epoch, destination epoch,
+  // reservation), and request identity cannot change): the tenant is every kept attempt's,
+  // attempts are numbered upward, and a live attempt's reservation is its own (probe 31: a
+  // changed tenant, an attempt numbered below the last and two live attempts under one
+  // reservation passed).
+  if (auto k = s.kept_per_request.find(*req); k != s.kept_per_request.end()) {
+    for (const std::string& other_id : k->second) {
+      auto o = s.transfers.find(other_id);
+      if (o == s.transfers.end() || !o->second.txn) continue;
+      const handoff::TransferIdentity& was = o->second.txn->plan().identity;
+      const TxnState st = o->second.txn->state();
+      const bool live = st != TxnState::kPublished && st != TxnState::kAborted;
+      std::string field, why;
+      if (was.tenant != plan.identity.tenant) {
+        field = "tenant";
+        why = "tenant \"" + plan.identity.tenant + "\"; its attempt " + U(was.attempt) +
+              " was of tenant \"" + was.tenant + "\" (a request's identity does not change)";
+      } else if (plan.identity.attempt <= was.attempt) {
+        field = "attempt";
+        why = "attempt " + U(plan.identity.attempt) + "; transfer \"" + other_id +
+              "\" was already attempt " + U(was.attempt) + " (attempts are numbered upward)";
+      } else if (live && was.reservation_id == plan.identity.reservation_id) {
+        field = "reservation_id";
+        why = "reservation \"" + plan.identity.reservation_id + "\", which live transfer \"" +
+              other_id + "\" holds (each attempt reserves under its own id)";
+      }
+      if (field.empty()) continue;
+      c.Report(ErrorCode::HANDOFF_IDENTITY_MISMATCH, c.LinePtr() + "/payload/identity/" + field,
+               "transfer_plan of request \"" + *req + "\" names " + why + " (transfer \"" +
+                   other_id + "\" was planned at line " + U(o->second.plan_line) + ")");
+      return drop();
+    }
+  }
   if (!plan.visible_prefix_handle.empty() &&
       IsNameGated(c, kPrefixGate, plan.visible_prefix_handle))
     return drop();  // the prefix it extends was dropped and reported
@@ -876,7 +916,24 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   Transfer* t = FindTransfer(c, s, e);
   // The destination expects the trace's cache ABI (header cache_abi.id).
   if (!t) return;
-  const Status st = t->txn->Validate(expected, c.kv().abi().id);
+  // The destination worker's epoch only advances: a validation expecting an older epoch than
+  // one this worker validated under is refused (probe 24 S2), before the transaction is asked
+  // (which would move it to VALIDATED).
+  Destination& dest = *s.destinations.at(t->destination);
+  const Status st =
+      dest.validated_epoch && expected.destination_worker_epoch < *dest.validated_epoch
+          ? ViolationStatus(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
+                            "transfer " + std::string(*e.operation_id) + " validated under epoch " +
+                                U(expected.destination_worker_epoch) + " of destination \"" +
+                                t->destination + "\", which validated under epoch " +
+                                U(*dest.validated_epoch) + " at line " +
+                                U(dest.validated_epoch_line) + " (a worker epoch only advances)")
+          : t->txn->Validate(expected, c.kv().abi().id);
+  if (st.ok() && !KeyEquals(e.outcome, "rejected") &&
+      (!dest.validated_epoch || expected.destination_worker_epoch > *dest.validated_epoch)) {
+    dest.validated_epoch = expected.destination_worker_epoch;
+    dest.validated_epoch_line = e.line;
+  }
   // Where the refused fact came from: the receive whose bytes differ, or the two ABI claims.
   std::string context;
   if (st.error() == ErrorCode::HANDOFF_CHECKSUM_MISMATCH) {

@@ -505,9 +505,10 @@ TEST(TransferEventsTest, RegressionReadinessInSlicesCoversAChunkTogether) {
 // The transfer_plan of `transfer` moving `request` (generation 1): one chunk c0 of layer 0
 // tokens [0, tokens).
 void PlanTransfer(TwoSourceTrace& trace, const std::string& request, int tokens,
-                  const std::string& transfer) {
+                  const std::string& transfer, int attempt = 1) {
   const std::string identity = R"({"tenant":"t","request_id":")" + request +
-                               R"(","generation":1,"attempt":1,"source_worker_epoch":1,)"
+                               R"(","generation":1,"attempt":)" + std::to_string(attempt) +
+                               R"(,"source_worker_epoch":1,)"
                                R"("destination_worker_epoch":1,"reservation_id":"res"})";
   const std::string n = std::to_string(tokens);
   trace.ev("P", transfer, "transfer_plan",
@@ -861,6 +862,14 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"probe31_a_republication_of_a_superseded_generation_passed", {"HANDOFF_STALE_GENERATION"}},
       {"probe31_a_validation_after_abort_was_a_transition_error_not_a_late_completion",
        {"HANDOFF_LATE_COMPLETION"}},
+      // The identity fence across a request's attempts (M5.6 0x01A): a changed tenant, an
+      // attempt numbered below the last, two live attempts under one reservation (probe 31),
+      // and a destination worker whose epoch went from 19 back to 18 between validations
+      // (probe 24 S2) all passed.
+      {"probe31_a_tenant_changed_between_attempts_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"probe31_an_attempt_numbered_below_the_last_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"probe31_two_live_attempts_under_one_reservation_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"probe24_a_destination_worker_epoch_going_backwards_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
@@ -964,7 +973,7 @@ TEST(TransferEventsTest, RegressionLateEventsOfAForgottenTransferNameAnUnknownTr
     trace.ev("D", "xB", "chunk_receive",
              R"("payload":{"chunk_id":"c0","checksum":")" + std::string(64, 'c') + R"("})");
     // Another attempt of B under B's generation 1: the runtime refuses its reservation.
-    PlanTransfer(trace, "B", 4, "xB2");
+    PlanTransfer(trace, "B", 4, "xB2", /*attempt=*/2);
     trace.ev("D", "xB2", "transfer_reserve", R"("outcome":"rejected","payload":{})");
     trace.ev("P", "xB2", "transfer_abort", R"("payload":{"reason":"stale"})");
     TraceChecker c("t.jsonl", opt);
