@@ -508,7 +508,7 @@ bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view co
 }
 
 // The credit window's in-flight bytes a runtime may report after a chunk event.
-void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
+void CheckInFlight(TraceChecker& c, const Event& e, Destination& d,
                    std::optional<uint64_t> observed, uint64_t chunk_bytes) {
   if (!observed || !d.window_known || *observed == d.credits.in_flight()) return;
   const bool early = KeyEquals(e.event_type, "chunk_receive") && d.credits.in_flight() >= chunk_bytes &&
@@ -522,6 +522,9 @@ void CheckInFlight(TraceChecker& c, const Event& e, const Destination& d,
                        " B were returned at receive; credit returns at DEVICE_VISIBLE)"
                  : ""));
   GateTransfer(c, *e.operation_id);
+  // The claim shows the runtime's window is not the replay's, whatever the transfer still holds
+  // (probe 31: after its last chunk, the next transfer's claim raised the same difference).
+  d.window_known = false;
 }
 
 void ReadIdentity(ObjReader& r, TransferIdentity* id) {
@@ -964,7 +967,13 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
   auto h = t->txn->Publish();
-  if (!Judge(c, e, h.status())) return;
+  if (!Judge(c, e, h.status())) {
+    // A publication the runtime reports done that the replay refused (and aborted, returning its
+    // blocks): the runtime's pool holds them decode-owned, so the pool is no longer judged
+    // (probe 31: another request's correct refusal of a reservation was TRACE_OUTCOME_INVALID).
+    if (!h.ok() && !KeyEquals(e.outcome, "rejected")) LosePool(s, t->destination);
+    return;
+  }
   if (!t->summary.published_ns) t->summary.published_ns = e.monotonic_ns;
   t->summary.published_committed_length = h->cache_snapshot.committed_length;
   if (handle_id && *handle_id != h->cache_handle_id)

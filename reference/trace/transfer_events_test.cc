@@ -870,6 +870,13 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"probe31_an_attempt_numbered_below_the_last_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe31_two_live_attempts_under_one_reservation_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe24_a_destination_worker_epoch_going_backwards_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      // A stale publication reported done (its blocks decode-owned in the runtime's pool, freed
+      // by the replay's abort), and a wrong in_flight_bytes claim at a transfer's last visible
+      // chunk, each raised a second code at another transfer of the destination (probe 31).
+      {"probe31_a_stale_publication_reported_done_left_the_pool_judged",
+       {"HANDOFF_STALE_GENERATION"}},
+      {"probe31_an_in_flight_claim_at_the_last_visible_chunk_left_the_window_judged",
+       {"TRACE_OBSERVATION_INCONSISTENT"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
