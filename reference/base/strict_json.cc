@@ -116,7 +116,8 @@ class Parser {
       size_t key_pos = pos_;
       std::string key;
       if (!ParseString(key)) return false;
-      if (!seen.insert(key).second) {
+      const bool repeated = !seen.insert(key).second;
+      if (repeated && !limits_.first_of_duplicates) {
         pos_ = key_pos;
         return FailB("duplicate key \"" + key + "\" in object at '" + ptr + "'");
       }
@@ -129,9 +130,13 @@ class Parser {
       ptr += '/';
       ptr += JsonPointerEscape(key);
       Json child;
-      if (!ParseValue(child, ptr, depth)) return false;
+      const bool record = record_;
+      record_ = record_ && !repeated;  // the first value's locations stand too
+      const bool ok = ParseValue(child, ptr, depth);
+      record_ = record;
+      if (!ok) return false;
       ptr.resize(old);
-      v[key] = std::move(child);
+      if (!repeated) v[key] = std::move(child);
       SkipWs();
       if (pos_ >= s_.size()) return FailB("unexpected end of input; expected ',' or '}'");
       if (s_[pos_] == ',') { ++pos_; continue; }

@@ -27,6 +27,10 @@ using Json = nlohmann::json;
 struct JsonLimits {
   size_t max_depth = 128;            // arrays + objects nested
   size_t max_bytes = 256u << 20;     // whole document
+  // A repeated key is an error unless this is set: then the first value stands (the repeated
+  // ones are read, for syntax, and dropped). For a reader that reports something else about a
+  // document another reader refused (the trace checker's unreadable-line path).
+  bool first_of_duplicates = false;
 };
 
 struct SourcePos {

@@ -487,6 +487,10 @@ class TraceChecker {
   // `tombstone_generation`): forgets the receipts of the request released receipt_window
   // releases ago and the whole request released released_window releases ago.
   void NoteReleased(const std::string& request_id, uint64_t tombstone_generation);
+  // False when `request_id` is certainly not a request whose tombstone the released window has
+  // forgotten (a Bloom filter of the forgotten ids, constant memory: true may be a false
+  // positive, so a rule for "never created" must not judge on true).
+  bool MayBeForgotten(std::string_view request_id) const;
   // Reports a line simdjson refused with the strict reader's column and reason (a number
   // beyond 64 bits: INPUT_VALUE_OUT_OF_RANGE at its member); false when it adds nothing.
   // `too_deep`: simdjson refused it for nesting beyond its depth limit.
@@ -601,6 +605,9 @@ class TraceChecker {
   uint64_t fast_payloads_ = 0;
   // The last released_window releases, oldest first: request id and tombstone generation.
   std::deque<std::pair<std::string, uint64_t>> released_;
+  // MayBeForgotten's filter: 2^20 bits, two per forgotten id (LineHash); empty until the first
+  // tombstone is forgotten.
+  std::vector<uint64_t> forgotten_bloom_;
   Violations violations_;
   uint64_t omitted_ = 0;
   bool replay_violated_ = false;  // a violation at an event line (line > 1), kept or not

@@ -651,6 +651,44 @@ TEST(TraceCheckerTest, SameBytesAndKeyEqualsAgreeWithStringViewEquality) {
   EXPECT_FALSE(KeyEquals("lAyer", "layer"));
 }
 
+// Regression (probe 32): after a request's tombstone was forgotten (the released window), a
+// refused operation naming a base it had reached was judged as one of a request never created.
+// Such an id is not judged (MayBeForgotten); an id never seen still is.
+TEST(TraceCheckerTest, RegressionARefusalOfAForgottenRequestIsNotJudgedAsNeverCreated) {
+  CheckerOptions opt;
+  opt.released_window = 1;
+  opt.receipt_window = 1;
+  auto life = [](int seq, const std::string& id) {
+    const std::string r = R"("request_id":")" + id + R"(","handle_generation":0,)";
+    return Ev(seq, "request_allocate", r + R"("payload":{"prompt_length":2})") + "\n" +
+           Ev(seq + 1, "cancel_request", r + R"("base_snapshot":0,"payload":{})") + "\n" +
+           Ev(seq + 2, "release", r + R"("payload":{"result_handle_generation":1})") + "\n";
+  };
+  auto refused_fork = [](int seq, const std::string& id) {
+    return Ev(seq, "fork",
+              R"("request_id":")" + id +
+                  R"(","handle_generation":1,"base_snapshot":1,)"
+                  R"("outcome":"rejected","payload":{"prefix_length":0,"children":[{"request_id":")" +
+                  id + R"(c"}]})") +
+           "\n";
+  };
+  auto check = [&](const std::string& text) {
+    TraceChecker c("t.jsonl", opt);
+    uint32_t n = 0;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t end = text.find('\n', at);
+      c.Feed(text.substr(at, end - at), ++n);
+      at = end + 1;
+    }
+    return test::CodeNames(c.Finish(false));
+  };
+  const std::string forgotten = std::string(kHeader) + "\n" + life(0, "A") + life(3, "B");
+  EXPECT_EQ(check(forgotten + refused_fork(6, "A")), std::vector<std::string>{});
+  EXPECT_EQ(check(forgotten + refused_fork(6, "Z")),
+            std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
+}
+
 // Regression (probe 29 finding 05): another request starting an operation id an aborted
 // operation of request A holds was LIFECYCLE_RETRY_CONFLICT naming the purpose (decode vs
 // prefill), not the handle and interval that differ.
@@ -3203,6 +3241,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // TRACE_SNAPSHOT_MISMATCH (the claim equalled the product modulo 2^64).
       {"probe28_pending_payload_bytes_beyond_64_bits_was_a_snapshot_mismatch",
        {"INPUT_ARITHMETIC_OVERFLOW"}},
+      // Probe 32: a bad byte on a line that also repeats a key, or nests deeper than 128
+      // levels, was "not JSON" at that, and the request cascaded; an event with an extra kind
+      // member was taken for a second header, and its request cascaded.
+      {"probe32_a_byte_not_utf8_beside_a_repeated_key_was_not_json", {"TRACE_LINE_MALFORMED"}},
+      {"probe32_a_byte_not_utf8_in_a_line_deeper_than_128_levels_was_not_json",
+       {"TRACE_LINE_MALFORMED"}},
+      {"probe32_an_event_with_a_kind_member_was_taken_for_a_header", {"INPUT_FIELD_UNKNOWN"}},
       // Probe 30: after H was released and allocated again, the delayed publication of the
       // earlier incarnation, refused and labelled with its true generation 0, was
       // TRACE_HANDLE_GENERATION_MISMATCH (relabelled with the live generation it passed).
