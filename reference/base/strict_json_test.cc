@@ -36,6 +36,20 @@ TEST(StrictJson, RejectsDuplicateKeysAtTheSecondOccurrence) {
   EXPECT_NE(e.find("in.json:2:2: duplicate key \"a\""), std::string::npos) << e;
 }
 
+// JsonLimits::first_of_duplicates: the first value stands, with its location; a repeated
+// value is still read for syntax.
+TEST(StrictJson, FirstOfDuplicatesKeepsTheFirstValue) {
+  JsonLimits limits;
+  limits.first_of_duplicates = true;
+  auto r = ParseJsonStrict("{\"a\": 1, \"b\": {\"c\": 2}, \"a\": [3]}", "in.json",
+                           /*record_locations=*/true, limits);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value["a"], 1);
+  EXPECT_EQ(r->value["b"]["c"], 2);
+  EXPECT_EQ(r->locations.at("/a").column, 7u);
+  EXPECT_FALSE(ParseJsonStrict("{\"a\": 1, \"a\": [3}", "in.json", false, limits).ok());
+}
+
 TEST(StrictJson, RejectsDeepNestingWithoutRecursingForever) {
   std::string deep(100000, '[');
   EXPECT_NE(ErrorOf(deep).find("nesting deeper than 128"), std::string::npos);
