@@ -1195,7 +1195,7 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
       line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::INPUT_VALUE_OUT_OF_RANGE;
   // In the header such a number leaves the whole header unusable, wherever it stands (probe
   // 28: the message said only "the line is not replayed").
-  const std::string kOnly64Bits =
+  const std::string only_64_bits =
       std::string(
           "every integer of the format is a uint64 (at most 18446744073709551615) or an "
           "int64 ") +
@@ -1253,7 +1253,7 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
     if (pass == kMaxPasses) {
       Report(out_of_range, LinePtr(),
              at + std::to_string(first_column) + ": more than " + std::to_string(kMaxPasses) +
-                 " numbers beyond 64 bits, the first at this column; " + kOnly64Bits);
+                 " numbers beyond 64 bits, the first at this column; " + only_64_bits);
       return true;
     }
     size_t end = column - 1;
@@ -1387,7 +1387,7 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
              (pos != parsed->locations.end()
                   ? std::to_string(original_column(pos->second.column)) + ":"
                   : "") +
-             " " + found + " is a number beyond 64 bits; " + kOnly64Bits);
+             " " + found + " is a number beyond 64 bits; " + only_64_bits);
   gate_request();
   return true;
 }
