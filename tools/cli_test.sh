@@ -85,6 +85,11 @@ check kvbytes_empty_option_value 2 "$K" calc kv-bytes $G4 --lengths= --copies 1
 expect_out kvbytes_empty_option_value_msg 'option --lengths= has an empty value; expected --lengths=VALUE or --lengths VALUE'
 # shellcheck disable=SC2086
 check kvbytes_empty_option_value_before_list 2 "$K" calc kv-bytes $G4 --lengths= 5,3
+# An option kvconform does not have, given an empty value, is reported as unknown (probe 25: as
+# an empty value of an option that does not exist).
+# shellcheck disable=SC2086
+check unknown_option_empty_value 2 "$K" calc kv-bytes $G4 --bogus=
+expect_out unknown_option_empty_value_msg 'not expected: --bogus='
 # shellcheck disable=SC2086
 check kvbytes_bad_length 2 "$K" calc kv-bytes $G4 --lengths 5,x
 expect_out kvbytes_bad_length_msg '--lengths element 2 "x" is not an unsigned integer'

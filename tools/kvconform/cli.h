@@ -74,7 +74,8 @@ void RejectNegativeUnsigned(CLI::App& app);
 // The first argument before a "--" separator that gives an option an empty value ("--lengths="),
 // or nullptr: CLI11 would take the next argument as that option's value, so its error (if any)
 // would name the wrong argument. main() refuses such a command line (exit 2) naming the option.
-const char* EmptyOptionValue(int argc, char** argv);
+// Only options of `app` (or of its subcommands) count: an unknown one is the parser's to report.
+const char* EmptyOptionValue(int argc, char** argv, const CLI::App& app);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
 

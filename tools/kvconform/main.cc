@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   // ends the process first, with the same line.
   mi_register_error(&OutOfMemoryHook, nullptr);
 #endif
-  if (const char* empty = kvc::cli::EmptyOptionValue(argc, argv)) {
+  if (const char* empty = kvc::cli::EmptyOptionValue(argc, argv, app)) {
     const std::string_view name(empty, std::strlen(empty) - 1);
     std::cerr << "kvconform: option " << empty << " has an empty value; expected " << name
               << "=VALUE or " << name << " VALUE\n";
