@@ -1827,6 +1827,16 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
         GateTransfer(*this, *operation_id);
     }
     if (request_id) Poison("request:" + *request_id);
+    // A request_id given more than once names any of its values: each is gated (probe 32: only
+    // the first was, and the other's later events raised codes of their own).
+    bool first_request = true;
+    for (dom::key_value_pair field : obj) {
+      if (field.key != "request_id") continue;
+      std::string_view other;
+      if (!first_request && field.value.get_string().get(other) == simdjson::SUCCESS)
+        Poison("request:" + std::string(other));
+      first_request = false;
+    }
     const dom::element* named = env.Get("request_id", false);
     GateOperationRequest(operation_id ? *operation_id : std::string_view(),
                          !request_id && named && !named->is_null());  // named, unreadable

@@ -3248,6 +3248,9 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe32_a_byte_not_utf8_in_a_line_deeper_than_128_levels_was_not_json",
        {"TRACE_LINE_MALFORMED"}},
       {"probe32_an_event_with_a_kind_member_was_taken_for_a_header", {"INPUT_FIELD_UNKNOWN"}},
+      // A request_id given twice with two values gated the first only: the second's request
+      // (whose cancel the dropped line may have been) raised LIFECYCLE_RELEASE_LIVE next.
+      {"probe32_a_request_id_given_twice_gated_only_its_first_value", {"TRACE_LINE_MALFORMED"}},
       // Probe 30: after H was released and allocated again, the delayed publication of the
       // earlier incarnation, refused and labelled with its true generation 0, was
       // TRACE_HANDLE_GENERATION_MISMATCH (relabelled with the live generation it passed).
