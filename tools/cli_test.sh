@@ -85,6 +85,12 @@ check kvbytes_empty_option_value 2 "$K" calc kv-bytes $G4 --lengths= --copies 1
 expect_out kvbytes_empty_option_value_msg 'option --lengths= has an empty value; expected --lengths=VALUE or --lengths VALUE'
 # shellcheck disable=SC2086
 check kvbytes_empty_option_value_before_list 2 "$K" calc kv-bytes $G4 --lengths= 5,3
+# An invalid fixture whose patched document conforms fails its case; the text line says so, not
+# "OK" (probe 33: only the JSON report did). Its exit code is validate's: 0, the document conforms.
+printf '{"kind": "kvconform.invalid_fixture/1", "case": "t/accepted", "description": "d", "seed_ref": "M5.1 0x02", "base": "%s", "patch": [{"op": "replace", "path": "/description", "value": "x"}], "expected_code": "LEDGER_EXPECTED_DRIFT"}\n' \
+  "$PWD/fixtures/m5_1/ledger/two_request_trajectory.json" >"$T/accepted_invalid.json"
+check invalid_fixture_accepted 0 "$K" validate "$T/accepted_invalid.json"
+expect_out invalid_fixture_accepted_msg 'invalid fixture, expects LEDGER_EXPECTED_DRIFT -> expected LEDGER_EXPECTED_DRIFT but the mutated document was accepted'
 # An option kvconform does not have, given an empty value, is reported as unknown (probe 25: as
 # an empty value of an option that does not exist).
 # shellcheck disable=SC2086
