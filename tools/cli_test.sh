@@ -91,6 +91,13 @@ printf '{"kind": "kvconform.invalid_fixture/1", "case": "t/accepted", "descripti
   "$PWD/fixtures/m5_1/ledger/two_request_trajectory.json" >"$T/accepted_invalid.json"
 check invalid_fixture_accepted 0 "$K" validate "$T/accepted_invalid.json"
 expect_out invalid_fixture_accepted_msg 'invalid fixture, expects LEDGER_EXPECTED_DRIFT -> expected LEDGER_EXPECTED_DRIFT but the mutated document was accepted'
+# A service metric beyond 64 bits (the byte-time of a Llama-8B-like request held 40 s in ns) is
+# input the calculator cannot compute: exit 2, as for the other calculators (probe 33: exit 1).
+cat >"$T/bytetime_overflow.json" <<'JSONEOF'
+{"kind": "kvconform.service_trace/1", "cache_abi": {"cache_family": "full_kv", "num_cache_layers": 32, "kv_heads_per_rank": 8, "head_dim": 128, "key_bytes_per_scalar": 2, "value_bytes_per_scalar": 2}, "cache_abi_sha256": "a9a25234f20e5466ba6a36e7eeea9df346db65ec8bc8ac8e1b60ec4b98c60e5b", "bytes_per_token": 131072, "time_unit": "ns", "window": 41000000000, "slo": {"ttft_limit": 2000000000, "tbt_limit": 100000000}, "tpot_convention": "mean_inter_output_gap_undefined_for_one_output", "requests": [{"request_id": "R", "handle_generation": 1, "prompt_tokens": 4096, "outputs": ["y0"]}], "events": [{"t": 0, "request": "R", "op": "arrive"}, {"t": 0, "request": "R", "op": "prefill_begin", "rows": 4096}, {"t": 0, "request": "R", "op": "prefill_publish", "rows": 4096}, {"t": 1000000000, "request": "R", "op": "emit", "output_index": 0, "token": "y0"}, {"t": 1000000000, "request": "R", "op": "finish"}, {"t": 41000000000, "request": "R", "op": "release"}]}
+JSONEOF
+check service_metrics_overflow 2 "$K" calc service-metrics "$T/bytetime_overflow.json"
+expect_out service_metrics_overflow_msg 'logical KV byte-time overflows 64 bits'
 # An option kvconform does not have, given an empty value, is reported as unknown (probe 25: as
 # an empty value of an option that does not exist).
 # shellcheck disable=SC2086

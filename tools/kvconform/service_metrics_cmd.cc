@@ -28,7 +28,10 @@ void RunServiceMetrics(const ServiceMetricsOptions& o) {
   if (!m.ok()) {
     std::cerr << "kvconform calc service-metrics: " << Printable(o.file) << ": "
               << Printable(m.status().message()) << "\n";
-    ExitCode() = kExitViolation;
+    // A metric no uint64 holds is input the calculator cannot compute, as for the other calc
+    // commands (exit 2); an unreplayable or unclosed trace is a violation (exit 1). (Probe 33:
+    // an overflow exited 1.)
+    ExitCode() = m.status().code() == StatusCode::kOutOfRange ? kExitUsage : kExitViolation;
     return;
   }
   if (o.format == "json") {
