@@ -30,7 +30,12 @@ StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<con
   RaggedLedger r;
   KVC_ASSIGN_OR_RETURN(r.bytes_per_token, BytesPerToken(g));
   uint64_t sum_t = 0, sum_ct = 0, max_t = 0;
+  // N counts the requests that own committed cache state (M5.1 0x02: "N(tau) state-owning
+  // requests", A_KV): a length of 0 owns none and pads nothing (probe 33: it widened the
+  // rectangle by a row).
+  uint64_t owning = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] > 0) ++owning;
     uint64_t c = copies.empty() ? 1 : copies[i];
     if (c == 0) return InvalidArgument("copy count of request " + std::to_string(i) + " is zero");
     auto st = CheckedAdd(sum_t, lengths[i]);
@@ -44,7 +49,7 @@ StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<con
   }
   auto logical = CheckedMul(r.bytes_per_token, sum_t);
   auto mat = CheckedMul(r.bytes_per_token, sum_ct);
-  auto rect = CheckedProduct({r.bytes_per_token, static_cast<uint64_t>(lengths.size()), max_t});
+  auto rect = CheckedProduct({r.bytes_per_token, owning, max_t});
   if (!logical || !mat || !rect) return OutOfRange("byte ledger overflows 64 bits");
   r.logical = *logical;
   r.materialized = *mat;

@@ -2,8 +2,9 @@
 //
 // M5.1 0x02 "Deriving One Token From The Cache ABI" and 0x09 "Deriving The Sensitivity
 // Surface": B_token = L_cache * H_kv_local * d_h * (b_K + b_V); B_logical = B_token *
-// sum T_i; B_materialized = B_token * sum c_i T_i; B_rectangular = B_token * N * max T_i;
-// B_phantom = B_rectangular - B_logical. All arithmetic is overflow-checked.
+// sum T_i; B_materialized = B_token * sum c_i T_i; B_rectangular = B_token * N * max T_i
+// (N: the requests with T_i > 0, which own committed cache state); B_phantom = B_rectangular -
+// B_logical. All arithmetic is overflow-checked.
 #ifndef KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_
 #define KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_
 

@@ -45,6 +45,15 @@ TEST(KvBytes, RaggedLedgerOfTheSensitivityBase) {
   auto r2 = ComputeRaggedLedger(kLoop2, std::vector<uint64_t>{5, 2}, {});
   EXPECT_EQ(r2->logical, 448u);
   EXPECT_EQ(r2->phantom, 192u);
+  // A request of length 0 owns no committed cache state: it is not a row of the rectangle
+  // (0x02's N counts the state-owning requests; probe 33: [5, 0] gave 640 and 320 phantom).
+  auto r3 = ComputeRaggedLedger(kLoop2, std::vector<uint64_t>{5, 0}, {});
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->rectangular, 320u);
+  EXPECT_EQ(r3->phantom, 0u);
+  auto none = ComputeRaggedLedger(kLoop2, std::vector<uint64_t>{0, 0}, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->rectangular, 0u);
 }
 
 TEST(KvBytes, RejectsZeroAndOverflow) {
