@@ -1754,42 +1754,41 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
   // violation named neither).
   current_ = {};
   context_is_event_ = false;
-  // A second header (two traces concatenated, a header repeated): one code, not one per
-  // envelope member it lacks and per header member it has (probe 28: 12 violations).
-  // (An event holding a `kind` member besides its event_id is an event with an unknown member,
-  // read below; probe 32: it was taken for a header, its request neither named nor gated.)
-  const bool header_like = [&] {
-    bool kind = false;
-    for (dom::key_value_pair field : obj) {
-      if (field.key == "event_id") return false;
-      kind = kind || field.key == "kind";
-    }
-    return kind;
-  }();
-  for (dom::key_value_pair field : obj)
-    if (header_like && field.key == "kind") {
-      std::string_view kind;
-      const bool is_text = field.value.get_string().get(kind) == simdjson::SUCCESS;
-      Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
-             "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
-                 " on line " + std::to_string(line_) +
-                 ": only line 1 is the header, every later line is an event (two traces "
-                 "concatenated?); the line is not replayed");
-      NoteUnnumberedDrop({});
-      const uint32_t line = e.line;
-      const std::string_view line_text = e.text;
-      e = Event{};  // as for any dropped envelope: no view of an earlier line survives
-      e.line = line;
-      e.SetText(line_text);
-      return false;
-    }
+  // One pass: the ids (the first of a repeated member) and a `kind` member.
   bool id_seen = false, request_seen = false;
+  bool has_kind = false;
+  dom::element kind_value;  // a view into the document, valid with it
   for (dom::key_value_pair field : obj) {
+    if (field.key == "kind" && !has_kind) {
+      has_kind = true;
+      kind_value = field.value;
+    }
     const bool id = field.key == "event_id", request = field.key == "request_id";
     if ((id && id_seen) || (request && request_seen) || !(id || request)) continue;
     (id ? id_seen : request_seen) = true;
     if (field.value.is_string())
       (id ? current_.event_id : current_.request_id) = field.value.get_string().value_unsafe();
+  }
+  // A second header (two traces concatenated, a header repeated): one code, not one per
+  // envelope member it lacks and per header member it has (probe 28: 12 violations). (An event
+  // holding a `kind` member besides its event_id is an event with an unknown member, read
+  // below; probe 32: it was taken for a header, its request neither named nor gated.)
+  if (has_kind && !id_seen) {
+    current_ = {};  // a header names no event or request
+    std::string_view kind;
+    const bool is_text = kind_value.get_string().get(kind) == simdjson::SUCCESS;
+    Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
+           "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
+               " on line " + std::to_string(line_) +
+               ": only line 1 is the header, every later line is an event (two traces "
+               "concatenated?); the line is not replayed");
+    NoteUnnumberedDrop({});
+    const uint32_t line = e.line;
+    const std::string_view line_text = e.text;
+    e = Event{};  // as for any dropped envelope: no view of an earlier line survives
+    e.line = line;
+    e.SetText(line_text);
+    return false;
   }
   ObjReader env(obj, LinePtr(), this);
   auto id = env.Str("event_id");
