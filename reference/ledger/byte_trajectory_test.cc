@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "reference/ledger/kv_bytes.h"
 #include "reference/testutil/testutil.h"
 
@@ -201,6 +204,36 @@ TEST(ByteTrajectory, RegressionFinishBeforeThePromptIsPublishedIsEarly) {
         << published << test::Describe(v);
     EXPECT_EQ(v[0].pointer, "/events/" + std::to_string(events.size() - 1) + "/op");
   }
+}
+
+// Regression (probe 33, finding 06): a request that only arrived owns no cache state (arrival is
+// not prefill, M5.1 0x02), yet LEDGER_TERMINAL_ALLOCATION_NONZERO named it at the end with
+// physical 0 B. A request that published rows and was never released still raises it.
+TEST(ByteTrajectory, RegressionAnArriveOnlyRequestIsNoTerminalAllocation) {
+  Json doc = test::LoadJson(kFixture);
+  Json c = doc["requests"][1];
+  c["request_id"] = "C";
+  doc["requests"].push_back(c);
+  Json arrive = doc["events"].back();  // tau 10, B released: nothing is owned
+  arrive["tau"] = 11;
+  arrive["request"] = "C";
+  arrive["op"] = "arrive";
+  arrive["expected"]["committed"] = {{"C", 0}};
+  doc["events"].push_back(arrive);
+  const Violations v = ValidateByteTrajectory(doc);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+
+  // C prefills its 2 prompt rows and is never released.
+  Json prefill = arrive;
+  prefill["tau"] = 12;
+  prefill["op"] = "prefill_publish";
+  prefill["rows"] = 2;
+  doc["events"].push_back(prefill);
+  const Violations owned = ValidateByteTrajectory(doc);
+  const std::vector<std::string> names = test::CodeNames(owned);
+  EXPECT_NE(std::find(names.begin(), names.end(), "LEDGER_TERMINAL_ALLOCATION_NONZERO"),
+            names.end())
+      << test::Describe(owned);
 }
 
 }  // namespace
