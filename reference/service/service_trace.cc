@@ -73,8 +73,9 @@ constexpr const char* kAggregateKeys[] = {"completed",       "slo_valid",       
 // denominator SERVICE_METRIC_DRIFT, and integers beyond 2^53 passed): integers <= 2^53 (tbt an
 // array of them, a request's slo_valid a boolean), rationals {num, den >= 1, value}, and null
 // where a metric may be undefined (ttft, e2e, release_lag, tpot, goodput_fraction). A TPOT may
-// also be a plain number: declaring an undefined TPOT as 0 is SERVICE_TPOT_UNDEFINED_AS_ZERO,
-// judged with the values.
+// also be a plain number here: declaring an undefined TPOT as 0 is SERVICE_TPOT_UNDEFINED_AS_ZERO,
+// judged with the values (CompareMetric; a plain number for a defined TPOT is INPUT_FIELD_TYPE
+// there).
 void CheckMetricForm(const Json& x, const std::string& ptr, std::string_view key, bool aggregate,
                      Violations* v) {
   const bool rational = key == "tpot" || key.ends_with("_per_s") || key == "goodput_fraction";
@@ -435,6 +436,15 @@ void CompareMetric(const Json& declared, const Json& derived, const std::string&
   if (std::string_view(key) == "tpot" && derived.is_null()) {
     Add(v, ErrorCode::SERVICE_TPOT_UNDEFINED_AS_ZERO, ptr,
         "TPOT is undefined for a one-output request (no inter-output interval), declared " + declared.dump());
+    return;
+  }
+  // A plain number passes the form check only for the undefined-as-zero mistake above; for a
+  // defined TPOT it is the wrong form, not a wrong value (probe 33 finding 04: it was
+  // SERVICE_METRIC_DRIFT even when it was the right mean).
+  if (std::string_view(key) == "tpot" && declared.is_number()) {
+    Add(v, ErrorCode::INPUT_FIELD_TYPE, ptr,
+        "expected a rational {num, den, value} (TPOT derives to " + derived.dump() +
+            "), found a plain number " + declared.dump());
     return;
   }
   Add(v, ErrorCode::SERVICE_METRIC_DRIFT, ptr, std::string(key) + " derives to " + derived.dump() + ", declared " +

@@ -113,6 +113,10 @@ TEST(ServiceTrace, RegressionDeclaredMetricsAreReadWithTheirForm) {
        "/expected_metrics/aggregate/kv_byte_time"},
       {"/requests/A/tbt/1", "9", "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/tbt/1"},
       {"/requests/A/slo_valid", 0, "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/slo_valid"},
+      // A defined TPOT (A's is 28/3 ms) as a plain number is the wrong form, the right mean
+      // included, not a drifted value (probe 33 finding 04: SERVICE_METRIC_DRIFT).
+      {"/requests/A/tpot", 28.0 / 3.0, "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/tpot"},
+      {"/requests/A/tpot", 9, "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/tpot"},
   };
   for (const Case& c : cases) {
     Json doc = test::LoadJson(kAb);
