@@ -565,6 +565,15 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   for (const auto& op : r.op_ids) EraseOpOf(op, id);
   const uint64_t first = std::min(r.first_generation, generation);
   std::set<uint64_t> retired = std::move(r.retired);
+  // Allocated again: the generations between the released incarnation's tombstone (its
+  // generation + 1) and this one never had an incarnation (probe 32 finding 05: a refused event
+  // aimed at one conformed as a stale completion of an incarnation that existed).
+  std::vector<std::pair<uint64_t, uint64_t>> gaps = std::move(r.generation_gaps);
+  if (r.first_generation != UINT64_MAX && r.generation < UINT64_MAX &&
+      generation > r.generation + 1) {
+    if (gaps.size() == Request::kMaxGenerationGaps) gaps.erase(gaps.begin());
+    gaps.emplace_back(r.generation + 1, generation);
+  }
   // An id allocated again keeps the terminal events (finish, cancel_request, release) of its
   // last released incarnation: a delayed free observed after the re-allocation names its
   // release (since 2026-12-04: it was TRACE_CAUSE_UNKNOWN and gated the new incarnation; probe
@@ -582,6 +591,8 @@ TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t 
   r.events = std::move(terminal);
   r.frontier = frontier::FrontierState(prompt_length);
   r.first_generation = first;
+  r.generation = generation;
+  r.generation_gaps = std::move(gaps);
   r.retired = std::move(retired);
   return r;
 }
@@ -2143,7 +2154,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       // TRACE_HANDLE_GENERATION_MISMATCH, while the same refusal relabelled with the live
       // generation passed).
       if (KeyEquals(e.outcome, "rejected") && *e.handle_generation < h->current.incarnation &&
-          !(req && *e.handle_generation < req->first_generation))
+          !(req && req->NeverHad(*e.handle_generation)))
         return;
       Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
              std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
@@ -2151,11 +2162,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                  std::to_string(h->current.incarnation));
       // Not replayed. An event aimed at an earlier incarnation (a stale completion after the id
       // was recycled: the ABA case) leaves the live incarnation untouched and ungated. One aimed
-      // at an incarnation that never existed (not yet, or below the id's first generation)
-      // mislabels an event of the live one: its operation and request are gated, as for any
-      // dropped event.
+      // at an incarnation that never existed (not yet, below the id's first generation, or in a
+      // gap a re-allocation skipped) mislabels an event of the live one: its operation and
+      // request are gated, as for any dropped event.
       if (*e.handle_generation > h->current.incarnation ||
-          (req && *e.handle_generation < req->first_generation))
+          (req && req->NeverHad(*e.handle_generation)))
         DropEvent(e, payload_el);
       return;
     }

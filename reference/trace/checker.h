@@ -344,6 +344,22 @@ class TraceChecker {
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;
+    // The handle generation this incarnation was allocated at.
+    uint64_t generation = 0;
+    // The generations no incarnation of this id ever had above first_generation: [lo, hi) when
+    // a released id was allocated again past its tombstone's generation (kept across
+    // re-allocation; the last kMaxGenerationGaps, an older gap is forgotten). An event aimed at
+    // one names an incarnation that never existed, as one below first_generation does.
+    static constexpr size_t kMaxGenerationGaps = 16;
+    std::vector<std::pair<uint64_t, uint64_t>> generation_gaps;
+    // `g` was never the generation of an incarnation of this id (below first_generation, or in
+    // a gap). Generations above the live one are the caller's to judge.
+    bool NeverHad(uint64_t g) const {
+      if (g < first_generation) return true;
+      for (const auto& [lo, hi] : generation_gaps)
+        if (g >= lo && g < hi) return true;
+      return false;
+    }
     // The handle generations of gated incarnations that a later allocation retired
     // (LiftGateForNewIncarnation; kept across re-allocation): their late semantic and
     // observation events are skipped, as the gate skipped them, without a code. One per lift

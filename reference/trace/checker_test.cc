@@ -3255,6 +3255,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // earlier incarnation, refused and labelled with its true generation 0, was
       // TRACE_HANDLE_GENERATION_MISMATCH (relabelled with the live generation it passed).
       {"probe30_a_refused_stale_completion_with_its_true_generation_after_reallocation_failed", {}},
+      // Probe 32. The same refusal labelled with a generation the re-allocation skipped (H
+      // released at 0, allocated again at 3: no incarnation ever had 2) conformed as a stale
+      // completion of an incarnation that existed.
+      {"probe32_a_refused_event_at_a_generation_a_reallocation_skipped_conformed",
+       {"TRACE_HANDLE_GENERATION_MISMATCH"}},
       // Probe 29. After the id was allocated again, a refused publication of the earlier
       // incarnation's operation (labelled with the new generation) had its base compared with the
       // new incarnation's versions: the base it read failed, another passed.
