@@ -746,20 +746,36 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       const bool live = st != TxnState::kPublished && st != TxnState::kAborted;
       std::string field, why;
       if (was.tenant != plan.identity.tenant) {
-        field = "tenant";
+        field = "identity/tenant";
         why = "tenant \"" + plan.identity.tenant + "\"; its attempt " + U(was.attempt) +
               " was of tenant \"" + was.tenant + "\" (a request's identity does not change)";
       } else if (plan.identity.attempt <= was.attempt) {
-        field = "attempt";
+        field = "identity/attempt";
         why = "attempt " + U(plan.identity.attempt) + "; transfer \"" + other_id +
               "\" was already attempt " + U(was.attempt) + " (attempts are numbered upward)";
       } else if (live && was.reservation_id == plan.identity.reservation_id) {
-        field = "reservation_id";
+        field = "identity/reservation_id";
         why = "reservation \"" + plan.identity.reservation_id + "\", which live transfer \"" +
               other_id + "\" holds (each attempt reserves under its own id)";
+      } else if (st != TxnState::kPublished) {
+        // A reroute (a new attempt after one that did not publish) hands off the same prompt
+        // (M5.6 0x01A: the manifest binds the prompt digest and token interval; probe 31
+        // finding 4d: a reroute moving [0, 8) of a 16-token prompt published and was admitted).
+        // After a publication a later transfer may extend it (a warm continuation). The kept
+        // plan passed CheckPlan, so its end fits 64 bits; this one's is judged there.
+        const handoff::TransferPlan& wp = o->second.txn->plan();
+        const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
+        const uint64_t was_end = wp.token_start + wp.token_count;
+        if (end && *end != was_end) {
+          field = "token_count";
+          why = "the prompt [0, " + U(*end) + ") (token_start " + U(plan.token_start) +
+                " + token_count " + U(plan.token_count) + "); its attempt " + U(was.attempt) +
+                ", which did not publish, covered [0, " + U(was_end) +
+                ") (a reroute hands off the same prompt)";
+        }
       }
       if (field.empty()) continue;
-      c.Report(ErrorCode::HANDOFF_IDENTITY_MISMATCH, c.LinePtr() + "/payload/identity/" + field,
+      c.Report(ErrorCode::HANDOFF_IDENTITY_MISMATCH, c.LinePtr() + "/payload/" + field,
                "transfer_plan of request \"" + *req + "\" names " + why + " (transfer \"" +
                    other_id + "\" was planned at line " + U(o->second.plan_line) + ")");
       return drop();

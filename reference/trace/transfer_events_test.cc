@@ -869,6 +869,9 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"probe31_a_tenant_changed_between_attempts_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe31_an_attempt_numbered_below_the_last_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe31_two_live_attempts_under_one_reservation_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      // A reroute after an attempt that validated [0, 16) and did not publish planned,
+      // published and admitted only [0, 8) of the prompt (probe 31 finding 4d).
+      {"probe31_a_reroute_handing_off_half_the_prompt_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe24_a_destination_worker_epoch_going_backwards_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       // A stale publication reported done (its blocks decode-owned in the runtime's pool, freed
       // by the replay's abort), and a wrong in_flight_bytes claim at a transfer's last visible
