@@ -273,4 +273,102 @@ const Json* ReadCacheAbiBinding(FieldReader& top, Violations* out, CacheGeometry
   return abi_obj;
 }
 
+namespace {
+void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
+  v->push_back({c, std::move(ptr), std::move(msg)});
+}
+}  // namespace
+
+Violations ValidateKvBytes(const Json& doc) {
+  Violations v;
+  FieldReader top(&doc, "", &v);
+  top.Enum("kind", {kKvBytesKind});
+  top.OptString("description");
+  top.OptString("seed_ref");
+  CacheGeometry g;
+  ReadCacheAbiBinding(top, &v, &g);
+  const std::optional<uint64_t> query_heads = top.OptUint("query_heads_per_rank");
+  std::vector<uint64_t> lengths, copies;
+  if (const Json* a = top.Array("committed_lengths"))
+    if (auto x = FieldReader::UintArray(*a, "/committed_lengths", &v)) lengths = *x;
+  if (const Json* a = top.OptArray("copies"))
+    if (auto x = FieldReader::UintArray(*a, "/copies", &v)) copies = *x;
+  const std::optional<uint64_t> declared_bpt = top.Uint("bytes_per_token");
+  FieldReader ex(top.Object("expected"), "/expected", &v);
+  const std::optional<uint64_t> logical = ex.Uint("logical");
+  const std::optional<uint64_t> materialized = ex.Uint("materialized");
+  const std::optional<uint64_t> rectangular = ex.Uint("rectangular");
+  const std::optional<uint64_t> phantom = ex.Uint("phantom");
+  ex.RejectUnknownFields();
+  top.RejectUnknownFields();
+  if (!v.empty()) return v;  // the form first: nothing is compared on a document misread
+
+  bool abi_ok = true;
+  for (auto [key, value] :
+       {std::pair{"num_cache_layers", g.layers}, std::pair{"kv_heads_per_rank", g.kv_heads_local},
+        std::pair{"head_dim", g.head_dim}, std::pair{"key_bytes_per_scalar", g.k_bytes},
+        std::pair{"value_bytes_per_scalar", g.v_bytes}}) {
+    if (value != 0) continue;
+    Add(&v, ErrorCode::LEDGER_ABI_INVALID, std::string("/cache_abi/") + key,
+        "expected a positive value, got 0");
+    abi_ok = false;
+  }
+  if (query_heads &&
+      (*query_heads == 0 || (g.kv_heads_local != 0 && *query_heads % g.kv_heads_local != 0))) {
+    Add(&v, ErrorCode::LEDGER_ABI_INVALID, "/query_heads_per_rank",
+        "H_q,local " + std::to_string(*query_heads) + " is not a positive multiple of H_kv,local " +
+            std::to_string(g.kv_heads_local) +
+            " (each K/V head serves a whole group of query heads)");
+    abi_ok = false;
+  }
+  if (!copies.empty() && copies.size() != lengths.size()) {
+    Add(&v, ErrorCode::INPUT_VALUE_INVALID, "/copies",
+        "expected one copy count per committed length (" + std::to_string(lengths.size()) +
+            " lengths, " + std::to_string(copies.size()) + " copies)");
+    return v;
+  }
+  for (size_t i = 0; i < copies.size(); ++i)
+    if (copies[i] == 0) {
+      Add(&v, ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/copies/" + std::to_string(i),
+          "expected a copy count >= 1, got 0");
+      return v;
+    }
+  if (!abi_ok) return v;
+  auto r = ComputeRaggedLedger(g, lengths, copies);
+  if (!r.ok()) {
+    Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/committed_lengths",
+        std::string(r.status().message()));
+    return v;
+  }
+  if (*declared_bpt != r->bytes_per_token) {
+    std::string hint;
+    if (query_heads && *query_heads != g.kv_heads_local) {
+      const auto with_query_heads =
+          BytesPerToken({g.layers, *query_heads, g.head_dim, g.k_bytes, g.v_bytes});
+      if (with_query_heads.ok() && *with_query_heads == *declared_bpt)
+        hint =
+            " (that is H_q,local in place of H_kv,local: the cache stores K/V heads, not "
+            "query heads)";
+    }
+    Add(&v, ErrorCode::LEDGER_TOKEN_COEFFICIENT_DRIFT, "/bytes_per_token",
+        "L_cache * H_kv,local * d_h * (b_K + b_V) = " + std::to_string(g.layers) + " * " +
+            std::to_string(g.kv_heads_local) + " * " + std::to_string(g.head_dim) + " * (" +
+            std::to_string(g.k_bytes) + " + " + std::to_string(g.v_bytes) +
+            ") = " + std::to_string(r->bytes_per_token) + " B/token, declared " +
+            std::to_string(*declared_bpt) + hint);
+  }
+  auto compare = [&](const char* name, uint64_t declared, uint64_t derived, const char* rule) {
+    if (declared == derived) return;
+    Add(&v, ErrorCode::LEDGER_EXPECTED_DRIFT, std::string("/expected/") + name,
+        std::string(name) + " recomputes to " + std::to_string(derived) + " B (" + rule +
+            "), declared " + std::to_string(declared));
+  };
+  compare("logical", *logical, r->logical, "B_token * sum T_i");
+  compare("materialized", *materialized, r->materialized, "B_token * sum c_i T_i");
+  compare("rectangular", *rectangular, r->rectangular,
+          "B_token * N * max T_i, N the requests with T_i > 0");
+  compare("phantom", *phantom, r->phantom, "rectangular - logical");
+  return v;
+}
+
 }  // namespace kvc

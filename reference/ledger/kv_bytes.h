@@ -68,6 +68,18 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
 // (null when absent or not an object).
 const Json* ReadCacheAbiBinding(FieldReader& top, Violations* out, CacheGeometry* g);
 
+// `kvconform.kv_bytes/1` (docs/ledger-format.md): the payload-size worked numbers of M5.1 0x02
+// ("Numeric Scale Check: GQA Versus MHA", the ragged [5, 2] rectangle) as data. The document
+// binds a cache ABI (ReadCacheAbiBinding), optionally its query heads per rank (H_q,local: a
+// K/V head serves a group of query heads, so H_kv,local divides it, and H_q never enters
+// B_token), committed lengths T_i and optional copy counts c_i, and declares bytes_per_token
+// and the expected logical, materialized, rectangular and phantom bytes; the validator
+// recomputes them (ComputeRaggedLedger). Codes: INPUT_* (form), LEDGER_ABI_INVALID (a zero
+// extent, or H_kv,local not dividing H_q,local), LEDGER_TOKEN_COEFFICIENT_DRIFT (B_token),
+// LEDGER_EXPECTED_DRIFT (an expected ledger), INPUT_ARITHMETIC_OVERFLOW.
+inline constexpr const char* kKvBytesKind = "kvconform.kv_bytes/1";
+Violations ValidateKvBytes(const Json& doc);
+
 }  // namespace kvc
 
 #endif  // KVCONFORM_REFERENCE_LEDGER_KV_BYTES_H_

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "reference/testutil/testutil.h"
+
 namespace kvc {
 namespace {
 
@@ -251,6 +256,48 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
                 .message()
                 .find("missing field num_hidden_layers"),
             std::string::npos);
+}
+
+// kvconform.kv_bytes/1: the seed's scale-check fixtures validate; what the one-field invalid
+// fixtures do not reach (the form, the copies, an overflow) has one code each.
+TEST(KvBytesDocument, ScaleChecksValidateAndBadDocumentsRaiseOneCode) {
+  for (const char* f :
+       {"fixtures/m5_1/ledger/gqa_scale_check.json", "fixtures/m5_1/ledger/mha_scale_check.json",
+        "fixtures/m5_1/ledger/ragged_rectangle.json"}) {
+    const Violations v = ValidateKvBytes(test::LoadJson(f));
+    EXPECT_TRUE(v.empty()) << f << test::Describe(v);
+  }
+  const Json base = test::LoadJson("fixtures/m5_1/ledger/ragged_rectangle.json");
+  struct Case {
+    std::string pointer;  // replaced with `value`
+    Json value;
+    std::string code;
+    std::string at;
+  };
+  const std::vector<Case> cases = {
+      {"/committed_lengths/1", -2, "INPUT_VALUE_OUT_OF_RANGE", "/committed_lengths/1"},
+      {"/expected/rectangular", "640", "INPUT_FIELD_TYPE", "/expected/rectangular"},
+      {"/copies", Json::array({1}), "INPUT_VALUE_INVALID", "/copies"},
+      {"/copies", Json::array({1, 0}), "INPUT_VALUE_OUT_OF_RANGE", "/copies/1"},
+      // Two copies of the second request: materialized 5 * 64 + 2 * 2 * 64 = 576 B.
+      {"/copies", Json::array({1, 2}), "LEDGER_EXPECTED_DRIFT", "/expected/materialized"},
+      {"/cache_abi/head_dim", 0, "LEDGER_ABI_INVALID", "/cache_abi/head_dim"},
+      {"/extra", 1, "INPUT_FIELD_UNKNOWN", "/extra"},
+  };
+  for (const Case& c : cases) {
+    Json doc = base;
+    doc[Json::json_pointer(c.pointer)] = c.value;
+    const Violations v = ValidateKvBytes(doc);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{c.code})
+        << c.pointer << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, c.at) << c.pointer;
+  }
+  // 2^53 tokens of 128 KiB overflow 64 bits: an error, not a wrapped ledger.
+  Json huge = test::LoadJson("fixtures/m5_1/ledger/gqa_scale_check.json");
+  huge["committed_lengths"][0] = uint64_t{1} << 53;
+  const Violations v = ValidateKvBytes(huge);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_ARITHMETIC_OVERFLOW"})
+      << test::Describe(v);
 }
 
 }  // namespace
