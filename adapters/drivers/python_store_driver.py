@@ -5,7 +5,8 @@ Speaks kvconform.race_driver/1 on stdin/stdout: answers the hello, then one resu
 line, in order. The store keeps its own snapshot digests (reported as "opaque"), and maps every
 rejection to the registry code the M5.1 lifecycle rules name. Flags for testing the kit's
 handling of broken drivers: --crash-after N, --hang-after N, --garbage-after N,
---out-of-order, --bug stale-publish (accepts a stale publication).
+--out-of-order, --stop-reading-after N (stops reading its input but keeps answering the next ids,
+so the kit's writes fill the pipe), --bug stale-publish (accepts a stale publication).
 """
 import hashlib
 import json
@@ -220,11 +221,11 @@ class Reject(Exception):
 
 
 def main(argv):
-    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None}
+    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None}
     i = 1
     while i < len(argv):
         flag = argv[i]
-        if flag in ("--crash-after", "--hang-after", "--garbage-after"):
+        if flag in ("--crash-after", "--hang-after", "--garbage-after", "--stop-reading-after"):
             opts[flag[2:].split("-")[0]] = int(argv[i + 1])
             i += 2
         elif flag == "--out-of-order":
@@ -250,6 +251,21 @@ def main(argv):
             sys.exit(3)
         if opts["hang"] is not None and answered >= opts["hang"]:
             time.sleep(3600)
+        if opts["stop"] is not None and answered >= opts["stop"]:
+            # Never reads again; answers the next ids in sequence, every 5 ms (a small input
+            # pipe, where Linux allows it, fills sooner).
+            try:
+                import fcntl
+                fcntl.fcntl(0, fcntl.F_SETPIPE_SZ, 4096)
+            except (ImportError, AttributeError, OSError):
+                pass
+            next_id = msg["id"]
+            while True:
+                out.write(json.dumps({"type": "result", "id": next_id, "outcome": "error",
+                                      "result": {"code": "LIFECYCLE_TXN_UNKNOWN"}}) + "\n")
+                out.flush()
+                next_id += 1
+                time.sleep(0.005)
         if opts["garbage"] is not None and answered >= opts["garbage"]:
             out.write("this is not json\n")
             out.flush()

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -56,6 +57,9 @@ StatusOr<std::unique_ptr<DriverTarget>> DriverTarget::Start(const std::string& c
   d->command_ = command;
   d->pid_ = pid;
   d->to_driver_ = in[1];
+  // Writes never block: a driver that stops reading its input is a bounded wait like any other
+  // (probe 34: a blocked write hung the kit forever, past --driver-timeout-ms).
+  fcntl(d->to_driver_, F_SETFL, fcntl(d->to_driver_, F_GETFL) | O_NONBLOCK);
   d->from_driver_ = out[0];
   d->reader_ = std::thread([p = d.get()] { p->ReaderLoop(); });
   Json hello = {{"type", "hello"},
@@ -104,15 +108,36 @@ DriverTarget::~DriverTarget() {
 
 bool DriverTarget::WriteLine(const std::string& line) {
   std::lock_guard<std::mutex> lock(write_mu_);
-  std::string buf = line + "\n";
+  return WriteAll(line + "\n") == WriteResult::kOk;
+}
+
+DriverTarget::WriteResult DriverTarget::WriteAll(const std::string& buf) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   size_t off = 0;
   while (off < buf.size()) {
     ssize_t n = write(to_driver_, buf.data() + off, buf.size() - off);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // The pipe is full: wait for room in slices, giving up at the deadline or once the
+      // reader has failed (the driver is then done for).
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!failure_.ok()) return WriteResult::kFailed;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return WriteResult::kTimedOut;
+      pollfd p{to_driver_, POLLOUT, 0};
+      poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+      continue;
+    }
+    return WriteResult::kClosed;
   }
-  return true;
+  return WriteResult::kOk;
 }
 
 void DriverTarget::Fail(Status s) {
@@ -225,17 +250,19 @@ OpResult DriverTarget::Call(uint32_t thread, const std::string& partition, const
                 {"thread", thread},     {"partition", partition},
                 {"op", KvOpName(op.kind)}, {"args", KvOpArgs(op)}}
                .dump() + "\n";
-    size_t off = 0;
-    while (off < line.size()) {
-      ssize_t n = write(to_driver_, line.data() + off, line.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        std::lock_guard<std::mutex> lock(mu_);
+    const WriteResult w = WriteAll(line);
+    if (w != WriteResult::kOk) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (w == WriteResult::kClosed)
         Fail(DriverError(ErrorCode::RACE_DRIVER_CRASHED,
-                         "'" + command_ + "' stopped reading its input"));
-        return unknown;
-      }
-      off += static_cast<size_t>(n);
+                         "'" + command_ + "' closed its input (op " + std::to_string(id) + ")"));
+      else if (w == WriteResult::kTimedOut)
+        Fail(DriverError(ErrorCode::RACE_DRIVER_TIMEOUT,
+                         "'" + command_ + "' stopped reading its input: op " + std::to_string(id) +
+                             " (" + std::string(KvOpName(op.kind)) +
+                             ") could not be written within " + std::to_string(timeout_.count()) +
+                             " ms"));
+      return unknown;
     }
   }
   std::unique_lock<std::mutex> lock(mu_);

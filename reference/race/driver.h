@@ -48,7 +48,11 @@ class DriverTarget : public RaceTarget {
   void ReaderLoop();
   void HandleLine(const std::string& line);  // with mu_ held
   void Fail(Status s);                       // with mu_ held
-  bool WriteLine(const std::string& line);
+  bool WriteLine(const std::string& line);   // takes write_mu_
+  // Writes all of `buf` to the driver's stdin (non-blocking) with write_mu_ held, waiting for
+  // room at most `timeout_`, and not at all once the reader has failed.
+  enum class WriteResult { kOk, kClosed, kTimedOut, kFailed };
+  WriteResult WriteAll(const std::string& buf);
 
   const lifecycle::CacheAbi abi_;
   const std::chrono::milliseconds timeout_;

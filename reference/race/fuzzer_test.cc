@@ -125,6 +125,15 @@ TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
   EXPECT_EQ(code("--hang-after 10"), "RACE_DRIVER_TIMEOUT");
   EXPECT_EQ(code("--garbage-after 10"), "RACE_DRIVER_PROTOCOL");
   EXPECT_EQ(code("--out-of-order"), "RACE_DRIVER_PROTOCOL");
+  // Regression (probe 34): a driver that stopped reading its input while answering ahead filled
+  // the pipe, and the worker's blocking write hung the kit forever. Writes are bounded now: the
+  // driver's answer for an op not yet sent is the protocol error (or, had it stayed silent, the
+  // write's timeout).
+  {
+    CampaignReport r = Run("--stop-reading-after 10", 1, {1, 1, 2000, 2}, 1500);
+    const std::string c = r.first_error.substr(0, r.first_error.find(':'));
+    EXPECT_TRUE(c == "RACE_DRIVER_PROTOCOL" || c == "RACE_DRIVER_TIMEOUT") << r.first_error;
+  }
   auto missing = DriverTarget::Start("exit 7", RaceAbi(2), std::chrono::milliseconds(1500));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().error(), ErrorCode::RACE_DRIVER_CRASHED);
