@@ -229,7 +229,21 @@ check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --sha
 check fuzz_shard1 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 1/2 --report "$T/s1.json"
 check fuzz_merge 0 "$K" fuzz merge "$T/s0.json" "$T/s1.json"; expect_out fuzz_merge_msg 'merged 2 of 2 shard'
 check fuzz_merge_missing 2 "$K" fuzz merge "$T/s0.json"; expect_out fuzz_merge_missing_msg 'missing shard'
+# Probe 34: a relabelled shard index, a wrapped shard count and an unknown verdict merged as a
+# complete, passing campaign; sizes and budgets beyond their ranges crashed or ran out at once.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['shard']=[7,2]; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_idx7.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['shard']=[0,4294967297]; json.dump(d,open(sys.argv[2],'w'))" "$T/s0.json" "$T/s_wrap.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['verdict']='not-linearizable'; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_verdict.json"
+check fuzz_merge_shard_beyond_count 2 "$K" fuzz merge "$T/s0.json" "$T/s_idx7.json"; expect_out fuzz_merge_shard_beyond_count_msg 'shard: expected \[I, N\] with 0 <= I < N < 2\^32, got \[7,2\]'
+check fuzz_merge_shard_count_wraps 2 "$K" fuzz merge "$T/s_wrap.json"
+check fuzz_merge_unknown_verdict 2 "$K" fuzz merge "$T/s0.json" "$T/s_verdict.json"; expect_out fuzz_merge_unknown_verdict_msg 'verdict: expected linearizable, not_linearizable or error'
+check fuzz_races_threads_bound 2 "$K" fuzz races --threads 100000 --programs 1 --ops 10 --quiet
+check fuzz_races_handles_bound 2 "$K" fuzz races --handles 4294967295 --programs 1 --ops 10 --quiet
+check fuzz_races_programs_zero 2 "$K" fuzz races --programs 0 --ops 10 --quiet
+check fuzz_races_repeat_zero 2 "$K" fuzz races --repeat 0 --programs 1 --ops 10 --quiet
 check fuzz_check_ok 0 "$K" fuzz check "$T/h_ok.jsonl"; expect_out fuzz_check_ok_msg 'linearizable'
+check fuzz_check_budget_inf 0 "$K" fuzz check --budget inf "$T/h_ok.jsonl"; expect_out fuzz_check_budget_inf_msg ': linearizable'
+check fuzz_check_budget_zero 2 "$K" fuzz check --budget 0 "$T/h_ok.jsonl"
 head -c 300 "$T/h_ok.jsonl" >"$T/h_trunc.jsonl"
 check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'truncated history'
 check fuzz_check_missing 2 "$K" fuzz check "$T/nope.jsonl"

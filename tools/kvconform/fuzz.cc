@@ -20,6 +20,15 @@ using namespace kvc::race;  // NOLINT
 // `fuzz check` exit code for a history whose check ran out of time (docs/history-format.md).
 constexpr int kExitCheckUnknown = 4;
 constexpr std::string_view kCampaignKind = "kvconform.race_campaign/1";
+constexpr uint32_t kMaxThreads = 256, kMaxHandles = 4096, kMaxOps = 1'000'000;
+
+// Seconds as milliseconds, saturating (a huge or infinite budget never runs out); `s` >= 0.
+std::chrono::milliseconds Milliseconds(double s) {
+  constexpr double kMaxMs = 1e15;  // ~31,700 years
+  const double ms = s * 1000;
+  return std::chrono::milliseconds(ms >= kMaxMs ? static_cast<int64_t>(kMaxMs)
+                                                : static_cast<int64_t>(ms));
+}
 
 std::string OpLine(const HistoryOp& op) {
   std::string s = "#" + std::to_string(op.id) + " T" + std::to_string(op.thread) + " " + op.op +
@@ -41,6 +50,7 @@ void PrintWitness(std::ostream& out, const History& h, const Witness& w) {
 struct RacesArgs {
   uint32_t threads = 4, handles = 2, ops = 200, layers = 2;
   uint64_t seed = 1, start = 0, programs = 0;
+  bool programs_given = false;
   uint32_t repeat = 1;
   double time_s = 0;
   std::string mutant = "none";
@@ -75,8 +85,24 @@ int RunRaces(const RacesArgs& a) {
       return kExitUsage;
     }
   }
-  if (a.threads == 0 || a.handles == 0 || a.layers == 0 || a.layers > 64) {
-    std::cerr << "fuzz races: --threads, --handles must be >= 1 and --layers in [1, 64]\n";
+  // Bounded sizes: each worker is a thread, each lineage and op is held in memory (probe 34:
+  // --threads 100000 aborted after 2.2 GB, --handles 4294967295 grew without bound).
+  if (a.threads == 0 || a.threads > kMaxThreads || a.handles == 0 || a.handles > kMaxHandles ||
+      a.ops == 0 || a.ops > kMaxOps || a.layers == 0 || a.layers > 64) {
+    std::cerr << "fuzz races: expected --threads in [1, " << kMaxThreads << "], --handles in [1, "
+              << kMaxHandles << "], --ops in [1, " << kMaxOps << "] and --layers in [1, 64]\n";
+    return kExitUsage;
+  }
+  if (a.programs_given && a.programs == 0) {
+    std::cerr << "fuzz races: --programs: expected >= 1 (leave it out for the default)\n";
+    return kExitUsage;
+  }
+  if (a.repeat == 0) {
+    std::cerr << "fuzz races: --repeat: expected >= 1\n";
+    return kExitUsage;
+  }
+  if (!(a.time_s >= 0) || !(a.shrink_time_s >= 0)) {
+    std::cerr << "fuzz races: --time and --shrink-time: expected a number of seconds >= 0\n";
     return kExitUsage;
   }
   CampaignOptions opt;
@@ -86,11 +112,11 @@ int RunRaces(const RacesArgs& a) {
   // Without --programs, a timed campaign runs until --time; otherwise 100 programs.
   opt.programs = a.programs ? a.programs : (a.time_s > 0 ? UINT64_MAX / 2 : 100);
   opt.repeat = a.repeat;
-  opt.time = std::chrono::milliseconds(static_cast<int64_t>(a.time_s * 1000));
+  opt.time = Milliseconds(a.time_s);
   opt.shard_index = si;
   opt.shard_count = sn;
   opt.shrink = !a.no_shrink;
-  opt.shrink_time = std::chrono::milliseconds(static_cast<int64_t>(a.shrink_time_s * 1000));
+  opt.shrink_time = Milliseconds(a.shrink_time_s);
   opt.shrink_reruns = std::max<uint32_t>(1, a.shrink_reruns);
   opt.progress = a.quiet ? nullptr : &std::cerr;
   const lifecycle::CacheAbi abi = RaceAbi(a.layers);
@@ -133,9 +159,13 @@ int RunRaces(const RacesArgs& a) {
               << " --handles " << a.handles << " --ops " << a.ops << " --layers " << a.layers
               << " --mutant " << a.mutant;
     if (!a.driver.empty()) std::cout << " --driver '" << a.driver << "'";
-    std::cout << "\n  shrunk program (RapidCheck, seed " << f.program_seed << ", "
-              << opt.shrink_reruns << " runs per candidate; " << f.shrunk.script.size() << " of "
-              << f.program.script.size() << " ops, " << f.shrink_seconds << " s):\n";
+    if (opt.shrink)
+      std::cout << "\n  shrunk program (RapidCheck, seed " << f.program_seed << ", "
+                << opt.shrink_reruns << " runs per candidate; " << f.shrunk.script.size() << " of "
+                << f.program.script.size() << " ops, " << f.shrink_seconds << " s):\n";
+    else
+      std::cout << "\n  program (not shrunk: --no-shrink; " << f.program.script.size()
+                << " ops):\n";
     std::istringstream lines(ProgramToText(f.shrunk));
     for (std::string l; std::getline(lines, l);) std::cout << "    " << l << "\n";
     PrintWitness(std::cout, f.history, f.witness);
@@ -180,6 +210,11 @@ int RunRaces(const RacesArgs& a) {
 }
 
 int RunCheck(const std::string& path, bool no_partition, bool exact, double budget_s) {
+  // (probe 34: --budget inf overflowed to a budget that ran out at once; 0 and -1 passed.)
+  if (!(budget_s > 0)) {
+    std::cerr << "fuzz check: --budget: expected a positive number of seconds (inf: no limit)\n";
+    return kExitUsage;
+  }
   // Wall and CPU seconds (all threads: std::clock is process CPU time) of each phase: on a
   // shared, loaded machine the CPU figure is the stable one.
   auto cpu_s = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
@@ -201,7 +236,7 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   CheckOptions opt;
   opt.partition = !no_partition;
   opt.in_place = !exact;
-  opt.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000));
+  opt.budget = Milliseconds(budget_s);
   auto t0 = std::chrono::steady_clock::now();
   double c1 = cpu_s();
   auto r = CheckHistory(*model, *h, opt);
@@ -250,6 +285,23 @@ int RunMerge(const std::vector<std::string>& files) {
         !j["shard"][1].is_number_unsigned() || !j.contains("verdict") || !j["verdict"].is_string()) {
       std::cerr << "fuzz merge: " << Printable(f) << ": expected a " << kCampaignKind
                 << " report (kvconform fuzz races --report FILE)\n";
+      return kExitUsage;
+    }
+    // The shard is I/N with 0 <= I < N < 2^32 (what --shard accepts), and the verdict one that
+    // fuzz races writes (probe 34: shard [7, 2], a count of 2^32 + 1 wrapping to 1, and the
+    // verdict "not-linearizable" all merged as a complete, passing campaign).
+    const uint64_t index64 = j["shard"][0].get<uint64_t>(), count64 = j["shard"][1].get<uint64_t>();
+    const std::string verdict = j["verdict"];
+    if (count64 == 0 || count64 > UINT32_MAX || index64 >= count64) {
+      std::cerr << "fuzz merge: " << Printable(f)
+                << ": shard: expected [I, N] with 0 <= I < N < 2^32, got " << j["shard"].dump()
+                << "\n";
+      return kExitUsage;
+    }
+    if (verdict != "linearizable" && verdict != "not_linearizable" && verdict != "error") {
+      std::cerr << "fuzz merge: " << Printable(f)
+                << ": verdict: expected linearizable, not_linearizable or error, got \""
+                << Printable(verdict) << "\"\n";
       return kExitUsage;
     }
     Json params = {j.value("seed", Json()), j.value("start", Json()), j.value("programs", Json()),
@@ -310,8 +362,13 @@ void AddFuzzCommand(CLI::App& app) {
   races->add_option("--layers", ra->layers, "cache-producing layers (default 2)");
   races->add_option("--seed", ra->seed, "campaign seed (default 1)");
   races->add_option("--start", ra->start, "first program index (default 0)");
-  races->add_option("--programs", ra->programs, "program indices to visit (default 100, or "
-                                                "unlimited with --time)");
+  races->add_option_function<uint64_t>(
+      "--programs",
+      [ra](const uint64_t& n) {
+        ra->programs = n;
+        ra->programs_given = true;
+      },
+      "program indices to visit (default 100, or unlimited with --time)");
   races->add_option("--repeat", ra->repeat, "runs per program (default 1)");
   races->add_option("--time", ra->time_s, "stop after this many seconds");
   races->add_option("--mutant", ra->mutant, "seeded bug in the store (none, ...)");
