@@ -24,10 +24,10 @@ run_check() {  # label, history, flags...
   rss=$(echo "$out" | awk '/^RSS/ {printf "%.0f MiB", $2/1024}')
   if echo "$out" | grep -q "budget ran out"; then
     printf "  %-28s unknown within budget; %s\n" "$label:" \
-      "$(echo "$out" | sed -n 's/.*parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s; cpu parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s.*/wall: parse \1 s, check > \2 s; cpu: parse \3 s, check > \4 s/p'), peak RSS $rss"
+      "$(echo "$out" | sed -n 's/.*parse \([0-9.e-]*\) s, validate \([0-9.e-]*\) s, check \([0-9.e-]*\) s; cpu parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s.*/wall: parse \1 s, validate \2 s, check > \3 s; cpu: parse \4 s, check > \5 s/p'), peak RSS $rss"
   else
     printf "  %-28s %s, %s\n" "$label:" \
-      "$(echo "$out" | sed -n 's/^[^:]*: \([a-z_]*\) (.*parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s; cpu parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s.*/\1; wall: parse \2 s, check \3 s; cpu: parse \4 s, check \5 s/p')" \
+      "$(echo "$out" | sed -n 's/^[^:]*: \([a-z_]*\) (.*parse \([0-9.e-]*\) s, validate \([0-9.e-]*\) s, check \([0-9.e-]*\) s; cpu parse \([0-9.e-]*\) s, check \([0-9.e-]*\) s.*/\1; wall: parse \2 s, validate \3 s, check \4 s; cpu: parse \5 s, check \6 s/p')" \
       "peak RSS $rss"
   fi
 }

@@ -245,7 +245,7 @@ check fuzz_check_ok 0 "$K" fuzz check "$T/h_ok.jsonl"; expect_out fuzz_check_ok_
 check fuzz_check_budget_inf 0 "$K" fuzz check --budget inf "$T/h_ok.jsonl"; expect_out fuzz_check_budget_inf_msg ': linearizable'
 check fuzz_check_budget_zero 2 "$K" fuzz check --budget 0 "$T/h_ok.jsonl"
 head -c 300 "$T/h_ok.jsonl" >"$T/h_trunc.jsonl"
-check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'truncated history'
+check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'RACE_HISTORY_TRUNCATED: .*h_trunc.jsonl:2: the last line is cut off'
 check fuzz_check_missing 2 "$K" fuzz check "$T/nope.jsonl"
 check fuzz_mutant 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --history-out "$T/h_bad.jsonl"
 check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_bad_msg 'cannot place'
@@ -381,7 +381,7 @@ for f in invalid_fixtures/race/*.json; do
 done
 head -c -40 fixtures/race/history.jsonl >"$T/race_cut.jsonl"
 check validate_race_cut 1 "$K" validate "$T/race_cut.jsonl"; expect_out validate_race_cut_msg 'RACE_HISTORY_TRUNCATED'
-check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz_check_race_cut_msg 'race_cut.jsonl:43: .*truncated'
+check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz_check_race_cut_msg 'RACE_HISTORY_TRUNCATED: .*race_cut.jsonl:43: the last line is cut off'
 check fuzz_aba_slot_reuse 1 "$K" fuzz races --mutant no_generation_fence --programs 50 --ops 60 --seed 1 --quiet --shrink-time 3 --shrink-reruns 2
 expect_out fuzz_aba_shrunk 'shrunk program \(RapidCheck, seed'
 

@@ -5,7 +5,8 @@ Speaks kvconform.race_driver/1 on stdin/stdout: answers the hello, then one resu
 line, in order. The store keeps its own snapshot digests (reported as "opaque"), and maps every
 rejection to the registry code the M5.1 lifecycle rules name. Flags for testing the kit's
 handling of broken drivers: --crash-after N, --hang-after N, --garbage-after N,
---out-of-order, --stop-reading-after N (stops reading its input but keeps answering the next ids,
+--out-of-order, --wrong-shape-after N (adds an unknown member to every later result),
+--stop-reading-after N (stops reading its input but keeps answering the next ids,
 so the kit's writes fill the pipe), --bug stale-publish (accepts a stale publication).
 """
 import hashlib
@@ -221,11 +222,12 @@ class Reject(Exception):
 
 
 def main(argv):
-    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None}
+    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None, "wrong": None}
     i = 1
     while i < len(argv):
         flag = argv[i]
-        if flag in ("--crash-after", "--hang-after", "--garbage-after", "--stop-reading-after"):
+        if flag in ("--crash-after", "--hang-after", "--garbage-after", "--stop-reading-after",
+                    "--wrong-shape-after"):
             opts[flag[2:].split("-")[0]] = int(argv[i + 1])
             i += 2
         elif flag == "--out-of-order":
@@ -274,6 +276,8 @@ def main(argv):
             res = {"outcome": "ok", "result": getattr(store, msg["op"])(msg["args"])}
         except Reject as r:
             res = {"outcome": "error", "result": {"code": str(r)}}
+        if opts["wrong"] is not None and answered >= opts["wrong"]:
+            res["result"] = dict(res["result"], bogus=True)
         # --out-of-order: the answer names the next id, before that op was even sent.
         answer_id = msg["id"] + 1 if opts["ooo"] and answered >= 5 else msg["id"]
         out.write(json.dumps(dict(type="result", id=answer_id, **res)) + "\n")

@@ -218,16 +218,20 @@ void DriverTarget::HandleLine(const std::string& line) {
   if (outstanding_.empty())
     return garbage("result for id " + std::to_string(id->get<uint64_t>()) +
                    " while no operation is outstanding");
-  if (id->get<uint64_t>() != outstanding_.front())
+  if (id->get<uint64_t>() != outstanding_.front().first)
     return garbage("out of order: expected the result for id " +
-                   std::to_string(outstanding_.front()) + ", got id " +
+                   std::to_string(outstanding_.front().first) + ", got id " +
                    std::to_string(id->get<uint64_t>()));
   std::string outcome = j.value("outcome", "");
   auto res = j.find("result");
   if ((outcome != "ok" && outcome != "error") || res == j.end() || !res->is_object())
     return garbage("result: expected outcome ok|error and an object result");
-  if (outcome == "error" && (!res->contains("code") || !(*res)["code"].is_string()))
-    return garbage("result: an error result needs a string \"code\"");
+  // The op's result form, as a recorded history's is read (probe 34: an unknown member and an
+  // unregistered code were taken for a linearizability failure).
+  const KvOpKind kind = outstanding_.front().second;
+  if (std::string shape = ResultShapeError(kind, outcome == "ok", *res); !shape.empty())
+    return garbage("result of the wrong shape for op " + std::to_string(id->get<uint64_t>()) +
+                   " (" + std::string(KvOpName(kind)) + ", outcome " + outcome + "): " + shape);
   outstanding_.pop_front();
   answers_[id->get<uint64_t>()] = {outcome == "ok" ? Outcome::kOk : Outcome::kError, *res};
   cv_.notify_all();
@@ -244,7 +248,7 @@ OpResult DriverTarget::Call(uint32_t thread, const std::string& partition, const
       std::lock_guard<std::mutex> lock(mu_);
       if (!failure_.ok()) return unknown;  // never sent: it cannot take effect either
       id = next_id_++;
-      outstanding_.push_back(id);
+      outstanding_.emplace_back(id, op.kind);
     }
     line = Json{{"type", "op"},         {"id", id},
                 {"thread", thread},     {"partition", partition},

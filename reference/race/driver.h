@@ -68,7 +68,7 @@ class DriverTarget : public RaceTarget {
   std::optional<Json> hello_;
   std::string digests_ = "opaque";
   uint64_t next_id_ = 0;
-  std::deque<uint64_t> outstanding_;             // ids sent, in send order
+  std::deque<std::pair<uint64_t, KvOpKind>> outstanding_;  // ids sent (and their ops), in order
   std::map<uint64_t, OpResult> answers_;         // answered, not yet collected
   Status failure_;
 };

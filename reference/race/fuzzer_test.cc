@@ -125,6 +125,9 @@ TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
   EXPECT_EQ(code("--hang-after 10"), "RACE_DRIVER_TIMEOUT");
   EXPECT_EQ(code("--garbage-after 10"), "RACE_DRIVER_PROTOCOL");
   EXPECT_EQ(code("--out-of-order"), "RACE_DRIVER_PROTOCOL");
+  // Regression (probe 34): a result with a member its op does not return was a linearizability
+  // failure (RACE_NOT_LINEARIZABLE with a shrunk program), not the driver's protocol error.
+  EXPECT_EQ(code("--wrong-shape-after 10"), "RACE_DRIVER_PROTOCOL");
   // Regression (probe 34): a driver that stopped reading its input while answering ahead filled
   // the pipe, and the worker's blocking write hung the kit forever. Writes are bounded now: the
   // driver's answer for an op not yet sent is the protocol error (or, had it stayed silent, the

@@ -53,7 +53,7 @@ class Validator {
       schema.push_back(
           {ErrorCode::INPUT_VALUE_INVALID, LinePtr(line) + "/end", "end: expected true"});
     if (!schema.empty()) return Take(schema, line);
-    if (*ops != ops_read_)
+    if (*ops != ops_read_ && *ops != ops_read_ + blank_lines_)
       Add(ErrorCode::RACE_HISTORY_TRUNCATED, line, LinePtr(line) + "/ops",
           "ops: the end line declares " + std::to_string(*ops) + " operations but " +
               std::to_string(ops_read_) + " were read (lost events?)");
@@ -93,6 +93,29 @@ class Validator {
           "op \"" + *op + "\": " + call.status().message());
       return;
     }
+    // One partition per lineage (probe 34: a second allocation of h0 labelled "h0_again" was
+    // searched as another lineage, so the allocation and a generation going back passed).
+    // Every handle, transaction and group keeps the partition it was first named in; a handle
+    // first named by its allocation starts the lineage named after it.
+    for (const std::string& entity : NamedEntities(*call)) {
+      auto it = partition_of_.find(entity);
+      if (it == partition_of_.end() || it->second.first == *partition) continue;
+      Add(ErrorCode::RACE_HISTORY_PARTITION_MISMATCH, line, p + "/partition",
+          "partition: \"" + *partition + "\", but " + entity.substr(0, entity.find(':')) + " \"" +
+              entity.substr(entity.find(':') + 1) + "\" is in partition \"" + it->second.first +
+              "\" (line " + std::to_string(it->second.second) +
+              "; a lineage's handles, transactions and groups share its root's partition)");
+      return;
+    }
+    if (call->kind == KvOpKind::kAllocate && *partition != call->handle &&
+        !partition_of_.count("handle:" + call->handle)) {
+      Add(ErrorCode::RACE_HISTORY_PARTITION_MISMATCH, line, p + "/partition",
+          "partition: an allocation of \"" + call->handle + "\" starts the lineage \"" +
+              call->handle + "\", not \"" + *partition + "\"");
+      return;
+    }
+    for (const std::string& entity : NamedEntities(*call))
+      partition_of_.try_emplace(entity, *partition, line);
     LineOp lo{static_cast<uint32_t>(line), static_cast<uint32_t>(*thread),
               static_cast<int64_t>(*invoke), std::nullopt};
     if (*outcome == "unknown") {
@@ -126,6 +149,13 @@ class Validator {
             "result.code: an error outcome names its rejection's registry code");
         return;
       }
+    }
+    // The form of the result (probe 34: an unknown member, "generation": 0.0 and a digest
+    // "XXXX" passed; a driver's answer is read by the same rule).
+    if (std::string shape = ResultShapeError(call->kind, *outcome == "ok", *res); !shape.empty()) {
+      Add(ErrorCode::RACE_HISTORY_RESULT_INVALID, line, p + "/result",
+          shape + " (op \"" + *op + "\", outcome \"" + *outcome + "\"; docs/history-format.md)");
+      return;
     }
     if (static_cast<int64_t>(*ret_ns) < lo.invoke_ns) {
       Add(ErrorCode::RACE_HISTORY_TIME_ORDER, line, p + "/return_ns",
@@ -167,6 +197,10 @@ class Validator {
   // A malformed line between header and end line stands for one operation line (gating: the
   // end line's count then still matches and only the malformed line is reported).
   void Malformed() { ++ops_read_; }
+  // An empty line may be a blank line inserted between operations or an operation line emptied:
+  // the end line's count is matched either way (probe 34: an inserted empty line also raised
+  // RACE_HISTORY_TRUNCATED).
+  void Blank() { ++blank_lines_; }
   bool have_end() const { return have_end_; }
   Violations Finish() {
     Threads();
@@ -182,6 +216,9 @@ class Validator {
   uint64_t ops_read_ = 0;
   std::set<uint64_t> ids_;
   std::map<uint32_t, std::vector<LineOp>> by_thread_;
+  // "handle:ID" / "txn:ID" / "group:ID" -> (partition, the line that first named it).
+  std::map<std::string, std::pair<std::string, size_t>> partition_of_;
+  uint64_t blank_lines_ = 0;  // empty lines between header and end line (see Blank)
 };
 
 }  // namespace
@@ -205,7 +242,7 @@ Violations ValidateHistoryJsonl(std::string_view text, std::string_view source) 
     if (s.empty()) {
       v.Add(ErrorCode::RACE_HISTORY_LINE_MALFORMED, line, LinePtr(line),
             "empty line (expected one JSON object per line)");
-      if (line > 1) v.Malformed();
+      if (line > 1) v.Blank();
       continue;
     }
     auto parsed = ParseJsonStrict(s, std::string(source) + ":" + std::to_string(line));

@@ -95,6 +95,23 @@ TEST(HistoryValidate, OneFieldMutationsRaiseTheirCode) {
   // A cut-off last line.
   std::string text = WriteHistoryJsonl(h);
   EXPECT_EQ(Codes(text.substr(0, text.size() - 5)), S{"RACE_HISTORY_TRUNCATED"});
+
+  // Regressions (probe 34). An empty line, inserted or in place of an operation line, is one
+  // code (an inserted one also raised RACE_HISTORY_TRUNCATED through the end line's count).
+  const size_t second = text.find('\n', text.find('\n') + 1) + 1;  // after line 2
+  EXPECT_EQ(Codes(text.substr(0, second) + "\n" + text.substr(second)),
+            S{"RACE_HISTORY_LINE_MALFORMED"});
+  EXPECT_EQ(Codes(text.substr(0, second) + text.substr(text.find('\n', second))),
+            S{"RACE_HISTORY_LINE_MALFORMED"});
+  // The root allocation (line 2) relabelled: the lineage is searched under another partition.
+  ASSERT_EQ(base[1]["op"], "allocate");
+  EXPECT_EQ(with([](auto& l) { l[1]["partition"] = "elsewhere"; }),
+            S{"RACE_HISTORY_PARTITION_MISMATCH"});
+  // A result with a member its op does not return (a driver's answer is read the same way).
+  EXPECT_EQ(with([](auto& l) { l[1]["result"]["bogus"] = true; }),
+            S{"RACE_HISTORY_RESULT_INVALID"});
+  EXPECT_EQ(with([](auto& l) { l[1]["result"]["version"] = -1; }),
+            S{"RACE_HISTORY_RESULT_INVALID"});
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // JSON encoding of KV race operations and results (one encoding for store, drivers and model).
 #include "reference/race/kv_ops.h"
 
+#include <algorithm>
 #include <array>
+#include <functional>
 
 #include "reference/base/checked_math.h"
+#include "reference/errors/error_codes.h"
 
 namespace kvc::race {
 
@@ -188,6 +191,124 @@ Json RowJson(const lifecycle::LiveSequenceRow& r) {
 Json ErrorJson(const Status& s) {
   if (s.error() != ErrorCode::kNone) return {{"code", ErrorCodeName(s.error())}};
   return {{"code", "STATUS_" + std::string(StatusCodeName(s.code()))}};
+}
+
+namespace {
+
+bool IsUint(const Json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
+bool IsDigestHex(const Json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// The members of an object, each with a check of its value: "" when `j` has exactly them.
+using MemberCheck = std::pair<const char*, std::function<bool(const Json&)>>;
+std::string ExactMembers(const Json& j, const std::string& where,
+                         const std::vector<MemberCheck>& members) {
+  if (!j.is_object()) return where + ": expected an object, got " + std::string(j.type_name());
+  for (const auto& [name, check] : members) {
+    auto it = j.find(name);
+    if (it == j.end()) return where + ": missing member \"" + name + "\"";
+    if (!check(*it)) return where + "." + name + ": unexpected value " + it->dump();
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const auto& m : members) known = known || it.key() == m.first;
+    if (!known) return where + ": unknown member \"" + it.key() + "\"";
+  }
+  return "";
+}
+
+std::vector<MemberCheck> SnapshotMembers() {
+  auto str = [](const Json& v) { return v.is_string(); };
+  auto phase = [](const Json& v) {
+    return v.is_string() && lifecycle::ParsePhase(v.get<std::string>()).has_value();
+  };
+  return {{"handle", str},    {"generation", IsUint}, {"version", IsUint},
+          {"length", IsUint}, {"phase", phase},       {"digest", IsDigestHex}};
+}
+
+bool IsTxnState(const Json& v) {
+  if (!v.is_string()) return false;
+  for (auto s :
+       {lifecycle::TxnState::kOpen, lifecycle::TxnState::kPrepared, lifecycle::TxnState::kPublished,
+        lifecycle::TxnState::kAborted, lifecycle::TxnState::kRejected})
+    if (lifecycle::TxnStateName(s) == v.get<std::string>()) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string ResultShapeError(KvOpKind kind, bool ok, const Json& result) {
+  if (!ok) {
+    return ExactMembers(result, "result",
+                        {{"code", [](const Json& v) {
+                            if (!v.is_string()) return false;
+                            const std::string& c = v.get_ref<const std::string&>();
+                            return ErrorCodeFromName(c).has_value() || c.starts_with("STATUS_");
+                          }}});
+  }
+  auto str = [](const Json& v) { return v.is_string(); };
+  switch (kind) {
+    case KvOpKind::kAllocate:
+    case KvOpKind::kCancelRequest:
+    case KvOpKind::kTruncate:
+    case KvOpKind::kFinish:
+    case KvOpKind::kRelease:
+      return ExactMembers(result, "result", SnapshotMembers());
+    case KvOpKind::kRead: {
+      auto m = SnapshotMembers();
+      m.emplace_back("layers", [](const Json& v) {
+        return v.is_array() && std::all_of(v.begin(), v.end(), IsUint);
+      });
+      return ExactMembers(result, "result", m);
+    }
+    case KvOpKind::kBeginAppend:
+      return ExactMembers(result, "result", {{"txn", str}, {"state", IsTxnState}});
+    case KvOpKind::kStageLayer:
+      return ExactMembers(result, "result", {{"state", IsTxnState}});
+    case KvOpKind::kPublish:
+      return ExactMembers(result, "result",
+                          {{"handle", str},
+                           {"generation", IsUint},
+                           {"length", IsUint},
+                           {"digest", IsDigestHex},
+                           {"replayed", [](const Json& v) { return v.is_boolean(); }}});
+    case KvOpKind::kCancelTxn:
+    case KvOpKind::kReorder:
+      return ExactMembers(result, "result", {});
+    case KvOpKind::kFork: {
+      std::string e = ExactMembers(result, "result",
+                                   {{"children", [](const Json& v) { return v.is_array(); }}});
+      if (!e.empty()) return e;
+      const Json& kids = result["children"];
+      for (size_t i = 0; i < kids.size(); ++i) {
+        e = ExactMembers(kids[i], "result.children[" + std::to_string(i) + "]", SnapshotMembers());
+        if (!e.empty()) return e;
+      }
+      return "";
+    }
+    case KvOpKind::kReadRow:
+      return ExactMembers(
+          result, "result",
+          {{"token", str}, {"handle", str}, {"position", IsUint}, {"sampler", str}});
+  }
+  return "result: unknown operation";
+}
+
+std::vector<std::string> NamedEntities(const KvOp& op) {
+  std::vector<std::string> out;
+  if (!op.handle.empty()) out.push_back("handle:" + op.handle);
+  if (!op.txn.empty()) out.push_back("txn:" + op.txn);
+  for (const auto& c : op.children) out.push_back("handle:" + c);
+  if (!op.group.empty()) out.push_back("group:" + op.group);
+  return out;
 }
 
 std::vector<lifecycle::LiveSequenceRow> ForkGroupRows(const KvOp& fork) {

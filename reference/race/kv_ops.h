@@ -73,6 +73,18 @@ Json RowJson(const lifecycle::LiveSequenceRow& r);
 // {"code": ...}: the registry name of a contract violation, else "STATUS_<kind>".
 Json ErrorJson(const Status& s);
 
+// What differs between `result` and the form of `kind`'s result (above): "" when `ok` and
+// `result` has exactly the members of kind's ok result with their types (unsigned integers,
+// a phase and a transaction state by name, a digest of 16 lowercase hex digits), or when !ok
+// and `result` is exactly {"code": a registry name or STATUS_*}. Shared by the history
+// validator and the driver client, so a history and a driver's answer are read alike.
+std::string ResultShapeError(KvOpKind kind, bool ok, const Json& result);
+
+// The handles, transactions and beam groups `op` names, as "handle:ID", "txn:ID" and
+// "group:ID" (a fork: its parent, its children and its group). A lineage's partition is the
+// root handle's id: every op naming one of them must carry that partition.
+std::vector<std::string> NamedEntities(const KvOp& op);
+
 // The rows a fork creates for its beam group (row i couples child i's token, cache, position
 // and sampler state). Used by the store and the model alike.
 std::vector<lifecycle::LiveSequenceRow> ForkGroupRows(const KvOp& fork);

@@ -218,8 +218,26 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   // Wall and CPU seconds (all threads: std::clock is process CPU time) of each phase: on a
   // shared, loaded machine the CPU figure is the stable one.
   auto cpu_s = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
-  auto p0 = std::chrono::steady_clock::now();
-  double c0 = cpu_s();
+  // The document rules of `validate` (thread overlap, one partition per lineage, result forms,
+  // number ranges) before the search, so that one file never gets opposite verdicts from the two
+  // commands (probe 34: an overlapping worker and a relabelled lineage passed here).
+  const auto v0 = std::chrono::steady_clock::now();
+  std::string text;
+  std::ifstream in(path, std::ios::binary);
+  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // (A file that cannot be read is reported by the reader below.)
+  const Violations doc = in ? ValidateHistoryJsonl(text, path) : Violations{};
+  const double validate_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
+  if (!doc.empty()) {
+    for (const Violation& x : doc)
+      std::cerr << "fuzz check: " << ErrorCodeName(x.code) << ": " << Printable(x.message) << "\n";
+    std::cerr << "fuzz check: " << Printable(path) << " is not a valid history (" << doc.size()
+              << " violation(s); kvconform validate lists them too)\n";
+    return kExitUsage;
+  }
+  const auto p0 = std::chrono::steady_clock::now();
+  const double c0 = cpu_s();
   auto h = ReadHistoryFile(path);
   double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   double parse_cpu = cpu_s() - c0;
@@ -250,9 +268,9 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   std::cout << Printable(path) << ": " << VerdictName(r->verdict) << " (" << h->ops.size()
             << " ops, " << r->partitions << " partition(s), " << r->unknown_outcomes
             << " unknown outcome(s), " << r->states_explored << " search steps; parse " << parse_s
-            << " s, check " << secs << " s; cpu parse " << parse_cpu << " s, check " << check_cpu
-            << " s" << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "")
-            << ")\n";
+            << " s, validate " << validate_s << " s, check " << secs << " s; cpu parse "
+            << parse_cpu << " s, check " << check_cpu << " s"
+            << (no_partition ? ", unpartitioned" : "") << (exact ? ", exact search" : "") << ")\n";
   if (r->verdict == Verdict::kNotLinearizable) {
     std::cout << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE) << "\n";
     PrintWitness(std::cout, *h, *r->witness);
