@@ -1345,7 +1345,46 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
       const simdjson::padded_string padded(copy);
       dom::parser header_parser;
       dom::element header;
+      const size_t before = violations_.size();
       if (!header_parser.parse(padded).get(header) && header.is_object()) ReadHeader(header);
+      // What the repaired text itself breaks is the byte's doing, already reported: a member
+      // whose value holds the byte (an enum then names no value), a member name holding it (an
+      // unknown member), and a member missing beside a damaged name (probe 32: one root cause
+      // raised two or three codes). Facts the repair leaves intact are still judged.
+      auto damaged_name = [&](std::string_view name) {
+        return name.find('?') != std::string_view::npos;
+      };
+      auto caused_by_repair = [&](const Violation& x) {
+        const std::string& lp = LinePtr();
+        if (x.pointer.rfind(lp, 0) != 0) return false;
+        const std::string path = x.pointer.substr(lp.size());
+        if (path.empty()) return false;
+        if (inside(path)) return true;
+        const size_t slash = path.rfind('/');
+        if (damaged_name(std::string_view(path).substr(slash + 1))) return true;
+        if (x.code != ErrorCode::INPUT_FIELD_MISSING) return false;
+        const Json* parent = &parsed->value;
+        if (slash > 0) {
+          try {
+            parent = &parsed->value.at(Json::json_pointer(path.substr(0, slash)));
+          } catch (...) {
+            return false;
+          }
+        }
+        if (!parent->is_object()) return false;
+        for (auto it = parent->begin(); it != parent->end(); ++it)
+          if (damaged_name(it.key())) return true;
+        return false;
+      };
+      size_t kept = before;
+      for (size_t i = before; i < violations_.size(); ++i) {
+        if (caused_by_repair(violations_[i])) continue;
+        violations_[kept] = std::move(violations_[i]);
+        contexts_[kept] = std::move(contexts_[i]);
+        ++kept;
+      }
+      violations_.resize(kept);
+      contexts_.resize(kept);
       return true;
     }
     if (!parsed->value.is_object()) return true;

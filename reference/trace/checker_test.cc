@@ -3260,6 +3260,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // completion of an incarnation that existed.
       {"probe32_a_refused_event_at_a_generation_a_reallocation_skipped_conformed",
        {"TRACE_HANDLE_GENERATION_MISMATCH"}},
+      // Probe 32. A byte not UTF-8 in a header member's name (cache_abi.num_lay\xffers) also
+      // raised INPUT_FIELD_UNKNOWN for the repaired name and INPUT_FIELD_MISSING for num_layers;
+      // in an enum value (position_stage) INPUT_VALUE_INVALID for the repaired value.
+      {"probe32_a_byte_not_utf8_in_a_header_member_name_raised_three_codes",
+       {"TRACE_HEADER_INVALID"}},
+      {"probe32_a_byte_not_utf8_in_a_header_enum_value_raised_two_codes", {"TRACE_HEADER_INVALID"}},
       // Probe 29. After the id was allocated again, a refused publication of the earlier
       // incarnation's operation (labelled with the new generation) had its base compared with the
       // new incarnation's versions: the base it read failed, another passed.
