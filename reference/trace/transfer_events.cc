@@ -179,6 +179,9 @@ class TransferState final : public CheckerExtension {
   DecodeDirectory directory;
   // Address-stable: transactions borrow the window and the pool.
   std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
+  // The destination a destination_prefix declared its prefix at, when it named one (prefix
+  // handle -> (destination, line)); a prefix declared without one is any destination's.
+  std::map<std::string, std::pair<std::string, uint32_t>, std::less<>> prefix_destination;
   std::map<std::string, Transfer, std::less<>> transfers;
   // Per request: readiness and open transfers. A request with an open transfer keeps its
   // record; one without (never planned, or every transfer PUBLISHED or ABORTED) keeps its
@@ -600,6 +603,7 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
 void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   auto handle = p.Str("prefix_handle");
   auto length = p.Uint("committed_length");
+  auto destination = p.OptStr("destination");
   if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
   if (handoff::DecodeDirectory::IsAttemptHandleName(*handle)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/prefix_handle",
@@ -612,8 +616,9 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   Status s = State(c).directory.PublishVisiblePrefix(*handle, *length);
   if (!s.ok()) {
     c.ReportStatus(s, c.LinePtr() + "/payload");
-    GateName(c, kPrefixGate, *handle);
+    return GateName(c, kPrefixGate, *handle);
   }
+  if (destination) State(c).prefix_destination[*handle] = {*destination, e.line};
 }
 
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -784,6 +789,19 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!plan.visible_prefix_handle.empty() &&
       IsNameGated(c, kPrefixGate, plan.visible_prefix_handle))
     return drop();  // the prefix it extends was dropped and reported
+  // A warm plan extends a prefix its own destination holds (M5.6 0x01A: V_D is the state
+  // visible to destination D; 0x06: a cache hit elsewhere does not make D warm; probe 31
+  // finding 5: a plan to decode-1 extended decode-0's prefix and was admitted).
+  if (auto pd = s.prefix_destination.find(plan.visible_prefix_handle);
+      !plan.visible_prefix_handle.empty() && pd != s.prefix_destination.end() &&
+      pd->second.first != *dest) {
+    c.Report(ErrorCode::HANDOFF_COVERAGE_MISMATCH, c.LinePtr() + "/payload/visible_prefix_handle",
+             "transfer_plan to destination \"" + *dest + "\" extends prefix \"" +
+                 plan.visible_prefix_handle + "\", which destination \"" + pd->second.first +
+                 "\" holds (destination_prefix at line " + U(pd->second.second) +
+                 "): only a prefix visible at the plan's destination makes it warm");
+    return drop();
+  }
   auto d = s.destinations.find(*dest);
   if (d == s.destinations.end()) {
     if (IsNameGated(c, kDestinationGate, *dest))

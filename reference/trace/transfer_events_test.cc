@@ -872,6 +872,10 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       // A reroute after an attempt that validated [0, 16) and did not publish planned,
       // published and admitted only [0, 8) of the prompt (probe 31 finding 4d).
       {"probe31_a_reroute_handing_off_half_the_prompt_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
+      // A warm plan to decode-1 extended the prefix decode-0 declared (probe 31 finding 5;
+      // destination_prefix names its destination since).
+      {"probe31_a_warm_plan_extending_another_destinations_prefix_passed",
+       {"HANDOFF_COVERAGE_MISMATCH"}},
       {"probe24_a_destination_worker_epoch_going_backwards_passed", {"HANDOFF_IDENTITY_MISMATCH"}},
       // A stale publication reported done (its blocks decode-owned in the runtime's pool, freed
       // by the replay's abort), and a wrong in_flight_bytes claim at a transfer's last visible
