@@ -733,26 +733,35 @@ bool TraceChecker::IsGatedRequest(std::string_view id) {
 }
 void TraceChecker::DropEvent(const Event& e, const dom::element* payload) {
   const EventTypeSpec* spec = FindEventType(e.event_type);
+  // An event of a transfer type names a transfer: an append operation of the same name is
+  // another thing (since 2026-12-05: a dropped transfer_plan named "prefill" gated the append
+  // "prefill" of another request and hid its violation).
+  const bool transfer_type = spec && spec->plane == Plane::kTransfer;
   if (e.operation_id) {
-    PoisonOp(*e.operation_id);
+    if (!transfer_type) PoisonOp(*e.operation_id);
     // The transfer plane gates its transfers under their own key and returns what they hold
     // (transfer_events.cc; probe 12: poisoning the key alone left a dropped event's transfer
     // holding its blocks and credits, and the next transfer there raised a second code). A
     // transfer event is known by its type's plane or by the component it claims (probe 13: a
     // transfer_abort claiming another component kept its transfer's holdings).
-    if (SameBytes(e.source_component, "transfer") || (spec && spec->plane == Plane::kTransfer))
+    if (SameBytes(e.source_component, "transfer") || transfer_type)
       GateTransfer(*this, *e.operation_id);
   }
   if (e.request_id) Poison("request:" + std::string(*e.request_id));
   GateOperationRequest(e.operation_id ? *e.operation_id : std::string_view(),
-                       !e.request_id && (!spec || spec->needs_request));
+                       !e.request_id && (!spec || spec->needs_request), transfer_type);
   if (payload) GatePayloadNames(e.event_type, *payload);
 }
-void TraceChecker::GateOperationRequest(std::string_view operation_id, bool request_unknown) {
+void TraceChecker::GateOperationRequest(std::string_view operation_id, bool request_unknown,
+                                        bool transfer_only) {
   if (!operation_id.empty()) {
-    if (const Op* op = FindOp(operation_id)) return Poison("request:" + op->request_id);
+    if (const Op* op = transfer_only ? nullptr : FindOp(operation_id))
+      return Poison("request:" + op->request_id);
     if (auto transfer = TransferRequest(*this, operation_id)) return Poison("request:" + *transfer);
-    dropped_ops_.emplace(operation_id);
+    // (A transfer's under its own key: an append operation's next event of that name is not
+    // its next event.)
+    dropped_ops_.emplace(transfer_only ? "transfer:" + std::string(operation_id)
+                                       : std::string(operation_id));
   }
   if (request_unknown) Poison("request:*");
 }
@@ -1868,12 +1877,12 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     // What it did to its operation and request is unknown (gating, as DropEvent; without a
     // readable component the operation may be a transfer, and without a readable type any row's
     // names may be what it created).
+    const EventTypeSpec* dropped = type ? FindEventType(*type) : nullptr;
+    const bool transfer_type = dropped && dropped->plane == Plane::kTransfer;
     if (operation_id) {
-      PoisonOp(*operation_id);
-      const EventTypeSpec* dropped = type ? FindEventType(*type) : nullptr;
+      if (!transfer_type) PoisonOp(*operation_id);  // a transfer type names a transfer (DropEvent)
       // GateTransfer returns what the transfer holds (probe 13: poisoning its key alone kept it).
-      if (!comp || *comp == "transfer" || (dropped && dropped->plane == Plane::kTransfer))
-        GateTransfer(*this, *operation_id);
+      if (!comp || *comp == "transfer" || transfer_type) GateTransfer(*this, *operation_id);
     }
     if (request_id) Poison("request:" + *request_id);
     // A request_id given more than once names any of its values: each is gated (probe 32: only
@@ -1888,7 +1897,8 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     }
     const dom::element* named = env.Get("request_id", false);
     GateOperationRequest(operation_id ? *operation_id : std::string_view(),
-                         !request_id && named && !named->is_null());  // named, unreadable
+                         !request_id && named && !named->is_null(),  // named, unreadable
+                         transfer_type);
     if (payload_el) GatePayloadNames(type.value_or(""), *payload_el);
     const uint32_t line = e.line;
     const std::string_view text = e.text;
@@ -2139,7 +2149,10 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   // The request of an operation whose dropped event the replay did not know is gated at the
   // operation's next event that names one (the dropped event may have named none, or another).
   if (!dropped_ops_.empty() && e.operation_id && e.request_id) {
-    if (auto it = dropped_ops_.find(*e.operation_id); it != dropped_ops_.end()) {
+    auto it = dropped_ops_.find(*e.operation_id);
+    if (it == dropped_ops_.end() && spec->plane == Plane::kTransfer)
+      it = dropped_ops_.find("transfer:" + std::string(*e.operation_id));
+    if (it != dropped_ops_.end()) {
       Poison("request:" + std::string(*e.request_id));
       dropped_ops_.erase(it);
     }

@@ -468,7 +468,11 @@ class TraceChecker {
   // event misnaming it, or naming none readably); else the request the operation's next event
   // names (dropped_ops_). `request_unknown` (the event needs a request and names none readably)
   // also gates every request not created yet ("request:*": one it may have created).
-  void GateOperationRequest(std::string_view operation_id, bool request_unknown);
+  // `transfer_only`: the dropped event is of the transfer plane, so `operation_id` names a
+  // transfer, never an append operation of the same name (since 2026-12-05, a carried finding: a
+  // dropped transfer_plan named "prefill" gated the append "prefill" of another request).
+  void GateOperationRequest(std::string_view operation_id, bool request_unknown,
+                            bool transfer_only = false);
   // The EventTypeSpec::gate of `event_type` on `payload`; for an unknown type, every row's gate
   // with sure = false.
   void GatePayloadNames(std::string_view event_type, const simdjson::dom::element& payload);

@@ -3266,6 +3266,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe32_a_byte_not_utf8_in_a_header_member_name_raised_three_codes",
        {"TRACE_HEADER_INVALID"}},
       {"probe32_a_byte_not_utf8_in_a_header_enum_value_raised_two_codes", {"TRACE_HEADER_INVALID"}},
+      // A dropped transfer_plan named "prefill" gated request H's append "prefill" (another
+      // plane's operation of the same name) and hid its wrong publication (a carried finding).
+      {"opid_a_dropped_transfer_plan_named_like_an_append_hid_its_violation",
+       {"INPUT_FIELD_MISSING", "TRACE_SNAPSHOT_MISMATCH"}},
       // Probe 29. After the id was allocated again, a refused publication of the earlier
       // incarnation's operation (labelled with the new generation) had its base compared with the
       // new incarnation's versions: the base it read failed, another passed.
