@@ -210,8 +210,27 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
           "(model_type " +
           (c.contains("model_type") ? c["model_type"].dump() : "unnamed") +
           "), which kv-bytes does not know; pass the geometry as flags");
+  // The K/V head count, as transformers reads it: num_key_value_heads; Falcon's num_kv_heads
+  // under new_decoder_architecture, and one shared K/V head under multi_query (Falcon-7B,
+  // GPT-BigCode); ChatGLM's multi_query_group_num under multi_query_attention; else every
+  // attention head (probe 35: Falcon-7B printed 71 K/V heads, 71 times its cache).
+  auto flag = [&](const char* key) {
+    return present(c, key) && c[key].is_boolean() && c[key].get<bool>();
+  };
   if (present(c, "num_key_value_heads")) {
     KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_key_value_heads"));
+  } else if (flag("new_decoder_architecture") && present(c, "num_kv_heads")) {
+    KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("num_kv_heads"));
+  } else if (flag("multi_query")) {
+    g.kv_heads_local = 1;
+  } else if (flag("multi_query_attention") && present(c, "multi_query_group_num")) {
+    KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("multi_query_group_num"));
+  } else if (present(c, "num_kv_heads") || present(c, "multi_query_group_num")) {
+    return InvalidArgument(
+        "config.json: field " +
+        name(present(c, "num_kv_heads") ? "num_kv_heads" : "multi_query_group_num") +
+        " is set without the flag that makes the model use it (new_decoder_architecture, "
+        "multi_query_attention): the K/V head count is not known; pass the geometry as flags");
   } else {
     g.kv_heads_local = heads;
   }

@@ -260,6 +260,32 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
 
 // kvconform.kv_bytes/1: the seed's scale-check fixtures validate; what the one-field invalid
 // fixtures do not reach (the form, the copies, an overflow) has one code each.
+// Regression (probe 35): Falcon-7B (multi_query) printed 71 K/V heads and Falcon-40B
+// (new_decoder_architecture, num_kv_heads 8) 128, 71 and 16 times their caches.
+TEST(KvBytes, RegressionHfConfigReadsFalconAndChatGlmKvHeads) {
+  Json falcon7b = {{"num_hidden_layers", 32},
+                   {"num_attention_heads", 71},
+                   {"hidden_size", 4544},
+                   {"multi_query", true},
+                   {"torch_dtype", "bfloat16"}};
+  EXPECT_EQ(*BytesPerToken(*GeometryFromHfConfig(falcon7b)), 32u * 1 * 64 * 4);  // 8,192
+  Json falcon40b = {{"num_hidden_layers", 60},  {"num_attention_heads", 128},
+                    {"hidden_size", 8192},      {"new_decoder_architecture", true},
+                    {"num_kv_heads", 8},        {"multi_query", true},
+                    {"torch_dtype", "bfloat16"}};
+  EXPECT_EQ(*BytesPerToken(*GeometryFromHfConfig(falcon40b)), 60u * 8 * 64 * 4);  // 122,880
+  Json glm = {{"num_hidden_layers", 28},    {"num_attention_heads", 32},
+              {"hidden_size", 4096},        {"multi_query_attention", true},
+              {"multi_query_group_num", 2}, {"torch_dtype", "bfloat16"}};
+  EXPECT_EQ(GeometryFromHfConfig(glm)->kv_heads_local, 2u);
+  // A K/V head count without the flag that makes the model use it is not guessed.
+  falcon40b.erase("new_decoder_architecture");
+  falcon40b.erase("multi_query");
+  const auto refused = GeometryFromHfConfig(falcon40b);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("num_kv_heads"), std::string::npos);
+}
+
 TEST(KvBytesDocument, ScaleChecksValidateAndBadDocumentsRaiseOneCode) {
   for (const char* f :
        {"fixtures/m5_1/ledger/gqa_scale_check.json", "fixtures/m5_1/ledger/mha_scale_check.json",

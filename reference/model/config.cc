@@ -2,6 +2,7 @@
 #include "reference/model/config.h"
 
 #include <cmath>
+#include <filesystem>
 
 namespace kvc::model {
 namespace {
@@ -51,6 +52,12 @@ class Reader {
     const Json& v = j_[f];
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
       return Invalid(f, "expected a positive finite number, got " + v.dump());
+    // The engine computes in float32: a value it rounds to 0 or infinity would make every
+    // logit NaN (probe 35: rope_theta 1e-300 and rms_norm_eps 1e300 generated tokens, exit 0).
+    const float as_float = static_cast<float>(v.get<double>());
+    if (!(as_float > 0) || !std::isfinite(as_float))
+      return Invalid(
+          f, v.dump() + " is not a positive finite float32 (the engine computes in float32)");
     *out = v.get<double>();
     return Status::Ok();
   }
@@ -66,7 +73,7 @@ class Reader {
 
  private:
   const Json& j_;
-  const std::string& src_;
+  const std::string src_;  // a copy: callers pass temporaries (probe 35: a dangling reference)
 };
 
 }  // namespace
@@ -144,6 +151,11 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
 }
 
 StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& path) {
+  // A checkpoint's files are regular files: opening a FIFO blocks until a writer comes (probe
+  // 35: a FIFO at config.json hung the command).
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    return IoError(path + ": not a regular file");
   auto j = ReadJsonFileStrict(path);
   if (!j.ok()) {
     if (j.status().code() == StatusCode::kIoError) return j.status();

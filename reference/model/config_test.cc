@@ -99,5 +99,28 @@ TEST(LlamaConfig, Llama3RopeScalingBands) {
   EXPECT_FLOAT_EQ(scaled[3], base[3] / 8);
 }
 
+// Regressions (probe 35). A llama3 rope_scaling error named the file through a dangling
+// reference (heap bytes in place of the path); values float32 rounds to 0 or infinity made
+// every logit NaN.
+TEST(LlamaConfig, RegressionRopeScalingErrorsNameTheFileAndValuesFitFloat32) {
+  Json j = Minimal();
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+  auto c = ParseLlamaConfig(j, "some/dir/config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(
+      c.status().message().rfind("some/dir/config.json rope_scaling: field 'low_freq_factor'", 0),
+      0u)
+      << c.status().message();
+  for (const auto& [field, value] :
+       {std::pair{"rope_theta", 1e-300}, std::pair{"rms_norm_eps", 1e300}}) {
+    j = Minimal();
+    j[field] = value;
+    auto bad = ParseLlamaConfig(j, "config.json");
+    ASSERT_FALSE(bad.ok()) << field;
+    EXPECT_EQ(bad.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+    EXPECT_NE(bad.status().message().find("float32"), std::string::npos) << bad.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace kvc::model

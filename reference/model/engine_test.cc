@@ -525,6 +525,37 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   std::ofstream(t / "shape/config.json") << "{\"vocab_size\": 96,";
   EXPECT_EQ(LlamaModel::Load(t / "shape").status().error(), ErrorCode::MODEL_CONFIG_INVALID);
   EXPECT_EQ(LlamaModel::Load(t / "nope").status().code(), StatusCode::kIoError);
+
+  // Regressions (probe 35). 2^24 declared layers beside a two-layer checkpoint: the first missing
+  // tensor, not an out-of-memory listing 150 million names.
+  fs::create_directories(t / "deep");
+  fs::copy_file(t / "one/model.safetensors", t / "deep/model.safetensors");
+  cfg = test::LoadJson("fixtures/models/gqa2/config.json");
+  cfg["num_hidden_layers"] = 1 << 24;
+  std::ofstream(t / "deep/config.json") << cfg.dump();
+  s = LlamaModel::Load(t / "deep").status();
+  EXPECT_EQ(s.error(), ErrorCode::MODEL_TENSOR_MISSING);
+  EXPECT_NE(s.message().find("model.layers.2."), std::string::npos) << s.message();
+  // A NaN in the weights: refused at load, not argmax of NaN logits (token 0, exit 0).
+  fs::create_directories(t / "nan");
+  fs::copy_file(t / "one/config.json", t / "nan/config.json");
+  fs::copy_file(t / "one/model.safetensors", t / "nan/model.safetensors");
+  {
+    std::fstream f(t / "nan/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t header = 0;
+    f.read(reinterpret_cast<char*>(&header), 8);
+    f.seekp(static_cast<std::streamoff>(8 + header));
+    const unsigned char nan_bytes[4] = {0x00, 0x00, 0xC0, 0x7F};  // f32 NaN; bf16/f16 NaN too
+    f.write(reinterpret_cast<const char*>(nan_bytes), 4);
+  }
+  EXPECT_EQ(LlamaModel::Load(t / "nan").status().error(), ErrorCode::MODEL_TENSOR_NONFINITE);
+  // A paged block larger than the context: refused, not a null write (2^64-1 segfaulted).
+  auto m = LlamaModel::Load(t / "one");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EngineOptions paged;
+  paged.paged = true;
+  paged.block_size = UINT64_MAX;
+  EXPECT_EQ(RunGreedy(*m, {1, 2, 3}, 2, paged).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EngineGenerator, SameSeedSameBytes) {

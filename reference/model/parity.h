@@ -38,6 +38,8 @@ struct GreedyRun {
 
 // Greedy generation of `max_new` tokens (>= 1) through an Engine with `opts`, prefill in
 // appends of `chunk` tokens (0 = whole prompt).
+// InvalidArgument unless `opts` suit `model` (a paged block size in 1..max_position_embeddings).
+Status CheckEngineOptions(const LlamaModel& model, const EngineOptions& opts);
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
                               uint64_t max_new, const EngineOptions& opts, uint64_t chunk = 0);
 

@@ -1,6 +1,7 @@
 // Checkpoint directory loading: config, (sharded) safetensors, shape checks, fp32 widening.
 #include "reference/model/weights.h"
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -23,24 +24,32 @@ Status IndexError(const std::string& src, const std::string& what) {
 
 }  // namespace
 
-std::vector<TensorSpec> RequiredTensors(const LlamaConfig& c) {
+void ForEachRequiredTensor(const LlamaConfig& c, const std::function<bool(const TensorSpec&)>& fn) {
   const uint64_t d = c.hidden_size, F = c.intermediate_size;
-  std::vector<TensorSpec> t;
-  t.push_back({"model.embed_tokens.weight", {c.vocab_size, d}});
+  if (!fn({"model.embed_tokens.weight", {c.vocab_size, d}})) return;
   for (uint64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    t.push_back({p + "input_layernorm.weight", {d}});
-    t.push_back({p + "self_attn.q_proj.weight", {c.q_width(), d}});
-    t.push_back({p + "self_attn.k_proj.weight", {c.kv_width(), d}});
-    t.push_back({p + "self_attn.v_proj.weight", {c.kv_width(), d}});
-    t.push_back({p + "self_attn.o_proj.weight", {d, c.q_width()}});
-    t.push_back({p + "post_attention_layernorm.weight", {d}});
-    t.push_back({p + "mlp.gate_proj.weight", {F, d}});
-    t.push_back({p + "mlp.up_proj.weight", {F, d}});
-    t.push_back({p + "mlp.down_proj.weight", {d, F}});
+    for (TensorSpec spec : {TensorSpec{p + "input_layernorm.weight", {d}},
+                            TensorSpec{p + "self_attn.q_proj.weight", {c.q_width(), d}},
+                            TensorSpec{p + "self_attn.k_proj.weight", {c.kv_width(), d}},
+                            TensorSpec{p + "self_attn.v_proj.weight", {c.kv_width(), d}},
+                            TensorSpec{p + "self_attn.o_proj.weight", {d, c.q_width()}},
+                            TensorSpec{p + "post_attention_layernorm.weight", {d}},
+                            TensorSpec{p + "mlp.gate_proj.weight", {F, d}},
+                            TensorSpec{p + "mlp.up_proj.weight", {F, d}},
+                            TensorSpec{p + "mlp.down_proj.weight", {d, F}}})
+      if (!fn(spec)) return;
   }
-  t.push_back({"model.norm.weight", {d}});
-  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {c.vocab_size, d}});
+  if (!fn({"model.norm.weight", {d}})) return;
+  if (!c.tie_word_embeddings) fn({"lm_head.weight", {c.vocab_size, d}});
+}
+
+std::vector<TensorSpec> RequiredTensors(const LlamaConfig& c) {
+  std::vector<TensorSpec> t;
+  ForEachRequiredTensor(c, [&](const TensorSpec& spec) {
+    t.push_back(spec);
+    return true;
+  });
   return t;
 }
 
@@ -88,23 +97,45 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
     shards[f] = std::make_unique<SafetensorsFile>(std::move(sf));
   }
 
-  std::map<std::string, std::vector<float>> loaded;
-  for (const auto& spec : RequiredTensors(config)) {
+  // Every required tensor is present with its shape, judged one name at a time before anything
+  // is listed or loaded: a config declaring 2^24 layers beside a two-layer checkpoint is
+  // MODEL_TENSOR_MISSING at layer 2, not an out-of-memory building 150 million names (probe 35).
+  Status present = Status::Ok();
+  ForEachRequiredTensor(config, [&](const TensorSpec& spec) {
     auto it = where.find(spec.name);
     if (it == where.end()) {
-      return ViolationStatus(
+      present = ViolationStatus(
           ErrorCode::MODEL_TENSOR_MISSING,
           dir + ": tensor '" + spec.name + "' is required by config.json but absent");
+      return false;
     }
-    const SafetensorsFile& sf = *shards[it->second];
-    const TensorView* t = sf.Find(spec.name);
+    const TensorView* t = shards[it->second]->Find(spec.name);
     if (t->shape != spec.shape) {
-      return ViolationStatus(ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH,
-                             sf.path() + ": tensor '" + spec.name +
-                                 "' field 'shape': " + ShapeString(t->shape) + ", expected " +
-                                 ShapeString(spec.shape) + " from config.json");
+      present = ViolationStatus(ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH,
+                                shards[it->second]->path() + ": tensor '" + spec.name +
+                                    "' field 'shape': " + ShapeString(t->shape) + ", expected " +
+                                    ShapeString(spec.shape) + " from config.json");
+      return false;
     }
-    loaded[spec.name] = ToFloat32(*t);
+    return true;
+  });
+  KVC_RETURN_IF_ERROR(present);
+
+  std::map<std::string, std::vector<float>> loaded;
+  for (const auto& spec : RequiredTensors(config)) {  // each present, with its shape (above)
+    const SafetensorsFile& sf = *shards[where.at(spec.name)];
+    const TensorView* t = sf.Find(spec.name);
+    std::vector<float> values = ToFloat32(*t);
+    // A NaN or an infinity makes every logit it reaches NaN, and argmax then reads token 0
+    // (probe 35: one NaN in a k_proj generated "0,0" with exit 0).
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return ViolationStatus(ErrorCode::MODEL_TENSOR_NONFINITE,
+                               sf.path() + ": tensor '" + spec.name + "' element " +
+                                   std::to_string(i) + " is " +
+                                   (std::isnan(values[i]) ? "NaN" : "infinite") +
+                                   " (as float32); a checkpoint's weights are finite");
+    loaded[spec.name] = std::move(values);
   }
 
   LlamaWeights w;

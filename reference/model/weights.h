@@ -10,6 +10,7 @@
 #ifndef KVCONFORM_REFERENCE_MODEL_WEIGHTS_H_
 #define KVCONFORM_REFERENCE_MODEL_WEIGHTS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct TensorSpec {
   std::vector<uint64_t> shape;
 };
 std::vector<TensorSpec> RequiredTensors(const LlamaConfig& c);
+// The same specs one at a time, in the same order, until `fn` returns false (no list is built:
+// a config may declare 2^31 layers).
+void ForEachRequiredTensor(const LlamaConfig& c, const std::function<bool(const TensorSpec&)>& fn);
 
 }  // namespace kvc::model
 

@@ -105,6 +105,13 @@ void RunGenerate(const GenerateOptions& o) {
     eo.mode = *mode;
     eo.paged = o.layout == "paged";
     eo.block_size = o.block_size;
+    if (eo.paged && o.block_size > w->config.max_position_embeddings) {  // as CheckEngineOptions
+      ExitCode() =
+          FailWith("generate",
+                   InvalidArgument("block size " + std::to_string(o.block_size) + ": expected 1.." +
+                                   std::to_string(w->config.max_position_embeddings)));
+      return;
+    }
     run = kernels::RunGreedyCuda(**gm, *ids, o.max_new, eo, o.chunk);
 #endif
   }
@@ -296,6 +303,14 @@ void RunBench(const BenchOptions& o) {
     ExitCode() = FailWith("bench-engine", m.status());
     return;
   }
+  // Bounded before anything is allocated (probe 35: --prompt-len 2^64-1 was an internal error).
+  if (o.prompt_len >= m->config().max_position_embeddings) {
+    ExitCode() = FailWith("bench-engine",
+                          InvalidArgument("--prompt-len " + std::to_string(o.prompt_len) +
+                                          ": expected below max_position_embeddings " +
+                                          std::to_string(m->config().max_position_embeddings)));
+    return;
+  }
   model::SetBlasThreads(o.threads);
   std::vector<int64_t> prompt(o.prompt_len);
   for (size_t i = 0; i < prompt.size(); ++i)
@@ -352,16 +367,35 @@ void RunBench(const BenchOptions& o) {
 
 }  // namespace
 
+// An unsigned option's value is at least 1 (after the decimal-only transform of common.cc;
+// CLI::PositiveNumber's message printed a range up to 1.8e308 for 0: probe 35).
+CLI::Validator AtLeastOne() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return v.find_first_not_of('0') == std::string::npos ? "expected an integer >= 1, got " + v
+                                                             : std::string();
+      },
+      "INT >= 1");
+}
+
 void AddModelCommands(CLI::App& app) {
   auto bo = std::make_shared<BenchOptions>();
   auto* bench = app.add_subcommand(
       "bench-engine", "benchmark: prefill/decode tokens/s of the reference engine in both modes");
   bench->add_option("--model", bo->model, "HF model directory (e.g. gen-model --shape bench100m)")
       ->required();
-  bench->add_option("--prompt-len", bo->prompt_len, "prompt tokens")->check(CLI::PositiveNumber);
-  bench->add_option("--decode", bo->decode, "decode steps")->check(CLI::PositiveNumber);
-  bench->add_option("--threads", bo->threads, "OpenBLAS threads in fast mode")
-      ->check(CLI::PositiveNumber);
+  bench->add_option("--prompt-len", bo->prompt_len, "prompt tokens")->check(AtLeastOne());
+  bench->add_option("--decode", bo->decode, "decode steps")->check(AtLeastOne());
+  bench->add_option("--threads", bo->threads, "OpenBLAS threads in fast mode (1..256)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const bool digits = !v.empty() && v.size() <= 3 &&
+                                v.find_first_not_of("0123456789") == std::string::npos;
+            return digits && std::stoi(v) >= 1 && std::stoi(v) <= 256
+                       ? std::string()
+                       : "expected 1..256 threads, got " + v;
+          },
+          "1..256"));
   bench->add_option("--format", bo->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   bench->callback([bo] { RunBench(*bo); });
 
@@ -396,8 +430,10 @@ void AddModelCommands(CLI::App& app) {
   gen_cmd->add_option("--mode", go->mode, "deterministic | fast");
   gen_cmd->add_option("--layout", go->layout, "contiguous | paged")
       ->check(CLI::IsMember({"contiguous", "paged"}));
-  gen_cmd->add_option("--block-size", go->block_size, "paged block size")
-      ->check(CLI::PositiveNumber);
+  gen_cmd
+      ->add_option("--block-size", go->block_size,
+                   "paged block size in positions (1..max_position_embeddings)")
+      ->check(AtLeastOne());
   gen_cmd->add_option("--prefill-chunk", go->chunk,
                       "prefill in appends of this many tokens (0 = whole prompt)");
   gen_cmd

@@ -185,6 +185,11 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
 }
 
 StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
+  // Judged before open(): opening a FIFO blocks until a writer comes (probe 35: a FIFO at
+  // model.safetensors hung the command before the regular-file check below).
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+    return IoError(path + ": not a regular file");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
