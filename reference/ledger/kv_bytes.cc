@@ -91,6 +91,10 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   auto get_pos = [&](const char* key) -> StatusOr<uint64_t> {
     auto it = c.find(key);
     if (it == c.end()) return InvalidArgument("config.json: missing field " + name(key));
+    // (An unsigned value beyond 2^63 - 1 is too large, not "not positive": probe 35.)
+    if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX})
+      return InvalidArgument("config.json: field " + name(key) + " is too large (" + it->dump() +
+                             " > 2^63 - 1)");
     if (!it->is_number_integer() || it->get<int64_t>() <= 0)
       return InvalidArgument("config.json: field " + name(key) +
                              " must be a positive integer, got " + it->dump());
@@ -263,13 +267,22 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   }
   // The K/V dtype: the language model's, else the whole model's (composite configs often
   // declare it at the top level only).
+  // torch_dtype and dtype (its newer name) at one level must agree: which one the weights use
+  // is not known otherwise (probe 35: float32 beside bfloat16 took the first silently).
   std::string dtype(dtype_override);
   for (const Json* level : {text, &config}) {
-    for (const char* key : {"torch_dtype", "dtype"}) {
-      if (!dtype.empty()) break;
-      auto it = level->find(key);
-      if (it != level->end() && it->is_string()) dtype = it->get<std::string>();
-    }
+    if (!dtype.empty()) break;
+    auto t = level->find("torch_dtype"), d = level->find("dtype");
+    const bool has_t = t != level->end() && t->is_string(),
+               has_d = d != level->end() && d->is_string();
+    if (has_t && has_d && DtypeBytes(t->get<std::string>()) != DtypeBytes(d->get<std::string>()))
+      return InvalidArgument("config.json: fields " + name_at(level, "torch_dtype") + " (" +
+                             t->dump() + ") and " + name_at(level, "dtype") + " (" + d->dump() +
+                             ") disagree; pass --dtype to name the K/V dtype");
+    if (has_t)
+      dtype = t->get<std::string>();
+    else if (has_d)
+      dtype = d->get<std::string>();
   }
   if (dtype.empty())
     return InvalidArgument("config.json: no torch_dtype; pass --dtype to name the K/V dtype");

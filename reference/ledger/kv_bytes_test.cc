@@ -278,6 +278,14 @@ TEST(KvBytes, RegressionHfConfigReadsFalconAndChatGlmKvHeads) {
               {"hidden_size", 4096},        {"multi_query_attention", true},
               {"multi_query_group_num", 2}, {"torch_dtype", "bfloat16"}};
   EXPECT_EQ(GeometryFromHfConfig(glm)->kv_heads_local, 2u);
+  // Probe 35 too: torch_dtype and dtype that disagree are not resolved silently, and 2^64 - 1
+  // layers are "too large", not "not positive".
+  Json both = glm;
+  both["dtype"] = "float32";
+  EXPECT_NE(GeometryFromHfConfig(both).status().message().find("disagree"), std::string::npos);
+  both["num_hidden_layers"] = UINT64_MAX;
+  both.erase("dtype");
+  EXPECT_NE(GeometryFromHfConfig(both).status().message().find("too large"), std::string::npos);
   // A K/V head count without the flag that makes the model use it is not guessed.
   falcon40b.erase("new_decoder_architecture");
   falcon40b.erase("multi_query");

@@ -195,20 +195,22 @@ std::vector<SuiteSection>& SuiteSections() {
 }
 
 StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s) {
+  // Decimal digits between commas, as the other number lists (probe 35: "1,2," and " 1, +2"
+  // passed, while ",1" and "1,,2" were refused).
   std::vector<int64_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size())
-      return InvalidArgument("--prompt-ids: '" + item + "' is not an integer token id");
-    ids.push_back(v);
+  size_t start = 0;
+  for (size_t i = 0; !s.empty() && i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != ',') continue;
+    const std::string item = s.substr(start, i - start);
+    start = i + 1;
+    // (A '-' is read, so that the model names a negative id: MODEL_TOKEN_OUT_OF_RANGE.)
+    const size_t sign = !item.empty() && item[0] == '-' ? 1 : 0;
+    const bool digits = item.size() > sign && item.size() - sign <= 18 &&
+                        item.find_first_not_of("0123456789", sign) == std::string::npos;
+    if (!digits)
+      return InvalidArgument("--prompt-ids: element " + std::to_string(ids.size() + 1) + " '" +
+                             item + "' is not a token id (decimal digits, below 10^18)");
+    ids.push_back(std::stoll(item));
   }
   if (ids.empty())
     return InvalidArgument("--prompt-ids: expected a comma-separated list of token ids");

@@ -149,7 +149,9 @@ nlohmann::json PairToJson(const model::PairResult& r) {
           {"argmax_agree", r.argmax_agree},
           {"tolerance", r.tolerance},
           {"skipped", r.skipped},
-          {"verdict", r.passed ? "pass" : "fail"},
+          {"verdict", r.skipped  ? "skip"
+                      : r.passed ? "pass"
+                                 : "fail"},
           {"detail", r.detail}};
 }
 
@@ -218,7 +220,11 @@ void RunParityCmd(const ParityOptions& o) {
     for (const auto& r : *res) {
       std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(13)
                 << std::setprecision(4) << r.max_abs << std::setw(13) << r.max_rel << std::setw(8)
-                << (r.argmax_agree ? "same" : "DIFF") << std::setw(11) << r.tolerance << "  "
+                << (r.skipped                   ? "-"
+                    : !std::isfinite(r.max_rel) ? "n/a"
+                    : r.argmax_agree            ? "same"
+                                                : "DIFF")
+                << std::setw(11) << r.tolerance << "  "
                 << (r.skipped  ? "skip"
                     : r.passed ? "pass"
                                : "FAIL")
