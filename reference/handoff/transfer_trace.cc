@@ -127,6 +127,47 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       copy_done[*e.layer] =
           copy_done.count(*e.layer) ? std::min(copy_done[*e.layer], e.end) : e.end;
   }
+  // The chain of M5.6 0x0F, layer by layer: registration -> gather -> network attempts ->
+  // device copy -> visibility. Each phase consumes the one before it, so it starts only once
+  // that one ended (probe 36: a device copy finishing before the network delivered the layer,
+  // and a send of a layer not yet gathered, passed; so did a trace without a registration or a
+  // layer's gather once the declared summary was adjusted).
+  {
+    const size_t before_chain = v->size();
+    std::optional<uint64_t> registered;     // the earliest registration's end
+    std::map<uint64_t, uint64_t> gathered;  // layer -> earliest gather end
+    for (const Ev& e : t.events) {
+      if (e.phase == "registration") registered = std::min(registered.value_or(e.end), e.end);
+      if (e.phase == "gather" && e.layer)
+        gathered[*e.layer] = gathered.count(*e.layer) ? std::min(gathered[*e.layer], e.end) : e.end;
+    }
+    if (!registered)
+      v->push_back({ErrorCode::HANDOFF_TRACE_PHASE_MISSING, "/events",
+                    "no registration event: the chain starts with the registration of the "
+                    "transfer's memory (M5.6 0x0F)"});
+    for (const auto& [l, bytes] : t.layer_bytes)
+      if (!gathered.count(l))
+        v->push_back({ErrorCode::HANDOFF_TRACE_PHASE_MISSING, "/events",
+                      "layer " + std::to_string(l) + " has no gather event"});
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const Ev& e = t.events[i];
+      const std::string ptr = "/events/" + std::to_string(i) + "/start_us";
+      auto late = [&](uint64_t ready, const std::string& what) {
+        v->push_back({ErrorCode::HANDOFF_TRACE_ORDER_INVALID, ptr,
+                      e.phase + (e.layer ? " of layer " + std::to_string(*e.layer) : "") +
+                          " starts at " + std::to_string(e.start) + " us, before " + what +
+                          " ends at " + std::to_string(ready) + " us"});
+      };
+      if (e.phase == "gather" && registered && e.start < *registered)
+        late(*registered, "the registration");
+      if (!e.layer) continue;
+      if (e.phase == "network" && gathered.count(*e.layer) && e.start < gathered[*e.layer])
+        late(gathered[*e.layer], "its gather");
+      if (e.phase == "device_copy" && net_done.count(*e.layer) && e.start < net_done[*e.layer])
+        late(net_done[*e.layer], "its successful network attempt");
+    }
+    if (v->size() != before_chain) return std::nullopt;
+  }
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Ev& e = t.events[i];
     if (e.phase != "visibility") continue;

@@ -310,6 +310,25 @@ Violations ValidateManifest(const Json& doc) {
     Add(&v, ErrorCode::MANIFEST_COMMIT_EXCEEDS_LOGICAL, "/state_snapshot/committed_cache_length",
         "committed_cache_length " + std::to_string(m.committed) + " exceeds logical_token_count " +
             std::to_string(m.logical));
+  // The logical sequence is the prompt plus the outputs so far: never shorter than the prompt,
+  // never beyond the request's limits (probe 36: logical 3 under a prompt of 4, and 40 with
+  // max_context 16, passed).
+  // (Judged only where the committed state, the limits and the prompt count are themselves
+  // consistent: one root cause, one code.)
+  const bool limits_ok = !(m.max_context > m.max_position_embeddings ||
+                           m.max_context < m.prompt_count || m.max_context < m.committed);
+  const bool judged =
+      m.committed <= m.logical && limits_ok && m.prompt_ids->size() == m.prompt_count;
+  if (judged && m.logical < m.prompt_count)
+    Add(&v, ErrorCode::MANIFEST_LOGICAL_COUNT_INVALID, "/state_snapshot/logical_token_count",
+        "logical_token_count " + std::to_string(m.logical) + " is below prompt_token_count " +
+            std::to_string(m.prompt_count) + " (the logical sequence starts with the prompt)");
+  else if (judged && (m.logical - m.prompt_count > m.max_new || m.logical > m.max_context))
+    Add(&v, ErrorCode::MANIFEST_LOGICAL_COUNT_INVALID, "/state_snapshot/logical_token_count",
+        "logical_token_count " + std::to_string(m.logical) +
+            " exceeds what the request admits: " + "prompt " + std::to_string(m.prompt_count) +
+            " + max_new_tokens " + std::to_string(m.max_new) + ", and max_context_tokens " +
+            std::to_string(m.max_context));
   if (m.next_pos != m.origin + m.committed)
     Add(&v, ErrorCode::MANIFEST_POSITION_GAP, "/state_snapshot/next_cache_position",
         "expected next_cache_position = position_origin + committed_cache_length = " +
