@@ -251,7 +251,14 @@ Violations ValidateHandoffManifest(const Json& doc) {
            "the reservation holds " + std::to_string(*res_blocks) +
                " blocks; the complete prompt needs |U| = " + std::to_string(universe.size())});
   }
-  (void)tok_start;
+  // The input interval is the prompt's, [0, |U| * tokens_per_block): U is the whole prompt
+  // universe, so it starts at token 0 (probe 36: token_start 5 passed, never read). A transfer
+  // that moves only a suffix says so by its transfer set X, not by the input interval.
+  if (*tok_start != 0)
+    v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/input/token_start",
+                 "token_start " + std::to_string(*tok_start) +
+                     ": the input interval is the whole prompt universe U, which starts at token "
+                     "0"});
   if (*res_id != *fence_reservation)
     v.push_back({ErrorCode::HANDOFF_IDENTITY_MISMATCH, "/destination_reservation/reservation_id",
                  "reservation \"" + *res_id + "\" is not the identity fence's \"" +
