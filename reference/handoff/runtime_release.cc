@@ -71,7 +71,24 @@ Violations ValidateRuntimeRelease(const Json& doc) {
       if (auto s = r.Enum("direction", {"push", "pull"})) q.direction = *s;
       if (auto x = r.Uint("generation")) q.generation = *x;
       if (auto x = r.Uint("bytes")) q.bytes = *x;
-      q.regions = Strings(r.Array("regions"), ptr + "/regions", &v);
+      const Json* regions = r.Array("regions");
+      q.regions = Strings(regions, ptr + "/regions", &v);
+      // The request names the exact destination regions it needs (M5.6 0x0FE): at least one,
+      // each once (probe 36: an empty list of regions for 7,168 bytes, and a region listed
+      // twice, passed).
+      if (regions && regions->is_array()) {
+        if (regions->empty())
+          v.push_back({ErrorCode::INPUT_VALUE_INVALID, ptr + "/regions",
+                       "a transfer request names the destination regions it writes: at least one"});
+        for (size_t a = 0; a < q.regions.size(); ++a)
+          for (size_t b = 0; b < a; ++b)
+            if (q.regions[a] == q.regions[b]) {
+              v.push_back({ErrorCode::INPUT_VALUE_INVALID, ptr + "/regions/" + std::to_string(a),
+                           "region \"" + q.regions[a] + "\" is listed twice (first at index " +
+                               std::to_string(b) + ")"});
+              b = a;  // one report per repeated entry
+            }
+      }
       r.RejectUnknownFields();
       reqs.push_back(std::move(q));
     }
