@@ -41,8 +41,15 @@ std::optional<uint64_t> ReadUint(const Json& v, const std::string& pointer, Viol
     return std::nullopt;
   }
   if (v.is_number_float()) {
-    out->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
-                    range_msg(v.dump() + " (not an exact integer in range)")});
+    // Say why (probe 36: "7e0 ... not an exact integer" for an integral value written with an
+    // exponent, and 2^64 shown only as a rounded double).
+    const double d = v.get<double>();
+    const char* why = !(std::fabs(d) < 18446744073709551616.0)
+                          ? " (a number beyond 64 bits)"
+                      : d == std::floor(d) ? " (an integer written with a fraction or an exponent; "
+                                             "write the digits alone)"
+                                           : " (not an integer)";
+    out->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer, range_msg(v.dump() + why)});
     return std::nullopt;
   }
   out->push_back({ErrorCode::INPUT_FIELD_TYPE, pointer,
