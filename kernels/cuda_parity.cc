@@ -18,19 +18,12 @@ PairResult Compare(const std::string& name, const GreedyRun& base, const GreedyR
 
 PairResult Failed(const std::string& name, const Status& s) { return model::FailedPair(name, s); }
 
-PairResult Skipped(const std::string& name, const std::string& why) {
-  PairResult r;
-  r.name = name;
-  r.skipped = r.passed = r.argmax_agree = true;
-  r.detail = why;
-  return r;
-}
-
 }  // namespace
 
 StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>& prompt,
                                   uint64_t max_new, const CudaEngineOptions& opts, uint64_t chunk) {
   if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
+  KVC_RETURN_IF_ERROR(model::CheckPagedBlockSize(m.config(), opts.paged, opts.block_size));
   KVC_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::Create(m, opts));
   KVC_RETURN_IF_ERROR(e->NewRequest("r"));
   GreedyRun run;
@@ -102,7 +95,7 @@ StatusOr<std::vector<PairResult>> RunCudaParity(const model::LlamaModel& cpu, co
   for (uint64_t c : {1, 3, 16}) {
     const std::string name = "gpu_chunked_prefill_c" + std::to_string(c);
     if (c >= prompt.size()) {
-      out.push_back(Skipped(name, "chunk >= prompt length (same as unchunked)"));
+      out.push_back(model::SkippedPair(name, "chunk >= prompt length (same as unchunked)", 0));
       continue;
     }
     auto run = RunGreedyCuda(gpu, prompt, max_new, base_opts, c);

@@ -59,7 +59,6 @@ PairResult FailedPair(const std::string& name, const Status& s) {
   return r;
 }
 
-// A pair that cannot run on this model and prompt: skipped with the reason, not failed.
 PairResult SkippedPair(const std::string& name, const std::string& why, double tol) {
   PairResult r;
   r.name = name;
@@ -69,13 +68,13 @@ PairResult SkippedPair(const std::string& name, const std::string& why, double t
   return r;
 }
 
-Status CheckEngineOptions(const LlamaModel& model, const EngineOptions& opts) {
+Status CheckPagedBlockSize(const LlamaConfig& config, bool paged, uint64_t block_size) {
   // A paged block spans at most the model's context: a larger one holds nothing more, and a
   // huge one overflows the block's byte size (probe 35: --block-size 2^64-1 segfaulted, 2^32
   // grew to 13.8 GB).
-  const uint64_t max_pos = model.config().max_position_embeddings;
-  if (opts.paged && (opts.block_size == 0 || opts.block_size > max_pos))
-    return InvalidArgument("block size " + std::to_string(opts.block_size) + ": expected 1.." +
+  const uint64_t max_pos = config.max_position_embeddings;
+  if (paged && (block_size == 0 || block_size > max_pos))
+    return InvalidArgument("block size " + std::to_string(block_size) + ": expected 1.." +
                            std::to_string(max_pos) +
                            " (max_position_embeddings; a block holds positions)");
   return Status::Ok();
@@ -84,7 +83,7 @@ Status CheckEngineOptions(const LlamaModel& model, const EngineOptions& opts) {
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
                               uint64_t max_new, const EngineOptions& opts, uint64_t chunk) {
   if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
-  KVC_RETURN_IF_ERROR(CheckEngineOptions(model, opts));
+  KVC_RETURN_IF_ERROR(CheckPagedBlockSize(model.config(), opts.paged, opts.block_size));
   Engine e(model, opts);
   KVC_RETURN_IF_ERROR(e.NewRequest("r"));
   GreedyRun run;

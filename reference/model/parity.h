@@ -36,10 +36,12 @@ struct GreedyRun {
   uint64_t committed_length = 0;           // after the run: P + G - 1 (frontier unprocessed)
 };
 
+// InvalidArgument unless a paged block size (when `paged`) is in 1..max_position_embeddings of
+// `config`: the CPU engine's and the CUDA engine's runs judge their options with it.
+Status CheckPagedBlockSize(const LlamaConfig& config, bool paged, uint64_t block_size);
+
 // Greedy generation of `max_new` tokens (>= 1) through an Engine with `opts`, prefill in
 // appends of `chunk` tokens (0 = whole prompt).
-// InvalidArgument unless `opts` suit `model` (a paged block size in 1..max_position_embeddings).
-Status CheckEngineOptions(const LlamaModel& model, const EngineOptions& opts);
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
                               uint64_t max_new, const EngineOptions& opts, uint64_t chunk = 0);
 
@@ -65,6 +67,8 @@ PairResult CompareSteps(const std::string& name, const GreedyRun& base,
                         const std::vector<int64_t>& cand_tokens, double tol);
 // A pair whose candidate run failed to execute.
 PairResult FailedPair(const std::string& name, const Status& s);
+// A pair that cannot run on this model and prompt: skipped (and passed) with the reason `why`.
+PairResult SkippedPair(const std::string& name, const std::string& why, double tol);
 
 StatusOr<std::vector<PairResult>> RunParity(const LlamaModel& model,
                                             const std::vector<int64_t>& prompt, uint64_t max_new,

@@ -105,13 +105,6 @@ void RunGenerate(const GenerateOptions& o) {
     eo.mode = *mode;
     eo.paged = o.layout == "paged";
     eo.block_size = o.block_size;
-    if (eo.paged && o.block_size > w->config.max_position_embeddings) {  // as CheckEngineOptions
-      ExitCode() =
-          FailWith("generate",
-                   InvalidArgument("block size " + std::to_string(o.block_size) + ": expected 1.." +
-                                   std::to_string(w->config.max_position_embeddings)));
-      return;
-    }
     run = kernels::RunGreedyCuda(**gm, *ids, o.max_new, eo, o.chunk);
 #endif
   }
