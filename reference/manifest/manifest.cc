@@ -33,6 +33,7 @@ struct Manifest {
   uint64_t origin = 0;
   uint64_t max_context = 0, max_new = 0;
   std::string abi_sha, prefix_sha, snapshot_sha;
+  std::string phase;
   uint64_t generation = 0, logical = 0, committed = 0, next_pos = 0, vis_start = 0, vis_end = 0,
            reserved = 0;
   std::map<std::string, uint64_t> resident, reclaimable;
@@ -145,7 +146,8 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
 
   FieldReader ss(top.Object("state_snapshot"), "/state_snapshot", v);
   if (auto x = ss.Uint("generation")) m->generation = *x;
-  ss.Enum("phase", {"NEW", "DECODE_READY", "FINISHED", "CANCELLED", "RELEASED"});
+  if (auto p = ss.Enum("phase", {"NEW", "DECODE_READY", "FINISHED", "CANCELLED", "RELEASED"}))
+    m->phase = *p;
   if (auto x = ss.Uint("logical_token_count")) m->logical = *x;
   if (auto x = ss.Uint("committed_cache_length")) m->committed = *x;
   if (auto x = ss.Uint("next_cache_position")) m->next_pos = *x;
@@ -319,6 +321,8 @@ Violations ValidateManifest(const Json& doc) {
                            m.max_context < m.prompt_count || m.max_context < m.committed);
   const bool judged =
       m.committed <= m.logical && limits_ok && m.prompt_ids->size() == m.prompt_count;
+  const bool logical_ok = judged && m.logical >= m.prompt_count &&
+                          !(m.logical - m.prompt_count > m.max_new || m.logical > m.max_context);
   if (judged && m.logical < m.prompt_count)
     Add(&v, ErrorCode::MANIFEST_LOGICAL_COUNT_INVALID, "/state_snapshot/logical_token_count",
         "logical_token_count " + std::to_string(m.logical) + " is below prompt_token_count " +
@@ -329,6 +333,24 @@ Violations ValidateManifest(const Json& doc) {
             " exceeds what the request admits: " + "prompt " + std::to_string(m.prompt_count) +
             " + max_new_tokens " + std::to_string(m.max_new) + ", and max_context_tokens " +
             std::to_string(m.max_context));
+  // The phase names a point of the request snapshot's lifecycle (M5.1 0x01 "Versioned
+  // Transactions And Lifecycle Operations"; 0x07's synthetic lifecycle: allocate s0 O=0 K=0 NEW,
+  // release s3 O=0 K=0 RELEASED): NEW is the allocation's snapshot, before any publication or
+  // output (generation 0, no committed rows, the logical sequence is the prompt); RELEASED owns
+  // no logical payload (no committed rows). (Since 2026-12-05, probe 36: NEW with committed rows
+  // passed.) NEW is judged where the logical count is itself consistent: one root cause, one code.
+  if (m.phase == "NEW" && logical_ok &&
+      (m.generation != 0 || m.committed != 0 || m.logical != m.prompt_count))
+    Add(&v, ErrorCode::MANIFEST_PHASE_STATE_MISMATCH, "/state_snapshot/phase",
+        "phase NEW is the allocation's snapshot (generation 0, committed_cache_length 0, "
+        "logical_token_count = prompt_token_count " +
+            std::to_string(m.prompt_count) + "); this state has generation " +
+            std::to_string(m.generation) + ", committed_cache_length " +
+            std::to_string(m.committed) + ", logical_token_count " + std::to_string(m.logical));
+  else if (m.phase == "RELEASED" && m.committed != 0)
+    Add(&v, ErrorCode::MANIFEST_PHASE_STATE_MISMATCH, "/state_snapshot/phase",
+        "phase RELEASED owns no logical payload (committed_cache_length 0); this state commits " +
+            std::to_string(m.committed) + " rows");
   if (m.next_pos != m.origin + m.committed)
     Add(&v, ErrorCode::MANIFEST_POSITION_GAP, "/state_snapshot/next_cache_position",
         "expected next_cache_position = position_origin + committed_cache_length = " +

@@ -86,6 +86,31 @@ TEST(Manifest, ViolationsComeInDeterministicCheckOrder) {
   EXPECT_EQ(v[0].pointer, "/artifact_identity/model_config_sha256");
 }
 
+// The states the phase rule admits: the allocation's snapshot as NEW, and a release that
+// commits no rows (MANIFEST_PHASE_STATE_MISMATCH's negatives are the two invalid fixtures).
+TEST(Manifest, PhaseNewAndReleasedConformInTheirOwnStates) {
+  Json m = test::LoadJson(kFixture);
+  Json& ss = m["state_snapshot"];
+  ss["phase"] = "NEW";
+  ss["generation"] = 0;
+  ss["committed_cache_length"] = 0;
+  ss["logical_token_count"] = m["input_identity"]["prompt_token_count"];
+  ss["next_cache_position"] = 0;
+  ss["visible_positions"] = {{"start", 0}, {"end", 0}};
+  ASSERT_TRUE(SealManifest(m).ok());
+  EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+  ss["phase"] = "RELEASED";
+  ss["generation"] = 3;
+  ASSERT_TRUE(SealManifest(m).ok());
+  EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+  // NEW after a publication (generation 1) with no rows is still not the allocation's snapshot.
+  ss["phase"] = "NEW";
+  ss["generation"] = 1;
+  ASSERT_TRUE(SealManifest(m).ok());
+  EXPECT_EQ(test::CodeNames(ValidateManifest(m)),
+            std::vector<std::string>{"MANIFEST_PHASE_STATE_MISMATCH"});
+}
+
 TEST(Manifest, HugeDeclaredSizesDoNotOverflow) {
   Json m = test::LoadJson(kFixture);
   m["cache_schema"]["head_dim"] = uint64_t{1} << 53;
