@@ -77,6 +77,35 @@ case_ kill_prefill_after_publication 0 'identical(source=False); assert r["worke
 # Warm destination: D holds the first 5 prompt tokens itself; only X = U \ V_D (7 tokens) moves,
 # published as a suffix append onto D's visible prefix, decoded from the published handle.
 case_ warm_prefix_suffix 0 'identical(); t = r["transfer"]; assert t["warm_prefix_tokens"] == 5 and t["transfer_tokens"] == 7 and t["published_payload_bytes"] == t["sent_payload_bytes"] == t["expected_bytes"] == 7 * t["bytes_per_token"], t; assert d["warm_prefix"]["tokens"] == 5 and d["decode_appends"] == 3, d.get("warm_prefix")' --warm-prefix 5
+# Probe 37: on shm P cannot see its peer die (it fails PD_CREDIT_STARVED); pd-run, which sees the
+# decode worker killed, reroutes as on tcp.
+case_ kill_decode_shm_reroutes 0 'identical(); f = r["rerouted_from"]; assert f["workers"]["decode"] == "killed by signal 9" and f["prefill"]["error"]["code"] in ("PD_CREDIT_STARVED", "PD_PEER_TIMEOUT"), f; assert d["published_generation"] == 2, d.get("published_generation")' --fault kill-decode:3 --transport shm
+
+# Probe 37: a warm decode worker whose prefix is another prompt's (same length) must not reuse it.
+# The prefix handle names the prefix's identity: P's plan names a prefix D does not hold, so the
+# transfer is refused and nothing is published (before: D decoded a mixed cache, both exit 0).
+W="$T/warm_other"; mkdir -p "$W"
+"$K" pd-worker --role decode --bootstrap 127.0.0.1:0 --port-file "$W/port" --result "$W/d.json" \
+  --model "$MODEL" --prompt-ids 1,2,3,4,5,35,89,79,32,38,46,26 --warm-prefix 5 \
+  --peer-timeout-ms 3000 >"$W/d.log" 2>&1 &
+dpid=$!
+for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
+"$K" pd-worker --role prefill --bootstrap "127.0.0.1:$(cat "$W/port" 2>/dev/null)" --model "$MODEL" \
+  --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 4 --chunk-tokens 4 \
+  --warm-prefix 5 --peer-timeout-ms 3000 --result "$W/p.json" >"$W/p.log" 2>&1
+prc=$?
+wait $dpid; drc=$?
+if [ $prc -eq 1 ] && [ $drc -eq 1 ] && python3 - "$W/d.json" "$W/p.json" <<'PY'
+import json, sys
+d, p = (json.load(open(f)) for f in sys.argv[1:3])
+assert d["error"]["code"] == p["error"]["code"] == "LIFECYCLE_UNKNOWN_HANDLE", (d.get("error"), p.get("error"))
+assert "never published" in d["error"]["message"] and "tokens" not in d and d.get("publications", 0) == 0, d
+PY
+then pass=$((pass+1)); echo "ok   warm_prefix_of_another_prompt"; else fail=$((fail+1)); echo "FAIL warm_prefix_of_another_prompt: prefill rc $prc, decode rc $drc"; cat "$W"/*.json "$W"/*.log | head -c 3000; fi
+
+# Probe 37: an empty $KVCONFORM_PD_CAPABILITY_KEY is no key: pd-run still makes one, so the forged
+# capability is refused (before: capabilities were off and the fault passed).
+KVCONFORM_PD_CAPABILITY_KEY= case_ capability_forged_empty_env_key 1 'failed("HANDOFF_CAPABILITY_SIGNATURE_INVALID")' --fault cap-forged
 
 # Capabilities (M5.6 0x0FE): pd-run gives both workers one random key; P signs a capability per
 # attempt, D authorizes it before reserving and every chunk write against it. Each bad
@@ -94,6 +123,39 @@ if [ $rc -eq 2 ] && grep -q "expected none, drop:K" "$T/out"; then pass=$((pass+
 if [ $rc -eq 2 ] && grep -q "must be below the prompt length 12" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL warm_prefix_whole_prompt: rc=$rc"; cat "$T/out"; fi
 "$K" "${BASE[@]}" --transport rdma >"$T/out" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "expected tcp or shm" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL bad_transport: rc=$rc"; cat "$T/out"; fi
+
+# Probe 37: flags the run cannot honour are bad usage (exit 2, naming the flag), not a protocol
+# failure or a silent no-op.
+usage() {  # usage NAME PATTERN ARGS...: exit 2 and PATTERN in the output
+  local name=$1 pat=$2; shift 2
+  "$@" >"$T/out" 2>&1; local rc=$?
+  if [ $rc -eq 2 ] && grep -q -- "$pat" "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $name: rc=$rc"; cat "$T/out"; fi
+}
+usage fault_chunk_out_of_range "chunk 6 does not exist; the plan has chunks 0..5" "$K" "${BASE[@]}" --fault corrupt:6
+usage fault_kill_after_all_chunks "has only 6" "$K" "${BASE[@]}" --fault kill-decode:7
+usage peer_timeout_beyond_an_hour "--peer-timeout-ms: 18446744073709551615; expected 1..3600000" "$K" "${BASE[@]}" --peer-timeout-ms 18446744073709551615
+usage rto_beyond_an_hour "--rto-ms: 10000000000000; expected" "$K" "${BASE[@]}" --rto-ms 10000000000000
+usage fault_delay_beyond_an_hour "the delay must be at most 3600000 ms" "$K" "${BASE[@]}" --fault delay:0:3600001
+usage max_new_tokens_past_positions "--max-new-tokens: 300; a prompt of 12 tokens leaves room for at most 245" "$K" pd-run --model "$MODEL" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 300
+usage first_attempt_past_tag "--first-attempt: 16777216; expected 1..16777214" "$K" pd-worker --role prefill --bootstrap 127.0.0.1:1 --model "$MODEL" --prompt-ids 1,2 --first-attempt 16777216
+usage pd_bench_refuses_faults "faults are pd-run's" "$K" pd-bench --bytes 100000 --fault drop:1
+# A huge --chunk-tokens with a warm prefix is one chunk per layer (before: the chunk loop wrapped).
+"$K" pd-run --model "$MODEL" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 4 \
+  --chunk-tokens 18446744073709551614 --warm-prefix 5 --credit-bytes 4096 --format json >"$T/out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["verdict"] == "identical" and r["prefill"]["chunks"] == 2, r["prefill"].get("chunks")' "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL warm_prefix_huge_chunk: rc=$rc"; head -c 2000 "$T/out"; fi
+
+# Probe 37: a pd-run stopped by SIGTERM leaves no worker, key file or run directory behind.
+before=$(ls -d /tmp/kvconform-pd-* 2>/dev/null | wc -l)
+"$K" "${BASE[@]}" --fault delay:0:4000 >/dev/null 2>&1 &
+rpid=$!
+for _ in $(seq 100); do [ "$(pgrep -f -P $rpid pd-worker | wc -l)" -ge 2 ] && break; sleep 0.05; done
+kids=$(pgrep -P $rpid | tr '\n' ' ')
+kill -TERM $rpid; wait $rpid 2>/dev/null
+sleep 0.5
+left=0  # (a killed worker may stay a zombie until init reaps it: count the live ones)
+for k in $kids; do case "$(ps -o stat= -p "$k" 2>/dev/null)" in ""|Z*) ;; *) left=$((left+1));; esac; done
+after=$(ls -d /tmp/kvconform-pd-* 2>/dev/null | wc -l)
+if [ -n "$kids" ] && [ $left -eq 0 ] && [ "$after" -le "$before" ]; then pass=$((pass+1)); echo "ok   sigterm_cleans_up"; else fail=$((fail+1)); echo "FAIL sigterm_cleans_up: workers [$kids] left $left, /tmp/kvconform-pd-* $before -> $after"; for k in $kids; do kill -9 "$k" 2>/dev/null; done; fi
 
 echo "pd_fault_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

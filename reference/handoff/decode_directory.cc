@@ -113,6 +113,13 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
                            "\"" + visible_prefix_handle +
                                "\" is an attempt's destination handle, not a visible prefix "
                                "(declare a prefix with destination_prefix)");
+  if (!cache_.Find(visible_prefix_handle))
+    return ViolationStatus(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE,
+                           "transfer " + transfer_id + " extends the visible prefix \"" +
+                               visible_prefix_handle +
+                               "\", which this destination never published (a prefix of "
+                               "another prompt, or none): only a prefix the destination holds "
+                               "is reusable");
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot prefix, cache_.Read(visible_prefix_handle));
   if (prefix.committed_length != token_start)
     return ViolationStatus(

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,15 +73,26 @@ StatusOr<tp::WorkerOptions> ToWorkerOptions(const PdOptions& o) {
   if (o.checksum != "sha256" && o.checksum != "none")
     return InvalidArgument("--checksum: '" + o.checksum + "'; expected sha256 or none");
   if (o.credit_bytes == 0) return InvalidArgument("--credit-bytes must be >= 1");
-  if (o.peer_timeout_ms == 0 || o.rto_ms == 0)
-    return InvalidArgument("--peer-timeout-ms and --rto-ms must be >= 1");
+  if (o.peer_timeout_ms == 0 || o.peer_timeout_ms > tp::kMaxWaitMs)
+    return InvalidArgument("--peer-timeout-ms: " + std::to_string(o.peer_timeout_ms) +
+                           "; expected 1.." + std::to_string(tp::kMaxWaitMs) + " (one hour)");
+  if (o.rto_ms == 0 || o.rto_ms > tp::kMaxWaitMs)
+    return InvalidArgument("--rto-ms: " + std::to_string(o.rto_ms) + "; expected 1.." +
+                           std::to_string(tp::kMaxWaitMs) + " (one hour)");
   w.checksum = o.checksum == "sha256";
   w.credit_bytes = o.credit_bytes;
   w.peer_timeout = milliseconds(o.peer_timeout_ms);
   w.rto = milliseconds(o.rto_ms);
   w.port_file = o.port_file;
-  if (o.first_attempt == 0 || o.first_attempt > (uint64_t{1} << 32))
-    return InvalidArgument("--first-attempt must be in [1, 2^32]");
+  // A message tag holds 24 bits of attempt number (docs/pd-transfer.md), and P makes up to
+  // max_attempts attempts from its first (probe 37: 2^24 wrapped to attempt 0).
+  const uint64_t max_first = (uint64_t{1} << 24) - w.max_attempts;
+  if (o.first_attempt == 0 || o.first_attempt > max_first)
+    return InvalidArgument("--first-attempt: " + std::to_string(o.first_attempt) +
+                           "; expected 1.." + std::to_string(max_first) +
+                           " (a message tag holds 24 bits of attempt number, and the worker "
+                           "makes up to " +
+                           std::to_string(w.max_attempts) + " attempts)");
   w.first_attempt = o.first_attempt;
   if (!o.capability_key_file.empty()) {
     std::ifstream f(o.capability_key_file, std::ios::binary);
@@ -145,8 +157,32 @@ StatusOr<std::vector<float>> BitsToFloats(const nlohmann::json& a) {
 
 std::string AbiDigest(const model::LlamaConfig& c) { return Sha256Hex(model::EngineCacheAbiId(c)); }
 
-// The lifecycle handle id of D's warm prefix (the same name in P's plan and D's directory).
-std::string WarmPrefixHandle(uint64_t n) { return "prefix-cache/n" + std::to_string(n); }
+// The lifecycle handle id of D's warm prefix: "prefix-cache/<SHA-256 of canonical_json(the
+// prefix's token ids)>", computed by P from its prompt and by D from its own, so the handle
+// names the prefix's identity and not only its length. A plan onto a prefix D does not hold
+// (another prompt) names a handle D never published: LIFECYCLE_UNKNOWN_HANDLE, nothing is
+// published (M5.6 0x06: only destination entries passing the identity fences count as
+// reusable; probe 37: "prefix-cache/n5" matched any 5-token prefix, and D decoded a mixed cache
+// with exit 0).
+std::string WarmPrefixHandle(std::span<const int64_t> ids, uint64_t n) {
+  const Json prefix(std::vector<int64_t>(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n)));
+  auto canon = CanonicalJson(prefix);
+  return "prefix-cache/" + Sha256Hex(canon.ok() ? *canon : prefix.dump());
+}
+
+// 1 <= max_new and the prompt plus the generated tokens fit the model's positions: decode
+// processes every generated token but the last, at positions up to |prompt| + max_new - 2
+// (probe 37: a huge --max-new-tokens failed only in the decode worker, without naming the flag).
+Status CheckMaxNewTokens(uint64_t max_new, size_t prompt, const model::LlamaConfig& c) {
+  if (max_new == 0) return InvalidArgument("--max-new-tokens must be >= 1");
+  const uint64_t positions = c.max_position_embeddings;
+  if (prompt <= positions && max_new > positions - prompt + 1)
+    return InvalidArgument("--max-new-tokens: " + std::to_string(max_new) + "; a prompt of " +
+                           std::to_string(prompt) + " tokens leaves room for at most " +
+                           std::to_string(positions - prompt + 1) + " (max_position_embeddings " +
+                           std::to_string(positions) + ")");
+  return Status();
+}
 
 // 0 <= warm_prefix < |prompt| (the transfer set X = U \ V_D is never empty).
 Status CheckWarmPrefix(uint64_t warm, size_t prompt) {
@@ -181,14 +217,14 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
   const uint64_t chunk = o.chunk_tokens == 0 ? t - warm : o.chunk_tokens;
   src.num_layers = layers;
   src.token_start = warm;
-  src.visible_prefix_handle = warm > 0 ? WarmPrefixHandle(warm) : "";
+  src.visible_prefix_handle = warm > 0 ? WarmPrefixHandle(ids, warm) : "";
   src.token_count = t - warm;
   src.bytes_per_token_layer = 2 * row * sizeof(float);
   src.reserved_blocks = (t + kBlockTokens - 1) / kBlockTokens;
   src.tensor_abi_sha256 = AbiDigest(m.config());
   for (uint64_t l = 0; l < layers; ++l)
-    for (uint64_t at = warm; at < t; at += chunk) {
-      const uint64_t n = std::min(chunk, t - at);
+    for (uint64_t at = warm, n = 0; at < t; at += n) {  // (at + chunk may pass 2^64)
+      n = std::min(chunk, t - at);
       src.chunks.push_back(
           {"L" + std::to_string(l) + "/t" + std::to_string(at) + "+" + std::to_string(n), l, at, n,
            n * src.bytes_per_token_layer, ""});
@@ -336,13 +372,15 @@ void RunWorker(const PdOptions& o) {
     } else {
       auto ids = ParsePromptIds(o.prompt_ids);
       if (!ids.ok()) return fail(ids.status());
-      if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
       auto m = model::LlamaModel::Load(o.model);
       if (!m.ok()) return fail(m.status());
+      if (Status s = CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
+        return fail(s);
       auto s = PrefillSource(*m, *ids, o, *mode);
       if (!s.ok()) return fail(s.status());
       src = std::move(*s);
     }
+    if (Status s = tp::CheckFaultTarget(w->fault, src.chunks.size()); !s.ok()) return fail(s);
     if (o.raw) {
       auto r = tp::RunRawSender(*w, src);
       st = r.status;
@@ -390,7 +428,7 @@ void RunWorker(const PdOptions& o) {
         auto ids = ParsePromptIds(o.prompt_ids);
         if (!ids.ok()) return fail(ids.status());
         if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
-        warm_handle = WarmPrefixHandle(o.warm_prefix);
+        warm_handle = WarmPrefixHandle(*ids, o.warm_prefix);
         std::vector<float> ignored;
         Status s = engine->NewRequest(warm_handle);
         if (s.ok())
@@ -404,8 +442,10 @@ void RunWorker(const PdOptions& o) {
       rep = r.report;
       if (st.ok() && r.plan) {
         if (m) {
+          // A failure here is reported with its registry code below (probe 37: the code was
+          // "decode", not a stable one).
           st = DecodeFromPublished(*m, *engine, warm_handle, r, &rep);
-          if (!st.ok()) rep["error"] = {{"code", "decode"}, {"message", st.message()}};
+          if (!st.ok()) st = Status(st.code(), "decode: " + st.message(), st.error());
         } else {
           rep["published_bytes_sha256"] =
               o.checksum == "sha256"
@@ -433,16 +473,65 @@ struct Child {
   pid_t pid = -1;
   int status = 0;
   bool exited = false;
+  bool killed_by_run = false;  // Reap killed it (a straggler), it did not die on its own
 };
+
+// What a pd-run or pd-bench interrupted by a signal leaves behind is removed by the signal's
+// handler (async-signal-safe calls only): the run's directory (its known files, then the
+// directory) and the capability key file pd-run made. The workers die with their parent
+// (PR_SET_PDEATHSIG in Spawn). (Probe 37: SIGTERM left both workers running under init, the
+// key file and the directory.) One run at a time per process.
+struct RunFiles {
+  char dir[256] = {};
+  char key[256] = {};
+};
+RunFiles g_run_files;
+
+void CopyPath(char (&dst)[256], const std::string& path) {
+  const size_t n = std::min(path.size(), sizeof dst - 1);
+  std::memcpy(dst, path.data(), n);
+  dst[n] = '\0';
+}
+
+extern "C" void RemoveRunFilesAndDie(int sig) {
+  if (g_run_files.key[0]) unlink(g_run_files.key);
+  if (g_run_files.dir[0]) {
+    for (const char* name : {"port", "decode.json", "prefill.json", "decode.log", "prefill.log"}) {
+      char path[320];
+      size_t n = 0;
+      for (const char* q = g_run_files.dir; *q && n < 300; ++q) path[n++] = *q;
+      path[n++] = '/';
+      for (const char* q = name; *q && n < 318; ++q) path[n++] = *q;
+      path[n] = '\0';
+      unlink(path);
+    }
+    rmdir(g_run_files.dir);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Installs RemoveRunFilesAndDie for SIGINT, SIGTERM and SIGHUP (once).
+void CleanUpOnSignals() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, RemoveRunFilesAndDie);
+}
 
 StatusOr<Child> Spawn(const std::vector<std::string>& args, const std::string& log) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   Child c;
+  const pid_t parent = getpid();
   c.pid = fork();
   if (c.pid < 0) return IoError(std::string("fork: ") + std::strerror(errno));
   if (c.pid == 0) {
+    // A worker does not outlive the run that started it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -480,6 +569,7 @@ void Reap(std::vector<Child*> cs, tp::Deadline deadline, milliseconds grace) {
           kill(c->pid, SIGKILL);
           waitpid(c->pid, &c->status, 0);
           c->exited = true;
+          c->killed_by_run = true;
         }
       return;
     }
@@ -552,6 +642,8 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
   char tmpl[] = "/tmp/kvconform-pd-XXXXXX";
   if (!mkdtemp(tmpl)) return IoError("mkdtemp failed");
   run.dir = tmpl;
+  CleanUpOnSignals();
+  CopyPath(g_run_files.dir, run.dir);
   const std::string port_file = run.dir + "/port";
   std::vector<std::string> d_args = {
       "kvconform",   "pd-worker",   "--role",  "decode",   "--bootstrap",
@@ -574,6 +666,8 @@ StatusOr<PairRun> RunPair(const PdOptions& o, const std::vector<std::string>& p_
   }
   if (port.empty()) {
     Reap({&run.d}, tp::Clock::now(), milliseconds(0));
+    std::error_code ec;
+    std::filesystem::remove_all(run.dir, ec);
     return Status(StatusCode::kUnavailable, "the decode worker never reported its bootstrap port",
                   ErrorCode::PD_BOOTSTRAP_FAILED);
   }
@@ -668,6 +762,7 @@ void RunPdRun(const PdOptions& o0) {
     return fail(InvalidArgument("--format: '" + o.format + "'; expected text or json"));
   auto m = model::LlamaModel::Load(o.model);
   if (!m.ok()) return fail(m.status());
+  if (Status s = CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok()) return fail(s);
   auto col = RunColocated(*m, *ids, o.max_new, *mode);
   if (!col.ok()) return fail(col.status());
   std::vector<std::string> p_extra = {"--model",          o.model,
@@ -676,17 +771,29 @@ void RunPdRun(const PdOptions& o0) {
                                       "--chunk-tokens",   std::to_string(o.chunk_tokens),
                                       "--warm-prefix",    std::to_string(o.warm_prefix)};
   std::vector<std::string> d_extra = {"--model", o.model};
+  if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
+  {
+    // The plan's chunks (PrefillSource): per layer, the transfer set in chunks of chunk_tokens.
+    const uint64_t x = ids->size() - o.warm_prefix;
+    const uint64_t per = o.chunk_tokens == 0 ? x : o.chunk_tokens;
+    const uint64_t chunks = m->config().num_hidden_layers * (x / per + (x % per != 0));
+    if (Status s = tp::CheckFaultTarget(*tp::ParseFault(o.fault), chunks); !s.ok()) return fail(s);
+  }
   if (o.warm_prefix > 0) {
-    if (Status s = CheckWarmPrefix(o.warm_prefix, ids->size()); !s.ok()) return fail(s);
     d_extra = {"--model",    o.model,         "--prompt-ids",
                o.prompt_ids, "--warm-prefix", std::to_string(o.warm_prefix)};
   }
   // Both workers get the same capability key (a given file, the environment, or a fresh one).
   std::string own_key_file;
-  if (o.capability_key_file.empty() && !std::getenv("KVCONFORM_PD_CAPABILITY_KEY")) {
+  // (An empty $KVCONFORM_PD_CAPABILITY_KEY is no key, as the workers read it; probe 37: it
+  // suppressed the fresh key and the capability faults passed.)
+  const char* env_key = std::getenv("KVCONFORM_PD_CAPABILITY_KEY");
+  if (o.capability_key_file.empty() && (!env_key || !*env_key)) {
     auto k = MakeCapabilityKeyFile();
     if (!k.ok()) return fail(k.status());
     own_key_file = o.capability_key_file = *k;
+    CleanUpOnSignals();
+    CopyPath(g_run_files.key, own_key_file);
   }
   struct KeyFileRemover {
     std::string path;
@@ -700,10 +807,17 @@ void RunPdRun(const PdOptions& o0) {
   // published): reroute once onto a fresh decode worker. P is restarted too (its source copy
   // died with its process after the failed attempt) and re-runs prefill and the transfer under
   // the next attempt number/generation, without the fault. Both first workers' reports stay.
+  // On shm P cannot tell a dead decode worker from a silent one (UCX's shared-memory endpoints
+  // report no peer failure): it fails with PD_CREDIT_STARVED or PD_PEER_TIMEOUT; the run knows
+  // the worker died (probe 37: a killed decode worker on shm was never rerouted).
+  auto lost_code = [](const std::string& c) {
+    return c == "PD_PEER_LOST" || c == "PD_CREDIT_STARVED" || c == "PD_PEER_TIMEOUT";
+  };
   nlohmann::json lost_pair;
-  if (!o.no_reroute && WIFSIGNALED(run->d.status) && !run->drep.ok() && run->prep.ok() &&
-      run->prep->value("outcome", "") == "failed" && run->prep->contains("error") &&
-      (*run->prep)["error"].value("code", "") == "PD_PEER_LOST") {
+  // (A worker the run killed as a straggler hung; it was not lost: no reroute.)
+  if (!o.no_reroute && WIFSIGNALED(run->d.status) && !run->d.killed_by_run && !run->drep.ok() &&
+      run->prep.ok() && run->prep->value("outcome", "") == "failed" &&
+      run->prep->contains("error") && lost_code((*run->prep)["error"].value("code", ""))) {
     uint64_t last = 0;
     for (const auto& a : run->prep->value("attempts", nlohmann::json::array()))
       last = std::max<uint64_t>(last, a.value("attempt", uint64_t{0}));
@@ -904,6 +1018,11 @@ void RunPdBench(const PdOptions& o) {
     return;
   }
   if (auto w = ToWorkerOptions(o); !w.ok()) return fail(w.status());
+  if (o.fault != "none")
+    return fail(
+        InvalidArgument("--fault: pd-bench measures a clean transfer; faults are "
+                        "pd-run's (got '" +
+                        o.fault + "')"));
   std::vector<std::string> extra = {"--synthetic-bytes", std::to_string(o.bytes), "--chunk-bytes",
                                     std::to_string(o.chunk_bytes)};
   if (o.raw) extra.push_back("--raw");
@@ -915,6 +1034,8 @@ void RunPdBench(const PdOptions& o) {
               << (run->prep.ok() ? run->prep->dump() : run->prep.status().ToString()) << "\n"
               << (run->drep.ok() ? run->drep->dump() : run->drep.status().ToString()) << "\n"
               << LogTail(run->dir + "/prefill.log") << LogTail(run->dir + "/decode.log");
+    std::error_code ec;
+    std::filesystem::remove_all(run->dir, ec);
     ExitCode() = kExitViolation;
     return;
   }

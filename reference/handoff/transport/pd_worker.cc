@@ -1167,6 +1167,22 @@ uint64_t SteadyNowUs() {
           .count());
 }
 
+Status CheckFaultTarget(const FaultSpec& f, uint64_t chunks) {
+  using K = FaultSpec::Kind;
+  const bool index = f.kind == K::kDrop || f.kind == K::kDuplicate || f.kind == K::kCorrupt ||
+                     f.kind == K::kDelay || f.kind == K::kCapRegion;
+  const bool count = f.kind == K::kKillDecode || f.kind == K::kHangDecode;
+  if (index && f.chunk >= chunks)
+    return InvalidArgument("--fault '" + f.text + "': chunk " + std::to_string(f.chunk) +
+                           " does not exist; the plan has chunks 0.." + std::to_string(chunks - 1) +
+                           " (" + std::to_string(chunks) + ")");
+  if (count && f.chunk > chunks)
+    return InvalidArgument("--fault '" + f.text + "': the decode worker would stop after " +
+                           std::to_string(f.chunk) + " chunks, but the plan has only " +
+                           std::to_string(chunks));
+  return Status();
+}
+
 StatusOr<FaultSpec> ParseFault(const std::string& s) {
   FaultSpec f;
   f.text = s;
@@ -1182,7 +1198,7 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
     if (i >= parts.size() || parts[i].empty() ||
         parts[i].find_first_not_of("0123456789") != std::string::npos || parts[i].size() > 18)
       return InvalidArgument("--fault '" + s + "': argument " + std::to_string(i) +
-                             " must be a non-negative integer");
+                             " must be a non-negative integer of at most 18 digits");
     return std::stoull(parts[i]);
   };
   using K = FaultSpec::Kind;
@@ -1208,6 +1224,9 @@ StatusOr<FaultSpec> ParseFault(const std::string& s) {
     KVC_RETURN_IF_ERROR(want(3));
     KVC_ASSIGN_OR_RETURN(f.chunk, num(1));
     KVC_ASSIGN_OR_RETURN(f.ms, num(2));
+    if (f.ms > kMaxWaitMs)
+      return InvalidArgument("--fault '" + s + "': the delay must be at most " +
+                             std::to_string(kMaxWaitMs) + " ms");
     f.kind = K::kDelay;
   } else if (k == "credit-window") {
     KVC_RETURN_IF_ERROR(want(2));

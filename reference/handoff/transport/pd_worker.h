@@ -64,6 +64,15 @@ struct FaultSpec {
   std::string text = "none";
 };
 StatusOr<FaultSpec> ParseFault(const std::string& s);
+// The longest wait a flag or a fault may name (--peer-timeout-ms, --rto-ms, delay:K:MS): one
+// hour. Longer values would overflow the deadline arithmetic (probe 37: 2^64-1 ms timed out at
+// once).
+inline constexpr uint64_t kMaxWaitMs = 3'600'000;
+// InvalidArgument unless the fault's chunk exists in a plan of `chunks` chunks: a chunk index
+// (drop, dup, corrupt, delay, cap-region) below `chunks`, a received-chunk count (kill-decode,
+// hang-decode) at most `chunks` (probe 37: corrupt:6 of a 6-chunk plan injected nothing and the
+// run passed).
+Status CheckFaultTarget(const FaultSpec& f, uint64_t chunks);
 
 // Capabilities on the wire (M5.6 0x0FE). With a key, P signs one HMAC-SHA256 capability per
 // attempt (reference/handoff/capability.h) binding tenant, source, destination, transfer id,
