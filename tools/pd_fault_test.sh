@@ -139,6 +139,11 @@ usage fault_delay_beyond_an_hour "the delay must be at most 3600000 ms" "$K" "${
 usage max_new_tokens_past_positions "--max-new-tokens: 300; a prompt of 12 tokens leaves room for at most 245" "$K" pd-run --model "$MODEL" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 300
 usage first_attempt_past_tag "--first-attempt: 16777216; expected 1..16777214" "$K" pd-worker --role prefill --bootstrap 127.0.0.1:1 --model "$MODEL" --prompt-ids 1,2 --first-attempt 16777216
 usage pd_bench_refuses_faults "faults are pd-run's" "$K" pd-bench --bytes 100000 --fault drop:1
+usage pd_bench_bytes_bound "--bytes: 1000000000000; expected 1..17179869184" "$K" pd-bench --bytes 1000000000000
+usage bootstrap_host_name "host 'example.com' is not an IPv4 address or localhost" "$K" pd-worker --role decode --bootstrap example.com:80 --model "$MODEL"
+# pd-bench reports what moved beside what was asked (the source rounds to whole token-layers).
+"$K" pd-bench --bytes 1 >"$T/out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && python3 -c 'import json,sys; j=json.loads(open(sys.argv[1]).read()); assert j["requested_bytes"] == 1 and j["bytes"] == 131072 and j["message_bytes"] * j["chunks"] == j["bytes"], j' "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL pd_bench_reports_what_moved: rc=$rc"; cat "$T/out"; fi
 # A huge --chunk-tokens with a warm prefix is one chunk per layer (before: the chunk loop wrapped).
 "$K" pd-run --model "$MODEL" --prompt-ids 3,14,15,92,65,35,89,79,32,38,46,26 --max-new-tokens 4 \
   --chunk-tokens 18446744073709551614 --warm-prefix 5 --credit-bytes 4096 --format json >"$T/out" 2>&1; rc=$?

@@ -59,7 +59,14 @@ StatusOr<HostPort> ParseHostPort(const std::string& s) {
     v = v * 10 + static_cast<unsigned long>(c - '0');
   }
   if (v > 65535) return InvalidArgument("--bootstrap: port '" + port + "' exceeds 65535");
-  return HostPort{s.substr(0, colon), static_cast<uint16_t>(v)};
+  // The host is checked here, before a worker loads its model: a name other than localhost is
+  // bad usage, not a failed bootstrap (probe 37: example.com:80 was PD_BOOTSTRAP_FAILED, exit 1).
+  HostPort hp{s.substr(0, colon), static_cast<uint16_t>(v)};
+  in_addr ignored{};
+  if (inet_pton(AF_INET, hp.host == "localhost" ? "127.0.0.1" : hp.host.c_str(), &ignored) != 1)
+    return InvalidArgument("--bootstrap: host '" + hp.host +
+                           "' is not an IPv4 address or localhost");
+  return hp;
 }
 
 BootstrapSocket& BootstrapSocket::operator=(BootstrapSocket&& o) noexcept {

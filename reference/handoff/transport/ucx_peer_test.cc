@@ -91,6 +91,12 @@ TEST(BootstrapTest, ParsesHostPortAndRejectsBadOnes) {
   EXPECT_FALSE(ParseHostPort("127.0.0.1:99999").ok());
   EXPECT_FALSE(ParseHostPort("h:12a").ok());
   EXPECT_FALSE(ParseHostPort(":1").ok());
+  EXPECT_TRUE(ParseHostPort("localhost:0").ok());
+  // A host name other than localhost is refused as usage before any worker starts (probe 37).
+  auto named = ParseHostPort("example.com:80");
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(named.status().message().find("not an IPv4 address or localhost"), std::string::npos);
 }
 
 TEST(BootstrapTest, ConnectToNobodyTimesOut) {
