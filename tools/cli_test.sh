@@ -98,6 +98,27 @@ cat >"$T/bytetime_overflow.json" <<'JSONEOF'
 JSONEOF
 check service_metrics_overflow 2 "$K" calc service-metrics "$T/bytetime_overflow.json"
 expect_out service_metrics_overflow_msg 'logical KV byte-time overflows 64 bits'
+# An empty value given as its own argument is refused too (probe 38: suite --filter '' ran every
+# case, --root '' used the default root).
+check suite_empty_filter 2 "$K" suite --filter ""
+expect_out suite_empty_filter_msg 'option --filter "" has an empty value'
+check gen_trace_empty_out 2 "$K" gen-trace --events 1 -o ""
+expect_out gen_trace_empty_out_msg 'option -o "" has an empty value; expected -o VALUE'
+# A filter that matches nothing is named (probe 38: only the directory was).
+check suite_filter_no_match 2 "$K" suite --filter zzzznomatch
+expect_out suite_filter_no_match_msg 'no cases found under .* whose name contains --filter "zzzznomatch"'
+# An invalid fixture whose base is an invalid fixture (itself) is malformed, never a pass (probe 38:
+# suite passed a fixture naming itself as its base and expecting INPUT_UNKNOWN_KIND).
+mkdir -p "$T/selfroot/invalid_fixtures/x" "$T/selfroot/fixtures"
+printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/self", "description": "d", "seed_ref": "s", "base": "self.json", "patch": [{"op": "replace", "path": "/description", "value": "e"}], "expected_code": "INPUT_UNKNOWN_KIND"}\n' >"$T/selfroot/invalid_fixtures/x/self.json"
+check suite_self_based_invalid_fixture 1 "$K" suite --root "$T/selfroot"
+expect_out suite_self_based_invalid_fixture_msg 'base self.json is an invalid fixture'
+# A patch from 448 to 448.0 changes the document (the strict reader refuses the second): it is
+# judged, not "leaves the base unchanged" (probe 38).
+printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/f", "description": "d", "seed_ref": "s", "base": "%s", "patch": [{"op": "replace", "path": "/expected/logical", "value": 448.0}], "expected_code": "INPUT_VALUE_OUT_OF_RANGE"}\n' \
+  "$PWD/fixtures/m5_1/ledger/ragged_rectangle.json" >"$T/float_patch.json"
+check invalid_fixture_float_patch 1 "$K" validate "$T/float_patch.json"
+expect_out invalid_fixture_float_patch_msg 'expects INPUT_VALUE_OUT_OF_RANGE -> raised exactly that code'
 # An option kvconform does not have, given an empty value, is reported as unknown (probe 25: as
 # an empty value of an option that does not exist).
 # shellcheck disable=SC2086

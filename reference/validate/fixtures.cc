@@ -177,13 +177,20 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
     if (!b.ok()) return malformed("base: " + b.status().message());
     target = std::move(b->value);
   }
+  // A base is a document the mutation breaks, never an invalid fixture (itself or another: a
+  // fixture whose base names itself passed expecting INPUT_UNKNOWN_KIND; probe 38).
+  if (target.is_object() && target.contains("kind") && target["kind"] == kInvalidFixtureKind)
+    return malformed("base " + *base +
+                     " is an invalid fixture; a base is the valid document the patch mutates");
   Json mutated;
   try {
     mutated = target.patch(*patch);
   } catch (const std::exception& e) {
     return malformed(std::string("patch does not apply to the base: ") + e.what());
   }
-  if (mutated == target) return malformed("patch leaves the base unchanged");
+  // Compared as written: 448 and 448.0 are equal JSON values but different documents (the
+  // strict reader refuses the second; probe 38).
+  if (mutated.dump() == target.dump()) return malformed("patch leaves the base unchanged");
   if (IsJsonl(base_str)) {
     if (!mutated.is_array()) return malformed("patch must keep a JSON Lines base an array of lines");
     o.violations = ValidateJsonl(JsonlFromArray(mutated), o.case_name + " (patched " + *base + ")", &o.kind);

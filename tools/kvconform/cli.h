@@ -2,12 +2,12 @@
 #ifndef KVCONFORM_TOOLS_KVCONFORM_CLI_H_
 #define KVCONFORM_TOOLS_KVCONFORM_CLI_H_
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "reference/base/status.h"
 #include "reference/validate/fixtures.h"
@@ -71,11 +71,17 @@ std::string Printable(const std::string& s);
 // 2^64 - 1, so `--events -1` ran forever and `--copies -1` was used as 2^64 - 1. Call after
 // every command is added. Exit 2 (kExitUsage) like any usage error.
 void RejectNegativeUnsigned(CLI::App& app);
-// The first argument before a "--" separator that gives an option an empty value ("--lengths="),
-// or nullptr: CLI11 would take the next argument as that option's value, so its error (if any)
-// would name the wrong argument. main() refuses such a command line (exit 2) naming the option.
-// Only options of `app` (or of its subcommands) count: an unknown one is the parser's to report.
-const char* EmptyOptionValue(int argc, char** argv, const CLI::App& app);
+// The first argument before a "--" separator that gives an option an empty value, or nullopt:
+// "--lengths=" (CLI11 would take the next argument as that option's value, so its error, if any,
+// would name the wrong argument), or an option that takes a value followed by an empty argument
+// ("--filter ''", which CLI11 takes as the value ""; probe 38: suite --filter '' ran every case,
+// --root '' used the default root). main() refuses such a command line (exit 2) naming the
+// option. Only options of `app` (or of its subcommands) count: an unknown one is the parser's to
+// report. `shown` is the argument as given ("--lengths=" or "--filter"), `name` the option.
+struct EmptyValue {
+  std::string shown, name;
+};
+std::optional<EmptyValue> EmptyOptionValue(int argc, char** argv, const CLI::App& app);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
 

@@ -239,16 +239,18 @@ void RejectNegativeUnsigned(CLI::App& app) {
 }
 
 namespace {
-// Whether `app` or one of its subcommands, at any depth, has the option `name` ("--x").
-bool HasOption(const CLI::App& app, const std::string& name) {
-  if (app.get_option_no_throw(name) != nullptr) return true;
+// Whether `app` or one of its subcommands, at any depth, has the option `name` ("--x");
+// `takes_value`: an option that takes a value (not a flag).
+bool HasOption(const CLI::App& app, const std::string& name, bool takes_value = false) {
+  if (const CLI::Option* o = app.get_option_no_throw(name))
+    if (!takes_value || o->get_type_size_min() > 0) return true;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (HasOption(*sub, name)) return true;
+    if (HasOption(*sub, name, takes_value)) return true;
   return false;
 }
 }  // namespace
 
-const char* EmptyOptionValue(int argc, char** argv, const CLI::App& app) {
+std::optional<EmptyValue> EmptyOptionValue(int argc, char** argv, const CLI::App& app) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--") break;  // positional arguments follow
@@ -256,9 +258,13 @@ const char* EmptyOptionValue(int argc, char** argv, const CLI::App& app) {
     // such; probe 25: "--bogus=" was reported as an empty value.)
     if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1 &&
         HasOption(app, std::string(a.substr(0, a.size() - 1))))
-      return argv[i];
+      return EmptyValue{std::string(a), std::string(a.substr(0, a.size() - 1))};
+    const bool named = (a.size() > 2 && a.starts_with("--") && a.find('=') == a.npos) ||
+                       (a.size() == 2 && a[0] == '-' && a[1] != '-');
+    if (named && i + 1 < argc && argv[i + 1][0] == '\0' && HasOption(app, std::string(a), true))
+      return EmptyValue{std::string(a), std::string(a)};
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 }  // namespace kvc::cli

@@ -112,10 +112,13 @@ int main(int argc, char** argv) {
   // ends the process first, with the same line.
   mi_register_error(&OutOfMemoryHook, nullptr);
 #endif
-  if (const char* empty = kvc::cli::EmptyOptionValue(argc, argv, app)) {
-    const std::string_view name(empty, std::strlen(empty) - 1);
-    std::cerr << "kvconform: option " << empty << " has an empty value; expected " << name
-              << "=VALUE or " << name << " VALUE\n";
+  if (const auto empty = kvc::cli::EmptyOptionValue(argc, argv, app)) {
+    std::cerr << "kvconform: option " << empty->shown
+              << (empty->shown == empty->name ? " \"\"" : "") << " has an empty value; expected ";
+    if (!empty->name.starts_with("--"))
+      std::cerr << empty->name << " VALUE\n";  // "-o"
+    else
+      std::cerr << empty->name << "=VALUE or " << empty->name << " VALUE\n";
     return FinishStdout(*out_buf, kvc::cli::kExitUsage);
   }
   int rc = kvc::cli::kExitOk;

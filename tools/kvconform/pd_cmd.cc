@@ -593,7 +593,20 @@ StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   }
 }
 
+std::vector<std::string> CommonValueArgs(const PdOptions& o);
+
 std::vector<std::string> CommonArgs(const PdOptions& o) {
+  std::vector<std::string> args = CommonValueArgs(o);
+  // (No key file: the workers read $KVCONFORM_PD_CAPABILITY_KEY; an empty option value is bad
+  // usage.)
+  if (!o.capability_key_file.empty()) {
+    args.push_back("--capability-key-file");
+    args.push_back(o.capability_key_file);
+  }
+  return args;
+}
+
+std::vector<std::string> CommonValueArgs(const PdOptions& o) {
   return {"--transport",
           o.transport,
           "--fault",
@@ -607,9 +620,7 @@ std::vector<std::string> CommonArgs(const PdOptions& o) {
           "--checksum",
           o.checksum,
           "--mode",
-          o.mode,
-          "--capability-key-file",
-          o.capability_key_file};
+          o.mode};
 }
 
 // A fresh random 32-byte capability key in a private (0600) file; the caller removes it.

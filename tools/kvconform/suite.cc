@@ -86,7 +86,11 @@ void Run(const SuiteOptions& opt) {
   }
   ExitCode() = results.empty() ? kExitUsage : failed ? kExitViolation : kExitOk;
   if (results.empty())
-    std::cerr << "kvconform suite: no cases found under " << Printable(root) << "\n";
+    std::cerr << "kvconform suite: no cases found under " << Printable(root)
+              << (opt.filter.empty()
+                      ? std::string()
+                      : " whose name contains --filter \"" + Printable(opt.filter) + "\"")
+              << "\n";
 }
 
 }  // namespace
