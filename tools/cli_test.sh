@@ -104,6 +104,11 @@ check suite_empty_filter 2 "$K" suite --filter ""
 expect_out suite_empty_filter_msg 'option --filter "" has an empty value'
 check gen_trace_empty_out 2 "$K" gen-trace --events 1 -o ""
 expect_out gen_trace_empty_out_msg 'option -o "" has an empty value; expected -o VALUE'
+# The parser's messages escape what they quote from the command line (probe 38: an ESC sequence
+# and a forged line reached stderr).
+check parse_error_escaped 2 "$K" calc service-metrics a.json $'evil\e[2J\nFAKE: OK'
+expect_lines parse_error_escaped_lines 2
+if grep -q $'\e' "$T/out"; then fail=$((fail+1)); echo "FAIL parse_error_escaped_esc: an ESC byte reached the output"; else pass=$((pass+1)); fi
 # A filter that matches nothing is named (probe 38: only the directory was).
 check suite_filter_no_match 2 "$K" suite --filter zzzznomatch
 expect_out suite_filter_no_match_msg 'no cases found under .* whose name contains --filter "zzzznomatch"'

@@ -102,6 +102,12 @@ int main(int argc, char** argv) {
   kvc::cli::AddFuzzCommand(app);
   kvc::cli::AddPdCommands(app);
   kvc::cli::RejectNegativeUnsigned(app);
+  // The parser's messages quote the command line: escaped like every quote of the input, so an
+  // argument cannot forge a line or reach the terminal as a control sequence (probe 38).
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    const std::string what = e.what();
+    return kvc::cli::Printable(what) + CLI::FailureMessage::simple(a, e).substr(what.size());
+  });
   // Never destroyed: std::cout is flushed at exit, after main's locals are gone.
   auto* const out_buf = new StdoutBuf;
   std::cout.rdbuf(out_buf);
