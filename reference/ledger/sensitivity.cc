@@ -109,19 +109,31 @@ std::vector<std::string> ChangedControls(const SensitivityCase& a, const Sensiti
   if (a.geometry.head_dim != b.geometry.head_dim) out.push_back("head_dim");
   if (a.geometry.k_bytes != b.geometry.k_bytes || a.geometry.v_bytes != b.geometry.v_bytes)
     out.push_back("bytes_per_scalar");
-  std::map<std::string, const SensitivityRequest*> in_b;
+  // Concurrency is the set of live requests growing or shrinking: requests added, or requests
+  // removed, not both. A request renamed (or one swapped for another) removes one and adds one:
+  // two changes (probe 38: a rename, even one that also changed A's tokens, passed as
+  // "concurrency").
+  std::map<std::string, const SensitivityRequest*> in_a, in_b;
+  for (const auto& r : a.requests) in_a[r.id] = &r;
   for (const auto& r : b.requests) in_b[r.id] = &r;
-  bool membership_changed = a.requests.size() != b.requests.size();
+  bool removed = false, added = false;
   for (const auto& r : a.requests) {
     auto it = in_b.find(r.id);
     if (it == in_b.end()) {
-      membership_changed = true;
+      removed = true;
       continue;
     }
     if (r.committed != it->second->committed) out.push_back("requests/" + r.id + "/committed_tokens");
     if (r.copies != it->second->copies) out.push_back("requests/" + r.id + "/copies");
   }
-  if (membership_changed) out.push_back("concurrency");
+  for (const auto& r : b.requests)
+    if (!in_a.count(r.id)) added = true;
+  if (removed && added) {
+    out.push_back("concurrency (requests removed)");
+    out.push_back("concurrency (requests added)");
+  } else if (removed || added) {
+    out.push_back("concurrency");
+  }
   return out;
 }
 
