@@ -41,6 +41,50 @@ inline std::optional<uint64_t> Narrow(unsigned __int128 v) {
   return static_cast<uint64_t>(v);
 }
 
+// num / den correctly rounded to the nearest double (ties to even), for den > 0. Converting
+// each operand to double first rounds operands above 2^53 and then the quotient again: off by
+// an ulp for large ledgers (probe 38: 16554018676113625 / 320852967645). Long division: the
+// quotient's leading 54 bits and a sticky bit.
+inline double ExactRatio(uint64_t num, uint64_t den) {
+  if (num == 0 || den == 0) return 0.0;  // (den == 0 is the caller's to refuse)
+  const uint64_t q = num / den;
+  unsigned __int128 r = num % den;
+  uint64_t m = 0;  // the leading significant bits, most significant first
+  int n = 0;       // how many bits m holds
+  int lead = 0;    // the binary exponent of m's leading bit
+  bool sticky = false;
+  if (q != 0) {
+    const int qbits = 64 - __builtin_clzll(q);
+    lead = qbits - 1;
+    if (qbits > 54) {
+      m = q >> (qbits - 54);
+      sticky = (q & ((uint64_t{1} << (qbits - 54)) - 1)) != 0 || r != 0;
+      n = 54;
+    } else {
+      m = q;
+      n = qbits;
+    }
+  }
+  for (int pos = 1; n < 54; ++pos) {  // fractional bits 2^-pos
+    r <<= 1;
+    const bool bit = r >= den;
+    if (bit) r -= den;
+    if (n == 0 && !bit) continue;  // leading zeros of a quotient below 1
+    if (n == 0) lead = -pos;
+    m = m << 1 | static_cast<uint64_t>(bit);
+    ++n;
+  }
+  if (q == 0 || 64 - __builtin_clzll(q) <= 54) sticky = r != 0;
+  const bool guard = (m & 1) != 0;
+  m >>= 1;  // 53 bits
+  if (guard && (sticky || (m & 1) != 0)) ++m;
+  if (m == (uint64_t{1} << 53)) {
+    m >>= 1;
+    ++lead;
+  }
+  return __builtin_ldexp(static_cast<double>(m), lead - 52);
+}
+
 }  // namespace kvc
 
 #endif  // KVCONFORM_REFERENCE_BASE_CHECKED_MATH_H_

@@ -50,8 +50,8 @@ StatusOr<SavedWork> ComputeSavedWork(uint64_t prompt, uint64_t outputs) {
   w.pairs_no_cache = *c;
   w.pairs_cache = *d;
   w.pairs_saved = *c - *d;
-  w.row_reduction = static_cast<double>(*a) / static_cast<double>(*b);
-  w.pair_reduction = static_cast<double>(*c) / static_cast<double>(*d);
+  w.row_reduction = ExactRatio(*a, *b);
+  w.pair_reduction = ExactRatio(*c, *d);
   return w;
 }
 
