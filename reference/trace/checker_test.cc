@@ -3295,6 +3295,15 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"TRACE_SNAPSHOT_MISMATCH"}},
       {"probe16_residency_showing_a_longer_fork_prefix_then_append_hole",
        {"TRACE_OBSERVATION_INCONSISTENT", "LIFECYCLE_APPEND_HOLE"}},
+      // Probe 39. A fork naming an existing child (live, or released) at handle generation 1
+      // raised TRACE_SNAPSHOT_MISMATCH for the generation besides LIFECYCLE_HANDLE_EXISTS.
+      {"probe39_a_fork_child_that_exists_named_generation_1_raised_two_codes",
+       {"LIFECYCLE_HANDLE_EXISTS"}},
+      {"probe39_a_fork_into_a_released_id_at_generation_1_raised_two_codes",
+       {"LIFECYCLE_HANDLE_EXISTS"}},
+      // The conflict's message showed two equal base generations (the test below checks it).
+      {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
+       {"LIFECYCLE_RETRY_CONFLICT"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
@@ -3306,6 +3315,24 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
                                           << test::Describe(v);
     }
   }
+}
+
+// Probe 39: messages name what differs and what the contract admits.
+TEST(TraceCheckerTest, RegressionMessagesNameTheIncarnationAndTheAdmittedPhases) {
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "probe39_a_retry_conflict_across_incarnations_named_no_difference.jsonl");
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("another incarnation: the original was opened on handle "
+                              "generation 0"),
+            std::string::npos)
+      << v[0].message;
+  const Violations f = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "probe39_a_fork_into_a_released_id_at_generation_1_raised_two_codes.jsonl");
+  ASSERT_EQ(f.size(), 1u) << test::Describe(f);
+  EXPECT_NE(f[0].message.find("released: a fork child needs an id never used"), std::string::npos)
+      << f[0].message;
 }
 
 }  // namespace

@@ -150,10 +150,17 @@ StatusOr<HandleRecord*> KvObject::Live(std::string_view handle_id, std::string_v
     return V(ErrorCode::LIFECYCLE_HANDLE_RELEASED,
              std::string(op) + ": handle " + Q(handle_id) +
                  " was released; nothing is legal after release");
+  // (The message names every phase the operation admits: a fork also takes a FINISHED parent,
+  // an append on a FINISHED handle is only a repair; probe 39: both said "expected
+  // DECODE_READY".)
   if (!allow_terminal && s.phase != Phase::kDecodeReady)
     return V(ErrorCode::LIFECYCLE_HANDLE_TERMINAL,
              std::string(op) + ": handle " + Q(handle_id) + " is " +
-                 std::string(PhaseName(s.phase)) + "; expected DECODE_READY");
+                 std::string(PhaseName(s.phase)) + "; expected " +
+                 (op == "fork"     ? "DECODE_READY or FINISHED"
+                  : op == "append" ? "DECODE_READY (a FINISHED handle admits only a repair "
+                                     "append of its last emitted token)"
+                                   : "DECODE_READY"));
   return &it->second;
 }
 
@@ -232,9 +239,21 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
       differs("idempotency key " + Q(req.idempotency_key));
     if (req.handle_id != o.handle_id) differs("handle " + Q(req.handle_id));
     if (req.cache_abi != abi_.id) differs("cache ABI " + Q(req.cache_abi));
-    if (!(req.base == o.base))
+    if (!(req.base == o.base)) {
+      // The same generation with another digest: another history of the handle id, most often
+      // another incarnation (the handle generation is bound into every digest; probe 39: the
+      // message showed two equal generations and named no difference).
+      std::string why = " (another snapshot digest)";
+      if (req.base.generation == o.base.generation) {
+        auto hit = handles_.find(req.handle_id);
+        if (hit != handles_.end() && hit->second.current.incarnation != it->second.incarnation)
+          why = " of handle generation " + U(hit->second.current.incarnation) +
+                " (another incarnation: the original was opened on handle generation " +
+                U(it->second.incarnation) + ")";
+      }
       differs("base generation " + U(req.base.generation) +
-              (req.base.generation == o.base.generation ? " (another snapshot digest)" : ""));
+              (req.base.generation == o.base.generation ? why : ""));
+    }
     if (!(req.interval == o.interval))
       differs("interval [" + U(req.interval.start) + "," +
               U(req.interval.start + req.interval.count) + ")");
@@ -505,8 +524,14 @@ StatusOr<std::vector<Snapshot>> KvObject::Fork(std::string_view parent_id,
       return V(ErrorCode::LIFECYCLE_FORK_ALIAS,
                "fork of " + Q(parent_id) + ": child id " + Q(c) +
                    " aliases the parent or a sibling; children need distinct identities");
-    if (handles_.count(c))
-      return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS, "fork: child handle " + Q(c) + " exists");
+    if (auto it = handles_.find(c); it != handles_.end())
+      return V(ErrorCode::LIFECYCLE_HANDLE_EXISTS,
+               "fork: child handle " + Q(c) + " exists" +
+                   (it->second.current.phase == Phase::kReleased
+                        ? " (released: a fork child needs an id never used; a released id is "
+                          "reused only by an allocation at a later handle generation)"
+                        : " (" + std::string(PhaseName(it->second.current.phase)) +
+                              "); a fork child needs an id never used"));
   }
   std::vector<Snapshot> out;
   for (const auto& c : child_ids) {
