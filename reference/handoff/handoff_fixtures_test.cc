@@ -22,6 +22,19 @@ TEST(HandoffManifestFixture, EightBlockPromptGivesFiveComputeSevenTransfer7168By
             std::vector<std::string>{"HANDOFF_LOGICAL_BYTES_MISMATCH"});
 }
 
+// Probe 36: a set mismatch over a large universe quoted both sets whole (50 MB for 2 * 10^6
+// blocks); a long set is now quoted by its ends and its length.
+TEST(HandoffManifestFixture, SetMismatchMessagesStayShortForLargeUniverses) {
+  Json m = test::LoadJson("fixtures/m5_6/handoff/handoff_manifest.json");
+  for (int i = 8; i < 100000; ++i) m["blocks"]["universe"].push_back("b" + std::to_string(i));
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_FALSE(v.empty());
+  for (const Violation& x : v) EXPECT_LT(x.message.size(), 1000u) << x.message.substr(0, 200);
+  EXPECT_NE(test::Describe(v).find(",...,b99996,b99997,b99998,b99999] (99997 blocks)"),
+            std::string::npos)
+      << test::Describe(v).substr(0, 2000);
+}
+
 TEST(TransferTraceFixture, Reproduces220Wall74Overlap60Exposed) {
   Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json");
   auto s = AnalyzeTransferTrace(t);
