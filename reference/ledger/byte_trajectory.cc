@@ -54,10 +54,6 @@ constexpr const char* kScalarFields[] = {"logical",           "materialized",  "
                                          "reserved",          "reservation_slack", "allocator",
                                          "physical",          "temporary_workspace", "instantaneous"};
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
   size_t before = v->size();
   FieldReader top(&doc, "", v);

@@ -305,12 +305,6 @@ const Json* ReadCacheAbiBinding(FieldReader& top, Violations* out, CacheGeometry
   return abi_obj;
 }
 
-namespace {
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-}  // namespace
-
 Violations ValidateKvBytes(const Json& doc) {
   Violations v;
   FieldReader top(&doc, "", &v);

@@ -16,10 +16,6 @@ struct Declared {
 
 constexpr const char* kLedgerFields[] = {"bytes_per_token", "logical", "materialized", "rectangular", "phantom"};
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 void ReadCase(const Json& obj, const std::string& ptr, bool sweep, Declared* d, Violations* v) {
   d->ptr = ptr;
   FieldReader r(&obj, ptr, v);

@@ -175,10 +175,6 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   return v->size() == before;
 }
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 bool CheckDigestFormat(Violations* v, const std::string& ptr, const std::string& value) {
   if (IsSha256Hex(value)) return true;
   Add(v, ErrorCode::MANIFEST_DIGEST_MALFORMED, ptr, "expected " + std::string(kSha) + ", got \"" + value + "\"");

@@ -11,10 +11,6 @@
 namespace kvc {
 namespace {
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 struct Declared {
   uint64_t no_cache = 0, cache = 0, saved = 0;
   double reduction = 0;

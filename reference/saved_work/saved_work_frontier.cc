@@ -24,10 +24,6 @@ frontier::AppendCall MakeCall(frontier::AppendPurpose purpose, uint64_t rows,
   return c;
 }
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 std::string List(const std::vector<uint64_t>& xs) {
   std::string s = "[";
   for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);

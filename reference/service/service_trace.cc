@@ -58,10 +58,6 @@ struct State {
   std::vector<std::pair<uint64_t, uint64_t>> steps;  // (time, committed tokens)
 };
 
-void Add(Violations* v, ErrorCode c, std::string ptr, std::string msg) {
-  v->push_back({c, std::move(ptr), std::move(msg)});
-}
-
 constexpr const char* kRequestMetricKeys[] = {"outputs", "ttft", "tbt", "tpot", "e2e", "release_lag", "slo_valid",
                                               "kv_byte_time"};
 constexpr const char* kAggregateKeys[] = {"completed",       "slo_valid",           "throughput_per_s",

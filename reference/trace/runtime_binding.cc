@@ -15,7 +15,7 @@ bool IsLowerHex(std::string_view s, size_t len) {
   return true;
 }
 
-void Add(Violations* out, ErrorCode code, std::string pointer, std::string message) {
+void AddOnHeader(Violations* out, ErrorCode code, std::string pointer, std::string message) {
   out->push_back({code, std::move(pointer), std::move(message), 1});
 }
 
@@ -29,11 +29,12 @@ std::vector<std::string> StringSet(FieldReader& r, std::string_view key, Violati
     const Json& v = (*arr)[i];
     std::string p = r.Ptr(key) + "/" + std::to_string(i);
     if (!v.is_string() || v.get<std::string>().empty()) {
-      Add(out, ErrorCode::INPUT_FIELD_TYPE, p, "expected a non-empty string");
+      AddOnHeader(out, ErrorCode::INPUT_FIELD_TYPE, p, "expected a non-empty string");
       continue;
     }
     if (!seen.insert(v.get<std::string>()).second) {
-      Add(out, ErrorCode::INPUT_VALUE_INVALID, p, "\"" + v.get<std::string>() + "\" listed twice");
+      AddOnHeader(out, ErrorCode::INPUT_VALUE_INVALID, p,
+                  "\"" + v.get<std::string>() + "\" listed twice");
       continue;
     }
     items.push_back(v.get<std::string>());
@@ -60,7 +61,7 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
   const Json* files = r.Array("files");
   r.RejectUnknownFields();
   const auto pin_bad = [&](std::string p, std::string m) {
-    Add(&out, ErrorCode::TRACE_RUNTIME_PIN_INVALID, std::move(p), std::move(m));
+    AddOnHeader(&out, ErrorCode::TRACE_RUNTIME_PIN_INVALID, std::move(p), std::move(m));
   };
   if (release && release->empty())
     pin_bad(r.Ptr("release"), "the pinned release is empty; name the exact release tag");
@@ -69,8 +70,8 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
                                  "\" is not a full 40-digit lowercase hex commit id (a short or "
                                  "symbolic ref can move)");
   if (checked && !(checked->size() == 10 && (*checked)[4] == '-' && (*checked)[7] == '-'))
-    Add(&out, ErrorCode::INPUT_VALUE_INVALID, r.Ptr("checked_on"),
-        "expected a date YYYY-MM-DD, got \"" + *checked + "\"");
+    AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, r.Ptr("checked_on"),
+                "expected a date YYYY-MM-DD, got \"" + *checked + "\"");
   if (files == nullptr) return out;
   if (files->empty())
     pin_bad(r.Ptr("files"), "a pin lists the digest of at least one source file it was checked on");
@@ -94,8 +95,8 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
 Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) {
   Violations out;
   if (!metrics.is_array()) {
-    Add(&out, ErrorCode::INPUT_FIELD_TYPE, pointer,
-        "expected an array of metric families, got " + std::string(JsonTypeName(metrics)));
+    AddOnHeader(&out, ErrorCode::INPUT_FIELD_TYPE, pointer,
+                "expected an array of metric families, got " + std::string(JsonTypeName(metrics)));
     return out;
   }
   struct Family {
@@ -123,23 +124,25 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     m.RejectUnknownFields();
     if (name) {
       if (name->empty() || !names.insert(*name).second)
-        Add(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("name"),
-            name->empty() ? std::string("empty metric name")
-                          : "metric family \"" + *name + "\" declared twice");
+        AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("name"),
+                    name->empty() ? std::string("empty metric name")
+                                  : "metric family \"" + *name + "\" declared twice");
       name_of[i] = *name;
     }
     for (size_t k = 0; k < labels.size(); ++k)
       if (IsUnboundedIdentityLabel(labels[k]))
-        Add(&out, ErrorCode::TRACE_METRIC_LABEL_UNBOUNDED, m.Ptr("labels"),
+        AddOnHeader(
+            &out, ErrorCode::TRACE_METRIC_LABEL_UNBOUNDED, m.Ptr("labels"),
             "metric \"" + name.value_or("?") + "\" is labelled by \"" + labels[k] +
                 "\": every value names one request/operation/event, so the number of time "
                 "series grows with traffic; keep identity in traces, audit records or logs");
     if (counts && *counts == "failures" && type && *type != "counter")
-      Add(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("counts"),
+      AddOnHeader(
+          &out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("counts"),
           "only a counter counts failures; \"" + *type + "\" describes snapshots or distributions");
     if (denominator && counts && *counts != "failures")  // (an unreadable counts was reported)
-      Add(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("denominator"),
-          "a denominator is declared only by a failure counter (\"counts\": \"failures\")");
+      AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("denominator"),
+                  "a denominator is declared only by a failure counter (\"counts\": \"failures\")");
     families[i] = {type.value_or(""), counts.value_or(""), denominator.value_or(""), m.pointer(),
                    denominator_unreadable};
   }
@@ -155,12 +158,12 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     if (d != nullptr && (d->type.empty() || d->counts.empty())) continue;
     if (f.denominator_unreadable || (d == nullptr && unnamed && !f.denominator.empty())) continue;
     if (d == nullptr || d->type != "counter" || d->counts != "events")
-      Add(&out, ErrorCode::TRACE_METRIC_DENOMINATOR_MISSING, f.pointer + "/denominator",
-          "failure counter \"" + name_of[i] + "\" " +
-              (f.denominator.empty()
-                   ? std::string("names no attempts counter")
-                   : "names \"" + f.denominator + "\", which is not a declared attempts counter") +
-              "; a failure count without its attempts cannot produce a failure ratio");
+      AddOnHeader(&out, ErrorCode::TRACE_METRIC_DENOMINATOR_MISSING, f.pointer + "/denominator",
+                  "failure counter \"" + name_of[i] + "\" " +
+                      (f.denominator.empty() ? std::string("names no attempts counter")
+                                             : "names \"" + f.denominator +
+                                                   "\", which is not a declared attempts counter") +
+                      "; a failure count without its attempts cannot produce a failure ratio");
   }
   return out;
 }
@@ -180,13 +183,13 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
     if (it->is_string() && (*it == "required" || *it == "optional"))
       out->trace_identity_required = *it == "required";
     else
-      Add(&v, ErrorCode::INPUT_VALUE_INVALID, "/0/trace_identity",
-          "expected \"required\" or \"optional\", got " + it->dump());
+      AddOnHeader(&v, ErrorCode::INPUT_VALUE_INVALID, "/0/trace_identity",
+                  "expected \"required\" or \"optional\", got " + it->dump());
   }
   if (auto it = header.find("expected_final_states"); it != header.end()) {
     if (!it->is_array()) {
-      Add(&v, ErrorCode::INPUT_FIELD_TYPE, "/0/expected_final_states",
-          "expected an array of final request states");
+      AddOnHeader(&v, ErrorCode::INPUT_FIELD_TYPE, "/0/expected_final_states",
+                  "expected an array of final request states");
       return v;
     }
     std::set<std::string> listed;  // a request's end is stated once
@@ -203,7 +206,8 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
       r.RejectUnknownFields();
       if (!id || !gen || !snap || !len || !phase) continue;
       if (!listed.insert(*id).second) {
-        Add(&v, ErrorCode::INPUT_VALUE_INVALID, s.pointer + "/request_id",
+        AddOnHeader(
+            &v, ErrorCode::INPUT_VALUE_INVALID, s.pointer + "/request_id",
             "request \"" + *id +
                 "\" is listed twice in expected_final_states; a request has one final state");
         continue;
@@ -243,24 +247,24 @@ Violations CheckExpectedFinalStates(const RuntimeBinding& binding, const lifecyc
     const lifecycle::HandleRecord* h = kv.Find(s.request_id);
     const std::string who = "request \"" + s.request_id + "\"";
     if (h == nullptr) {
-      Add(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/request_id",
-          who + " is expected at the end of the trace but was never allocated or forked");
+      AddOnHeader(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/request_id",
+                  who + " is expected at the end of the trace but was never allocated or forked");
       continue;
     }
     const lifecycle::Snapshot& c = h->current;
     const auto check = [&](const char* field, uint64_t want, uint64_t got) {
       if (want != got)
-        Add(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/" + field,
-            who + " is expected to end with " + field + " " + U(want) + "; the replay ends at " +
-                U(got));
+        AddOnHeader(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/" + field,
+                    who + " is expected to end with " + field + " " + U(want) +
+                        "; the replay ends at " + U(got));
     };
     check("handle_generation", s.handle_generation, c.incarnation);
     check("snapshot", s.snapshot, c.version);
     check("committed_length", s.committed_length, c.committed_length);
     if (s.phase != c.phase)
-      Add(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/phase",
-          who + " is expected to end " + std::string(lifecycle::PhaseName(s.phase)) +
-              "; the replay ends " + std::string(lifecycle::PhaseName(c.phase)));
+      AddOnHeader(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/phase",
+                  who + " is expected to end " + std::string(lifecycle::PhaseName(s.phase)) +
+                      "; the replay ends " + std::string(lifecycle::PhaseName(c.phase)));
   }
   return out;
 }

@@ -28,6 +28,12 @@ struct Violation {
 };
 using Violations = std::vector<Violation>;
 
+// Appends a violation without a line (a document validator's: the pointer locates it). The
+// one helper every validator uses (since 2026-12-05; each had a file-local copy).
+inline void Add(Violations* v, ErrorCode code, std::string pointer, std::string message) {
+  v->push_back({code, std::move(pointer), std::move(message)});
+}
+
 // Reads the members of one JSON object, recording INPUT_* violations for missing
 // fields, wrong types and out-of-range numbers. Every accessor marks its key as known;
 // RejectUnknownFields() then reports members no accessor asked for. The reader does
