@@ -665,6 +665,17 @@ size_t TraceChecker::source_windows() const {
   return n;
 }
 
+bool TraceChecker::RecentlyHeldEvent(std::string_view event_id) const {
+  const uint64_t h = LineHash(event_id);
+  for (const auto& [name, src] : sources_) {
+    const SourceState::RecentWindow* w = src.recent.get();
+    if (!w || w->count[h & 255] == 0) continue;
+    for (size_t i = 0; i < w->n; ++i)
+      if (w->id[i] == h) return true;
+  }
+  return false;
+}
+
 bool TraceChecker::IsRetryOfKeptReceipt(const Event& e) const {
   if (!KeyEquals(e.outcome, "replayed") || !e.operation_id || !e.request_id ||
       !e.handle_generation || !kv_ ||

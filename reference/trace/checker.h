@@ -53,6 +53,13 @@ class object;
 
 namespace kvc::trace {
 
+// `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
+// the trace: probe 41, a 2 MB caused_by_event_id made a 2 MB report line).
+inline std::string Clip(std::string_view s, size_t max = 128) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 // Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
 // overlapping 4- and 8-byte loads (the hot path compares every member name this way).
 template <size_t N>
@@ -388,6 +395,10 @@ class TraceChecker {
   // Sources holding a duplicate-delivery window (those that sent a kept event); for memory-bound
   // tests.
   size_t source_windows() const;
+  // Whether an event with this id is among the last events of some source's duplicate window
+  // (SourceState::kRecent per source; a hash match): the trace holds it, recently. A cold-path
+  // question (an observation naming a cause its request does not keep).
+  bool RecentlyHeldEvent(std::string_view event_id) const;
   uint64_t bytes_per_token() const { return bytes_per_token_; }
   const CheckerOptions& options() const { return opt_; }
   // The header's optional conversion model between the allocator and semantic planes (M5.1

@@ -511,7 +511,9 @@ TEST(TraceCheckerTest, IndexedEventsOfALongRequestAreFoundAsCausesAndRedeliverie
   // Publication 29 ("e90") left 60 rows: 60 x 16 bytes resident.
   EXPECT_TRUE(Codes(t + Residency("e90", 960) + "\n").empty());
   EXPECT_TRUE(Codes(t + Residency("e3", 32) + "\n").empty());  // the first publication
-  EXPECT_EQ(Codes(t + Residency("e91", 960) + "\n"), V{"TRACE_CAUSE_UNKNOWN"});  // a start
+  // A start (still in its source's window: the trace holds it, so it is the wrong kind of
+  // cause, not an unknown one; since 2026-12-05, probe 41).
+  EXPECT_EQ(Codes(t + Residency("e91", 960) + "\n"), V{"TRACE_CAUSE_WRONG_EVENT"});
   // Publication 4 ("e15") delivered again, byte for byte, 100 events later: not replayed.
   EXPECT_EQ(Codes(t + publish[4] + "\n"), V{"TRACE_SEQUENCE_REGRESSION"});
   // Its id on another event: a conflict.
@@ -2247,7 +2249,13 @@ TEST(TraceCheckerTest, ObservationCauseMessagesSayWhatWasObserved) {
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_WRONG_EVENT"});
   EXPECT_NE(v[0].message.find("observes no storage after a finish event"), std::string::npos)
       << v[0].message;
+  // An output_emit the trace holds is the wrong kind of cause (since 2026-12-05, probe 41: it was
+  // TRACE_CAUSE_UNKNOWN, and the request was gated); an id the trace does not hold is unknown.
   v = ValidateTraceJsonl(t + Residency("e4", 32) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_WRONG_EVENT"});
+  EXPECT_NE(v[0].message.find("that can cause an observation (request_allocate"), std::string::npos)
+      << v[0].message;
+  v = ValidateTraceJsonl(t + Residency("e404", 32) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_UNKNOWN"});
   EXPECT_NE(v[0].message.find("that can cause an observation (request_allocate"), std::string::npos)
       << v[0].message;
@@ -3301,6 +3309,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"LIFECYCLE_HANDLE_EXISTS"}},
       {"probe39_a_fork_into_a_released_id_at_generation_1_raised_two_codes",
        {"LIFECYCLE_HANDLE_EXISTS"}},
+      // Probe 41. An observation naming an append_start the trace holds was TRACE_CAUSE_UNKNOWN,
+      // and gated its request: a later truncate growth went unreported.
+      {"probe41_an_observation_caused_by_an_append_start_gated_its_request",
+       {"TRACE_CAUSE_WRONG_EVENT", "LIFECYCLE_TRUNCATE_GROWTH"}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

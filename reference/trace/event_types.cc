@@ -1192,7 +1192,7 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // been its append_publish, and the request was gated: probe 9). So for an observation of
     // an earlier incarnation of an id allocated again (probe 16: it gated the live one).
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + " is caused by \"" + *cause +
+             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
                  "\", which is not among the events request \"" + std::string(*e.request_id) +
                  "\" keeps after its release (its finish, cancel_request and the release that "
                  "took effect; the others, refused events included, are dropped at the release): "
@@ -1201,9 +1201,22 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
                  "free), or comes before it");
     return nullptr;
   }
+  if (!info && c.RecentlyHeldEvent(*cause)) {
+    // The trace holds the named event (one of the last events of a source), but not as a cause
+    // of this request's observations: another kind of event (append_start, append_failure,
+    // output_emit, a read, ...), or another request's. Nothing is known missing, so the request
+    // is not gated (probe 41: TRACE_CAUSE_UNKNOWN gated it, hiding a later truncate growth).
+    c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
+             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
+                 "\", an event of this trace that is not an event of request \"" +
+                 std::string(*e.request_id) +
+                 "\" that can cause an observation (request_allocate, append_publish, fork, "
+                 "truncate, cancel_request, finish or release of that request)");
+    return nullptr;
+  }
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + " is caused by \"" + *cause +
+             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
                  "\", which is no earlier event of request \"" + std::string(*e.request_id) +
                  "\" that can cause an observation (request_allocate, append_publish, fork, "
                  "truncate, cancel_request, finish or release; other events are not kept)");
