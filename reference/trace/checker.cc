@@ -137,9 +137,10 @@ namespace {
 
 // Keys that belong to the allocator/residency planes; inside a semantic event they mean the
 // planes were collapsed.
-constexpr std::string_view kPlaneKeys[] = {"allocated_blocks", "blocks", "slots", "used_slots",
-                                           "allocated_slots", "resident_payload_bytes", "tier",
-                                           "physical_slot", "block_ids"};
+constexpr std::string_view kPlaneKeys[] = {
+    "allocated_blocks",       "blocks", "slots",         "used_slots", "allocated_slots",
+    "resident_payload_bytes", "tier",   "physical_slot", "block_ids",  "slot_ids",
+    "caused_by_event_id"};
 
 std::string_view TypeName(const dom::element& e) {
   switch (e.type()) {
@@ -473,19 +474,30 @@ std::unique_ptr<ObjReader> ObjReader::Object(std::string_view key, bool errors_m
 }
 
 void ObjReader::RejectUnknown(bool semantic_plane) {
+  // The observation fields of a semantic event are one mistake (the planes collapsed into it):
+  // one TRACE_PLANE_MIXED at the first, naming all (probe 41: one code per field, five on one
+  // line; slot_ids and caused_by_event_id were INPUT_FIELD_UNKNOWN).
+  std::string_view first_plane;
+  std::string plane_names;
   for (size_t i = 0; i < impl_->n; ++i) {
     if (impl_->used[i]) continue;
     std::string_view k = impl_->keys[i];
     bool plane = false;
     if (semantic_plane)
       for (auto pk : kPlaneKeys) plane |= (pk == k);
-    if (plane)
-      Bad(ErrorCode::TRACE_PLANE_MIXED, k,
-          "allocator/residency field \"" + std::string(k) +
-              "\" inside a semantic event; emit it as an allocator_observation or "
-              "residency_observation with caused_by_event_id");
-    else
+    if (plane) {
+      if (first_plane.empty()) first_plane = k;
+      plane_names += (plane_names.empty() ? "\"" : ", \"") + std::string(k) + "\"";
+    } else {
       Bad(ErrorCode::INPUT_FIELD_UNKNOWN, k, "field \"" + std::string(k) + "\" is not defined here");
+    }
+  }
+  if (!first_plane.empty()) {
+    const bool one = plane_names.find(',') == std::string::npos;
+    Bad(ErrorCode::TRACE_PLANE_MIXED, first_plane,
+        std::string(one ? "allocator/residency field " : "allocator/residency fields ") +
+            plane_names + " inside a semantic event; emit " + (one ? "it" : "them") +
+            " as an allocator_observation or residency_observation with caused_by_event_id");
   }
 }
 

@@ -3313,6 +3313,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // and gated its request: a later truncate growth went unreported.
       {"probe41_an_observation_caused_by_an_append_start_gated_its_request",
        {"TRACE_CAUSE_WRONG_EVENT", "LIFECYCLE_TRUNCATE_GROWTH"}},
+      // Observation fields in a semantic event: one code per field (five on one line), and
+      // slot_ids was INPUT_FIELD_UNKNOWN.
+      {"probe41_five_observation_fields_in_a_publish_raised_five_codes", {"TRACE_PLANE_MIXED"}},
+      {"probe41_slot_ids_in_a_publish_was_an_unknown_field", {"TRACE_PLANE_MIXED"}},
+      // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
+      // a finish was judged a free caused by the finish.
+      {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},
