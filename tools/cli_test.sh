@@ -147,6 +147,11 @@ expect_out savedwork_wrapped_sum_msg 'P \+ G = 18446744073709551616 is too large
 # kvconform check (docs/trace-format.md "Exit codes and output"): 0 conforms, 1 violations,
 # 2 unreadable file.
 TR=fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl
+# audit "partial" is refused for what it is, like "sampled" (probe 41: its message listed
+# "sampled" as an accepted value).
+sed '1s/"audit": *"complete"/"audit": "partial"/' "$TR" >"$T/partial.jsonl"
+check check_audit_partial 1 "$K" check "$T/partial.jsonl"
+expect_out check_audit_partial_msg 'TRACE_HEADER_INVALID at .*a partial trace is not a complete mutation journal'
 check check_valid 0 "$K" check --format json "$TR"; expect_out check_valid_verdict '"verdict": "pass"'
 # An invalid fixture materialized from its patch: line 7 (event index 6) gets an unknown type.
 python3 -c 'import json,sys

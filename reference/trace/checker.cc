@@ -1557,11 +1557,14 @@ void TraceChecker::ReadHeader(const dom::element& root) {
         sources_[*inst].component = *comp;
     }
   });
-  auto sampling = h.Enum("audit", {"complete", "sampled"});
+  // "sampled" and "partial" are named so that their refusal says why (probe 41: "partial" was
+  // "not one of complete|sampled", listing a value that is refused too).
+  auto sampling = h.Enum("audit", {"complete", "sampled", "partial"});
   if (sampling && *sampling != "complete")
     Report(ErrorCode::TRACE_HEADER_INVALID, "/0/audit",
-           "a sampled trace is not a mutation journal: absence of an event proves nothing, so "
-           "it cannot be replayed (M5.1 0x07)");
+           "a " + *sampling +
+               " trace is not a complete mutation journal: absence of an event proves nothing, "
+               "so it cannot be replayed (M5.1 0x07); only audit \"complete\" is checked");
   h.OptStr("description");
   h.OptStr("regenerate");
   for (auto key : kRuntimeBindingKeys) h.Allow(key);  // runtime_binding.h reads them
