@@ -87,7 +87,7 @@ Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id
   }
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot base,
                        cache_.Allocate(prefix_handle_id, prefix_handle_id, 0));
-  const std::string txn = "visible-prefix:" + prefix_handle_id;
+  const std::string txn = std::string(kPrefixTxnPrefix) + prefix_handle_id;
   KVC_RETURN_IF_ERROR(BeginTransferAppend(cache_, txn, prefix_handle_id, base, 0, tokens));
   for (uint32_t l = 0; l < cache_.abi().num_layers; ++l) {
     lifecycle::StageLayerRequest stage;

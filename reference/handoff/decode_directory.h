@@ -78,6 +78,12 @@ class DecodeDirectory {
   // probe 11, a prefix named "r1@g1" became request r1's generation-1 destination handle, and a
   // cold plan appended onto its rows).
   static bool IsAttemptHandleName(std::string_view name);
+  // The append transaction that publishes a visible prefix is "visible-prefix:<handle>", in the
+  // destination object's one transaction namespace with the transfer ids: a transfer id of that
+  // form is reserved (refused where a plan is read: CheckPlan, the trace's transfer_plan; probe
+  // 40: a transfer named "visible-prefix:pfx" collided with prefix pfx's transaction).
+  static constexpr std::string_view kPrefixTxnPrefix = "visible-prefix:";
+  static bool IsReservedTransferId(std::string_view id) { return id.starts_with(kPrefixTxnPrefix); }
   // OpenDestination onto a warm destination: the attempt's handle starts as an exact fork of
   // `visible_prefix_handle`, whose committed length must equal token_start (the transfer set
   // X = U \ V_D begins where V_D ends; otherwise HANDOFF_COVERAGE_MISMATCH), and its append

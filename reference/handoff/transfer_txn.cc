@@ -51,6 +51,14 @@ std::string_view ChunkStateName(ChunkState s) {
 
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   std::vector<PlanIssue> out;
+  if (DecodeDirectory::IsReservedTransferId(plan.transfer_id)) {
+    out.push_back({ErrorCode::INPUT_VALUE_INVALID, -1,
+                   "transfer id \"" + plan.transfer_id + "\" starts with \"" +
+                       std::string(DecodeDirectory::kPrefixTxnPrefix) +
+                       "\", reserved for the transactions that publish visible prefixes",
+                   "transfer_id"});
+    return out;
+  }
   // 2 * H_kv * d_h * b has no zero factor; a plan of zero-byte rows would move nothing.
   if (plan.bytes_per_token_layer == 0) {
     out.push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, -1,

@@ -3320,6 +3320,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
       // a finish was judged a free caused by the finish.
       {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},
+      // Probe 40. A prefix declared at two destinations was remembered at the last one only: a
+      // warm plan to the first was HANDOFF_COVERAGE_MISMATCH.
+      {"probe40_a_prefix_cached_at_two_destinations_failed_a_warm_plan_to_the_first", {}},
+      // A transfer id "visible-prefix:pfx" collided with prefix pfx's publishing transaction
+      // (LIFECYCLE_RETRY_CONFLICT naming a handle the transfer never named): reserved now.
+      {"probe40_a_transfer_id_named_like_a_prefix_transaction_collided", {"INPUT_VALUE_INVALID"}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

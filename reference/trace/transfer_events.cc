@@ -179,9 +179,12 @@ class TransferState final : public CheckerExtension {
   DecodeDirectory directory;
   // Address-stable: transactions borrow the window and the pool.
   std::map<std::string, std::unique_ptr<Destination>, std::less<>> destinations;
-  // The destination a destination_prefix declared its prefix at, when it named one (prefix
-  // handle -> (destination, line)); a prefix declared without one is any destination's.
-  std::map<std::string, std::pair<std::string, uint32_t>, std::less<>> prefix_destination;
+  // The destinations destination_prefix declared a prefix at (prefix handle -> destination ->
+  // line); "" for a declaration that named none (any destination's). The same prefix may be
+  // cached at several destinations (probe 40: only the last one was kept, and a warm plan to
+  // the first failed).
+  std::map<std::string, std::map<std::string, uint32_t, std::less<>>, std::less<>>
+      prefix_destination;
   std::map<std::string, Transfer, std::less<>> transfers;
   // Per request: readiness and open transfers. A request with an open transfer keeps its
   // record; one without (never planned, or every transfer PUBLISHED or ABORTED) keeps its
@@ -618,7 +621,7 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
     c.ReportStatus(s, c.LinePtr() + "/payload");
     return GateName(c, kPrefixGate, *handle);
   }
-  if (destination) State(c).prefix_destination[*handle] = {*destination, e.line};
+  State(c).prefix_destination[*handle].emplace(destination ? *destination : "", e.line);
 }
 
 void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -681,6 +684,13 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/operation_id",
              "transfer_plan names an empty transfer id (operation_id); a transfer id is a "
              "non-empty string");
+    return drop();
+  }
+  if (handoff::DecodeDirectory::IsReservedTransferId(plan.transfer_id)) {
+    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/operation_id",
+             "transfer id \"" + Clip(plan.transfer_id) + "\" starts with \"" +
+                 std::string(handoff::DecodeDirectory::kPrefixTxnPrefix) +
+                 "\", reserved for the transactions that publish visible prefixes");
     return drop();
   }
   auto req = RequestOf(c, e);
@@ -794,11 +804,14 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   // finding 5: a plan to decode-1 extended decode-0's prefix and was admitted).
   if (auto pd = s.prefix_destination.find(plan.visible_prefix_handle);
       !plan.visible_prefix_handle.empty() && pd != s.prefix_destination.end() &&
-      pd->second.first != *dest) {
+      !pd->second.count(*dest) && !pd->second.count("")) {
+    const auto& [holder, line] = *pd->second.begin();
     c.Report(ErrorCode::HANDOFF_COVERAGE_MISMATCH, c.LinePtr() + "/payload/visible_prefix_handle",
              "transfer_plan to destination \"" + *dest + "\" extends prefix \"" +
-                 plan.visible_prefix_handle + "\", which destination \"" + pd->second.first +
-                 "\" holds (destination_prefix at line " + U(pd->second.second) +
+                 plan.visible_prefix_handle + "\", which destination \"" + holder + "\"" +
+                 (pd->second.size() > 1 ? " (and " + U(pd->second.size() - 1) + " other(s))"
+                                        : std::string()) +
+                 " holds (destination_prefix at line " + U(line) +
                  "): only a prefix visible at the plan's destination makes it warm");
     return drop();
   }

@@ -244,7 +244,7 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
       // another incarnation (the handle generation is bound into every digest; probe 39: the
       // message showed two equal generations and named no difference).
       std::string why = " (another snapshot digest)";
-      if (req.base.generation == o.base.generation) {
+      if (req.base.generation == o.base.generation && req.handle_id == o.handle_id) {
         auto hit = handles_.find(req.handle_id);
         if (hit != handles_.end() && hit->second.current.incarnation != it->second.incarnation)
           why = " of handle generation " + U(hit->second.current.incarnation) +
