@@ -3326,6 +3326,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // A transfer id "visible-prefix:pfx" collided with prefix pfx's publishing transaction
       // (LIFECYCLE_RETRY_CONFLICT naming a handle the transfer never named): reserved now.
       {"probe40_a_transfer_id_named_like_a_prefix_transaction_collided", {"INPUT_VALUE_INVALID"}},
+      // A transfer validated under destination epoch 19 published after another validated under
+      // epoch 20 (the fence was checked at validation only), and the runtime's refusal of that
+      // publication was TRACE_OUTCOME_INVALID.
+      {"probe40_a_stale_epoch_transfer_published_after_a_newer_validation",
+       {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"probe40_refusing_a_stale_epoch_publication_was_outcome_invalid", {}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

@@ -1013,6 +1013,23 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   Transfer* t = FindTransfer(c, s, e);
   if (!t) return;
+  // The worker-epoch fence holds at publication too: after the destination validated another
+  // transfer under a newer epoch, this one's completion is stale (M5.6 0x01A: a stale
+  // completion "can have a valid checksum and still fail the ... worker-epoch fence"; probe 40:
+  // the fence was checked at validation only, so the stale transfer published and its refusal
+  // was TRACE_OUTCOME_INVALID).
+  const Destination& dest = *s.destinations.at(t->destination);
+  const uint64_t epoch = t->txn->plan().identity.destination_worker_epoch;
+  if (dest.validated_epoch && epoch < *dest.validated_epoch) {
+    const Status stale = ViolationStatus(
+        ErrorCode::HANDOFF_IDENTITY_MISMATCH,
+        "transfer " + std::string(*e.operation_id) + " publishes under epoch " + U(epoch) +
+            " of destination \"" + t->destination + "\", which validated under epoch " +
+            U(*dest.validated_epoch) + " at line " + U(dest.validated_epoch_line) +
+            " (a worker epoch only advances: the older epoch's completion is stale)");
+    if (!Judge(c, e, stale) && !KeyEquals(e.outcome, "rejected")) LosePool(s, t->destination);
+    return;
+  }
   auto h = t->txn->Publish();
   if (!Judge(c, e, h.status())) {
     // A publication the runtime reports done that the replay refused (and aborted, returning its
