@@ -3332,6 +3332,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe40_a_stale_epoch_transfer_published_after_a_newer_validation",
        {"HANDOFF_IDENTITY_MISMATCH"}},
       {"probe40_refusing_a_stale_epoch_publication_was_outcome_invalid", {}},
+      // A destination that fences a superseded attempt's validation or chunk (refused, then the
+      // attempt aborted) was TRACE_OUTCOME_INVALID: only running it to a stale publication was
+      // admitted.
+      {"probe40_refusing_a_superseded_attempts_validation_was_outcome_invalid", {}},
+      {"probe40_refusing_a_superseded_attempts_chunk_was_outcome_invalid", {}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

@@ -494,9 +494,30 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
 // Judges one TransferTxn operation's status under the event's outcome: "rejected" must be
 // refused by the protocol too (a refused operation changes nothing), anything else must be
 // accepted. A breach is reported once and gates the transfer's later events.
+// Whether `e` is a destination-side step (a receive, a device copy, the validation or the
+// publication) of a transfer whose generation a newer reservation of its request superseded: the
+// destination may refuse it at the generation fence (M5.6 0x01A: a stale completion "can have a
+// valid checksum and still fail the generation ... fence"), as well as run it to its stale
+// publication (the replay's model).
+bool FencedAsSuperseded(TraceChecker& c, const Event& e) {
+  if (!e.operation_id || !(KeyEquals(e.event_type, "chunk_receive") ||
+                           KeyEquals(e.event_type, "chunk_device_visible") ||
+                           KeyEquals(e.event_type, "transfer_validate") ||
+                           KeyEquals(e.event_type, "transfer_publish")))
+    return false;
+  TransferState& st = State(c);
+  auto it = st.transfers.find(*e.operation_id);
+  if (it == st.transfers.end() || !it->second.txn) return false;
+  const std::optional<uint64_t> current = st.directory.CurrentGeneration(it->second.request_id);
+  return current && it->second.txn->plan().identity.generation < *current;
+}
+
 bool Judge(TraceChecker& c, const Event& e, const Status& s, std::string_view context = {}) {
   if (KeyEquals(e.outcome, "rejected")) {
     if (!s.ok()) return false;
+    // A superseded attempt's step refused at the generation fence: admitted, nothing changes
+    // (probe 40: it was TRACE_OUTCOME_INVALID; the runtime then aborts the attempt).
+    if (FencedAsSuperseded(c, e)) return false;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              std::string(e.event_type) +
                  " reported \"rejected\", but the M5.6 transaction admits it on the "
