@@ -3337,6 +3337,8 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // admitted.
       {"probe40_refusing_a_superseded_attempts_validation_was_outcome_invalid", {}},
       {"probe40_refusing_a_superseded_attempts_chunk_was_outcome_invalid", {}},
+      // After attempt 1 published [0, 16), attempt 2 published [0, 8) and decode was admitted.
+      {"probe40_a_later_attempt_shrank_the_published_prompt", {"HANDOFF_IDENTITY_MISMATCH"}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

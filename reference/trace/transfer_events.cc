@@ -809,6 +809,20 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
                 ", which did not publish, covered [0, " + U(was_end) +
                 ") (a reroute hands off the same prompt)";
         }
+      } else {
+        // After a publication a later transfer may extend the prompt, never shrink it: decode
+        // needs the complete K/V the request already published (M5.6 0x10; probe 40: [0, 8)
+        // after [0, 16) published and was admitted).
+        const handoff::TransferPlan& wp = o->second.txn->plan();
+        const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
+        const uint64_t was_end = wp.token_start + wp.token_count;
+        if (end && *end < was_end) {
+          field = "token_count";
+          why = "the prompt [0, " + U(*end) + ") (token_start " + U(plan.token_start) +
+                " + token_count " + U(plan.token_count) + "); its attempt " + U(was.attempt) +
+                " published [0, " + U(was_end) +
+                ") (a later transfer may extend the published prompt, not shrink it)";
+        }
       }
       if (field.empty()) continue;
       c.Report(ErrorCode::HANDOFF_IDENTITY_MISMATCH, c.LinePtr() + "/payload/" + field,
