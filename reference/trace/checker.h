@@ -372,6 +372,12 @@ class TraceChecker {
     // observation events are skipped, as the gate skipped them, without a code. One per lift
     // (each follows a reported violation).
     std::set<uint64_t> retired;
+    // The observers (source_instance, line) that saw this incarnation's storage freed after its
+    // release (0 resident bytes, or an all-zero allocator observation, naming the release): a
+    // later observation of the same source cannot see the rows held again (within a source,
+    // lines follow local_sequence; probe 41: bytes reappeared after the free and passed). A
+    // few sources per request.
+    std::vector<std::pair<std::string, uint32_t>> freed_by;
     // The latest truncate that removed rows: the committed length before and after it (0, 0
     // before any); a read's mismatch message names it.
     uint64_t truncated_from = 0;

@@ -3339,6 +3339,12 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe40_refusing_a_superseded_attempts_chunk_was_outcome_invalid", {}},
       // After attempt 1 published [0, 16), attempt 2 published [0, 8) and decode was admitted.
       {"probe40_a_later_attempt_shrank_the_published_prompt", {"HANDOFF_IDENTITY_MISMATCH"}},
+      // A source that observed a release's free (0 bytes, 0 blocks) later saw the rows held again
+      // (naming the finish, or the release itself) and passed.
+      {"probe41_resident_bytes_came_back_after_the_same_source_saw_the_free",
+       {"TRACE_OBSERVATION_INCONSISTENT"}},
+      {"probe41_allocator_blocks_regrew_after_the_same_source_saw_the_free",
+       {"TRACE_OBSERVATION_INCONSISTENT"}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},

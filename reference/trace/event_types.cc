@@ -1281,6 +1281,29 @@ bool CheckCauseKind(TraceChecker& c, const Event& e, const TraceChecker::EventIn
   return true;
 }
 
+// The release free seen by `e`'s source (`freed`: this observation shows no storage after the
+// release) is remembered for its request; an observation of storage held from a source that saw
+// the free is TRACE_OBSERVATION_INCONSISTENT. Returns false after reporting.
+bool CheckNotResurrected(TraceChecker& c, const Event& e, const TraceChecker::EventInfo& info,
+                         bool freed, std::string_view pointer) {
+  TraceChecker::Request* r = e.request_id ? c.FindRequest(*e.request_id) : nullptr;
+  if (!r || (e.handle_generation && *e.handle_generation != r->generation)) return true;
+  auto seen = std::find_if(r->freed_by.begin(), r->freed_by.end(),
+                           [&](const auto& f) { return f.first == e.source_instance; });
+  if (freed) {
+    if (info.type == "release" && seen == r->freed_by.end())
+      r->freed_by.emplace_back(std::string(e.source_instance), e.line);
+    return true;
+  }
+  if (seen == r->freed_by.end()) return true;
+  c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + std::string(pointer),
+           std::string(e.event_type) + " of source \"" + std::string(e.source_instance) +
+               "\" sees request \"" + std::string(*e.request_id) +
+               "\" holding storage after the same source observed its release free it at line " +
+               U(seen->second) + " (a released handle's storage does not come back)");
+  return false;
+}
+
 void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
   const TraceChecker::EventInfo* info = Cause(c, e, p);
   auto blocks = p.Uint("blocks");
@@ -1299,6 +1322,7 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
   const bool holds_no_rows = info->committed_length == 0 &&
                              (info->type == "truncate" || info->type == "fork" || info->rejected());
   if (!CheckCauseKind(c, e, *info, is_free && !holds_no_rows, is_free)) return;
+  if (!CheckNotResurrected(c, e, *info, is_free, "/payload/blocks")) return;
   if (*used > *slots)
     c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + "/payload/used_slots",
              U(*used) + " used slots exceed " + U(*slots) + " allocated slots");
@@ -1341,6 +1365,9 @@ void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!CheckCauseKind(c, e, *info, is_free, *bytes == 0)) return;
+  if (!CheckNotResurrected(c, e, *info, *bytes == 0 && info->type == "release",
+                           "/payload/resident_payload_bytes"))
+    return;
   if (info->type == "release") return;
   // Planes are compatible, not equal, without a conversion model (M5.1 0x07): a tiered
   // residency may split the payload over tiers or hold copies of it.
