@@ -523,9 +523,19 @@ Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
                       std::to_string(handle.generation) + " from transfer " + plan_.transfer_id +
                       "'s handle, which is superseded: the request's current generation is " +
                       (current ? std::to_string(*current) : std::string("unknown")) +
-                      (live ? " and its published handle is " + live->cache_handle_id +
-                                  " (transfer " + live->transfer_id + ")"
-                            : std::string(" and it has no published handle")));
+                      (live && *live == *published_
+                           // The newer generation reserved and did not publish (aborted, or
+                           // still in flight): once reserved it supersedes this publication;
+                           // decode waits for its publication (probe 40: the message named the
+                           // admitted handle as the published one, without saying why).
+                           ? ", reserved after this publication (which stays the last published "
+                             "handle, " +
+                                 live->cache_handle_id +
+                                 "); a newer reservation supersedes it even if it never "
+                                 "publishes"
+                           : live ? " and its published handle is " + live->cache_handle_id +
+                                        " (transfer " + live->transfer_id + ")"
+                                  : std::string(" and it has no published handle")));
   decode_admitted_ = true;
   return Status();
 }
