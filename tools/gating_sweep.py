@@ -106,10 +106,8 @@ KNOWN_SILENT.update({
     (O + "loop8_failure_retry_fork_release.jsonl", 12, "outcome:cancelled"): SAME_EFFECT,
     (L + "synthetic_lifecycle.jsonl", 14, "outcome:replayed"):
         "the retry of txn-win may report the original receipt as replayed (or as a success)",
-    (L + "synthetic_lifecycle.jsonl", 18, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 27, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 28, "operation_id:other"): REFUSED_EITHER_WAY,
-    (L + "synthetic_lifecycle.jsonl", 38, "operation_id:other"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 38, "handle_generation+1"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 39, "handle_generation+1"): REFUSED_EITHER_WAY,
     (L + "synthetic_lifecycle.jsonl", 39, "request_id:other"): REFUSED_EITHER_WAY,

@@ -574,6 +574,9 @@ const lifecycle::HandleRecord* TraceChecker::FindHandle(std::string_view id) {
 TraceChecker::Request& TraceChecker::NewRequest(const std::string& id, uint64_t prompt_length,
                                                 uint64_t generation) {
   Request& r = requests_[id];
+  // The earlier incarnation's operations go with it, open ones too: the seed's ABA case refuses
+  // the late completion of an operation left open at release after the id was allocated again
+  // (M5.1 0x07 synthetic lifecycle, slot 17), so it is not judged unterminated here.
   for (const auto& op : r.op_ids) EraseOpOf(op, id);
   const uint64_t first = std::min(r.first_generation, generation);
   std::set<uint64_t> retired = std::move(r.retired);
@@ -1411,8 +1414,12 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
       size_t kept = before;
       for (size_t i = before; i < violations_.size(); ++i) {
         if (caused_by_repair(violations_[i])) continue;
-        violations_[kept] = std::move(violations_[i]);
-        contexts_[kept] = std::move(contexts_[i]);
+        // (Not onto itself: a self-move assignment emptied every kept violation's pointer and
+        // message; probe 43.)
+        if (kept != i) {
+          violations_[kept] = std::move(violations_[i]);
+          contexts_[kept] = std::move(contexts_[i]);
+        }
         ++kept;
       }
       violations_.resize(kept);
@@ -2296,17 +2303,19 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         // The aborted or refused operations (a published one is already dropped) stay until the
         // tombstone is forgotten: the worker's own failure record may follow the release, and a
         // second record must still be told from the first (probes 19, 20: a second record after
-        // the release passed). Open ones go, as before (they are not reported unterminated).
-        std::vector<std::string> closed;
+        // the release passed). So do open ones: the release does not close them, their record
+        // may still follow (a late completion refused, or the worker's failure record), and one
+        // without any by the end of the trace is unterminated (since 2026-12-05, probe 43: they
+        // were dropped here, and an append left open passed once its request was released).
+        std::vector<std::string> kept;
         for (const auto& op : r->op_ids) {
           const lifecycle::AppendTxn* t = kv_->FindTxn(op);
-          if (t && (t->state == lifecycle::TxnState::kAborted ||
-                    t->state == lifecycle::TxnState::kRejected))
-            closed.push_back(op);
+          if (t && t->state != lifecycle::TxnState::kPublished)
+            kept.push_back(op);
           else
             EraseOpOf(op, *e.request_id);
         }
-        r->op_ids = std::move(closed);
+        r->op_ids = std::move(kept);
       }
       r->events.Insert(e.event_id, id_hash, info);
     }
@@ -2334,7 +2343,10 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     std::vector<const std::pair<const std::string, Op>*> open;
     for (const auto& kv : ops_) {
       const lifecycle::AppendTxn* t = kv_->FindTxn(kv.first);
+      // (closed_line: a record closed it without a transition, e.g. the refused late
+      // completion of a transaction left open at its request's release.)
       if (t && !IsPoisonedOp(kv.first) && !IsPoisoned("request:" + kv.second.request_id) &&
+          kv.second.closed_line == 0 &&
           (t->state == lifecycle::TxnState::kOpen || t->state == lifecycle::TxnState::kPrepared))
         open.push_back(&kv);
     }

@@ -640,8 +640,16 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     // (A kept operation whose transaction the receipt window forgot was final: probe 21.)
     const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
     if (!t || t->state == lifecycle::TxnState::kRejected ||
-        t->state == lifecycle::TxnState::kAborted)
+        t->state == lifecycle::TxnState::kAborted) {
       MarkClosed(c, *e.operation_id, e.line);
+    } else if (const TraceChecker::Op* op = c.FindOp(*e.operation_id)) {
+      // A late completion of a transaction left open at its request's release, refused by the
+      // runtime: its closing record (since 2026-12-05, probe 43: open transactions are kept past
+      // the release, and one without a record by the end of the trace is unterminated).
+      const lifecycle::HandleRecord* h = c.FindHandle(op->request_id);
+      if (h && (h->current.phase == Phase::kReleased || h->current.incarnation != t->incarnation))
+        MarkClosed(c, *e.operation_id, e.line);
+    }
   }
   if (!ok || !receipt.txn) return;
   // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
