@@ -703,11 +703,23 @@ bool TraceChecker::IsRetryOfKeptReceipt(const Event& e) const {
 bool TraceChecker::IsPoisoned(std::string_view id) const {
   return !poisoned_.empty() && poisoned_.find(id) != poisoned_.end();
 }
+namespace {
+// What one gate costs: its key and the map's node, index slot and string header (an estimate).
+size_t GateCost(std::string_view key) { return key.size() + 96; }
+}  // namespace
+
 void TraceChecker::Poison(const std::string& id) {
-  auto [it, fresh] = poisoned_.try_emplace(id, line_);
-  if (!fresh) {
+  if (auto it = poisoned_.find(id); it != poisoned_.end()) {
     it->second = line_;
     return;
+  }
+  // Within the budget only (CheckerOptions::gate_bytes); the gate's side effects below hold
+  // either way.
+  if (gate_bytes_ + GateCost(id) <= opt_.gate_bytes) {
+    poisoned_.try_emplace(id, line_);
+    gate_bytes_ += GateCost(id);
+  } else {
+    ++gates_not_kept_;
   }
   // A gated request's transfers are gated with it, their holdings returned at once (probe 13:
   // they gave them back only at their own next event, never when the dropped event was their
@@ -745,6 +757,7 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
     NoteReleased(std::string(*e.request_id), tomb->incarnation);
   }
   requests_[std::string(*e.request_id)].retired.insert(gated);
+  gate_bytes_ -= std::min(gate_bytes_, GateCost(gate->first));
   poisoned_.erase(gate);
   return true;
 }

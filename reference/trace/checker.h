@@ -285,6 +285,13 @@ struct CheckerOptions {
   // with its destination handle (and its request's generation fence once no transfer of the
   // request is kept), so a later event naming it is HANDOFF_TRANSFER_UNKNOWN. At least 1.
   size_t released_window = 4096;
+  // The memory the gates may hold (their keys, about 100 B each beside the id): gates follow
+  // violations, each root cause gating its request or operation, so a trace of many broken
+  // requests (events of requests never allocated, a recording started mid-flight) would grow
+  // them with its length (probe 43). Past the budget a new gate is not kept: the later events
+  // of that root cause are replayed and may raise more codes (counted past max_violations),
+  // and gates_not_kept() counts them. docs/trace-format.md "Memory".
+  size_t gate_bytes = size_t{64} << 20;
   // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
   // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the
   // general reader (tests compare the two paths with it).
@@ -456,6 +463,8 @@ class TraceChecker {
   bool IsPoisonedOp(std::string_view op_id) const;
   // How many gates are set (memory: gates follow violations, docs/trace-format.md "Memory").
   size_t poisoned_count() const { return poisoned_.size(); }
+  // Gates not kept because CheckerOptions::gate_bytes was spent.
+  uint64_t gates_not_kept() const { return gates_not_kept_; }
   // `e` retries (outcome replayed) an append_start or append_publish whose transaction record,
   // opened on the incarnation `e` names, is still kept: M5.1 0x01 "an old receipt can still be
   // returned after the live handle has advanced or been released", so the handle generation
@@ -680,6 +689,8 @@ class TraceChecker {
   Map<Op> ops_;
   std::pair<const std::string, Op>* last_op_ = nullptr;  // FindOp's memo (cleared by erasure)
   Map<uint32_t> poisoned_;
+  size_t gate_bytes_ = 0;  // what poisoned_'s keys cost (GateCost), within opt_.gate_bytes
+  uint64_t gates_not_kept_ = 0;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };

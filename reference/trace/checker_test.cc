@@ -3375,6 +3375,27 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   }
 }
 
+// Probe 43: gates follow violations; a trace of many requests never allocated grew them with its
+// length. Their memory stays within CheckerOptions::gate_bytes, and the rest are counted.
+TEST(TraceCheckerTest, RegressionGatesOfManyBrokenRequestsStayWithinTheirBudget) {
+  CheckerOptions opt;
+  opt.gate_bytes = 256 << 10;
+  opt.max_violations = 10;
+  TraceChecker c("t.jsonl", opt);
+  c.Feed(kHeader, 1);
+  const std::string pad(4000, 'x');  // 4 KB request ids
+  for (int i = 0; i < 500; ++i)
+    c.Feed(Ev(i, "finish",
+              R"("request_id":"r)" + std::to_string(i) + pad +
+                  R"(","handle_generation":0,"base_snapshot":1,"payload":{})"),
+           static_cast<uint32_t>(i + 2));
+  c.Finish(false);
+  EXPECT_EQ(c.violations().size() + c.omitted_violations(), 500u);
+  EXPECT_LE(c.poisoned_count() * (4000 + 96), opt.gate_bytes);
+  EXPECT_GT(c.gates_not_kept(), 0u);
+  EXPECT_EQ(c.poisoned_count() + c.gates_not_kept(), 500u);
+}
+
 // Probe 43: the header's other violations keep their pointer and message after the repair.
 TEST(TraceCheckerTest, RegressionARepairedHeaderKeepsItsOtherViolationsMessages) {
   const Violations v = test::CheckSourceTrace(

@@ -104,6 +104,10 @@ void Run(const CheckOptions& opt) {
       if (omitted != 0)
         std::cout << file << ": " << omitted << " more violations not listed (--max-violations "
                   << opt.max_violations << ")\n";
+      if (checker.gates_not_kept() != 0)
+        std::cout << file << ": " << checker.gates_not_kept()
+                  << " gates not kept (the gate memory budget was spent: later events of those "
+                     "root causes were replayed; docs/trace-format.md \"Memory\")\n";
       std::cout << file << ": " << verdict << " (" << checker.events() << " events, "
                 << v.size() + omitted << " violations)\n";
     }
@@ -123,7 +127,8 @@ void Run(const CheckOptions& opt) {
                           {"file", opt.file},
                           {"events", checker.events()},
                           {"violations", std::move(arr)},
-                          {"violations_omitted", checker.omitted_violations()}};
+                          {"violations_omitted", checker.omitted_violations()},
+                          {"gates_not_kept", checker.gates_not_kept()}};
     if (!st.ok()) out["error"] = st.ToString();
     std::cout << DumpReport(out) << "\n";
   } else {
