@@ -3359,6 +3359,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // violations (a self-move; the test below checks the message).
       {"probe43_a_repaired_header_emptied_its_other_violations",
        {"TRACE_HEADER_INVALID", "INPUT_VALUE_INVALID"}},
+      // A required field among the members past the 32-member limit was INPUT_FIELD_MISSING
+      // beside the limit's INPUT_FIELD_UNKNOWN; a key repeated four times raised three codes.
+      {"probe43_a_required_field_past_32_members_was_also_absent", {"INPUT_FIELD_UNKNOWN"}},
+      {"probe43_a_key_repeated_four_times_raised_three_codes", {"TRACE_LINE_MALFORMED"}},
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},
