@@ -49,6 +49,7 @@ OPTIONAL_CLAIMS = {
     ("append_publish", "committed_length"), ("finish", "committed_length"),
     ("finish", "emitted_outputs"), ("release", "committed_length"),
     ("release", "result_handle_generation"), ("append_start", "pending_payload_bytes"),
+    ("append_stage_layer", "staged_payload_bytes"),
     ("append_failure", "reason"), ("cancel_txn", "reason"), ("allocator_observation", "slot_ids"),
     ("chunk_receive", "in_flight_bytes"), ("transfer_publish", "committed_length"),
     ("transfer_publish", "cache_handle_id"),

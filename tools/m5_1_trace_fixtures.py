@@ -120,20 +120,22 @@ def two_layer_decode():
     t.ev("alloc", "engine-0", "request_allocate", {"prompt_length": 4}, R, 0, result=0)
     t.ev("p_start", "engine-0", "append_start",
          append_payload(0, 4, "prefill", pending_payload_bytes=256), R, 0, op="prefill", base=0)
+    # staged_payload_bytes: one layer's K and V rows, B_layer_append = rows * 2 * 4 * (2 + 2)
+    # (the seed's 32 bytes for the decode row; 128 for the 4 prompt rows).
     for l in range(2):
-        t.ev(f"p_l{l}", "engine-0", "append_stage_layer", {"layer": l, "interval": [0, 4]}, R, 0,
-             op="prefill")
+        t.ev(f"p_l{l}", "engine-0", "append_stage_layer",
+             {"layer": l, "interval": [0, 4], "staged_payload_bytes": 128}, R, 0, op="prefill")
     t.ev("p_pub", "engine-0", "append_publish", {"committed_length": 4}, R, 0, op="prefill",
          base=0, result=1)
     t.ev("emit0", "engine-0", "output_emit", {"output_index": 0, "token": 42}, R, 0, base=1)
     t.ev("d_start", "engine-0", "append_start",
          append_payload(4, 5, "decode", input_token=42, pending_payload_bytes=64), R, 0,
          op="decode", base=1)
-    t.ev("d_l0", "engine-0", "append_stage_layer", {"layer": 0, "interval": [4, 5]}, R, 0,
-         op="decode")
+    t.ev("d_l0", "engine-0", "append_stage_layer",
+         {"layer": 0, "interval": [4, 5], "staged_payload_bytes": 32}, R, 0, op="decode")
     t.ev("read_mid", "engine-0", "read", {"committed_length": 4}, R, 0, base=1)
-    t.ev("d_l1", "engine-0", "append_stage_layer", {"layer": 1, "interval": [4, 5]}, R, 0,
-         op="decode")
+    t.ev("d_l1", "engine-0", "append_stage_layer",
+         {"layer": 1, "interval": [4, 5], "staged_payload_bytes": 32}, R, 0, op="decode")
     t.ev("d_pub", "engine-0", "append_publish", {"committed_length": 5}, R, 0, op="decode",
          base=1, result=2)
     t.write(rel)
@@ -180,6 +182,11 @@ def two_layer_decode():
             "The decode row claims 128 pending bytes; one row of the Loop 2 ABI is 64.",
             "M5.1 0x01 Worked Two-Layer Decode Trace",
             rep(f"/{t.idx('d_start')}/payload/pending_payload_bytes", 128), "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "decode_layer_bytes_count_all_layers", rel,
+            "Layer 0's stage of the decode row claims 64 staged bytes, the all-layer figure; one "
+            "layer's K and V rows are B_layer_append = 1 * 1 * 2 * 4 * (2 + 2) = 32 bytes.",
+            "M5.1 0x01 Worked Two-Layer Decode Trace",
+            rep(f"/{t.idx('d_l0')}/payload/staged_payload_bytes", 64), "TRACE_SNAPSHOT_MISMATCH")
     invalid(c, "partial_publication_visible", rel,
             "A reader between the layer-0 and layer-1 stages observes length 5: a partial "
             "publication became visible.", s, rep(f"/{t.idx('read_mid')}/payload/committed_length", 5),

@@ -525,6 +525,7 @@ struct StageLayerArgs {
   std::pair<uint64_t, uint64_t> interval;
   std::optional<bool> k, v;
   std::optional<std::string_view> abi;
+  std::optional<uint64_t> staged;  // staged_payload_bytes: this layer's K and V bytes
 };
 
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
@@ -533,12 +534,37 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   CheckOperationRequest(c, e);
   CheckOperationBase(c, e);
   const lifecycle::Interval interval{a.interval.first, a.interval.second - a.interval.first};
-  c.Apply(e, [&](KvObject& kv) {
+  const bool staged = c.Apply(e, [&](KvObject& kv) {
     return kv
         .StageLayer(*e.operation_id, static_cast<uint32_t>(a.layer), interval, a.k.value_or(true),
                     a.v.value_or(true), a.abi.value_or(std::string_view()))
         .status();
   });
+  // One layer's staged K and V rows are rows * B_token / L bytes (M5.1 0x01 "B_layer_append":
+  // 1 * 1 * 2 * 4 * (2 + 2) = 32 bytes for the worked decode row, B_all_layers_append = 64).
+  // Compared as staged * L = rows * B_token (exact, overflow-checked); not for a stage of K or V
+  // alone (the header's B_token does not split b_K from b_V).
+  if (!staged || !a.staged || !a.k.value_or(true) || !a.v.value_or(true)) return;
+  const uint64_t layers = c.kv().abi().num_layers;
+  const auto claimed = CheckedMul(*a.staged, layers);
+  const auto want = CheckedMul(interval.count, c.bytes_per_token());
+  if (!claimed || !want) {
+    c.Report(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, c.LinePtr() + "/payload/staged_payload_bytes",
+             "staged payload " + U(*a.staged) + " bytes x " + U(layers) + " layers or " +
+                 U(interval.count) + " rows x " + U(c.bytes_per_token()) +
+                 " B/token overflows 64 bits");
+    return c.DropEvent(e);
+  }
+  if (*claimed != *want) {
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/staged_payload_bytes",
+             "staged payload " + U(*a.staged) + " bytes for layer " + U(a.layer) + "; " +
+                 U(interval.count) + " rows x " + U(c.bytes_per_token()) + " B/token / " +
+                 U(layers) + " layers = " +
+                 (*want % layers == 0 ? U(*want / layers)
+                                      : U(*want) + "/" + U(layers) + " (not a whole byte count)") +
+                 " (one layer's K and V rows; the all-layer figure is pending_payload_bytes)");
+    c.DropEvent(e);
+  }
 }
 
 void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
@@ -547,6 +573,7 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
   auto k = p.OptBool("k");
   auto v = p.OptBool("v");
   auto abi = p.OptStr("cache_abi");
+  auto staged = p.OptUint("staged_payload_bytes");
   if (!p.clean() || !layer || !interval) return;
   StageLayerArgs a;
   a.layer = *layer;
@@ -554,6 +581,7 @@ void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {
   a.k = k;
   a.v = v;
   if (abi) a.abi = *abi;
+  a.staged = staged;
   ApplyStageLayer(c, e, a);
 }
 
@@ -1502,6 +1530,10 @@ bool FastStageLayer(TraceChecker& c, const Event& e, const dom::object& obj) {
     } else if (KeyEquals(k, "cache_abi")) {
       if (!Once(&seen, 4) || !FastStr(v, &sv)) return false;
       a.abi = sv;
+    } else if (KeyEquals(k, "staged_payload_bytes")) {
+      uint64_t u;
+      if (!Once(&seen, 5) || !ElementAsUint(v, &u)) return false;
+      a.staged = u;
     } else {
       return false;
     }
