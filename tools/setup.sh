@@ -5,7 +5,7 @@
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev
       librapidcheck-dev libz3-dev libcli11-dev libopenblas-dev libsimdjson-dev
-      libucx-dev ucx-utils libmimalloc-dev python3 python3-jsonschema)
+      libucx-dev ucx-utils libmimalloc-dev python3 python3-jsonschema procps)
 if [ "${1:-}" = clang ]; then PKGS+=(clang); fi
 missing=()
 for p in "${PKGS[@]}"; do
