@@ -1039,6 +1039,19 @@ void RunPdBench(const PdOptions& o) {
         InvalidArgument("--fault: pd-bench measures a clean transfer; faults are "
                         "pd-run's (got '" +
                         o.fault + "')"));
+  {
+    // The message size SyntheticSource makes: whole 4 KiB token-layers, at most one layer's.
+    // Both modes use the same byte window, which must hold one message (the protocol refuses a
+    // smaller one with HANDOFF_CREDIT_WINDOW_TOO_SMALL; probe 37: --raw ran with it).
+    const uint64_t per_layer = std::max<uint64_t>(o.bytes / 32, 4096);
+    const uint64_t message =
+        std::max<uint64_t>(1, std::min(o.chunk_bytes, per_layer) / 4096) * 4096;
+    if (o.credit_bytes < message)
+      return fail(InvalidArgument("--credit-bytes: " + std::to_string(o.credit_bytes) +
+                                  " is smaller than one message of " + std::to_string(message) +
+                                  " bytes (--chunk-bytes rounded to whole 4 KiB token-layers); "
+                                  "the byte window must hold a message in both modes"));
+  }
   std::vector<std::string> extra = {"--synthetic-bytes", std::to_string(o.bytes), "--chunk-bytes",
                                     std::to_string(o.chunk_bytes)};
   if (o.raw) extra.push_back("--raw");
