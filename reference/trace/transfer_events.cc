@@ -793,35 +793,27 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
         field = "identity/reservation_id";
         why = "reservation \"" + plan.identity.reservation_id + "\", which live transfer \"" +
               other_id + "\" holds (each attempt reserves under its own id)";
-      } else if (st != TxnState::kPublished) {
-        // A reroute (a new attempt after one that did not publish) hands off the same prompt
-        // (M5.6 0x01A: the manifest binds the prompt digest and token interval; probe 31
-        // finding 4d: a reroute moving [0, 8) of a 16-token prompt published and was admitted).
-        // After a publication a later transfer may extend it (a warm continuation). The kept
-        // plan passed CheckPlan, so its end fits 64 bits; this one's is judged there.
-        const handoff::TransferPlan& wp = o->second.txn->plan();
-        const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
-        const uint64_t was_end = wp.token_start + wp.token_count;
-        if (end && *end != was_end) {
-          field = "token_count";
-          why = "the prompt [0, " + U(*end) + ") (token_start " + U(plan.token_start) +
-                " + token_count " + U(plan.token_count) + "); its attempt " + U(was.attempt) +
-                ", which did not publish, covered [0, " + U(was_end) +
-                ") (a reroute hands off the same prompt)";
-        }
       } else {
-        // After a publication a later transfer may extend the prompt, never shrink it: decode
-        // needs the complete K/V the request already published (M5.6 0x10; probe 40: [0, 8)
-        // after [0, 16) published and was admitted).
+        // The prompt interval (M5.6 0x01A: the manifest binds the prompt digest and token
+        // interval). A reroute (a new attempt after one that did not publish) hands off the same
+        // prompt (probe 31 finding 4d: a reroute moving [0, 8) of a 16-token prompt published
+        // and was admitted). After a publication a later transfer may extend it (a warm
+        // continuation), never shrink it: decode needs the complete K/V the request already
+        // published (M5.6 0x10; probe 40: [0, 8) after [0, 16)). The kept plan passed
+        // CheckPlan, so its end fits 64 bits; this one's is judged there.
         const handoff::TransferPlan& wp = o->second.txn->plan();
         const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
         const uint64_t was_end = wp.token_start + wp.token_count;
-        if (end && *end < was_end) {
+        const bool published = st == TxnState::kPublished;
+        if (end && (published ? *end < was_end : *end != was_end)) {
           field = "token_count";
           why = "the prompt [0, " + U(*end) + ") (token_start " + U(plan.token_start) +
                 " + token_count " + U(plan.token_count) + "); its attempt " + U(was.attempt) +
-                " published [0, " + U(was_end) +
-                ") (a later transfer may extend the published prompt, not shrink it)";
+                (published ? " published [0, " + U(was_end) +
+                                 ") (a later transfer may extend the published prompt, not "
+                                 "shrink it)"
+                           : ", which did not publish, covered [0, " + U(was_end) +
+                                 ") (a reroute hands off the same prompt)");
         }
       }
       if (field.empty()) continue;
@@ -993,6 +985,21 @@ void OnDeviceVisible(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckInFlight(c, e, *s.destinations.at(t->destination), in_flight, spec ? spec->bytes : 0);
 }
 
+// The destination worker's epoch only advances: a transfer step (`what`: "validated",
+// "publishes") under an older epoch than one a validation at the destination accepted is stale
+// (M5.6 0x01A: a stale completion "can have a valid checksum and still fail the ... worker-epoch
+// fence"). OK otherwise.
+Status StaleEpoch(const Destination& dest, const Transfer& t, std::string_view transfer_id,
+                  std::string_view what, uint64_t epoch) {
+  if (!dest.validated_epoch || epoch >= *dest.validated_epoch) return Status();
+  return ViolationStatus(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
+                         "transfer " + std::string(transfer_id) + " " + std::string(what) +
+                             " under epoch " + U(epoch) + " of destination \"" + t.destination +
+                             "\", which validated under epoch " + U(*dest.validated_epoch) +
+                             " at line " + U(dest.validated_epoch_line) +
+                             " (a worker epoch only advances)");
+}
+
 void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferIdentity expected;
   if (auto id = p.Object("expected_identity")) ReadIdentity(*id, &expected);
@@ -1005,15 +1012,8 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
   // one this worker validated under is refused (probe 24 S2), before the transaction is asked
   // (which would move it to VALIDATED).
   Destination& dest = *s.destinations.at(t->destination);
-  const Status st =
-      dest.validated_epoch && expected.destination_worker_epoch < *dest.validated_epoch
-          ? ViolationStatus(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
-                            "transfer " + std::string(*e.operation_id) + " validated under epoch " +
-                                U(expected.destination_worker_epoch) + " of destination \"" +
-                                t->destination + "\", which validated under epoch " +
-                                U(*dest.validated_epoch) + " at line " +
-                                U(dest.validated_epoch_line) + " (a worker epoch only advances)")
-          : t->txn->Validate(expected, c.kv().abi().id);
+  Status st = StaleEpoch(dest, *t, *e.operation_id, "validated", expected.destination_worker_epoch);
+  if (st.ok()) st = t->txn->Validate(expected, c.kv().abi().id);
   if (st.ok() && !KeyEquals(e.outcome, "rejected") &&
       (!dest.validated_epoch || expected.destination_worker_epoch > *dest.validated_epoch)) {
     dest.validated_epoch = expected.destination_worker_epoch;
@@ -1053,15 +1053,10 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   // completion "can have a valid checksum and still fail the ... worker-epoch fence"; probe 40:
   // the fence was checked at validation only, so the stale transfer published and its refusal
   // was TRACE_OUTCOME_INVALID).
-  const Destination& dest = *s.destinations.at(t->destination);
-  const uint64_t epoch = t->txn->plan().identity.destination_worker_epoch;
-  if (dest.validated_epoch && epoch < *dest.validated_epoch) {
-    const Status stale = ViolationStatus(
-        ErrorCode::HANDOFF_IDENTITY_MISMATCH,
-        "transfer " + std::string(*e.operation_id) + " publishes under epoch " + U(epoch) +
-            " of destination \"" + t->destination + "\", which validated under epoch " +
-            U(*dest.validated_epoch) + " at line " + U(dest.validated_epoch_line) +
-            " (a worker epoch only advances: the older epoch's completion is stale)");
+  if (const Status stale =
+          StaleEpoch(*s.destinations.at(t->destination), *t, *e.operation_id, "publishes",
+                     t->txn->plan().identity.destination_worker_epoch);
+      !stale.ok()) {
     if (!Judge(c, e, stale) && !KeyEquals(e.outcome, "rejected")) LosePool(s, t->destination);
     return;
   }

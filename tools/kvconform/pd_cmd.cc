@@ -250,15 +250,26 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
   return src;
 }
 
+// SyntheticSource's shape for `bytes` in messages of about `chunk_bytes`: tokens per layer and
+// tokens per message (whole 4 KiB token-layers, at most one layer's).
+struct SyntheticShape {
+  uint64_t tokens, chunk_tokens;
+  uint64_t message_bytes() const { return chunk_tokens * 4096; }
+};
+SyntheticShape SyntheticShapeOf(uint64_t bytes, uint64_t chunk_bytes) {
+  const uint64_t per_layer = std::max<uint64_t>(bytes / 32, 4096);
+  return {per_layer / 4096, std::max<uint64_t>(1, std::min(chunk_bytes, per_layer) / 4096)};
+}
+
 tp::SourceKv SyntheticSource(uint64_t bytes, uint64_t chunk_bytes) {
   // K/V-shaped: 32 layers, 4 KiB per token-layer (2 * H_kv=8 * d_h=128 * 2 B, the seed's
   // running configuration), tokens split into chunks of chunk_bytes per layer.
   tp::SourceKv src;
   src.num_layers = 32;
   src.bytes_per_token_layer = 4096;
-  const uint64_t per_layer = std::max<uint64_t>(bytes / 32, 4096);
-  src.token_count = per_layer / 4096;
-  const uint64_t chunk_tokens = std::max<uint64_t>(1, std::min(chunk_bytes, per_layer) / 4096);
+  const SyntheticShape shape = SyntheticShapeOf(bytes, chunk_bytes);
+  src.token_count = shape.tokens;
+  const uint64_t chunk_tokens = shape.chunk_tokens;
   src.reserved_blocks = (src.token_count + kBlockTokens - 1) / kBlockTokens;
   src.tensor_abi_sha256 = Sha256Hex("synthetic:L=32;row_bytes=4096");
   src.layer_ready_us.assign(32, 0);
@@ -593,10 +604,21 @@ StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   }
 }
 
-std::vector<std::string> CommonValueArgs(const PdOptions& o);
-
 std::vector<std::string> CommonArgs(const PdOptions& o) {
-  std::vector<std::string> args = CommonValueArgs(o);
+  std::vector<std::string> args = {"--transport",
+                                   o.transport,
+                                   "--fault",
+                                   o.fault,
+                                   "--credit-bytes",
+                                   std::to_string(o.credit_bytes),
+                                   "--peer-timeout-ms",
+                                   std::to_string(o.peer_timeout_ms),
+                                   "--rto-ms",
+                                   std::to_string(o.rto_ms),
+                                   "--checksum",
+                                   o.checksum,
+                                   "--mode",
+                                   o.mode};
   // (No key file: the workers read $KVCONFORM_PD_CAPABILITY_KEY; an empty option value is bad
   // usage.)
   if (!o.capability_key_file.empty()) {
@@ -604,23 +626,6 @@ std::vector<std::string> CommonArgs(const PdOptions& o) {
     args.push_back(o.capability_key_file);
   }
   return args;
-}
-
-std::vector<std::string> CommonValueArgs(const PdOptions& o) {
-  return {"--transport",
-          o.transport,
-          "--fault",
-          o.fault,
-          "--credit-bytes",
-          std::to_string(o.credit_bytes),
-          "--peer-timeout-ms",
-          std::to_string(o.peer_timeout_ms),
-          "--rto-ms",
-          std::to_string(o.rto_ms),
-          "--checksum",
-          o.checksum,
-          "--mode",
-          o.mode};
 }
 
 // A fresh random 32-byte capability key in a private (0600) file; the caller removes it.
@@ -1040,12 +1045,9 @@ void RunPdBench(const PdOptions& o) {
                         "pd-run's (got '" +
                         o.fault + "')"));
   {
-    // The message size SyntheticSource makes: whole 4 KiB token-layers, at most one layer's.
     // Both modes use the same byte window, which must hold one message (the protocol refuses a
     // smaller one with HANDOFF_CREDIT_WINDOW_TOO_SMALL; probe 37: --raw ran with it).
-    const uint64_t per_layer = std::max<uint64_t>(o.bytes / 32, 4096);
-    const uint64_t message =
-        std::max<uint64_t>(1, std::min(o.chunk_bytes, per_layer) / 4096) * 4096;
+    const uint64_t message = SyntheticShapeOf(o.bytes, o.chunk_bytes).message_bytes();
     if (o.credit_bytes < message)
       return fail(InvalidArgument("--credit-bytes: " + std::to_string(o.credit_bytes) +
                                   " is smaller than one message of " + std::to_string(message) +
