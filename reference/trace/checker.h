@@ -470,6 +470,12 @@ class TraceChecker {
   // returned after the live handle has advanced or been released", so the handle generation
   // fence lets it through to its handler even after the id was allocated again.
   bool IsRetryOfKeptReceipt(const Event& e) const;
+  // `e` is a later event of an append operation (a stage, publication, failure or cancel_txn)
+  // that names another request than the one whose append_start opened the operation, while its
+  // handle_generation is the opener's live one: the request_id is the one field wrong, so the
+  // generation fence lets it through to TRACE_OPERATION_REQUEST_MISMATCH (probe 45: the fence
+  // blamed the correct handle_generation).
+  bool NamesAnotherRequestsOperation(const Event& e);
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);

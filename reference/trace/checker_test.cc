@@ -3320,6 +3320,17 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // slot_ids was INPUT_FIELD_UNKNOWN.
       {"probe41_five_observation_fields_in_a_publish_raised_five_codes", {"TRACE_PLANE_MIXED"}},
       {"probe41_slot_ids_in_a_publish_was_an_unknown_field", {"TRACE_PLANE_MIXED"}},
+      // Probe 45. A stage of A's operation naming request B (at another live generation) was
+      // TRACE_HANDLE_GENERATION_MISMATCH: the generation fence blamed the one correct field.
+      {"probe45_a_stage_naming_another_request_blamed_its_correct_generation",
+       {"TRACE_OPERATION_REQUEST_MISMATCH"}},
+      // A fork reported a success naming a child id already held: LIFECYCLE_HANDLE_EXISTS, and
+      // the first event of the child the runtime created raised LIFECYCLE_UNKNOWN_HANDLE.
+      {"probe45_a_fork_naming_a_held_child_id_left_the_meant_child_unknown",
+       {"LIFECYCLE_HANDLE_EXISTS"}},
+      // An event under a misspelled source_instance: TRACE_SOURCE_UNDECLARED, and the hole it
+      // left in its real source's numbering was TRACE_SEQUENCE_GAP too.
+      {"probe45_a_misnamed_source_left_a_gap_in_its_real_source", {"TRACE_SOURCE_UNDECLARED"}},
       // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
       // a finish was judged a free caused by the finish.
       {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},

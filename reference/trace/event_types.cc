@@ -980,6 +980,8 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
   CheckRefusedBaseReached(c, e, *cur);
   auto expected = Expected(e, *cur);
   const uint64_t reported = Reported(c);
+  const bool names_held_child =
+      std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return c.kv().Find(id); });
   bool ok = c.Apply(
       e, [&](KvObject& kv) { return kv.Fork(*e.request_id, *prefix, ids, expected).status(); },
       &ids);
@@ -999,7 +1001,12 @@ void OnFork(TraceChecker& c, const Event& e, ObjReader& p) {
     // A fork naming no children (refused: "fork: no children") created whichever the runtime
     // meant to create: as for children that cannot be read, every request not yet created is
     // gated (probe 23: the child's first event raised LIFECYCLE_UNKNOWN_HANDLE too).
-    if (ids.empty()) c.Poison("request:*");
+    // So does one reported a success that names a child id already held (refused: "child
+    // handle exists"): the runtime cannot have created a request that exists, so the children
+    // it did create are unknown (probe 45: the first event of the child the runtime meant
+    // raised LIFECYCLE_UNKNOWN_HANDLE after LIFECYCLE_HANDLE_EXISTS).
+    if (ids.empty() || (names_held_child && !KeyEquals(e.outcome, "rejected")))
+      c.Poison("request:*");
     return;
   }
   TraceChecker::Request* parent = c.FindRequest(*e.request_id);
