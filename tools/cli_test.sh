@@ -268,6 +268,20 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['verdict']='not-l
 check fuzz_merge_shard_beyond_count 2 "$K" fuzz merge "$T/s0.json" "$T/s_idx7.json"; expect_out fuzz_merge_shard_beyond_count_msg 'shard: expected \[I, N\] with 0 <= I < N < 2\^32, got \[7,2\]'
 check fuzz_merge_shard_count_wraps 2 "$K" fuzz merge "$T/s_wrap.json"
 check fuzz_merge_unknown_verdict 2 "$K" fuzz merge "$T/s0.json" "$T/s_verdict.json"; expect_out fuzz_merge_unknown_verdict_msg 'verdict: expected linearizable, not_linearizable or error'
+# Probe 44: a shard report whose figures are not a shard's (it ran none of its share, counts
+# that wrap or are negative, a passing verdict beside a failure, an unknown member) merged.
+for c in "programs_run=0" "programs_run=3" "histories=-5" "ops=18446744073709551615" "failure={'x':1}" \
+         "error='RACE_DRIVER_CRASHED: boom'" "seconds='nan'" "bogus=1"; do
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); d[k]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_bad.json" "$c"
+  check "fuzz_merge_bad_report:$c" 2 "$K" fuzz merge "$T/s0.json" "$T/s_bad.json"
+done
+expect_out fuzz_merge_bad_report_msg 'unknown member "bogus"'
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['programs_run']=0; d['histories']=0; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_none.json"
+check fuzz_merge_shard_ran_nothing 2 "$K" fuzz merge "$T/s0.json" "$T/s_none.json"; expect_out fuzz_merge_shard_ran_nothing_msg "programs_run 0: the shard's share of the campaign is 1 program"
+check fuzz_races_start_wraps 2 "$K" fuzz races --start 18446744073709551615 --programs 1 --quiet; expect_out fuzz_races_start_wraps_msg 'start \+ programs must not exceed 2\^64 - 1'
+check fuzz_races_start_last 2 "$K" fuzz races --start 18446744073709551615 --quiet
+check fuzz_races_driver_timeout_zero 2 "$K" fuzz races --driver-timeout-ms 0 --programs 1 --quiet --driver true; expect_out fuzz_races_driver_timeout_zero_msg 'driver-timeout-ms: expected a wait in \[1, 3600000\] ms, got 0'
+check fuzz_races_shrink_reruns_zero 2 "$K" fuzz races --shrink-reruns 0 --programs 1 --quiet
 check fuzz_races_threads_bound 2 "$K" fuzz races --threads 100000 --programs 1 --ops 10 --quiet
 check fuzz_races_handles_bound 2 "$K" fuzz races --handles 4294967295 --programs 1 --ops 10 --quiet
 check fuzz_races_programs_zero 2 "$K" fuzz races --programs 0 --ops 10 --quiet
@@ -276,8 +290,11 @@ check fuzz_check_ok 0 "$K" fuzz check "$T/h_ok.jsonl"; expect_out fuzz_check_ok_
 check fuzz_check_budget_inf 0 "$K" fuzz check --budget inf "$T/h_ok.jsonl"; expect_out fuzz_check_budget_inf_msg ': linearizable'
 check fuzz_check_budget_zero 2 "$K" fuzz check --budget 0 "$T/h_ok.jsonl"
 head -c 300 "$T/h_ok.jsonl" >"$T/h_trunc.jsonl"
-check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'RACE_HISTORY_TRUNCATED: .*h_trunc.jsonl:2: the last line is cut off'
+check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'RACE_HISTORY_TRUNCATED( at [^ ]*)?: .*h_trunc.jsonl:2: the last line is cut off'
 check fuzz_check_missing 2 "$K" fuzz check "$T/nope.jsonl"
+# Each violation names its field (probe 44: "h.jsonl:2: required field is missing").
+sed -E '2s/,"thread":[0-9]+//' "$T/h_ok.jsonl" >"$T/h_nothread.jsonl"
+check fuzz_check_names_field 2 "$K" fuzz check "$T/h_nothread.jsonl"; expect_out fuzz_check_names_field_msg "INPUT_FIELD_MISSING at '/1/thread'"
 check fuzz_mutant 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --history-out "$T/h_bad.jsonl"
 check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_bad_msg 'cannot place'
 
@@ -412,7 +429,7 @@ for f in invalid_fixtures/race/*.json; do
 done
 head -c -40 fixtures/race/history.jsonl >"$T/race_cut.jsonl"
 check validate_race_cut 1 "$K" validate "$T/race_cut.jsonl"; expect_out validate_race_cut_msg 'RACE_HISTORY_TRUNCATED'
-check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz_check_race_cut_msg 'RACE_HISTORY_TRUNCATED: .*race_cut.jsonl:43: the last line is cut off'
+check fuzz_check_race_cut 2 "$K" fuzz check "$T/race_cut.jsonl"; expect_out fuzz_check_race_cut_msg 'RACE_HISTORY_TRUNCATED( at [^ ]*)?: .*race_cut.jsonl:43: the last line is cut off'
 check fuzz_aba_slot_reuse 1 "$K" fuzz races --mutant no_generation_fence --programs 50 --ops 60 --seed 1 --quiet --shrink-time 3 --shrink-reruns 2
 expect_out fuzz_aba_shrunk 'shrunk program \(RapidCheck, seed'
 

@@ -6,6 +6,8 @@ line, in order. The store keeps its own snapshot digests (reported as "opaque"),
 rejection to the registry code the M5.1 lifecycle rules name. Flags for testing the kit's
 handling of broken drivers: --crash-after N, --hang-after N, --garbage-after N,
 --out-of-order, --wrong-shape-after N (adds an unknown member to every later result),
+--extra-member-after N (adds an unknown member beside every later result), --bad-hello
+protocol-number|extra-member (a hello the protocol refuses),
 --stop-reading-after N (stops reading its input but keeps answering the next ids,
 so the kit's writes fill the pipe), --bug stale-publish (accepts a stale publication).
 """
@@ -222,17 +224,22 @@ class Reject(Exception):
 
 
 def main(argv):
-    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None, "wrong": None}
+    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None,
+            "wrong": None, "extra": None, "hello": None}
     i = 1
     while i < len(argv):
         flag = argv[i]
         if flag in ("--crash-after", "--hang-after", "--garbage-after", "--stop-reading-after",
-                    "--wrong-shape-after"):
+                    "--wrong-shape-after", "--extra-member-after"):
             opts[flag[2:].split("-")[0]] = int(argv[i + 1])
             i += 2
         elif flag == "--out-of-order":
             opts["ooo"] = True
             i += 1
+        elif flag == "--bad-hello":
+            # A hello whose protocol is a number (probe 44: it aborted the kit).
+            opts["hello"] = argv[i + 1]
+            i += 2
         elif flag == "--bug":
             opts["bug"] = argv[i + 1]
             i += 2
@@ -245,8 +252,12 @@ def main(argv):
         msg = json.loads(line)
         if msg["type"] == "hello":
             store = Store(msg["num_layers"], opts["bug"])
-            out.write(json.dumps({"type": "hello", "protocol": "kvconform.race_driver/1",
-                                  "digests": "opaque"}) + "\n")
+            hello = {"type": "hello", "protocol": "kvconform.race_driver/1", "digests": "opaque"}
+            if opts["hello"] == "protocol-number":
+                hello["protocol"] = 1
+            elif opts["hello"] == "extra-member":
+                hello["vendor"] = "x"
+            out.write(json.dumps(hello) + "\n")
             out.flush()
             continue
         if opts["crash"] is not None and answered >= opts["crash"]:
@@ -278,6 +289,8 @@ def main(argv):
             res = {"outcome": "error", "result": {"code": str(r)}}
         if opts["wrong"] is not None and answered >= opts["wrong"]:
             res["result"] = dict(res["result"], bogus=True)
+        if opts["extra"] is not None and answered >= opts["extra"]:
+            res["x"] = 1  # a member no result line has
         # --out-of-order: the answer names the next id, before that op was even sent.
         answer_id = msg["id"] + 1 if opts["ooo"] and answered >= 5 else msg["id"]
         out.write(json.dumps(dict(type="result", id=answer_id, **res)) + "\n")

@@ -145,6 +145,42 @@ TEST(ConcurrentStore, WorkedSyntheticLifecycleTrace) {
   EXPECT_EQ(v->verdict, Verdict::kLinearizable);
 }
 
+// Opaque digests: a begin_append may name only a base digest the runtime reported. One it never
+// reported (here the model's own digest of the allocation, "63ce68b09a2cdef5") was used raw
+// before the translation, so a runtime that accepted it passed (probe 44); the reported one
+// ("aaaaaaaaaaaaaaaa") passes.
+TEST(KvModel, OpaqueDigestBaseNeverReportedIsNotLinearizable) {
+  auto history = [](const std::string& base) {
+    return std::string(
+               "{\"kind\": \"kvconform.race_history/1\", \"model\": \"kv_lineage/1\", "
+               "\"cache_abi\": \"race-abi-L2\", \"num_layers\": 2, \"position_stage\": "
+               "\"post_rope\", \"digests\": \"opaque\"}\n"
+               "{\"id\": 0, \"thread\": 0, \"partition\": \"h0\", \"op\": \"allocate\", "
+               "\"args\": {\"handle\": \"h0\"}, \"invoke_ns\": 10, \"return_ns\": 20, "
+               "\"outcome\": \"ok\", \"result\": {\"handle\": \"h0\", \"generation\": 0, "
+               "\"version\": 0, \"length\": 0, \"phase\": \"DECODE_READY\", \"digest\": "
+               "\"aaaaaaaaaaaaaaaa\"}}\n"
+               "{\"id\": 1, \"thread\": 0, \"partition\": \"h0\", \"op\": \"begin_append\", "
+               "\"args\": {\"txn\": \"h0.t0\", \"key\": \"k\", \"handle\": \"h0\", "
+               "\"base_generation\": 0, \"base_digest\": \"") +
+           base +
+           "\", \"start\": 0, \"count\": 1}, \"invoke_ns\": 30, \"return_ns\": 35, "
+           "\"outcome\": \"ok\", \"result\": {\"txn\": \"h0.t0\", \"state\": \"OPEN\"}}\n"
+           "{\"end\": true, \"ops\": 2}\n";
+  };
+  for (const auto& [base, want] : {std::pair{"aaaaaaaaaaaaaaaa", Verdict::kLinearizable},
+                                   {"63ce68b09a2cdef5", Verdict::kNotLinearizable},
+                                   {"bbbbbbbbbbbbbbbb", Verdict::kNotLinearizable}}) {
+    auto h = ParseHistoryJsonl(history(base), "opaque.jsonl");
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    auto model = KvModel::FromHeader(h->header);
+    ASSERT_TRUE(model.ok());
+    auto v = CheckHistory(*model, *h);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->verdict, want) << "base digest " << base;
+  }
+}
+
 // Appends staged per layer from different threads while readers watch: every read must see all
 // layers at one committed length (the store never exposes a mix).
 TEST(ConcurrentStore, ReadersNeverSeeMixedLayers) {

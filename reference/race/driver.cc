@@ -200,11 +200,27 @@ void DriverTarget::HandleLine(const std::string& line) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     return garbage("expected an object with a string \"type\"");
   const std::string type = j["type"];
+  // The members each message has, and no others (probe 44: unknown members of a hello or a
+  // result line passed while one inside `result` was refused; a hello whose protocol was a
+  // number threw out of the reader thread and aborted the kit).
+  auto unknown_member = [&](std::initializer_list<std::string_view> known) -> std::string {
+    for (const auto& [key, value] : j.items())
+      if (std::find(known.begin(), known.end(), key) == known.end()) return key;
+    return "";
+  };
+  auto string_member = [&](const char* key) -> std::optional<std::string> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
   if (type == "hello") {
     if (hello_) return garbage("a second hello");
-    if (j.value("protocol", "") != kDriverProtocol)
+    if (std::string k = unknown_member({"type", "protocol", "digests"}); !k.empty())
+      return garbage("hello: unknown member \"" + k + "\" (type, protocol, digests)");
+    if (string_member("protocol") != std::string(kDriverProtocol))
       return garbage("hello: protocol must be \"" + std::string(kDriverProtocol) + "\"");
-    std::string d = j.value("digests", "opaque");
+    const std::string d =
+        j.contains("digests") ? string_member("digests").value_or("") : std::string("opaque");
     if (d != "opaque" && d != "checked") return garbage("hello: digests must be opaque|checked");
     digests_ = d;
     hello_ = j;
@@ -213,6 +229,8 @@ void DriverTarget::HandleLine(const std::string& line) {
   }
   if (type != "result") return garbage("unknown type \"" + type + "\"");
   if (!hello_) return garbage("a result before the hello");
+  if (std::string k = unknown_member({"type", "id", "outcome", "result"}); !k.empty())
+    return garbage("result: unknown member \"" + k + "\" (type, id, outcome, result)");
   auto id = j.find("id");
   if (id == j.end() || !id->is_number_unsigned()) return garbage("result: id must be an integer");
   if (outstanding_.empty())
@@ -222,7 +240,7 @@ void DriverTarget::HandleLine(const std::string& line) {
     return garbage("out of order: expected the result for id " +
                    std::to_string(outstanding_.front().first) + ", got id " +
                    std::to_string(id->get<uint64_t>()));
-  std::string outcome = j.value("outcome", "");
+  const std::string outcome = string_member("outcome").value_or("");
   auto res = j.find("result");
   if ((outcome != "ok" && outcome != "error") || res == j.end() || !res->is_object())
     return garbage("result: expected outcome ok|error and an object result");

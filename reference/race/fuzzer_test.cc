@@ -128,6 +128,11 @@ TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
   // Regression (probe 34): a result with a member its op does not return was a linearizability
   // failure (RACE_NOT_LINEARIZABLE with a shrunk program), not the driver's protocol error.
   EXPECT_EQ(code("--wrong-shape-after 10"), "RACE_DRIVER_PROTOCOL");
+  // Regression (probe 44): a member no message has, beside the result or in the hello, passed;
+  // a hello whose protocol was a number threw out of the reader thread and aborted the kit.
+  EXPECT_EQ(code("--extra-member-after 10"), "RACE_DRIVER_PROTOCOL");
+  EXPECT_EQ(code("--bad-hello extra-member"), "RACE_DRIVER_PROTOCOL");
+  EXPECT_EQ(code("--bad-hello protocol-number"), "RACE_DRIVER_PROTOCOL");
   // Regression (probe 34): a driver that stopped reading its input while answering ahead filled
   // the pipe, and the worker's blocking write hung the kit forever. Writes are bounded now: the
   // driver's answer for an op not yet sent is the protocol error (or, had it stayed silent, the

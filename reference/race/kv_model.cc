@@ -282,6 +282,14 @@ bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t*
       translated = *call;
       translated.base_digest = *lifecycle::ParseDigestHex(it->second);
       call = &translated;
+    } else if (const lifecycle::HandleRecord* h = st.obj.Find(call->handle)) {
+      // A runtime digest no result has reported names no snapshot the model knows, so it
+      // must not match the handle's current one (probe 44: the raw digest was used, and a
+      // runtime that accepted the model's own digest, never reported to it, passed). The
+      // complement of the current digest never does.
+      translated = *call;
+      translated.base_digest = ~h->current.digest;
+      call = &translated;
     }
   }
   // Read-only ops never write st (ApplyReadOnly takes it const).

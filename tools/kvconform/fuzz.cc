@@ -1,10 +1,13 @@
 // `kvconform fuzz races|check|merge`: race fuzzing of the KV lifecycle (M5.1 0x01, 0x09).
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
+#include "reference/base/checked_math.h"
 #include "reference/race/driver.h"
 #include "reference/race/fuzzer.h"
 #include "reference/race/kv_model.h"
@@ -21,6 +24,7 @@ using namespace kvc::race;  // NOLINT
 constexpr int kExitCheckUnknown = 4;
 constexpr std::string_view kCampaignKind = "kvconform.race_campaign/1";
 constexpr uint32_t kMaxThreads = 256, kMaxHandles = 4096, kMaxOps = 1'000'000;
+constexpr uint32_t kMaxDriverTimeoutMs = 3'600'000;  // an hour
 
 // Seconds as milliseconds, saturating (a huge or infinite budget never runs out); `s` >= 0.
 std::chrono::milliseconds Milliseconds(double s) {
@@ -101,6 +105,29 @@ int RunRaces(const RacesArgs& a) {
     std::cerr << "fuzz races: --repeat: expected >= 1\n";
     return kExitUsage;
   }
+  // (probe 44: 0 was read as 1, silently.)
+  if (a.shrink_reruns == 0) {
+    std::cerr << "fuzz races: --shrink-reruns: expected >= 1\n";
+    return kExitUsage;
+  }
+  // A driver is given at least a millisecond and at most an hour per answer (probe 44: 0 was
+  // accepted, and a working driver was then reported as RACE_DRIVER_TIMEOUT).
+  if (a.driver_timeout_ms == 0 || a.driver_timeout_ms > kMaxDriverTimeoutMs) {
+    std::cerr << "fuzz races: --driver-timeout-ms: expected a wait in [1, " << kMaxDriverTimeoutMs
+              << "] ms, got " << a.driver_timeout_ms << "\n";
+    return kExitUsage;
+  }
+  // The program indices [start, start + programs) must be representable (probe 44: --start
+  // 2^64-1 wrapped the range to nothing, and the empty campaign passed).
+  if (a.programs_given && a.start > UINT64_MAX - a.programs) {
+    std::cerr << "fuzz races: --start " << a.start << " --programs " << a.programs
+              << ": start + programs must not exceed 2^64 - 1\n";
+    return kExitUsage;
+  }
+  if (!a.programs_given && a.start == UINT64_MAX) {
+    std::cerr << "fuzz races: --start: expected an index below 2^64 - 1 (no program follows it)\n";
+    return kExitUsage;
+  }
   if (!(a.time_s >= 0) || !(a.shrink_time_s >= 0)) {
     std::cerr << "fuzz races: --time and --shrink-time: expected a number of seconds >= 0\n";
     return kExitUsage;
@@ -110,14 +137,17 @@ int RunRaces(const RacesArgs& a) {
   opt.seed = a.seed;
   opt.start = a.start;
   // Without --programs, a timed campaign runs until --time; otherwise 100 programs.
-  opt.programs = a.programs ? a.programs : (a.time_s > 0 ? UINT64_MAX / 2 : 100);
+  // (Capped where the range would pass 2^64 - 1: the indices from --start to the last.)
+  opt.programs =
+      a.programs ? a.programs
+                 : std::min<uint64_t>(UINT64_MAX - a.start, a.time_s > 0 ? UINT64_MAX / 2 : 100);
   opt.repeat = a.repeat;
   opt.time = Milliseconds(a.time_s);
   opt.shard_index = si;
   opt.shard_count = sn;
   opt.shrink = !a.no_shrink;
   opt.shrink_time = Milliseconds(a.shrink_time_s);
-  opt.shrink_reruns = std::max<uint32_t>(1, a.shrink_reruns);
+  opt.shrink_reruns = a.shrink_reruns;
   opt.progress = a.quiet ? nullptr : &std::cerr;
   const lifecycle::CacheAbi abi = RaceAbi(a.layers);
   TargetFactory factory;
@@ -182,21 +212,25 @@ int RunRaces(const RacesArgs& a) {
               << a.history_out << ")\n";
   }
   if (!a.report_out.empty()) {
-    Json r = {{"kind", kCampaignKind},
-              {"seed", a.seed},
-              {"start", a.start},
-              {"programs", opt.programs},
-              {"shard", {si, sn}},
-              {"shape", {{"threads", a.threads}, {"handles", a.handles}, {"ops", a.ops}, {"layers", a.layers}}},
-              {"mutant", a.mutant},
-              {"target", a.driver.empty() ? "store" : a.driver},
-              {"programs_run", rep.programs_run},
-              {"histories", rep.histories},
-              {"ops", rep.ops},
-              {"unknown_verdicts", rep.unknown_verdicts},
-              {"seconds", rep.seconds},
-              {"verdict", verdict},
-              {"error", rep.first_error}};
+    Json r = {
+        {"kind", kCampaignKind},
+        {"seed", a.seed},
+        {"start", a.start},
+        {"programs", opt.programs},
+        {"repeat", a.repeat},
+        {"time_limit_s", a.time_s},
+        {"shard", {si, sn}},
+        {"shape",
+         {{"threads", a.threads}, {"handles", a.handles}, {"ops", a.ops}, {"layers", a.layers}}},
+        {"mutant", a.mutant},
+        {"target", a.driver.empty() ? "store" : a.driver},
+        {"programs_run", rep.programs_run},
+        {"histories", rep.histories},
+        {"ops", rep.ops},
+        {"unknown_verdicts", rep.unknown_verdicts},
+        {"seconds", rep.seconds},
+        {"verdict", verdict},
+        {"error", rep.first_error}};
     r["failure"] = rep.failure ? Json{{"program_index", rep.failure->program_index},
                                       {"program_seed", rep.failure->program_seed},
                                       {"seconds_to_detection", rep.failure->seconds_to_detection},
@@ -230,8 +264,12 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   const double validate_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
   if (!doc.empty()) {
+    // Each names its field (probe 44: the pointer was left out, so a missing "thread" read
+    // "required field is missing").
     for (const Violation& x : doc)
-      std::cerr << "fuzz check: " << ErrorCodeName(x.code) << ": " << Printable(x.message) << "\n";
+      std::cerr << "fuzz check: " << ErrorCodeName(x.code)
+                << (x.pointer.empty() ? std::string() : " at '" + Printable(x.pointer) + "'")
+                << ": " << Printable(x.message) << "\n";
     std::cerr << "fuzz check: " << Printable(path) << " is not a valid history (" << doc.size()
               << " violation(s); kvconform validate lists them too)\n";
     return kExitUsage;
@@ -284,6 +322,62 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   return kExitOk;
 }
 
+// How many program indices i in [start, start + programs) have i % count == index
+// (start + programs <= 2^64 - 1, index < count).
+uint64_t ShardShare(uint64_t start, uint64_t programs, uint64_t index, uint64_t count) {
+  auto below = [&](uint64_t x) { return x / count + (x % count > index ? 1 : 0); };
+  return below(start + programs) - below(start);
+}
+
+// Why a shard report (shard and verdict already checked) is not one fuzz races writes, or "".
+std::string CheckShardReport(const Json& j) {
+  static const std::set<std::string> kMembers = {
+      "kind",         "seed",      "start",  "programs",         "repeat",
+      "time_limit_s", "shard",     "shape",  "mutant",           "target",
+      "programs_run", "histories", "ops",    "unknown_verdicts", "seconds",
+      "verdict",      "error",     "failure"};
+  for (const auto& [key, value] : j.items())
+    if (!kMembers.count(key)) return "unknown member \"" + key + "\"";
+  for (const char* key : {"seed", "start", "programs", "repeat", "programs_run", "histories", "ops",
+                          "unknown_verdicts"})
+    if (!j.contains(key) || !j[key].is_number_unsigned())
+      return std::string(key) + ": expected an unsigned integer";
+  for (const char* key : {"seconds", "time_limit_s"})
+    if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0) ||
+        !std::isfinite(j[key].get<double>()))
+      return std::string(key) + ": expected a number of seconds >= 0";
+  if (!j.contains("error") || !j["error"].is_string())
+    return "error: expected a string (empty when no target failed)";
+  if (!j.contains("failure") || !(j["failure"].is_null() || j["failure"].is_object()))
+    return "failure: expected null or an object";
+  const std::string verdict = j["verdict"];
+  const bool failed = !j["failure"].is_null(), errored = !j["error"].get<std::string>().empty();
+  if (failed != (verdict == "not_linearizable") || errored != (verdict == "error"))
+    return "verdict \"" + verdict + "\" disagrees with its " +
+           (failed    ? "failure"
+            : errored ? "error"
+                      : "absent failure and error");
+  const uint64_t start = j["start"], programs = j["programs"], repeat = j["repeat"];
+  if (programs == 0 || repeat == 0 || start > UINT64_MAX - programs)
+    return "start " + std::to_string(start) + ", programs " + std::to_string(programs) +
+           ", repeat " + std::to_string(repeat) +
+           ": expected programs and repeat >= 1 and indices below 2^64";
+  const uint64_t share =
+      ShardShare(start, programs, j["shard"][0].get<uint64_t>(), j["shard"][1].get<uint64_t>());
+  const uint64_t run = j["programs_run"], histories = j["histories"];
+  // A shard runs its whole share, unless it stopped at a failure or at its time limit.
+  const bool may_stop = failed || errored || j["time_limit_s"].get<double>() > 0;
+  if (run > share || (!may_stop && run != share))
+    return "programs_run " + std::to_string(run) + ": the shard's share of the campaign is " +
+           std::to_string(share) + " program(s)" + (may_stop ? " at most" : "");
+  const auto full = CheckedMul(run, repeat);
+  if (!full || histories > *full || (!failed && !errored && histories != *full))
+    return "histories " + std::to_string(histories) + ": expected " + std::to_string(run) +
+           " program(s) x " + std::to_string(repeat) + " run(s)" +
+           (failed || errored ? " at most" : "");
+  return "";
+}
+
 int RunMerge(const std::vector<std::string>& files) {
   Json merged;
   std::set<uint32_t> shards_seen;
@@ -322,8 +416,21 @@ int RunMerge(const std::vector<std::string>& files) {
                 << Printable(verdict) << "\"\n";
       return kExitUsage;
     }
-    Json params = {j.value("seed", Json()), j.value("start", Json()), j.value("programs", Json()),
-                   j.value("shape", Json()), j.value("mutant", Json()), j.value("target", Json()),
+    // The report is what fuzz races writes, and its figures are a shard's (probe 44: counts
+    // that wrapped, a shard that ran none of its programs, a passing verdict beside a failure,
+    // and unknown members all merged as a complete, passing campaign).
+    if (std::string why = CheckShardReport(j); !why.empty()) {
+      std::cerr << "fuzz merge: " << Printable(f) << ": " << Printable(why) << "\n";
+      return kExitUsage;
+    }
+    Json params = {j["seed"],
+                   j["start"],
+                   j["programs"],
+                   j["repeat"],
+                   j["time_limit_s"],
+                   j.value("shape", Json()),
+                   j.value("mutant", Json()),
+                   j.value("target", Json()),
                    j["shard"][1]};
     if (merged.is_null()) {
       merged = params;
@@ -340,10 +447,17 @@ int RunMerge(const std::vector<std::string>& files) {
                 << " appears twice\n";
       return kExitUsage;
     }
-    programs += j.value("programs_run", uint64_t{0});
-    histories += j.value("histories", uint64_t{0});
-    ops += j.value("ops", uint64_t{0});
-    unknown += j.value("unknown_verdicts", uint64_t{0});
+    auto sum = [](uint64_t* total, const Json& v) {
+      const auto s = CheckedAdd(*total, v.get<uint64_t>());
+      if (s) *total = *s;
+      return s.has_value();
+    };
+    if (!sum(&programs, j["programs_run"]) || !sum(&histories, j["histories"]) ||
+        !sum(&ops, j["ops"]) || !sum(&unknown, j["unknown_verdicts"])) {
+      std::cerr << "fuzz merge: " << Printable(f)
+                << ": the campaign's totals overflow 64 bits (a report is malformed)\n";
+      return kExitUsage;
+    }
     if (j["verdict"] == "not_linearizable") failures.push_back({{"shard", idx}, {"failure", j["failure"]}});
     if (j["verdict"] == "error") errors.push_back(f + ": " + j.value("error", ""));
   }
