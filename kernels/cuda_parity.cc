@@ -30,7 +30,7 @@ StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>
   std::vector<float> logits;
   KVC_RETURN_IF_ERROR(e->Prefill("r", prompt, chunk, &logits));
   for (uint64_t g = 0;; ++g) {
-    const int64_t y = model::Argmax(logits);
+    KVC_ASSIGN_OR_RETURN(const int64_t y, model::GreedyToken(logits, g));
     run.tokens.push_back(y);
     run.logits.push_back(logits);
     KVC_RETURN_IF_ERROR(e->Emit("r", y));

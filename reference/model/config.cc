@@ -124,11 +124,16 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   if (r.Has("rope_scaling")) {
     const Json& rs = j["rope_scaling"];
     if (!rs.is_object()) return r.Invalid("rope_scaling", "expected an object or null");
+    // Its type is a string (probe 46: a number was skipped, and the scaling ignored).
     std::string type;
-    if (rs.contains("rope_type") && rs["rope_type"].is_string())
-      type = rs["rope_type"];
-    else if (rs.contains("type") && rs["type"].is_string())
-      type = rs["type"];
+    for (const char* key : {"rope_type", "type"}) {
+      if (!rs.contains(key)) continue;
+      if (!rs[key].is_string())
+        return r.Invalid(std::string("rope_scaling.") + key,
+                         "expected a string, got " + rs[key].dump());
+      type = rs[key];
+      break;
+    }
     if (type == "default") {
       // Plain RoPE.
     } else if (type == "llama3") {
@@ -141,6 +146,13 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
                                         &c.llama3.original_max_position_embeddings));
       if (!(c.llama3.high_freq_factor > c.llama3.low_freq_factor))
         return s.Invalid("high_freq_factor", "must be greater than low_freq_factor");
+      // The scaled frequencies are float32 too: a factor that divides one to infinity or 0
+      // would make every logit NaN (probe 46: factor 1e-44, a positive float32, generated
+      // "0,0,0" with exit 0).
+      for (float f : RopeInverseFrequencies(c))
+        if (!(f > 0) || !std::isfinite(f))
+          return s.Invalid("factor", rs["factor"].dump() + " scales a RoPE inverse frequency to " +
+                                         std::to_string(f) + " (not a positive finite float32)");
     } else {
       return r.Unsupported("rope_scaling.rope_type", "'" + type + "'; supported: default, llama3");
     }

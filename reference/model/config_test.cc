@@ -122,5 +122,31 @@ TEST(LlamaConfig, RegressionRopeScalingErrorsNameTheFileAndValuesFitFloat32) {
   }
 }
 
+// Regressions (probe 46). A llama3 factor that is a positive float32 but scales an inverse
+// frequency to infinity (1e-44), and a rope_type that is not a string, were accepted: the first
+// generated "0,0,0" from NaN logits with exit 0, the second ignored the scaling.
+TEST(LlamaConfig, RegressionRopeScalingFactorAndTypeAreChecked) {
+  Json j = Minimal();
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 1e-44},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8}};
+  auto c = ParseLlamaConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_NE(c.status().message().find("field 'factor'"), std::string::npos) << c.status().message();
+  j["rope_scaling"]["factor"] = 8.0;
+  EXPECT_TRUE(ParseLlamaConfig(j, "config.json").ok());
+  for (const Json& bad : {Json{{"rope_type", 3}, {"type", "default"}}, Json{{"type", nullptr}}}) {
+    j["rope_scaling"] = bad;
+    auto t = ParseLlamaConfig(j, "config.json");
+    ASSERT_FALSE(t.ok()) << bad.dump();
+    EXPECT_EQ(t.status().error(), ErrorCode::MODEL_CONFIG_INVALID) << t.status().ToString();
+    EXPECT_NE(t.status().message().find("expected a string"), std::string::npos)
+        << t.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace kvc::model

@@ -1,6 +1,8 @@
 // The reference engine: model calls as lifecycle append transactions over physical storage.
 #include "reference/model/engine.h"
 
+#include <cmath>
+
 namespace kvc::model {
 namespace {
 
@@ -26,6 +28,18 @@ int64_t Argmax(std::span<const float> logits) {
   for (size_t i = 1; i < logits.size(); ++i)
     if (logits[i] > logits[best]) best = i;
   return static_cast<int64_t>(best);
+}
+
+StatusOr<int64_t> GreedyToken(std::span<const float> logits, uint64_t step) {
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (!std::isfinite(logits[i]))
+      return ViolationStatus(
+          ErrorCode::MODEL_LOGITS_NONFINITE,
+          "output " + std::to_string(step) + ": logit " + std::to_string(i) + " is " +
+              (std::isnan(logits[i]) ? "NaN" : "infinite") +
+              " (the forward pass overflowed float32: weights or config values whose products "
+              "exceed its range); no token can be selected");
+  return Argmax(logits);
 }
 
 Engine::Engine(const LlamaModel& model, EngineOptions opts)

@@ -177,6 +177,11 @@ std::string EngineCacheAbiId(const LlamaConfig& c);
 
 // Index of the largest logit (the first on ties): greedy selection.
 int64_t Argmax(std::span<const float> logits);
+// The greedy token of `logits` (Argmax), or MODEL_LOGITS_NONFINITE when a logit is NaN or
+// infinite: no token can be selected from them (probe 46: finite weights whose products
+// overflowed float32 gave NaN logits, Argmax chose token 0, and generate exited 0). `step`
+// (the output index) is for the message.
+StatusOr<int64_t> GreedyToken(std::span<const float> logits, uint64_t step);
 
 }  // namespace kvc::model
 

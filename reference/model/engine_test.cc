@@ -507,6 +507,19 @@ TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
   std::ofstream(t / "sharded/model.safetensors.index.json") << "{\"weight_map\": 3}";
   EXPECT_EQ(LlamaModel::Load(t / "sharded").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
+  // A model.safetensors beside an index is what Transformers loads (probe 46: the index won):
+  // here the index is broken and the single file holds other weights (seed 8).
+  ASSERT_TRUE(GenerateModel(t / "eight", "gqa2", 8).ok());
+  fs::copy_file(t / "eight/model.safetensors", t / "sharded/model.safetensors");
+  auto both = LlamaModel::Load(t / "sharded");
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  auto eight = LlamaModel::Load(t / "eight");
+  ASSERT_TRUE(eight.ok());
+  auto r8 = RunGreedy(*eight, Prompt(8, 96), 2, {});
+  auto rb = RunGreedy(*both, Prompt(8, 96), 2, {});
+  ASSERT_TRUE(r8.ok() && rb.ok());
+  EXPECT_TRUE(SameBits(r8->logits[1], rb->logits[1]));
+  fs::remove(t / "sharded/model.safetensors");
 
   // Missing tensor: drop lm_head from an untied model.
   std::vector<TensorToWrite> all;

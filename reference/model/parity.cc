@@ -80,6 +80,17 @@ Status CheckPagedBlockSize(const LlamaConfig& config, bool paged, uint64_t block
   return Status::Ok();
 }
 
+Status CheckMaxNewTokens(uint64_t max_new, uint64_t prompt, const LlamaConfig& c) {
+  if (max_new == 0) return InvalidArgument("--max-new-tokens must be >= 1");
+  const uint64_t positions = c.max_position_embeddings;
+  if (prompt <= positions && max_new > positions - prompt + 1)
+    return InvalidArgument("--max-new-tokens: " + std::to_string(max_new) + "; a prompt of " +
+                           std::to_string(prompt) + " tokens leaves room for at most " +
+                           std::to_string(positions - prompt + 1) + " (max_position_embeddings " +
+                           std::to_string(positions) + ")");
+  return Status::Ok();
+}
+
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,
                               uint64_t max_new, const EngineOptions& opts, uint64_t chunk) {
   if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
@@ -90,7 +101,7 @@ StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t
   std::vector<float> logits;
   KVC_RETURN_IF_ERROR(e.Prefill("r", prompt, chunk, &logits));
   for (uint64_t g = 0;; ++g) {
-    const int64_t y = Argmax(logits);
+    KVC_ASSIGN_OR_RETURN(const int64_t y, GreedyToken(logits, g));
     run.tokens.push_back(y);
     run.logits.push_back(logits);
     KVC_RETURN_IF_ERROR(e.Emit("r", y));

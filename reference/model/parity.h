@@ -40,6 +40,14 @@ struct GreedyRun {
 // `config`: the CPU engine's and the CUDA engine's runs judge their options with it.
 Status CheckPagedBlockSize(const LlamaConfig& config, bool paged, uint64_t block_size);
 
+// InvalidArgument unless 1 <= max_new and a prompt of `prompt` tokens plus `max_new` generated
+// tokens fit the model's positions: decode processes every generated token but the last, at
+// positions up to prompt + max_new - 2 (probe 37: a huge --max-new-tokens failed only in
+// pd-run's decode worker; probe 46: generate computed up to the limit, or ran out of memory
+// keeping each step's logits, before failing). The message names the --max-new-tokens option
+// of the commands that judge it before loading anything heavy.
+Status CheckMaxNewTokens(uint64_t max_new, uint64_t prompt, const LlamaConfig& c);
+
 // Greedy generation of `max_new` tokens (>= 1) through an Engine with `opts`, prefill in
 // appends of `chunk` tokens (0 = whole prompt).
 StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t>& prompt,

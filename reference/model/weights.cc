@@ -63,8 +63,12 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
   // tensor name -> shard file name; shard file name -> opened file.
   std::map<std::string, std::string> where;
   std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
+  // A single model.safetensors wins over an index beside it, as in Transformers' loader (its
+  // local-directory lookup tries SAFE_WEIGHTS_NAME before SAFE_WEIGHTS_INDEX_NAME; probe 46:
+  // the index won here, so the two loaded different weights from one directory).
   const fs::path index = root / "model.safetensors.index.json";
-  if (fs::exists(index, ec)) {
+  const fs::path single = root / "model.safetensors";
+  if (!fs::exists(single, ec) && fs::exists(index, ec)) {
     auto j = ReadJsonFileStrict(index.string());
     if (!j.ok()) {
       if (j.status().code() == StatusCode::kIoError) return j.status();

@@ -77,6 +77,26 @@ void RunGenerate(const GenerateOptions& o) {
     ExitCode() = FailWith("generate", d);
     return;
   }
+  // Judged before the weights are loaded or anything computed (probe 46: a --max-new-tokens
+  // past the positions ran to the limit, or out of memory, before failing without naming the
+  // flag; an unwritable --dump-logits was found after the run). A config that cannot be read
+  // is reported by the load below.
+  if (auto c = model::LoadLlamaConfig((std::filesystem::path(o.model) / "config.json").string());
+      c.ok()) {
+    if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), *c); !s.ok()) {
+      ExitCode() = FailWith("generate", s);
+      return;
+    }
+  }
+  std::ofstream dump;
+  if (!o.dump_logits.empty()) {
+    dump.open(o.dump_logits, std::ios::trunc);
+    if (!dump) {
+      ExitCode() = FailWith(
+          "generate", IoError("--dump-logits: " + o.dump_logits + ": cannot open for writing"));
+      return;
+    }
+  }
   StatusOr<model::GreedyRun> run = Internal("no run");
   if (o.device == "cpu") {
     auto m = model::LlamaModel::Load(o.model);
@@ -112,15 +132,16 @@ void RunGenerate(const GenerateOptions& o) {
     ExitCode() = FailWith("generate", run.status());
     return;
   }
-  if (!o.dump_logits.empty()) {
-    std::ofstream f(o.dump_logits, std::ios::trunc);
-    if (!f) {
-      ExitCode() = FailWith("generate", IoError(o.dump_logits + ": cannot open for writing"));
-      return;
-    }
+  if (dump.is_open()) {
     for (size_t g = 0; g < run->tokens.size(); ++g) {
       nlohmann::json j = {{"step", g}, {"token", run->tokens[g]}, {"logits", run->logits[g]}};
-      f << j.dump() << "\n";
+      dump << j.dump() << "\n";
+    }
+    dump.flush();
+    if (!dump) {
+      ExitCode() =
+          FailWith("generate", IoError("--dump-logits: " + o.dump_logits + ": write failed"));
+      return;
     }
   }
   for (size_t g = 0; g < run->tokens.size(); ++g) std::cout << (g ? "," : "") << run->tokens[g];
@@ -310,6 +331,18 @@ void RunBench(const BenchOptions& o) {
                                           std::to_string(m->config().max_position_embeddings)));
     return;
   }
+  // Every decode step processes one token at the next position (probe 46: --decode past the
+  // positions ran the prefill benchmark, then failed without naming the flag).
+  if (o.decode > m->config().max_position_embeddings - o.prompt_len) {
+    ExitCode() = FailWith(
+        "bench-engine",
+        InvalidArgument("--decode " + std::to_string(o.decode) + ": a prompt of " +
+                        std::to_string(o.prompt_len) + " tokens leaves room for at most " +
+                        std::to_string(m->config().max_position_embeddings - o.prompt_len) +
+                        " decode steps (max_position_embeddings " +
+                        std::to_string(m->config().max_position_embeddings) + ")"));
+    return;
+  }
   model::SetBlasThreads(o.threads);
   std::vector<int64_t> prompt(o.prompt_len);
   for (size_t i = 0; i < prompt.size(); ++i)
@@ -325,10 +358,12 @@ void RunBench(const BenchOptions& o) {
     if (st.ok()) st = e.Prefill("bench", prompt, 0, &logits);
     const auto t1 = std::chrono::steady_clock::now();
     for (uint64_t g = 0; g < o.decode && st.ok(); ++g) {
-      const int64_t y = model::Argmax(logits);
-      st = e.Emit("bench", y);
-      if (st.ok()) st = e.Decode("bench", y, &logits);
+      StatusOr<int64_t> y = model::GreedyToken(logits, g);
+      st = y.status();
+      if (st.ok()) st = e.Emit("bench", *y);
+      if (st.ok()) st = e.Decode("bench", *y, &logits);
     }
+    if (st.ok()) st = model::GreedyToken(logits, o.decode).status();  // the last step's too
     const auto t2 = std::chrono::steady_clock::now();
     if (!st.ok()) {
       ExitCode() = FailWith("bench-engine", st);

@@ -170,20 +170,6 @@ std::string WarmPrefixHandle(std::span<const int64_t> ids, uint64_t n) {
   return "prefix-cache/" + Sha256Hex(canon.ok() ? *canon : prefix.dump());
 }
 
-// 1 <= max_new and the prompt plus the generated tokens fit the model's positions: decode
-// processes every generated token but the last, at positions up to |prompt| + max_new - 2
-// (probe 37: a huge --max-new-tokens failed only in the decode worker, without naming the flag).
-Status CheckMaxNewTokens(uint64_t max_new, size_t prompt, const model::LlamaConfig& c) {
-  if (max_new == 0) return InvalidArgument("--max-new-tokens must be >= 1");
-  const uint64_t positions = c.max_position_embeddings;
-  if (prompt <= positions && max_new > positions - prompt + 1)
-    return InvalidArgument("--max-new-tokens: " + std::to_string(max_new) + "; a prompt of " +
-                           std::to_string(prompt) + " tokens leaves room for at most " +
-                           std::to_string(positions - prompt + 1) + " (max_position_embeddings " +
-                           std::to_string(positions) + ")");
-  return Status();
-}
-
 // 0 <= warm_prefix < |prompt| (the transfer set X = U \ V_D is never empty).
 Status CheckWarmPrefix(uint64_t warm, size_t prompt) {
   if (warm >= prompt)
@@ -241,8 +227,9 @@ StatusOr<tp::SourceKv> PrefillSource(const model::LlamaModel& m, const std::vect
                   row_bytes);
     }
   }
+  KVC_ASSIGN_OR_RETURN(const int64_t first, model::GreedyToken(logits, 0));
   src.payload = {{"prompt_ids", ids},
-                 {"first_token", model::Argmax(logits)},
+                 {"first_token", first},
                  {"prefill_logits_bits", FloatBits(logits)},
                  {"max_new_tokens", o.max_new},
                  {"warm_prefix", warm},
@@ -358,7 +345,8 @@ Status DecodeFromPublished(const model::LlamaModel& m, model::Engine& e,
     std::vector<float> logits;
     KVC_RETURN_IF_ERROR(e.Emit(h, tokens.back()));
     KVC_RETURN_IF_ERROR(e.Decode(h, tokens.back(), &logits));
-    tokens.push_back(model::Argmax(logits));
+    KVC_ASSIGN_OR_RETURN(const int64_t next, model::GreedyToken(logits, g));
+    tokens.push_back(next);
     steps.push_back(FloatBits(logits));
   }
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot last, e.Read(h));
@@ -385,7 +373,7 @@ void RunWorker(const PdOptions& o) {
       if (!ids.ok()) return fail(ids.status());
       auto m = model::LlamaModel::Load(o.model);
       if (!m.ok()) return fail(m.status());
-      if (Status s = CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
+      if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
         return fail(s);
       auto s = PrefillSource(*m, *ids, o, *mode);
       if (!s.ok()) return fail(s.status());
@@ -728,7 +716,7 @@ StatusOr<Colocated> RunColocated(const model::LlamaModel& m, const std::vector<i
   KVC_RETURN_IF_ERROR(e.Prefill("r", ids, 0, &logits));
   c.kv_sha256 = KvDigest(*e.storage("r"), ids.size());
   for (uint64_t g = 0;; ++g) {
-    const int64_t y = model::Argmax(logits);
+    KVC_ASSIGN_OR_RETURN(const int64_t y, model::GreedyToken(logits, g));
     c.tokens.push_back(y);
     c.logits.push_back(logits);
     KVC_RETURN_IF_ERROR(e.Emit("r", y));
@@ -778,7 +766,8 @@ void RunPdRun(const PdOptions& o0) {
     return fail(InvalidArgument("--format: '" + o.format + "'; expected text or json"));
   auto m = model::LlamaModel::Load(o.model);
   if (!m.ok()) return fail(m.status());
-  if (Status s = CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok()) return fail(s);
+  if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
+    return fail(s);
   auto col = RunColocated(*m, *ids, o.max_new, *mode);
   if (!col.ok()) return fail(col.status());
   std::vector<std::string> p_extra = {"--model",          o.model,
