@@ -46,6 +46,20 @@ TEST(TransferTraceFixture, Reproduces220Wall74Overlap60Exposed) {
   EXPECT_EQ(s->transferred_bytes, 8u * 1024 * 1024);
 }
 
+// Probe 49: a gather or device copy moving 1 byte of a 4 MiB layer passed (only the network
+// attempts' bytes were compared with the layer's).
+TEST(TransferTraceFixture, RegressionGatherAndCopyBytesAreTheLayers) {
+  for (const auto& [event, pointer] :
+       {std::pair{1, "/events/1/bytes"}, std::pair{5, "/events/5/bytes"}}) {
+    Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json");
+    t["events"][event]["bytes"] = 1;
+    const Violations v = ValidateTransferTrace(t);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_BYTES_MISMATCH"})
+        << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, pointer);
+  }
+}
+
 TEST(TransferProtocolFixture, ReplayAcceptsSeedTimeline) {
   Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
   EXPECT_TRUE(ValidateTransferProtocol(p).empty()) << test::Describe(ValidateTransferProtocol(p));
@@ -53,6 +67,36 @@ TEST(TransferProtocolFixture, ReplayAcceptsSeedTimeline) {
   p["declared"]["all_device_visible_ms"] = 110;
   EXPECT_EQ(test::CodeNames(ValidateTransferProtocol(p)),
             std::vector<std::string>{"HANDOFF_DECLARED_RESULT_MISMATCH"});
+}
+
+// Probe 49: an empty transfer id was refused only at the reservation's append
+// (HANDOFF_TXN_TRANSITION_INVALID at /events/0, "append: empty txn id"); the plan's CheckPlan
+// refuses it at the member, as the trace checker does at a transfer_plan.
+TEST(TransferProtocolFixture, RegressionAnEmptyTransferIdIsRefusedAtItsMember) {
+  Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  p["transfer_id"] = "";
+  const Violations v = ValidateTransferProtocol(p);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/transfer_id");
+}
+
+// Probe 49: a repeated device_visible completion (an idempotent retry) moved the all-visible
+// time to the retry's, after validation too, so the seed's timeline with a retry failed on its
+// declared 116 ms.
+TEST(TransferProtocolFixture, RegressionARepeatedVisibleCompletionKeepsTheFirstTime) {
+  for (const auto& [at, t] : {std::pair{34, 117}, std::pair{36, 120}}) {
+    Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+    const std::string chunk = at == 34 ? "c6" : "c7";
+    p["events"].insert(p["events"].begin() + at,
+                       Json{{"t_ms", t}, {"event", "device_visible"}, {"chunk", chunk}});
+    EXPECT_TRUE(ValidateTransferProtocol(p).empty())
+        << at << test::Describe(ValidateTransferProtocol(p));
+    auto r = ReplayTransferProtocol(p);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->all_device_visible, 116u);
+    EXPECT_EQ(r->retries, 2u);  // the fixture's own retry and this one
+  }
 }
 
 }  // namespace

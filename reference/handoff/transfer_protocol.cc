@@ -162,9 +162,11 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   // 3. Static plan.
   for (const auto& issue : CheckPlan(d.plan))
     v.push_back({issue.code,
-                 !issue.field.empty() ? "/geometry/" + issue.field  // the plan's sizes come from it
-                 : issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index)
-                                          : "/chunks",
+                 // The transfer id is a top-level member; the plan's sizes come from geometry.
+                 issue.field == "transfer_id" ? "/transfer_id"
+                 : !issue.field.empty()       ? "/geometry/" + issue.field
+                 : issue.chunk_index >= 0     ? "/chunks/" + std::to_string(issue.chunk_index)
+                                              : "/chunks",
                  issue.message});
   if (d.ready.size() != d.plan.num_layers)
     v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",
@@ -225,8 +227,11 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     } else if (e.type == "receive") {
       s = txn.Receive(e.chunk, e.checksum);
     } else if (e.type == "device_visible") {
+      // A chunk's visibility time is its first DEVICE_VISIBLE: a repeated completion is an
+      // idempotent retry (probe 49: it moved all_device_visible_ms, past validated_ms too).
+      const bool already = txn.chunk_state(e.chunk) == ChunkState::kDeviceVisible;
       s = txn.MarkDeviceVisible(e.chunk);
-      if (s.ok()) last_visible = std::max(last_visible, e.t);
+      if (s.ok() && !already) last_visible = std::max(last_visible, e.t);
     } else if (e.type == "validate") {
       s = txn.Validate(d.expected, d.expected_abi);
       if (s.ok()) validated_at = e.t;

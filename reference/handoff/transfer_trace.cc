@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "reference/base/checked_math.h"
 #include "reference/handoff/schedule.h"
@@ -111,6 +112,23 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
 
   // Ordering: per layer, earliest end of an ok network attempt and of a device copy.
   std::map<uint64_t, uint64_t> net_done, copy_done, visible, net_bytes;
+  // A layer's gathers and device copies each move its bytes too (probe 49: a 1-byte copy of a
+  // 4 MiB layer passed): summed per layer, with the last such event's index for the pointer.
+  std::map<uint64_t, uint64_t> gather_bytes, copy_bytes;
+  std::map<uint64_t, size_t> last_gather, last_copy;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const Ev& e = t.events[i];
+    if (!e.layer || (e.phase != "gather" && e.phase != "device_copy")) continue;
+    const bool gather = e.phase == "gather";
+    auto sum = CheckedAdd((gather ? gather_bytes : copy_bytes)[*e.layer], e.bytes);
+    if (!sum) {
+      v->push_back(
+          {ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/events", "layer bytes overflow 64 bits"});
+      return std::nullopt;
+    }
+    (gather ? gather_bytes : copy_bytes)[*e.layer] = *sum;
+    (gather ? last_gather : last_copy)[*e.layer] = i;
+  }
   for (const Ev& e : t.events) {
     if (!e.layer) continue;
     if (e.phase == "network" && e.result == "ok") {
@@ -211,6 +229,15 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, "/layers",
                     "layer " + std::to_string(l) + " moved " + std::to_string(net_bytes[l]) +
                         " B in successful network attempts, expected " + std::to_string(bytes)});
+    for (const auto& [what, moved, last] :
+         {std::tuple{"gathered", &gather_bytes, &last_gather},
+          std::tuple{"copied to the device", &copy_bytes, &last_copy}})
+      if (last->count(l) && (*moved)[l] != bytes)
+        v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH,
+                      "/events/" + std::to_string(last->at(l)) + "/bytes",
+                      "layer " + std::to_string(l) + " " + what + " " +
+                          std::to_string((*moved)[l]) + " B, expected its " +
+                          std::to_string(bytes) + " B"});
   }
   if (layer_sum != t.payload)
     v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, "/payload_bytes",

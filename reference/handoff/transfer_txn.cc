@@ -49,14 +49,20 @@ std::string_view ChunkStateName(ChunkState s) {
   return "?";
 }
 
+std::string TransferIdProblem(std::string_view transfer_id) {
+  if (transfer_id.empty()) return "the transfer id is empty; a transfer id is a non-empty string";
+  if (DecodeDirectory::IsReservedTransferId(transfer_id))
+    return "transfer id \"" + std::string(transfer_id.substr(0, 64)) +
+           (transfer_id.size() > 64 ? "...\"" : "\"") + " starts with \"" +
+           std::string(DecodeDirectory::kPrefixTxnPrefix) +
+           "\", reserved for the transactions that publish visible prefixes";
+  return "";
+}
+
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   std::vector<PlanIssue> out;
-  if (DecodeDirectory::IsReservedTransferId(plan.transfer_id)) {
-    out.push_back({ErrorCode::INPUT_VALUE_INVALID, -1,
-                   "transfer id \"" + plan.transfer_id + "\" starts with \"" +
-                       std::string(DecodeDirectory::kPrefixTxnPrefix) +
-                       "\", reserved for the transactions that publish visible prefixes",
-                   "transfer_id"});
+  if (std::string why = TransferIdProblem(plan.transfer_id); !why.empty()) {
+    out.push_back({ErrorCode::INPUT_VALUE_INVALID, -1, std::move(why), "transfer_id"});
     return out;
   }
   // 2 * H_kv * d_h * b has no zero factor; a plan of zero-byte rows would move nothing.

@@ -97,6 +97,12 @@ struct PlanIssue {
 // block (HANDOFF_RESERVATION_TOO_SMALL, judged when nothing else is wrong). Empty when the plan
 // is sound.
 std::vector<PlanIssue> CheckPlan(const TransferPlan& plan);
+// Why `transfer_id` cannot name a transfer, or "" when it can: it is not empty (it keys the
+// transfer's events and the destination's append transaction) and not in the prefix namespace
+// DecodeDirectory reserves (IsReservedTransferId). CheckPlan's first rule, and the trace
+// checker's at a transfer_plan (one rule for both documents; probe 49: an empty id in a
+// transfer_protocol/1 document reached the reservation's append).
+std::string TransferIdProblem(std::string_view transfer_id);
 // Digest over the ordered expected (chunk_id, checksum) pairs: the publication content id.
 std::string PlanContentDigest(const TransferPlan& plan);
 

@@ -431,12 +431,20 @@ Status SealManifest(Json& doc) {
   doc["digests"]["prefix_identity_sha256"] = prefix;
   KVC_ASSIGN_OR_RETURN(std::string snap, SnapshotSha256(doc));
   doc["digests"]["snapshot_sha256"] = snap;
-  KVC_ASSIGN_OR_RETURN(uint64_t bpt,
-                       BytesPerToken({m.layers, m.kv_local, m.head_dim, m.kdt.bytes, m.vdt.bytes}));
-  auto committed = CheckedMul(m.committed, bpt);
-  auto reserved = CheckedMul(m.reserved, bpt);
-  if (!committed || !reserved) return OutOfRange("ledger overflows 64 bits");
-  doc["analytical_ledger"] = {{"bytes_per_token", bpt},
+  // The ledger's products are judged as validate judges them: the member and its code
+  // (probe 49: "OutOfRange: L * H_kv * d_h * (b_K + b_V) overflows 64 bits", naming nothing).
+  auto bpt = BytesPerToken({m.layers, m.kv_local, m.head_dim, m.kdt.bytes, m.vdt.bytes});
+  if (!bpt.ok())
+    return ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW,
+                           "cannot seal: /cache_schema: " + bpt.status().message());
+  auto committed = CheckedMul(m.committed, *bpt);
+  auto reserved = CheckedMul(m.reserved, *bpt);
+  if (!committed || !reserved)
+    return ViolationStatus(ErrorCode::INPUT_ARITHMETIC_OVERFLOW,
+                           std::string("cannot seal: /state_snapshot/") +
+                               (!committed ? "committed_cache_length" : "reserved_token_capacity") +
+                               ": tokens x " + std::to_string(*bpt) + " B/token overflows 64 bits");
+  doc["analytical_ledger"] = {{"bytes_per_token", *bpt},
                               {"committed_logical_bytes", *committed},
                               {"reserved_nominal_bytes", *reserved}};
   return Status();

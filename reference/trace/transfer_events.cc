@@ -700,18 +700,11 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   };
   if (!p.clean() || !dest || !abi || !start || !count || !bptl || !blocks) return drop();
   // The transfer id keys every later event of the transfer (and the destination's append
-  // transaction): an empty one is refused here, at its root, not at the reservation's append.
-  if (plan.transfer_id.empty()) {
+  // transaction): an empty or reserved one is refused here, at its root, not at the
+  // reservation's append.
+  if (std::string why = handoff::TransferIdProblem(plan.transfer_id); !why.empty()) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/operation_id",
-             "transfer_plan names an empty transfer id (operation_id); a transfer id is a "
-             "non-empty string");
-    return drop();
-  }
-  if (handoff::DecodeDirectory::IsReservedTransferId(plan.transfer_id)) {
-    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/operation_id",
-             "transfer id \"" + Clip(plan.transfer_id) + "\" starts with \"" +
-                 std::string(handoff::DecodeDirectory::kPrefixTxnPrefix) +
-                 "\", reserved for the transactions that publish visible prefixes");
+             "transfer_plan (operation_id): " + why);
     return drop();
   }
   auto req = RequestOf(c, e);
