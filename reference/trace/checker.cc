@@ -439,7 +439,13 @@ std::optional<std::vector<uint64_t>> ObjReader::UintArray(std::string_view key, 
   return out;
 }
 
-bool ObjReader::ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn) {
+bool ObjReader::IsNull(std::string_view key) const {
+  const size_t i = impl_->IndexOf(key, KeyTag(key));
+  return i != Impl::kMax && impl_->values[i].is_null();
+}
+
+bool ObjReader::ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn,
+                            bool errors_mark_parent) {
   const dom::element* e = Get(key, true);
   if (!e) return false;
   dom::array arr;
@@ -453,13 +459,13 @@ bool ObjReader::ObjectArray(std::string_view key, const std::function<void(ObjRe
     dom::object o;
     std::string p = Ptr(key) + "/" + std::to_string(i++);
     if (x.get_object().get(o)) {
-      MarkUnclean();
+      if (errors_mark_parent) MarkUnclean();
       c_->Report(ErrorCode::INPUT_FIELD_TYPE, p, "expected an object");
       ok = false;
       continue;
     }
     ObjReader r(o, p, c_);
-    r.parent_ = this;
+    if (errors_mark_parent) r.parent_ = this;
     fn(r);
     r.RejectUnknown();
     if (!r.clean()) ok = false;
@@ -538,7 +544,11 @@ void TraceChecker::Report(ErrorCode code, std::string pointer, std::string messa
     ++omitted_;
     return;
   }
-  violations_.push_back({code, std::move(pointer), std::move(message), line_});
+  // A listed violation keeps at most a few KiB, whatever the ids it quotes: the report is
+  // bounded by --max-violations times that, not by the trace's id lengths (probe 47: 20,000
+  // events naming 10 KB request ids held 525 MB, 1.7 GB with --format json).
+  violations_.push_back(
+      {code, Clip(pointer, kMaxReportedIdBytes), Clip(message, kMaxReportedMessageBytes), line_});
   // Materialized on the first report of the event; a context installed by the caller meanwhile
   // (a report about another line) is used as it is.
   if (context_is_event_ && current_.event_id.empty() && current_.request_id.empty()) {
@@ -546,7 +556,8 @@ void TraceChecker::Report(ErrorCode code, std::string pointer, std::string messa
     current_.request_id = event_.request_id.value_or("");
     context_is_event_ = false;
   }
-  contexts_.push_back(current_);
+  contexts_.push_back({Clip(current_.event_id, kMaxReportedIdBytes),
+                       Clip(current_.request_id, kMaxReportedIdBytes)});
 }
 
 void TraceChecker::ReportStatus(const Status& s, std::string pointer) {
@@ -1561,7 +1572,15 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     a->RejectUnknown();
     abi_ok = a->clean() && bytes_ok;
   }
-  if (h.Has("bindings")) {
+  // An optional member that is null is the same as an absent one (trace-format.md "Event
+  // envelope"; probe 47: a null bindings, allocator_model or residency_model stopped the replay).
+  auto present = [&h](std::string_view key) {
+    if (!h.Has(key)) return false;
+    if (!h.IsNull(key)) return true;
+    h.Allow(key);
+    return false;
+  };
+  if (present("bindings")) {
     if (auto b = h.Object("bindings", /*errors_mark_parent=*/false)) {
       b->OptStr("manifest_sha256");
       b->OptStr("runtime");
@@ -1569,7 +1588,7 @@ void TraceChecker::ReadHeader(const dom::element& root) {
       b->RejectUnknown();
     }
   }
-  if (h.Has("allocator_model")) {
+  if (present("allocator_model")) {
     if (auto m = h.Object("allocator_model", /*errors_mark_parent=*/false)) {
       auto per_block = m->Uint("slots_per_block", uint64_t{1} << 32);
       auto used = m->Enum("used_slots", {"committed_rows"}, true);
@@ -1582,23 +1601,41 @@ void TraceChecker::ReadHeader(const dom::element& root) {
       m->RejectUnknown();
     }
   }
-  if (h.Has("residency_model"))
+  if (present("residency_model"))
     if (auto model = h.Enum("residency_model", {"one_copy", "tiered"}))
       residency_one_copy_ = *model == "one_copy";
-  h.ObjectArray("sources", [&](ObjReader& s) {
-    auto inst = s.Str("source_instance");
-    auto comp = s.Enum("source_component", {"semantic", "allocator", "residency", "transfer"});
-    s.OptStr("clock_domain");
-    if (inst && comp) {
-      // A second declaration is reported and ignored: the first stands (one code, not one
-      // per event of the source for a component the second one changed).
-      if (sources_.count(*inst))
-        Report(ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
-               "source_instance \"" + *inst + "\" declared twice (the first declaration stands)");
-      else
-        sources_[*inst].component = *comp;
-    }
-  });
+  // A bad member of a sources entry is reported and the replay goes on (probe 47: it stopped
+  // the replay): an entry whose instance or component cannot be read declares nothing, and
+  // that source's events are then its undeclared events.
+  size_t readable_entries = 0;
+  h.ObjectArray(
+      "sources",
+      [&](ObjReader& s) {
+        auto inst = s.Str("source_instance");
+        auto comp = s.Enum("source_component", {"semantic", "allocator", "residency", "transfer"});
+        s.OptStr("clock_domain");
+        if (inst) ++readable_entries;
+        if (inst && !comp && !sources_.count(*inst)) {
+          // Declared with a component that cannot be read (reported): its events are judged by
+          // the component each states, as an adopted source's, without a second code.
+          SourceState& src = sources_[*inst];
+          src.component_contradicted = true;
+          src.adopted = true;
+        }
+        if (inst && comp) {
+          // A second declaration is reported and ignored: the first stands (one code, not one
+          // per event of the source for a component the second one changed).
+          if (sources_.count(*inst))
+            Report(
+                ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
+                "source_instance \"" + *inst + "\" declared twice (the first declaration stands)");
+          else
+            sources_[*inst].component = *comp;
+        }
+      },
+      /*errors_mark_parent=*/false);
+  if (dom::array entries; !obj["sources"].get(entries) && entries.size() > readable_entries)
+    unreadable_source_entries_ = entries.size() - readable_entries;
   // "sampled" and "partial" are named so that their refusal says why (probe 41: "partial" was
   // "not one of complete|sampled", listing a value that is refused too).
   auto sampling = h.Enum("audit", {"complete", "sampled", "partial"});
@@ -1629,6 +1666,19 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
       // and for a component that names no plane, each event is reported and not replayed.
       const bool adopt = undeclared_sources_ < kMaxUndeclaredSources &&
                          IsPlaneComponent(e.source_component);
+      // A header entry whose instance could not be read (reported there) may be this source:
+      // adopted without a second code.
+      if (adopt && unreadable_source_entries_ > 0) {
+        --unreadable_source_entries_;
+        ++undeclared_sources_;
+        it = sources_.try_emplace(std::string(e.source_instance)).first;
+        it->second.component = std::string(e.source_component);
+        it->second.component_contradicted = true;
+        it->second.adopted = true;
+        last_source_name_ = it->first;
+        last_source_ = &it->second;
+        return SameBytes(e.source_component, PlaneComponent(spec.plane)) ? last_source_ : nullptr;
+      }
       // An adopted source has no declaration: its events are judged by the component each
       // states (this first one too, which is dropped, without a second code, when that is not
       // its type's plane: probe 26).

@@ -55,6 +55,9 @@ namespace kvc::trace {
 
 // `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
 // the trace: probe 41, a 2 MB caused_by_event_id made a 2 MB report line).
+// What one listed violation keeps of a quoted id or pointer, and of its message.
+inline constexpr size_t kMaxReportedIdBytes = 512;
+inline constexpr size_t kMaxReportedMessageBytes = 4096;
 inline std::string Clip(std::string_view s, size_t max = 128) {
   if (s.size() <= max) return std::string(s);
   return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " bytes)";
@@ -236,8 +239,13 @@ class ObjReader {
   std::optional<std::pair<uint64_t, uint64_t>> Range(
       std::string_view key, ErrorCode reversed = ErrorCode::INPUT_VALUE_OUT_OF_RANGE);
   std::optional<std::vector<uint64_t>> UintArray(std::string_view key, bool optional);
-  // Array of objects: calls fn(reader) for each element.
-  bool ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn);
+  // Present and null (an optional member that is null is the same as an absent one).
+  bool IsNull(std::string_view key) const;
+  // Array of objects: calls fn(reader) for each element. With `errors_mark_parent` (payloads), a
+  // bad element makes this reader unclean too; the header's informational arrays pass false
+  // (as Object).
+  bool ObjectArray(std::string_view key, const std::function<void(ObjReader&)>& fn,
+                   bool errors_mark_parent = true);
   // The reader of an object member. With `errors_mark_parent` (payloads), a bad member of it makes
   // this reader unclean too; the header's informational objects pass false: their errors are
   // reported and the replay goes on (probe 14: propagating them stopped the whole replay).
@@ -681,6 +689,10 @@ class TraceChecker {
   // Sources adopted without a header declaration (CheckSource), at most kMaxUndeclaredSources.
   static constexpr size_t kMaxUndeclaredSources = 64;
   size_t undeclared_sources_ = 0;
+  // Entries of the header's sources whose source_instance could not be read (reported there):
+  // as many undeclared sources are then adopted without a second code, each taken for one of
+  // them (probe 47's gating sweep: one bad entry raised TRACE_SOURCE_UNDECLARED too).
+  size_t unreadable_source_entries_ = 0;
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;

@@ -3083,6 +3083,24 @@ TEST(TraceCheckerTest, RegressionATieredResidencyIsNotComparedWithCommittedRows)
 // Probes 16 and 18-22 (2026-12-04): small traces of the semantic plane, each replayed whole
 // with the fast and the general readers; a reproducer's name says what went wrong before its fix.
 // `want` is the distinct codes raised (test::CodeNames).
+// Probe 47: a listed violation kept every byte of the ids it quoted, so 20,000 events naming
+// 10 KB request ids never allocated held 525 MB (1.7 GB with --format json) under the default
+// --max-violations. Its message, pointer and context ids are clipped now.
+TEST(TraceCheckerTest, RegressionAListedViolationKeepsBoundedBytes) {
+  const std::string id(10'000, 'x');
+  TraceChecker c("t.jsonl");
+  c.Feed(kHeader, 1);
+  c.Feed(Ev(0, "output_emit",
+            R"("request_id":")" + id +
+                R"(","handle_generation":0,"payload":{"output_index":0,"token":1})"),
+         2);
+  const Violations& v = c.Finish(false);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_UNKNOWN_HANDLE"});
+  EXPECT_LE(v[0].message.size(), kMaxReportedMessageBytes + 32);
+  EXPECT_LE(c.contexts()[0].request_id.size(), kMaxReportedIdBytes + 32);
+  EXPECT_NE(c.contexts()[0].request_id.find("(10000 bytes)"), std::string::npos);
+}
+
 TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       // A refused release freed nothing, yet observations of 0 bytes passed and the true bytes
@@ -3331,6 +3349,17 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // An event under a misspelled source_instance: TRACE_SOURCE_UNDECLARED, and the hole it
       // left in its real source's numbering was TRACE_SEQUENCE_GAP too.
       {"probe45_a_misnamed_source_left_a_gap_in_its_real_source", {"TRACE_SOURCE_UNDECLARED"}},
+      // Probe 47. A bad member of a sources entry, and null optional header members, stopped the
+      // replay (the trace's later violation, a wrong result_snapshot, was not found).
+      {"probe47_a_bad_sources_member_stopped_the_replay",
+       {"INPUT_FIELD_TYPE", "TRACE_SNAPSHOT_MISMATCH"}},
+      {"probe47_null_optional_header_members_stopped_the_replay", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // expected_final_states numbers were capped at 2^53.
+      {"probe47_expected_final_states_above_2_53_were_out_of_range", {}},
+      // A failure counter's denominator declared twice: the duplicate and a missing denominator.
+      {"probe47_a_metric_family_declared_twice_raised_two_codes", {"INPUT_VALUE_INVALID"}},
+      // A reorder's envelope naming a request never allocated passed.
+      {"probe47_a_reorder_naming_an_unknown_request_passed", {"INPUT_VALUE_INVALID"}},
       // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
       // a finish was judged a free caused by the finish.
       {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},

@@ -1086,6 +1086,17 @@ void OnReorder(TraceChecker& c, const Event& e, ObjReader& p) {
   for (const auto& row : before)
     if (c.IsGatedRequest(row.cache_handle)) return;
   NoSnapshotClaims(c, e);  // after the gate, as an observation's (probe 26)
+  // Nor does its envelope name a request or operation: its rows name the requests it permutes
+  // (probe 47: a never-allocated request, a generation and an operation id there passed).
+  if (e.request_id || e.handle_generation || e.operation_id) {
+    const char* member = e.request_id          ? "/request_id"
+                         : e.handle_generation ? "/handle_generation"
+                                               : "/operation_id";
+    c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + member,
+             std::string("a reorder's envelope names no request, generation or operation: its "
+                         "rows name the requests it permutes (") +
+                 (member + 1) + " must be null or absent)");
+  }
   bool position_mismatch = false;
   for (size_t i = 0; i < before.size(); ++i) {
     auto r = c.kv().Read(before[i].cache_handle);

@@ -106,6 +106,11 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
   std::vector<Family> families(metrics.size());
   std::set<std::string, std::less<>> names;
   std::vector<std::string> name_of(metrics.size());
+  // A family declared again is reported there and ignored: the first declaration stands; a
+  // failure counter naming a family declared twice is not judged against either (which one
+  // the runtime keeps is unknown; one code: probe 47, its denominator was looked up in the
+  // last declaration and raised a second code, or none, by the declarations' order).
+  std::vector<bool> repeated(metrics.size(), false);
   bool unnamed = false;  // a family whose name is unreadable (reported): it may be a denominator
   for (size_t i = 0; i < metrics.size(); ++i) {
     FieldReader m(&metrics[i], pointer + "/" + std::to_string(i), &out);
@@ -123,10 +128,13 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
     const bool denominator_unreadable = !denominator && m.Has("denominator");
     m.RejectUnknownFields();
     if (name) {
-      if (name->empty() || !names.insert(*name).second)
+      if (name->empty() || !names.insert(*name).second) {
         AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("name"),
                     name->empty() ? std::string("empty metric name")
-                                  : "metric family \"" + *name + "\" declared twice");
+                                  : "metric family \"" + *name +
+                                        "\" declared twice (the first declaration stands)");
+        repeated[i] = !name->empty();
+      }
       name_of[i] = *name;
     }
     for (size_t k = 0; k < labels.size(); ++k)
@@ -149,9 +157,13 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
   // Failure counters: the attempts counter must be declared beside them.
   for (size_t i = 0; i < families.size(); ++i) {
     const Family& f = families[i];
-    if (f.counts != "failures") continue;
-    const Family* d = nullptr;
+    if (f.counts != "failures" || repeated[i]) continue;
+    bool ambiguous = false;
     for (size_t j = 0; j < families.size(); ++j)
+      ambiguous |= repeated[j] && !f.denominator.empty() && name_of[j] == f.denominator;
+    if (ambiguous) continue;
+    const Family* d = nullptr;
+    for (size_t j = 0; j < families.size() && d == nullptr; ++j)
       if (j != i && !f.denominator.empty() && name_of[j] == f.denominator) d = &families[j];
     // A denominator whose own type or counts is unreadable was reported there, and so was an
     // unreadable denominator member or a family whose name is unreadable (one code).
@@ -175,18 +187,21 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
   const auto append = [&](Violations more) {
     for (auto& x : more) v.push_back(std::move(x));
   };
-  if (auto it = header.find("runtime_pin"); it != header.end())
-    append(CheckRuntimePin(*it, "/0/runtime_pin"));
-  if (auto it = header.find("metrics"); it != header.end())
-    append(CheckMetricFamilies(*it, "/0/metrics"));
-  if (auto it = header.find("trace_identity"); it != header.end()) {
+  // An optional member that is null is the same as an absent one (probe 47: each raised a code).
+  const auto member = [&header](const char* key) {
+    auto it = header.find(key);
+    return it != header.end() && !it->is_null() ? &*it : nullptr;
+  };
+  if (const Json* pin = member("runtime_pin")) append(CheckRuntimePin(*pin, "/0/runtime_pin"));
+  if (const Json* metrics = member("metrics")) append(CheckMetricFamilies(*metrics, "/0/metrics"));
+  if (const Json* it = member("trace_identity")) {
     if (it->is_string() && (*it == "required" || *it == "optional"))
       out->trace_identity_required = *it == "required";
     else
       AddOnHeader(&v, ErrorCode::INPUT_VALUE_INVALID, "/0/trace_identity",
                   "expected \"required\" or \"optional\", got " + it->dump());
   }
-  if (auto it = header.find("expected_final_states"); it != header.end()) {
+  if (const Json* it = member("expected_final_states")) {
     if (!it->is_array()) {
       AddOnHeader(&v, ErrorCode::INPUT_FIELD_TYPE, "/0/expected_final_states",
                   "expected an array of final request states");
@@ -199,9 +214,10 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
       FieldReader r(&(*it)[i], s.pointer, &v);
       if (!r.valid()) continue;
       auto id = r.String("request_id");
-      auto gen = r.Uint("handle_generation");
-      auto snap = r.Uint("snapshot");
-      auto len = r.Uint("committed_length");
+      // uint64 like the trace's own numbers (probe 47: capped at 2^53, so a valid state failed).
+      auto gen = r.Uint("handle_generation", 0, UINT64_MAX);
+      auto snap = r.Uint("snapshot", 0, UINT64_MAX);
+      auto len = r.Uint("committed_length", 0, UINT64_MAX);
       auto phase = r.Enum("phase", {"DECODE_READY", "FINISHED", "CANCELLED", "RELEASED"});
       r.RejectUnknownFields();
       if (!id || !gen || !snap || !len || !phase) continue;
