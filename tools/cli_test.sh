@@ -32,6 +32,13 @@ for f in invalid_fixtures/m5_1/manifest/*.json; do
   check "invalid:$f" 1 "$K" validate --format json "$f"
   expect_out "invalid-code:$f" "\"code\": \"$code\""
 done
+# Probe 48: a data directory inside a walked tree was skipped without the documented note, and
+# one named alone validated nothing with exit 0; an invalid fixture's JSON line did not say
+# whether its code was raised.
+mkdir -p "$T/tree/models" "$T/tree/_data" && cp "$M" "$T/tree/"
+check validate_tree_skips_data 0 "$K" validate "$T/tree"; expect_out validate_tree_skips_data_msg '_data: data directory, not cases; skipped'
+check validate_only_data_dir 2 "$K" validate "$T/tree/models"; expect_out validate_only_data_dir_msg 'nothing to validate'
+check validate_json_expected_raised 1 "$K" validate --format json invalid_fixtures/m5_1/manifest/zero_layers.json; expect_out validate_json_expected_raised_msg '"expected_code_raised": true'
 check validate_junit 1 "$K" validate --format junit invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out validate_junit_failure '<failure message="MANIFEST_SCHEMA_ZERO_EXTENT"'
 

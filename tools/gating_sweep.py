@@ -29,7 +29,9 @@ later events renumbered (a runtime that never emitted it): nothing (an observati
 stage of a transaction that never publishes), or one distinct code. It prints how many
 mutations raised 0, 1, 2, ... violations. docs/trace-format.md "Gating" promises one code per
 root cause: a mutation (other than a rename) raising several distinct codes is a gating gap.
-Deterministic (no randomness); about 14,300 checks, ~40 s. With --check it is a CI test.
+Deterministic (no randomness); about 20,100 traces (19,064 mutations, 519 swaps, 535
+omissions on 2026-12-05) plus each event's redeliveries, ~25-40 s. With --check it is a CI
+test; --list prints the summary and every mutation raising more than one violation.
 """
 import collections
 import copy

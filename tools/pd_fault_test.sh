@@ -142,6 +142,10 @@ usage pd_bench_refuses_faults "faults are pd-run's" "$K" pd-bench --bytes 100000
 usage pd_bench_bytes_bound "--bytes: 1000000000000; expected 1..17179869184" "$K" pd-bench --bytes 1000000000000
 usage pd_bench_raw_window_below_a_message "--credit-bytes: 100 is smaller than one message of 32768 bytes" "$K" pd-bench --raw --credit-bytes 100 --chunk-bytes 65536 --bytes 1048576
 usage bootstrap_host_name "host 'example.com' is not an IPv4 address or localhost" "$K" pd-worker --role decode --bootstrap example.com:80 --model "$MODEL"
+# Probe 48: a worker without --bootstrap timed out on a hidden 127.0.0.1:0 (exit 1); --mode fast
+# beside --deterministic ran deterministic.
+usage worker_needs_bootstrap "--bootstrap is required" "$K" pd-worker --role prefill --model "$MODEL" --prompt-ids 1,2
+usage deterministic_contradicts_fast "--deterministic and --mode fast contradict" "$K" pd-run --model "$MODEL" --prompt-ids 1,2 --mode fast --deterministic
 # pd-bench reports what moved beside what was asked (the source rounds to whole token-layers).
 "$K" pd-bench --bytes 1 >"$T/out" 2>&1; rc=$?
 if [ $rc -eq 0 ] && python3 -c 'import json,sys; j=json.loads(open(sys.argv[1]).read()); assert j["requested_bytes"] == 1 and j["bytes"] == 131072 and j["message_bytes"] * j["chunks"] == j["bytes"], j' "$T/out"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL pd_bench_reports_what_moved: rc=$rc"; cat "$T/out"; fi

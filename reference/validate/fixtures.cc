@@ -221,7 +221,12 @@ std::vector<std::string> ListFixtureFiles(const std::string& root) {
   return out;
 }
 
-std::vector<std::string> ListDocumentFiles(const std::string& root_dir) {
+bool IsDataDirectoryName(std::string_view name) {
+  return name == "models" || name.starts_with("_");
+}
+
+std::vector<std::string> ListDocumentFiles(const std::string& root_dir,
+                                           std::vector<std::string>* skipped) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!fs::is_directory(root_dir, ec)) return out;
@@ -229,7 +234,8 @@ std::vector<std::string> ListDocumentFiles(const std::string& root_dir) {
        it.increment(ec)) {
     if (ec) break;
     const auto name = it->path().filename().string();
-    if (it->is_directory() && (name == "models" || name.starts_with("_"))) {
+    if (it->is_directory() && IsDataDirectoryName(name)) {
+      if (skipped) skipped->push_back(it->path().string());
       it.disable_recursion_pending();
       continue;
     }

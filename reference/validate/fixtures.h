@@ -44,7 +44,13 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
 std::vector<std::string> ListFixtureFiles(const std::string& root);
 
 // Every *.json / *.jsonl under `dir` (recursively, sorted), with the same skipping rule.
-std::vector<std::string> ListDocumentFiles(const std::string& dir);
+// `skipped`, when given, receives the data directories found under `dir` and not entered.
+std::vector<std::string> ListDocumentFiles(const std::string& dir,
+                                           std::vector<std::string>* skipped = nullptr);
+// A directory of data, not cases (model checkpoints, shared data): named `models` or starting
+// with `_` (fixture-format.md). ListDocumentFiles does not enter one; `validate` skips one it is
+// given, with a note.
+bool IsDataDirectoryName(std::string_view name);
 
 // The case name of a path: relative to root, extension dropped.
 std::string CaseName(const std::string& path, const std::string& root);

@@ -754,8 +754,13 @@ std::string Recovery(const nlohmann::json& p, const nlohmann::json& d) {
 
 void RunPdRun(const PdOptions& o0) {
   PdOptions o = o0;
-  if (o.deterministic) o.mode = "deterministic";
   auto fail = [&](const Status& s) { ExitCode() = FailWith("pd-run", s); };
+  // --deterministic is --mode deterministic (the default); with another mode they contradict
+  // (probe 48: --mode fast --deterministic ran deterministic, silently).
+  if (o.deterministic && o.mode != "deterministic")
+    return fail(InvalidArgument("--deterministic and --mode " + o.mode +
+                                " contradict (--deterministic is --mode deterministic, the "
+                                "default)"));
   auto ids = ParsePromptIds(o.prompt_ids);
   if (!ids.ok()) return fail(ids.status());
   if (o.max_new == 0) return fail(InvalidArgument("--max-new-tokens must be >= 1"));
@@ -1125,8 +1130,10 @@ void AddPdCommands(CLI::App& app) {
 
   CLI::App* w = app.add_subcommand("pd-worker", "one prefill or decode worker (pd-run starts two)");
   w->add_option("--role", worker.role, "prefill or decode")->required();
+  // Required (probe 48: without it a worker timed out on a hidden 127.0.0.1:0, exit 1).
   w->add_option("--bootstrap", worker.bootstrap,
-                "HOST:PORT: decode listens there (port 0: any), prefill connects");
+                "HOST:PORT: decode listens there (port 0: any), prefill connects")
+      ->required();
   w->add_option("--port-file", worker.port_file, "decode: write the bound port here");
   w->add_option("--result", worker.result, "write the worker's JSON report here (else stdout)");
   w->add_option("--model", worker.model, "model directory");
@@ -1151,6 +1158,9 @@ void AddPdCommands(CLI::App& app) {
   b->add_flag("--raw", bench.raw, "raw UCX with the same messages and window");
   b->add_flag("--checksum-only", bench.checksum_only, "time SHA-256 over the bytes, no transfer");
   AddShared(b, &bench);
+  // Accepted only to be refused with its reason (faults are pd-run's): not in pd-bench's help
+  // (probe 48: the help listed it).
+  b->get_option("--fault")->group("");
   b->callback([] { RunPdBench(bench); });
 }
 

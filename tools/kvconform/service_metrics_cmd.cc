@@ -74,9 +74,12 @@ void AddServiceMetricsCommand(CLI::App& app) {
   auto o = std::make_shared<ServiceMetricsOptions>();
   CLI::App* s = calc->add_subcommand(
       "service-metrics",
-      "TTFT, TBT, TPOT (undefined for one output), E2E, release lag, throughput, goodput and logical "
-      "KV byte-time of a kvconform.service_trace/1 file (M5.1 0x05). Exit 0 ok, 1 unreplayable trace, 2 "
-      "unreadable input.");
+      "TTFT, TBT, TPOT (undefined for one output), E2E, release lag, throughput, goodput and "
+      "logical "
+      "KV byte-time of a kvconform.service_trace/1 file (M5.1 0x05). Exit 0 ok, 1 an unreplayable "
+      "or "
+      "unclosed trace (SERVICE_TERMINAL_STATE_OPEN), 2 unreadable input or a metric beyond 64 "
+      "bits.");
   s->add_option("file", o->file, "service trace (JSON)")->required();
   s->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   s->callback([o] { RunServiceMetrics(*o); });

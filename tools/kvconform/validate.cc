@@ -52,12 +52,17 @@ void Run(const ValidateOptions& opt) {
       // Data directories (model checkpoints, shared data) hold no cases; see fixture-format.md.
       std::string base = std::filesystem::path(f).lexically_normal().filename().string();
       if (base.empty()) base = std::filesystem::path(f).lexically_normal().parent_path().filename().string();
-      if (base == "models" || base.starts_with("_")) {
+      if (IsDataDirectoryName(base)) {
         std::cerr << "kvconform validate: " << Printable(f)
                   << ": data directory, not cases; skipped\n";
         continue;
       }
-      auto sub = ListDocumentFiles(f);
+      // Those found inside are skipped with the same note (probe 48: silently).
+      std::vector<std::string> skipped;
+      auto sub = ListDocumentFiles(f, &skipped);
+      for (const auto& d : skipped)
+        std::cerr << "kvconform validate: " << Printable(d)
+                  << ": data directory, not cases; skipped\n";
       if (sub.empty()) {
         // Nothing to validate is not a pass (a CI job pointed at the wrong folder).
         std::cerr << "kvconform validate: " << Printable(f) << ": no .json/.jsonl files\n";
@@ -67,6 +72,11 @@ void Run(const ValidateOptions& opt) {
     } else {
       files.push_back(f);
     }
+  }
+  // Nothing to validate is not a pass (probe 48: `validate fixtures/models` alone exited 0).
+  if (files.empty() && !any_error) {
+    std::cerr << "kvconform validate: nothing to validate (only data directories were given)\n";
+    any_error = true;
   }
   for (const auto& f : files) {
     // An invalid fixture is validated as its mutated base; anything else as itself.
@@ -83,8 +93,11 @@ void Run(const ValidateOptions& opt) {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& o : outcomes) {
       auto j = OutcomeToJson(o);
-      // For validate, a file "passes" when it conforms (no violations).
+      // For validate, a file "passes" when it conforms (no violations); an invalid fixture's
+      // line also says whether exactly its declared code was raised (as the text line does;
+      // `suite` judges the case by it).
       j["verdict"] = !o.error.ok() ? "error" : o.violations.empty() ? "pass" : "fail";
+      if (o.invalid) j["expected_code_raised"] = o.passed;
       files.push_back(std::move(j));
     }
     nlohmann::json out = {{"verdict", any_error ? "error" : any_violation ? "fail" : "pass"},
@@ -105,7 +118,9 @@ void AddValidateCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "validate", "Validate documents (kind detected from the file); an invalid fixture is "
                   "validated as its patched base. Exit 0 conform, 1 violations, 2 unreadable input.");
-  cmd->add_option("files", opt->files, "JSON / JSON Lines files")->required();
+  cmd->add_option("files", opt->files,
+                  "JSON / JSON Lines files, or directories (every .json/.jsonl under them)")
+      ->required();
   cmd->add_option("--format", opt->format, "text | json | junit")
       ->check(CLI::IsMember({"text", "json", "junit"}));
   cmd->callback([opt] { Run(*opt); });
