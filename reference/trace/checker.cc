@@ -1664,39 +1664,33 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
       // event plus the replay's cascade).
       // At most kMaxUndeclaredSources such sources, so that memory stays bounded; beyond them,
       // and for a component that names no plane, each event is reported and not replayed.
-      const bool adopt = undeclared_sources_ < kMaxUndeclaredSources &&
-                         IsPlaneComponent(e.source_component);
-      // A header entry whose instance could not be read (reported there) may be this source:
-      // adopted without a second code.
-      if (adopt && unreadable_source_entries_ > 0) {
-        --unreadable_source_entries_;
-        ++undeclared_sources_;
-        it = sources_.try_emplace(std::string(e.source_instance)).first;
-        it->second.component = std::string(e.source_component);
-        it->second.component_contradicted = true;
-        it->second.adopted = true;
-        last_source_name_ = it->first;
-        last_source_ = &it->second;
-        return SameBytes(e.source_component, PlaneComponent(spec.plane)) ? last_source_ : nullptr;
-      }
+      const bool adopt =
+          undeclared_sources_ < kMaxUndeclaredSources && IsPlaneComponent(e.source_component);
       // An adopted source has no declaration: its events are judged by the component each
       // states (this first one too, which is dropped, without a second code, when that is not
       // its type's plane: probe 26).
       const bool own_plane = SameBytes(e.source_component, PlaneComponent(spec.plane));
-      Report(
-          ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-          "source_instance \"" + std::string(e.source_instance) +
-              "\" is not declared in the header" +
-              (adopt ? " (its events are replayed by the component each states; this is "
-                       "reported once)"
-                     : "") +
-              (own_plane ? ""
-                         : "; this event's source_component \"" + std::string(e.source_component) +
-                               "\" is not its type's plane (" +
-                               std::string(PlaneComponent(spec.plane)) + "): it is not replayed"));
-      // Its source may be a declared one misnamed: its number may then be the hole that
-      // source shows next, which is not also a gap (one root cause, one code; probe 45).
-      ++unattributed_drops_;
+      // A header entry whose instance could not be read (reported there) may be this source:
+      // it is adopted without a second code.
+      const bool entry_unreadable = adopt && unreadable_source_entries_ > 0;
+      if (entry_unreadable) {
+        --unreadable_source_entries_;
+      } else {
+        Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+               "source_instance \"" + std::string(e.source_instance) +
+                   "\" is not declared in the header" +
+                   (adopt ? " (its events are replayed by the component each states; this is "
+                            "reported once)"
+                          : "") +
+                   (own_plane
+                        ? ""
+                        : "; this event's source_component \"" + std::string(e.source_component) +
+                              "\" is not its type's plane (" +
+                              std::string(PlaneComponent(spec.plane)) + "): it is not replayed"));
+        // Its source may be a declared one misnamed: its number may then be the hole that
+        // source shows next, which is not also a gap (one root cause, one code; probe 45).
+        ++unattributed_drops_;
+      }
       if (!adopt) return nullptr;
       ++undeclared_sources_;
       it = sources_.try_emplace(std::string(e.source_instance)).first;
