@@ -35,6 +35,28 @@ TEST(HandoffManifestFixture, SetMismatchMessagesStayShortForLargeUniverses) {
       << test::Describe(v).substr(0, 2000);
 }
 
+// Probe 49: one-field mutations that raised a code and its consequences. A universe listing b6
+// twice (for b7): U's duplicate, then b7 "not in U" in each set naming it; a cold plan's
+// token_start 8: the plan-level code, then one per chunk outside [8,24); an event of an unknown
+// type: its type, then its chunk as an unknown member.
+TEST(HandoffFixtures, RegressionOneFieldMutationsRaiseOneCode) {
+  Json m = test::LoadJson("fixtures/m5_6/handoff/handoff_manifest.json");
+  m["blocks"]["universe"][7] = "b6";
+  EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)),
+            std::vector<std::string>{"HANDOFF_BLOCK_UNKNOWN"});
+  EXPECT_EQ(ValidateHandoffManifest(m).size(), 1u);
+  Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  p["geometry"]["token_start"] = 8;
+  Violations v = ValidateTransferProtocol(p);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/geometry/token_start");
+  p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  p["events"][1]["event"] = "credit_grab";
+  v = ValidateTransferProtocol(p);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/1/event");
+}
+
 TEST(TransferTraceFixture, Reproduces220Wall74Overlap60Exposed) {
   Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json");
   auto s = AnalyzeTransferTrace(t);

@@ -100,6 +100,18 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                          std::to_string(plan.bytes_per_token_layer) +
                          " B (2 * H_kv * d_h * b) = " + std::to_string(*want) + " B"});
   }
+  // A cold destination's transfer starts at token 0: a plan starting elsewhere without a visible
+  // prefix is that one code, not also one per chunk lying outside its shifted interval (probe
+  // 49: token_start 8 raised five codes). (A plan of no tokens without a prefix is judged
+  // below: it has nothing to publish.)
+  if (plan.token_start != 0 && plan.visible_prefix_handle.empty() && plan.token_count > 0) {
+    out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                   "token_start is " + std::to_string(plan.token_start) +
+                       " but the plan names no visible prefix: a cold destination holds no "
+                       "tokens (V_D is empty), so the transfer set X = U \\ V_D starts at token 0",
+                   "token_start"});
+    return out;
+  }
   // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
   // Judged only when every chunk's bytes agree with its token_count: a chunk whose two sizes
   // disagree has no trustworthy interval (a wrong token_count would otherwise raise a coverage
@@ -131,12 +143,6 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                    "a plan of no tokens without a visible prefix has nothing to publish (a "
                    "zero-byte handoff names the destination's prefix that holds every token)",
                    "visible_prefix_handle"});
-  else if (plan.token_start != 0 && plan.visible_prefix_handle.empty())
-    out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
-                   "token_start is " + std::to_string(plan.token_start) +
-                       " but the plan names no visible prefix: a cold destination holds no "
-                       "tokens (V_D is empty), so the transfer set X = U \\ V_D starts at token 0",
-                   "token_start"});
   bool bounds_ok = out.empty() || out.back().code != ErrorCode::HANDOFF_COVERAGE_MISMATCH;
   // A plan of no tokens has nothing to cover (its chunks, if any, were judged above).
   if (bounds_ok && plan.token_count > 0) {
