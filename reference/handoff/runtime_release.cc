@@ -1,6 +1,9 @@
 // Runtime release manifest: capabilities, release transitions and the rollback drill.
 #include "reference/handoff/runtime_release.h"
 
+#include <tuple>
+
+#include "reference/base/canonical_json.h"
 #include "reference/handoff/capability.h"
 #include "reference/handoff/rollback.h"
 #include "reference/handoff/source_audit.h"
@@ -20,14 +23,24 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   top.Enum("kind", {kRuntimeReleaseKind});
   top.OptString("description");
   top.OptString("seed_ref");
+  // The deployment manifest freezes the connector's direction, its roles and the cache ABI
+  // (M5.6 0x0FF); the capability is judged against them below (probe 51: they were read and
+  // never compared, so a pull deployment, swapped roles or another ABI passed).
   FieldReader dep(top.Object("deployment"), "/deployment", &v);
-  for (const char* k : {"connector_class", "producer_role", "consumer_role", "transfer_backend",
-                        "buffer_device", "topology", "cache_abi_sha256", "model", "tokenizer",
-                        "adapter"})
+  for (const char* k : {"connector_class", "transfer_backend", "buffer_device", "topology",
+                        "model", "tokenizer", "adapter"})
     dep.String(k);
+  // P/D disaggregation: prefill produces the K/V, decode consumes it.
+  dep.Enum("producer_role", {"prefill"});
+  dep.Enum("consumer_role", {"decode"});
+  const std::optional<std::string> dep_abi = dep.String("cache_abi_sha256");
+  if (dep_abi && !IsSha256Hex(*dep_abi))
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/deployment/cache_abi_sha256",
+                 "cache_abi_sha256 \"" + dep_abi->substr(0, 80) +
+                     "\" is not 64 lowercase hex digits"});
   std::vector<std::string> frozen_pins =
       ReadPinIds(dep.Array("source_pins"), "/deployment/source_pins", &v);
-  dep.Enum("direction", {"push", "pull"});
+  const std::optional<std::string> dep_direction = dep.Enum("direction", {"push", "pull"});
   dep.Enum("fallback_mode", {"colocated", "recompute"});
   dep.RejectUnknownFields();
 
@@ -109,12 +122,15 @@ Violations ValidateRuntimeRelease(const Json& doc) {
         std::pair{"unauthorized_accepted_transfers", &pg.unauthorized_accepted_transfers},
         std::pair{"canary_samples", &pg.canary_samples},
         std::pair{"min_canary_samples", &pg.min_canary_samples},
-        std::pair{"ttft_attainment_ppm", &pg.ttft_attainment_ppm},
-        std::pair{"tpot_attainment_ppm", &pg.tpot_attainment_ppm},
-        std::pair{"slo_target_ppm", &pg.slo_target_ppm},
-        std::pair{"transfer_failure_ppm", &pg.transfer_failure_ppm},
         std::pair{"max_transfer_failure_ppm", &pg.max_transfer_failure_ppm}})
     if (auto x = g.Uint(k)) *dst = *x;
+  // Parts per million lie in [0, 10^6], and an SLO target of 0 would pass any attainment
+  // (probe 51: 1,000,001 ppm and a target of 0 passed).
+  for (auto [k, dst, min] : {std::tuple{"ttft_attainment_ppm", &pg.ttft_attainment_ppm, 0},
+                             std::tuple{"tpot_attainment_ppm", &pg.tpot_attainment_ppm, 0},
+                             std::tuple{"slo_target_ppm", &pg.slo_target_ppm, 1},
+                             std::tuple{"transfer_failure_ppm", &pg.transfer_failure_ppm, 0}})
+    if (auto x = g.Uint(k, static_cast<uint64_t>(min), 1'000'000)) *dst = *x;
   if (auto x = g.Int("net_margin_us")) pg.net_margin_us = *x;
   if (auto x = g.Int("safety_margin_us")) pg.safety_margin_us = *x;
   g.RejectUnknownFields();
@@ -144,6 +160,18 @@ Violations ValidateRuntimeRelease(const Json& doc) {
 
   // Source audit first: an unverifiable deployment manifest gates everything after it.
   v = CheckSourceAudit(audit);
+  if (!v.empty()) return v;
+
+  // The capability is issued for the frozen deployment: its direction and cache ABI are the
+  // deployment's (a request is then judged against the capability).
+  if (dep_direction && cap.direction != *dep_direction)
+    v.push_back({ErrorCode::HANDOFF_CAPABILITY_DIRECTION_MISMATCH, "/capability/direction",
+                 "the capability is for a " + cap.direction +
+                     " connector; the deployment manifest freezes " + *dep_direction});
+  if (dep_abi && cap.cache_abi_sha256 != *dep_abi)
+    v.push_back({ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH, "/capability/cache_abi_sha256",
+                 "the capability names cache ABI " + cap.cache_abi_sha256.substr(0, 80) +
+                     "; the deployment manifest freezes " + *dep_abi});
   if (!v.empty()) return v;
 
   // Capabilities: deny before any remote operation; one shared nonce store.
