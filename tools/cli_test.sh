@@ -255,6 +255,9 @@ check gen_trace_step_checks 0 "$K" check "$T/gen_step.jsonl"; expect_out gen_tra
 head -n 1 "$T/gen_step.jsonl" >"$T/out"; expect_out gen_trace_step_regenerate '"regenerate":"kvconform gen-trace .*--ids runtime --order step"'
 sed -n 6,9p "$T/gen_step.jsonl" | grep -o '"request_id":"[^"]*","handle_generation":0,"operation_id":"[^"]*","event_type":"append_start"' | sort -u | wc -l >"$T/out"
 expect_out gen_trace_step_batch '^4$'
+# Probe 52: above 64 layers the header kept bytes_per_token 64 (below num_layers: refused).
+check gen_trace_80_layers 0 "$K" gen-trace --events 1000 --requests 2 --layers 80 -o "$T/gen_80.jsonl"
+check gen_trace_80_layers_checks 0 "$K" check "$T/gen_80.jsonl"; expect_out gen_trace_80_layers_pass 'pass \([0-9]+ events, 0 violations\)'
 check gen_trace_bad_order 2 "$K" gen-trace --order random; expect_out gen_trace_bad_order_msg "--order: random not in \{request,step\}"
 # The transfer-plan benchmark input (docs/trace-format.md, transfer plane): a plan of 2,000
 # one-token chunks, each delivered, then 500 re-sent receives after publication, passes.
@@ -412,6 +415,9 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["pe
 check layerstream_mismatch 2 "$K" calc layer-stream --ready 25,50 --transfer 10; expect_out layerstream_mismatch_msg 'one ready time and one transfer'
 check layerstream_unordered 2 "$K" calc layer-stream --ready 50,25 --transfer 10,10
 check layerstream_negative 2 "$K" calc layer-stream --ready -5 --transfer 10
+# Probe 51: an empty element was dropped, computing a schedule for one layer fewer.
+check layerstream_empty_element 2 "$K" calc layer-stream --ready 1,,2 --transfer 1,1; expect_out layerstream_empty_element_msg 'empty --ready element 2 in "1,,2"'
+check layerstream_trailing_comma 2 "$K" calc layer-stream --ready 1,2 --transfer 1,1,
 check layerstream_overflow 2 "$K" calc layer-stream --ready 18446744073709551615 --transfer 1; expect_out layerstream_overflow_msg 'overflow'
 check handoff_replay 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol.json --format json
 for kv in '"last_layer_ready_ms": 86' '"all_device_visible_ms": 116' '"validated_ms": 118' '"published_ms": 120' '"max_inflight_bytes": 2048'; do expect_out "replay $kv" "$kv"; done
@@ -470,7 +476,8 @@ d["events"]=[e for e in d["events"] if not (e.get("request")=="A" and e.get("op"
   fixtures/m5_1/service/ab_worked_trace.json "$T/ab_open.json"
 check service_metrics_open 1 "$K" calc service-metrics "$T/ab_open.json"; expect_out service_metrics_open_msg 'SERVICE_TERMINAL_STATE_OPEN at ./requests/0.: request A ends in FINISHED_RETAINED'
 # Unsigned options refuse a negative value (CLI11 read -1 as 2^64 - 1: gen-trace ran forever).
-check negative_unsigned_option 2 "$K" calc layer-stream --ready 0 --transfer -1; expect_out negative_unsigned_msg '--transfer: expected a non-negative decimal integer, got -1'
+check negative_unsigned_option 2 "$K" calc saved-work --prompt -1 --outputs 1; expect_out negative_unsigned_msg '--prompt: expected a non-negative decimal integer, got -1'
+check negative_list_element 2 "$K" calc layer-stream --ready 0 --transfer -1; expect_out negative_list_element_msg '--transfer element 1 "-1" is not an unsigned integer'
 check gen_trace_events_bound 2 timeout 10 "$K" gen-trace --events -1 -o "$T/never.jsonl"
 # Nothing to validate is not a pass; a .jsonl whose first line is not JSON cannot be read (exit 2,
 # file:line:column), as for a .json file (both were exit 0 and exit 1 "no kind" before).

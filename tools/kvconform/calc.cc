@@ -13,7 +13,8 @@ namespace {
 
 struct KvBytesOptions {
   uint64_t layers = 0, kv_heads = 0, head_dim = 0, k_bytes = 0, v_bytes = 0;
-  // The --lengths and --copies arguments as given (comma-separated lists; ParseList reads them).
+  // The --lengths and --copies arguments as given (comma-separated lists; ParseUintList reads
+  // them).
   std::vector<std::string> lengths, copies;
   std::string hf_config, dtype, format = "text";
 };
@@ -31,41 +32,13 @@ void PrintObject(const nlohmann::json& j, const std::string& format) {
   for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
 }
 
-// Reads a per-request list: comma-separated unsigned decimal integers, each argument of a
-// repeated flag continuing the list. An empty element is refused (a dropped "5,,2" element
-// shifted every later length against its copy count).
-StatusOr<std::vector<uint64_t>> ParseList(const std::vector<std::string>& args,
-                                          std::string_view flag) {
-  std::vector<uint64_t> out;
-  for (const std::string& arg : args) {
-    size_t start = 0;
-    while (true) {
-      size_t end = arg.find(',', start);
-      std::string_view item =
-          std::string_view(arg).substr(start, end == std::string::npos ? end : end - start);
-      const std::string where = std::string(flag) + " element " + std::to_string(out.size() + 1);
-      if (item.empty()) return InvalidArgument("empty " + where + " in \"" + arg + "\"");
-      uint64_t x = 0;
-      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
-      if (ec == std::errc::result_out_of_range)
-        return InvalidArgument(where + " \"" + std::string(item) + "\" exceeds 2^64 - 1");
-      if (ec != std::errc() || ptr != item.data() + item.size())
-        return InvalidArgument(where + " \"" + std::string(item) + "\" is not an unsigned integer");
-      out.push_back(x);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
-  return out;
-}
-
 void RunKvBytes(const KvBytesOptions& o) {
-  auto lengths = ParseList(o.lengths, "--lengths");
+  auto lengths = ParseUintList(o.lengths, "--lengths");
   if (!lengths.ok()) {
     ExitCode() = Fail(lengths.status());
     return;
   }
-  auto copies = ParseList(o.copies, "--copies");
+  auto copies = ParseUintList(o.copies, "--copies");
   if (!copies.ok()) {
     ExitCode() = Fail(copies.status());
     return;

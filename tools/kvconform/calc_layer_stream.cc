@@ -8,11 +8,25 @@ namespace kvc::cli {
 namespace {
 
 struct LayerStreamOptions {
-  std::vector<uint64_t> ready, transfer;
+  // As given (ParseUintList reads them: an empty element is refused, not dropped).
+  std::vector<std::string> ready_args, transfer_args;
   std::string format = "text";
 };
 
-void RunLayerStream(const LayerStreamOptions& o) {
+void RunLayerStream(const LayerStreamOptions& args) {
+  auto ready = ParseUintList(args.ready_args, "--ready");
+  auto transfer = ParseUintList(args.transfer_args, "--transfer");
+  if (!ready.ok() || !transfer.ok()) {
+    std::cerr << "kvconform calc layer-stream: "
+              << Printable((ready.ok() ? transfer.status() : ready.status()).message()) << "\n";
+    ExitCode() = kExitUsage;
+    return;
+  }
+  struct {
+    const std::vector<uint64_t>& ready;
+    const std::vector<uint64_t>& transfer;
+    const std::string& format;
+  } o{*ready, *transfer, args.format};
   auto s = handoff::ComputeLayerStream(o.ready, o.transfer);
   if (!s.ok()) {
     std::cerr << "kvconform calc layer-stream: " << Printable(s.status().message()) << "\n";
@@ -45,11 +59,9 @@ void AddCalcLayerStream(CLI::App* calc) {
       "layer-stream",
       "Per-layer streamed visibility v_l = max(r_l, v_(l-1)) + x_l vs the serialized "
       "request-level completion r_(L-1) + sum x_l (M5.6 0x08I)");
-  c->add_option("--ready", o->ready, "K/V-ready time r_l per layer, e.g. 25,50,75,100")
-      ->delimiter(',')
+  c->add_option("--ready", o->ready_args, "K/V-ready time r_l per layer, e.g. 25,50,75,100")
       ->required();
-  c->add_option("--transfer", o->transfer, "transfer duration x_l per layer, e.g. 10,10,10,10")
-      ->delimiter(',')
+  c->add_option("--transfer", o->transfer_args, "transfer duration x_l per layer, e.g. 10,10,10,10")
       ->required();
   c->add_option("--format", o->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   c->callback([o] { RunLayerStream(*o); });

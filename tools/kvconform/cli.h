@@ -42,6 +42,12 @@ void AddHandoffCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
 void AddPdCommands(CLI::App& app);  // pd-run, pd-worker, pd-bench (UCX handoff)
 
+// A list option: comma-separated unsigned decimal integers, each argument of a repeated flag
+// continuing the list (calc kv-bytes --lengths/--copies, calc layer-stream --ready/--transfer).
+// An empty element is refused, naming `flag` (a dropped "5,,2" element shifted every later
+// length against its copy count; probe 51: "1,,2" gave layer-stream one layer fewer).
+StatusOr<std::vector<uint64_t>> ParseUintList(const std::vector<std::string>& args,
+                                              std::string_view flag);
 // --prompt-ids "1,2,3": comma-separated integer token ids (generate, parity, pd-run, ...).
 StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s);
 

@@ -1,5 +1,6 @@
 // Exit-code state, report rendering and the suite-section table shared by the commands.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -192,6 +193,31 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
 std::vector<SuiteSection>& SuiteSections() {
   static std::vector<SuiteSection> sections;
   return sections;
+}
+
+StatusOr<std::vector<uint64_t>> ParseUintList(const std::vector<std::string>& args,
+                                              std::string_view flag) {
+  std::vector<uint64_t> out;
+  for (const std::string& arg : args) {
+    size_t start = 0;
+    while (true) {
+      size_t end = arg.find(',', start);
+      std::string_view item =
+          std::string_view(arg).substr(start, end == std::string::npos ? end : end - start);
+      const std::string where = std::string(flag) + " element " + std::to_string(out.size() + 1);
+      if (item.empty()) return InvalidArgument("empty " + where + " in \"" + arg + "\"");
+      uint64_t x = 0;
+      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+      if (ec == std::errc::result_out_of_range)
+        return InvalidArgument(where + " \"" + std::string(item) + "\" exceeds 2^64 - 1");
+      if (ec != std::errc() || ptr != item.data() + item.size())
+        return InvalidArgument(where + " \"" + std::string(item) + "\" is not an unsigned integer");
+      out.push_back(x);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return out;
 }
 
 StatusOr<std::vector<int64_t>> ParsePromptIds(const std::string& s) {

@@ -17,6 +17,7 @@
 // std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
 // runtimes emit: request ids like vLLM's "cmpl-<32 hex>-0" (38 bytes), operation ids
 // "<request id>.t<k>" and a 64-hex-digit cache ABI id (a SHA-256). Event ids stay "e<seq>".
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,6 +47,11 @@ std::string RequestId(const GenOptions& o, uint64_t n) {
   return "cmpl-" + lifecycle::DigestHex(race::SplitMix64(2 * n)) +
          lifecycle::DigestHex(race::SplitMix64(2 * n + 1)) + "-0";
 }
+
+// The header's B_token: 64 bytes, or one per layer above 64 layers (each cache-producing layer
+// stores at least a byte of a token, so 64 bytes for more layers is an invalid header: probe
+// 52, --layers 65 wrote a trace whose check stopped at line 1).
+unsigned BytesPerToken(const GenOptions& o) { return std::max(64u, o.layers); }
 
 std::string AbiId(const GenOptions& o) {
   if (o.ids == "short") return "abi-gen";
@@ -105,11 +111,14 @@ void Run(const GenOptions& o) {
   std::fprintf(f,
                "{\"kind\":\"kvconform.trace/1\",\"schema_version\":1,\"producer\":{\"name\":"
                "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"%s\","
-               "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":64},"
+               "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":%u},"
                "\"sources\":[{\"source_instance\":\"engine-0\",\"source_component\":\"semantic\","
-               "\"clock_domain\":\"engine-0.monotonic\"}],\"audit\":\"complete\",\"regenerate\":\"kvconform gen-trace "
-               "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s --order %s\"}\n",
-               AbiId(o).c_str(), o.layers, static_cast<unsigned long long>(o.events),
+               "\"clock_domain\":\"engine-0.monotonic\"}],\"audit\":\"complete\",\"regenerate\":"
+               "\"kvconform gen-trace "
+               "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s "
+               "--order %s\"}\n",
+               AbiId(o).c_str(), o.layers, BytesPerToken(o),
+               static_cast<unsigned long long>(o.events),
                static_cast<unsigned long long>(o.requests), o.layers,
                static_cast<unsigned long long>(o.prompt), static_cast<unsigned long long>(o.decode),
                o.ids.c_str(), o.order.c_str());
