@@ -129,6 +129,12 @@ SourceAudit ReadSourceAudit(FieldReader& top, Violations* v) {
 Violations CheckSourceAudit(const SourceAudit& a) {
   Violations v;
   std::set<std::string> pin_ids, repos;
+  // One root cause, one code (probe 51): a pin id that is empty or repeated may be another
+  // pin's misnamed id, so what names pins (audited paths, the deployment) is not judged against
+  // the ids; and a claim citing a path of a pin whose audited paths were reported is not also
+  // unaudited (the misspelled audited path may be the one it cites).
+  bool pins_ok = true;
+  std::set<std::string> pins_with_bad_paths;
   for (size_t i = 0; i < a.pins.size(); ++i) {
     const SourcePin& p = a.pins[i];
     const std::string ptr = "/source_pins/" + std::to_string(i);
@@ -136,8 +142,10 @@ Violations CheckSourceAudit(const SourceAudit& a) {
       v.push_back({ErrorCode::HANDOFF_SOURCE_PIN_INVALID, ptr + "/" + field,
                    "source pin \"" + p.pin_id + "\": " + why});
     };
-    if (p.pin_id.empty() || !pin_ids.insert(p.pin_id).second)
+    if (p.pin_id.empty() || !pin_ids.insert(p.pin_id).second) {
       bad("pin_id", "pin ids are non-empty and unique");
+      pins_ok = false;
+    }
     if (p.repository.empty() || !repos.insert(p.repository).second)
       bad("repository", "each repository is pinned exactly once (\"" + p.repository + "\")");
     if (!IsHex(p.commit, 40))
@@ -154,9 +162,11 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     auto bad = [&](const std::string& field, const std::string& why) {
       v.push_back({ErrorCode::HANDOFF_AUDITED_PATH_INVALID, ptr + "/" + field,
                    "audited path \"" + p.path + "\": " + why});
+      pins_with_bad_paths.insert(p.pin_id);
     };
     if (!pin_ids.count(p.pin_id)) {
-      bad("pin_id", "names pin \"" + p.pin_id + "\", which source_pins does not declare");
+      if (pins_ok)
+        bad("pin_id", "names pin \"" + p.pin_id + "\", which source_pins does not declare");
       continue;
     }
     if (!IsNormalizedRelative(p.path)) {
@@ -194,7 +204,8 @@ Violations CheckSourceAudit(const SourceAudit& a) {
                          " evidence, not " + e.kind});
         continue;
       }
-      if (e.kind == "source_path" && !audited.count({e.pin_id, e.path}))
+      if (e.kind == "source_path" && pins_ok && !pins_with_bad_paths.count(e.pin_id) &&
+          !audited.count({e.pin_id, e.path}))
         v.push_back({ErrorCode::HANDOFF_CLAIM_PATH_UNAUDITED, eptr + "/path",
                      "claim " + c.claim_id + " cites \"" + e.path + "\" at pin \"" + e.pin_id +
                          "\", which is not an audited path of that pin: a release tag and commit "
@@ -211,7 +222,7 @@ Violations CheckSourceAudit(const SourceAudit& a) {
   std::set<std::string> frozen;
   for (size_t i = 0; i < a.deployment_pins.size(); ++i) {
     const std::string& id = a.deployment_pins[i];
-    if (!pin_ids.count(id) || !frozen.insert(id).second)
+    if ((pins_ok && !pin_ids.count(id)) || !frozen.insert(id).second)
       v.push_back({ErrorCode::HANDOFF_SOURCE_PIN_INVALID,
                    "/deployment/source_pins/" + std::to_string(i),
                    "the deployment freezes pin \"" + id +
