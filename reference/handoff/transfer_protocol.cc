@@ -166,9 +166,11 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     v.push_back({issue.code,
                  // The transfer id is a top-level member; the plan's sizes come from geometry.
                  issue.field == "transfer_id" ? "/transfer_id"
-                 : !issue.field.empty()       ? "/geometry/" + issue.field
-                 : issue.chunk_index >= 0     ? "/chunks/" + std::to_string(issue.chunk_index)
-                                              : "/chunks",
+                 // 2 * H_kv * d_h * b: the geometry's kv_heads, head_dim and bytes_per_scalar.
+                 : issue.field == "bytes_per_token_layer" ? "/geometry"
+                 : !issue.field.empty()                   ? "/geometry/" + issue.field
+                 : issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index)
+                                          : "/chunks",
                  issue.message});
   if (d.ready.size() != d.plan.num_layers)
     v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",

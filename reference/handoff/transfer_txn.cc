@@ -82,6 +82,8 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   }
   std::set<std::string> ids;
   bool sizes_ok = true;
+  const size_t issues_before_sizes = out.size();
+  size_t size_issues = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkSpec& c = plan.chunks[i];
     if (!ids.insert(c.chunk_id).second)
@@ -90,6 +92,7 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
     auto want = CheckedMul(c.token_count, plan.bytes_per_token_layer);
     if (want && *want == c.bytes) continue;
     sizes_ok = false;
+    ++size_issues;
     if (!want)
       out.push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, static_cast<int64_t>(i),
                      "token_count * bytes_per_token_layer overflows 64 bits"});
@@ -110,6 +113,23 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                        " but the plan names no visible prefix: a cold destination holds no "
                        "tokens (V_D is empty), so the transfer set X = U \\ V_D starts at token 0",
                    "token_start"});
+    return out;
+  }
+  // No chunk's bytes agree with bytes_per_token_layer (two or more chunks, and no chunk id
+  // repeated): the plan's one factor is the one field wrong, reported once there rather than at
+  // every chunk (probe 51: eight codes for one bytes_per_token_layer).
+  if (plan.chunks.size() >= 2 && size_issues == plan.chunks.size() &&
+      out.size() - issues_before_sizes == size_issues) {
+    const ErrorCode code = out.back().code;
+    out.resize(issues_before_sizes);
+    out.push_back(
+        {code, -1,
+         "no chunk's bytes equal its token_count x bytes_per_token_layer (" +
+             std::to_string(plan.bytes_per_token_layer) +
+             " B = 2 * H_kv * d_h * b): the plan's row size is not its chunks' (chunk \"" +
+             plan.chunks[0].chunk_id + "\" declares " + std::to_string(plan.chunks[0].bytes) +
+             " B for " + std::to_string(plan.chunks[0].token_count) + " tokens)",
+         "bytes_per_token_layer"});
     return out;
   }
   // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
@@ -162,6 +182,9 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
                      std::to_string(uncovered - named) + " more of " +
                          std::to_string(plan.num_layers) + " layers have no chunk at all"});
+    // The same problem in every layer (two or more) is one plan-level mistake, e.g. a
+    // token_count one above what the chunks cover: reported once (probe 51: once per layer).
+    std::vector<std::string> problems;
     for (auto& [l, iv] : per_layer) {
       std::sort(iv.begin(), iv.end());
       uint64_t at = plan.token_start;
@@ -176,9 +199,28 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       }
       if (problem.empty() && at != *end)
         problem = "gap at tokens [" + std::to_string(at) + "," + std::to_string(*end) + ")";
-      if (!problem.empty())
-        out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
-                       "layer " + std::to_string(l) + " is not covered exactly once: " + problem});
+      problems.push_back(problem);
+    }
+    const bool same_everywhere =
+        per_layer.size() >= 2 && uncovered == 0 && !problems.front().empty() &&
+        std::all_of(problems.begin(), problems.end(),
+                    [&](const std::string& x) { return x == problems[0]; });
+    if (same_everywhere) {
+      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                     "every layer (" + std::to_string(per_layer.size()) +
+                         ") is not covered exactly once, alike: " + problems[0] + " (the plan's [" +
+                         std::to_string(plan.token_start) + "," + std::to_string(*end) +
+                         ") is not what its chunks cover)",
+                     "token_count"});
+    } else {
+      size_t k = 0;
+      for (const auto& [l, iv] : per_layer) {
+        if (!problems[k].empty())
+          out.push_back(
+              {ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+               "layer " + std::to_string(l) + " is not covered exactly once: " + problems[k]});
+        ++k;
+      }
     }
   }
   // The destination reservation "protects capacity for the complete prompt K/V" (M5.6 0x06B):

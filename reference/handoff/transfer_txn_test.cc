@@ -361,6 +361,29 @@ TEST(CheckPlan, RegressionEachWrongSizeIsOneIssueAtItsMember) {
       << issues[0].message;
 }
 
+// Probe 51: a plan-level mistake was reported at every chunk or layer it touched: a wrong
+// bytes_per_token_layer once per chunk, a token_count one too many once per layer. Each is one
+// issue at the plan's member now; a mistake of one chunk stays at that chunk.
+TEST(CheckPlan, RegressionAPlanLevelMistakeIsOneIssue) {
+  auto factor = TwoLayerPlan();
+  factor.bytes_per_token_layer += 1;
+  auto issues = CheckPlan(factor);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH);
+  EXPECT_EQ(issues[0].field, "bytes_per_token_layer");
+  auto count = TwoLayerPlan();
+  count.token_count += 1;
+  issues = CheckPlan(count);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].field, "token_count");
+  auto one = TwoLayerPlan();
+  one.chunks[1].bytes += 1;
+  issues = CheckPlan(one);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].chunk_index, 1);
+}
+
 // Probe 10 (2026-12-04): every chunk event scanned the whole plan (the layer-complete check in
 // MarkDeviceVisible, a settled transaction's chunk lookup, the trace checker's all-visible
 // check), so a plan of C chunks cost C^2: 10,000 chunks took 15.8 s in `kvconform check`.
