@@ -3360,6 +3360,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe47_a_metric_family_declared_twice_raised_two_codes", {"INPUT_VALUE_INVALID"}},
       // A reorder's envelope naming a request never allocated passed.
       {"probe47_a_reorder_naming_an_unknown_request_passed", {"INPUT_VALUE_INVALID"}},
+      // Probe 53 (a documented encoding, held passing): a prefix-cache entry that outlives the
+      // request that computed it is a cache-owned fork child; a later hit forks from it, and
+      // eviction cancels and releases it.
+      {"probe53_a_prefix_cache_entry_outlives_its_request_as_its_own_handle", {}},
       // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
       // a finish was judged a free caused by the finish.
       {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},
