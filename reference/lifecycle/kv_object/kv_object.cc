@@ -91,6 +91,11 @@ KvObject::KvObject(CacheAbi abi) : abi_(std::move(abi)) {}
 StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_view lineage_id,
                                       uint64_t incarnation) {
   if (handle_id.empty()) return InvalidArgument("allocate: empty handle id");
+  // An ABI of no cache-producing layer holds no K/V: its appends could never publish (probe 50:
+  // they opened, and every publication was LAYER_INCOMPLETE naming no layer).
+  if (abi_.num_layers == 0)
+    return V(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
+             "allocate: cache ABI " + Q(abi_.id) + " has no cache-producing layer (num_layers 0)");
   std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
@@ -225,7 +230,11 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   // the state unchanged. Fingerprints are computed only for a reused id.
   auto [it, inserted] = txns_.try_emplace(req.txn_id);
   if (!inserted) {
-    if (FingerprintOf(it->second) == OperationFingerprint(req)) {
+    // A retry is the same operation field by field (the fingerprint's parts, M5.1 0x01), not an
+    // equal 64-bit hash of them (probe 50: two 8-byte keys with one hash passed as a retry).
+    const AppendIdentity& was = it->second.request;
+    if (req.idempotency_key == was.idempotency_key && req.handle_id == was.handle_id &&
+        req.cache_abi == abi_.id && req.base == was.base && req.interval == was.interval) {
       // A retry of the same operation, whose interval was admitted (so its end fits 64 bits).
       const Interval& iv = it->second.request.interval;
       KVC_RETURN_IF_ERROR(CheckPositionBinding(req, iv.start + iv.count));
@@ -255,14 +264,13 @@ StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
               (req.base.generation == o.base.generation ? why : ""));
     }
     if (!(req.interval == o.interval))
-      differs("interval [" + U(req.interval.start) + "," +
-              U(req.interval.start + req.interval.count) + ")");
+      differs("interval " + Span(req.interval.start, req.interval.count));
     return V(ErrorCode::LIFECYCLE_RETRY_CONFLICT,
              "append: txn " + Q(req.txn_id) + " reused with a different fingerprint: " + diff +
                  "; the original has key " + Q(o.idempotency_key) + ", handle " + Q(o.handle_id) +
-                 ", base generation " + U(o.base.generation) + ", interval [" +
-                 U(o.interval.start) + "," + U(o.interval.start + o.interval.count) +
-                 ") (a transaction id names one operation for the whole history, across "
+                 ", base generation " + U(o.base.generation) + ", interval " +
+                 Span(o.interval.start, o.interval.count) +
+                 " (a transaction id names one operation for the whole history, across "
                  "incarnations of a handle id)");
   }
   StatusOr<HandleRecord*> h = AdmitAppend(req);
@@ -449,6 +457,25 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
     Finalize(t, TxnState::kRejected);
     CloseTxn(rec, txn_id);
     return cas;
+  }
+  // The (generation, digest) pair is a 64-bit digest chain: an equal pair on another incarnation
+  // of the id, or at another length, is a collision, not the base (probe 50 built one: a
+  // prepared append of a released incarnation published onto the recycled id's handle at
+  // another length). The fence is the incarnation and the seed's position assertion
+  // (publish_append: txn.position_start == live.committed_length), checked exactly.
+  if (t.incarnation != live.incarnation || t.request.interval.start != live.committed_length) {
+    const bool other = t.incarnation != live.incarnation;
+    Status fenced =
+        V(other ? ErrorCode::LIFECYCLE_STALE_BASE : ErrorCode::LIFECYCLE_APPEND_HOLE,
+          "publish: txn " + Q(txn_id) + " on " + Q(live.handle_id) +
+              (other ? " was opened on handle generation " + U(t.incarnation) +
+                           "; the live handle generation is " + U(live.incarnation) +
+                           " (an equal (generation, digest) of another incarnation)"
+                     : " starts at " + U(t.request.interval.start) +
+                           "; the live committed length is " + U(live.committed_length)));
+    Finalize(t, TxnState::kRejected);
+    CloseTxn(rec, txn_id);
+    return fenced;
   }
   if (live.phase != Phase::kDecodeReady && !(t.request.repair && live.phase == Phase::kFinished))
     return Internal("publish: base matched a terminal phase");

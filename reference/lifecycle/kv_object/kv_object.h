@@ -204,9 +204,13 @@ class KvObject {
   // runtime reports as refused on the live object and must undo it when the contract admits
   // it. Save() records the named handles (present or absent) with their open transactions, the
   // named transactions (present or absent) and the handles those name; Restore() puts exactly
-  // that state back. Every operation of this class changes only the handles it names (Fork:
+  // that state back. Every lifecycle operation of this class (Allocate through Release, the
+  // append transaction's steps, Fork, Reorder, Truncate) changes only the handles it names (Fork:
   // the parent and the children), their open transactions (final ones never change), the
-  // transaction it names and its handle. Cost: proportional to the saved records (the named
+  // transaction it names and its handle. The memory-bounding Forget* operations erase final
+  // transactions and tombstones, which Save() does not record: they are not undone (probe 50;
+  // the trace checker saves around the one operation a runtime reported refused, never around a
+  // Forget*). Cost: proportional to the saved records (the named
   // handles, their open transactions and the named transactions), not to the object or to a
   // handle's history.
   // A saved handle record leaves its derived txn_ids list empty and keeps only its length
@@ -293,6 +297,19 @@ class KvObject {
       entry = nullptr;
       handle = nullptr;
       return *this;
+    }
+    // A move leaves neither side pointing into the other's records: the moved-from object's
+    // memo pointed into the records now owned by the moved-to one (probe 50: a moved-from
+    // object staged and published into the other, and read freed memory once it was gone).
+    TxnMemo(TxnMemo&& other) noexcept { other.Clear(); }
+    TxnMemo& operator=(TxnMemo&& other) noexcept {
+      Clear();
+      other.Clear();
+      return *this;
+    }
+    void Clear() {
+      entry = nullptr;
+      handle = nullptr;
     }
   };
   TxnMemo memo_;

@@ -644,5 +644,65 @@ TEST(KvObjectTest, FingerprintIsTheOpeningRequestsFingerprint) {
   EXPECT_EQ(r->fingerprint, OperationFingerprint(req));
 }
 
+// Regressions (probe 50).
+// (1) A prepared append of a released incarnation published onto the recycled id's handle at
+// another length: the pair (generation, digest) collided (append counts found by a birthday
+// search), and the publication compared it alone. The incarnation and the position fence it.
+TEST(KvObjectTest, RegressionAnEqualDigestOfAnotherIncarnationDoesNotPublish) {
+  const uint64_t ca = 12449810242375090716ull, cb = 8118228849191732009ull;
+  KvObject o(kAbi);
+  auto publish_all = [&](const std::string& txn, const Snapshot& base, uint64_t n) {
+    EXPECT_TRUE(o.BeginAppend(Append(txn, base, n)).ok());
+    for (uint32_t l = 0; l < 2; ++l)
+      EXPECT_TRUE(o.StageLayer(Stage(txn, l, {base.committed_length, n})).ok());
+    return o.Publish(txn)->result;
+  };
+  Snapshot s = publish_all("a0", *o.Allocate("H", "L", 0), ca);
+  ASSERT_TRUE(o.BeginAppend(Append("X", s, 1)).ok());
+  for (uint32_t l = 0; l < 2; ++l) ASSERT_TRUE(o.StageLayer(Stage("X", l, {ca, 1})).ok());
+  ASSERT_TRUE(o.Finish("H").ok());
+  ASSERT_TRUE(o.Release("H").ok());
+  Snapshot n = publish_all("a1", *o.Allocate("H", "L", 1), cb);
+  ASSERT_EQ(n.base(), s.base()) << "the collision this test needs";
+  EXPECT_EQ(Code(o.Publish("X")), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_EQ(o.Read("H")->committed_length, cb);
+}
+
+// (2) A reused transaction id with another key whose 64-bit fingerprint hash equals the
+// original's was a retry; it is a conflict (the fingerprint's parts are compared).
+TEST(KvObjectTest, RegressionAFingerprintHashCollisionIsAConflict) {
+  auto key = [](uint64_t x) { return std::string(reinterpret_cast<const char*>(&x), 8); };
+  KvObject o(kAbi);
+  Snapshot s = *o.Allocate("H", "L");
+  BeginAppendRequest a = Append("X", s, 1), b = a;
+  a.idempotency_key = key(0x7b407dfcc9728848ull);
+  b.idempotency_key = key(0x6b1a590615fd06cdull);
+  ASSERT_EQ(OperationFingerprint(a), OperationFingerprint(b)) << "the collision this test needs";
+  ASSERT_TRUE(o.BeginAppend(a).ok());
+  EXPECT_EQ(Code(o.BeginAppend(b)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  EXPECT_TRUE(o.BeginAppend(a).ok());  // the same operation is still a retry
+}
+
+// (3) A moved-from object kept its lookup memo into the records the moved-to one now owns: it
+// staged and published into the other object (and read freed memory once that was gone).
+TEST(KvObjectTest, RegressionAMovedFromObjectReachesNoRecords) {
+  KvObject a(kAbi);
+  Snapshot s = *a.Allocate("H", "L");
+  ASSERT_TRUE(a.BeginAppend(Append("X", s, 1)).ok());
+  KvObject b = std::move(a);
+  EXPECT_EQ(Code(a.StageLayer(Stage("X", 0, {0, 1}))), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+  EXPECT_FALSE(b.FindTxn("X")->layers[0].k);
+  KvObject c(kAbi);
+  c = std::move(b);
+  EXPECT_EQ(Code(b.StageLayer(Stage("X", 0, {0, 1}))), ErrorCode::LIFECYCLE_TXN_UNKNOWN);
+  EXPECT_TRUE(c.StageLayer(Stage("X", 0, {0, 1})).ok());
+}
+
+// (4) An ABI of no cache-producing layer was accepted: appends opened and never published.
+TEST(KvObjectTest, RegressionAnAbiOfNoLayerHoldsNoHandle) {
+  KvObject o(CacheAbi{"abi0", 0, "post_rope"});
+  EXPECT_EQ(Code(o.Allocate("H", "L")), ErrorCode::INPUT_VALUE_OUT_OF_RANGE);
+}
+
 }  // namespace
 }  // namespace kvc::lifecycle
