@@ -116,18 +116,19 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
         if (const Json* c = ex.Object("committed"))
           for (auto it = c->begin(); it != c->end(); ++it)
             ReadUint(it.value(), ex.Ptr("committed") + "/" + JsonPointerEscape(it.key()), v);
-        for (const char* k : kScalarFields) ex.Uint(k);
+        for (const char* k : kScalarFields) ex.Uint(k, 0, UINT64_MAX);
         if (const Json* rt = ex.Object("resident_by_tier"))
           for (auto it = rt->begin(); it != rt->end(); ++it)
-            ReadUint(it.value(), ex.Ptr("resident_by_tier") + "/" + JsonPointerEscape(it.key()), v);
+            ReadUint(it.value(), ex.Ptr("resident_by_tier") + "/" + JsonPointerEscape(it.key()), v,
+                     0, UINT64_MAX);
         ex.RejectUnknownFields();
       }
       d->events.push_back(std::move(e));
     }
   }
   FieldReader pk(top.Object("expected_peaks"), "/expected_peaks", v);
-  if (auto x = pk.Uint("physical")) d->peak_physical = *x;
-  if (auto x = pk.Uint("instantaneous")) d->peak_instantaneous = *x;
+  if (auto x = pk.Uint("physical", 0, UINT64_MAX)) d->peak_physical = *x;
+  if (auto x = pk.Uint("instantaneous", 0, UINT64_MAX)) d->peak_instantaneous = *x;
   pk.RejectUnknownFields();
   top.RejectUnknownFields();
   return v->size() == before;

@@ -321,10 +321,10 @@ Violations ValidateKvBytes(const Json& doc) {
     if (auto x = FieldReader::UintArray(*a, "/copies", &v)) copies = *x;
   const std::optional<uint64_t> declared_bpt = top.Uint("bytes_per_token");
   FieldReader ex(top.Object("expected"), "/expected", &v);
-  const std::optional<uint64_t> logical = ex.Uint("logical");
-  const std::optional<uint64_t> materialized = ex.Uint("materialized");
-  const std::optional<uint64_t> rectangular = ex.Uint("rectangular");
-  const std::optional<uint64_t> phantom = ex.Uint("phantom");
+  const std::optional<uint64_t> logical = ex.Uint("logical", 0, UINT64_MAX);
+  const std::optional<uint64_t> materialized = ex.Uint("materialized", 0, UINT64_MAX);
+  const std::optional<uint64_t> rectangular = ex.Uint("rectangular", 0, UINT64_MAX);
+  const std::optional<uint64_t> phantom = ex.Uint("phantom", 0, UINT64_MAX);
   ex.RejectUnknownFields();
   top.RejectUnknownFields();
   if (!v.empty()) return v;  // the form first: nothing is compared on a document misread

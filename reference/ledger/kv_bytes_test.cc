@@ -74,6 +74,19 @@ TEST(KvBytes, RejectsZeroAndOverflow) {
             StatusCode::kInvalidArgument);
 }
 
+// Probe 55: byte figures beyond 2^53 (here 2^60: 2^43 tokens of the GQA shape) were out of
+// range in a document though exact here.
+TEST(KvBytes, RegressionByteFiguresBeyond2To53AreDeclarable) {
+  Json doc = test::LoadJson("fixtures/m5_1/ledger/gqa_scale_check.json");
+  doc["committed_lengths"] = Json::array({uint64_t{1} << 43});
+  doc["expected"] = {{"logical", uint64_t{1} << 60},
+                     {"materialized", uint64_t{1} << 60},
+                     {"rectangular", uint64_t{1} << 60},
+                     {"phantom", 0}};
+  Violations v = ValidateKvBytes(doc);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
 TEST(KvBytes, HfConfigGeometry) {
   Json cfg = {{"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
               {"hidden_size", 4096}, {"torch_dtype", "bfloat16"}};

@@ -47,6 +47,14 @@ StatusOr<RequestMetrics> ComputeRequestMetrics(const RequestEndpoints& r, const 
   } else if (r.release) {
     return InvalidArgument("release without finish");
   }
+  // The endpoints agree with each other (probe 55: a completed request without a finish, and a
+  // byte-time integral that stopped before the release or ran past it, were accepted): a
+  // completed request finished, and with a release the committed-length steps end there, at 0
+  // tokens (ownership closes at r_i: finish is not release, M5.1 0x02).
+  if (r.completed && !r.finish) return InvalidArgument("a completed request has a finish");
+  if (r.release && !r.committed_steps.empty() &&
+      (r.committed_steps.back().first != *r.release || r.committed_steps.back().second != 0))
+    return InvalidArgument("the committed-length steps end at the release, at 0 tokens");
   m.slo_valid = r.completed && m.ttft && *m.ttft <= slo.ttft;
   for (uint64_t gap : m.tbt) m.slo_valid = m.slo_valid && gap <= slo.tbt;
   for (size_t k = 0; k + 1 < r.committed_steps.size(); ++k) {

@@ -42,7 +42,8 @@ struct SloLimits {
 
 // The endpoint clocks and committed-length history of one request. `committed_steps` are
 // (time, committed tokens from that time on), non-decreasing in time, starting at or after
-// arrival; the integral ends at the last step (release sets 0).
+// arrival; the integral ends at the last step, which for a released request is (release, 0)
+// (else InvalidArgument), and `completed` needs a finish (else InvalidArgument).
 struct RequestEndpoints {
   uint64_t arrival = 0;
   std::vector<uint64_t> output_times;  // y_0..y_{G-1}, non-decreasing

@@ -79,6 +79,24 @@ TEST(ServiceMetrics, BackwardsClocksAndOverflowAreErrors) {
   EXPECT_FALSE(ComputeAggregateMetrics({}, 0, 1000).ok());
 }
 
+// Probe 55: contradictory endpoints were accepted: a byte-time integral stopping before the
+// release (0 instead of 1,536 byte-units) or running past it, and a completed request without
+// a finish counted as SLO-valid.
+TEST(ServiceMetrics, RegressionContradictoryEndpointsAreErrors) {
+  RequestEndpoints r{0, {5}, 6, 10, true, {{0, 0}, {2, 3}}};
+  EXPECT_FALSE(ComputeRequestMetrics(r, kSlo, 64).ok());
+  r.committed_steps = {{0, 0}, {2, 3}, {50, 0}};
+  EXPECT_FALSE(ComputeRequestMetrics(r, kSlo, 64).ok());
+  r.committed_steps = {{0, 0}, {2, 3}, {10, 0}};
+  auto m = ComputeRequestMetrics(r, kSlo, 64);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->kv_byte_time, 3u * 64 * 8);
+  RequestEndpoints open = B();
+  open.finish.reset();
+  open.release.reset();
+  EXPECT_FALSE(ComputeRequestMetrics(open, kSlo, 64).ok());  // completed, never finished
+}
+
 TEST(ServiceMetrics, RationalsAreReduced) {
   EXPECT_EQ(Rational::Make(2000, 100).value(), (Rational{20, 1}));
   EXPECT_EQ(Rational::Make(28, 3).value().ToString(), "28/3");

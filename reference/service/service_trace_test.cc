@@ -46,6 +46,19 @@ TEST(ServiceTrace, WorkedAndPartialPrefillFixturesAreValid) {
   }
 }
 
+// Probe 55: a byte-time beyond 2^53 (byte count x clock span) was out of range in a document,
+// though the calculator computes it exactly; and an op typo also made its operands unknown.
+TEST(ServiceTrace, RegressionByteTimeBeyond2To53AndAnOpTypo) {
+  Violations v =
+      ValidateServiceTrace(test::LoadJson("reference/service/testdata/byte_time_beyond_2_53.json"));
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  Json doc = test::LoadJson(kAb);
+  doc["events"][5]["op"] = "emitt";
+  v = ValidateServiceTrace(doc);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/5/op");
+}
+
 TEST(ServiceTrace, PartialPrefillChunkReturnsToWaitingPrefill) {
   Json doc = test::LoadJson(kPartial);
   // After the first 3-row chunk of the 4-row prompt the projection must say WAITING_PREFILL
@@ -109,8 +122,9 @@ TEST(ServiceTrace, RegressionDeclaredMetricsAreReadWithTheirForm) {
        "/expected_metrics/aggregate/goodput_fraction/x"},
       {"/requests/A/tpot/den", 0, "INPUT_VALUE_OUT_OF_RANGE",
        "/expected_metrics/requests/A/tpot/den"},
-      {"/aggregate/kv_byte_time", (uint64_t{1} << 53) + 1, "INPUT_VALUE_OUT_OF_RANGE",
-       "/expected_metrics/aggregate/kv_byte_time"},
+      // (A kv_byte_time is read to 2^64 - 1 since probe 55: a byte count times a clock span.)
+      {"/requests/A/e2e", (uint64_t{1} << 53) + 1, "INPUT_VALUE_OUT_OF_RANGE",
+       "/expected_metrics/requests/A/e2e"},
       {"/requests/A/tbt/1", "9", "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/tbt/1"},
       {"/requests/A/slo_valid", 0, "INPUT_FIELD_TYPE", "/expected_metrics/requests/A/slo_valid"},
       // A defined TPOT (A's is 28/3 ms) as a plain number is the wrong form, the right mean
