@@ -170,10 +170,16 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::FRONTIER_TOKEN_MISMATCH,
                  "decode processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
                      ", the unprocessed frontier token is " + U(*frontier_token_));
-      if (c.rows > 1)  // an empty interval is the lifecycle's LIFECYCLE_APPEND_EMPTY
+      if (c.rows > 1)
         return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
                  "ordinary decode commits " + U(c.rows) +
                      " rows; exactly one emitted token (the frontier) is unprocessed");
+      // A call of no row processes nothing: the frontier stays (probe 50's sibling, probe 54:
+      // without a lifecycle beside it, as in the saved-work oracle, 0 rows let an output run
+      // two ahead; the lifecycle also refuses it, LIFECYCLE_APPEND_EMPTY).
+      if (c.rows == 0)
+        return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
+                 "ordinary decode commits 0 rows; it processes the frontier token (one row)");
       return Status::Ok();
     }
     case AppendPurpose::kRepair: {
@@ -186,7 +192,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
                  "repair processes token " + (c.input_token ? U(*c.input_token) : "(none)") +
                      ", the unprocessed frontier token is " + U(*frontier_token_));
       if (c.reused_draft_index) return ReusedDraftRow(c, last_draft_count_, last_accepted_);
-      if (c.rows > 1)
+      if (c.rows != 1)
         return V(ErrorCode::FRONTIER_REPAIR_ROW_COUNT,
                  "repair publishes " + U(c.rows) + " rows per layer; it processes exactly the one "
                  "frontier token");
@@ -227,6 +233,12 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
       if (c.rows < want)
         return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
                  "verification commits " + U(c.rows) + " rows; accepted drafts need " + U(want));
+      // A verification of no row runs no target call, so it makes no logits ready (probe 54:
+      // after a repair, whose logits are discarded, one let an output be emitted).
+      if (c.rows == 0)
+        return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
+                 "verification commits 0 rows: no target call processes a token, so none of its "
+                 "logits exist");
       return Status::Ok();
     }
   }
@@ -376,6 +388,16 @@ Status FrontierState::CheckFinish() const {
              "finish after " + U(outputs_.size()) + " outputs with " +
                  U(prompt_length_ - prompt_rows_) +
                  " prompt rows unprocessed; a finished request has selected at least one output");
+  // At most every emitted token is processed (O >= G_in: the ordinary stop O = G_in + 1, or a
+  // repair's O = G_in). More processed than emitted leaves committed rows for tokens the
+  // request never returned, accepted drafts past a stop: M5.1 0x01 allows no K/V suffix to
+  // stay visible without its outputs; truncate them before finishing (probe 54: it passed).
+  if (processed_ > outputs_.size())
+    return V(ErrorCode::FRONTIER_ROWS_PAST_OUTPUT,
+             "finish after " + U(outputs_.size()) + " outputs with " + U(processed_) +
+                 " generated tokens' rows committed: " + U(processed_ - outputs_.size()) +
+                 " row(s) hold tokens never emitted (accepted drafts past the stop: truncate "
+                 "them to the stop before finishing)");
   return Status::Ok();
 }
 

@@ -37,8 +37,10 @@ struct AppendCall {
   std::vector<uint64_t> draft_tokens;    // verify: candidates verified by the target call
   uint64_t accepted = 0;                 // verify: accepted draft prefix length
   // repair: the K/V rows are taken from draft row `reused_draft_index` of the last verification
-  // instead of being computed for the frontier token (legal only for an accepted draft with the
-  // same token; a rejected row relabelled as the correction is a violation).
+  // instead of being computed for the frontier token: a relabel, always refused (a rejected
+  // row relabelled as the correction is FRONTIER_REJECTED_ROW_RELABELED, and an accepted
+  // draft's row is already committed at its own position; probe 54: this comment said an
+  // accepted draft with the same token was legal).
   std::optional<uint64_t> reused_draft_index;
 };
 

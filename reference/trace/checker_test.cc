@@ -3364,6 +3364,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // request that computed it is a cache-owned fork child; a later hit forks from it, and
       // eviction cancels and releases it.
       {"probe53_a_prefix_cache_entry_outlives_its_request_as_its_own_handle", {}},
+      // Probe 54. A stop inside the accepted drafts finished with the drafts past the stop
+      // committed and never emitted (O < G_in); truncating them first conforms.
+      {"probe54_a_finish_past_unemitted_accepted_drafts_passed", {"FRONTIER_ROWS_PAST_OUTPUT"}},
+      {"probe54_a_stop_inside_accepted_drafts_truncates_before_finish", {}},
       // Under the tiered residency model, 0 bytes in HBM beside the payload in host memory after
       // a finish was judged a free caused by the finish.
       {"probe41_a_tiered_swap_to_host_after_finish_was_a_free", {}},
