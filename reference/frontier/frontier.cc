@@ -174,7 +174,7 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
         return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
                  "ordinary decode commits " + U(c.rows) +
                      " rows; exactly one emitted token (the frontier) is unprocessed");
-      // A call of no row processes nothing: the frontier stays (probe 50's sibling, probe 54:
+      // A call of no row processes nothing: the frontier stays (probe 54:
       // without a lifecycle beside it, as in the saved-work oracle, 0 rows let an output run
       // two ahead; the lifecycle also refuses it, LIFECYCLE_APPEND_EMPTY).
       if (c.rows == 0)

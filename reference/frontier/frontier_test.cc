@@ -509,38 +509,20 @@ TEST(PhaseTest, ProjectionFollowsChunkedPrefillDecodeFinishRelease) {
 // an output run two ahead.
 TEST(FrontierTest, RegressionRowsPastTheOutputAndCallsOfNoRow) {
   FrontierState f(4);
-  AppendCall prefill;
-  prefill.purpose = AppendPurpose::kPrefill;
-  prefill.rows = 4;
-  ASSERT_TRUE(f.CheckAppend(prefill).ok());
-  f.ApplyPublished(prefill);
-  AppendCall verify;
-  verify.purpose = AppendPurpose::kVerify;
-  verify.rows = 2;
-  verify.draft_tokens = {60, 61, 62};
-  verify.accepted = 2;
-  ASSERT_TRUE(f.CheckAppend(verify).ok());
-  f.ApplyPublished(verify);
+  Publish(f, Prefill(4));
+  Publish(f, Mk(AppendPurpose::kVerify, 2, std::nullopt, {60, 61, 62}, 2));
   ASSERT_TRUE(f.Emit(0, 60).ok());
   EXPECT_EQ(f.CheckFinish().error(), ErrorCode::FRONTIER_ROWS_PAST_OUTPUT);
   ASSERT_TRUE(f.Emit(1, 61).ok());
   ASSERT_TRUE(f.Emit(2, 7).ok());  // the bonus token
   EXPECT_TRUE(f.CheckFinish().ok());
-  AppendCall repair;
-  repair.purpose = AppendPurpose::kRepair;
-  repair.input_token = 7;
-  repair.rows = 0;
-  EXPECT_EQ(f.CheckAppend(repair).error(), ErrorCode::FRONTIER_REPAIR_ROW_COUNT);
-  AppendCall decode = repair;
-  decode.purpose = AppendPurpose::kDecode;
-  EXPECT_EQ(f.CheckAppend(decode).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
-  repair.rows = 1;
-  ASSERT_TRUE(f.CheckAppend(repair).ok());
-  f.ApplyPublished(repair);
-  AppendCall empty;
-  empty.purpose = AppendPurpose::kVerify;
-  empty.rows = 0;
-  EXPECT_EQ(f.CheckAppend(empty).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kRepair, 0, 7)).error(),
+            ErrorCode::FRONTIER_REPAIR_ROW_COUNT);
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kDecode, 0, 7)).error(),
+            ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
+  Publish(f, Mk(AppendPurpose::kRepair, 1, 7));
+  EXPECT_EQ(f.CheckAppend(Mk(AppendPurpose::kVerify, 0)).error(),
+            ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
 }
 
 }  // namespace
