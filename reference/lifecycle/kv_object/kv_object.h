@@ -18,8 +18,10 @@
 //  * the publication step of the M5.6 transfer protocol (BeginAppend/StageLayer/Publish).
 //
 // Errors that mutate: a Publish() that loses compare-and-publish marks the transaction REJECTED
-// (its pending rows are discarded) before returning LIFECYCLE_STALE_BASE; CancelRequest() aborts
-// the handle's open transactions. Nothing else changes state on error.
+// (its pending rows are discarded) before returning its code (CompareBase's STALE_BASE or
+// UNKNOWN_SNAPSHOT; STALE_BASE or APPEND_HOLE for an equal base of another incarnation or
+// position). Nothing else changes state on error (CancelRequest() aborts the handle's open
+// transactions on success).
 // Thread safety: none. The object is single-threaded; concurrent users wrap it.
 #ifndef KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
 #define KVCONFORM_REFERENCE_LIFECYCLE_KV_OBJECT_KV_OBJECT_H_
@@ -205,17 +207,16 @@ class KvObject {
   // it. Save() records the named handles (present or absent) with their open transactions, the
   // named transactions (present or absent) and the handles those name; Restore() puts exactly
   // that state back. Every lifecycle operation of this class (Allocate through Release, the
-  // append transaction's steps, Fork, Reorder, Truncate) changes only the handles it names (Fork:
-  // the parent and the children), their open transactions (final ones never change), the
-  // transaction it names and its handle. The memory-bounding Forget* operations erase final
-  // transactions and tombstones, which Save() does not record: they are not undone (probe 50;
-  // the trace checker saves around the one operation a runtime reported refused, never around a
-  // Forget*). Cost: proportional to the saved records (the named
-  // handles, their open transactions and the named transactions), not to the object or to a
-  // handle's history.
-  // A saved handle record leaves its derived txn_ids list empty and keeps only its length
-  // (listed_txns): an operation appends at most one id to it (BeginAppend), so Restore cuts the
-  // live list back instead of copying a long-lived request's whole history.
+  // append transaction's steps, Fork, Truncate; reorder is reorder/'s free functions) changes only
+  // the handles it names (Fork: the parent and the children), their open transactions (final ones
+  // never change), the transaction it names and its handle. The memory-bounding Forget* operations
+  // erase final transactions and tombstones, which Save() does not record: they are not undone
+  // (probe 50; the trace checker saves around the one operation a runtime reported refused, never
+  // around a Forget*). Cost: proportional to the saved records (the named handles, their open
+  // transactions and the named transactions), not to the object or to a handle's history. A saved
+  // handle record leaves its derived txn_ids list empty and keeps only its length (listed_txns): an
+  // operation appends at most one id to it (BeginAppend), so Restore cuts the live list back
+  // instead of copying a long-lived request's whole history.
   struct SavedHandle {
     std::string id;
     std::optional<HandleRecord> record;  // nullopt: the handle did not exist
