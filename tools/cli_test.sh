@@ -125,6 +125,30 @@ mkdir -p "$T/selfroot/invalid_fixtures/x" "$T/selfroot/fixtures"
 printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/self", "description": "d", "seed_ref": "s", "base": "self.json", "patch": [{"op": "replace", "path": "/description", "value": "e"}], "expected_code": "INPUT_UNKNOWN_KIND"}\n' >"$T/selfroot/invalid_fixtures/x/self.json"
 check suite_self_based_invalid_fixture 1 "$K" suite --root "$T/selfroot"
 expect_out suite_self_based_invalid_fixture_msg 'base self.json is an invalid fixture'
+# Probe 56: a file's directory is its role. A conforming document under invalid_fixtures/ passed
+# as a valid case (a test that cannot fail), an invalid fixture under fixtures/ passed too, a
+# `case` naming another path was listed under one name and found under none, and a filter equal
+# to a case's name also selected longer names.
+mkdir -p "$T/roleroot/invalid_fixtures/m" "$T/roleroot/fixtures/m"
+cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/roleroot/invalid_fixtures/m/doc.json"
+check suite_document_under_invalid_fixtures 1 "$K" suite --root "$T/roleroot" -v; expect_out suite_document_under_invalid_fixtures_msg 'a file under invalid_fixtures/ is an invalid fixture'
+rm "$T/roleroot/invalid_fixtures/m/doc.json"
+cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/roleroot/fixtures/m/base.json"
+printf '{"kind": "kvconform.invalid_fixture/1", "case": "m/elsewhere", "description": "d", "seed_ref": "s", "base": "../../fixtures/m/base.json", "patch": [{"op": "replace", "path": "/cache_schema/num_cache_layers", "value": 0}], "expected_code": "MANIFEST_SCHEMA_ZERO_EXTENT"}\n' >"$T/roleroot/invalid_fixtures/m/zero.json"
+check suite_case_not_its_path 1 "$K" suite --root "$T/roleroot" -v; expect_out suite_case_not_its_path_msg 'case "m/elsewhere" is not this file.s path'
+cp "$T/roleroot/invalid_fixtures/m/zero.json" "$T/roleroot/fixtures/m/zero.json"
+check suite_invalid_fixture_under_fixtures 1 "$K" suite --root "$T/roleroot" -v; expect_out suite_invalid_fixture_under_fixtures_msg 'an invalid fixture belongs under invalid_fixtures/'
+# Probe 56: the recorded-logits tolerance was read from the data judged (1e9 passed a logit off
+# by 5).
+mkdir -p "$T/hfroot/fixtures/models" && cp -r fixtures/models/mha "$T/hfroot/fixtures/models/"
+python3 -c "import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['tolerance']=1e9; d['logits'][0][0]+=5; json.dump(d,open(p,'w'))" "$T/hfroot/fixtures/models/mha/hf_logits.json"
+check suite_hf_tolerance_bound 1 "$K" suite --root "$T/hfroot" --filter hf_logits -v; expect_out suite_hf_tolerance_bound_msg "field 'tolerance': expected a number in \(0, 1e-4\]"
+# Probe 56: a valid race history passed on its form alone; it must be linearizable.
+mkdir -p "$T/raceroot/fixtures/race" && cp fixtures/race/history.jsonl "$T/raceroot/fixtures/race/"
+python3 -c "import json,sys; p=sys.argv[1]; L=open(p).read().splitlines(); o=json.loads(L[1]); o['result']['generation']=5; o['result']['length']=7; L[1]=json.dumps(o); open(p,'w').write(chr(10).join(L)+chr(10))" "$T/raceroot/fixtures/race/history.jsonl"
+check suite_race_history_not_linearizable 1 "$K" suite --root "$T/raceroot" -v; expect_out suite_race_history_not_linearizable_msg 'RACE_NOT_LINEARIZABLE: .*the history is not linearizable'
+check suite_exact_name_filter 0 "$K" suite --filter fixtures/m5_6/handoff/transfer_protocol -v
+grep -c '^PASS' "$T/out" >"$T/count"; mv "$T/count" "$T/out"; expect_out suite_exact_name_filter_one '^1$'
 # A patch from 448 to 448.0 changes the document (the strict reader refuses the second): it is
 # judged, not "leaves the base unchanged" (probe 38).
 printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/f", "description": "d", "seed_ref": "s", "base": "%s", "patch": [{"op": "replace", "path": "/expected/logical", "value": 448.0}], "expected_code": "INPUT_VALUE_OUT_OF_RANGE"}\n' \

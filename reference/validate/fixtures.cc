@@ -124,7 +124,26 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
     o.detail = o.error.ToString();
     return o;
   }
-  if (IsJsonl(path) || KindOf(parsed->value) != kInvalidFixtureKind) {
+  // In a suite, a file's directory is its role (probe 56: a conforming document under
+  // invalid_fixtures/ passed as a valid case, a test that cannot fail, and an invalid fixture
+  // under fixtures/ passed too): invalid_fixtures/ holds invalid fixtures only, fixtures/ none.
+  const bool is_invalid_fixture = !IsJsonl(path) && KindOf(parsed->value) == kInvalidFixtureKind;
+  if (!suite_root.empty()) {
+    const bool under_invalid = o.case_name.starts_with("invalid_fixtures/");
+    if (under_invalid != is_invalid_fixture) {
+      o.invalid = under_invalid;
+      o.error = Status(
+          StatusCode::kInvalidArgument,
+          path + (under_invalid ? ": a file under invalid_fixtures/ is an invalid fixture (" +
+                                      std::string(kInvalidFixtureKind) +
+                                      ") declaring the one code it must raise"
+                                : ": an invalid fixture belongs under invalid_fixtures/"),
+          ErrorCode::INPUT_FIXTURE_MALFORMED);
+      o.detail = o.error.ToString();
+      return o;
+    }
+  }
+  if (!is_invalid_fixture) {
     FixtureOutcome v = ValidateFile(path);
     v.case_name = o.case_name;
     if (!v.error.ok()) {
@@ -144,7 +163,7 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
   Violations schema;
   FieldReader r(&doc, "", &schema);
   r.Enum("kind", {kInvalidFixtureKind});
-  r.String("case");
+  auto declared_case = r.String("case");
   r.OptString("description");
   r.String("seed_ref");
   auto base = r.String("base");
@@ -157,6 +176,15 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
     return o;
   };
   if (!schema.empty()) return malformed(schema.front().pointer + ": " + schema.front().message);
+  // In a suite its name is its path (the case printed and filtered by): a `case` naming another
+  // path would be listed under one name and found under none (probe 56). (`validate` takes a
+  // fixture from anywhere.)
+  if (!suite_root.empty()) {
+    const std::string by_path = CaseName(path, "");
+    const std::string& declared = *declared_case;
+    if (by_path != declared && !by_path.ends_with("/" + declared))
+      return malformed("case \"" + declared + "\" is not this file's path (" + by_path + ")");
+  }
   o.expected_code = *expected;
   if (!ErrorCodeFromName(*expected))
     return malformed("expected_code \"" + *expected + "\" is not in the error registry");
