@@ -724,13 +724,16 @@ bool TraceChecker::NamesAnotherRequestsOperation(const Event& e) {
         KeyEquals(e.event_type, "append_publish") || KeyEquals(e.event_type, "append_failure") ||
         KeyEquals(e.event_type, "cancel_txn")))
     return false;
-  const Op* op = FindOp(*e.operation_id);
-  const lifecycle::AppendTxn* t = kv_->FindTxn(*e.operation_id);
-  if (!op && !t) return false;
-  const std::string& owner = t ? t->request.handle_id : op->request_id;
-  if (SameBytes(owner, *e.request_id)) return false;
-  const lifecycle::HandleRecord* h = FindHandle(owner);
+  const std::string* owner = OperationOwner(*e.operation_id);
+  if (!owner || SameBytes(*owner, *e.request_id)) return false;
+  const lifecycle::HandleRecord* h = FindHandle(*owner);
   return h && h->current.incarnation == *e.handle_generation;
+}
+
+const std::string* TraceChecker::OperationOwner(std::string_view op_id) {
+  const Op* op = FindOp(op_id);
+  const lifecycle::AppendTxn* t = kv_ ? kv_->FindTxn(op_id) : nullptr;
+  return t ? &t->request.handle_id : op ? &op->request_id : nullptr;
 }
 
 bool TraceChecker::IsPoisoned(std::string_view id) const {

@@ -484,6 +484,11 @@ class TraceChecker {
   // generation fence lets it through to TRACE_OPERATION_REQUEST_MISMATCH (probe 45: the fence
   // blamed the correct handle_generation).
   bool NamesAnotherRequestsOperation(const Event& e);
+  // The request that opened append operation `op_id`: its transaction's handle, or, for an
+  // operation kept past its request's release whose transaction the receipt window forgot,
+  // the operation's record (probe 21); nullptr when neither is known. Valid until the next
+  // event.
+  const std::string* OperationOwner(std::string_view op_id);
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);

@@ -114,12 +114,9 @@ void CheckOperationRequest(TraceChecker& c, const Event& e) {
   // a published one is found through its transaction.
   const TraceChecker::Op* op = c.FindOp(*e.operation_id);
   if (op && SameBytes(op->request_id, *e.request_id)) return;
-  // Its owner: the transaction's handle, or, for an operation kept past its request's release
-  // whose transaction the receipt window forgot, the operation's record (probe 21).
-  const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
-  if (!t && !op) return;
-  const std::string& owner = t ? t->request.handle_id : op->request_id;
-  if (SameBytes(owner, *e.request_id)) return;
+  const std::string* owner_of = c.OperationOwner(*e.operation_id);
+  if (!owner_of || SameBytes(*owner_of, *e.request_id)) return;
+  const std::string& owner = *owner_of;
   if (!c.FindHandle(*e.request_id))
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +

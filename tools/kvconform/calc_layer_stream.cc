@@ -22,26 +22,21 @@ void RunLayerStream(const LayerStreamOptions& args) {
     ExitCode() = kExitUsage;
     return;
   }
-  struct {
-    const std::vector<uint64_t>& ready;
-    const std::vector<uint64_t>& transfer;
-    const std::string& format;
-  } o{*ready, *transfer, args.format};
-  auto s = handoff::ComputeLayerStream(o.ready, o.transfer);
+  auto s = handoff::ComputeLayerStream(*ready, *transfer);
   if (!s.ok()) {
     std::cerr << "kvconform calc layer-stream: " << Printable(s.status().message()) << "\n";
     ExitCode() = kExitUsage;
     return;
   }
-  nlohmann::json j = {{"ready", o.ready},
-                      {"transfer", o.transfer},
+  nlohmann::json j = {{"ready", *ready},
+                      {"transfer", *transfer},
                       {"per_layer_visible", s->per_layer_visible},
                       {"per_layer_complete", s->per_layer_complete},
                       {"request_level_complete", s->request_level_complete},
                       {"total_transfer", s->total_transfer},
                       {"exposed_after_prefill", s->exposed_after_prefill},
                       {"hidden_transfer", s->hidden_transfer}};
-  if (o.format == "json") {
+  if (args.format == "json") {
     std::cout << j.dump(2) << "\n";
   } else {
     for (auto it = j.begin(); it != j.end(); ++it)

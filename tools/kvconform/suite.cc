@@ -25,6 +25,24 @@ struct Row {
   size_t valid = 0, invalid = 0, passed = 0, failed = 0;
 };
 
+// OK when the race history at `path` is linearizable (the search of `fuzz check`); else why:
+// RACE_NOT_LINEARIZABLE for a history no order explains or one not decided within the budget.
+Status CheckLinearizable(const std::string& path) {
+  auto h = race::ReadHistoryFile(path);
+  if (!h.ok()) return h.status();
+  auto model = race::KvModel::FromHeader(h->header);
+  if (!model.ok()) return model.status();
+  auto r = race::CheckHistory(*model, *h);
+  if (!r.ok()) return r.status();
+  if (r->verdict == race::Verdict::kLinearizable) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument,
+                path + ": the history is " +
+                    (r->verdict == race::Verdict::kUnknown
+                         ? std::string("not decided within the check budget")
+                         : std::string("not linearizable")),
+                ErrorCode::RACE_NOT_LINEARIZABLE);
+}
+
 void Run(const SuiteOptions& opt) {
   std::string root = opt.root.empty() ? DefaultRoot() : opt.root;
   std::vector<std::pair<std::string, FixtureOutcome>> results;  // section -> outcome
@@ -33,27 +51,11 @@ void Run(const SuiteOptions& opt) {
     // A valid race history claims more than its form: that the store's history is
     // linearizable (probe 56: a result changed so that no order explains it still passed,
     // since validation judges the document only).
-    if (o.passed && !o.invalid && o.kind == race::kHistoryKind) {
-      Status why;
-      auto h = race::ReadHistoryFile(path);
-      auto model =
-          h.ok() ? race::KvModel::FromHeader(h->header) : StatusOr<race::KvModel>(h.status());
-      auto r =
-          model.ok() ? race::CheckHistory(*model, *h) : StatusOr<race::CheckResult>(model.status());
-      if (!r.ok())
-        why = r.status();
-      else if (r->verdict != race::Verdict::kLinearizable)
-        why = Status(StatusCode::kInvalidArgument,
-                     path + ": the history is " +
-                         (r->verdict == race::Verdict::kUnknown
-                              ? std::string("not decided within the check budget")
-                              : std::string("not linearizable")),
-                     ErrorCode::RACE_NOT_LINEARIZABLE);
-      if (!why.ok()) {
+    if (o.passed && !o.invalid && o.kind == race::kHistoryKind)
+      if (Status why = CheckLinearizable(path); !why.ok()) {
         o.passed = false;
         o.detail = "valid race history: " + why.ToString();
       }
-    }
     results.emplace_back(o.kind.empty() ? "unknown" : o.kind, std::move(o));
   }
   for (const auto& section : SuiteSections())
