@@ -792,7 +792,9 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
     if (!tomb.ok()) return false;
     NoteReleased(std::string(*e.request_id), tomb->incarnation);
   }
-  requests_[std::string(*e.request_id)].retired.insert(gated);
+  std::set<uint64_t>& retired = requests_[std::string(*e.request_id)].retired;
+  retired.insert(gated);
+  if (retired.size() > Request::kMaxRetired) retired.erase(retired.begin());
   gate_bytes_ -= std::min(gate_bytes_, GateCost(gate->first));
   poisoned_.erase(gate);
   return true;
@@ -835,8 +837,16 @@ void TraceChecker::GateOperationRequest(std::string_view operation_id, bool requ
     if (auto transfer = TransferRequest(*this, operation_id)) return Poison("request:" + *transfer);
     // (A transfer's under its own key: an append operation's next event of that name is not
     // its next event.)
-    dropped_ops_.emplace(transfer_only ? "transfer:" + std::string(operation_id)
-                                       : std::string(operation_id));
+    std::string key =
+        transfer_only ? "transfer:" + std::string(operation_id) : std::string(operation_id);
+    if (!dropped_ops_.count(key)) {
+      if (gate_bytes_ + GateCost(key) <= opt_.gate_bytes) {
+        gate_bytes_ += GateCost(key);
+        dropped_ops_.insert(std::move(key));
+      } else {
+        ++gates_not_kept_;
+      }
+    }
   }
   if (request_unknown) Poison("request:*");
 }
@@ -2272,6 +2282,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       it = dropped_ops_.find("transfer:" + std::string(*e.operation_id));
     if (it != dropped_ops_.end()) {
       Poison("request:" + std::string(*e.request_id));
+      gate_bytes_ -= std::min(gate_bytes_, GateCost(*it));
       dropped_ops_.erase(it);
     }
   }

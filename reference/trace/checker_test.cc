@@ -3448,6 +3448,65 @@ TEST(TraceCheckerTest, RegressionGatesOfManyBrokenRequestsStayWithinTheirBudget)
   EXPECT_EQ(c.poisoned_count() + c.gates_not_kept(), 500u);
 }
 
+// Probe 60: an event dropped without a request, naming an operation the replay did not know,
+// kept the operation's id (so that its next event's request is gated) outside the gates'
+// budget: 400,000 such events of 1 KB ids held 490 MB. They are gates of the budget: past it
+// one is not kept and is counted.
+TEST(TraceCheckerTest, RegressionDroppedUnknownOperationsStayWithinTheGatesBudget) {
+  CheckerOptions opt;
+  opt.gate_bytes = 256 << 10;
+  opt.max_violations = 10;
+  TraceChecker c("t.jsonl", opt);
+  c.Feed(kHeader, 1);
+  const std::string pad(1000, 'x');
+  constexpr int kEvents = 2000;
+  for (int i = 0; i < kEvents; ++i)
+    c.Feed(Ev(i, "append_stage_layer",
+              R"("request_id":null,"handle_generation":0,"operation_id":")" + pad +
+                  std::to_string(i) + R"(","payload":{"layer":0,"interval":[0,4]})"),
+           static_cast<uint32_t>(i + 2));
+  c.Finish(false);
+  // Each event gates its operation ("op:" + id) and keeps the id: two budgeted records of
+  // ~1.1 KB (GateCost: the key and 96 B).
+  EXPECT_LE((c.poisoned_count() + c.dropped_operations()) * (1000 + 96), opt.gate_bytes);
+  EXPECT_GT(c.dropped_operations(), 0u);
+  EXPECT_GE(c.gates_not_kept(), static_cast<uint64_t>(kEvents));
+}
+
+// Probe 60: a request id gated and allocated again kept every retired generation, so one id
+// gated and re-allocated 1,000,000 times grew by 24 MB while one request was live. The last
+// Request::kMaxRetired are kept; the latest retired incarnation's late event is still skipped.
+TEST(TraceCheckerTest, RegressionRetiredIncarnationsOfOneIdAreBounded) {
+  TraceChecker c("t.jsonl", CheckerOptions{.max_violations = 10});
+  c.Feed(kHeader, 1);
+  uint32_t line = 2;
+  int seq = 0;
+  constexpr int kCycles = 200;
+  for (int g = 0; g < kCycles; ++g) {
+    const std::string id = R"("request_id":"R","handle_generation":)" + std::to_string(g) + ",";
+    c.Feed(
+        Ev(seq++, "request_allocate", id + R"("result_snapshot":0,"payload":{"prompt_length":4})"),
+        line++);
+    c.Feed(
+        Ev(seq++, "output_emit",
+           id + R"("base_snapshot":0,"outcome":"failure","payload":{"output_index":0,"token":1})"),
+        line++);
+  }
+  // A late event of the last retired incarnation (kCycles - 2) is skipped without a code.
+  c.Feed(Ev(seq++, "output_emit",
+            R"("request_id":"R","handle_generation":)" + std::to_string(kCycles - 2) +
+                R"(,"base_snapshot":0,"payload":{"output_index":0,"token":1})"),
+         line++);
+  c.Finish(false);
+  const TraceChecker::Request* r = c.FindRequest("R");
+  ASSERT_NE(r, nullptr);
+  EXPECT_LE(r->retired.size(), TraceChecker::Request::kMaxRetired);
+  EXPECT_EQ(r->retired.count(kCycles - 2), 1u);
+  // One TRACE_OUTCOME_INVALID per incarnation, nothing for the late event.
+  EXPECT_EQ(c.violations().size() + c.omitted_violations(), static_cast<uint64_t>(kCycles))
+      << test::Describe(c.violations());
+}
+
 // Probe 43: the header's other violations keep their pointer and message after the repair.
 TEST(TraceCheckerTest, RegressionARepairedHeaderKeepsItsOtherViolationsMessages) {
   const Violations v = test::CheckSourceTrace(

@@ -1339,11 +1339,10 @@ bool CheckNotResurrected(TraceChecker& c, const Event& e, const TraceChecker::Ev
                          bool freed, std::string_view pointer) {
   TraceChecker::Request* r = e.request_id ? c.FindRequest(*e.request_id) : nullptr;
   if (!r || (e.handle_generation && *e.handle_generation != r->generation)) return true;
-  auto seen = std::find_if(r->freed_by.begin(), r->freed_by.end(),
-                           [&](const auto& f) { return f.first == e.source_instance; });
+  auto seen = r->freed_by.find(e.source_instance);
   if (freed) {
     if (info.type == "release" && seen == r->freed_by.end())
-      r->freed_by.emplace_back(std::string(e.source_instance), e.line);
+      r->freed_by.emplace(std::string(e.source_instance), e.line);
     return true;
   }
   if (seen == r->freed_by.end()) return true;

@@ -200,15 +200,37 @@ class TransferState final : public CheckerExtension {
   // "Memory"). A transfer's state changes only on its own events, and PUBLISHED and ABORTED are
   // terminal, so the order, and every verdict, depends on the trace alone.
   std::deque<std::map<std::string, Transfer, std::less<>>::iterator> finished;
-  // The ids of each request's kept transfers (open, or finished within the window): gating the
-  // request gates them (GateTransfersOfRequest), and the request's generation fence in the
-  // directory is forgotten with the last of them.
-  std::map<std::string, std::set<std::string, std::less<>>, std::less<>> kept_per_request;
+  // A request's kept transfers (open, or finished within the window): gating the request gates
+  // them (GateTransfersOfRequest), and the request's generation fence in the directory is
+  // forgotten with the last of them. Beside the ids, what OnPlan's identity rules compare a new
+  // attempt with, indexed so that a plan conforming to them costs O(log k) for k kept attempts
+  // (probe 60: a scan of every kept attempt per plan made 20,000 open attempts of one request
+  // take 30 s, and a retrying request 450 us per plan); a plan they may refuse is judged by the
+  // scan (FirstIdentityConflict), which names the offending attempt.
+  struct KeptAttempts {
+    std::set<std::string, std::less<>> ids;
+    // Every kept attempt's tenant: OnPlan admits a plan only with the kept attempts' tenant.
+    std::string tenant;
+    std::multiset<uint64_t> attempts;
+    std::multimap<std::string, std::string, std::less<>> by_reservation;  // -> transfer id
+    // Prompt ends (token_start + token_count): of every kept attempt, and of those not
+    // PUBLISHED (open or aborted) with their transfer ids.
+    std::multiset<uint64_t> prompt_ends;
+    std::multimap<uint64_t, std::string> unpublished_prompt_ends;
+  };
+  std::map<std::string, KeptAttempts, std::less<>> kept_per_request;
   uint64_t forgotten = 0;  // transfers forgotten so far (an unknown one may be one of them)
 
-  // A transfer record was added for `request`.
-  void Kept(const std::string& request, const std::string& transfer_id) {
-    kept_per_request[request].insert(transfer_id);
+  // A transfer record was added for `request`, planned as `plan` (which passed CheckPlan, so
+  // its prompt end fits 64 bits).
+  void Kept(const std::string& request, const std::string& transfer_id, const TransferPlan& plan) {
+    KeptAttempts& k = kept_per_request[request];
+    if (k.ids.empty()) k.tenant = plan.identity.tenant;
+    k.ids.insert(transfer_id);
+    k.attempts.insert(plan.identity.attempt);
+    k.by_reservation.emplace(plan.identity.reservation_id, transfer_id);
+    k.prompt_ends.insert(plan.token_start + plan.token_count);
+    k.unpublished_prompt_ends.emplace(plan.token_start + plan.token_count, transfer_id);
   }
 
   // Records kv_ready of [start, end) of `layer` for `request` at `line`.
@@ -248,6 +270,10 @@ class TransferState final : public CheckerExtension {
   // (Transfer), and the oldest finished transfers beyond the window are forgotten.
   void Finished(std::map<std::string, Transfer, std::less<>>::iterator it) {
     Transfer& t = it->second;
+    if (t.txn->state() == TxnState::kPublished)
+      if (auto k = kept_per_request.find(t.request_id); k != kept_per_request.end())
+        EraseEntry(k->second.unpublished_prompt_ends,
+                   t.txn->plan().token_start + t.txn->plan().token_count, it->first);
     t.txn->Settle();
     t.received.clear();
     t.plan_event_id = std::string();
@@ -280,15 +306,33 @@ class TransferState final : public CheckerExtension {
     if (auto k = kept_per_request.find(t.request_id); k != kept_per_request.end()) {
       // O(log k) (probe 14: a vector's find and erase made a request of many transfers
       // quadratic).
-      std::set<std::string, std::less<>>& ids = k->second;
-      ids.erase(it->first);
-      if (ids.empty()) {
+      KeptAttempts& kept = k->second;
+      const TransferPlan& plan = t.txn->plan();
+      kept.ids.erase(it->first);
+      if (auto a = kept.attempts.find(plan.identity.attempt); a != kept.attempts.end())
+        kept.attempts.erase(a);
+      EraseEntry(kept.by_reservation, plan.identity.reservation_id, it->first);
+      const uint64_t end = plan.token_start + plan.token_count;
+      if (auto p = kept.prompt_ends.find(end); p != kept.prompt_ends.end())
+        kept.prompt_ends.erase(p);
+      EraseEntry(kept.unpublished_prompt_ends, end, it->first);
+      if (kept.ids.empty()) {
         directory.ForgetRequest(t.request_id);
         kept_per_request.erase(k);
       }
     }
     transfers.erase(it);
     ++forgotten;
+  }
+
+  // Erases the entry (key, id) of `m`, one of the few under `key`.
+  template <typename M, typename K>
+  static void EraseEntry(M& m, const K& key, const std::string& id) {
+    for (auto [b, e] = m.equal_range(key); b != e; ++b)
+      if (b->second == id) {
+        m.erase(b);
+        return;
+      }
   }
 
   // `r` (of `request`, no open transfer) becomes the most recent idle request: forgotten at
@@ -418,7 +462,7 @@ void GateTransfersOfRequest(TraceChecker& c, std::string_view request) {
   auto k = s.kept_per_request.find(request);
   if (k == s.kept_per_request.end()) return;
   // A copy: gating may finish a transfer and forget older ones (TransferState::Forget).
-  const std::vector<std::string> ids(k->second.begin(), k->second.end());
+  const std::vector<std::string> ids(k->second.ids.begin(), k->second.ids.end());
   for (const std::string& id : ids)
     if (!c.IsPoisoned("transfer:" + id)) GateTransfer(c, id);
 }
@@ -661,6 +705,28 @@ void OnKvReady(TraceChecker& c, const Event& e, ObjReader& p) {
   State(c).AddKvReady(*req, *layer, interval->first, interval->second, e.line, e.monotonic_ns);
 }
 
+// Whether `plan` may break one of OnPlan's identity rules against `kept`, its request's kept
+// attempts: false only when it breaks none (every kept attempt shares one tenant; the rules
+// compare the attempt number with the highest kept, the reservation with the live attempts
+// holding it, the prompt end with every kept end and with the unpublished ones'). O(log k).
+bool MayBreakIdentityRules(const TransferState& s, const TransferState::KeptAttempts& kept,
+                           const TransferPlan& plan) {
+  if (kept.ids.empty()) return false;
+  if (plan.identity.tenant != kept.tenant) return true;
+  if (!kept.attempts.empty() && plan.identity.attempt <= *kept.attempts.rbegin()) return true;
+  for (auto [b, e] = kept.by_reservation.equal_range(plan.identity.reservation_id); b != e; ++b) {
+    auto o = s.transfers.find(b->second);
+    if (o == s.transfers.end() || !o->second.txn) continue;
+    const TxnState st = o->second.txn->state();
+    if (st != TxnState::kPublished && st != TxnState::kAborted) return true;
+  }
+  const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
+  if (!end) return false;  // judged by CheckPlan, not by these rules
+  if (!kept.prompt_ends.empty() && *kept.prompt_ends.rbegin() > *end) return true;
+  return !kept.unpublished_prompt_ends.empty() &&
+         kept.unpublished_prompt_ends.begin()->first < *end;
+}
+
 void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferPlan plan;
   plan.transfer_id = *e.operation_id;
@@ -766,8 +832,10 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   // attempts are numbered upward, and a live attempt's reservation is its own (probe 31: a
   // changed tenant, an attempt numbered below the last and two live attempts under one
   // reservation passed).
-  if (auto k = s.kept_per_request.find(*req); k != s.kept_per_request.end()) {
-    for (const std::string& other_id : k->second) {
+  if (auto k = s.kept_per_request.find(*req);
+      k != s.kept_per_request.end() &&
+      (!c.options().transfer_identity_index || MayBreakIdentityRules(s, k->second, plan))) {
+    for (const std::string& other_id : k->second.ids) {
       auto o = s.transfers.find(other_id);
       if (o == s.transfers.end() || !o->second.txn) continue;
       const handoff::TransferIdentity& was = o->second.txn->plan().identity;
@@ -868,7 +936,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     return drop();
   }
   t.txn.emplace(std::move(*txn));
-  s.Kept(t.request_id, std::string(*e.operation_id));
+  s.Kept(t.request_id, std::string(*e.operation_id), t.txn->plan());
   s.transfers.emplace(*e.operation_id, std::move(t));
 }
 

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "reference/testutil/testutil.h"
@@ -1174,6 +1175,84 @@ TEST(TransferEventsTest, RegressionAnEmptyTransferIdIsRefusedAtItsPlan) {
       << test::Describe(v);
   EXPECT_EQ(v[0].line, 4u);  // header, destination, kv_ready, the plan
   EXPECT_EQ(v[0].pointer, "/3/operation_id");
+}
+
+// Regression (probe 60, 2026-12-05): each transfer_plan compared its identity with every kept
+// attempt of its request, so 20,000 open attempts of one request took 30 s and a request
+// retried past the finished-transfer window 450 us per plan. The rules are judged through an
+// index of the kept attempts (MayBreakIdentityRules) and the scan runs only when a rule may be
+// broken. Differential: random attempt histories (tenant, attempt number, reservation, prompt
+// end; left open, aborted or published; windows of 2 to 64 finished transfers) raise the same
+// violations, byte for byte, with the index as with a scan at every plan, and the histories
+// break every rule the scan names somewhere.
+TEST(TransferEventsTest, RegressionPlanIdentityIndexJudgesAsTheScan) {
+  constexpr uint32_t kSeed = 20261205;
+  constexpr int kTraces = 300;
+  std::mt19937 rng(kSeed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  std::map<std::string, int> fields;  // the identity rules' pointers the histories broke
+  for (int t = 0; t < kTraces; ++t) {
+    TwoSourceTrace trace = WithDestination(1 << 20, 1 << 12);
+    const int plans = 2 + pick(40);
+    std::map<std::string, int> attempts;
+    for (int i = 0; i < plans; ++i) {
+      const std::string request = "r" + std::to_string(pick(3));
+      const std::string x = "x" + std::to_string(i);
+      const std::string tenant = pick(20) == 0 ? "u" : "t";
+      const int attempt = (attempts[request] += pick(8) == 0 ? 0 : 1 + pick(2));
+      const std::string identity = R"({"tenant":")" + tenant + R"(","request_id":")" + request +
+                                   R"(","generation":1,"attempt":)" + std::to_string(attempt) +
+                                   R"(,"source_worker_epoch":1,"destination_worker_epoch":1,)"
+                                   R"("reservation_id":"res)" +
+                                   std::to_string(pick(4)) + R"("})";
+      const int tokens = pick(6) == 0 ? 8 + 8 * pick(3) : 16;
+      const std::string n = std::to_string(tokens);
+      KvReady(trace, request, 0, tokens);
+      trace.ev("P", x, "transfer_plan",
+               R"("request_id":")" + request + R"(","payload":{"destination":"d0","identity":)" +
+                   identity + R"(,"tensor_abi_sha256":")" + trace.abi +
+                   R"(","token_start":0,"token_count":)" + n +
+                   R"(,"bytes_per_token_layer":64,"reserved_blocks":1,)" +
+                   R"("chunks":[{"chunk_id":"c0","layer":0,"token_start":0,"token_count":)" + n +
+                   R"(,"bytes":)" + std::to_string(64 * tokens) + R"(,"checksum":")" +
+                   std::string(64, 'b') + R"("}]})");
+      switch (pick(3)) {
+        case 0:  // left open
+          break;
+        case 1:
+          trace.ev("P", x, "transfer_abort", R"("payload":{"reason":"r"})");
+          break;
+        default:
+          trace.ev("D", x, "transfer_reserve", R"("payload":{})");
+          trace.ev("P", x, "chunk_credit_acquire", R"("payload":{"chunk_id":"c0"})");
+          trace.ev("P", x, "chunk_send", R"("payload":{"chunk_id":"c0"})");
+          trace.ev("D", x, "chunk_receive",
+                   R"("payload":{"chunk_id":"c0","checksum":")" + std::string(64, 'b') + R"("})");
+          trace.ev("D", x, "chunk_device_visible", R"("payload":{"chunk_id":"c0"})");
+          trace.ev("D", x, "transfer_validate",
+                   R"("payload":{"expected_identity":)" + identity + "}");
+          trace.ev("D", x, "transfer_publish",
+                   R"("payload":{"cache_handle_id":")" + request + R"(@g1","committed_length":)" +
+                       n + "}");
+          trace.ev("D", x, "decode_release", R"("payload":{})");
+      }
+    }
+    CheckerOptions indexed, scanned;
+    indexed.released_window = scanned.released_window = size_t{2} << pick(6);
+    scanned.transfer_identity_index = false;
+    TraceChecker a("t.jsonl", indexed);
+    TraceChecker b("t.jsonl", scanned);
+    const std::string va = test::Describe(Replay(a, trace.out));
+    const std::string vb = test::Describe(Replay(b, trace.out));
+    ASSERT_EQ(va, vb) << "seed " << kSeed << ", trace " << t;
+    for (const auto& v : a.violations())
+      if (v.code == ErrorCode::HANDOFF_IDENTITY_MISMATCH)
+        ++fields[v.pointer.substr(v.pointer.rfind("/payload/"))];
+  }
+  // Every rule the scan names was broken by some history (else the comparison proves little).
+  for (const char* f : {"/payload/identity/tenant", "/payload/identity/attempt",
+                        "/payload/identity/reservation_id", "/payload/token_count"})
+    EXPECT_GT(fields[f], 0) << f;
 }
 
 }  // namespace
