@@ -154,9 +154,12 @@ cudaError_t LaunchAttentionTc(const AttentionParams& p, cudaStream_t stream) {
   cudaError_t e =
       cudaFuncSetAttribute(AttentionTcKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  if (p.num_q_heads > 65535 || p.layout.batch > 65535) return cudaErrorInvalidConfiguration;
-  const dim3 grid(static_cast<unsigned>(CeilDiv(p.t_q, kTcBlockM)),
-                  static_cast<unsigned>(p.num_q_heads), static_cast<unsigned>(p.layout.batch));
+  if (p.num_q_heads > kMaxGridYZ || p.layout.batch > kMaxGridYZ) {
+    return cudaErrorInvalidConfiguration;  // ValidateAttention refuses these shapes
+  }
+  const int64_t row_tiles = (static_cast<int64_t>(p.t_q) + kTcBlockM - 1) / kTcBlockM;
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(p.num_q_heads),
+                  static_cast<unsigned>(p.layout.batch));
   AttentionTcKernel<<<grid, kThreads, smem, stream>>>(p);
   return cudaGetLastError();
 }

@@ -257,5 +257,79 @@ TEST(TcPrefill, LaneLevelEmulationMeetsTheBf16Tolerance) {
   EXPECT_LE(err, 2.0 * naive_err);
 }
 
+// The device tests' tensor-core criterion vs the fp32-math twin on the same bf16 K/V
+// (cuda_kernels_test.cc ExpectTensorCoreCaseMeetsBf16Tolerance: NMSE <= kTcTwinNmse and
+// worst-row NMSE <= kTcTwinWorstRowNmse), applied to the lane-level emulation, with the mutants
+// probe 59 found passing the old 5e-4 whole-tensor bound: one query row's causal limit one key too
+// far (a leak), every row missing its last key, every row missing its first key. The emulation must
+// pass, each mutant must fail.
+void ExpectTwinCriterionOnEmulation(int t_q, int kv_len, std::mt19937_64& rng) {
+  const int D = kTcHeadDim;
+  LogicalKv kv{1,
+               1,
+               kv_len,
+               D,
+               RandomFloats(size_t(kv_len) * D, rng),
+               RandomFloats(size_t(kv_len) * D, rng)};
+  const auto q = RandomFloats(size_t(t_q) * D, rng, -2, 2);
+  const float scale = 1.0f / std::sqrt(float(D));
+  const std::vector<int32_t> len = {kv_len};
+  const test::HostCache cache = test::MakeCache(kv, KvDtype::kBF16, kv_len, 0, rng);
+  std::vector<float> twin(q.size(), NAN);
+  AttentionParams p;
+  p.layout = cache.layout;
+  p.k_cache = cache.k.data();
+  p.v_cache = cache.v.data();
+  p.kv_len = len.data();
+  p.max_kv_len = kv_len;
+  p.q = q.data();
+  p.out = twin.data();
+  p.num_q_heads = 1;
+  p.t_q = t_q;
+  p.scale = scale;
+  ASSERT_TRUE(AttentionCpu(p).ok());
+  auto meets = [&](const std::vector<float>& got, const char* what) {
+    const double n = Nmse(got, twin), w = test::WorstRowNmse(got, twin, D);
+    std::printf("[ tc emu   ] %s: NMSE %.3e, worst-row NMSE %.3e vs twin\n", what, n, w);
+    return n <= test::kTcTwinNmse && w <= test::kTcTwinWorstRowNmse;
+  };
+  EXPECT_TRUE(meets(EmulateTcHead(kv, 0, 0, kv_len, q.data(), t_q, scale), "emulation"));
+  // Mutants: float64 attention on the stored (bf16) K/V with a changed key range per row.
+  auto mutant = [&](int leak_row, int drop_first, int drop_last) {
+    std::vector<float> out(q.size());
+    for (int qi = 0; qi < t_q; ++qi) {
+      int lo = drop_first, hi = CausalKeyLimit(kv_len, t_q, qi) - drop_last;
+      if (qi == leak_row) hi += 1;
+      std::vector<double> s(hi - lo);
+      double m = -1e300, sum = 0;
+      for (int t = lo; t < hi; ++t) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d) dot += double(q[qi * D + d]) * Bf16(kv.K(0, 0, t, d));
+        m = std::max(m, s[t - lo] = dot * scale);
+      }
+      for (auto& x : s) sum += (x = std::exp(x - m));
+      for (int d = 0; d < D; ++d) {
+        double acc = 0;
+        for (int t = lo; t < hi; ++t) acc += s[t - lo] * Bf16(kv.V(0, 0, t, d));
+        out[qi * D + d] = float(acc / sum);
+      }
+    }
+    return out;
+  };
+  EXPECT_TRUE(meets(mutant(-1, 0, 0), "float64 on the stored K/V (no mutation)"));
+  EXPECT_FALSE(meets(mutant(t_q - 2, 0, 0), "the next-to-last row sees one key too many"));
+  EXPECT_FALSE(meets(mutant(-1, 0, 1), "every row misses its last key"));
+  EXPECT_FALSE(meets(mutant(-1, 1, 0), "every row misses its first key"));
+}
+
+TEST(TcPrefill, TwinCriterionPassesTheEmulationAndCatchesMaskMutants) {
+  std::mt19937_64 rng(TestSeed(132, "TcPrefillTwinCriterion"));
+  // The device tests' tc_past_gqa4 and tc_long shapes (per head).
+  for (auto [t_q, kv_len] : {std::pair{75, 145}, std::pair{300, 700}}) {
+    SCOPED_TRACE("t_q " + std::to_string(t_q) + " kv_len " + std::to_string(kv_len));
+    ExpectTwinCriterionOnEmulation(t_q, kv_len, rng);
+  }
+}
+
 }  // namespace
 }  // namespace kvc::kernels

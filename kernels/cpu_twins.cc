@@ -188,14 +188,44 @@ Status ValidateAttention(const AttentionParams& p) {
   KVC_RETURN_IF_ERROR(CheckCount(k, "q",
                                  {p.layout.batch, p.num_q_heads, p.t_q, p.layout.head_dim,
                                   NumSplits(p.max_kv_len, p.split_size), 2}));
+  // The launch's grid limits (kernel_types.h, AttentionGroupRows), judged here so that the twin
+  // refuses exactly the shapes the launcher cannot cover.
+  const int64_t group_rows = AttentionGroupRows(p);
+  if (group_rows > std::numeric_limits<int32_t>::max()) {
+    return OutOfRange(Where(k, "(num_q_heads / num_kv_heads) * t_q = " +
+                                   std::to_string(group_rows) + " overflows int32 row indices"));
+  }
+  if (UseTensorCorePrefill(p)) {
+    if (p.num_q_heads > kMaxGridYZ || p.layout.batch > kMaxGridYZ) {
+      return OutOfRange(Where(
+          k, "tensor-core prefill needs num_q_heads and batch <= " + std::to_string(kMaxGridYZ)));
+    }
+  } else {
+    const int64_t bh = static_cast<int64_t>(p.layout.batch) * p.layout.num_kv_heads;
+    if (bh > kMaxGridYZ || AttentionRowTiles(p) > kMaxGridYZ) {
+      return OutOfRange(Where(k, "batch * num_kv_heads = " + std::to_string(bh) +
+                                     " and row tiles = " + std::to_string(AttentionRowTiles(p)) +
+                                     " must each be <= " + std::to_string(kMaxGridYZ)));
+    }
+  }
+  const int64_t total_rows = static_cast<int64_t>(p.layout.batch) * p.num_q_heads * p.t_q;
+  if (NumSplits(p.max_kv_len, p.split_size) > 1 &&
+      total_rows > std::numeric_limits<int32_t>::max()) {
+    return OutOfRange(Where(k,
+                            "split-K needs batch * num_q_heads * t_q <= INT32_MAX (one combine "
+                            "block per query row), got " +
+                                std::to_string(total_rows)));
+  }
   return Status::Ok();
 }
 
 Status ValidateAppend(const KvAppendParams& p) {
   const char* k = "kv append";
   KVC_RETURN_IF_ERROR(ValidateLayout(p.layout));
-  if (!p.k_cache || !p.v_cache || !p.base_len || !p.k_new || !p.v_new || !p.error_flag) {
-    return InvalidArgument(Where(k, "caches, base_len, k_new, v_new, error_flag must be set"));
+  if (!p.k_cache || !p.v_cache || !p.base_len || !p.visible_len || !p.k_new || !p.v_new ||
+      !p.error_flag) {
+    return InvalidArgument(
+        Where(k, "caches, base_len, visible_len, k_new, v_new, error_flag must be set"));
   }
   if (IsPaged(p.layout) && !p.block_table) {
     return InvalidArgument(Where(k, "paged layout needs the transaction's block_table"));
@@ -326,8 +356,15 @@ Status MatmulCpu(const MatmulParams& p) {
 Status KvAppendCpu(const KvAppendParams& p) {
   KVC_RETURN_IF_ERROR(ValidateAppend(p));
   const KvLayout& l = p.layout;
-  // Check every destination first, so a failing transaction writes nothing.
+  // Check every sequence and destination first, so a failing transaction writes nothing.
   for (int32_t b = 0; b < l.batch; ++b) {
+    if (p.base_len[b] != p.visible_len[b]) {
+      *p.error_flag = 1;
+      return FailedPrecondition("kv append: sequence " + std::to_string(b) + " base_len " +
+                                std::to_string(p.base_len[b]) + " differs from the published " +
+                                "visible_len " + std::to_string(p.visible_len[b]) +
+                                " (stale transaction; its rows would overwrite published rows)");
+    }
     for (int32_t i = 0; i < p.t_new; ++i) {
       const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
       if (p.base_len[b] < 0 || t > std::numeric_limits<int32_t>::max() ||
@@ -359,7 +396,8 @@ Status KvPublishCpu(const KvPublishParams& p) {
   const KvLayout& l = p.layout;
   for (int32_t b = 0; b < l.batch; ++b) {
     const int64_t new_len = static_cast<int64_t>(p.base_len[b]) + p.t_new;
-    if (*p.error_flag != 0 || p.visible_len[b] != p.base_len[b] || new_len > MaxTokensPerSeq(l)) {
+    if (*p.error_flag != 0 || p.base_len[b] < 0 || p.visible_len[b] != p.base_len[b] ||
+        new_len > MaxTokensPerSeq(l)) {
       p.published[b] = 0;
       continue;
     }

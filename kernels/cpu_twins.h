@@ -31,8 +31,10 @@ float LoadKv(const void* base, KvDtype d, int64_t i);
 void StoreKv(void* base, KvDtype d, int64_t i, float v);
 
 // Shape checks shared by twins and launchers (launchers map a failure to
-// cudaErrorInvalidValue). Device-resident contents (block ids, lengths) are checked where
-// they are read: by the twin before writing, by the kernel per row (error flag / clamping).
+// cudaErrorInvalidValue; a caller that wants the reason calls these first and returns their
+// Status, as kernels/cuda_engine.cc does). Device-resident contents (block ids, lengths) are
+// checked where they are read: by the twin before writing, by the kernel per row (error flag /
+// clamping).
 Status ValidateLayout(const KvLayout& l);
 Status ValidateAttention(const AttentionParams& p);
 Status ValidateAppend(const KvAppendParams& p);
@@ -46,8 +48,10 @@ Status RmsNormCpu(const RmsNormParams& p);
 Status RopeCpu(const RopeParams& p);
 Status SwiGluCpu(const SwiGluParams& p);
 Status MatmulCpu(const MatmulParams& p);
-// Also checks every row's block id and base_len BEFORE writing anything: an unaddressable row
-// sets *error_flag = 1 and returns kOutOfRange with no byte written.
+// Also checks every sequence's base_len against visible_len and every row's block id BEFORE
+// writing anything: a stale sequence (base_len != visible_len) sets *error_flag = 1 and returns
+// kFailedPrecondition, an unaddressable row sets *error_flag = 1 and returns kOutOfRange; either
+// way no byte is written (the CUDA kernel writes nothing of the failing sequence or row).
 Status KvAppendCpu(const KvAppendParams& p);
 Status KvPublishCpu(const KvPublishParams& p);
 // Also checks kv_len[b] in [t_q, max_kv_len] and every block id it reads.

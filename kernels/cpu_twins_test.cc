@@ -355,6 +355,63 @@ TEST(AttentionCpu, RejectsBadLengthsAndBlockIds) {
   EXPECT_EQ(AttentionCpu(bad_heads).code(), StatusCode::kInvalidArgument);
 }
 
+// Probe 59: shapes whose launch the CUDA grid cannot cover (group * t_q past int32, more than
+// 65535 row tiles or B * H_kv, split-K over more than INT32_MAX query rows) are refused by the
+// shared validation, so the twin and the launcher (cudaErrorInvalidValue) agree. Only the
+// shape is judged: the buffers are never read.
+TEST(AttentionCpu, RefusesShapesTheLaunchGridCannotCover) {
+  static float dummy[4];
+  static int32_t len = 1;
+  auto base = [] {
+    AttentionParams p;
+    p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
+    p.k_cache = dummy;
+    p.v_cache = dummy;
+    p.kv_len = &len;
+    p.q = dummy;
+    p.out = dummy;
+    p.num_q_heads = 1;
+    p.t_q = 1;
+    p.max_kv_len = 1;
+    p.scale = 1.0f;
+    return p;
+  };
+  AttentionParams p = base();  // probe 59's reproducer: 2^32 + 64 rows wrapped to one tile
+  p.num_q_heads = 64;
+  p.t_q = (1 << 26) + 1;
+  p.max_kv_len = p.t_q;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(AttentionCpu(p).code(), StatusCode::kOutOfRange);
+  p = base();  // 65536 row tiles of 64 rows (head_dim 128)
+  p.layout.head_dim = 128;
+  p.t_q = 65536 * 64;
+  p.max_kv_len = p.t_q;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kOutOfRange);
+  p.t_q = 65535 * 64;  // the largest that fits
+  EXPECT_TRUE(ValidateAttention(p).ok()) << ValidateAttention(p).ToString();
+  p.layout.dtype = KvDtype::kBF16;  // the tensor-core prefill tiles t_q on gridDim.x
+  p.t_q = 65536 * 64;
+  ASSERT_TRUE(UseTensorCorePrefill(p));
+  EXPECT_TRUE(ValidateAttention(p).ok()) << ValidateAttention(p).ToString();
+  p = base();  // B * H_kv = 65536 blocks on gridDim.z
+  p.layout.batch = 65536;
+  p.layout.capacity = 4;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kOutOfRange);
+  p.layout.batch = 65535;
+  EXPECT_TRUE(ValidateAttention(p).ok());
+  p = base();  // split-K combine: one block per query row, 2^31 rows
+  static float ws[1];
+  p.layout = KvLayout{KvDtype::kF32, 1024, 1, 1, 1 << 15};
+  p.num_q_heads = 64;
+  p.t_q = 1 << 15;
+  p.max_kv_len = 1 << 15;
+  p.split_size = 1 << 14;
+  p.workspace = ws;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kOutOfRange);
+  p.split_size = 0;  // unsplit: no combine
+  EXPECT_TRUE(ValidateAttention(p).ok()) << ValidateAttention(p).ToString();
+}
+
 // --- Append transaction: staged rows are invisible until publication ---------------------
 
 struct AppendFixture {
@@ -403,6 +460,7 @@ struct AppendFixture {
     p.v_cache = c.v.data();
     p.block_table = staged_table.empty() ? nullptr : staged_table.data();
     p.base_len = base_len.data();
+    p.visible_len = visible_len.data();
     p.k_new = k_new.data();
     p.v_new = v_new.data();
     p.t_new = t_new;
@@ -512,9 +570,55 @@ TEST(KvAppendCpu, UnaddressableRowFailsWholeTransactionAndBlocksPublication) {
   EXPECT_EQ(f.visible_len, std::vector<int32_t>({3, 3}));
   // Capacity overflow on a contiguous layout is the same failure.
   AppendFixture g(1, 1, 4, 3, 2, KvDtype::kF32, 0, rng);
-  g.base_len[0] = g.committed.layout.capacity - 1;
+  g.base_len[0] = g.visible_len[0] = g.committed.layout.capacity - 1;
   HostCache gc = g.committed;
   EXPECT_EQ(KvAppendCpu(g.Append(gc)).code(), StatusCode::kOutOfRange);
+  // A negative length (base == visible) is never addressable.
+  g.base_len[0] = g.visible_len[0] = -3;
+  g.error = 0;
+  EXPECT_EQ(KvAppendCpu(g.Append(gc)).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(g.error, 1);
+}
+
+// Probe 59: a transaction that read an old length (base_len < visible_len) staged its rows over
+// PUBLISHED rows (contiguous: rows [base, visible); paged: inside the shared last committed
+// block) before publish refused it, so a later reader of the unchanged snapshot saw other
+// values. Append must refuse the stale sequence before writing anything.
+TEST(KvAppendCpu, StaleBaseWritesNothingAndPublishedRowsStay) {
+  std::mt19937_64 rng(TestSeed(36, "StaleBaseWritesNothingAndPublishedRowsStay"));
+  for (int block_size : {0, 4}) {
+    SCOPED_TRACE("block_size " + std::to_string(block_size));
+    const int B = 2, Hkv = 2, Hq = 4, d = 8;
+    AppendFixture f(B, Hkv, d, 6, 3, KvDtype::kF32, block_size, rng);
+    HostCache c = f.committed;
+    // Another transaction published row 6 of sequence 1 after this one read length 5.
+    f.base_len[1] = 5;
+    f.visible_len[1] = 6;
+    f.visible_len[0] = 6;
+    auto q = RandomFloats(size_t(B) * Hq * d, rng);
+    const auto before = ReadVisible(f, c, q, Hq);
+    const auto k0 = c.k, v0 = c.v;
+    const Status s = KvAppendCpu(f.Append(c));
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_EQ(f.error, 1);
+    EXPECT_TRUE(c.k == k0 && c.v == v0) << "a stale append writes nothing";
+    EXPECT_EQ(0, std::memcmp(before.data(), ReadVisible(f, c, q, Hq).data(), q.size() * 4))
+        << "the published snapshot reads the same";
+    std::vector<int32_t> published(B, -1);
+    ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+    EXPECT_EQ(published, std::vector<int32_t>({0, 0}));
+    EXPECT_EQ(f.visible_len, std::vector<int32_t>({6, 6}));
+  }
+}
+
+TEST(KvAppendCpu, NeedsThePublishedLengths) {
+  std::mt19937_64 rng(TestSeed(37, "NeedsThePublishedLengths"));
+  AppendFixture f(1, 1, 4, 3, 2, KvDtype::kF32, 0, rng);
+  HostCache c = f.committed;
+  auto p = f.Append(c);
+  p.visible_len = nullptr;
+  EXPECT_EQ(KvAppendCpu(p).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.error, 0);
 }
 
 TEST(KvPublishCpu, StaleBaseIsRejectedPerSequence) {
@@ -530,6 +634,22 @@ TEST(KvPublishCpu, StaleBaseIsRejectedPerSequence) {
   EXPECT_EQ(f.visible_len, std::vector<int32_t>({5, 4}));
   const int mb = f.committed.layout.max_blocks_per_seq;
   for (int j = 0; j < mb; ++j) EXPECT_EQ(f.visible_table[mb + j], table_before[mb + j]);
+}
+
+// Probe 59: base_len == visible_len < 0 published a negative length.
+TEST(KvPublishCpu, NegativeLengthIsNeverPublished) {
+  std::mt19937_64 rng(TestSeed(38, "NegativeLengthIsNeverPublished"));
+  for (int block_size : {0, 4}) {
+    AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF32, block_size, rng);
+    f.base_len[0] = f.visible_len[0] = -5;
+    const auto table_before = f.visible_table;
+    std::vector<int32_t> published(2, -1);
+    ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+    EXPECT_EQ(published, std::vector<int32_t>({0, 1}));
+    EXPECT_EQ(f.visible_len, std::vector<int32_t>({-5, 5}));
+    const int mb = f.committed.layout.max_blocks_per_seq;
+    for (int j = 0; j < mb && block_size > 0; ++j) EXPECT_EQ(f.visible_table[j], table_before[j]);
+  }
 }
 
 // M5.1 0x01 worked two-layer decode trace: B=1, L=2, H_q=4, H_kv=2, d_h=4, T_past=4, T_new=1,
@@ -603,6 +723,7 @@ std::vector<float> RopeAppendAttend(int delta, bool rope_k, const std::vector<fl
   ap.k_cache = kc.data();
   ap.v_cache = vc.data();
   ap.base_len = &base;
+  ap.visible_len = &base;
   ap.k_new = k.data();
   ap.v_new = v_raw.data();
   ap.t_new = T;

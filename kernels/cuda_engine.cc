@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu_twins.h"
 #include "kernels/cuda_engine_kernels.h"
 #include "kernels/cuda_kernels.h"
 #include "reference/model/engine.h"
@@ -404,16 +405,19 @@ Status CudaEngine::Forward(Request* r, std::span<const int64_t> tokens,
     kp.v_cache = vc;
     kp.block_table = opts_.paged ? r->d_staged_table : nullptr;
     kp.base_len = base_len;
+    kp.visible_len = r->d_visible_len;  // a stale base stages nothing and sets the error flag
     kp.k_new = s_->kh;
     kp.v_new = s_->vh;
     kp.t_new = T;
     kp.error_flag = error_flag;
+    KVC_RETURN_IF_ERROR(ValidateAppend(kp));  // the reason; the launcher only says "invalid"
     KVC_CUDA(KvAppendCuda(kp, st), "KV append");
     // The layer's rows are staged in stream order before any reader below.
     if (hook) KVC_RETURN_IF_ERROR(hook(l));
     KVC_CUDA(internal::PermuteHeads(s_->q, s_->qh, T, Hq, dh, true, st), "Q to head-major");
     ap.k_cache = kc;
     ap.v_cache = vc;
+    KVC_RETURN_IF_ERROR(ValidateAttention(ap));
     KVC_CUDA(AttentionCuda(ap, st), "attention");
     KVC_CUDA(internal::PermuteHeads(s_->attn_h, s_->attn, T, Hq, dh, false, st),
              "attention output to token-major");
@@ -439,7 +443,10 @@ Status CudaEngine::Forward(Request* r, std::span<const int64_t> tokens,
   KVC_CUDA(cudaMemcpyAsync(&flag, error_flag, sizeof(int32_t), cudaMemcpyDeviceToHost, st),
            "download append error flag");
   KVC_CUDA(cudaStreamSynchronize(st), "forward pass");
-  if (flag != 0) return Internal("cuda engine: KV append found an unaddressable row");
+  if (flag != 0)
+    return Internal(
+        "cuda engine: KV append found an unaddressable row or a base length that is not the "
+        "published one");
   return Status::Ok();
 }
 
@@ -536,6 +543,7 @@ Status CudaEngine::RunAppend(const std::string& handle, std::span<const int64_t>
   pp.published = s_->ints + 3;
   int32_t back[2] = {0, -1};
   cudaStream_t st = S(stream_);
+  KVC_RETURN_IF_ERROR(ValidatePublish(pp));
   KVC_CUDA(KvPublishCuda(pp, st), "KV publish");
   KVC_CUDA(cudaMemcpyAsync(&back[0], s_->ints + 3, sizeof(int32_t), cudaMemcpyDeviceToHost, st),
            "download published flag");

@@ -67,6 +67,17 @@ TEST(CudaEngine, ParityPairsOnEveryBundledShape) {
   }
 }
 
+// Probe 59: RunGreedyCuda built its engine with the default max_tokens, min(max_position, 8192),
+// so a run model::CheckMaxNewTokens accepts (up to max_position positions) failed on the device
+// past 8192 positions. The engine is now sized for the run (no device needed).
+TEST(CudaEngine, GreedyRunsAreSizedForTheirPositions) {
+  CudaEngineOptions o;
+  EXPECT_EQ(SizedForRun(o, 8000, 1000).max_tokens, 8999u);
+  EXPECT_EQ(SizedForRun(o, 5, 1).max_tokens, 5u);
+  o.max_tokens = 64;  // an explicit size is kept
+  EXPECT_EQ(SizedForRun(o, 8000, 1000).max_tokens, 64u);
+}
+
 TEST(CudaEngine, FailedAppendsLeaveThePublishedStateUnchanged) {
   REQUIRE_DEVICE();
   const model::LlamaWeights w = LoadFixture("gqa4");

@@ -1,10 +1,15 @@
 // CUDA launchers for the kvconform kernels; each mirrors its CPU twin in kernels/cpu_twins.h
 // (same params struct, device pointers) and returns cudaError_t, FlashInfer style: the caller
 // turns it into a Status (CudaStatus below). A params struct that fails the twin's Validate*
-// check returns cudaErrorInvalidValue before any launch. Every launch is checked
-// (cudaGetLastError). Launchers are asynchronous on `stream`; they never synchronize.
-// Thread safety: launchers keep no state except a per-process "shared memory attribute set"
-// flag; concurrent calls on different streams are fine.
+// check returns cudaErrorInvalidValue before any launch (CudaStatus maps that to kInternal; a
+// caller that wants the reason calls the Validate* function of kernels/cpu_twins.h first and
+// returns its Status). Every launch is checked (cudaGetLastError). Launchers are asynchronous on
+// `stream`; they never synchronize.
+// Thread safety: launchers keep no host state, but the attention launchers set a kernel's
+// maximum dynamic shared memory (cudaFuncSetAttribute, a per-process attribute of the kernel)
+// right before each launch that needs it. Calls from one host thread, on any streams, are fine;
+// from several host threads, an attention launch may find the attribute lowered by another
+// thread's smaller shape and fail with a launch error (never a silent wrong result).
 #ifndef KVCONFORM_KERNELS_CUDA_KERNELS_H_
 #define KVCONFORM_KERNELS_CUDA_KERNELS_H_
 
@@ -31,7 +36,8 @@ cudaError_t MatmulCuda(const MatmulParams& p, cublasHandle_t handle, cudaStream_
                        cublasStatus_t* cublas_status = nullptr);
 
 // Fills n elements of `dtype` at dst with seeded uniform values in [lo, hi), never exactly 0
-// (benchmark inputs; never time or test on zeros).
+// (benchmark and test inputs; never time or test on zeros). Not a library kernel: it has no CPU
+// twin.
 cudaError_t FillUniformCuda(void* dst, KvDtype dtype, int64_t n, uint64_t seed, float lo, float hi,
                             cudaStream_t stream);
 

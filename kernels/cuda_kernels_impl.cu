@@ -115,8 +115,9 @@ __global__ void KvAppendKernel(KvAppendParams p, int64_t total) {
     rest /= p.t_new;
     const int32_t h = static_cast<int32_t>(rest % l.num_kv_heads);
     const int32_t b = static_cast<int32_t>(rest / l.num_kv_heads);
-    const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
-    const int64_t off = (p.base_len[b] < 0 || t > INT32_MAX)
+    const int32_t base = p.base_len[b];
+    const int64_t t = static_cast<int64_t>(base) + i;
+    const int64_t off = (base < 0 || base != p.visible_len[b] || t > INT32_MAX)
                             ? -1
                             : KvRowOffset(l, p.block_table, b, h, static_cast<int32_t>(t));
     if (off < 0) {
@@ -129,8 +130,9 @@ __global__ void KvAppendKernel(KvAppendParams p, int64_t total) {
 }
 
 // Vectorized append (head_dim % 4 == 0, fewer than 2^31 vectors): one thread per 4 channels of
-// a staged row, 32-bit index arithmetic, 16-byte loads of the fp32 rows and one 16/8-byte store
-// per buffer. Same rounding (RNE) and the same error-flag rule as KvAppendKernel.
+// a staged row, 32-bit index arithmetic within a vector index (the grid-stride counter is 64-bit:
+// a vector index plus the grid size can exceed INT32_MAX), 16-byte loads of the fp32 rows and one
+// 16/8-byte store per buffer. Same rounding (RNE) and the same error-flag rule as KvAppendKernel.
 template <typename T>
 __device__ __forceinline__ void Store4(void* base, int64_t i, float4 v);
 template <>
@@ -160,16 +162,18 @@ template <typename T>
 __global__ void KvAppendVec4Kernel(KvAppendParams p, int32_t total_vecs) {
   const KvLayout& l = p.layout;
   const int32_t vecs_per_row = l.head_dim / 4;
-  for (int32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < total_vecs;
-       e += gridDim.x * blockDim.x) {
+  for (int64_t e64 = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e64 < total_vecs;
+       e64 += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t e = static_cast<int32_t>(e64);  // < total_vecs <= INT32_MAX
     const int32_t row = e / vecs_per_row;
     const int32_t d = (e - row * vecs_per_row) * 4;
     const int32_t bh = row / p.t_new;
     const int32_t i = row - bh * p.t_new;
     const int32_t b = bh / l.num_kv_heads;
     const int32_t h = bh - b * l.num_kv_heads;
-    const int64_t t = static_cast<int64_t>(p.base_len[b]) + i;
-    const int64_t off = (p.base_len[b] < 0 || t > INT32_MAX)
+    const int32_t base = p.base_len[b];
+    const int64_t t = static_cast<int64_t>(base) + i;
+    const int64_t off = (base < 0 || base != p.visible_len[b] || t > INT32_MAX)
                             ? -1
                             : KvRowOffset(l, p.block_table, b, h, static_cast<int32_t>(t));
     if (off < 0) {
@@ -188,7 +192,8 @@ __global__ void KvPublishKernel(KvPublishParams p) {
   const KvLayout& l = p.layout;
   if (b >= l.batch) return;
   const int64_t new_len = static_cast<int64_t>(p.base_len[b]) + p.t_new;
-  if (*p.error_flag != 0 || p.visible_len[b] != p.base_len[b] || new_len > MaxTokensPerSeq(l)) {
+  if (*p.error_flag != 0 || p.base_len[b] < 0 || p.visible_len[b] != p.base_len[b] ||
+      new_len > MaxTokensPerSeq(l)) {
     p.published[b] = 0;
     return;
   }
@@ -755,10 +760,10 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
   const KvLayout& l = p.layout;
   const int32_t g = p.num_q_heads / l.num_kv_heads;
   const int32_t rows = AttentionRowsPerBlock(g, p.t_q, l.head_dim);
-  const int32_t tiles = CeilDiv(g * p.t_q, rows);
+  const int64_t tiles = AttentionRowTiles(p);  // ValidateAttention bounds it and bh
   const int32_t splits = NumSplits(p.max_kv_len, p.split_size);
   const int64_t bh = static_cast<int64_t>(l.batch) * l.num_kv_heads;
-  if (tiles > 65535 || bh > 65535) return cudaErrorInvalidConfiguration;
+  if (tiles > kMaxGridYZ || bh > kMaxGridYZ) return cudaErrorInvalidConfiguration;
   cudaError_t e = cudaSuccess;
   if (UseTensorCoreDecode(p)) {
     e = LaunchDecodeTc(p, splits, stream);
@@ -774,13 +779,13 @@ cudaError_t LaunchAttentionT(const AttentionParams& p, cudaStream_t stream) {
     e = cudaFuncSetAttribute(AttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(smem));
     if (e != cudaSuccess) return e;
-    AttentionKernel<T>
-        <<<dim3(splits, tiles, static_cast<unsigned>(bh)), kAttnThreads, smem, stream>>>(p, rows,
-                                                                                         splits);
+    AttentionKernel<T><<<dim3(splits, static_cast<unsigned>(tiles), static_cast<unsigned>(bh)),
+                         kAttnThreads, smem, stream>>>(p, rows, splits);
   }
   e = cudaGetLastError();
   if (e != cudaSuccess || splits == 1) return e;
   const int64_t total_rows = static_cast<int64_t>(l.batch) * p.num_q_heads * p.t_q;
+  if (total_rows > INT32_MAX) return cudaErrorInvalidConfiguration;  // ValidateAttention refuses
   // Over 48 KB of weights (more than 6144 splits) needs the opt-in; past the device's limit
   // (about 29,000 splits on an H200) the launch fails with that error.
   const size_t combine_smem = 2 * static_cast<size_t>(splits) * sizeof(float);

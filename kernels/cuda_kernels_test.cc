@@ -5,7 +5,10 @@
 //   elementwise fp32 kernels (RMSNorm, RoPE, SwiGLU) and fp32 GEMM vs twin: NMSE <= 1e-7
 //   bf16 GEMM vs twin: NMSE <= 1e-5 (bf16 output rounding of differently ordered sums)
 //   attention (SIMT path) vs twin on the same stored K/V, every dtype: NMSE <= 1e-7
-//   tensor-core prefill (bf16, d_h 128) vs twin: NMSE <= 5e-4; vs float64 as below
+//   tensor-core prefill and decode (bf16, d_h 128) vs twin on the same stored K/V:
+//     NMSE <= 5e-5 AND worst-row NMSE <= 2e-4 (test::WorstRowNmse: max over query rows of
+//     sum_d (x - twin)^2 / sum_d twin^2); the figures behind them at test::kTcTwinNmse in
+//     kernel_test_util.h; vs float64 as below
 //   attention with bf16 storage vs float64 attention on the unrounded fp32 K/V:
 //     NMSE <= 5e-4 AND NMSE <= 2 x NMSE(naive bf16 reference)
 //   paged vs contiguous attention on the device: bit-exact
@@ -293,6 +296,7 @@ TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
         p.v_cache = host.v.data();
         p.block_table = host.table.empty() ? nullptr : host.table.data();
         p.base_len = base.data();
+        p.visible_len = base.data();  // the published lengths are the bases: a fresh transaction
         p.k_new = k_new.data();
         p.v_new = v_new.data();
         p.t_new = T_new;
@@ -307,6 +311,7 @@ TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
         p.v_cache = dev.v.get();
         p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
         p.base_len = dbase.as<int32_t>();
+        p.visible_len = dbase.as<int32_t>();
         p.k_new = dk.as<float>();
         p.v_new = dv.as<float>();
         p.error_flag = derr.as<int32_t>();
@@ -318,7 +323,8 @@ TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
         for (DeviceBuffer* b : {&dev.k, &dev.v, &dbase, &dk, &dv, &derr})
           EXPECT_TRUE(b->GuardsIntact());
 
-        // Publish: device compare-and-publish equals the twin, with sequence 2 made stale.
+        // Publish: device compare-and-publish equals the twin, with sequence 2 made stale by a
+        // publication between this transaction's append and its publish.
         std::vector<int32_t> vis_len = {40, 13, 30}, vis_table = host.table, pub(B, -1);
         for (auto& x : vis_table) x = -2;  // the visible table knows nothing yet
         const auto vis_len0 = vis_len, vis_table0 = vis_table;
@@ -374,6 +380,7 @@ TEST_F(DeviceTest, KvAppendBadBlockSetsFlagAndPublishRejects) {
   p.v_cache = dev.v.get();
   p.block_table = dev.table.as<int32_t>();
   p.base_len = dbase.as<int32_t>();
+  p.visible_len = dbase.as<int32_t>();
   p.k_new = dk.as<float>();
   p.v_new = dv.as<float>();
   p.t_new = 10;  // positions 8..17 cross into the bad block
@@ -403,7 +410,157 @@ TEST_F(DeviceTest, KvAppendBadBlockSetsFlagAndPublishRejects) {
   EXPECT_EQ(KvAppendCuda(p, 0), cudaErrorInvalidValue);
 }
 
+// Probe 59: a transaction that read an old length (base 29 while 30 rows are published) staged
+// over the published row 29 (contiguous; paged: inside the shared last committed block). The
+// kernel must write nothing of the stale sequence, set the error flag (publish then refuses), and
+// leave every published row of every sequence as it was, like the twin.
+TEST_F(DeviceTest, KvAppendStaleBaseLeavesPublishedRowsUntouched) {
+  std::mt19937_64 rng(TestSeed(110, "KvAppendStaleBaseLeavesPublishedRowsUntouched"));
+  const int B = 3, Hkv = 2, T_new = 7;
+  for (int d : {128, 6}) {  // vectorized and scalar kernels
+    for (int block_size : {0, 16}) {
+      SCOPED_TRACE("d " + std::to_string(d) + " block_size " + std::to_string(block_size));
+      LogicalKv past{B,
+                     Hkv,
+                     40,
+                     d,
+                     RandomFloats(size_t(B) * Hkv * 40 * d, rng),
+                     RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
+      HostCache host = MakeCache(past, KvDtype::kBF16, 64, block_size, rng);
+      const std::vector<int32_t> base = {40, 13, 29}, vis = {40, 13, 30};
+      auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
+      auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
+      int32_t err = 0;
+      KvAppendParams p;
+      p.layout = host.layout;
+      p.k_cache = host.k.data();
+      p.v_cache = host.v.data();
+      p.block_table = host.table.empty() ? nullptr : host.table.data();
+      p.base_len = base.data();
+      p.visible_len = vis.data();
+      p.k_new = k_new.data();
+      p.v_new = v_new.data();
+      p.t_new = T_new;
+      p.error_flag = &err;
+      const auto k0 = host.k, v0 = host.v;
+      EXPECT_EQ(KvAppendCpu(p).code(), StatusCode::kFailedPrecondition);
+      EXPECT_EQ(err, 1);
+      EXPECT_TRUE(host.k == k0 && host.v == v0) << "the twin writes nothing";
+      DeviceCache dev;
+      Upload(dev, host);
+      DeviceBuffer dbase, dvis, dk, dv, derr;
+      UploadNew(dbase, base);
+      UploadNew(dvis, vis);
+      UploadNew(dk, k_new);
+      UploadNew(dv, v_new);
+      UploadNew(derr, std::vector<int32_t>{0});
+      p.k_cache = dev.k.get();
+      p.v_cache = dev.v.get();
+      p.block_table = host.table.empty() ? nullptr : dev.table.as<int32_t>();
+      p.base_len = dbase.as<int32_t>();
+      p.visible_len = dvis.as<int32_t>();
+      p.k_new = dk.as<float>();
+      p.v_new = dv.as<float>();
+      p.error_flag = derr.as<int32_t>();
+      CUDA_OK(KvAppendCuda(p, 0));
+      CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_EQ(derr.Download<int32_t>()[0], 1);
+      const auto k1 = dev.k.Download<uint8_t>(), v1 = dev.v.Download<uint8_t>();
+      // Every published row (t < vis[b]) and every row of the stale sequence is unchanged.
+      const int64_t row_bytes = int64_t{d} * 2;
+      for (int b = 0; b < B; ++b)
+        for (int h = 0; h < Hkv; ++h)
+          for (int t = 0; t < (b == 2 ? 64 : vis[b]); ++t) {
+            const int64_t off = KvRowOffset(host.layout, host.table.data(), b, h, t);
+            if (off < 0) continue;
+            EXPECT_EQ(0, std::memcmp(k1.data() + off * 2, k0.data() + off * 2, row_bytes))
+                << "K b " << b << " h " << h << " t " << t;
+            EXPECT_EQ(0, std::memcmp(v1.data() + off * 2, v0.data() + off * 2, row_bytes))
+                << "V b " << b << " h " << h << " t " << t;
+          }
+      for (DeviceBuffer* buf : {&dev.k, &dev.v, &dbase, &dvis, &dk, &dv, &derr})
+        EXPECT_TRUE(buf->GuardsIntact());
+    }
+  }
+}
+
+// Probe 59: the vectorized append's 32-bit grid-stride index wrapped negative once a vector index
+// plus the grid's 2^28 threads passed INT32_MAX (more than 7 * 2^28 vectors, still under the
+// path's 2^31 limit): 7.68e9 staged elements (B 1, H_kv 8, d_h 128, T_new 7.5M). K and V share
+// one fp32 input and one bf16 cache (each thread stores the same value twice) so the case needs
+// about 46 GB; it skips on a device with less free memory. Checks a row of every grid-stride
+// iteration, the last row included, and the error flag.
+TEST_F(DeviceTest, KvAppendVectorizedCoversMoreThanSevenGridStrides) {
+  const int Hkv = 8, d = 128, T_new = 7500000;
+  const int64_t total = int64_t{Hkv} * T_new * d;
+  ASSERT_LT(total / 4, int64_t{INT32_MAX});  // the vectorized path
+  ASSERT_GT(total / 4, int64_t{7} << 28);
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t need = size_t(total) * 4 + size_t(total) * 2 + (size_t{1} << 30);
+  if (free_bytes < need) GTEST_SKIP() << "needs " << need / (1 << 30) << " GiB free";
+  void *kn = nullptr, *cache = nullptr;
+  CUDA_OK(cudaMalloc(&kn, size_t(total) * 4));
+  CUDA_OK(cudaMalloc(&cache, size_t(total) * 2));
+  DeviceBuffer dlen, derr;
+  UploadNew(dlen, std::vector<int32_t>{0});
+  UploadNew(derr, std::vector<int32_t>{0});
+  CUDA_OK(FillUniformCuda(kn, KvDtype::kF32, total, 59, -1.0f, 1.0f, 0));
+  CUDA_OK(cudaMemset(cache, 0xff, size_t(total) * 2));
+  KvAppendParams p;
+  p.layout = KvLayout{KvDtype::kBF16, 1, Hkv, d, T_new};
+  p.k_cache = cache;
+  p.v_cache = cache;
+  p.base_len = dlen.as<int32_t>();
+  p.visible_len = dlen.as<int32_t>();
+  p.k_new = static_cast<const float*>(kn);
+  p.v_new = static_cast<const float*>(kn);
+  p.t_new = T_new;
+  p.error_flag = derr.as<int32_t>();
+  CUDA_OK(KvAppendCuda(p, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(derr.Download<int32_t>()[0], 0);
+  // Staged row r = h * T_new + t holds elements [r * d, (r + 1) * d) of both buffers.
+  const int64_t rows = total / d, stride_rows = (int64_t{1} << 28) * 4 / d;
+  for (int64_t r : {int64_t{0}, stride_rows - 1, 7 * stride_rows, 7 * stride_rows + 1, rows - 1}) {
+    std::vector<float> src(d);
+    std::vector<uint16_t> got(d);
+    CUDA_OK(cudaMemcpy(src.data(), static_cast<float*>(kn) + r * d, d * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(got.data(), static_cast<uint16_t*>(cache) + r * d, d * 2,
+                       cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int i = 0; i < d; ++i) wrong += got[i] != FloatToBf16Bits(src[i]);
+    EXPECT_EQ(wrong, 0) << "row " << r;
+  }
+  cudaFree(kn);
+  cudaFree(cache);
+}
+
 // --- Attention -------------------------------------------------------------------------------
+
+// Probe 59: g * t_q = 2^32 + 64 wrapped in the launcher's tiling to one tile and the launch
+// returned cudaSuccess having covered 64 rows. ValidateAttention now refuses the shape, so the
+// launcher returns cudaErrorInvalidValue before touching the device (no GPU needed: the buffers
+// are never read).
+TEST(AttentionLauncher, RefusesShapesTheGridCannotCover) {
+  static float dummy[4];
+  static int32_t len = 1;
+  AttentionParams p;
+  p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
+  p.k_cache = dummy;
+  p.v_cache = dummy;
+  p.kv_len = &len;
+  p.q = dummy;
+  p.out = dummy;
+  p.num_q_heads = 64;
+  p.t_q = (1 << 26) + 1;
+  p.max_kv_len = p.t_q;
+  p.scale = 1.0f;
+  EXPECT_EQ(AttentionCuda(p, nullptr), cudaErrorInvalidValue);
+  p.num_q_heads = 1;  // 2^26 + 1 rows of 64: 1,048,577 row tiles > 65535
+  p.layout.head_dim = 128;
+  EXPECT_EQ(AttentionCuda(p, nullptr), cudaErrorInvalidValue);
+}
 
 struct AttnCase {
   const char* name;
@@ -494,7 +651,10 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
       AttentionParams pp = p;
       pp.layout = paged.layout;
       const auto got_p = RunAttentionDevice(paged, tc.len, q, pp);
-      EXPECT_LE(Nmse(got_c, twin), UseTensorCoreDecode(p) ? 5e-4 : 1e-7);
+      EXPECT_LE(Nmse(got_c, twin), UseTensorCoreDecode(p) ? test::kTcTwinNmse : 1e-7);
+      if (UseTensorCoreDecode(p)) {
+        EXPECT_LE(test::WorstRowNmse(got_c, twin, tc.d), test::kTcTwinWorstRowNmse);
+      }
       EXPECT_EQ(0, std::memcmp(got_c.data(), got_p.data(), q.size() * 4))
           << "device paged and contiguous must agree bit-exactly";
       if (dt == KvDtype::kBF16) {
@@ -512,10 +672,10 @@ TEST_F(DeviceTest, AttentionMatchesTwinAllDtypesLayoutsAndModes) {
 }
 
 // A tensor-core attention case (bf16 K/V, d_h 128; prefill for t_q > 1, decode for t_q == 1):
-// against the CPU twin on the same stored K/V and against the float64 reference, with the
-// issue's bf16 criterion (NMSE <= 5e-4 and <= 2x the naive bf16 reference's NMSE); paged ==
-// contiguous bit-exactly; two runs bit-identical; every output element written (the output is
-// poisoned with NaN first).
+// against the CPU twin on the same stored K/V (NMSE <= test::kTcTwinNmse and worst-row NMSE <=
+// test::kTcTwinWorstRowNmse) and against the float64 reference, with the bf16 criterion
+// (NMSE <= 5e-4 and <= 2x the naive bf16 reference's NMSE); paged == contiguous bit-exactly; two
+// runs bit-identical; every output element written (the output is poisoned with NaN first).
 void ExpectTensorCoreCaseMeetsBf16Tolerance(const AttnCase& tc, std::mt19937_64& rng) {
   {
     SCOPED_TRACE(tc.name);
@@ -555,9 +715,13 @@ void ExpectTensorCoreCaseMeetsBf16Tolerance(const AttnCase& tc, std::mt19937_64&
     const auto naive =
         test::NaiveDtypeAttention(kv, tc.len, q, tc.Hq, tc.t_q, p.scale, KvDtype::kBF16);
     const double vs_twin = Nmse(got, twin), err = Nmse(got, ref), naive_err = Nmse(naive, ref);
-    std::printf("%s tensor-core bf16: NMSE %.3e vs twin, %.3e vs fp64, naive bf16 %.3e\n", tc.name,
-                vs_twin, err, naive_err);
-    EXPECT_LE(vs_twin, 5e-4);
+    const double worst_row = test::WorstRowNmse(got, twin, tc.d);
+    std::printf(
+        "%s tensor-core bf16: NMSE %.3e vs twin (worst row %.3e), %.3e vs fp64, naive bf16 "
+        "%.3e\n",
+        tc.name, vs_twin, worst_row, err, naive_err);
+    EXPECT_LE(vs_twin, test::kTcTwinNmse);
+    EXPECT_LE(worst_row, test::kTcTwinWorstRowNmse);
     EXPECT_LE(err, 5e-4);
     EXPECT_LE(err, 2.0 * naive_err);
     EXPECT_EQ(0, std::memcmp(got.data(), again.data(), q.size() * 4)) << "deterministic";

@@ -20,11 +20,18 @@ PairResult Failed(const std::string& name, const Status& s) { return model::Fail
 
 }  // namespace
 
+CudaEngineOptions SizedForRun(CudaEngineOptions opts, uint64_t prompt, uint64_t max_new) {
+  // The run commits prompt + max_new - 1 positions (the last token is emitted, never appended).
+  if (opts.max_tokens == 0 && max_new > 0) opts.max_tokens = prompt + max_new - 1;
+  return opts;
+}
+
 StatusOr<GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>& prompt,
                                   uint64_t max_new, const CudaEngineOptions& opts, uint64_t chunk) {
   if (max_new == 0) return InvalidArgument("max_new_tokens must be >= 1");
   KVC_RETURN_IF_ERROR(model::CheckPagedBlockSize(m.config(), opts.paged, opts.block_size));
-  KVC_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e, CudaEngine::Create(m, opts));
+  KVC_ASSIGN_OR_RETURN(std::unique_ptr<CudaEngine> e,
+                       CudaEngine::Create(m, SizedForRun(opts, prompt.size(), max_new)));
   KVC_RETURN_IF_ERROR(e->NewRequest("r"));
   GreedyRun run;
   std::vector<float> logits;

@@ -27,8 +27,15 @@ namespace kvc::kernels {
 
 inline constexpr double kCpuGpuRelTolerance = 1e-3;
 
+// `opts` with max_tokens 0 (the engine's default, min(max_position_embeddings, 8192)) replaced
+// by the positions a greedy run of `max_new` tokens after `prompt` commits (prompt + max_new -
+// 1), so that every run model::CheckMaxNewTokens accepts fits the engine (probe 59: a run past
+// 8192 positions failed on the device only); an explicit max_tokens is kept.
+CudaEngineOptions SizedForRun(CudaEngineOptions opts, uint64_t prompt, uint64_t max_new);
+
 // Greedy generation through a CudaEngine (same contract as model::RunGreedy); also checks that
-// the device's published length equals the lifecycle snapshot after the run.
+// the device's published length equals the lifecycle snapshot after the run. The engine is sized
+// by SizedForRun.
 StatusOr<model::GreedyRun> RunGreedyCuda(const CudaModel& m, const std::vector<int64_t>& prompt,
                                          uint64_t max_new, const CudaEngineOptions& opts,
                                          uint64_t chunk = 0);

@@ -145,10 +145,10 @@ inline constexpr int32_t kAttnMaxRowElems = 8192;
 inline constexpr int32_t kAttnMaxRows = 64;
 inline constexpr int32_t kAttnMaxHeadDim = 256;
 KVC_HD int32_t AttentionRowsPerBlock(int32_t group, int32_t t_q, int32_t head_dim) {
-  int32_t r = group * t_q;
+  const int64_t r = static_cast<int64_t>(group) * t_q;
   int32_t cap = kAttnMaxRowElems / head_dim;
   if (cap > kAttnMaxRows) cap = kAttnMaxRows;
-  return r < cap ? r : cap;
+  return r < cap ? static_cast<int32_t>(r) : cap;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,9 +207,14 @@ struct MatmulParams {
 // rows k_new/v_new [B, H_kv, T_new, d_h] (fp32, K already post-RoPE) are converted to the
 // storage dtype (round to nearest even) and written at positions [base_len[b], base_len[b] +
 // T_new) through `block_table`, the transaction's table (committed entries plus the blocks
-// allocated for this interval). Nothing becomes visible: readers bound by the published
-// visible_len still see base_len[b] rows. A row that is not addressable is not written and sets
-// *error_flag = 1 (the transaction then cannot publish).
+// allocated for this interval). Only positions at or past the published length are written, so
+// nothing visible changes: readers bound by the published visible_len (the array publish
+// updates) still see exactly the old rows. A sequence whose base_len[b] differs from
+// visible_len[b] when the append runs (a stale transaction: its rows would land on published
+// rows) or is negative, and any row that is not addressable, is not written and sets
+// *error_flag = 1 (the transaction then cannot publish). At most one transaction per sequence
+// may be staged at a time (appends and publishes of one sequence are ordered, e.g. one stream):
+// two unpublished transactions on the same base would stage into the same slots.
 // k_new, v_new and the caches must be 16-byte aligned (vectorized path when d_h % 4 == 0).
 struct KvAppendParams {
   KvLayout layout;
@@ -217,6 +222,7 @@ struct KvAppendParams {
   void* v_cache = nullptr;
   const int32_t* block_table = nullptr;  // [B, max_blocks_per_seq], transaction's table
   const int32_t* base_len = nullptr;     // [B], the committed length the transaction read
+  const int32_t* visible_len = nullptr;  // [B], the published lengths (KvPublishParams's)
   const float* k_new = nullptr;          // [B, H_kv, T_new, d_h]
   const float* v_new = nullptr;          // [B, H_kv, T_new, d_h]
   int32_t t_new = 0;
@@ -231,10 +237,10 @@ KVC_HD int64_t KvAppendPayloadBytes(const KvLayout& l, int32_t t_new) {
 }
 
 // Publication of one append transaction (after every layer was staged): for each sequence b,
-// compare-and-publish. If *error_flag == 0 and visible_len[b] == base_len[b] (the base the
-// transaction read is still the published state), copy the staged table entries for the first
-// BlocksForTokens(base_len[b] + t_new) blocks into visible_table, then set visible_len[b] =
-// base_len[b] + t_new and published[b] = 1; otherwise change nothing and set published[b] = 0.
+// compare-and-publish. If *error_flag == 0, base_len[b] >= 0 and visible_len[b] == base_len[b]
+// (the base the transaction read is still the published state), copy the staged table entries for
+// the first BlocksForTokens(base_len[b] + t_new) blocks into visible_table, then set visible_len[b]
+// = base_len[b] + t_new and published[b] = 1; otherwise change nothing and set published[b] = 0.
 // This single step is the visibility flip: before it, attention over (visible_table,
 // visible_len) reads exactly the old snapshot.
 struct KvPublishParams {
@@ -275,6 +281,23 @@ struct AttentionParams {
   // decode and prefill rows then share one arithmetic (the CUDA engine's deterministic mode).
   bool simt_only = false;
 };
+
+// CUDA grid limits of the attention launch, for the kernel the launcher picks, in 64-bit
+// arithmetic: the tiled kernel's rows of one (b, h_kv) pair (group * t_q) fit int32 and its row
+// tiles and B * H_kv fit gridDim.y / gridDim.z (65535); the tensor-core prefill's H_q and B fit
+// gridDim.y / gridDim.z; split-K's combine (one block per query row) needs B * H_q * t_q <=
+// INT32_MAX. Shapes outside are refused by ValidateAttention (twin and launcher alike).
+inline constexpr int64_t kMaxGridYZ = 65535;
+KVC_HD int64_t AttentionGroupRows(const AttentionParams& p) {
+  return static_cast<int64_t>(p.num_q_heads / p.layout.num_kv_heads) * p.t_q;
+}
+KVC_HD int64_t AttentionRowTiles(const AttentionParams& p) {
+  const int64_t rows = AttentionGroupRows(p);
+  if (rows > INT32_MAX) return INT64_MAX;
+  const int32_t per_block =
+      AttentionRowsPerBlock(p.num_q_heads / p.layout.num_kv_heads, p.t_q, p.layout.head_dim);
+  return (rows + per_block - 1) / per_block;
+}
 
 // Floats of split-K workspace: B * H_q * t_q * NumSplits * (d_h + 2); 0 when unsplit.
 KVC_HD int64_t AttentionWorkspaceFloats(const AttentionParams& p) {

@@ -168,6 +168,25 @@ TEST(Tiling, RowsPerBlockRespectsAccumulatorBudget) {
   for (int d : {16, 64, 128, 256})
     for (int g : {1, 4, 8})
       for (int t : {1, 3, 1000}) EXPECT_LE(AttentionRowsPerBlock(g, t, d) * d, kAttnMaxRowElems);
+  // group * t_q past int32 (2^32 wrapped to 0 before probe 59) still gets the capped row count.
+  EXPECT_EQ(AttentionRowsPerBlock(1 << 16, 1 << 16, 128), 64);
+}
+
+// The launcher's row tiles in 64-bit (probe 59: CeilDiv(g * t_q, rows) wrapped to 1 tile for
+// g * t_q = 2^32 + 64, and the launch covered 64 of those rows).
+TEST(Tiling, RowTilesAre64Bit) {
+  AttentionParams p;
+  p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
+  p.num_q_heads = 64;
+  p.t_q = (1 << 26) + 1;
+  EXPECT_EQ(AttentionGroupRows(p), int64_t{64} * ((1 << 26) + 1));
+  EXPECT_GT(AttentionRowTiles(p), kMaxGridYZ);
+  p.layout.head_dim = 128;
+  p.num_q_heads = 1;
+  p.t_q = 65535 * 64;
+  EXPECT_EQ(AttentionRowTiles(p), 65535);
+  p.t_q += 1;
+  EXPECT_EQ(AttentionRowTiles(p), 65536);
 }
 
 TEST(Workspace, SizeMatchesSplitLayout) {

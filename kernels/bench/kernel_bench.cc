@@ -272,6 +272,7 @@ int Run(bool quick, const char* csv, const std::string& only) {
         p.v_cache = use_paged ? vp : vc;
         p.block_table = use_paged ? d_table : nullptr;
         p.base_len = d_base;
+        p.visible_len = d_base;  // the published length is the base: a fresh transaction
         p.k_new = kn;
         p.v_new = vn;
         p.t_new = t_new;
