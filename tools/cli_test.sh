@@ -149,6 +149,11 @@ python3 -c "import json,sys; p=sys.argv[1]; L=open(p).read().splitlines(); o=jso
 check suite_race_history_not_linearizable 1 "$K" suite --root "$T/raceroot" -v; expect_out suite_race_history_not_linearizable_msg 'RACE_NOT_LINEARIZABLE: .*the history is not linearizable'
 check suite_exact_name_filter 0 "$K" suite --filter fixtures/m5_6/handoff/transfer_protocol -v
 grep -c '^PASS' "$T/out" >"$T/count"; mv "$T/count" "$T/out"; expect_out suite_exact_name_filter_one '^1$'
+# A case name as the reports print it selects the case (a probe 56 leftover: a file name with a tab
+# was printed "\x09", which as --filter selected nothing, and JUnit wrote the tab as a space).
+mkdir -p "$T/tabroot/fixtures/m" && cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/tabroot/fixtures/m/a$(printf '\t')b.json"
+check suite_printed_name_filter 0 "$K" suite --root "$T/tabroot" --filter 'fixtures/m/a\x09b' -v; expect_out suite_printed_name_filter_msg '^PASS fixtures/m/a\\x09b$'
+check suite_printed_name_junit 0 "$K" suite --root "$T/tabroot" --format junit; expect_out suite_printed_name_junit_msg 'name="fixtures/m/a\\x09b"'
 # A patch from 448 to 448.0 changes the document (the strict reader refuses the second): it is
 # judged, not "leaves the base unchanged" (probe 38).
 printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/f", "description": "d", "seed_ref": "s", "base": "%s", "patch": [{"op": "replace", "path": "/expected/logical", "value": 448.0}], "expected_code": "INPUT_VALUE_OUT_OF_RANGE"}\n' \

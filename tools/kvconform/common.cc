@@ -159,7 +159,8 @@ std::string RenderJunit(const std::string& suite_name, const std::vector<Fixture
          "\" errors=\"" + std::to_string(errors) + "\">\n";
   for (const auto& o : outcomes) {
     out += "    <testcase classname=\"" + XmlEscape(o.kind.empty() ? "unknown" : o.kind) +
-           "\" name=\"" + XmlEscape(o.case_name.empty() ? o.path : o.case_name) + "\"";
+           "\" name=\"" + XmlEscape(Printable(o.case_name.empty() ? o.path : o.case_name)) +
+           "\"";  // as the text report prints it, which --filter accepts
     if (o.passed) {
       out += "/>\n";
       continue;
