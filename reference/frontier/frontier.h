@@ -130,10 +130,19 @@ class DraftQueue {
                     v_->begin() + static_cast<std::ptrdiff_t>(end_));
       v_ = std::move(own);
       pos_ = 0;
+    } else if (pos_ >= end_ - pos_) {
+      // The popped front is at least as long as what remains: dropped, so that a queue fed
+      // while it is read holds what is queued, not every token it ever held (probe 61). Each
+      // token is moved at most once per pop of an earlier one: amortized O(1).
+      v_->erase(v_->begin(), v_->begin() + static_cast<std::ptrdiff_t>(pos_));
+      end_ -= pos_;
+      pos_ = 0;
     }
     v_->insert(v_->end(), first, last);
     end_ = v_->size();
   }
+  // Tokens the queue's storage holds, popped ones included (memory tests).
+  size_t held() const { return v_ ? v_->size() : 0; }
   // Keeps the first `n` tokens still queued (all of them when n >= size()).
   void keep_first(size_t n) {
     if (n < size()) end_ = pos_ + n;
