@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -27,7 +28,8 @@ TEST(StringHash, ReadsOnlyTheViewsBytes) {
       b += s + std::string(16, 'y');
       EXPECT_EQ(h(std::string_view(a).substr(pad, n)), want) << "n=" << n << " pad=" << pad;
       EXPECT_EQ(h(std::string_view(b).substr(pad, n)), want) << "n=" << n << " pad=" << pad;
-      EXPECT_TRUE(SameBytes(std::string_view(a).substr(pad, n), std::string_view(b).substr(pad, n)));
+      EXPECT_TRUE(
+          SameBytes(std::string_view(a).substr(pad, n), std::string_view(b).substr(pad, n)));
     }
   }
 }
@@ -59,9 +61,11 @@ TEST(StringHash, EveryByteChangesTheHash) {
 // upper 32 bits, which StableStringMap uses as the slot tag and home: 2^16 ids over 256
 // buckets of the top 8 bits pass a chi-square test of uniformity (255 degrees of freedom; the
 // bound is the mean plus 5 standard deviations: 255 + 5 * sqrt(510)) and no bucket is empty.
-// The set is fixed, so the statistic is too (260.2 when written; std::hash gives 279.4).
+// The set and the keys are fixed (the keys of KVCONFORM_HASH_SEED=1), so the statistic is too
+// (std::hash gives 279.4).
 TEST(StringHash, RuntimeIdsSpreadOverTheUpperHalf) {
-  const StringHash h;
+  const HashKeys keys = HashKeysFromSeed(1);
+  auto h = [&](std::string_view s) { return KeyedStringHash(s, keys); };
   std::vector<int> buckets(256, 0);
   std::unordered_set<size_t> seen;
   const int kIds = 1 << 16;
@@ -81,7 +85,51 @@ TEST(StringHash, RuntimeIdsSpreadOverTheUpperHalf) {
     EXPECT_GT(buckets[b], 0) << "bucket " << b;
     chi2 += (buckets[b] - mean) * (buckets[b] - mean) / mean;
   }
+  std::printf("chi-square %.1f (bound %.1f)\n", chi2, 255 + 5 * std::sqrt(510.0));
   EXPECT_LT(chi2, 255 + 5 * std::sqrt(510.0));
+}
+
+// Probe 63: under the fixed public constants the hash had, an id of n = 816 bytes whose bytes
+// [8, 16) are n * k1, with zero words at offsets 24, 40, ... and at its end, hashed to 0 whatever
+// its other words (each multiply-fold had a zero operand), so a trace of such request ids made
+// every id-map lookup walk one probe run (8,000 ids: 72,000 events took 4.5 s). Under this
+// process's keys (and any seed's) the same ids spread: no two of 1,000 share a hash.
+TEST(StringHash, RegressionIdsCraftedForPublicKeysDoNotCollide) {
+  const HashKeys public_keys{0xa0761d6478bd642full, 0xe7037ed1a0b428dbull};
+  constexpr size_t n = 816;
+  auto crafted = [&](uint64_t tag) {
+    std::string id(n, '\0');
+    const uint64_t h0 = n * public_keys.k1;
+    std::memcpy(&id[8], &h0, 8);
+    for (size_t o = 0; o < n; o += 16) {
+      // Printable bytes: the tag's three base-26 digits and the word's index.
+      const uint64_t w = 0x4141414141414141ull + tag % 26 + (tag / 26 % 26 << 8) +
+                         (tag / 676 % 26 << 16) + (o / 16 % 26 << 24);
+      std::memcpy(&id[o], &w, 8);
+    }
+    return id;
+  };
+  std::unordered_set<uint64_t> under_public, under_process, under_seed;
+  for (uint64_t t = 0; t < 1000; ++t) {
+    const std::string id = crafted(t);
+    under_public.insert(KeyedStringHash(id, public_keys));
+    under_process.insert(StringHash{}(id));
+    under_seed.insert(KeyedStringHash(id, HashKeysFromSeed(7)));
+  }
+  EXPECT_EQ(under_public.size(), 1u) << "the attack on the public constants (all hash to 0)";
+  EXPECT_EQ(under_process.size(), 1000u);
+  EXPECT_EQ(under_seed.size(), 1000u);
+}
+
+// KVCONFORM_HASH_SEED repeats a run's keys: the same seed gives the same keys, another seed
+// others, and every key is odd.
+TEST(StringHash, SeedsGiveRepeatableOddKeys) {
+  const HashKeys a = HashKeysFromSeed(42), b = HashKeysFromSeed(42), c = HashKeysFromSeed(43);
+  EXPECT_EQ(a.k0, b.k0);
+  EXPECT_EQ(a.k1, b.k1);
+  EXPECT_NE(a.k0, c.k0);
+  EXPECT_EQ(a.k0 & 1, 1u);
+  EXPECT_EQ(a.k1 & 1, 1u);
 }
 
 }  // namespace
