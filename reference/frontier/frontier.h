@@ -98,9 +98,13 @@ class OutputTokens {
 
 // A FIFO of tokens read from a moving front: pop_front is O(1), and nothing is allocated until
 // tokens are assigned (a std::deque allocates ~600 B when constructed, once per request). Copies
-// share the tokens (copy-on-write: a fork's children copy their parent's frontier, and each copy
-// of thousands of accepted drafts cost the whole list: probe 18). Equality compares the tokens
-// still queued. Value type.
+// share the tokens (a fork's children copy their parent's frontier, and each copy of thousands
+// of accepted drafts cost the whole list: probe 18): the storage only grows at its end, and a
+// copy whose queue ends where the storage ends appends there in place, shared or not, so the
+// copies made between its appends cost nothing (probe 63: each append of a parent forked since
+// its last append copied its whole queue, so N forks with drafts pending held N^2 / 2 tokens).
+// Equality compares the tokens still queued. Value type; copies share storage, so all copies of
+// one queue are used from one thread.
 class DraftQueue {
  public:
   bool empty() const { return pos_ == end_; }
@@ -118,19 +122,20 @@ class DraftQueue {
     clear();
     append(first, last);
   }
-  // Queues [first, last) after the tokens still queued.
-  // Amortized O(last - first) while this copy owns its tokens alone.
+  // Queues [first, last) after the tokens still queued. Amortized O(last - first) while the
+  // storage ends where this copy's queue does (the copy appended last, or no copy appended
+  // since it was made); else what remains is copied first.
   template <typename It>
   void append(It first, It last) {
     if (first == last) return;
-    if (!v_ || v_.use_count() > 1 || end_ != v_->size()) {  // shared or cut: copy what remains
+    if (!v_ || end_ != v_->size()) {  // another copy appended past it, or it was cut
       auto own = std::make_shared<std::vector<uint64_t>>();
       if (v_)
         own->assign(v_->begin() + static_cast<std::ptrdiff_t>(pos_),
                     v_->begin() + static_cast<std::ptrdiff_t>(end_));
       v_ = std::move(own);
       pos_ = 0;
-    } else if (pos_ >= end_ - pos_) {
+    } else if (v_.use_count() == 1 && pos_ >= end_ - pos_) {
       // The popped front is at least as long as what remains: dropped, so that a queue fed
       // while it is read holds what is queued, not every token it ever held (probe 61). Each
       // token is moved at most once per pop of an earlier one: amortized O(1).
@@ -141,8 +146,10 @@ class DraftQueue {
     v_->insert(v_->end(), first, last);
     end_ = v_->size();
   }
-  // Tokens the queue's storage holds, popped ones included (memory tests).
+  // Tokens the queue's storage holds, popped ones and other copies' included, and the storage's
+  // identity (memory tests: copies sharing one storage count it once).
   size_t held() const { return v_ ? v_->size() : 0; }
+  const void* storage() const { return v_.get(); }
   // Keeps the first `n` tokens still queued (all of them when n >= size()).
   void keep_first(size_t n) {
     if (n < size()) end_ = pos_ + n;
@@ -156,8 +163,9 @@ class DraftQueue {
   }
 
  private:
-  // The queued tokens are (*v_)[pos_, end_). Modified only while no copy shares it (append
-  // copies first), so copies may share it.
+  // The queued tokens are (*v_)[pos_, end_). Copies may share *v_: it is only appended to (by
+  // the copy whose end_ is its size: the others' tokens stay as they were), or erased from while
+  // no copy shares it.
   std::shared_ptr<std::vector<uint64_t>> v_;
   size_t pos_ = 0;
   size_t end_ = 0;

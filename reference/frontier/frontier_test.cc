@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <utility>
 #include <vector>
@@ -459,6 +460,47 @@ TEST(DraftQueueTest, RegressionAQueueFedWhileReadHoldsWhatIsQueued) {
   }
   EXPECT_EQ(q.size(), 0u + (next_in - next_out));
   EXPECT_LE(q.held(), 2 * q.size() + 3);
+}
+
+// Probe 63: a parent with drafts pending, forked (its queue copied into the child) and then
+// given one more accepted draft, N times: each append copied the parent's whole queue, so the
+// children held N^2 / 2 tokens (20,000 forks of a 27.6 MB trace peaked at 1.67 GB). The copies
+// share one storage, appended to in place; each still sees exactly its own queue.
+TEST(DraftQueueTest, RegressionCopiesMadeBetweenAppendsShareOneStorage) {
+  constexpr uint64_t kForks = 2000;
+  DraftQueue parent;
+  const std::vector<uint64_t> first = {0};
+  parent.append(first.begin(), first.end());
+  std::vector<DraftQueue> children;
+  for (uint64_t i = 1; i <= kForks; ++i) {
+    children.push_back(parent);
+    const std::vector<uint64_t> one = {i};
+    parent.append(one.begin(), one.end());
+  }
+  std::map<const void*, size_t> storages;
+  for (const DraftQueue& c : children) storages[c.storage()] = c.held();
+  storages[parent.storage()] = parent.held();
+  size_t held = 0;
+  for (const auto& [storage, n] : storages) held += n;
+  EXPECT_LE(held, 2 * (kForks + 1));
+  // Child k (forked before draft k was appended) queues 0..k-1; the parent 0..kForks.
+  for (uint64_t k : {uint64_t{1}, uint64_t{2}, kForks / 2, kForks}) {
+    DraftQueue c = children[k - 1];
+    ASSERT_EQ(c.size(), k);
+    for (uint64_t t = 0; t < k; ++t, c.pop_front()) ASSERT_EQ(c.front(), t);
+  }
+  EXPECT_EQ(parent.size(), kForks + 1);
+  // A child appending after the parent did gets its own storage, and neither sees the other's.
+  DraftQueue& c = children[0];
+  const std::vector<uint64_t> mine = {77};
+  c.append(mine.begin(), mine.end());
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.front(), 0u);
+  c.pop_front();
+  EXPECT_EQ(c.front(), 77u);
+  EXPECT_EQ(parent.size(), kForks + 1);
+  DraftQueue p = parent;
+  for (uint64_t t = 0; t <= kForks; ++t, p.pop_front()) ASSERT_EQ(p.front(), t);
 }
 
 TEST(DraftQueueTest, PopsInOrderAndComparesWhatRemains) {
