@@ -15,6 +15,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kDeadlineExceeded: return "DeadlineExceeded";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
   }
   return "Unknown";
 }

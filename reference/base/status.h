@@ -29,6 +29,7 @@ enum class StatusCode {
   kUnavailable,         // a peer, device or transport is absent
   kDeadlineExceeded,    // a bounded wait ran out
   kInternal,            // a bug in kvconform
+  kResourceExhausted,   // a memory or address-space limit was reached (no verdict)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -64,6 +65,9 @@ inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status ViolationStatus(ErrorCode e, std::string m) {
   return {StatusCode::kContractViolation, std::move(m), e};

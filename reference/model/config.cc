@@ -2,10 +2,18 @@
 #include "reference/model/config.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 namespace kvc::model {
 namespace {
+
+// A double as %.9g (std::to_string prints 1e-45 as 0.000000).
+std::string FormatG(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 class Reader {
  public:
@@ -118,9 +126,20 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   KVC_RETURN_IF_ERROR(
       r.PositiveInt("head_dim", &c.head_dim, c.hidden_size / c.num_attention_heads));
   if (c.head_dim % 2 != 0) return r.Invalid("head_dim", "is odd; RoPE rotates pairs");
+  // Bounded before anything is sized by them (probe 64: rope_scaling's check below built
+  // head_dim / 2 frequencies first, 4 GiB for a head_dim of 2^31).
+  if (c.head_dim > (1u << 16) || c.num_attention_heads > (1u << 16))
+    return r.Invalid("head_dim", "head_dim or num_attention_heads above 65536");
   KVC_RETURN_IF_ERROR(r.PositiveNumber("rms_norm_eps", &c.rms_norm_eps, 1e-6));
   KVC_RETURN_IF_ERROR(r.PositiveNumber("rope_theta", &c.rope_theta, 10000.0));
   KVC_RETURN_IF_ERROR(r.Bool("tie_word_embeddings", &c.tie_word_embeddings, false));
+  // The RoPE inverse frequencies theta^(-2i/d) are float32: a theta whose powers leave float32
+  // (a subnormal theta: 1e-45^(-14/16) is infinite) would make every logit NaN, reported as
+  // MODEL_LOGITS_NONFINITE without naming the field (probe 64).
+  for (float f : RopeInverseFrequencies(c))
+    if (!(f > 0) || !std::isfinite(f))
+      return r.Invalid("rope_theta", FormatG(c.rope_theta) + " gives a RoPE inverse frequency of " +
+                                         std::to_string(f) + " (not a positive finite float32)");
   if (r.Has("rope_scaling")) {
     const Json& rs = j["rope_scaling"];
     if (!rs.is_object()) return r.Invalid("rope_scaling", "expected an object or null");
@@ -157,8 +176,6 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       return r.Unsupported("rope_scaling.rope_type", "'" + type + "'; supported: default, llama3");
     }
   }
-  if (c.head_dim > (1u << 16) || c.num_attention_heads > (1u << 16))
-    return r.Invalid("head_dim", "head_dim or num_attention_heads above 65536");
   return c;
 }
 
@@ -168,7 +185,16 @@ StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     return IoError(path + ": not a regular file");
-  auto j = ReadJsonFileStrict(path);
+  // At most 4 MiB: a model config is a few KB, and its parse needs ~20 times its size (probe
+  // 64: a 100 MB config.json of zeros loaded, peaking at 2.2 GB).
+  constexpr uint64_t kMaxConfigBytes = uint64_t{4} << 20;
+  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxConfigBytes)
+    return ViolationStatus(ErrorCode::MODEL_CONFIG_INVALID,
+                           path + ": " + std::to_string(size) +
+                               " bytes; a model config is at most 4 MiB (a few KB is usual)");
+  JsonLimits limits;
+  limits.max_bytes = kMaxConfigBytes;
+  auto j = ReadJsonFileStrict(path, false, limits);
   if (!j.ok()) {
     if (j.status().code() == StatusCode::kIoError) return j.status();
     return ViolationStatus(ErrorCode::MODEL_CONFIG_INVALID, j.status().message());

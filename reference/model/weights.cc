@@ -1,10 +1,13 @@
 // Checkpoint directory loading: config, (sharded) safetensors, shape checks, fp32 widening.
 #include "reference/model/weights.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "reference/base/strict_json.h"
 #include "reference/model/safetensors/safetensors.h"
@@ -60,16 +63,48 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
   if (!fs::is_directory(root, ec)) return IoError(dir + ": not a model directory");
   KVC_ASSIGN_OR_RETURN(LlamaConfig config, LoadLlamaConfig((root / "config.json").string()));
 
-  // tensor name -> shard file name; shard file name -> opened file.
+  // tensor name -> shard file name; shard file name -> opened file, one per file: names that
+  // reach one file (symlinks, as in the Hugging Face cache) share it (probe 64: each of 90 names
+  // of one 16 MB shard mapped and parsed it again, 3.9 GB).
   std::map<std::string, std::string> where;
-  std::map<std::string, std::unique_ptr<SafetensorsFile>> shards;
+  std::map<std::string, SafetensorsFile*> shards;
+  std::map<std::pair<dev_t, ino_t>, std::unique_ptr<SafetensorsFile>> files;
+  auto open_shard = [&](const std::string& name) -> Status {
+    const std::string path = (root / name).string();
+    struct stat st {};
+    const bool known = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (known) {
+      if (auto it = files.find({st.st_dev, st.st_ino}); it != files.end()) {
+        shards[name] = it->second.get();
+        return Status::Ok();
+      }
+    }
+    KVC_ASSIGN_OR_RETURN(SafetensorsFile sf, SafetensorsFile::Open(path));
+    auto owned = std::make_unique<SafetensorsFile>(std::move(sf));
+    shards[name] = owned.get();
+    if (known) {
+      files[{st.st_dev, st.st_ino}] = std::move(owned);
+    } else {  // Open succeeded where stat did not: kept under a key no other name has
+      files[{static_cast<dev_t>(-1), static_cast<ino_t>(files.size())}] = std::move(owned);
+    }
+    return Status::Ok();
+  };
   // A single model.safetensors wins over an index beside it, as in Transformers' loader (its
   // local-directory lookup tries SAFE_WEIGHTS_NAME before SAFE_WEIGHTS_INDEX_NAME; probe 46:
   // the index won here, so the two loaded different weights from one directory).
   const fs::path index = root / "model.safetensors.index.json";
   const fs::path single = root / "model.safetensors";
   if (!fs::exists(single, ec) && fs::exists(index, ec)) {
-    auto j = ReadJsonFileStrict(index.string());
+    // A regular file (probe 64: a FIFO here hung every model command), of at most 64 MiB (an
+    // index of 100,000 tensors is about 10 MB; its parse needs ~20 times its size).
+    if (!fs::is_regular_file(index, ec)) return IoError(index.string() + ": not a regular file");
+    constexpr uint64_t kMaxIndexBytes = uint64_t{64} << 20;
+    if (const uint64_t size = fs::file_size(index, ec); !ec && size > kMaxIndexBytes)
+      return IndexError(index.string(),
+                        std::to_string(size) + " bytes; a shard index is at most 64 MiB");
+    JsonLimits limits;
+    limits.max_bytes = kMaxIndexBytes;
+    auto j = ReadJsonFileStrict(index.string(), false, limits);
     if (!j.ok()) {
       if (j.status().code() == StatusCode::kIoError) return j.status();
       return IndexError(index.string(), j.status().message());
@@ -86,19 +121,15 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
         return IndexError(index.string(), "weight_map['" + name + "']: '" + f +
                                               "' is not a file name inside the model directory");
       where[name] = f;
-      if (!shards.count(f)) {
-        KVC_ASSIGN_OR_RETURN(SafetensorsFile sf, SafetensorsFile::Open((root / f).string()));
-        shards[f] = std::make_unique<SafetensorsFile>(std::move(sf));
-      }
+      if (!shards.count(f)) KVC_RETURN_IF_ERROR(open_shard(f));
       if (!shards[f]->Find(name))
         return IndexError(index.string(), "weight_map['" + name + "'] names shard '" + f +
                                               "', which does not hold that tensor");
     }
   } else {
     const std::string f = "model.safetensors";
-    KVC_ASSIGN_OR_RETURN(SafetensorsFile sf, SafetensorsFile::Open((root / f).string()));
-    for (const auto& [name, t] : sf.tensors()) where[name] = f;
-    shards[f] = std::make_unique<SafetensorsFile>(std::move(sf));
+    KVC_RETURN_IF_ERROR(open_shard(f));
+    for (const auto& [name, t] : shards[f]->tensors()) where[name] = f;
   }
 
   // Every required tensor is present with its shape, judged one name at a time before anything

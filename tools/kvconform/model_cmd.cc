@@ -27,6 +27,8 @@ constexpr int kExitDeviceUnavailable = 4;
 int FailWith(const char* cmd, const Status& s) {
   std::cerr << "kvconform " << cmd << ": " << Printable(s.ToString()) << "\n";
   if (s.code() == StatusCode::kUnavailable) return kExitDeviceUnavailable;
+  // Memory exhaustion is no verdict: exit 3, as an allocation failure is (docs/cli.md).
+  if (s.code() == StatusCode::kResourceExhausted) return kExitInternal;
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
 }
 

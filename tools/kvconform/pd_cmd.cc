@@ -56,6 +56,8 @@ struct PdOptions {
 
 int FailWith(const char* cmd, const Status& s) {
   std::cerr << "kvconform " << cmd << ": " << Printable(s.ToString()) << "\n";
+  // Memory exhaustion is no verdict: exit 3, as an allocation failure is (docs/cli.md).
+  if (s.code() == StatusCode::kResourceExhausted) return kExitInternal;
   return s.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
 }
 

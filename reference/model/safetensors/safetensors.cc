@@ -209,6 +209,13 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
     if (map == MAP_FAILED) {
       int err = errno;
       ::close(fd);
+      // Out of address space or memory (a limit such as ulimit -v below the file's size) is no
+      // verdict on the file (probe 64: it read as an unreadable checkpoint, exit 2).
+      if (err == ENOMEM)
+        return ResourceExhausted(path + ": cannot map its " + std::to_string(size) +
+                                 " bytes: " + std::strerror(err) +
+                                 " (a limit such as ulimit -v, or the machine's memory; no "
+                                 "verdict on the checkpoint)");
       return IoError(path + ": cannot mmap: " + std::strerror(err));
     }
   }
