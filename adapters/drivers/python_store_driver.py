@@ -4,7 +4,8 @@
 Speaks kvconform.race_driver/1 on stdin/stdout: answers the hello, then one result line per op
 line, in order. The store keeps its own snapshot digests (reported as "opaque"), and maps every
 rejection to the registry code the M5.1 lifecycle rules name. Flags for testing the kit's
-handling of broken drivers: --crash-after N, --hang-after N, --garbage-after N,
+handling of broken drivers: --crash-after N, --orphan-after N (exits with status 3 while a child
+it started keeps its output open), --hang-after N, --garbage-after N,
 --out-of-order, --wrong-shape-after N (adds an unknown member to every later result),
 --extra-member-after N (adds an unknown member beside every later result), --bad-hello
 protocol-number|extra-member (a hello the protocol refuses),
@@ -13,6 +14,7 @@ so the kit's writes fill the pipe), --bug stale-publish (accepts a stale publica
 """
 import hashlib
 import json
+import os
 import sys
 import time
 
@@ -224,13 +226,13 @@ class Reject(Exception):
 
 
 def main(argv):
-    opts = {"crash": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None,
+    opts = {"crash": None, "orphan": None, "hang": None, "garbage": None, "ooo": False, "bug": None, "stop": None,
             "wrong": None, "extra": None, "hello": None}
     i = 1
     while i < len(argv):
         flag = argv[i]
         if flag in ("--crash-after", "--hang-after", "--garbage-after", "--stop-reading-after",
-                    "--wrong-shape-after", "--extra-member-after"):
+                    "--wrong-shape-after", "--extra-member-after", "--orphan-after"):
             opts[flag[2:].split("-")[0]] = int(argv[i + 1])
             i += 2
         elif flag == "--out-of-order":
@@ -262,6 +264,11 @@ def main(argv):
             continue
         if opts["crash"] is not None and answered >= opts["crash"]:
             sys.exit(3)
+        if opts["orphan"] is not None and answered >= opts["orphan"]:
+            if os.fork() == 0:  # the child holds stdout open, silent, until it is killed
+                time.sleep(3600)
+                os._exit(0)
+            os._exit(3)
         if opts["hang"] is not None and answered >= opts["hang"]:
             time.sleep(3600)
         if opts["stop"] is not None and answered >= opts["stop"]:

@@ -156,7 +156,26 @@ void DriverTarget::ReaderLoop() {
     pollfd p{from_driver_, POLLIN, 0};
     int r = poll(&p, 1, 100);
     if (r < 0 && errno == EINTR) continue;
-    if (r == 0) continue;
+    if (r == 0) {
+      // The driver may have exited while a process it started holds its output open: the exit
+      // is a crash, not a wait for an answer that cannot come (probe 63: reported as a timeout
+      // after --driver-timeout-ms, without the exit status). Not reaped (WNOWAIT).
+      siginfo_t info{};
+      if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!stop_ && failure_.ok())
+          Fail(DriverError(ErrorCode::RACE_DRIVER_CRASHED,
+                           "'" + command_ + "' " +
+                               (info.si_code == CLD_EXITED
+                                    ? "exited with status " + std::to_string(info.si_status)
+                                    : "was killed by signal " + std::to_string(info.si_status)) +
+                               " with " + std::to_string(outstanding_.size()) +
+                               " operation(s) outstanding (its output is still held open by a "
+                               "process it started)"));
+        return;
+      }
+      continue;
+    }
     ssize_t n = read(from_driver_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     std::lock_guard<std::mutex> lock(mu_);

@@ -122,6 +122,14 @@ TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
     return r.first_error.substr(0, r.first_error.find(':'));
   };
   EXPECT_EQ(code("--crash-after 10"), "RACE_DRIVER_CRASHED");
+  // Regression (probe 63): a driver that exited while a process it started held its output
+  // open was a timeout after --driver-timeout-ms, without its exit status.
+  {
+    CampaignReport r = Run("--orphan-after 10", 1, {3, 2, 80, 2}, 20'000);
+    EXPECT_EQ(r.first_error.substr(0, r.first_error.find(':')), "RACE_DRIVER_CRASHED")
+        << r.first_error;
+    EXPECT_NE(r.first_error.find("exited with status 3"), std::string::npos) << r.first_error;
+  }
   EXPECT_EQ(code("--hang-after 10"), "RACE_DRIVER_TIMEOUT");
   EXPECT_EQ(code("--garbage-after 10"), "RACE_DRIVER_PROTOCOL");
   EXPECT_EQ(code("--out-of-order"), "RACE_DRIVER_PROTOCOL");
