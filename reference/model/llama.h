@@ -46,6 +46,8 @@ class LlamaModel {
   static StatusOr<LlamaModel> Load(const std::string& dir);
 
   const LlamaConfig& config() const { return w_.config; }
+  // LlamaWeights::unused_tensors of the checkpoint it was loaded from.
+  const std::vector<std::string>& unused_tensors() const { return w_.unused_tensors; }
   KvShape kv_shape() const { return {w_.config.num_hidden_layers, w_.config.kv_width()}; }
 
   // Token ids in [0, V) and positions below max_position_embeddings, or

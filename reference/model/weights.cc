@@ -175,6 +175,8 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
 
   LlamaWeights w;
   w.config = config;
+  for (const auto& [name, shard] : where)
+    if (!loaded.count(name)) w.unused_tensors.push_back(name);
   w.embed_tokens = std::move(loaded["model.embed_tokens.weight"]);
   for (uint64_t l = 0; l < config.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

@@ -37,6 +37,12 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;  // L of them
   std::vector<float> final_norm;     // [d]
   std::vector<float> lm_head;        // [V, d]; empty when tied (use embed_tokens)
+  // Tensors the checkpoint names (its single file's, or its index's weight_map) that
+  // config.json does not use, in name order: a config with fewer layers than the checkpoint, an
+  // lm_head beside tie_word_embeddings, buffers such as rotary_emb.inv_freq. Loading ignores
+  // them, as Transformers does (which warns); the CLI notes them on standard error (probe 64:
+  // a one-layer config beside a two-layer checkpoint generated other tokens without a word).
+  std::vector<std::string> unused_tensors;
   const std::vector<float>& head() const { return lm_head.empty() ? embed_tokens : lm_head; }
 };
 

@@ -72,6 +72,10 @@ std::string ValidUtf8(const std::string& s);
 // the terminal raw, and a literal "\x0A" in one reads \\x0A, not as an escaped newline.
 std::string Printable(const std::string& s);
 
+// Notes on standard error, one line, the checkpoint tensors config.json does not use
+// (LlamaWeights::unused_tensors: their count and the first few names); nothing when none.
+void NoteUnusedTensors(const char* cmd, const std::vector<std::string>& unused);
+
 // Adds to every unsigned option of `app` and its subcommands (CLI11 type name UINT, lists
 // included) a check that refuses a negative value: CLI11 2.1 reads "-1" into an unsigned as
 // 2^64 - 1, so `--events -1` ran forever and `--copies -1` was used as 2^64 - 1. Call after

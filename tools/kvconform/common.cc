@@ -122,6 +122,19 @@ std::string Printable(const std::string& s) {
   return out;
 }
 
+void NoteUnusedTensors(const char* cmd, const std::vector<std::string>& unused) {
+  if (unused.empty()) return;
+  constexpr size_t kNamed = 3;
+  std::string names;
+  for (size_t i = 0; i < unused.size() && i < kNamed; ++i)
+    names += (i ? ", " : "") + Printable(unused[i]);
+  if (unused.size() > kNamed) names += ", ...";
+  std::cerr << "kvconform " << cmd << ": note: " << unused.size()
+            << " checkpoint tensor(s) not used by config.json (" << names
+            << "): ignored; a config with fewer layers than the checkpoint, or a head beside "
+               "tie_word_embeddings, computes another model\n";
+}
+
 std::string DumpReport(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -106,6 +106,7 @@ void RunGenerate(const GenerateOptions& o) {
       ExitCode() = FailWith("generate", m.status());
       return;
     }
+    NoteUnusedTensors("generate", m->unused_tensors());
     model::EngineOptions eo;
     eo.mode = *mode;
     eo.paged = o.layout == "paged";
@@ -118,6 +119,7 @@ void RunGenerate(const GenerateOptions& o) {
       ExitCode() = FailWith("generate", w.status());
       return;
     }
+    NoteUnusedTensors("generate", w->unused_tensors);
     auto gm = kernels::CudaModel::Upload(*w);
     if (!gm.ok()) {
       ExitCode() = FailWith("generate", gm.status());
@@ -191,6 +193,7 @@ void RunParityCmd(const ParityOptions& o) {
     ExitCode() = FailWith("parity", w.status());
     return;
   }
+  NoteUnusedTensors("parity", w->unused_tensors);
   const model::LlamaModel m(o.device == "cpu" ? std::move(*w) : *w);
   auto res = model::RunParity(m, *ids, o.max_new, *mode);
   if (!res.ok()) {
@@ -325,6 +328,7 @@ void RunBench(const BenchOptions& o) {
     ExitCode() = FailWith("bench-engine", m.status());
     return;
   }
+  NoteUnusedTensors("bench-engine", m->unused_tensors());
   // Bounded before anything is allocated (probe 35: --prompt-len 2^64-1 was an internal error).
   if (o.prompt_len >= m->config().max_position_embeddings) {
     ExitCode() = FailWith("bench-engine",

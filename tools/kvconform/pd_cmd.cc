@@ -375,6 +375,7 @@ void RunWorker(const PdOptions& o) {
       if (!ids.ok()) return fail(ids.status());
       auto m = model::LlamaModel::Load(o.model);
       if (!m.ok()) return fail(m.status());
+      NoteUnusedTensors("pd-worker", m->unused_tensors());
       if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
         return fail(s);
       auto s = PrefillSource(*m, *ids, o, *mode);
@@ -411,6 +412,7 @@ void RunWorker(const PdOptions& o) {
       } else {
         auto lm = model::LlamaModel::Load(o.model);
         if (!lm.ok()) return fail(lm.status());
+        NoteUnusedTensors("pd-worker", lm->unused_tensors());
         m.emplace(std::move(*lm));
         abi = {AbiDigest(m->config()), static_cast<uint32_t>(m->config().num_hidden_layers),
                "post_rope"};
@@ -773,6 +775,7 @@ void RunPdRun(const PdOptions& o0) {
     return fail(InvalidArgument("--format: '" + o.format + "'; expected text or json"));
   auto m = model::LlamaModel::Load(o.model);
   if (!m.ok()) return fail(m.status());
+  NoteUnusedTensors("pd-run", m->unused_tensors());
   if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), m->config()); !s.ok())
     return fail(s);
   auto col = RunColocated(*m, *ids, o.max_new, *mode);
