@@ -38,6 +38,11 @@ done
 mkdir -p "$T/tree/models" "$T/tree/_data" && cp "$M" "$T/tree/"
 check validate_tree_skips_data 0 "$K" validate "$T/tree"; expect_out validate_tree_skips_data_msg '_data: data directory, not cases; skipped'
 check validate_only_data_dir 2 "$K" validate "$T/tree/models"; expect_out validate_only_data_dir_msg 'nothing to validate'
+# Probe 65: an argument that gives nothing to validate is an error row in every format (JUnit was
+# all green and the JSON files listed nothing, beside exit 2).
+mkdir -p "$T/emptydir"
+check validate_empty_dir_junit 2 "$K" validate --format junit "$M" "$T/emptydir"; expect_out validate_empty_dir_junit_msg 'tests="2" failures="0" errors="1"'
+check validate_empty_dir_json 2 "$K" validate --format json "$M" "$T/emptydir"; expect_out validate_empty_dir_json_msg '"error": "IoError: .*emptydir: no .json/.jsonl files"'
 check validate_json_expected_raised 1 "$K" validate --format json invalid_fixtures/m5_1/manifest/zero_layers.json; expect_out validate_json_expected_raised_msg '"expected_code_raised": true'
 check validate_junit 1 "$K" validate --format junit invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out validate_junit_failure '<failure message="MANIFEST_SCHEMA_ZERO_EXTENT"'
@@ -297,6 +302,14 @@ check gen_transfer_plan_checks 0 "$K" check "$T/plan.jsonl"; expect_out gen_tran
 # Race fuzzing CLI: shards and merge, re-checking recorded histories, truncated input, a mutant.
 check fuzz_shard0 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 0/2 --report "$T/s0.json" --history-out "$T/h_ok.jsonl"
 check fuzz_shard1 0 "$K" fuzz races --programs 3 --ops 40 --seed 5 --quiet --shard 1/2 --report "$T/s1.json"
+# Probe 65: a report that cannot be written is exit 2 before the campaign (it was exit 0, no report).
+check fuzz_report_unwritable 2 "$K" fuzz races --programs 1 --ops 5 --quiet --report "$T/nodir/s.json"; expect_out fuzz_report_unwritable_msg '\-\-report: IoError: .*nodir/s.json: cannot open for writing'
+check fuzz_report_is_dir 2 "$K" fuzz races --programs 1 --ops 5 --quiet --report "$T"
+# Probe 65: arguments quoted in fuzz races and gen-trace errors are escaped (a raw ESC reached the
+# terminal).
+check fuzz_mutant_escaped 2 "$K" fuzz races --mutant "$(printf 'a\033[31m')" --programs 1; expect_out fuzz_mutant_escaped_msg "unknown mutant 'a\\\\x1B\\[31m'"
+check gen_trace_out_escaped 2 "$K" gen-trace --events 10 -o "$T/nodir/$(printf 'a\033b')"; expect_out gen_trace_out_escaped_msg 'cannot open .*nodir/a\\x1Bb'
+if grep -q "$(printf '\033')" "$T/out"; then fail=$((fail+1)); echo "FAIL gen_trace_out_raw_esc"; else pass=$((pass+1)); fi
 check fuzz_merge 0 "$K" fuzz merge "$T/s0.json" "$T/s1.json"; expect_out fuzz_merge_msg 'merged 2 of 2 shard'
 check fuzz_merge_missing 2 "$K" fuzz merge "$T/s0.json"; expect_out fuzz_merge_missing_msg 'missing shard'
 # Probe 34: a relabelled shard index, a wrapped shard count and an unknown verdict merged as a

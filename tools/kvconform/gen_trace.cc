@@ -104,7 +104,7 @@ std::string N(uint64_t v) { return std::to_string(v); }
 void Run(const GenOptions& o) {
   FILE* f = o.out == "-" ? stdout : std::fopen(o.out.c_str(), "wb");
   if (!f) {
-    std::fprintf(stderr, "gen-trace: cannot open %s\n", o.out.c_str());
+    std::fprintf(stderr, "gen-trace: cannot open %s\n", Printable(o.out).c_str());
     ExitCode() = kExitUsage;
     return;
   }

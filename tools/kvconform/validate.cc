@@ -44,6 +44,17 @@ void PrintText(const FixtureOutcome& o) {
 void Run(const ValidateOptions& opt) {
   std::vector<FixtureOutcome> outcomes;
   bool any_error = false, any_violation = false;
+  // An argument that gives nothing to validate is an error row of its own in every format
+  // (probe 65: the JUnit report was all green, and the JSON files listed nothing to explain
+  // its "error" verdict, beside exit 2).
+  auto nothing_from = [&](const std::string& path, const std::string& why) {
+    FixtureOutcome o;
+    o.path = o.case_name = path;
+    o.error = IoError(path + ": " + why);
+    o.detail = o.error.ToString();
+    outcomes.push_back(std::move(o));
+    any_error = true;
+  };
   // Directories expand to the documents under them (e.g. `kvconform validate fixtures/*`).
   std::vector<std::string> files;
   for (const auto& f : opt.files) {
@@ -65,8 +76,7 @@ void Run(const ValidateOptions& opt) {
                   << ": data directory, not cases; skipped\n";
       if (sub.empty()) {
         // Nothing to validate is not a pass (a CI job pointed at the wrong folder).
-        std::cerr << "kvconform validate: " << Printable(f) << ": no .json/.jsonl files\n";
-        any_error = true;
+        nothing_from(f, "no .json/.jsonl files");
       }
       files.insert(files.end(), sub.begin(), sub.end());
     } else {
@@ -74,10 +84,9 @@ void Run(const ValidateOptions& opt) {
     }
   }
   // Nothing to validate is not a pass (probe 48: `validate fixtures/models` alone exited 0).
-  if (files.empty() && !any_error) {
-    std::cerr << "kvconform validate: nothing to validate (only data directories were given)\n";
-    any_error = true;
-  }
+  if (files.empty() && !any_error)
+    nothing_from(opt.files.empty() ? std::string() : opt.files.front(),
+                 "nothing to validate (only data directories were given)");
   for (const auto& f : files) {
     // An invalid fixture is validated as its mutated base; anything else as itself.
     FixtureOutcome o = RunFixtureFile(f);
