@@ -328,6 +328,18 @@ uint64_t KvModel::Hash(const State& s) const {
   return lifecycle::Fnv1a64U64(s->digest_map.size(), h);
 }
 
+size_t KvModel::StateBytes(const State& s) const {
+  // Per record: a handle's snapshot strings and bookkeeping, a transaction's identity and
+  // receipt (~400 B each in a StableStringMap cell), an id's set node (~64 B beside the id).
+  size_t bytes = sizeof(LineageState) + 512 * (s->obj.handle_count() + s->obj.txn_count());
+  for (const auto& id : s->handles) bytes += 64 + id.size();
+  for (const auto& id : s->txns) bytes += 64 + id.size();
+  for (const auto& [id, rows] : s->groups)
+    bytes += 96 + id.size() + rows.size() * sizeof(lifecycle::LiveSequenceRow);
+  for (const auto& [a, b] : s->digest_map) bytes += 96 + a.size() + b.size();
+  return bytes;
+}
+
 std::string KvModel::Describe(const State& state) const {
   const LineageState& s = *state;
   Json j = Json::object();

@@ -97,6 +97,9 @@ class KvModel {
   uint64_t Digest(const Work& w) const { return w.digest; }
   // A cheap summary (counts); equal states hash equal, the cache compares states in full.
   uint64_t Hash(const State& s) const;
+  // About how many bytes `s` holds (its records and id sets; an estimate, for the exact search's
+  // memory cap: each cached state is a private copy of the lineage).
+  size_t StateBytes(const State& s) const;
   bool Equal(const State& a, const State& b) const { return a == b || *a == *b; }
   std::string Describe(const State& s) const;
 

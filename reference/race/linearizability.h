@@ -168,8 +168,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   };
   std::unordered_multimap<uint64_t, Key> cache;
   // The cache only prunes re-visits; dropping it is always sound. Cap its memory (bit sets of
-  // huge unpartitioned histories are large) by starting over when it grows past the cap.
-  constexpr size_t kCacheCapBytes = size_t{1} << 30;
+  // huge unpartitioned histories are large, and a model's states may be large private copies:
+  // a model with StateBytes() charges each entry its state too; probe 66: uncharged KvModel
+  // states took 10.7 GB within a 60 s budget) by starting over when it grows past the cap.
+  constexpr size_t kCacheCapBytes = size_t{4} << 30;
   size_t cache_bytes = 0;
   auto bits_hash = [&]() {
     uint64_t h = 0x9e3779b97f4a7c15ull;
@@ -181,7 +183,9 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     auto range = cache.equal_range(h);
     for (auto it = range.first; it != range.second; ++it)
       if (it->second.bits == lin && model.Equal(it->second.state, s)) return false;
-    cache_bytes += words * sizeof(uint64_t) + 64;
+    size_t entry = words * sizeof(uint64_t) + 64;
+    if constexpr (requires { model.StateBytes(s); }) entry += model.StateBytes(s);
+    cache_bytes += entry;
     if (cache_bytes > kCacheCapBytes) {
       cache.clear();
       cache_bytes = 0;

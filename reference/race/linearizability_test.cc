@@ -74,6 +74,39 @@ TEST(Linearizability, StaleReadAfterWriteReturnedIsNotLinearizable) {
   EXPECT_EQ(r->witness->state_before, "register=1");
 }
 
+// Regression (probe 66): the exact search's cache counted its bit sets only, not the states it
+// keeps (KvModel states are private copies of the lineage): 10.7 GB within a 60 s budget. A model
+// with StateBytes() is charged for each state; here every state outweighs the cap, so the cache
+// starts over at each insert, and the verdicts stand (dropping the cache is sound).
+struct HeavyRegisterModel : RegisterModel {
+  mutable uint64_t charged = 0;
+  size_t StateBytes(const State&) const {
+    ++charged;
+    return size_t{5} << 30;
+  }
+};
+
+TEST(Linearizability, RegressionStatesAreChargedToTheCacheCap) {
+  History ok;
+  ok.ops.push_back(Op(0, "r", "write", 1, 0, 10));
+  ok.ops.push_back(Op(1, "r", "read", 0, 1, 5));
+  ok.ops.push_back(Op(2, "r", "read", 1, 2, 12));
+  ok.ops.push_back(Op(3, "r", "write", 2, 3, 20));
+  ok.ops.push_back(Op(4, "r", "read", 2, 21, 22));
+  History bad;
+  bad.ops.push_back(Op(0, "r", "write", 1, 0, 10));
+  bad.ops.push_back(Op(1, "r", "read", 1, 11, 12));
+  bad.ops.push_back(Op(2, "r", "read", 0, 13, 14));
+  HeavyRegisterModel m;
+  auto a = CheckHistory(m, ok);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->verdict, Verdict::kLinearizable);
+  auto b = CheckHistory(m, bad);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->verdict, Verdict::kNotLinearizable);
+  EXPECT_GT(m.charged, 0u) << "the search charged no state to its cache";
+}
+
 TEST(Linearizability, UnknownOutcomeMayTakeEffectOrNot) {
   History took;
   took.ops.push_back(Op(0, "r", "write", 7, 0, std::nullopt));  // timed out
