@@ -206,7 +206,7 @@ class TransferState final : public CheckerExtension {
   // attempt with, indexed so that a plan conforming to them costs O(log k) for k kept attempts
   // (probe 60: a scan of every kept attempt per plan made 20,000 open attempts of one request
   // take 30 s, and a retrying request 450 us per plan); a plan they may refuse is judged by the
-  // scan (FirstIdentityConflict), which names the offending attempt.
+  // scan in OnPlan, which names the offending attempt.
   struct KeptAttempts {
     std::set<std::string, std::less<>> ids;
     // Every kept attempt's tenant: OnPlan admits a plan only with the kept attempts' tenant.
