@@ -8,13 +8,14 @@
 
 #include "reference/base/checked_math.h"
 #include "reference/handoff/schedule.h"
+#include "reference/handoff/transfer_txn.h"
 
 namespace kvc::handoff {
 namespace {
 
 struct Ev {
   std::string phase, result, transfer_id;
-  uint64_t generation = 0, start = 0, end = 0, bytes = 0;
+  uint64_t generation = 0, start = 0, end = 0, bytes = 0, attempt = 1;
   std::optional<uint64_t> layer;
 };
 
@@ -33,12 +34,21 @@ bool Read(const Json& doc, Trace* t, Violations* v) {
   top.OptString("seed_ref");
   top.String("link");
   FieldReader tx(top.Object("transaction"), "/transaction", v);
-  if (auto s = tx.String("transfer_id")) t->transfer_id = *s;
+  if (auto s = tx.String("transfer_id")) {
+    t->transfer_id = *s;
+    // The identity every event repeats (probe 67: an empty one passed).
+    if (std::string why = TransferIdProblem(*s); !why.empty())
+      v->push_back({ErrorCode::INPUT_VALUE_INVALID, "/transaction/transfer_id", why});
+  }
   if (auto x = tx.Uint("generation")) t->generation = *x;
   tx.RejectUnknownFields();
   if (auto x = top.Uint("payload_bytes")) t->payload = *x;
   if (auto x = top.Uint("decode_ready_us")) t->decode_ready = *x;
   if (const Json* ls = top.Array("layers")) {
+    // A transfer moves at least one layer (probe 67: "layers": [] skipped the whole chain).
+    if (ls->empty())
+      v->push_back({ErrorCode::INPUT_VALUE_INVALID, "/layers",
+                    "a transfer moves at least one layer; none is declared"});
     for (size_t i = 0; i < ls->size(); ++i) {
       FieldReader l(&(*ls)[i], "/layers/" + std::to_string(i), v);
       auto id = l.Uint("layer");
@@ -70,7 +80,7 @@ bool Read(const Json& doc, Trace* t, Violations* v) {
       if (ev.phase == "gather" || ev.phase == "network" || ev.phase == "device_copy")
         if (auto x = e.Uint("bytes")) ev.bytes = *x;
       if (ev.phase == "network") {
-        e.Uint("attempt", 1);
+        if (auto x = e.Uint("attempt", 1)) ev.attempt = *x;
         if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
       } else if (ev.phase == "publication") {
         if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
@@ -107,11 +117,21 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     if (e.layer && !t.layer_bytes.count(*e.layer))
       v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/layer",
                     "layer " + std::to_string(*e.layer) + " is not a declared layer"});
+    // One event moves at most its layer's bytes (probe 67: a failed attempt of 10^15 B of a
+    // 4 MiB layer passed).
+    else if (e.layer && e.bytes > t.layer_bytes.at(*e.layer))
+      v->push_back({ErrorCode::HANDOFF_TRACE_BYTES_MISMATCH, ptr + "/bytes",
+                    e.phase + " of layer " + std::to_string(*e.layer) + " moves " +
+                        std::to_string(e.bytes) + " B, more than the layer's " +
+                        std::to_string(t.layer_bytes.at(*e.layer)) + " B"});
   }
   if (v->size() != before) return std::nullopt;
 
-  // Ordering: per layer, earliest end of an ok network attempt and of a device copy.
-  std::map<uint64_t, uint64_t> net_done, copy_done, visible, net_bytes;
+  // Ordering: per layer, the earliest end of an ok network attempt (a device copy may start once
+  // the first piece is delivered: pipelined), and the latest ends of the ok network attempts
+  // and of the device copies (a layer split into pieces is delivered, and copied, when its
+  // last piece is: probe 67, a second piece arriving after the layer was made visible passed).
+  std::map<uint64_t, uint64_t> net_done, net_last, copy_last, visible, net_bytes;
   // A layer's gathers and device copies each move its bytes too (probe 49: a 1-byte copy of a
   // 4 MiB layer passed): summed per layer, with the last such event's index for the pointer.
   std::map<uint64_t, uint64_t> gather_bytes, copy_bytes;
@@ -133,6 +153,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     if (!e.layer) continue;
     if (e.phase == "network" && e.result == "ok") {
       net_done[*e.layer] = net_done.count(*e.layer) ? std::min(net_done[*e.layer], e.end) : e.end;
+      net_last[*e.layer] = std::max(net_last[*e.layer], e.end);
       auto sum = CheckedAdd(net_bytes[*e.layer], e.bytes);
       if (!sum) {
         v->push_back(
@@ -141,9 +162,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       }
       net_bytes[*e.layer] = *sum;
     }
-    if (e.phase == "device_copy")
-      copy_done[*e.layer] =
-          copy_done.count(*e.layer) ? std::min(copy_done[*e.layer], e.end) : e.end;
+    if (e.phase == "device_copy") copy_last[*e.layer] = std::max(copy_last[*e.layer], e.end);
   }
   // The chain of M5.6 0x0F, layer by layer: registration -> gather -> network attempts ->
   // device copy -> visibility. Each phase consumes the one before it, so it starts only once
@@ -154,10 +173,16 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     const size_t before_chain = v->size();
     std::optional<uint64_t> registered;     // the earliest registration's end
     std::map<uint64_t, uint64_t> gathered;  // layer -> earliest gather end
+    std::map<uint64_t, uint64_t> gather_last;  // layer -> latest gather end
+    std::optional<uint64_t> published;         // the successful publication's start
     for (const Ev& e : t.events) {
       if (e.phase == "registration") registered = std::min(registered.value_or(e.end), e.end);
-      if (e.phase == "gather" && e.layer)
+      if (e.phase == "gather" && e.layer) {
         gathered[*e.layer] = gathered.count(*e.layer) ? std::min(gathered[*e.layer], e.end) : e.end;
+        gather_last[*e.layer] = std::max(gather_last[*e.layer], e.end);
+      }
+      if (e.phase == "publication" && e.result == "ok")
+        published = std::min(published.value_or(e.start), e.start);
     }
     if (!registered)
       v->push_back({ErrorCode::HANDOFF_TRACE_PHASE_MISSING, "/events",
@@ -184,14 +209,86 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       if (e.phase == "device_copy" && net_done.count(*e.layer) && e.start < net_done[*e.layer])
         late(net_done[*e.layer], "its successful network attempt");
     }
+    // Pieces: a layer's last gather piece ends before its last successful network piece does
+    // (nothing is sent that was not gathered), and its last device copy ends after it (nothing
+    // is copied that was not delivered); probe 67.
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const Ev& e = t.events[i];
+      if (!e.layer || !net_last.count(*e.layer)) continue;
+      const uint64_t delivered = net_last[*e.layer];
+      const bool gather_late = e.phase == "gather" && e.end > delivered;
+      const bool copy_early = e.phase == "device_copy" && e.end == copy_last[*e.layer] &&
+                              copy_last[*e.layer] < delivered;
+      if (gather_late || copy_early)
+        v->push_back({ErrorCode::HANDOFF_TRACE_ORDER_INVALID,
+                      "/events/" + std::to_string(i) + "/end_us",
+                      e.phase + " of layer " + std::to_string(*e.layer) + " ends at " +
+                          std::to_string(e.end) + " us, " + (gather_late ? "after" : "before") +
+                          " the layer's last successful network piece ends at " +
+                          std::to_string(delivered) + " us"});
+    }
+    // Network attempts of a layer, in start order, are numbered from 1, a retry after a failed
+    // attempt with a higher number; none starts once the layer's bytes were all delivered
+    // (probe 67: attempt 1 failed then attempt 1 ok, attempt 7 alone, and a failed attempt after
+    // delivery passed, counted as retries).
+    {
+      std::map<uint64_t, std::vector<size_t>> attempts;  // layer -> network events
+      for (size_t i = 0; i < t.events.size(); ++i)
+        if (t.events[i].phase == "network" && t.events[i].layer)
+          attempts[*t.events[i].layer].push_back(i);
+      for (auto& [l, idx] : attempts) {
+        std::stable_sort(idx.begin(), idx.end(),
+                         [&](size_t a, size_t b) { return t.events[a].start < t.events[b].start; });
+        uint64_t prev = 0, delivered_bytes = 0;
+        bool prev_failed = false;
+        for (size_t k = 0; k < idx.size(); ++k) {
+          const Ev& e = t.events[idx[k]];
+          const std::string ptr = "/events/" + std::to_string(idx[k]);
+          std::string why;
+          if (k == 0 && e.attempt != 1)
+            why = "the layer's first network attempt is numbered " + std::to_string(e.attempt) +
+                  ", not 1";
+          else if (k > 0 && (e.attempt < prev || (prev_failed && e.attempt == prev)))
+            why = "attempt " + std::to_string(e.attempt) + " follows attempt " +
+                  std::to_string(prev) +
+                  (prev_failed ? ", which failed (a retry is a new attempt)"
+                               : " (attempts are numbered upward)");
+          // (A second successful delivery is HANDOFF_TRACE_BYTES_MISMATCH below.)
+          else if (e.result != "ok" && delivered_bytes >= t.layer_bytes.at(l))
+            why = "the layer's bytes were all delivered before this attempt starts";
+          if (!why.empty())
+            v->push_back({ErrorCode::HANDOFF_TRACE_ORDER_INVALID, ptr + "/attempt",
+                          "network attempt of layer " + std::to_string(l) + ": " + why});
+          if (e.result == "ok") delivered_bytes += std::min(e.bytes, t.layer_bytes.at(l));
+          prev = e.attempt;
+          prev_failed = e.result != "ok";
+        }
+      }
+    }
+    // Nothing of the chain happens after the publication: it publishes the layers as they are
+    // (probe 67: a registration, a network attempt and a gather after it passed).
+    if (published)
+      for (size_t i = 0; i < t.events.size(); ++i) {
+        const Ev& e = t.events[i];
+        // (A visibility after it is HANDOFF_TRACE_VISIBILITY_MISSING below: the layer was not
+        // visible when it was published.)
+        if (e.phase == "publication" || e.phase == "visibility" || e.start <= *published) continue;
+        v->push_back(
+            {ErrorCode::HANDOFF_TRACE_ORDER_INVALID,
+             "/events/" + std::to_string(i) + (e.phase == "visibility" ? "/at_us" : "/start_us"),
+             e.phase + (e.layer ? " of layer " + std::to_string(*e.layer) : "") + " starts at " +
+                 std::to_string(e.start) + " us, after the publication at " +
+                 std::to_string(*published) +
+                 " us (nothing of a transfer follows its publication)"});
+      }
     if (v->size() != before_chain) return std::nullopt;
   }
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Ev& e = t.events[i];
     if (e.phase != "visibility") continue;
     uint64_t l = *e.layer;
-    bool copied = net_done.count(l) && copy_done.count(l) && net_done[l] <= e.start &&
-                  copy_done[l] <= e.start;
+    bool copied = net_last.count(l) && copy_last.count(l) && net_last[l] <= e.start &&
+                  copy_last[l] <= e.start;
     if (!copied)
       v->push_back({ErrorCode::HANDOFF_TRACE_VISIBLE_BEFORE_COPY, "/events/" + std::to_string(i),
                     "layer " + std::to_string(l) + " is visible at " + std::to_string(e.start) +
