@@ -468,6 +468,14 @@ for kv in '"final_state": "ABORTED"' '"credits_in_flight_at_end": 0' '"unpublish
 check handoff_trace 0 "$K" handoff replay fixtures/m5_6/runtime/transfer_trace.json --format json
 for kv in '"wall_us": 220' '"overlapped_us": 74' '"exposed_us": 60' '"retries": 1' '"transferred_bytes": 8388608'; do expect_out "trace $kv" "$kv"; done
 check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json
+# Probe 65: with --format json, a failed replay or calculation still writes one JSON document (it
+# wrote nothing on standard output).
+check handoff_replay_wrong_kind_json 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json --format json; expect_out handoff_replay_wrong_kind_json_msg '"verdict": "error"'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][5]["end_us"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/runtime/transfer_trace.json "$T/trace_bad.json"
+check handoff_replay_fail_json 1 "$K" handoff replay "$T/trace_bad.json" --format json; expect_out handoff_replay_fail_json_msg '"code": "HANDOFF_TRACE_INTERVAL_INVALID"'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics"); d["ab"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_1/service/ab_worked_trace.json "$T/svc_bad.json"
+check service_metrics_fail_json 1 "$K" calc service-metrics --format json "$T/svc_bad.json"; expect_out service_metrics_fail_json_msg '"code": "INPUT_FIELD_UNKNOWN"'
+expect_out service_metrics_fail_json_verdict '"verdict": "fail"'
 for f in invalid_fixtures/m5_6/*/*.json; do
   code=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["expected_code"])' "$f")
   check "invalid:$f" 1 "$K" validate --format json "$f"

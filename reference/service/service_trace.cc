@@ -545,9 +545,11 @@ Violations ValidateServiceTrace(const Json& doc) {
 StatusOr<ServiceTraceMetrics> DeriveServiceMetrics(const Json& doc) {
   Violations v;
   Doc d;
+  // The first violation: its registry code (Status::error()) and, in the message, its code,
+  // pointer and message.
   auto first = [&]() {
-    return InvalidArgument(std::string(ErrorCodeName(v.front().code)) + " at '" + v.front().pointer +
-                           "': " + v.front().message);
+    return ViolationStatus(v.front().code, std::string(ErrorCodeName(v.front().code)) + " at '" +
+                                               v.front().pointer + "': " + v.front().message);
   };
   if (!ReadDoc(doc, &d, &v, false)) return first();
   if (!CheckAbi(d, &v) || !CheckRequests(d, &v)) return first();

@@ -49,7 +49,8 @@ struct ServiceTraceMetrics {
 Violations ValidateServiceTrace(const Json& doc);
 
 // Replays a trace and derives its metrics without comparing any expected field; fails with
-// the first violation's message when the trace is not replayable.
+// the first violation (its registry code as Status::error(), its code, pointer and message in
+// the message) when the trace is not replayable.
 StatusOr<ServiceTraceMetrics> DeriveServiceMetrics(const Json& doc);
 
 // JSON forms used by fixtures and the CLI. A rational is {"num", "den", "value"}.

@@ -103,6 +103,7 @@ TEST(ServiceTrace, UnreplayableTraceNamesTheFirstViolation) {
   auto m = DeriveServiceMetrics(doc);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(std::string(m.status().message()).find("FRONTIER_TOKEN_MISMATCH"), std::string::npos);
+  EXPECT_EQ(m.status().error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);  // for the JSON report
 }
 
 // Regressions from an adversarial probe (2026-12-04): the declared metrics had no form. A string

@@ -20,9 +20,17 @@ nlohmann::json Opt(const std::optional<uint64_t>& x) {
 
 void RunReplay(const ReplayOptions& o) {
   auto parsed = ReadJsonFileStrict(o.file, true);
+  // With --format json, a failure is one JSON document too (probe 65: nothing on standard
+  // output): {"verdict": "error", "error": MESSAGE} (exit 2) or {"verdict": "fail",
+  // "violations": [{"code", "line", "pointer", "message"}]} (exit 1).
+  auto json_error = [&](const std::string& message) {
+    if (o.format == "json")
+      std::cout << DumpReport({{"verdict", "error"}, {"error", message}}) << "\n";
+  };
   if (!parsed.ok()) {
     std::cerr << "kvconform handoff replay: " << Printable(parsed.status().message()) << "\n";
     ExitCode() = kExitUsage;
+    json_error(parsed.status().message());
     return;
   }
   const Json& doc = parsed->value;
@@ -58,15 +66,26 @@ void RunReplay(const ReplayOptions& o) {
               << "\" is not " << handoff::kTransferProtocolKind << " or "
               << handoff::kTransferTraceKind << "\n";
     ExitCode() = kExitUsage;
+    json_error(o.file + ": kind \"" + kind + "\" is not " +
+               std::string(handoff::kTransferProtocolKind) + " or " +
+               std::string(handoff::kTransferTraceKind));
     return;
   }
   if (j.is_null()) {
     // The document breaks the contract before a summary exists: show why.
     const KindEntry* k = FindKind(kind);
-    for (const auto& v : k->validate_json(doc))
+    nlohmann::json violations = nlohmann::json::array();
+    for (const auto& v : k->validate_json(doc)) {
       std::cerr << Printable(o.file) << ":" << parsed->LineOf(v.pointer) << ": "
                 << ErrorCodeName(v.code) << " at '" << Printable(v.pointer)
                 << "': " << Printable(v.message) << "\n";
+      violations.push_back({{"code", ErrorCodeName(v.code)},
+                            {"line", parsed->LineOf(v.pointer)},
+                            {"pointer", v.pointer},
+                            {"message", v.message}});
+    }
+    if (o.format == "json")
+      std::cout << DumpReport({{"verdict", "fail"}, {"violations", std::move(violations)}}) << "\n";
     ExitCode() = kExitViolation;
     return;
   }

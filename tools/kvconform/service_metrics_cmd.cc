@@ -17,11 +17,32 @@ struct ServiceMetricsOptions {
 
 std::string Optional(const std::optional<uint64_t>& x) { return x ? std::to_string(*x) : "undefined"; }
 
+// With --format json, a run that computes no metrics still writes one JSON document saying why
+// (probe 65: nothing on standard output, so a CI parsing it had no verdict to read):
+// {"verdict": "error", "error": MESSAGE} for input it cannot read or compute (exit 2),
+// {"verdict": "fail", "violations": [{"code", "message"}]} for a contract violation (exit 1).
+void JsonFailure(const ServiceMetricsOptions& o, const Status& s, int exit_code) {
+  if (o.format != "json") return;
+  nlohmann::json j;
+  if (exit_code == kExitViolation) {
+    j = {{"verdict", "fail"},
+         {"violations",
+          nlohmann::json::array(
+              {{{"code", s.error() == ErrorCode::kNone ? std::string(StatusCodeName(s.code()))
+                                                       : std::string(ErrorCodeName(s.error()))},
+                {"message", s.message()}}})}};
+  } else {
+    j = {{"verdict", "error"}, {"error", s.ToString()}};
+  }
+  std::cout << DumpReport(j) << "\n";
+}
+
 void RunServiceMetrics(const ServiceMetricsOptions& o) {
   auto doc = ReadJsonFileStrict(o.file);
   if (!doc.ok()) {
     std::cerr << "kvconform calc service-metrics: " << Printable(doc.status().message()) << "\n";
     ExitCode() = kExitUsage;
+    JsonFailure(o, doc.status(), kExitUsage);
     return;
   }
   auto m = DeriveServiceMetrics(doc->value);
@@ -32,6 +53,7 @@ void RunServiceMetrics(const ServiceMetricsOptions& o) {
     // commands (exit 2); an unreplayable or unclosed trace is a violation (exit 1). (Probe 33:
     // an overflow exited 1.)
     ExitCode() = m.status().code() == StatusCode::kOutOfRange ? kExitUsage : kExitViolation;
+    JsonFailure(o, m.status(), ExitCode());
     return;
   }
   if (o.format == "json") {
