@@ -259,7 +259,9 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
           if (!why.empty())
             v->push_back({ErrorCode::HANDOFF_TRACE_ORDER_INVALID, ptr + "/attempt",
                           "network attempt of layer " + std::to_string(l) + ": " + why});
-          if (e.result == "ok") delivered_bytes += std::min(e.bytes, t.layer_bytes.at(l));
+          if (e.result == "ok")  // saturating at the layer's bytes: no sum of pieces overflows
+            delivered_bytes = std::min(t.layer_bytes.at(l),
+                                       delivered_bytes + std::min(e.bytes, t.layer_bytes.at(l)));
           prev = e.attempt;
           prev_failed = e.result != "ok";
         }
@@ -273,13 +275,12 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
         // (A visibility after it is HANDOFF_TRACE_VISIBILITY_MISSING below: the layer was not
         // visible when it was published.)
         if (e.phase == "publication" || e.phase == "visibility" || e.start <= *published) continue;
-        v->push_back(
-            {ErrorCode::HANDOFF_TRACE_ORDER_INVALID,
-             "/events/" + std::to_string(i) + (e.phase == "visibility" ? "/at_us" : "/start_us"),
-             e.phase + (e.layer ? " of layer " + std::to_string(*e.layer) : "") + " starts at " +
-                 std::to_string(e.start) + " us, after the publication at " +
-                 std::to_string(*published) +
-                 " us (nothing of a transfer follows its publication)"});
+        v->push_back({ErrorCode::HANDOFF_TRACE_ORDER_INVALID,
+                      "/events/" + std::to_string(i) + "/start_us",
+                      e.phase + (e.layer ? " of layer " + std::to_string(*e.layer) : "") +
+                          " starts at " + std::to_string(e.start) +
+                          " us, after the publication at " + std::to_string(*published) +
+                          " us (nothing of a transfer follows its publication)"});
       }
     if (v->size() != before_chain) return std::nullopt;
   }
