@@ -68,7 +68,7 @@ Status CheckCudaDevice() {
 // ---- CudaModel ----------------------------------------------------------------------------------
 
 CudaModel::CudaModel(model::LlamaConfig c)
-    : config_(c), checker_(model::LlamaWeights{c, {}, {}, {}, {}}) {}
+    : config_(c), checker_(model::LlamaWeights{c, {}, {}, {}, {}, {}}) {}
 
 CudaModel::~CudaModel() { FreeAll(&allocations_); }
 
