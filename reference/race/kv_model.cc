@@ -322,7 +322,9 @@ bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t*
 }
 
 uint64_t KvModel::Hash(const State& s) const {
-  uint64_t h = lifecycle::Fnv1a64U64(s->obj.handle_count(), lifecycle::kFnvOffset);
+  // Every input is part of LineageState's equality, so equal states hash equal.
+  uint64_t h = lifecycle::Fnv1a64U64(s->obj.Hash(), lifecycle::kFnvOffset);
+  h = lifecycle::Fnv1a64U64(s->obj.handle_count(), h);
   h = lifecycle::Fnv1a64U64(s->obj.txn_count(), h);
   h = lifecycle::Fnv1a64U64(s->groups.size(), h);
   return lifecycle::Fnv1a64U64(s->digest_map.size(), h);
