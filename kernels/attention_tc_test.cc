@@ -239,12 +239,7 @@ TEST(TcPrefill, LaneLevelEmulationMeetsTheBf16Tolerance) {
   // One head, a committed past of 70 rows and 75 new rows: two query tiles (the second
   // partial), three key tiles (the last partial), rows whose limits end mid-tile.
   const int t_q = 75, kv_len = 145, D = kTcHeadDim;
-  LogicalKv kv{1,
-               1,
-               kv_len,
-               D,
-               RandomFloats(size_t(kv_len) * D, rng),
-               RandomFloats(size_t(kv_len) * D, rng)};
+  LogicalKv kv = test::RandomKv(1, 1, kv_len, D, rng);
   const auto q = RandomFloats(size_t(t_q) * D, rng, -2, 2);
   const float scale = 1.0f / std::sqrt(float(D));
   const auto got = EmulateTcHead(kv, 0, 0, kv_len, q.data(), t_q, scale);
@@ -265,12 +260,7 @@ TEST(TcPrefill, LaneLevelEmulationMeetsTheBf16Tolerance) {
 // pass, each mutant must fail.
 void ExpectTwinCriterionOnEmulation(int t_q, int kv_len, std::mt19937_64& rng) {
   const int D = kTcHeadDim;
-  LogicalKv kv{1,
-               1,
-               kv_len,
-               D,
-               RandomFloats(size_t(kv_len) * D, rng),
-               RandomFloats(size_t(kv_len) * D, rng)};
+  LogicalKv kv = test::RandomKv(1, 1, kv_len, D, rng);
   const auto q = RandomFloats(size_t(t_q) * D, rng, -2, 2);
   const float scale = 1.0f / std::sqrt(float(D));
   const std::vector<int32_t> len = {kv_len};

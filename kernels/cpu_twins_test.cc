@@ -20,14 +20,8 @@ using test::LogicalKv;
 using test::MakeCache;
 using test::Nmse;
 using test::RandomFloats;
+using test::RandomKv;
 using test::TestSeed;
-
-LogicalKv RandomKv(int b, int h, int t, int d, std::mt19937_64& rng) {
-  LogicalKv kv{b, h, t, d, {}, {}};
-  kv.k = RandomFloats(size_t(b) * h * t * d, rng);
-  kv.v = RandomFloats(size_t(b) * h * t * d, rng);
-  return kv;
-}
 
 AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
                        const std::vector<float>& q, std::vector<float>& out, int h_q, int t_q,
@@ -360,22 +354,7 @@ TEST(AttentionCpu, RejectsBadLengthsAndBlockIds) {
 // shared validation, so the twin and the launcher (cudaErrorInvalidValue) agree. Only the
 // shape is judged: the buffers are never read.
 TEST(AttentionCpu, RefusesShapesTheLaunchGridCannotCover) {
-  static float dummy[4];
-  static int32_t len = 1;
-  auto base = [] {
-    AttentionParams p;
-    p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
-    p.k_cache = dummy;
-    p.v_cache = dummy;
-    p.kv_len = &len;
-    p.q = dummy;
-    p.out = dummy;
-    p.num_q_heads = 1;
-    p.t_q = 1;
-    p.max_kv_len = 1;
-    p.scale = 1.0f;
-    return p;
-  };
+  auto base = [] { return test::ShapeOnlyAttention(); };
   AttentionParams p = base();  // probe 59's reproducer: 2^32 + 64 rows wrapped to one tile
   p.num_q_heads = 64;
   p.t_q = (1 << 26) + 1;

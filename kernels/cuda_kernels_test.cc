@@ -290,17 +290,8 @@ TEST_F(DeviceTest, KvAppendAndPublishBitExactWithTwin) {
         auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
         auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
         int32_t err = 0;
-        KvAppendParams p;
-        p.layout = host.layout;
-        p.k_cache = host.k.data();
-        p.v_cache = host.v.data();
-        p.block_table = host.table.empty() ? nullptr : host.table.data();
-        p.base_len = base.data();
-        p.visible_len = base.data();  // the published lengths are the bases: a fresh transaction
-        p.k_new = k_new.data();
-        p.v_new = v_new.data();
-        p.t_new = T_new;
-        p.error_flag = &err;
+        // The published lengths are the bases: a fresh transaction.
+        KvAppendParams p = test::AppendOn(host, base, base, k_new, v_new, T_new, &err);
         ASSERT_TRUE(KvAppendCpu(p).ok());
         DeviceBuffer dbase, dk, dv, derr;
         UploadNew(dbase, base);
@@ -420,28 +411,13 @@ TEST_F(DeviceTest, KvAppendStaleBaseLeavesPublishedRowsUntouched) {
   for (int d : {128, 6}) {  // vectorized and scalar kernels
     for (int block_size : {0, 16}) {
       SCOPED_TRACE("d " + std::to_string(d) + " block_size " + std::to_string(block_size));
-      LogicalKv past{B,
-                     Hkv,
-                     40,
-                     d,
-                     RandomFloats(size_t(B) * Hkv * 40 * d, rng),
-                     RandomFloats(size_t(B) * Hkv * 40 * d, rng)};
+      LogicalKv past = test::RandomKv(B, Hkv, 40, d, rng);
       HostCache host = MakeCache(past, KvDtype::kBF16, 64, block_size, rng);
       const std::vector<int32_t> base = {40, 13, 29}, vis = {40, 13, 30};
       auto k_new = RandomFloats(size_t(B) * Hkv * T_new * d, rng, -4, 4);
       auto v_new = RandomFloats(k_new.size(), rng, -4, 4);
       int32_t err = 0;
-      KvAppendParams p;
-      p.layout = host.layout;
-      p.k_cache = host.k.data();
-      p.v_cache = host.v.data();
-      p.block_table = host.table.empty() ? nullptr : host.table.data();
-      p.base_len = base.data();
-      p.visible_len = vis.data();
-      p.k_new = k_new.data();
-      p.v_new = v_new.data();
-      p.t_new = T_new;
-      p.error_flag = &err;
+      KvAppendParams p = test::AppendOn(host, base, vis, k_new, v_new, T_new, &err);
       const auto k0 = host.k, v0 = host.v;
       EXPECT_EQ(KvAppendCpu(p).code(), StatusCode::kFailedPrecondition);
       EXPECT_EQ(err, 1);
@@ -543,19 +519,10 @@ TEST_F(DeviceTest, KvAppendVectorizedCoversMoreThanSevenGridStrides) {
 // launcher returns cudaErrorInvalidValue before touching the device (no GPU needed: the buffers
 // are never read).
 TEST(AttentionLauncher, RefusesShapesTheGridCannotCover) {
-  static float dummy[4];
-  static int32_t len = 1;
-  AttentionParams p;
-  p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
-  p.k_cache = dummy;
-  p.v_cache = dummy;
-  p.kv_len = &len;
-  p.q = dummy;
-  p.out = dummy;
+  AttentionParams p = test::ShapeOnlyAttention();
   p.num_q_heads = 64;
   p.t_q = (1 << 26) + 1;
   p.max_kv_len = p.t_q;
-  p.scale = 1.0f;
   EXPECT_EQ(AttentionCuda(p, nullptr), cudaErrorInvalidValue);
   p.num_q_heads = 1;  // 2^26 + 1 rows of 64: 1,048,577 row tiles > 65535
   p.layout.head_dim = 128;

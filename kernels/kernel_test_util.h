@@ -99,6 +99,14 @@ struct LogicalKv {
   }
 };
 
+// Random logical K/V of [b, h, t, d] (K drawn before V, each from RandomFloats' default range).
+inline LogicalKv RandomKv(int b, int h, int t, int d, std::mt19937_64& rng) {
+  LogicalKv kv{b, h, t, d, {}, {}};
+  kv.k = RandomFloats(size_t(b) * h * t * d, rng);
+  kv.v = RandomFloats(size_t(b) * h * t * d, rng);
+  return kv;
+}
+
 // Attention over logical K/V with the bottom-right causal mask, in float64 (the reference).
 // `round` != kF32 rounds K/V through that dtype first (the stored values) but nothing else.
 inline std::vector<float> ReferenceAttention(const LogicalKv& kv, const std::vector<int32_t>& len,
@@ -217,6 +225,46 @@ inline HostCache MakeCache(const LogicalKv& kv, KvDtype dt, int32_t capacity, in
         }
       }
   return c;
+}
+
+// Append params staging `k_new`/`v_new` ([B, H_kv, t_new, d_h]) into the host cache `c` on the
+// bases `base` with published lengths `visible`; host pointers (a device test re-points them).
+// Every vector must outlive the params.
+inline KvAppendParams AppendOn(HostCache& c, const std::vector<int32_t>& base,
+                               const std::vector<int32_t>& visible, const std::vector<float>& k_new,
+                               const std::vector<float>& v_new, int32_t t_new,
+                               int32_t* error_flag) {
+  KvAppendParams p;
+  p.layout = c.layout;
+  p.k_cache = c.k.data();
+  p.v_cache = c.v.data();
+  p.block_table = c.table.empty() ? nullptr : c.table.data();
+  p.base_len = base.data();
+  p.visible_len = visible.data();
+  p.k_new = k_new.data();
+  p.v_new = v_new.data();
+  p.t_new = t_new;
+  p.error_flag = error_flag;
+  return p;
+}
+
+// Attention params whose shape alone is judged (validation tests): one f32 head of one row,
+// 2^26 + 1 slots, buffers that are never read.
+inline AttentionParams ShapeOnlyAttention() {
+  static float dummy[4];
+  static int32_t len = 1;
+  AttentionParams p;
+  p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, (1 << 26) + 1};
+  p.k_cache = dummy;
+  p.v_cache = dummy;
+  p.kv_len = &len;
+  p.q = dummy;
+  p.out = dummy;
+  p.num_q_heads = 1;
+  p.t_q = 1;
+  p.max_kv_len = 1;
+  p.scale = 1.0f;
+  return p;
 }
 
 }  // namespace kvc::kernels::test

@@ -56,6 +56,9 @@ struct Destination {
   uint32_t validated_epoch_line = 0;
 };
 
+// A transfer in state `st` is still under way: neither PUBLISHED nor ABORTED (both terminal).
+bool Unfinished(TxnState st) { return st != TxnState::kPublished && st != TxnState::kAborted; }
+
 // One planned transfer. What it keeps once finished (PUBLISHED or ABORTED: TransferState::
 // Finished) is what the verdicts on its late events need: the plan (a re-plan is compared with
 // it, a retried chunk event with its manifest), the settled transaction (TransferTxn::Settle),
@@ -162,9 +165,7 @@ class TransferState final : public CheckerExtension {
     std::vector<const std::pair<const std::string, Transfer>*> open;
     for (const auto& kv : transfers)
       if (kv.second.txn && !c.IsPoisoned("transfer:" + kv.first) &&
-          !c.IsPoisoned("request:" + kv.second.request_id) &&
-          kv.second.txn->state() != TxnState::kPublished &&
-          kv.second.txn->state() != TxnState::kAborted)
+          !c.IsPoisoned("request:" + kv.second.request_id) && Unfinished(kv.second.txn->state()))
         open.push_back(&kv);
     std::sort(open.begin(), open.end(),
               [](auto* a, auto* b) { return a->second.plan_line < b->second.plan_line; });
@@ -250,7 +251,7 @@ class TransferState final : public CheckerExtension {
     if (it == transfers.end() || !it->second.txn) return;
     Transfer& t = it->second;
     const TxnState st = t.txn->state();
-    const bool open = st != TxnState::kPublished && st != TxnState::kAborted;
+    const bool open = Unfinished(st);
     if (open == t.counted_open) return;
     t.counted_open = open;
     RequestReady& r = requests[t.request_id];
@@ -717,8 +718,7 @@ bool MayBreakIdentityRules(const TransferState& s, const TransferState::KeptAtte
   for (auto [b, e] = kept.by_reservation.equal_range(plan.identity.reservation_id); b != e; ++b) {
     auto o = s.transfers.find(b->second);
     if (o == s.transfers.end() || !o->second.txn) continue;
-    const TxnState st = o->second.txn->state();
-    if (st != TxnState::kPublished && st != TxnState::kAborted) return true;
+    if (Unfinished(o->second.txn->state())) return true;
   }
   const std::optional<uint64_t> end = CheckedAdd(plan.token_start, plan.token_count);
   if (!end) return false;  // judged by CheckPlan, not by these rules
@@ -840,7 +840,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       if (o == s.transfers.end() || !o->second.txn) continue;
       const handoff::TransferIdentity& was = o->second.txn->plan().identity;
       const TxnState st = o->second.txn->state();
-      const bool live = st != TxnState::kPublished && st != TxnState::kAborted;
+      const bool live = Unfinished(st);
       std::string field, why;
       if (was.tenant != plan.identity.tenant) {
         field = "identity/tenant";
