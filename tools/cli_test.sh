@@ -293,6 +293,52 @@ expect_out gen_trace_step_batch '^4$'
 check gen_trace_80_layers 0 "$K" gen-trace --events 1000 --requests 2 --layers 80 -o "$T/gen_80.jsonl"
 check gen_trace_80_layers_checks 0 "$K" check "$T/gen_80.jsonl"; expect_out gen_trace_80_layers_pass 'pass \([0-9]+ events, 0 violations\)'
 check gen_trace_bad_order 2 "$K" gen-trace --order random; expect_out gen_trace_bad_order_msg "--order: random not in \{request,step\}"
+# --mix lifecycle: failed and cancelled appends retried, replayed publications, truncated fork
+# children, cancelled requests and allocator/residency observations, every one of the 14 event
+# types, in traces that check passes for three seeds; a one-field mutation of each kind of event
+# the mix adds fails with exactly its code (so the mix's events are judged, not skipped).
+for seed in 1 2 3; do
+  check "gen_trace_lifecycle_$seed" 0 "$K" gen-trace --events 3000 --requests 5 --layers 3 --decode 6 --ids runtime --mix lifecycle --seed "$seed" -o "$T/life_$seed.jsonl"
+  check "gen_trace_lifecycle_${seed}_checks" 0 "$K" check "$T/life_$seed.jsonl"; expect_out "gen_trace_lifecycle_${seed}_pass" 'pass \([0-9]+ events, 0 violations\)'
+  tail -n +2 "$T/life_$seed.jsonl" | grep -o '"event_type":"[a-z_]*"' | sort -u | wc -l >"$T/out"; expect_out "gen_trace_lifecycle_${seed}_types" '^14$'
+done
+head -n 1 "$T/life_2.jsonl" >"$T/out"; expect_out gen_trace_lifecycle_regenerate '"regenerate":"kvconform gen-trace .*--order request --mix lifecycle --seed 2"'
+check gen_trace_lifecycle_step 2 "$K" gen-trace --mix lifecycle --order step; expect_out gen_trace_lifecycle_step_msg '--mix lifecycle writes --order request only'
+cat >"$T/mut.py" <<'PY'
+import json, sys
+# mut.py IN OUT EVENT_TYPE FIELD DELTA [OUTCOME]: adds DELTA to the payload's FIELD (a top-level
+# field for /FIELD) of the first event of EVENT_TYPE (and OUTCOME) that has it.
+src, dst, etype, field, delta = sys.argv[1:6]
+outcome = sys.argv[6] if len(sys.argv) > 6 else None
+lines = open(src).read().splitlines()
+for i, line in enumerate(lines[1:], 1):
+    e = json.loads(line)
+    o = e if field.startswith("/") else e["payload"]
+    k = field.lstrip("/")
+    if e["event_type"] != etype or (outcome and e.get("outcome") != outcome) or k not in o:
+        continue
+    o[k] += int(delta)
+    lines[i] = json.dumps(e, separators=(",", ":"))
+    break
+else:
+    sys.exit("no such event")
+open(dst, "w").write("\n".join(lines) + "\n")
+PY
+while read -r name code etype field delta outcome; do
+  check "gen_trace_lifecycle_mut_$name" 1 sh -c 'python3 "$1" "$2" "$3" "$4" "$5" "$6" $7 && "$8" check "$3" --format json' _ "$T/mut.py" "$T/life_2.jsonl" "$T/mut.jsonl" "$etype" "$field" "$delta" "$outcome" "$K"
+  expect_out "gen_trace_lifecycle_mut_${name}_code" "\"code\": \"$code\""
+  n=$(grep -c '"code": ' "$T/out"); echo "$n" >"$T/out"; expect_out "gen_trace_lifecycle_mut_${name}_one" '^1$'
+done <<'MUT'
+replayed_receipt TRACE_SNAPSHOT_MISMATCH append_publish /result_snapshot 1 replayed
+allocator_used_slots TRACE_OBSERVATION_INCONSISTENT allocator_observation used_slots 1
+residency_bytes TRACE_OBSERVATION_INCONSISTENT residency_observation resident_payload_bytes 64
+truncate_grows LIFECYCLE_TRUNCATE_GROWTH truncate new_length 1000
+decode_token FRONTIER_TOKEN_MISMATCH append_start input_token 1
+fork_beyond_prefix LIFECYCLE_FORK_BEYOND_PREFIX fork prefix_length 1
+cancel_request_stale LIFECYCLE_STALE_BASE cancel_request /base_snapshot -1
+failure_base TRACE_SNAPSHOT_MISMATCH append_failure /base_snapshot 1
+cancel_txn_base TRACE_SNAPSHOT_MISMATCH cancel_txn /base_snapshot 1
+MUT
 # The transfer-plan benchmark input (docs/trace-format.md, transfer plane): a plan of 2,000
 # one-token chunks, each delivered, then 500 re-sent receives after publication, passes.
 D=$(cd "$(dirname "$0")" && pwd)

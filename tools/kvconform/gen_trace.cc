@@ -13,6 +13,16 @@
 //    released at the iteration's start and their replacements allocate and prefill in it. So
 //    consecutive events name different requests.
 //
+// --mix decode (default) writes only that; --mix lifecycle (request order only) adds, drawn per
+// decode turn from a SplitMix64 stream seeded by --seed, the rest of the semantic plane and the
+// observation planes: a failed append retried under a new operation id (append_failure), a
+// cancelled one retried (cancel_txn), a lost publication acknowledgement retried (append_publish
+// with outcome replayed), a fork child that is truncated, finished and released, a request
+// cancelled mid-decode and released (cancel_request), and allocator/residency observations of a
+// quarter of the publications and of every release, from sources alloc-0 and res-0 (event ids
+// "a<n>" and "m<n>") under the header's allocator model of 16 slots per block. Every trace it
+// writes is valid: tools/cli_test.sh checks one per seed it lists.
+//
 // --ids short names requests r0, r1, ... and the cache ABI "abi-gen" (every id fits
 // std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
 // runtimes emit: request ids like vLLM's "cmpl-<32 hex>-0" (38 bytes), operation ids
@@ -38,6 +48,8 @@ struct GenOptions {
   uint64_t decode = 32;
   std::string ids = "short";  // short | runtime
   std::string order = "request";  // request | step
+  std::string mix = "decode";     // decode | lifecycle
+  uint64_t seed = 1;              // --mix lifecycle's draws
   std::string out = "-";
 };
 
@@ -66,40 +78,57 @@ struct Req {
   int stage = 0;  // 0 allocate, 1 prefill, 2 decode..., 3 finish/release
   std::string cur_op, cur_iv;  // the open append: operation id and "[start,end]"
   uint64_t cur_end = 0;
+  uint64_t forks = 0;  // --mix lifecycle: fork children so far (ids "<id>.f<k>")
 };
+
+// The sources a trace names; every event of a source carries its own local_sequence.
+enum Source { kEngine = 0, kAllocator = 1, kResidency = 2 };
 
 class Writer {
  public:
   explicit Writer(FILE* f) : f_(f) {}
-  uint64_t seq = 0;
-  // Writes one event; `rest` is the tail of the object after the envelope (starts with ',').
+  uint64_t seq = 0;  // events written, all sources
+  // The event id of the engine's next event.
+  std::string NextEngineId() const { return "e" + std::to_string(n_[kEngine]); }
+  // Writes one event; `payload` is its payload object, `outcome` "" or an outcome name.
   void Event(const std::string& req, const char* type, const std::string& op, const char* base,
-             const char* result, const std::string& payload) {
-    int n = std::snprintf(buf_, sizeof buf_,
-                          "{\"event_id\":\"e%llu\",\"source_instance\":\"engine-0\","
-                          "\"source_component\":\"semantic\",\"local_sequence\":%llu,"
-                          "\"monotonic_ns\":%llu,\"request_id\":\"%s\",\"handle_generation\":0,"
-                          "\"operation_id\":%s,\"event_type\":\"%s\",\"base_snapshot\":%s,"
-                          "\"result_snapshot\":%s,\"payload\":%s}\n",
-                          static_cast<unsigned long long>(seq), static_cast<unsigned long long>(seq),
-                          static_cast<unsigned long long>(1000 * seq), req.c_str(),
-                          op.empty() ? "null" : ("\"" + op + "\"").c_str(), type, base, result,
-                          payload.c_str());
-    if (n < 0 || static_cast<size_t>(n) >= sizeof buf_) {  // cannot happen for the payloads below
+             const char* result, const std::string& payload, const char* outcome = "",
+             Source src = kEngine) {
+    static const char* const kInstance[] = {"engine-0", "alloc-0", "res-0"};
+    static const char* const kComponent[] = {"semantic", "allocator", "residency"};
+    static const char kIdPrefix[] = {'e', 'a', 'm'};
+    const uint64_t n = n_[src]++;
+    std::string out = *outcome ? ",\"outcome\":\"" + std::string(outcome) + "\"" : "";
+    int len = std::snprintf(buf_, sizeof buf_,
+                            "{\"event_id\":\"%c%llu\",\"source_instance\":\"%s\","
+                            "\"source_component\":\"%s\",\"local_sequence\":%llu,"
+                            "\"monotonic_ns\":%llu,\"request_id\":\"%s\",\"handle_generation\":0,"
+                            "\"operation_id\":%s,\"event_type\":\"%s\",\"base_snapshot\":%s,"
+                            "\"result_snapshot\":%s%s,\"payload\":%s}\n",
+                            kIdPrefix[src], static_cast<unsigned long long>(n), kInstance[src],
+                            kComponent[src], static_cast<unsigned long long>(n),
+                            static_cast<unsigned long long>(1000 * seq), req.c_str(),
+                            op.empty() ? "null" : ("\"" + op + "\"").c_str(), type, base, result,
+                            out.c_str(), payload.c_str());
+    if (len < 0 || static_cast<size_t>(len) >= sizeof buf_) {  // cannot happen for these payloads
       std::fprintf(stderr, "gen-trace: event %llu longer than %zu bytes\n",
                    static_cast<unsigned long long>(seq), sizeof buf_);
       std::abort();
     }
-    std::fwrite(buf_, 1, static_cast<size_t>(n), f_);
+    std::fwrite(buf_, 1, static_cast<size_t>(len), f_);
     ++seq;
   }
 
  private:
   FILE* f_;
+  uint64_t n_[3] = {0, 0, 0};
   char buf_[2048];
 };
 
 std::string N(uint64_t v) { return std::to_string(v); }
+
+// --mix lifecycle: the allocator model's block size.
+constexpr uint64_t kSlotsPerBlock = 16;
 
 void Run(const GenOptions& o) {
   FILE* f = o.out == "-" ? stdout : std::fopen(o.out.c_str(), "wb");
@@ -108,20 +137,31 @@ void Run(const GenOptions& o) {
     ExitCode() = kExitUsage;
     return;
   }
+  const bool lifecycle = o.mix == "lifecycle";
+  const std::string more_sources =
+      lifecycle ? ",{\"source_instance\":\"alloc-0\",\"source_component\":\"allocator\","
+                  "\"clock_domain\":\"engine-0.monotonic\"},{\"source_instance\":\"res-0\","
+                  "\"source_component\":\"residency\",\"clock_domain\":\"engine-0.monotonic\"}"
+                : "";
+  const std::string models =
+      lifecycle ? ",\"allocator_model\":{\"slots_per_block\":" + std::to_string(kSlotsPerBlock) +
+                      ",\"used_slots\":\"committed_rows\"}"
+                : "";
+  const std::string mix_args = lifecycle ? " --mix lifecycle --seed " + std::to_string(o.seed) : "";
   std::fprintf(f,
                "{\"kind\":\"kvconform.trace/1\",\"schema_version\":1,\"producer\":{\"name\":"
                "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"%s\","
                "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":%u},"
                "\"sources\":[{\"source_instance\":\"engine-0\",\"source_component\":\"semantic\","
-               "\"clock_domain\":\"engine-0.monotonic\"}],\"audit\":\"complete\",\"regenerate\":"
-               "\"kvconform gen-trace "
+               "\"clock_domain\":\"engine-0.monotonic\"}%s]%s,\"audit\":\"complete\","
+               "\"regenerate\":\"kvconform gen-trace "
                "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s "
-               "--order %s\"}\n",
-               AbiId(o).c_str(), o.layers, BytesPerToken(o),
+               "--order %s%s\"}\n",
+               AbiId(o).c_str(), o.layers, BytesPerToken(o), more_sources.c_str(), models.c_str(),
                static_cast<unsigned long long>(o.events),
                static_cast<unsigned long long>(o.requests), o.layers,
                static_cast<unsigned long long>(o.prompt), static_cast<unsigned long long>(o.decode),
-               o.ids.c_str(), o.order.c_str());
+               o.ids.c_str(), o.order.c_str(), mix_args.c_str());
   Writer w(f);
   std::vector<Req> reqs(o.requests);
   uint64_t next_id = 0;
@@ -176,7 +216,94 @@ void Run(const GenOptions& o) {
   };
   const char* const kPurpose[] = {"", "prefill", "decode"};
   auto rows = [&](const Req& r) { return r.stage == 1 ? o.prompt : uint64_t{1}; };
-  if (o.order == "request") {
+  // --mix lifecycle.
+  uint64_t draws = 0;
+  auto draw = [&] { return race::SplitMix64(o.seed * 0x9e3779b97f4a7c15ull + draws++); };
+  // The allocator and residency planes' view of `r` after the engine event `cause` (0 rows
+  // after its release).
+  auto observe = [&](const Req& r, const std::string& cause, uint64_t committed) {
+    const uint64_t blocks = (committed + kSlotsPerBlock - 1) / kSlotsPerBlock;
+    w.Event(r.id, "allocator_observation", "", "null", "null",
+            "{\"caused_by_event_id\":\"" + cause + "\",\"blocks\":" + N(blocks) + ",\"slots\":" +
+                N(blocks * kSlotsPerBlock) + ",\"used_slots\":" + N(committed) + "}",
+            "", kAllocator);
+    w.Event(r.id, "residency_observation", "", "null", "null",
+            "{\"caused_by_event_id\":\"" + cause +
+                "\",\"tier\":\"hbm\",\"resident_payload_bytes\":" +
+                N(committed * BytesPerToken(o)) + "}",
+            "", kResidency);
+  };
+  // Releases `r` after its finish or cancel_request (observed as freed) and starts a fresh
+  // request in its place.
+  auto release_and_replace = [&](Req& r) {
+    const std::string rel = w.NextEngineId();
+    w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
+            "{\"committed_length\":0,\"result_handle_generation\":1}");
+    observe(r, rel, 0);
+    r = Req{};
+    r.id = RequestId(o, next_id++);
+  };
+  // A fork child of `r`'s whole committed prefix (it inherits every output), truncated to half
+  // of it, finished and released.
+  auto fork_child = [&](Req& r) {
+    const std::string child = r.id + ".f" + N(r.forks++);
+    const uint64_t kept = r.committed / 2;
+    w.Event(r.id, "fork", "", N(r.version).c_str(), "0",
+            "{\"prefix_length\":" + N(r.committed) + ",\"children\":[{\"request_id\":\"" + child +
+                "\",\"handle_generation\":0}]}");
+    w.Event(child, "truncate", "", "0", "1", "{\"new_length\":" + N(kept) + "}");
+    w.Event(child, "finish", "", "1", "1", "{\"committed_length\":" + N(kept) + "}");
+    w.Event(child, "release", "", "1", "2",
+            "{\"committed_length\":0,\"result_handle_generation\":1}");
+  };
+  if (lifecycle) {
+    size_t i = 0;
+    while (w.seq < o.events) {
+      Req& r = reqs[i++ % reqs.size()];
+      if (r.stage == 0) {
+        allocate(r);
+        continue;
+      }
+      if (r.stage == 3) {
+        w.Event(r.id, "finish", "", N(r.version).c_str(), N(r.version).c_str(),
+                "{\"committed_length\":" + N(r.committed) + ",\"emitted_outputs\":" + N(r.emitted) +
+                    "}");
+        release_and_replace(r);
+        continue;
+      }
+      // A decode turn draws x in [0, 64): 0-1 a failed attempt first, 2-3 a cancelled one, 4
+      // a replayed publication, 5 a fork child after the output, 6 a cancel_request instead of
+      // the step; x % 4 == 3 observes the publication (a prefill's always is).
+      const uint64_t x = r.stage == 2 ? draw() % 64 : 3;
+      if (x == 6) {
+        w.Event(r.id, "cancel_request", "", N(r.version).c_str(), N(r.version).c_str(), "{}");
+        release_and_replace(r);
+        continue;
+      }
+      if (x < 4) {
+        start(r, kPurpose[r.stage], rows(r));
+        if (x < 2) {
+          stage_layer(r, 0);
+          w.Event(r.id, "append_failure", r.cur_op, N(r.version).c_str(), "null",
+                  "{\"reason\":\"worker lost\"}", "failure");
+        } else {
+          w.Event(r.id, "cancel_txn", r.cur_op, N(r.version).c_str(), "null",
+                  "{\"reason\":\"preempted\"}");
+        }
+      }
+      start(r, kPurpose[r.stage], rows(r));
+      for (uint32_t l = 0; l < o.layers; ++l) stage_layer(r, l);
+      const std::string pub = w.NextEngineId();
+      publish(r);
+      if (x == 4)
+        w.Event(r.id, "append_publish", r.cur_op, N(r.version - 1).c_str(), N(r.version).c_str(),
+                "{\"committed_length\":" + N(r.committed) + "}", "replayed");
+      if (x % 4 == 3) observe(r, pub, r.committed);
+      emit(r);
+      if (x == 5) fork_child(r);
+      advance(r);
+    }
+  } else if (o.order == "request") {
     size_t i = 0;
     while (w.seq < o.events) {
       Req& r = reqs[i++ % reqs.size()];
@@ -240,8 +367,22 @@ void AddGenTraceCommand(CLI::App& app) {
                   "engine iteration phase by phase: every append_start, every layer, every "
                   "publish, every emit)")
       ->check(CLI::IsMember({"request", "step"}));
+  cmd->add_option("--mix", opt->mix,
+                  "event mix: decode (allocate, prefill, decode steps, finish, release; default) "
+                  "or lifecycle (adds, drawn per decode turn: failed and cancelled appends "
+                  "retried, replayed publications, truncated fork children, cancelled requests, "
+                  "allocator/residency observations; --order request only)")
+      ->check(CLI::IsMember({"decode", "lifecycle"}));
+  cmd->add_option("--seed", opt->seed, "--mix lifecycle's draws (default 1)");
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
-  cmd->callback([opt] { Run(*opt); });
+  cmd->callback([opt] {
+    if (opt->mix == "lifecycle" && opt->order != "request") {
+      std::fprintf(stderr, "gen-trace: --mix lifecycle writes --order request only\n");
+      ExitCode() = kExitUsage;
+      return;
+    }
+    Run(*opt);
+  });
 }
 
 }  // namespace kvc::cli
