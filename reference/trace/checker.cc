@@ -1012,6 +1012,20 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
               "0x01)";
         s = Status(s.code(), head + why, s.error());
       }
+    // A re-sent operation on another base: the lifecycle object names its stand-in for the
+    // trace's version (the generation below or above the live one), so the message also names
+    // both versions (probe 68: "base generation 1" on both sides of a retry naming 0 and 1).
+    if (s.error() == ErrorCode::LIFECYCLE_RETRY_CONFLICT && e.base_snapshot && e.operation_id) {
+      std::optional<uint64_t> was = OpBaseVersion(*e.operation_id, e.handle_generation);
+      if (was && *was != *e.base_snapshot)
+        s = Status(s.code(),
+                   s.message() + " [in the trace's versions: this event names base snapshot " +
+                       std::to_string(*e.base_snapshot) +
+                       "; the original was opened on base "
+                       "snapshot " +
+                       std::to_string(*was) + "]",
+                   s.error());
+    }
     ReportStatus(s, LinePtr() + std::string(RefusedMember(s.error(), e.event_type)));
     // Gating: the root cause is reported once; later events of the operation and of its
     // request are not replayed (the runtime went on from a state the replay does not have).
@@ -1154,12 +1168,11 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
       return;
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
-           source_ + ":" + std::to_string(line_no) + ": " +
-               (line.empty() ? std::string("empty line; expected one JSON object")
-                : line.substr(0, 3) == "\xEF\xBB\xBF"
-                    ? std::string("starts with a UTF-8 byte-order mark (EF BB BF); a JSON Lines "
-                                  "trace has none")
-                    : std::string("not JSON: ") + simdjson::error_message(err)));
+           (line.empty() ? std::string("empty line; expected one JSON object")
+            : line.substr(0, 3) == "\xEF\xBB\xBF"
+                ? std::string("starts with a UTF-8 byte-order mark (EF BB BF); a JSON Lines "
+                              "trace has none")
+                : std::string("not JSON: ") + simdjson::error_message(err)));
     return;
   }
   if (!root.is_object()) {
@@ -2423,17 +2436,18 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
   context_is_event_ = false;
   if (ended_mid_line) {
     ++line_;
+    // (The report's line and the file name the place: the message does not repeat them;
+    // probe 68.)
     Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
-           source_ + ":" + std::to_string(line_) +
-               (line_ == 1 ? ": the trace ends in the middle of its header line (no final "
-                             "newline); the header was not read"
-                           : ": the trace ends in the middle of a line (no final newline); the "
-                             "partial event was not replayed"));
+           line_ == 1 ? "the trace ends in the middle of its header line (no final newline); the "
+                        "header was not read"
+                      : "the trace ends in the middle of a line (no final newline); the partial "
+                        "event was not replayed");
   }
   // A cut header line is reported above (one root cause, one code).
   if (!header_seen_ && !(ended_mid_line && line_ == 1)) {
     line_ = 1;
-    Report(ErrorCode::TRACE_HEADER_INVALID, "/0", source_ + ": empty trace; expected a header line");
+    Report(ErrorCode::TRACE_HEADER_INVALID, "/0", "empty trace; expected a header line");
   }
   if (header_ok_) {
     std::vector<const std::pair<const std::string, Op>*> open;

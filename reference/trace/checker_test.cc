@@ -3535,5 +3535,82 @@ TEST(TraceCheckerTest, RegressionMessagesNameTheIncarnationAndTheAdmittedPhases)
       << f[0].message;
 }
 
+// Regression (probe 68, a vendor's cold read): an operation id re-sent for the next decode step
+// (another base, interval and token) raised FRONTIER_TOKEN_MISMATCH before the fingerprint
+// conflict: one root cause, one code, the lifecycle's. A retry on the same fingerprint with
+// another token still raises the frontier's code.
+TEST(TraceCheckerTest, RegressionAnOperationIdReusedForTheNextStepIsOneConflict) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  auto decode = [&](int seq, int base, int from, int token) {
+    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(from + 1) + "]";
+    return Ev(seq, "append_start",
+              r + R"("operation_id":"d","base_snapshot":)" + std::to_string(base) +
+                  R"(,"payload":{"interval":)" + iv + R"(,"cache_position":)" + iv +
+                  R"(,"mask_key_length":)" + std::to_string(from + 1) +
+                  R"(,"position_stage":"post_rope","purpose":"decode","input_token":)" +
+                  std::to_string(token) + "}") +
+           "\n";
+  };
+  const std::string step1 =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+      Publish(3) + "\n" +
+      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n" + decode(5, 1, 2, 7) +
+      Ev(6, "append_stage_layer",
+         r + R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
+      "\n" + Ev(7, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") +
+      "\n" +
+      Ev(8, "output_emit", r + R"("base_snapshot":2,"payload":{"output_index":1,"token":8})") +
+      "\n";
+  ASSERT_EQ(Codes(step1), std::vector<std::string>{}) << step1;
+  const Violations v = ValidateTraceJsonl(step1 + decode(9, 2, 3, 8), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("this event names base snapshot 2; the original was opened on "
+                              "base snapshot 1"),
+            std::string::npos)
+      << v[0].message;
+  // The same call re-sent with another token: the frontier's code.
+  EXPECT_EQ(Codes(step1 + decode(9, 1, 2, 8)), std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"});
+}
+
+// Regression (probe 68): a retry naming an older base_snapshot than its original was reported
+// as "base generation 1 (another snapshot digest); the original has ... base generation 1":
+// the lifecycle object's stand-in for a stale version. The message names both versions now.
+TEST(TraceCheckerTest, RegressionARetryOnAnotherBaseNamesBothVersions) {
+  const std::string r = R"("request_id":"R","handle_generation":0,)";
+  const std::string prefix =
+      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+      Publish(3) + "\n" +
+      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
+      "\n";
+  auto decode = [&](int seq, int base) {
+    return Ev(seq, "append_start",
+              r + R"("operation_id":"d","base_snapshot":)" + std::to_string(base) +
+                  R"(,"payload":{"interval":[2,3],"cache_position":[2,3],"mask_key_length":3,)"
+                  R"("position_stage":"post_rope","purpose":"decode","input_token":7})") +
+           "\n";
+  };
+  const Violations v = ValidateTraceJsonl(prefix + decode(5, 1) + decode(6, 0), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("this event names base snapshot 0; the original was opened on "
+                              "base snapshot 1"),
+            std::string::npos)
+      << v[0].message;
+}
+
+// Regression (probe 68): TRACE_TRUNCATED, an empty line's TRACE_LINE_MALFORMED and an empty
+// trace's TRACE_HEADER_INVALID repeated the file and line in their messages, which every report
+// prints beside them ("t.jsonl:16: TRACE_TRUNCATED at '/15': t.jsonl:16: the trace ends ...").
+TEST(TraceCheckerTest, RegressionLineMessagesDoNotRepeatTheFileAndLine) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  for (const std::string& t : {head + Start(1).substr(0, 40), head + "\n", std::string()}) {
+    const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+    ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+    EXPECT_EQ(v[0].message.find("t.jsonl"), std::string::npos) << v[0].message;
+  }
+}
+
 }  // namespace
 }  // namespace kvc::trace

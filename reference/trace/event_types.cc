@@ -375,6 +375,11 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return c.DropEvent(e);
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
+  // A retry stating another token than its original's: judged once the lifecycle object has
+  // admitted the retry (a re-sent id with another fingerprint is a conflict, one code; probe 68:
+  // an id reused for the next decode step also raised FRONTIER_TOKEN_MISMATCH). Holds the
+  // original's token (none: nullopt inside).
+  std::optional<std::optional<uint64_t>> token_mismatch;
   if (retry && req) {
     // A retry re-sends the same call. What the original was is known for an operation still
     // open and for the request's latest publication (the M5.1 0x01 fingerprint covers neither
@@ -424,14 +429,9 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
         return conflict("reused_draft_index", "reuses draft row " + U(*a->reused) +
                                                   "; the original reused " +
                                                   index(orig->reused_draft_index));
-      const std::optional<uint64_t> input = orig->input_token;
       const bool followed = req->frontier.tracked() ||
                             (req->frontier_followed_at_release && cur->phase == Phase::kReleased);
-      if (a->input && followed && input != a->input)
-        c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
-                 "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
-                     U(*a->input) + "; the original " +
-                     (input ? "processed token " + U(*input) : std::string("processed none")));
+      if (a->input && followed && orig->input_token != a->input) token_mismatch = orig->input_token;
     }
   }
   // A refusal the output frontier requires (a token that is not the frontier token, a decode
@@ -448,6 +448,12 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return;
   if (!c.Apply(e, [&](KvObject& kv) { return kv.BeginAppend(r).status(); }))
     return;  // refused as reported, or reported and dropped by Apply
+  if (token_mismatch)
+    c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
+             "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
+                 U(*a->input) + "; the original " +
+                 (*token_mismatch ? "processed token " + U(**token_mismatch)
+                                  : std::string("processed none")));
   // The output frontier judges an append the lifecycle object admitted (one refused by the
   // lifecycle, e.g. for an interval its positions do not match, raised its code above and is
   // gated: one field wrong, one code). A breach is reported once: the request's frontier is no
