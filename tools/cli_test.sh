@@ -605,6 +605,17 @@ if [ "$rc" -ne 77 ]; then
   check schema_u2028_in_string 0 "$PY" tools/trace_schema_check.py "$T/u2028.jsonl"
   sed '2s/"request_id":"A",/"request_id":"A","request_id":"A",/' "$F" >"$T/dupkey.jsonl"
   check schema_duplicate_key 1 "$PY" tools/trace_schema_check.py "$T/dupkey.jsonl"; expect_out schema_duplicate_key_msg 'dupkey.jsonl:2: \$: duplicate object key "request_id"'
+  # Probe 68: the schema admitted what the checker refuses on a reorder (a request_id, a
+  # snapshot number) and on an observation (a snapshot number): both refuse them now.
+  S=fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl
+  sed '20s/"operation_id":null,"base_snapshot":null/"request_id":"A","operation_id":null,"base_snapshot":null/' "$S" >"$T/reorder_req.jsonl"
+  sed '20s/"base_snapshot":null/"base_snapshot":1/' "$S" >"$T/reorder_base.jsonl"
+  sed '7s/"base_snapshot":null/"base_snapshot":1/' "$F" >"$T/obs_base.jsonl"
+  for c in "reorder_req:20:request_id:INPUT_VALUE_INVALID" "reorder_base:20:base_snapshot:TRACE_SNAPSHOT_MISMATCH" "obs_base:7:base_snapshot:TRACE_SNAPSHOT_MISMATCH"; do
+    IFS=: read -r n l m code <<<"$c"
+    check "schema_$n" 1 "$PY" tools/trace_schema_check.py "$T/$n.jsonl"; expect_out "schema_${n}_msg" "$n.jsonl:$l: \\\$\\.$m: .* is not of type 'null'"
+    check "check_$n" 1 "$K" check "$T/$n.jsonl"; expect_out "check_${n}_code" "$n.jsonl:$l: $code"
+  done
   E='{"request_id":"A","handle_generation":1,"snapshot":4,"committed_length":0,"phase":"RELEASED"}'
   sed "1s/}\$/,\"expected_final_states\":[$E,$E]}/" "$F" >"$T/twice.jsonl"  # one request, two ends
   check schema_final_state_twice 1 "$PY" tools/trace_schema_check.py "$T/twice.jsonl"; expect_out schema_final_state_twice_msg 'twice.jsonl:1: \$\.expected_final_states\[1\]\.request_id: request_id "A" listed twice'
