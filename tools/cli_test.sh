@@ -395,6 +395,15 @@ sed -E '2s/,"thread":[0-9]+//' "$T/h_ok.jsonl" >"$T/h_nothread.jsonl"
 check fuzz_check_names_field 2 "$K" fuzz check "$T/h_nothread.jsonl"; expect_out fuzz_check_names_field_msg "INPUT_FIELD_MISSING at '/1/thread'"
 check fuzz_mutant 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --history-out "$T/h_bad.jsonl"
 check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_bad_msg 'cannot place'
+# Probe 69: the printed reproducer runs as printed: the binary as invoked, a driver command with
+# quotes of its own kept one word, the driver timeout kept; the witness says what the model
+# returns for the op it cannot place.
+DRV="$(cd "$(dirname "$0")/.." && pwd)/adapters/drivers/python_store_driver.py"
+check fuzz_driver_repro 1 "$K" fuzz races --driver "exec sh -c 'exec python3 $DRV --bug stale-publish'" --driver-timeout-ms 4000 --programs 20 --ops 60 --seed 1 --no-shrink --quiet
+expect_out fuzz_driver_repro_model 'the sequential model returns, after that prefix: (ok|error) \{'
+sed -n 's/^  reproduce: //p' "$T/out" >"$T/repro.sh"
+expect_out fuzz_driver_repro_timeout "reproduce: $K fuzz races .* --driver 'exec sh -c '.*'exec python3 .*stale-publish'.*' --driver-timeout-ms 4000$"
+check fuzz_driver_repro_runs 1 bash -c "$(cat "$T/repro.sh") --no-shrink --quiet"; expect_out fuzz_driver_repro_runs_msg 'NOT LINEARIZABLE'
 
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'

@@ -251,7 +251,8 @@ void DriverTarget::HandleLine(const std::string& line) {
   if (std::string k = unknown_member({"type", "id", "outcome", "result"}); !k.empty())
     return garbage("result: unknown member \"" + k + "\" (type, id, outcome, result)");
   auto id = j.find("id");
-  if (id == j.end() || !id->is_number_unsigned()) return garbage("result: id must be an integer");
+  if (id == j.end() || !id->is_number_unsigned())
+    return garbage("result: id must be an unsigned integer below 2^64 (the op's id)");
   if (outstanding_.empty())
     return garbage("result for id " + std::to_string(id->get<uint64_t>()) +
                    " while no operation is outstanding");

@@ -138,6 +138,12 @@ void ShrinkFailure(const CampaignOptions& opt, const TargetFactory& factory,
 
 }  // namespace
 
+uint64_t ProgramSeed(uint64_t campaign_seed, uint64_t index) {
+  // Seeds s and s + 1 run unrelated programs (probe 69: with SplitMix64(seed + i), program i of
+  // seed s + 1 was program i + 1 of seed s, so consecutive seeds ran nearly one campaign).
+  return SplitMix64(SplitMix64(campaign_seed) + index);
+}
+
 CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& factory) {
   CampaignReport rep;
   const auto t0 = Clock::now();
@@ -146,7 +152,7 @@ CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& fact
   for (uint64_t i = opt.start; i < opt.start + opt.programs; ++i) {
     if (i % shards != opt.shard_index) continue;
     if (opt.time.count() > 0 && Clock::now() - t0 > opt.time) break;
-    const uint64_t pseed = SplitMix64(opt.seed + i);
+    const uint64_t pseed = ProgramSeed(opt.seed, i);
     Program p = GenerateProgram(opt.shape, pseed);
     ++rep.programs_run;
     for (uint32_t run = 0; run < std::max<uint32_t>(1, opt.repeat); ++run) {

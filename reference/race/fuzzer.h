@@ -1,6 +1,7 @@
 // The race fuzzer: generate programs, run them, check each history, shrink a failure.
 //
-// A campaign runs programs i = start, start+1, ... (program seed = SplitMix64(seed + i)); with
+// A campaign runs programs i = start, start+1, ... (program seed = SplitMix64(SplitMix64(seed) +
+// i), so campaigns of different seeds share no program in practice); with
 // a shard I/N it runs only the programs with i % N == I, so N shards together run exactly the
 // programs one unsharded campaign would. Every history is checked against the KV lineage model;
 // the first non-linearizable history stops the campaign, and the failing program is shrunk by
@@ -25,6 +26,8 @@
 namespace kvc::race {
 
 uint64_t SplitMix64(uint64_t x);
+// The seed of program `index` of the campaign seeded `campaign_seed`.
+uint64_t ProgramSeed(uint64_t campaign_seed, uint64_t index);
 
 // The in-process concurrent store as a RaceTarget (a fresh store per target).
 class StoreTarget : public RaceTarget {

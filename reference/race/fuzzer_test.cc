@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "reference/race/driver.h"
 
 namespace kvc::race {
@@ -156,4 +158,14 @@ TEST_F(PythonDriver, BrokenDriversAreReportedNotHung) {
 }
 
 }  // namespace
+// Regression (probe 69): program seeds were SplitMix64(seed + index), so seed s + 1 ran seed
+// s's programs shifted by one: "five seeds" were nearly one campaign. Campaigns of seeds 1..5
+// now share none of their first 1,000 programs.
+TEST(RaceFuzzer, RegressionConsecutiveSeedsRunDifferentPrograms) {
+  std::set<uint64_t> seen;
+  for (uint64_t seed = 1; seed <= 5; ++seed)
+    for (uint64_t i = 0; i < 1000; ++i)
+      EXPECT_TRUE(seen.insert(ProgramSeed(seed, i)).second) << "seed " << seed << " program " << i;
+}
+
 }  // namespace kvc::race

@@ -272,26 +272,30 @@ bool KvModel::Apply(Work& w, const Op& op, bool known) const {
   return ok;
 }
 
-bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const {
-  const KvOp* call = &op.call;
-  KvOp translated;
-  if (opaque_digests_ && call->kind == KvOpKind::kBeginAppend) {
-    // The runtime's digests are its own: translate a base digest it reported into the model's.
-    auto it = st.digest_map.find(lifecycle::DigestHex(call->base_digest));
-    if (it != st.digest_map.end()) {
-      translated = *call;
-      translated.base_digest = *lifecycle::ParseDigestHex(it->second);
-      call = &translated;
-    } else if (const lifecycle::HandleRecord* h = st.obj.Find(call->handle)) {
-      // A runtime digest no result has reported names no snapshot the model knows, so it
-      // must not match the handle's current one (probe 44: the raw digest was used, and a
-      // runtime that accepted the model's own digest, never reported to it, passed). The
-      // complement of the current digest never does.
-      translated = *call;
-      translated.base_digest = ~h->current.digest;
-      call = &translated;
-    }
+const KvOp* KvModel::InModelDigests(const LineageState& st, const KvOp& call, KvOp* scratch) const {
+  if (!opaque_digests_ || call.kind != KvOpKind::kBeginAppend) return &call;
+  // The runtime's digests are its own: translate a base digest it reported into the model's.
+  auto it = st.digest_map.find(lifecycle::DigestHex(call.base_digest));
+  if (it != st.digest_map.end()) {
+    *scratch = call;
+    scratch->base_digest = *lifecycle::ParseDigestHex(it->second);
+    return scratch;
   }
+  if (const lifecycle::HandleRecord* h = st.obj.Find(call.handle)) {
+    // A runtime digest no result has reported names no snapshot the model knows, so it must
+    // not match the handle's current one (probe 44: the raw digest was used, and a runtime
+    // that accepted the model's own digest, never reported to it, passed). The complement of
+    // the current digest never does.
+    *scratch = call;
+    scratch->base_digest = ~h->current.digest;
+    return scratch;
+  }
+  return &call;
+}
+
+bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const {
+  KvOp translated;
+  const KvOp* call = InModelDigests(st, op.call, &translated);
   // Read-only ops never write st (ApplyReadOnly takes it const).
   OpResult r = IsReadOnly(call->kind) ? ApplyReadOnly(st, *call) : ApplySequential(st, *call);
   if (!known) return true;
@@ -340,6 +344,14 @@ size_t KvModel::StateBytes(const State& s) const {
     bytes += 96 + id.size() + rows.size() * sizeof(lifecycle::LiveSequenceRow);
   for (const auto& [a, b] : s->digest_map) bytes += 96 + a.size() + b.size();
   return bytes;
+}
+
+std::string KvModel::Expect(const State& s, const Op& op) const {
+  LineageState copy = *s;
+  KvOp translated;
+  const KvOp* call = InModelDigests(copy, op.call, &translated);
+  OpResult r = IsReadOnly(call->kind) ? ApplyReadOnly(copy, *call) : ApplySequential(copy, *call);
+  return std::string(OutcomeName(r.outcome)) + " " + r.result.dump();
 }
 
 std::string KvModel::Describe(const State& state) const {

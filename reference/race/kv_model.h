@@ -106,6 +106,10 @@ class KvModel {
   size_t StateBytes(const State& s) const;
   bool Equal(const State& a, const State& b) const { return a == b || *a == *b; }
   std::string Describe(const State& s) const;
+  // What `op`'s call returns when applied to `s` alone, as a history result line's outcome and
+  // result ("ok {...}" or "error {...}"); `s` is unchanged. For a witness: the result the
+  // store's recorded one differs from. (Opaque digests: the model's own digests.)
+  std::string Expect(const State& s, const Op& op) const;
 
   const lifecycle::CacheAbi& abi() const { return abi_; }
 
@@ -113,6 +117,9 @@ class KvModel {
   // Applies op to st in place and compares the result with the recorded one (known ops);
   // on false, st may have changed. Step runs it on a private copy, Apply on the Work.
   bool ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const;
+  // `call` with a runtime's base digest (opaque mode) translated into the model's, in
+  // *scratch; `call` itself when there is nothing to translate.
+  const KvOp* InModelDigests(const LineageState& st, const KvOp& call, KvOp* scratch) const;
 
   lifecycle::CacheAbi abi_;
   bool opaque_digests_;

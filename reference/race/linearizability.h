@@ -79,6 +79,10 @@ struct Witness {
   std::vector<uint64_t> prefix;   // op ids of the longest linearizable prefix, in order
   uint64_t stuck_op = 0;          // the op that cannot be placed after that prefix
   std::string state_before;       // model state after the prefix (M::Describe)
+  // What the sequential model returns for the stuck op from that state (M::Expect, where the
+  // model has one; empty otherwise): the result the history's differs from (probe 69: a
+  // witness showed only what the store returned).
+  std::string expected;
 };
 
 struct CheckOptions {
@@ -281,6 +285,8 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     for (uint32_t i : best_prefix) w.prefix.push_back(ops[i]->id);
     w.stuck_op = ops[best_stuck]->id;
     w.state_before = model.Describe(*best_state);
+    if constexpr (requires { model.Expect(*best_state, compiled[best_stuck]); })
+      w.expected = model.Expect(*best_state, compiled[best_stuck]);
     *witness = std::move(w);
   }
   return Verdict::kNotLinearizable;

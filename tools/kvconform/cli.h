@@ -23,6 +23,17 @@ inline constexpr int kExitInternal = 3;   // a bug in kvconform, or out of memor
 // Set by a command's callback; main() returns it.
 int& ExitCode();
 
+// argv[0] as main() received it ("kvconform" before main sets it): the command a printed
+// reproducer starts with, so that it runs as printed (probe 69: a bare "kvconform" was not on
+// the PATH of a user who ran ./kvconform).
+std::string& InvokedAs();
+
+// `s` as one POSIX shell word: unchanged when it holds only characters no shell treats
+// specially, else in single quotes (a quote inside as '\''). Control bytes are written
+// through Printable first (a reproducer is printed on a terminal), so such a word does not
+// round-trip.
+std::string ShellQuote(std::string_view s);
+
 // Root of the kit's source tree (fixtures, invalid_fixtures): $KVCONFORM_ROOT, else the
 // source directory this binary was built from.
 std::string DefaultRoot();

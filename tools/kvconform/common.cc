@@ -14,6 +14,23 @@ int& ExitCode() {
   return code;
 }
 
+std::string& InvokedAs() {
+  static std::string path = "kvconform";
+  return path;
+}
+
+std::string ShellQuote(std::string_view raw) {
+  const std::string s = Printable(std::string(raw));
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_./=:,+-@%").find(c) != std::string_view::npos;
+  };
+  if (!s.empty() && std::all_of(s.begin(), s.end(), plain)) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string DefaultRoot() {
   if (const char* env = std::getenv("KVCONFORM_ROOT"); env && *env) return env;
   return KVCONFORM_SOURCE_DIR;

@@ -48,6 +48,8 @@ void PrintWitness(std::ostream& out, const History& h, const Witness& w) {
       << w.prefix.size() << " op(s):\n";
   for (uint64_t id : w.prefix) out << "    " << Printable(OpLine(*by_id.at(id))) << "\n";
   out << "  cannot place: " << Printable(OpLine(*by_id.at(w.stuck_op))) << "\n";
+  if (!w.expected.empty())
+    out << "  the sequential model returns, after that prefix: " << Printable(w.expected) << "\n";
   out << "  model state before it: " << w.state_before << "\n";
 }
 
@@ -198,11 +200,16 @@ int RunRaces(const RacesArgs& a) {
     std::cout << "NOT LINEARIZABLE (" << ErrorCodeName(ErrorCode::RACE_NOT_LINEARIZABLE)
               << "): program " << f.program_index << " (program seed " << f.program_seed
               << "), run " << f.run << ", detected after " << f.seconds_to_detection << " s\n";
-    std::cout << "  reproduce: kvconform fuzz races --seed " << a.seed << " --start "
-              << f.program_index << " --programs 1 --repeat 500 --threads " << a.threads
-              << " --handles " << a.handles << " --ops " << a.ops << " --layers " << a.layers
-              << " --mutant " << Printable(a.mutant);
-    if (!a.driver.empty()) std::cout << " --driver '" << Printable(a.driver) << "'";
+    // The command as the user can paste it: the binary as invoked, each value one shell
+    // word, and every option that shapes the run (probe 69: a bare "kvconform", a driver
+    // command with quotes of its own broken into words, no --driver-timeout-ms).
+    std::cout << "  reproduce: " << ShellQuote(InvokedAs()) << " fuzz races --seed " << a.seed
+              << " --start " << f.program_index << " --programs 1 --repeat 500 --threads "
+              << a.threads << " --handles " << a.handles << " --ops " << a.ops << " --layers "
+              << a.layers << " --mutant " << ShellQuote(a.mutant);
+    if (!a.driver.empty())
+      std::cout << " --driver " << ShellQuote(a.driver) << " --driver-timeout-ms "
+                << a.driver_timeout_ms;
     if (opt.shrink)
       std::cout << "\n  shrunk program (RapidCheck, seed " << f.program_seed << ", "
                 << opt.shrink_reruns << " runs per candidate; " << f.shrunk.script.size() << " of "

@@ -86,6 +86,7 @@ void OutOfMemoryHook(int err, void* /*arg*/) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 0 && argv[0] && *argv[0]) kvc::cli::InvokedAs() = argv[0];
   CLI::App app{"kvconform: conformance kit for LLM-serving KV-cache state (M5.1, M5.6)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kvconform 0.1.0");
