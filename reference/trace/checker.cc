@@ -2189,9 +2189,17 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     src.last_seq = e.local_sequence;
     src.last_ns = e.monotonic_ns;
   } else if (regressed) {
+    // A number before the duplicate window: the message says what the checker cannot tell
+    // apart (probe 68: a byte-identical late redelivery read as a plain regression).
     Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
            "source \"" + std::string(e.source_instance) + "\" local_sequence " +
-               std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq));
+               std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq) +
+               (src.last_seq - e.local_sequence >= SourceState::kRecent
+                    ? " (older than the source's duplicate window of the last " +
+                          std::to_string(SourceState::kRecent) +
+                          " events: a late redelivery of an earlier event, which the window no "
+                          "longer holds to compare, or an event numbered wrong)"
+                    : std::string()));
     src.regressed_prev = true;
     // If the next event continues this number, the source restarted its numbering within the
     // window (a worker restarted early in its life): it is followed from here, as above.

@@ -3612,5 +3612,28 @@ TEST(TraceCheckerTest, RegressionLineMessagesDoNotRepeatTheFileAndLine) {
   }
 }
 
+// Regression (probe 68): a byte-identical redelivery older than its source's 32-event window
+// was reported as a bare "local_sequence 3 after 40"; the message now says what the checker
+// cannot tell apart. A regression within the window keeps the short message.
+TEST(TraceCheckerTest, RegressionARegressionBeforeTheWindowSaysWhatItMayBe) {
+  std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) +
+                  "\n" + Publish(3) + "\n";
+  for (int seq = 4; seq <= 40; ++seq)
+    t += Ev(seq, "read",
+            R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+            R"("payload":{"committed_length":2})") +
+         "\n";
+  Violations v = ValidateTraceJsonl(t + Publish(3) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SEQUENCE_REGRESSION"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("older than the source's duplicate window of the last 32 events"),
+            std::string::npos)
+      << v[0].message;
+  v = ValidateTraceJsonl(
+      t + Mutate(Publish(3), R"("local_sequence":3)", R"("local_sequence":39)") + "\n", "t.jsonl");
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].message.find("duplicate window"), std::string::npos) << v[0].message;
+}
+
 }  // namespace
 }  // namespace kvc::trace

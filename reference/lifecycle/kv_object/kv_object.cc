@@ -362,10 +362,13 @@ StatusOr<TxnState> KvObject::StageLayer(std::string_view txn_id, uint32_t layer,
   auto* entry = FindTxnEntry(txn_id);
   if (!entry) return V(ErrorCode::LIFECYCLE_TXN_UNKNOWN, "stage: unknown txn " + Q(txn_id));
   AppendTxn& t = entry->second;
+  // (The message says how to start again: probe 68's vendor re-sent a cancelled operation's
+  // id for a new attempt, which the begin admitted as a retry returning the ABORTED record.)
   if (t.state == TxnState::kAborted || t.state == TxnState::kRejected)
     return V(ErrorCode::LIFECYCLE_LATE_COMPLETION,
              "stage: txn " + Q(txn_id) + " is " + std::string(TxnStateName(t.state)) +
-                 "; a late layer completion is rejected");
+                 "; a late layer completion is rejected (a retry of a final transaction "
+                 "returns it final: a new attempt takes a new transaction id)");
   if (t.state == TxnState::kPublished)
     return V(ErrorCode::LIFECYCLE_TXN_FINAL,
              "stage: txn " + Q(txn_id) + " is already PUBLISHED");
