@@ -782,6 +782,7 @@ LOOP8_CASES = {  # case -> category
     "local_sequence_gap": "local sequence gaps",
     "clock_regression": "clock regression",
     "stale_handle_generation": "stale generations",
+    "fork_stale_base": "stale generations",
     "bad_append_base": "bad append bases and intervals",
     "bad_append_interval": "bad append bases and intervals",
     "orphan_publication": "orphan publication",
@@ -906,6 +907,10 @@ def loop8():
             s, rep(f"/{t.idx('s11')}/payload/result_handle_generation", 7), "TRACE_SNAPSHOT_MISMATCH")
     invalid(c, "child_truncate_result_drift", rel, "The child truncate reports snapshot 2.", s,
             rep(f"/{t.idx('s9')}/result_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    # Probe 70 (mutation adequacy): dropping the fork's expected-base check passed every suite.
+    invalid(c, "fork_stale_base", rel,
+            "The fork names base snapshot 1 although decode-2 published s2.", s,
+            rep(f"/{t.idx('s8')}/base_snapshot", 1), "LIFECYCLE_STALE_BASE")
     invalid(c, "allocator_overflow", rel, "9 used slots in 8 allocated slots.",
             "M5.1 0x07 Five State Planes, One Causal History",
             rep(f"/{t.idx('a1')}/payload/used_slots", 9), "TRACE_OBSERVATION_INCONSISTENT")
@@ -985,7 +990,7 @@ def loop8():
             rep("/0/expected_final_states/1/snapshot", 3), "TRACE_EXPECTED_RESULT_MISMATCH")
     cases = [case for concept, case, base, *_ in INVALID if concept == c and base == rel]
     assert sorted(cases) == sorted(LOOP8_CASES), set(cases) ^ set(LOOP8_CASES)
-    assert len(cases) == 34, len(cases)
+    assert len(cases) == 35, len(cases)
     assert sorted(set(LOOP8_CASES.values())) == sorted(LOOP8_CATEGORIES)
     return t
 

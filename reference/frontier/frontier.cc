@@ -153,6 +153,11 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
                  "prefill names input token " + U(*c.input_token) +
                      "; a prefill processes prompt rows, not a generated token (input_token is "
                      "absent on prefill)");
+      // A call of no row processes no prompt row (probe 70: admitted, as a 0-row decode was
+      // before probe 54; the lifecycle also refuses it, LIFECYCLE_APPEND_EMPTY).
+      if (c.rows == 0)
+        return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
+                 "prefill commits 0 rows; a prefill processes at least one prompt row");
       if (c.rows > prompt_length_ - prompt_rows_)
         return V(ErrorCode::SERVICE_PHASE_PROMPT_OVERRUN,
                  "prefill of " + U(c.rows) + " rows with only " +

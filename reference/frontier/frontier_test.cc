@@ -87,6 +87,20 @@ TEST(FrontierTest, RegressionAPrefillNamesNoInputToken) {
   EXPECT_EQ(f.CheckAppend(p).error(), ErrorCode::FRONTIER_TOKEN_MISMATCH);
 }
 
+// Probe 70 (mutation adequacy): a prefill of 0 rows was admitted by the frontier (decode,
+// repair and verify refuse 0 rows since probe 54), and published after output 0 it was only by
+// accident that no second output became ready (a mutant of ApplyPublished let output 1 run
+// before output 0's token was processed). Refused now, before and after the prompt completes.
+TEST(FrontierTest, RegressionAPrefillOfNoRowsIsRefused) {
+  FrontierState f(2);
+  EXPECT_EQ(f.CheckAppend(Prefill(0)).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
+  ASSERT_TRUE(f.CheckAppend(Prefill(2)).ok());
+  f.ApplyPublished(Prefill(2));
+  ASSERT_TRUE(f.Emit(0, 10).ok());
+  EXPECT_EQ(f.CheckAppend(Prefill(0)).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
+  EXPECT_EQ(f.ready_outputs(), 0u);
+}
+
 // A rollback keeps the outputs whose logits came from the rows kept (output j's row is S + j):
 // truncating K_c = S + 3 to S + 1 leaves outputs 0 and 1, output 1 again the unprocessed
 // frontier token, and the next output index 2. Tracking stops below the prompt and while

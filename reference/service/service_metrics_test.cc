@@ -97,6 +97,27 @@ TEST(ServiceMetrics, RegressionContradictoryEndpointsAreErrors) {
   EXPECT_FALSE(ComputeRequestMetrics(open, kSlo, 64).ok());  // completed, never finished
 }
 
+// Probe 70 (mutation adequacy): three rules no test enforced. The SLO's limits are inclusive
+// (TTFT == tau and a TBT gap == tau are valid), a release may share its finish's clock, and a
+// committed-length step before arrival is refused.
+TEST(ServiceMetrics, RegressionBoundariesAndAStepBeforeArrival) {
+  RequestEndpoints r;
+  r.arrival = 10;
+  r.output_times = {20, 25};
+  r.finish = 25;
+  r.release = 25;
+  r.completed = true;
+  r.committed_steps = {{10, 4}, {25, 0}};
+  auto m = ComputeRequestMetrics(r, SloLimits{10, 5}, 64);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(m->slo_valid);  // TTFT 10 <= 10, TBT 5 <= 5
+  EXPECT_EQ(m->kv_byte_time, 4u * 64 * 15);
+  EXPECT_FALSE(ComputeRequestMetrics(r, SloLimits{9, 5}, 64)->slo_valid);
+  EXPECT_FALSE(ComputeRequestMetrics(r, SloLimits{10, 4}, 64)->slo_valid);
+  r.committed_steps = {{5, 4}, {25, 0}};  // a step at t = 5, before arrival at 10
+  EXPECT_FALSE(ComputeRequestMetrics(r, SloLimits{10, 5}, 64).ok());
+}
+
 TEST(ServiceMetrics, RationalsAreReduced) {
   EXPECT_EQ(Rational::Make(2000, 100).value(), (Rational{20, 1}));
   EXPECT_EQ(Rational::Make(28, 3).value().ToString(), "28/3");

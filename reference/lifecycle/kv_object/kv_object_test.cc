@@ -271,6 +271,57 @@ TEST(KvObjectTest, RetryIdentityChangesConflict) {
   EXPECT_EQ(o.Read("R")->generation, s1.generation);
 }
 
+// Probe 70 (mutation adequacy): the fingerprint's handle and cache ABI parts were enforced by no
+// test (dropping either comparison passed every suite). A re-sent transaction id naming another
+// handle, or another cache ABI, with everything else the same, is a conflict.
+TEST(KvObjectTest, RetryNamingAnotherHandleOrCacheAbiConflicts) {
+  KvObject o(kAbi);
+  Snapshot a = *o.Allocate("A", "A");
+  ASSERT_TRUE(o.Allocate("B", "B").ok());
+  ASSERT_TRUE(o.BeginAppend(Append("t", a, 4)).ok());
+  auto other_handle = Append("t", a, 4);
+  other_handle.handle_id = "B";
+  EXPECT_EQ(Code(o.BeginAppend(other_handle)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  auto other_abi = Append("t", a, 4);
+  other_abi.cache_abi = "abi-other";
+  EXPECT_EQ(Code(o.BeginAppend(other_abi)), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  EXPECT_TRUE(o.BeginAppend(Append("t", a, 4)).ok());  // the same call is a retry
+}
+
+// Probe 70: a publication refused on its compare-and-publish closes its transaction (REJECTED
+// is final): no open transaction is left on the handle, and a later cancel_request does not
+// turn it ABORTED (a mutant that left it open passed every suite).
+TEST(KvObjectTest, APublicationRefusedOnItsBaseClosesItsTransaction) {
+  KvObject o(kAbi);
+  Snapshot s0 = *o.Allocate("A", "A");
+  for (const char* t : {"t1", "t2"}) {
+    ASSERT_TRUE(o.BeginAppend(Append(t, s0, 4)).ok());
+    for (uint32_t l = 0; l < kAbi.num_layers; ++l)
+      ASSERT_TRUE(o.StageLayer(Stage(t, l, {0, 4})).ok());
+  }
+  ASSERT_TRUE(o.Publish("t1").ok());
+  EXPECT_EQ(Code(o.Publish("t2")), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_EQ(o.FindTxn("t2")->state, TxnState::kRejected);
+  EXPECT_EQ(o.Find("A")->open_txns.size(), 0u);
+  ASSERT_TRUE(o.CancelRequest("A").ok());
+  EXPECT_EQ(o.FindTxn("t2")->state, TxnState::kRejected);
+}
+
+// Probe 70: fork children share their root's lineage (snapshot.h: one lineage id for a root and
+// all its fork descendants); a mutant that gave each child its own passed every suite.
+TEST(KvObjectTest, ForkChildrenKeepTheirRootsLineage) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("P", "L").ok());
+  AppendAll(o, "t", "P", 4);
+  auto children = o.Fork("P", 4, {"c1", "c2"});
+  ASSERT_TRUE(children.ok()) << children.status().ToString();
+  for (const Snapshot& c : *children) EXPECT_EQ(c.lineage_id, "L") << c.handle_id;
+  EXPECT_EQ(o.Read("c2")->lineage_id, "L");
+  auto grandchildren = o.Fork("c1", 2, {"g1"});
+  ASSERT_TRUE(grandchildren.ok());
+  EXPECT_EQ((*grandchildren)[0].lineage_id, "L");
+}
+
 // Regression (gating sweep, 2026-12-02): a retry was matched by its fingerprint alone, which does
 // not cover the position binding, so a retry with another mask length returned the receipt.
 TEST(KvObjectTest, RetryWithAnotherPositionBindingIsRefused) {
