@@ -80,6 +80,9 @@ case_ warm_prefix_suffix 0 'identical(); t = r["transfer"]; assert t["warm_prefi
 # Probe 37: on shm P cannot see its peer die (it fails PD_CREDIT_STARVED); pd-run, which sees the
 # decode worker killed, reroutes as on tcp.
 case_ kill_decode_shm_reroutes 0 'identical(); f = r["rerouted_from"]; assert f["workers"]["decode"] == "killed by signal 9" and f["prefill"]["error"]["code"] in ("PD_CREDIT_STARVED", "PD_PEER_TIMEOUT"), f; assert d["published_generation"] == 2, d.get("published_generation")' --fault kill-decode:3 --transport shm
+# Probe 71: with reroute disabled on shm the verdict's code said PD_CREDIT_STARVED (what the
+# prefill worker saw) beside "decode worker killed by signal 9": the run knows the peer died.
+case_ kill_decode_shm_no_reroute 1 'assert r["verdict"] == "failed" and r["code"] == "PD_PEER_LOST", (r.get("code"), r.get("reason")); assert "the prefill worker saw PD_" in r["reason"] and r["workers"]["decode"] == "killed by signal 9", r["reason"]' --fault kill-decode:3 --transport shm --no-reroute
 
 # Probe 37: a warm decode worker whose prefix is another prompt's (same length) must not reuse it.
 # The prefix handle names the prefix's identity: P's plan names a prefix D does not hold, so the

@@ -87,7 +87,7 @@ TEST(ParityLimits, RegressionPairsThatCannotFitTheContextAreSkipped) {
   const LlamaModel& m = Fixture(kShapes[0]);
   const uint64_t max_pos = m.config().max_position_embeddings;
   auto res =
-      RunParity(m, Prompt(max_pos - 1, m.config().vocab_size), 1, ComputeMode::kDeterministic);
+      RunParity(m, Prompt(max_pos - 1, m.config().vocab_size), 2, ComputeMode::kDeterministic);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   for (const auto& r : *res) {
     const bool cannot_fit = r.name == "fork_diverge_vs_fresh" || r.name == "batched_vs_alone";
@@ -97,6 +97,58 @@ TEST(ParityLimits, RegressionPairsThatCannotFitTheContextAreSkipped) {
       EXPECT_NE(r.detail.find("max_position_embeddings"), std::string::npos) << r.detail;
     }
   }
+}
+
+// Regression (probe 71): with one new token, cache_vs_nocache and fork_then_continue_vs_fresh
+// passed having compared two prefills (no decode step reads the cache): skipped now, with the
+// reason; every pair reports the steps it compared. In fast mode fast_vs_deterministic is listed
+// as skipped (it was dropped without a line).
+TEST(ParityLimits, RegressionPairsThatWouldCompareNothingAreSkipped) {
+  const LlamaModel& m = Fixture(kShapes[0]);
+  auto res = RunParity(m, Prompt(19, m.config().vocab_size), 1, ComputeMode::kFast);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(res->size(), 13u);
+  for (const auto& r : *res) {
+    const bool no_decode = r.name == "cache_vs_nocache" || r.name == "fork_then_continue_vs_fresh";
+    const bool chunk_too_big = r.name == "chunked_prefill_c64" || r.name == "chunked_prefill_c127";
+    const bool fast = r.name == "fast_vs_deterministic";
+    EXPECT_EQ(r.skipped, no_decode || chunk_too_big || fast) << r.name;
+    EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+    EXPECT_EQ(r.steps, r.skipped ? 0u : 1u) << r.name;
+    if (no_decode) {
+      EXPECT_NE(r.detail.find("no decode step reads the cache"), std::string::npos);
+    }
+    if (fast) {
+      EXPECT_NE(r.detail.find("--mode fast"), std::string::npos) << r.detail;
+    }
+  }
+}
+
+// Regression (probe 71): the fast tolerance was an absolute 1e-3, so a checkpoint whose logits
+// reach 3,000 failed every fast pair at a relative difference of 5e-7 (float32 rounding). It is
+// kFastTolerance x max(1, max |baseline logit|) now; bit-identity (tolerance 0) is unchanged.
+TEST(CompareStepsTest, RegressionTheFastToleranceScalesWithTheLogits) {
+  GreedyRun base;
+  base.tokens = {0};
+  base.logits = {{3000.0f, -2000.0f, 1.0f}};
+  auto cand = base.logits;
+  cand[0][1] += 0.0015f;  // 2,000 + 1.5e-3 rounds to a float32 neighbour: ~1.2e-4 off
+  cand[0][0] -= 0.25f;    // 2.5e-1 off: within 1e-3 x 3,000 = 3
+  PairResult r = CompareSteps("p", base, cand, {0}, kFastTolerance);
+  EXPECT_TRUE(r.passed) << r.detail;
+  EXPECT_DOUBLE_EQ(r.tolerance, 3.0);
+  EXPECT_EQ(r.steps, 1u);
+  cand[0][0] -= 4.0f;  // 4.25 off: beyond 3
+  r = CompareSteps("p", base, cand, {0}, kFastTolerance);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.detail.find("> tolerance 3"), std::string::npos) << r.detail;
+  EXPECT_FALSE(CompareSteps("p", base, cand, {0}, 0).passed);  // bit-identity stays exact
+  GreedyRun small;                                             // below 1 the tolerance stays 1e-3
+  small.tokens = {1};
+  small.logits = {{0.1f, 0.5f}};
+  auto near = small.logits;
+  near[0][0] += 0.002f;
+  EXPECT_FALSE(CompareSteps("p", small, near, {1}, kFastTolerance).passed);
 }
 
 class ModelHfParity : public ::testing::TestWithParam<const char*> {};

@@ -159,12 +159,19 @@ struct ParityOptions {
 };
 
 nlohmann::json PairToJson(const model::PairResult& r) {
-  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json("inf"); };
+  // A skipped pair compared nothing: its figures are null, not a perfect agreement (probe 71).
+  auto num = [&](double x) {
+    return r.skipped          ? nlohmann::json(nullptr)
+           : std::isfinite(x) ? nlohmann::json(x)
+                              : nlohmann::json("inf");
+  };
+  auto flag = [&](bool b) { return r.skipped ? nlohmann::json(nullptr) : nlohmann::json(b); };
   return {{"pair", r.name},
+          {"steps", r.steps},
           {"max_abs_diff", num(r.max_abs)},
           {"max_rel_diff", num(r.max_rel)},
-          {"bit_identical", r.bit_identical},
-          {"argmax_agree", r.argmax_agree},
+          {"bit_identical", flag(r.bit_identical)},
+          {"argmax_agree", flag(r.argmax_agree)},
           {"tolerance", r.tolerance},
           {"skipped", r.skipped},
           {"verdict", r.skipped  ? "skip"
@@ -174,44 +181,35 @@ nlohmann::json PairToJson(const model::PairResult& r) {
 }
 
 void RunParityCmd(const ParityOptions& o) {
+  // An error is reported on standard error and, with --format json, as {"verdict": "error",
+  // "error": MESSAGE} on standard output (probe 71: nothing was written there, where a CI
+  // consumer parses the report).
+  auto fail = [&](const Status& s) {
+    if (o.format == "json")
+      std::cout << nlohmann::json{{"verdict", "error"}, {"error", Printable(s.ToString())}}.dump(2)
+                << "\n";
+    ExitCode() = FailWith("parity", s);
+  };
   auto ids = ParsePromptIds(o.prompt_ids);
-  if (!ids.ok()) {
-    ExitCode() = FailWith("parity", ids.status());
-    return;
-  }
+  if (!ids.ok()) return fail(ids.status());
   auto mode = ParseMode(o.mode);
-  if (!mode.ok()) {
-    ExitCode() = FailWith("parity", mode.status());
-    return;
-  }
-  if (Status d = CheckDevice(o.device); !d.ok()) {
-    ExitCode() = FailWith("parity", d);
-    return;
-  }
+  if (!mode.ok()) return fail(mode.status());
+  if (Status d = CheckDevice(o.device); !d.ok()) return fail(d);
   auto w = model::LoadLlamaCheckpoint(o.model);
-  if (!w.ok()) {
-    ExitCode() = FailWith("parity", w.status());
-    return;
-  }
+  if (!w.ok()) return fail(w.status());
+  // Named by its option, as generate and pd-run name it (probe 71: the engine's position error).
+  if (Status s = model::CheckMaxNewTokens(o.max_new, ids->size(), w->config); !s.ok())
+    return fail(s);
   NoteUnusedTensors("parity", w->unused_tensors);
   const model::LlamaModel m(o.device == "cpu" ? std::move(*w) : *w);
   auto res = model::RunParity(m, *ids, o.max_new, *mode);
-  if (!res.ok()) {
-    ExitCode() = FailWith("parity", res.status());
-    return;
-  }
+  if (!res.ok()) return fail(res.status());
 #if defined(KVCONFORM_HAVE_CUDA_KERNELS)
   if (o.device == "cuda") {  // the GPU pairs follow the CPU pairs
     auto gm = kernels::CudaModel::Upload(*w);
-    if (!gm.ok()) {
-      ExitCode() = FailWith("parity", gm.status());
-      return;
-    }
+    if (!gm.ok()) return fail(gm.status());
     auto gpu = kernels::RunCudaParity(m, **gm, *ids, o.max_new, *mode);
-    if (!gpu.ok()) {
-      ExitCode() = FailWith("parity", gpu.status());
-      return;
-    }
+    if (!gpu.ok()) return fail(gpu.status());
     res->insert(res->end(), gpu->begin(), gpu->end());
   }
 #endif
@@ -232,13 +230,18 @@ void RunParityCmd(const ParityOptions& o) {
   } else {
     std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", device " << o.device
               << ", " << ids->size() << " prompt tokens, " << o.max_new << " new)\n";
-    std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(13) << "max_abs"
-              << std::setw(13) << "max_rel" << std::setw(8) << "argmax" << std::setw(11)
-              << "tolerance"
+    std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(6) << "steps"
+              << std::setw(13) << "max_abs" << std::setw(13) << "max_rel" << std::setw(8)
+              << "argmax" << std::setw(11) << "tolerance"
               << "  verdict\n";
     for (const auto& r : *res) {
-      std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(13)
-                << std::setprecision(4) << r.max_abs << std::setw(13) << r.max_rel << std::setw(8)
+      std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(6) << r.steps
+                << std::setprecision(4);
+      if (r.skipped)
+        std::cout << std::setw(13) << "-" << std::setw(13) << "-";
+      else
+        std::cout << std::setw(13) << r.max_abs << std::setw(13) << r.max_rel;
+      std::cout << std::setw(8)
                 << (r.skipped                   ? "-"
                     : !std::isfinite(r.max_rel) ? "n/a"
                     : r.argmax_agree            ? "same"
@@ -465,22 +468,35 @@ void AddModelCommands(CLI::App& app) {
   gen_cmd->add_option("--model", go->model, "HF model directory")->required();
   gen_cmd->add_option("--prompt-ids", go->prompt_ids, "comma-separated prompt token ids")
       ->required();
-  gen_cmd->add_option("--max-new-tokens", go->max_new, "tokens to generate (>= 1)")->required();
+  gen_cmd->add_option("--max-new-tokens", go->max_new, "tokens to generate (>= 1)")
+      ->required()
+      ->check(AtLeastOne());
   gen_cmd->add_option("--dump-logits", go->dump_logits, "write JSON Lines {step, token, logits}");
   gen_cmd->add_option("--mode", go->mode, "deterministic | fast");
   gen_cmd->add_option("--layout", go->layout, "contiguous | paged")
       ->check(CLI::IsMember({"contiguous", "paged"}));
-  gen_cmd
-      ->add_option("--block-size", go->block_size,
-                   "paged block size in positions (1..max_position_embeddings)")
-      ->check(AtLeastOne());
+  CLI::Option* block_size =
+      gen_cmd
+          ->add_option("--block-size", go->block_size,
+                       "paged block size in positions (1..max_position_embeddings; with "
+                       "--layout paged)")
+          ->check(AtLeastOne());
   gen_cmd->add_option("--prefill-chunk", go->chunk,
                       "prefill in appends of this many tokens (0 = whole prompt)");
   gen_cmd
       ->add_option("--device", go->device,
                    "cpu | cuda (the CUDA backend; exit code 4 when it is unavailable)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  gen_cmd->callback([go] { RunGenerate(*go); });
+  gen_cmd->callback([go, block_size] {
+    // A block size means nothing to a contiguous cache (probe 71: it was ignored silently).
+    if (block_size->count() > 0 && go->layout != "paged") {
+      std::cerr << "kvconform generate: --block-size applies to --layout paged (the layout is "
+                << go->layout << ")\n";
+      ExitCode() = kExitUsage;
+      return;
+    }
+    RunGenerate(*go);
+  });
 
   auto po = std::make_shared<ParityOptions>();
   auto* par = app.add_subcommand(
@@ -488,7 +504,9 @@ void AddModelCommands(CLI::App& app) {
       "run every execution-path parity pair (cache/no-cache, chunked, paged, fork, fast)");
   par->add_option("--model", po->model, "HF model directory")->required();
   par->add_option("--prompt-ids", po->prompt_ids, "comma-separated prompt token ids")->required();
-  par->add_option("--max-new-tokens", po->max_new, "tokens to generate (>= 1)")->required();
+  par->add_option("--max-new-tokens", po->max_new, "tokens to generate (>= 1)")
+      ->required()
+      ->check(AtLeastOne());
   par->add_option("--mode", po->mode, "deterministic | fast");
   par->add_option("--format", po->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   par->add_option("--device", po->device,
