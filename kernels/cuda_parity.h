@@ -12,7 +12,7 @@
 //   gpu_chunked_prefill_c{1,3,16}  prefill in appends of c tokens (chunks >= P are skipped)
 //   gpu_paged_b{1,16}_vs_contiguous  paged device storage, block size b
 // The gpu_* pairs declare tolerance 0 (bit-identical, memcmp) in deterministic mode (see
-// cuda_engine.h for why that holds by construction) and kFastTolerance in fast mode (cuBLAS picks
+// cuda_engine.h for why that holds by construction) and FastTolerance in fast mode (cuBLAS picks
 // its kernel by the number of rows per call). Each pair also fails on NaN/inf or differing
 // greedy tokens. Thread-compatible; runs on the caller's thread and the engine's stream.
 #ifndef KVCONFORM_KERNELS_CUDA_PARITY_H_
