@@ -3535,27 +3535,48 @@ TEST(TraceCheckerTest, RegressionMessagesNameTheIncarnationAndTheAdmittedPhases)
       << f[0].message;
 }
 
+// R prefilled (2 rows, snapshot 1) with output 0 (token 7) emitted, and a decode append_start
+// of operation "d" on base `base` at row `from` processing `token` (the probe 68 regressions).
+std::string PrefilledWithOutput0() {
+  return std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+         Publish(3) + "\n" +
+         Ev(4, "output_emit",
+            R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+            R"("payload":{"output_index":0,"token":7})") +
+         "\n";
+}
+std::string DecodeStart(int seq, int base, int from, int token) {
+  const std::string iv = "[" + std::to_string(from) + "," + std::to_string(from + 1) + "]";
+  return Ev(seq, "append_start",
+            R"("request_id":"R","handle_generation":0,"operation_id":"d","base_snapshot":)" +
+                std::to_string(base) + R"(,"payload":{"interval":)" + iv + R"(,"cache_position":)" +
+                iv + R"(,"mask_key_length":)" + std::to_string(from + 1) +
+                R"(,"position_stage":"post_rope","purpose":"decode","input_token":)" +
+                std::to_string(token) + "}") +
+         "\n";
+}
+
+// `trace` raises exactly one LIFECYCLE_RETRY_CONFLICT, whose message names the re-sent event's
+// base snapshot and the original's.
+void ExpectOneRetryConflictNaming(const std::string& trace, int named, int original) {
+  const Violations v = ValidateTraceJsonl(trace, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
+      << test::Describe(v);
+  EXPECT_NE(
+      v[0].message.find("this event names base snapshot " + std::to_string(named) +
+                        "; the original was opened on base snapshot " + std::to_string(original)),
+      std::string::npos)
+      << v[0].message;
+}
+
 // Regression (probe 68, a vendor's cold read): an operation id re-sent for the next decode step
 // (another base, interval and token) raised FRONTIER_TOKEN_MISMATCH before the fingerprint
 // conflict: one root cause, one code, the lifecycle's. A retry on the same fingerprint with
 // another token still raises the frontier's code.
 TEST(TraceCheckerTest, RegressionAnOperationIdReusedForTheNextStepIsOneConflict) {
   const std::string r = R"("request_id":"R","handle_generation":0,)";
-  auto decode = [&](int seq, int base, int from, int token) {
-    const std::string iv = "[" + std::to_string(from) + "," + std::to_string(from + 1) + "]";
-    return Ev(seq, "append_start",
-              r + R"("operation_id":"d","base_snapshot":)" + std::to_string(base) +
-                  R"(,"payload":{"interval":)" + iv + R"(,"cache_position":)" + iv +
-                  R"(,"mask_key_length":)" + std::to_string(from + 1) +
-                  R"(,"position_stage":"post_rope","purpose":"decode","input_token":)" +
-                  std::to_string(token) + "}") +
-           "\n";
-  };
   const std::string step1 =
-      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
-      Publish(3) + "\n" +
-      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
-      "\n" + decode(5, 1, 2, 7) +
+      PrefilledWithOutput0() + DecodeStart(5, 1, 2, 7) +
       Ev(6, "append_stage_layer",
          r + R"("operation_id":"d","payload":{"layer":0,"interval":[2,3]})") +
       "\n" + Ev(7, "append_publish", r + R"("operation_id":"d","base_snapshot":1,"payload":{})") +
@@ -3563,41 +3584,18 @@ TEST(TraceCheckerTest, RegressionAnOperationIdReusedForTheNextStepIsOneConflict)
       Ev(8, "output_emit", r + R"("base_snapshot":2,"payload":{"output_index":1,"token":8})") +
       "\n";
   ASSERT_EQ(Codes(step1), std::vector<std::string>{}) << step1;
-  const Violations v = ValidateTraceJsonl(step1 + decode(9, 2, 3, 8), "t.jsonl");
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
-      << test::Describe(v);
-  EXPECT_NE(v[0].message.find("this event names base snapshot 2; the original was opened on "
-                              "base snapshot 1"),
-            std::string::npos)
-      << v[0].message;
+  ExpectOneRetryConflictNaming(step1 + DecodeStart(9, 2, 3, 8), 2, 1);
   // The same call re-sent with another token: the frontier's code.
-  EXPECT_EQ(Codes(step1 + decode(9, 1, 2, 8)), std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"});
+  EXPECT_EQ(Codes(step1 + DecodeStart(9, 1, 2, 8)),
+            std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"});
 }
 
 // Regression (probe 68): a retry naming an older base_snapshot than its original was reported
 // as "base generation 1 (another snapshot digest); the original has ... base generation 1":
 // the lifecycle object's stand-in for a stale version. The message names both versions now.
 TEST(TraceCheckerTest, RegressionARetryOnAnotherBaseNamesBothVersions) {
-  const std::string r = R"("request_id":"R","handle_generation":0,)";
-  const std::string prefix =
-      std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
-      Publish(3) + "\n" +
-      Ev(4, "output_emit", r + R"("base_snapshot":1,"payload":{"output_index":0,"token":7})") +
-      "\n";
-  auto decode = [&](int seq, int base) {
-    return Ev(seq, "append_start",
-              r + R"("operation_id":"d","base_snapshot":)" + std::to_string(base) +
-                  R"(,"payload":{"interval":[2,3],"cache_position":[2,3],"mask_key_length":3,)"
-                  R"("position_stage":"post_rope","purpose":"decode","input_token":7})") +
-           "\n";
-  };
-  const Violations v = ValidateTraceJsonl(prefix + decode(5, 1) + decode(6, 0), "t.jsonl");
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
-      << test::Describe(v);
-  EXPECT_NE(v[0].message.find("this event names base snapshot 0; the original was opened on "
-                              "base snapshot 1"),
-            std::string::npos)
-      << v[0].message;
+  ExpectOneRetryConflictNaming(
+      PrefilledWithOutput0() + DecodeStart(5, 1, 2, 7) + DecodeStart(6, 0, 2, 7), 0, 1);
 }
 
 // Regression (probe 68): TRACE_TRUNCATED, an empty line's TRACE_LINE_MALFORMED and an empty
