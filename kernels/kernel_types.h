@@ -79,7 +79,9 @@ KVC_HD int64_t KvRowOffset(const KvLayout& l, const int32_t* block_table, int32_
   return KvRowOffsetAt(l, KvBlockEntry(l, block_table, b, t), b, h, t);
 }
 
-KVC_HD int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
+// ceil(a / b) for a >= 0 and b > 0, without forming a + b - 1 (probe 59's leftover: it wrapped
+// within b of INT32_MAX, so NumSplits(INT32_MAX, 1000) was negative).
+KVC_HD int32_t CeilDiv(int32_t a, int32_t b) { return a / b + (a % b > 0 ? 1 : 0); }
 
 // Blocks a sequence of `tokens` tokens occupies (paged), 0 for a contiguous layout.
 KVC_HD int32_t BlocksForTokens(const KvLayout& l, int32_t tokens) {

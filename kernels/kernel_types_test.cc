@@ -189,6 +189,19 @@ TEST(Tiling, RowTilesAre64Bit) {
   EXPECT_EQ(AttentionRowTiles(p), 65536);
 }
 
+// CeilDiv near INT32_MAX (a leftover of the kernel probe: (a + b - 1) / b wrapped, so a split
+// count or a block count of a length within b of 2^31 came out negative).
+TEST(Tiling, CeilDivDoesNotWrapNearInt32Max) {
+  const int32_t max = 2147483647;
+  EXPECT_EQ(CeilDiv(max, 1000), 2147484);
+  EXPECT_EQ(NumSplits(max, 1000), 2147484);
+  EXPECT_EQ(CeilDiv(max, max), 1);
+  EXPECT_EQ(CeilDiv(max - 1, max), 1);
+  EXPECT_EQ(CeilDiv(0, 7), 0);
+  for (int32_t a = 0; a < 50; ++a)
+    for (int32_t b = 1; b < 9; ++b) EXPECT_EQ(CeilDiv(a, b), (a + b - 1) / b) << a << "/" << b;
+}
+
 TEST(Workspace, SizeMatchesSplitLayout) {
   AttentionParams p;
   p.layout = KvLayout{KvDtype::kBF16, 2, 2, 128, 4096};
