@@ -145,6 +145,15 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
       return false;
     }
     const TensorView* t = shards[it->second]->Find(spec.name);
+    // A file may hold tensors of any safetensors dtype; a weight the model reads is a float
+    // (probe 64: an integer dtype refused the file even on a tensor the model never reads).
+    if (!IsWeightDType(t->dtype)) {
+      present = ViolationStatus(ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
+                                shards[it->second]->path() + ": tensor '" + spec.name +
+                                    "' field 'dtype': " + std::string(DTypeName(t->dtype)) +
+                                    "; a weight the engine reads is F32, F16 or BF16");
+      return false;
+    }
     if (t->shape != spec.shape) {
       present = ViolationStatus(ErrorCode::MODEL_TENSOR_SHAPE_MISMATCH,
                                 shards[it->second]->path() + ": tensor '" + spec.name +

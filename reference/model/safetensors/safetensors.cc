@@ -25,16 +25,26 @@ Status OffsetsError(const std::string& src, const std::string& what) {
   return ViolationStatus(ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID, src + ": " + what);
 }
 
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::kF32, "F32", 4},   {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},
+    {DType::kF64, "F64", 8},   {DType::kI64, "I64", 8},        {DType::kU64, "U64", 8},
+    {DType::kI32, "I32", 4},   {DType::kU32, "U32", 4},        {DType::kI16, "I16", 2},
+    {DType::kU16, "U16", 2},   {DType::kI8, "I8", 1},          {DType::kU8, "U8", 1},
+    {DType::kBool, "BOOL", 1}, {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
+};
+
 bool ParseDType(std::string_view s, DType* out) {
-  if (s == "F32")
-    *out = DType::kF32;
-  else if (s == "F16")
-    *out = DType::kF16;
-  else if (s == "BF16")
-    *out = DType::kBF16;
-  else
-    return false;
-  return true;
+  for (const DTypeInfo& d : kDTypes)
+    if (d.name == s) {
+      *out = d.dtype;
+      return true;
+    }
+  return false;
 }
 
 // A non-negative JSON integer, or nullopt.
@@ -48,18 +58,18 @@ std::optional<uint64_t> AsU64(const Json& j) {
 }  // namespace
 
 std::string_view DTypeName(DType d) {
-  switch (d) {
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-  }
+  for (const DTypeInfo& i : kDTypes)
+    if (i.dtype == d) return i.name;
   return "?";
 }
 
-size_t DTypeSize(DType d) { return d == DType::kF32 ? 4 : 2; }
+size_t DTypeSize(DType d) {
+  for (const DTypeInfo& i : kDTypes)
+    if (i.dtype == d) return i.size;
+  return 1;
+}
+
+bool IsWeightDType(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
 
 uint64_t TensorView::numel() const {
   uint64_t n = 1;
@@ -127,7 +137,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     if (!ParseDType(dt, &t.dtype)) {
       return ViolationStatus(
           ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
-          src + ": " + where + " field 'dtype': '" + dt + "' is not one of F32, F16, BF16");
+          src + ": " + where + " field 'dtype': '" + dt +
+              "' is not a safetensors dtype this reader knows (F32, F16, BF16, F64, I64, U64, "
+              "I32, U32, I16, U16, I8, U8, BOOL, F8_E4M3, F8_E5M2)");
     }
     uint64_t numel = 1;
     for (size_t i = 0; i < entry["shape"].size(); ++i) {
@@ -314,6 +326,7 @@ uint16_t FloatToHalf(float f) {
 }
 
 std::vector<float> ToFloat32(const TensorView& t) {
+  if (!IsWeightDType(t.dtype)) return {};
   const uint64_t n = t.numel();
   std::vector<float> out(n);
   if (n == 0) return out;

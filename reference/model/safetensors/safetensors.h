@@ -26,9 +26,30 @@
 
 namespace kvc::model {
 
-enum class DType : uint8_t { kF32, kF16, kBF16 };
-std::string_view DTypeName(DType d);
-size_t DTypeSize(DType d);
+// The safetensors dtypes of whole bytes. A file may hold any of them (an int64 buffer, an fp8
+// scale); a weight the engine uses must be IsWeightDType (probe 64: an unknown dtype on a
+// tensor the model never reads refused the whole file). The sub-byte dtypes (F4, F6_*) are not
+// read: a file holding one is MODEL_SAFETENSORS_DTYPE_UNKNOWN.
+enum class DType : uint8_t {
+  kF32,
+  kF16,
+  kBF16,  // the weight dtypes
+  kF64,
+  kI64,
+  kU64,
+  kI32,
+  kU32,
+  kI16,
+  kU16,
+  kI8,
+  kU8,
+  kBool,
+  kF8E4M3,
+  kF8E5M2,
+};
+std::string_view DTypeName(DType d);  // the file's name: "F32", "I64", "F8_E4M3", ...
+size_t DTypeSize(DType d);            // bytes per element
+bool IsWeightDType(DType d);          // F32, F16 or BF16: what ToFloat32 converts
 
 inline constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // 100 MiB, the upstream limit
 
@@ -69,7 +90,8 @@ class SafetensorsFile {
   std::map<std::string, TensorView> tensors_;
 };
 
-// Converts a tensor of any supported dtype to fp32 (F16/BF16 exactly widened).
+// Converts a tensor of a weight dtype (IsWeightDType: F32, F16, BF16) to fp32 (F16/BF16
+// exactly widened). Precondition: IsWeightDType(t.dtype); another dtype gives an empty vector.
 std::vector<float> ToFloat32(const TensorView& t);
 
 // IEEE binary16 / bfloat16 bit patterns to float (exact) and float to them (round to

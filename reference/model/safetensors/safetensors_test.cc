@@ -88,6 +88,21 @@ TEST(Safetensors, RejectsMalformedFiles) {
             ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);  // duplicate key (strict reader)
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"I9","shape":[2],"data_offsets":[0,8]}})", 8)),
             ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN);
+  EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F4","shape":[16],"data_offsets":[0,8]}})", 8)),
+            ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN);  // sub-byte dtypes are not read
+  // Every whole-byte safetensors dtype is read with its element size (probe 64: I64 refused the
+  // file); a span that does not match it is still refused.
+  for (const char* h : {R"({"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})",
+                        R"({"x":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})",
+                        R"({"x":{"dtype":"BOOL","shape":[2,4],"data_offsets":[0,8]}})"}) {
+    auto b = Bytes(Image(h, 8));
+    auto f = SafetensorsFile::FromBytes(b.data(), b.size(), "t.safetensors");
+    ASSERT_TRUE(f.ok()) << h << ": " << f.status().ToString();
+    EXPECT_FALSE(IsWeightDType(f->Find("x")->dtype)) << h;
+    EXPECT_TRUE(ToFloat32(*f->Find("x")).empty());
+  }
+  EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})", 8)),
+            ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8)),
             ErrorCode::MODEL_SAFETENSORS_OFFSETS_INVALID);  // span != numel * size
   EXPECT_EQ(CodeOf(Image(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8)),
