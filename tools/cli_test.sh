@@ -339,6 +339,15 @@ cancel_request_stale LIFECYCLE_STALE_BASE cancel_request /base_snapshot -1
 failure_base TRACE_SNAPSHOT_MISMATCH append_failure /base_snapshot 1
 cancel_txn_base TRACE_SNAPSHOT_MISMATCH cancel_txn /base_snapshot 1
 MUT
+# Probe 72: the release windows (the stale-work lifetime the check assumes) are options.
+W=reference/trace/testdata/semantic/probe72_a_generation_reused_10_releases_after_its_release.jsonl
+check released_window_default 1 "$K" check "$W"; expect_out released_window_default_code 'LIFECYCLE_HANDLE_EXISTS'
+check released_window_short 0 "$K" check "$W" --released-window 8
+R=reference/trace/testdata/semantic/probe72_a_receipt_replayed_65_releases_after_its_release.jsonl
+check receipt_window_default 1 "$K" check "$R"; expect_out receipt_window_default_code 'TRACE_OUTCOME_INVALID'
+check receipt_window_long 0 "$K" check "$R" --receipt-window 100
+check released_window_zero 2 "$K" check "$R" --released-window 0
+check receipt_window_huge 2 "$K" check "$R" --receipt-window 16777217
 # The transfer-plan benchmark input (docs/trace-format.md, transfer plane): a plan of 2,000
 # one-token chunks, each delivered, then 500 re-sent receives after publication, passes.
 D=$(cd "$(dirname "$0")" && pwd)

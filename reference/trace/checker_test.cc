@@ -3633,5 +3633,28 @@ TEST(TraceCheckerTest, RegressionARegressionBeforeTheWindowSaysWhatItMayBe) {
   EXPECT_EQ(v[0].message.find("duplicate window"), std::string::npos) << v[0].message;
 }
 
+// Probe 72 (the seed's prose against the checker): the generation fence of a released id, and
+// its receipts, last as long as the checker's windows, which stand for the seed's "maximum
+// stale-work lifetime" (M5.1 0x01); `kvconform check --released-window / --receipt-window` set
+// them. Within them the slot-17 re-allocation at a reused generation and the old receipt are
+// judged as the seed says; past them they are forgotten (documented, docs/trace-format.md
+// "Memory").
+TEST(TraceCheckerTest, TheReleaseWindowsAreTheStaleWorkLifetime) {
+  const std::string dir = "reference/trace/testdata/semantic/";
+  const std::string reuse = dir + "probe72_a_generation_reused_10_releases_after_its_release.jsonl";
+  const std::string receipt =
+      dir + "probe72_a_receipt_replayed_65_releases_after_its_release.jsonl";
+  CheckerOptions opt;
+  EXPECT_EQ(test::CodeNames(test::CheckSourceTrace(reuse, opt)),
+            std::vector<std::string>{"LIFECYCLE_HANDLE_EXISTS"});
+  EXPECT_EQ(test::CodeNames(test::CheckSourceTrace(receipt, opt)),
+            std::vector<std::string>{"TRACE_OUTCOME_INVALID"});
+  opt.released_window = 8;  // shorter than the 10 releases: the fence is forgotten
+  EXPECT_EQ(test::CodeNames(test::CheckSourceTrace(reuse, opt)), std::vector<std::string>{});
+  opt = CheckerOptions{};
+  opt.receipt_window = 100;  // longer than the 65 releases: the receipt is returned
+  EXPECT_EQ(test::CodeNames(test::CheckSourceTrace(receipt, opt)), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace kvc::trace

@@ -23,6 +23,11 @@ struct CheckOptions {
   std::string format = "text";
   bool parse_only = false;
   uint64_t max_violations = 100000;  // 0: no limit
+  // The checker's memory windows (CheckerOptions; docs/trace-format.md "Memory"): the stale-work
+  // lifetime the replay assumes, in releases (probe 72: past them a forgotten id's generation
+  // fence and receipts are gone, so the seed's slot-17 case can pass).
+  uint64_t receipt_window = trace::CheckerOptions{}.receipt_window;
+  uint64_t released_window = trace::CheckerOptions{}.released_window;
 };
 
 // A check allocates and frees small blocks at a steady rate (the id strings of transaction,
@@ -77,6 +82,8 @@ void Run(const CheckOptions& opt) {
   static std::vector<trace::TraceChecker*>* const kept = new std::vector<trace::TraceChecker*>;
   trace::CheckerOptions checker_options;
   checker_options.max_violations = opt.max_violations;
+  checker_options.receipt_window = opt.receipt_window;
+  checker_options.released_window = opt.released_window;
   trace::TraceChecker& checker =
       *kept->emplace_back(new trace::TraceChecker(opt.file, checker_options));
   Status st = trace::CheckTraceFile(opt.file, &checker);
@@ -161,6 +168,16 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_option("--max-violations", opt->max_violations,
                   "list at most N violations (default 100000; 0: no limit); the rest are counted "
                   "(the verdict and exit code are the same)");
+  cmd->add_option("--released-window", opt->released_window,
+                  "released requests whose tombstone (generation fence, terminal events) is kept "
+                  "(default 4096, in [1, 2^24]): the stale-work lifetime the check assumes, in "
+                  "releases; memory grows with it")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+  cmd->add_option("--receipt-window", opt->receipt_window,
+                  "releases after which a released request's receipts are forgotten (default "
+                  "64, in [0, 2^24]; a retry after it is judged as never started); memory grows "
+                  "with it")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
   cmd->callback([opt] { Run(*opt); });
 }
 
