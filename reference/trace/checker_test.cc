@@ -3414,6 +3414,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // The conflict's message showed two equal base generations (the test below checks it).
       {"probe39_a_retry_conflict_across_incarnations_named_no_difference",
        {"LIFECYCLE_RETRY_CONFLICT"}},
+      // A receipt replayed for an OPEN transaction (no layer staged) raised the lifecycle's
+      // LIFECYCLE_LAYER_INCOMPLETE, where a PREPARED one raised TRACE_OUTCOME_INVALID.
+      {"probe72_a_replayed_receipt_of_an_open_transaction_named_its_missing_layers",
+       {"TRACE_OUTCOME_INVALID"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

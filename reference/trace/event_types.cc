@@ -632,6 +632,17 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     const lifecycle::AppendTxn* t = c.kv().FindTxn(*e.operation_id);
     if (t && t->state == lifecycle::TxnState::kPublished && RecordOfAnotherIncarnation(c, e))
       return;
+    // A receipt replayed for a transaction still missing layers: there is no receipt, and the
+    // claim is the outcome's, one code (probe 72: the lifecycle's LIFECYCLE_LAYER_INCOMPLETE
+    // came first; with every layer staged it was TRACE_OUTCOME_INVALID, below).
+    if (t && t->state == lifecycle::TxnState::kOpen) {
+      c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+               "append_publish reports a replayed receipt, but operation \"" +
+                   std::string(*e.operation_id) +
+                   "\" was never published (it is OPEN, layers still missing): only a retry "
+                   "of a publication replays");
+      return c.DropEvent(e);
+    }
   }
   if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
   // A publication the output frontier forbids on the outputs emitted since its start (the
