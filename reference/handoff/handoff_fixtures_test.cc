@@ -121,5 +121,24 @@ TEST(TransferProtocolFixture, RegressionARepeatedVisibleCompletionKeepsTheFirstT
   }
 }
 
+// Probe 73 (the seed's prose against the handoff code): a retried publication (M5.6 0x06D:
+// "publication may be retried idempotently") moved the replayed publication time to the
+// retry's, 123 ms, past the 121 ms decode admission; and an empty reservation was reported at
+// /geometry/reserved_blocks, a member no document has.
+TEST(TransferProtocolFixture, RegressionARetriedPublicationKeepsTheFirstTime) {
+  Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  p["events"].push_back(Json{{"t_ms", 123}, {"event", "publish"}});
+  EXPECT_TRUE(ValidateTransferProtocol(p).empty()) << test::Describe(ValidateTransferProtocol(p));
+  auto r = ReplayTransferProtocol(p);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->published, 120u);
+  Json q = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  q["destination"]["reserved_blocks"] = 0;
+  const Violations v = ValidateTransferProtocol(q);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_RESERVATION_TOO_SMALL);
+  EXPECT_EQ(v[0].pointer, "/destination/reserved_blocks");
+}
+
 }  // namespace
 }  // namespace kvc::handoff

@@ -168,9 +168,12 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
                  issue.field == "transfer_id" ? "/transfer_id"
                  // 2 * H_kv * d_h * b: the geometry's kv_heads, head_dim and bytes_per_scalar.
                  : issue.field == "bytes_per_token_layer" ? "/geometry"
-                 : !issue.field.empty()                   ? "/geometry/" + issue.field
-                 : issue.chunk_index >= 0 ? "/chunks/" + std::to_string(issue.chunk_index)
-                                          : "/chunks",
+                 // (The reservation is the destination's member; probe 73: it was reported at a
+                 // /geometry/reserved_blocks that no document has.)
+                 : issue.field == "reserved_blocks" ? "/destination/reserved_blocks"
+                 : !issue.field.empty()             ? "/geometry/" + issue.field
+                 : issue.chunk_index >= 0           ? "/chunks/" + std::to_string(issue.chunk_index)
+                                                    : "/chunks",
                  issue.message});
   if (d.ready.size() != d.plan.num_layers)
     v.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/producer_ready_ms",
@@ -242,7 +245,10 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     } else if (e.type == "publish") {
       auto h = txn.Publish();
       s = h.status();
-      if (h.ok()) {
+      // A retried publication returns the published handle (M5.1 0x06D: "publication may be
+      // retried idempotently"); the publication happened at the first (probe 73: a retry at
+      // 123 ms moved the replayed publication time past the 121 ms decode admission).
+      if (h.ok() && !published_at) {
         handle = *h;
         published_at = e.t;
       }
