@@ -54,7 +54,7 @@ OPTIONAL_CLAIMS = {
     ("append_stage_layer", "staged_payload_bytes"),
     ("append_failure", "reason"), ("cancel_txn", "reason"), ("allocator_observation", "slot_ids"),
     ("chunk_receive", "in_flight_bytes"), ("transfer_publish", "committed_length"),
-    ("transfer_publish", "cache_handle_id"),
+    ("transfer_publish", "cache_handle_id"), ("read", "layer_lengths"),
 }
 # 2. One-field changes the contract leaves free at that event: (fixture, line, mutation) -> why.
 NO_MODEL = ("no allocator_model in the header: allocator counts are compared with the semantic "

@@ -133,7 +133,8 @@ def two_layer_decode():
          op="decode", base=1)
     t.ev("d_l0", "engine-0", "append_stage_layer",
          {"layer": 0, "interval": [4, 5], "staged_payload_bytes": 32}, R, 0, op="decode")
-    t.ev("read_mid", "engine-0", "read", {"committed_length": 4}, R, 0, base=1)
+    t.ev("read_mid", "engine-0", "read", {"committed_length": 4, "layer_lengths": [4, 4]}, R, 0,
+         base=1)
     t.ev("d_l1", "engine-0", "append_stage_layer",
          {"layer": 1, "interval": [4, 5], "staged_payload_bytes": 32}, R, 0, op="decode")
     t.ev("d_pub", "engine-0", "append_publish", {"committed_length": 5}, R, 0, op="decode",
@@ -191,6 +192,10 @@ def two_layer_decode():
             "A reader between the layer-0 and layer-1 stages observes length 5: a partial "
             "publication became visible.", s, rep(f"/{t.idx('read_mid')}/payload/committed_length", 5),
             "TRACE_SNAPSHOT_MISMATCH")
+    invalid(c, "torn_read", rel,
+            "A reader between the layer-0 and layer-1 stages sees layer 0 at 5 rows and layer 1 "
+            "at 4: a torn read of a partial publication (probe 72: a trace could not state it).",
+            s, rep(f"/{t.idx('read_mid')}/payload/layer_lengths", [5, 4]), "LIFECYCLE_TORN_READ")
     invalid(c, "prompt_overrun", rel,
             "The request is allocated with a 3-token prompt, yet its prefill commits 4 prompt "
             "rows.", "M5.1 0x05 Phase Is A Projection, Not A Second Cache Truth",

@@ -3660,5 +3660,24 @@ TEST(TraceCheckerTest, TheReleaseWindowsAreTheStaleWorkLifetime) {
   EXPECT_EQ(test::CodeNames(test::CheckSourceTrace(receipt, opt)), std::vector<std::string>{});
 }
 
+// Probe 72: a read may state the length it saw in each layer (M5.1 0x01: "neither legal read can
+// see layer 0 at T_g+Delta and layer L-1 at T_g"). kHeader's ABI has one layer, so the torn
+// case is the invalid fixture m5_1/lifecycle/torn_read (two layers); here the other rules.
+TEST(TraceCheckerTest, AReadsLayerLengthsAreOneLengthTheCommittedOne) {
+  const std::string head = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                           Stage(2) + "\n" + Publish(3) + "\n";  // R: 2 rows, snapshot 1
+  auto read = [](const std::string& lengths) {
+    return Ev(4, "read",
+              R"("request_id":"R","handle_generation":0,"base_snapshot":1,)"
+              R"("payload":{"committed_length":2,"layer_lengths":)" +
+                  lengths + "}") +
+           "\n";
+  };
+  EXPECT_EQ(Codes(head + read("[2]")), std::vector<std::string>{});
+  EXPECT_EQ(Codes(head + read("[1]")), std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
+  EXPECT_EQ(Codes(head + read("[2,2]")), std::vector<std::string>{"INPUT_VALUE_INVALID"});
+  EXPECT_EQ(Codes(head + read("[]")), std::vector<std::string>{"INPUT_VALUE_INVALID"});
+}
+
 }  // namespace
 }  // namespace kvc::trace

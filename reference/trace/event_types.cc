@@ -879,6 +879,10 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   auto len = p.Uint("committed_length");
+  // The length the reader saw in each cache-producing layer (optional): every layer at one
+  // length, the all-layer snapshot's (M5.1 0x01: "neither legal read can see layer 0 at
+  // T_g+Delta and layer L-1 at T_g"; probe 72: a torn read could not be written).
+  auto layers = p.UintArray("layer_lengths", true);
   if (!p.clean() || !len) return;
   auto r = c.kv().Read(*e.request_id);
   if (KeyEquals(e.outcome, "rejected")) {
@@ -898,6 +902,27 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
     return;
   }
   if (!r.ok()) return c.ReportStatus(r.status(), c.LinePtr() + "/request_id");
+  if (layers) {
+    const uint64_t n = c.kv().abi().num_layers;
+    if (layers->size() != n)
+      return c.Report(
+          ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/layer_lengths",
+          "expected one length per cache-producing layer (" + U(n) + "), got " + U(layers->size()));
+    for (size_t i = 1; i < layers->size(); ++i)
+      if ((*layers)[i] != (*layers)[0]) {
+        c.Report(ErrorCode::LIFECYCLE_TORN_READ, c.LinePtr() + "/payload/layer_lengths/" + U(i),
+                 "the reader saw layer 0 at length " + U((*layers)[0]) + " and layer " + U(i) +
+                     " at " + U((*layers)[i]) +
+                     ": a partial publication was visible (a snapshot publishes every layer's "
+                     "rows together; readers see S_g or S_(g+1), never a mix)");
+        // The runtime's state is not the replay's (gating: one root cause, one code).
+        return c.Poison("request:" + std::string(*e.request_id));
+      }
+    if ((*layers)[0] != *len)
+      return c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/layer_lengths",
+                      "the layers' common length " + U((*layers)[0]) +
+                          " is not the committed_length " + U(*len) + " the read reports");
+  }
   if (e.base_snapshot && *e.base_snapshot != r->version) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              "read reports snapshot " + U(*e.base_snapshot) + "; readers resolve snapshot " +
