@@ -138,6 +138,13 @@ TEST(TransferProtocolFixture, RegressionARetriedPublicationKeepsTheFirstTime) {
   ASSERT_EQ(v.size(), 1u) << test::Describe(v);
   EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_RESERVATION_TOO_SMALL);
   EXPECT_EQ(v[0].pointer, "/destination/reserved_blocks");
+  // An abort names its reason (0x06E record_terminal_failure(..., reason)); an empty one passed.
+  Json a = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol_aborted.json");
+  for (auto& e : a["events"])
+    if (e["event"] == "abort") e["reason"] = "";
+  const Violations w = ValidateTransferProtocol(a);
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0].code, ErrorCode::INPUT_VALUE_INVALID) << test::Describe(w);
 }
 
 }  // namespace

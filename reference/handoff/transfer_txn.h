@@ -146,7 +146,8 @@ class TransferTxn {
   // Otherwise HANDOFF_DECODE_RELEASE_INVALID and nothing changes.
   Status ReleaseDecode(uint64_t generation);
   // Any state but PUBLISHED -> ABORTED: fences callbacks (later completions are rejected),
-  // then returns held credits and unpublished blocks. Idempotent once ABORTED.
+  // then returns held credits and unpublished blocks. Idempotent once ABORTED. `reason` is
+  // recorded and must not be empty (INPUT_VALUE_INVALID, nothing changes).
   Status Abort(std::string_view reason);
   // Drops the per-chunk records of a finished (PUBLISHED or ABORTED) transaction; every later
   // operation is judged as before. PUBLISHED: every chunk is DEVICE_VISIBLE with the manifest's

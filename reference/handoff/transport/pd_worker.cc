@@ -771,7 +771,7 @@ Status DecodeSession::SendResult(uint64_t attempt, const Status& s) {
 Status DecodeSession::AbortAttempt(uint64_t attempt, const Status& why) {
   Attempt& a = attempts_[attempt];
   if (a.txn && a.txn->state() != TxnState::kPublished && a.txn->state() != TxnState::kAborted)
-    KVC_RETURN_IF_ERROR(a.txn->Abort(why.message()));
+    KVC_RETURN_IF_ERROR(a.txn->Abort(why.message().empty() ? why.ToString() : why.message()));
   std::erase_if(held_, [&](const Held& h) { return h.attempt == attempt; });
   std::vector<uint8_t>().swap(a.dest);  // unpublished bytes are dropped, never read
   if (a.finished) return Status();
