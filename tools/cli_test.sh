@@ -413,6 +413,9 @@ expect_out fuzz_driver_repro_model 'the sequential model returns, after that pre
 sed -n 's/^  reproduce: //p' "$T/out" >"$T/repro.sh"
 expect_out fuzz_driver_repro_timeout "reproduce: $K fuzz races .* --driver 'exec sh -c '.*'exec python3 .*stale-publish'.*' --driver-timeout-ms 4000$"
 check fuzz_driver_repro_runs 1 bash -c "$(cat "$T/repro.sh") --no-shrink --quiet"; expect_out fuzz_driver_repro_runs_msg 'NOT LINEARIZABLE'
+# Probe 74: a backslash in the driver command is printed once (ShellQuote doubled it).
+check fuzz_driver_repro_backslash 1 "$K" fuzz races --driver "exec python3 $DRV --bug stale-publish # a\\b" --programs 20 --ops 60 --seed 1 --no-shrink --quiet
+expect_out fuzz_driver_repro_backslash_once "--driver '[^']*stale-publish # a\\\\b' --driver-timeout-ms"
 
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
 check suite_filter 0 "$K" suite --filter zero_layers --format json; expect_out suite_filter_case 'zero_layers'

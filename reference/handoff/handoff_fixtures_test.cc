@@ -145,6 +145,13 @@ TEST(TransferProtocolFixture, RegressionARetriedPublicationKeepsTheFirstTime) {
   const Violations w = ValidateTransferProtocol(a);
   ASSERT_FALSE(w.empty());
   EXPECT_EQ(w[0].code, ErrorCode::INPUT_VALUE_INVALID) << test::Describe(w);
+  // ... after the state's own refusal (probe 74: an empty-reason abort of a published transfer
+  // was INPUT_VALUE_INVALID, not HANDOFF_ABORT_PUBLISHED).
+  Json late = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
+  late["events"].push_back(Json{{"t_ms", 123}, {"event", "abort"}, {"reason", ""}});
+  const Violations x = ValidateTransferProtocol(late);
+  ASSERT_FALSE(x.empty());
+  EXPECT_EQ(x[0].code, ErrorCode::HANDOFF_ABORT_PUBLISHED) << test::Describe(x);
 }
 
 }  // namespace

@@ -655,16 +655,17 @@ void TransferTxn::Settle() {
 }
 
 Status TransferTxn::Abort(std::string_view reason) {
-  // 0x06E records every terminal failure with its reason (record_terminal_failure(..., reason));
-  // an empty one records none (probe 73: it passed).
-  if (reason.empty())
-    return Breach(ErrorCode::INPUT_VALUE_INVALID,
-                  "abort of transfer " + plan_.transfer_id +
-                      " names no reason (a terminal failure is recorded with its reason)");
   if (state_ == TxnState::kPublished)
     return Breach(ErrorCode::HANDOFF_ABORT_PUBLISHED,
                   "transfer " + plan_.transfer_id + " is already PUBLISHED");
   if (state_ == TxnState::kAborted) return Status();
+  // 0x06E records every terminal failure with its reason (record_terminal_failure(..., reason));
+  // an empty one records none (probe 73: it passed). (After the state's own refusals: an abort
+  // of a published transfer is that breach, and a repeated abort stays idempotent; probe 74.)
+  if (reason.empty())
+    return Breach(ErrorCode::INPUT_VALUE_INVALID,
+                  "abort of transfer " + plan_.transfer_id +
+                      " names no reason (a terminal failure is recorded with its reason)");
   // 0x06E: cancel outstanding chunks and fence callbacks first (the state change below is
   // the fence: every later completion is rejected), then release credits and blocks.
   state_ = TxnState::kAborted;

@@ -132,7 +132,7 @@ TEST(CompareStepsTest, RegressionTheFastToleranceScalesWithTheLogits) {
   base.tokens = {0};
   base.logits = {{3000.0f, -2000.0f, 1.0f}};
   auto cand = base.logits;
-  cand[0][1] += 0.0015f;  // 2,000 + 1.5e-3 rounds to a float32 neighbour: ~1.2e-4 off
+  cand[0][1] += 0.0015f;  // ~1.5e-3 off (float32 spacing near 2,000 is 1.2e-4)
   cand[0][0] -= 0.25f;    // 2.5e-1 off: within 1e-3 x 3,000 = 3
   PairResult r = CompareSteps("p", base, cand, {0}, kFastTolerance);
   EXPECT_TRUE(r.passed) << r.detail;

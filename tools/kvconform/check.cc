@@ -175,8 +175,8 @@ void AddCheckCommand(CLI::App& app) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
   cmd->add_option("--receipt-window", opt->receipt_window,
                   "releases after which a released request's receipts are forgotten (default "
-                  "64, in [0, 2^24]; a retry after it is judged as never started); memory grows "
-                  "with it")
+                  "64, in [0, 2^24]; at most as long as --released-window keeps the request; a "
+                  "retry after it is judged as never started); memory grows with it")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
   cmd->callback([opt] { Run(*opt); });
 }

@@ -29,8 +29,9 @@ int& ExitCode();
 std::string& InvokedAs();
 
 // `s` as one POSIX shell word: unchanged when it holds only characters no shell treats
-// specially, else in single quotes (a quote inside as '\''). Control bytes are written
-// through Printable first (a reproducer is printed on a terminal), so such a word does not
+// specially, else in single quotes (a quote inside as '\''); every other byte as it is, so
+// the word round-trips through `sh`. Only a word holding a control byte (< 0x20, 0x7f) is
+// written through Printable first (a reproducer is printed on a terminal): such a word does not
 // round-trip.
 std::string ShellQuote(std::string_view s);
 

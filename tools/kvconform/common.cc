@@ -20,7 +20,13 @@ std::string& InvokedAs() {
 }
 
 std::string ShellQuote(std::string_view raw) {
-  const std::string s = Printable(std::string(raw));
+  // Bytes are quoted as they are (a backslash or a non-ASCII byte is literal inside single
+  // quotes); only a word holding a control byte goes through Printable first (probe 74: every
+  // backslash was doubled, so the printed reproducer ran another driver command).
+  const bool control = std::any_of(raw.begin(), raw.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  const std::string s = control ? Printable(std::string(raw)) : std::string(raw);
   auto plain = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            std::string_view("_./=:,+-@%").find(c) != std::string_view::npos;

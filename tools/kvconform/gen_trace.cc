@@ -19,7 +19,8 @@
 // cancelled one retried (cancel_txn), a lost publication acknowledgement retried (append_publish
 // with outcome replayed), a fork child that is truncated, finished and released, a request
 // cancelled mid-decode and released (cancel_request), and allocator/residency observations of a
-// quarter of the publications and of every release, from sources alloc-0 and res-0 (event ids
+// quarter of the publications and of every request's release (not a fork child's), from sources
+// alloc-0 and res-0 (event ids
 // "a<n>" and "m<n>") under the header's allocator model of 16 slots per block. Every trace it
 // writes is valid: tools/cli_test.sh checks one per seed it lists.
 //

@@ -31,11 +31,12 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kF32, "F32", 4},   {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},
-    {DType::kF64, "F64", 8},   {DType::kI64, "I64", 8},        {DType::kU64, "U64", 8},
-    {DType::kI32, "I32", 4},   {DType::kU32, "U32", 4},        {DType::kI16, "I16", 2},
-    {DType::kU16, "U16", 2},   {DType::kI8, "I8", 1},          {DType::kU8, "U8", 1},
-    {DType::kBool, "BOOL", 1}, {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
+    {DType::kF32, "F32", 4},        {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},
+    {DType::kF64, "F64", 8},        {DType::kI64, "I64", 8},        {DType::kU64, "U64", 8},
+    {DType::kI32, "I32", 4},        {DType::kU32, "U32", 4},        {DType::kI16, "I16", 2},
+    {DType::kU16, "U16", 2},        {DType::kI8, "I8", 1},          {DType::kU8, "U8", 1},
+    {DType::kBool, "BOOL", 1},      {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
+    {DType::kF8E8M0, "F8_E8M0", 1}, {DType::kC64, "C64", 8},
 };
 
 bool ParseDType(std::string_view s, DType* out) {
@@ -139,7 +140,7 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
           ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
           src + ": " + where + " field 'dtype': '" + dt +
               "' is not a safetensors dtype this reader knows (F32, F16, BF16, F64, I64, U64, "
-              "I32, U32, I16, U16, I8, U8, BOOL, F8_E4M3, F8_E5M2)");
+              "I32, U32, I16, U16, I8, U8, BOOL, F8_E4M3, F8_E5M2, F8_E8M0, C64)");
     }
     uint64_t numel = 1;
     for (size_t i = 0; i < entry["shape"].size(); ++i) {

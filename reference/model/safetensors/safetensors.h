@@ -46,6 +46,8 @@ enum class DType : uint8_t {
   kBool,
   kF8E4M3,
   kF8E5M2,
+  kF8E8M0,
+  kC64,
 };
 std::string_view DTypeName(DType d);  // the file's name: "F32", "I64", "F8_E4M3", ...
 size_t DTypeSize(DType d);            // bytes per element

@@ -94,7 +94,9 @@ TEST(Safetensors, RejectsMalformedFiles) {
   // file); a span that does not match it is still refused.
   for (const char* h : {R"({"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})",
                         R"({"x":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})",
-                        R"({"x":{"dtype":"BOOL","shape":[2,4],"data_offsets":[0,8]}})"}) {
+                        R"({"x":{"dtype":"BOOL","shape":[2,4],"data_offsets":[0,8]}})",
+                        R"({"x":{"dtype":"F8_E8M0","shape":[8],"data_offsets":[0,8]}})",
+                        R"({"x":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})"}) {
     auto b = Bytes(Image(h, 8));
     auto f = SafetensorsFile::FromBytes(b.data(), b.size(), "t.safetensors");
     ASSERT_TRUE(f.ok()) << h << ": " << f.status().ToString();
