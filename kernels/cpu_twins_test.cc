@@ -27,10 +27,7 @@ AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
                        const std::vector<float>& q, std::vector<float>& out, int h_q, int t_q,
                        int max_kv_len) {
   AttentionParams p;
-  p.layout = c.layout;
-  p.k_cache = c.k.data();
-  p.v_cache = c.v.data();
-  p.block_table = c.table.empty() ? nullptr : c.table.data();
+  test::PointAtCache(p, c);
   p.kv_len = len.data();
   p.max_kv_len = max_kv_len;
   p.q = q.data();

@@ -227,6 +227,17 @@ inline HostCache MakeCache(const LogicalKv& kv, KvDtype dt, int32_t capacity, in
   return c;
 }
 
+// Points kernel params `p` (KvAppendParams, AttentionParams: any with layout, k_cache, v_cache
+// and block_table) at the host cache `c` (a HostCache, const for read-only params), which must
+// outlive them.
+template <typename Params, typename Cache>
+void PointAtCache(Params& p, Cache& c) {
+  p.layout = c.layout;
+  p.k_cache = c.k.data();
+  p.v_cache = c.v.data();
+  p.block_table = c.table.empty() ? nullptr : c.table.data();
+}
+
 // Append params staging `k_new`/`v_new` ([B, H_kv, t_new, d_h]) into the host cache `c` on the
 // bases `base` with published lengths `visible`; host pointers (a device test re-points them).
 // Every vector must outlive the params.
@@ -235,10 +246,7 @@ inline KvAppendParams AppendOn(HostCache& c, const std::vector<int32_t>& base,
                                const std::vector<float>& v_new, int32_t t_new,
                                int32_t* error_flag) {
   KvAppendParams p;
-  p.layout = c.layout;
-  p.k_cache = c.k.data();
-  p.v_cache = c.v.data();
-  p.block_table = c.table.empty() ? nullptr : c.table.data();
+  PointAtCache(p, c);
   p.base_len = base.data();
   p.visible_len = visible.data();
   p.k_new = k_new.data();

@@ -41,7 +41,7 @@ PairResult CompareSteps(const std::string& name, const GreedyRun& base,
   if (std::isnan(r.max_abs)) r.max_abs = INFINITY;
   r.max_rel = scale > 0 ? r.max_abs / scale : r.max_abs;
   r.steps = std::min(cand.size(), base.logits.size());
-  if (tol != 0) r.tolerance = tol * std::max(1.0, scale);
+  if (tol != 0) r.tolerance = ScaledTolerance(tol, scale);
   r.passed =
       !r.non_finite && r.argmax_agree && (tol == 0 ? r.bit_identical : r.max_abs <= r.tolerance);
   if (!r.passed) {

@@ -36,8 +36,13 @@ namespace kvc::model {
 // rounding is (probe 71: an absolute 1e-3 failed a healthy checkpoint whose logits reach 3,000,
 // at a relative difference of 5e-7); the CUDA pairs scale the same way.
 inline constexpr double kFastTolerance = 1e-3;
+// `relative` x max(1, max |baseline logit|): the absolute tolerance of a pair declaring
+// `relative` (CompareSteps, pd-run's fast compare).
+inline double ScaledTolerance(double relative, double max_abs_baseline_logit) {
+  return relative * (max_abs_baseline_logit > 1 ? max_abs_baseline_logit : 1.0);
+}
 inline double FastTolerance(double max_abs_baseline_logit) {
-  return kFastTolerance * (max_abs_baseline_logit > 1 ? max_abs_baseline_logit : 1.0);
+  return ScaledTolerance(kFastTolerance, max_abs_baseline_logit);
 }
 
 struct GreedyRun {
