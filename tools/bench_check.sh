@@ -9,7 +9,8 @@
 # --order: request (each request's step contiguous) or step (one engine iteration phase by phase,
 # as a continuous-batching engine emits: consecutive events name different requests); MIX is
 # gen-trace's --mix: decode, or lifecycle (retried failures and cancellations, replayed
-# publications, fork children, cancelled requests, observations; ORDER request only)). Prints figures
+# publications, fork children, cancelled requests, reads, speculative verifications, reorders,
+# observations; ORDER request only)). Prints figures
 # only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the

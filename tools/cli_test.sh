@@ -294,28 +294,37 @@ check gen_trace_80_layers 0 "$K" gen-trace --events 1000 --requests 2 --layers 8
 check gen_trace_80_layers_checks 0 "$K" check "$T/gen_80.jsonl"; expect_out gen_trace_80_layers_pass 'pass \([0-9]+ events, 0 violations\)'
 check gen_trace_bad_order 2 "$K" gen-trace --order random; expect_out gen_trace_bad_order_msg "--order: random not in \{request,step\}"
 # --mix lifecycle: failed and cancelled appends retried, replayed publications, truncated fork
-# children, cancelled requests and allocator/residency observations, every one of the 14 event
-# types, in traces that check passes for three seeds; a one-field mutation of each kind of event
+# children, cancelled requests, reads, speculative verifications, reorders and allocator/residency
+# observations, every one of the 16 event types, in traces that check passes for three seeds; a one-field mutation of each kind of event
 # the mix adds fails with exactly its code (so the mix's events are judged, not skipped).
 for seed in 1 2 3; do
   check "gen_trace_lifecycle_$seed" 0 "$K" gen-trace --events 3000 --requests 5 --layers 3 --decode 6 --ids runtime --mix lifecycle --seed "$seed" -o "$T/life_$seed.jsonl"
   check "gen_trace_lifecycle_${seed}_checks" 0 "$K" check "$T/life_$seed.jsonl"; expect_out "gen_trace_lifecycle_${seed}_pass" 'pass \([0-9]+ events, 0 violations\)'
-  tail -n +2 "$T/life_$seed.jsonl" | grep -o '"event_type":"[a-z_]*"' | sort -u | wc -l >"$T/out"; expect_out "gen_trace_lifecycle_${seed}_types" '^14$'
+  tail -n +2 "$T/life_$seed.jsonl" | grep -o '"event_type":"[a-z_]*"' | sort -u | wc -l >"$T/out"; expect_out "gen_trace_lifecycle_${seed}_types" '^16$'
 done
 head -n 1 "$T/life_2.jsonl" >"$T/out"; expect_out gen_trace_lifecycle_regenerate '"regenerate":"kvconform gen-trace .*--order request --mix lifecycle --seed 2"'
 check gen_trace_lifecycle_step 2 "$K" gen-trace --mix lifecycle --order step; expect_out gen_trace_lifecycle_step_msg '--mix lifecycle writes --order request only'
 cat >"$T/mut.py" <<'PY'
 import json, sys
 # mut.py IN OUT EVENT_TYPE FIELD DELTA [OUTCOME]: adds DELTA to the payload's FIELD (a top-level
-# field for /FIELD) of the first event of EVENT_TYPE (and OUTCOME) that has it.
+# field for /FIELD; a dotted path such as rows_after.0.next_position reaches into the payload's
+# arrays and objects) of the first event of EVENT_TYPE (and OUTCOME) that has it.
 src, dst, etype, field, delta = sys.argv[1:6]
 outcome = sys.argv[6] if len(sys.argv) > 6 else None
 lines = open(src).read().splitlines()
 for i, line in enumerate(lines[1:], 1):
     e = json.loads(line)
+    if e["event_type"] != etype or (outcome and e.get("outcome") != outcome):
+        continue
     o = e if field.startswith("/") else e["payload"]
-    k = field.lstrip("/")
-    if e["event_type"] != etype or (outcome and e.get("outcome") != outcome) or k not in o:
+    *path, k = field.lstrip("/").split(".")
+    for step in path:
+        o = o[int(step)] if isinstance(o, list) and int(step) < len(o) else {} if isinstance(o, list) else o.get(step, {})
+    if isinstance(o, list):
+        k = int(k)
+        if k >= len(o):
+            continue
+    elif k not in o:
         continue
     o[k] += int(delta)
     lines[i] = json.dumps(e, separators=(",", ":"))
@@ -338,6 +347,10 @@ fork_beyond_prefix LIFECYCLE_FORK_BEYOND_PREFIX fork prefix_length 1
 cancel_request_stale LIFECYCLE_STALE_BASE cancel_request /base_snapshot -1
 failure_base TRACE_SNAPSHOT_MISMATCH append_failure /base_snapshot 1
 cancel_txn_base TRACE_SNAPSHOT_MISMATCH cancel_txn /base_snapshot 1
+read_length TRACE_SNAPSHOT_MISMATCH read committed_length 1
+read_torn LIFECYCLE_TORN_READ read layer_lengths.0 1
+verify_accepted FRONTIER_CACHE_COUNT_MISMATCH append_start accepted_count 1
+reorder_position LIFECYCLE_REORDER_SPLIT_STATE reorder rows_after.0.next_position 1
 MUT
 # Probe 72: the release windows (the stale-work lifetime the check assumes) are options.
 W=reference/trace/testdata/semantic/probe72_a_generation_reused_10_releases_after_its_release.jsonl

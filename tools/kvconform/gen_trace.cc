@@ -18,7 +18,9 @@
 // observation planes: a failed append retried under a new operation id (append_failure), a
 // cancelled one retried (cancel_txn), a lost publication acknowledgement retried (append_publish
 // with outcome replayed), a fork child that is truncated, finished and released, a request
-// cancelled mid-decode and released (cancel_request), and allocator/residency observations of a
+// cancelled mid-decode and released (cancel_request), a reader's all-layer read, a speculative
+// verification of 3 drafts (0-3 accepted, then the correction) in place of a decode step, a
+// reorder swapping two requests' rows (beam search), and allocator/residency observations of a
 // quarter of the publications and of every request's release (not a fork child's), from sources
 // alloc-0 and res-0 (event ids
 // "a<n>" and "m<n>") under the header's allocator model of 16 slots per block. Every trace it
@@ -119,6 +121,19 @@ class Writer {
     std::fwrite(buf_, 1, static_cast<size_t>(len), f_);
     ++seq;
   }
+  // Writes one engine reorder event (it names no request, operation or snapshot).
+  void Reorder(const std::string& payload) {
+    const uint64_t n = n_[kEngine]++;
+    const std::string out = "{\"event_id\":\"e" + std::to_string(n) +
+                            "\",\"source_instance\":\"engine-0\",\"source_component\":"
+                            "\"semantic\",\"local_sequence\":" +
+                            std::to_string(n) + ",\"monotonic_ns\":" + std::to_string(1000 * seq) +
+                            ",\"operation_id\":null,\"event_type\":\"reorder\",\"base_snapshot\":"
+                            "null,\"result_snapshot\":null,\"payload\":" +
+                            payload + "}\n";
+    std::fwrite(out.data(), 1, out.size(), f_);
+    ++seq;
+  }
 
  private:
   FILE* f_;
@@ -130,6 +145,8 @@ std::string N(uint64_t v) { return std::to_string(v); }
 
 // --mix lifecycle: the allocator model's block size.
 constexpr uint64_t kSlotsPerBlock = 16;
+// --mix lifecycle: the draft rows of a speculative verification.
+constexpr uint64_t kDrafts = 3;
 
 void Run(const GenOptions& o) {
   FILE* f = o.out == "-" ? stdout : std::fopen(o.out.c_str(), "wb");
@@ -257,6 +274,61 @@ void Run(const GenOptions& o) {
     w.Event(child, "release", "", "1", "2",
             "{\"committed_length\":0,\"result_handle_generation\":1}");
   };
+  // A reader's observation of `r`'s all-layer snapshot.
+  auto observe_read = [&](const Req& r) {
+    std::string layers;
+    for (uint32_t l = 0; l < o.layers; ++l) layers += (l ? "," : "") + N(r.committed);
+    w.Event(r.id, "read", "", N(r.version).c_str(), "null",
+            "{\"committed_length\":" + N(r.committed) + ",\"layer_lengths\":[" + layers + "]}");
+  };
+  // A speculative verification (M5.1 0x03) in place of a decode step: the frontier token and
+  // kDrafts draft rows are computed, `accepted` drafts are kept, so 1 + accepted rows are
+  // committed; the accepted drafts are emitted, then the correction (or bonus) token from the
+  // verification's logits.
+  auto verify = [&](Req& r, uint64_t accepted) {
+    std::vector<uint64_t> drafts(kDrafts);
+    std::string list;
+    for (uint64_t k = 0; k < kDrafts; ++k) {
+      drafts[k] = draw() % 50000;
+      list += (k ? "," : "") + N(drafts[k]);
+    }
+    r.cur_op = r.id + ".t" + N(r.op++);
+    const uint64_t s = r.committed;
+    r.cur_end = s + 1 + accepted;
+    r.cur_iv = "[" + N(s) + "," + N(r.cur_end) + "]";
+    w.Event(r.id, "append_start", r.cur_op, N(r.version).c_str(), "null",
+            "{\"interval\":" + r.cur_iv + ",\"cache_position\":" + r.cur_iv +
+                ",\"mask_key_length\":" + N(r.cur_end) +
+                ",\"position_stage\":\"post_rope\",\"purpose\":\"verify\",\"input_token\":" +
+                N(r.last_token) + ",\"draft_tokens\":[" + list +
+                "],\"accepted_count\":" + N(accepted) + "}");
+    for (uint32_t l = 0; l < o.layers; ++l) stage_layer(r, l);
+    publish(r);
+    for (uint64_t k = 0; k < accepted; ++k) {
+      w.Event(r.id, "output_emit", "", N(r.version).c_str(), "null",
+              "{\"output_index\":" + N(r.emitted) + ",\"token\":" + N(drafts[k]) + "}");
+      ++r.emitted;
+    }
+    emit(r);  // the correction, or the bonus token after every draft was accepted
+  };
+  // A reorder (beam search's step) that swaps `r`'s row with the next allocated, unfinished
+  // request's (a DECODE_READY one) in the ring after position `at`, if there is one: each row
+  // keeps its request's next position, T.
+  auto reorder_with_next = [&](const Req& r, size_t at) {
+    const Req* other = nullptr;
+    for (size_t k = 0; k + 1 < reqs.size() && !other; ++k) {
+      const Req& c = reqs[(at + k) % reqs.size()];
+      if (&c != &r && (c.stage == 1 || c.stage == 2)) other = &c;
+    }
+    if (!other) return;
+    auto row = [&](const Req& q) {
+      return "{\"request_id\":\"" + q.id + "\",\"token_state\":\"tok-" + N(q.emitted) +
+             "\",\"next_position\":" + N(q.committed) + ",\"sampler_state\":\"rng-" + N(q.op) +
+             "\"}";
+    };
+    w.Reorder("{\"rows_before\":[" + row(r) + "," + row(*other) +
+              "],\"parent_index\":[1,0],\"rows_after\":[" + row(*other) + "," + row(r) + "]}");
+  };
   if (lifecycle) {
     size_t i = 0;
     while (w.seq < o.events) {
@@ -274,13 +346,21 @@ void Run(const GenOptions& o) {
       }
       // A decode turn draws x in [0, 64): 0-1 a failed attempt first, 2-3 a cancelled one, 4
       // a replayed publication, 5 a fork child after the output, 6 a cancel_request instead of
-      // the step; x % 4 == 3 observes the publication (a prefill's always is).
+      // the step, 7 a read after the output, 8-9 a speculative verification instead of the
+      // decode, 10 a reorder of this request's row and another's first; x % 4 == 3 observes the
+      // publication (a prefill's always is).
       const uint64_t x = r.stage == 2 ? draw() % 64 : 3;
       if (x == 6) {
         w.Event(r.id, "cancel_request", "", N(r.version).c_str(), N(r.version).c_str(), "{}");
         release_and_replace(r);
         continue;
       }
+      if (x == 8 || x == 9) {
+        verify(r, draw() % (kDrafts + 1));
+        advance(r);
+        continue;
+      }
+      if (x == 10) reorder_with_next(r, i);
       if (x < 4) {
         start(r, kPurpose[r.stage], rows(r));
         if (x < 2) {
@@ -302,6 +382,7 @@ void Run(const GenOptions& o) {
       if (x % 4 == 3) observe(r, pub, r.committed);
       emit(r);
       if (x == 5) fork_child(r);
+      if (x == 7) observe_read(r);
       advance(r);
     }
   } else if (o.order == "request") {
@@ -372,7 +453,8 @@ void AddGenTraceCommand(CLI::App& app) {
                   "event mix: decode (allocate, prefill, decode steps, finish, release; default) "
                   "or lifecycle (adds, drawn per decode turn: failed and cancelled appends "
                   "retried, replayed publications, truncated fork children, cancelled requests, "
-                  "allocator/residency observations; --order request only)")
+                  "reads, speculative verifications, reorders, allocator/residency observations; "
+                  "--order request only)")
       ->check(CLI::IsMember({"decode", "lifecycle"}));
   cmd->add_option("--seed", opt->seed, "--mix lifecycle's draws (default 1)");
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
