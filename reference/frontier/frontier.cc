@@ -233,8 +233,11 @@ Status FrontierState::CheckAppend(const AppendCall& c) const {
       uint64_t want = (frontier_token_ ? 1 : 0) + c.accepted;
       if (c.rows > want)
         return V(ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED,
-                 "verification commits " + U(c.rows) + " rows; only " + U(want) +
-                     " (frontier + accepted drafts) may cross the commit frontier");
+                 "verification commits " + U(c.rows) + " rows; only " + U(want) + " (" +
+                     (frontier_token_
+                          ? "the frontier token's row + " + U(c.accepted) + " accepted drafts"
+                          : U(c.accepted) + " accepted drafts; no emitted token is unprocessed") +
+                     ") may cross the commit frontier");
       if (c.rows < want)
         return V(ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH,
                  "verification commits " + U(c.rows) + " rows; accepted drafts need " + U(want));

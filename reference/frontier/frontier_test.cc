@@ -293,6 +293,19 @@ TEST(FrontierTest, VerificationRowCountsAndTokens) {
   Publish(f, Prefill(1));
   AppendCall three = Mk(AppendPurpose::kVerify, 3, std::nullopt, {5, 6, 7, 8}, 2);
   EXPECT_EQ(f.CheckAppend(three).error(), ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED);
+  // The message counts the rows that may cross as they are here (probe 75: "frontier + accepted
+  // drafts" where no emitted token was unprocessed).
+  EXPECT_NE(f.CheckAppend(three).message().find(
+                "only 2 (2 accepted drafts; no emitted token is unprocessed)"),
+            std::string::npos)
+      << f.CheckAppend(three).message();
+  FrontierState g = f;
+  ASSERT_TRUE(g.Emit(0, 4).ok());
+  const Status four = g.CheckAppend(Mk(AppendPurpose::kVerify, 4, 4, {5, 6, 7, 8}, 2));
+  EXPECT_EQ(four.error(), ErrorCode::FRONTIER_REJECTED_ROW_COMMITTED);
+  EXPECT_NE(four.message().find("only 3 (the frontier token's row + 2 accepted drafts)"),
+            std::string::npos)
+      << four.message();
   AppendCall one = Mk(AppendPurpose::kVerify, 1, std::nullopt, {5, 6, 7, 8}, 2);
   EXPECT_EQ(f.CheckAppend(one).error(), ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
   AppendCall many = Mk(AppendPurpose::kVerify, 5, std::nullopt, {5, 6, 7, 8}, 5);

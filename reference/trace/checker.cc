@@ -926,7 +926,8 @@ namespace {
 
 }  // namespace
 
-bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles) {
+bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles,
+                         bool report_refusal) {
   if (KeyEquals(e.outcome, "rejected")) {
     // Tried on the live object and undone if the contract admits it (Save/Restore cost the
     // records the operation can touch, not the object).
@@ -949,6 +950,10 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
     return false;  // the refusal's own effects stay (a REJECTED transaction)
   }
   Status s = op(*kv_);
+  if (!s.ok() && !report_refusal) {
+    DropEvent(e);  // gated: one root cause, reported by the caller
+    return false;
+  }
   if (!s.ok()) {
     // The lifecycle object speaks of its own generations and digests; the trace names versions.
     if ((s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT ||

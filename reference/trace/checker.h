@@ -546,6 +546,8 @@ class TraceChecker {
   // Returns true when the operation took effect.
   // `op` is called (at most once) during Apply only. It may touch only the event's request
   // handle, `more_handles` (a fork's children) and the event's operation (KvObject::Save).
+  // `report_refusal` false: a refusal of `op` is gated as usual but not reported (its root cause,
+  // e.g. an event labelled with another request's operation, was reported by the caller).
   class OpRef {
    public:
     template <typename F>
@@ -559,7 +561,8 @@ class TraceChecker {
     void* obj_;
     Status (*call_)(void*, lifecycle::KvObject&);
   };
-  bool Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles = nullptr);
+  bool Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles = nullptr,
+             bool report_refusal = true);
   // After a successful release of `request_id` (its tombstone has handle generation
   // `tombstone_generation`): forgets the receipts of the request released receipt_window
   // releases ago and the whole request released released_window releases ago.

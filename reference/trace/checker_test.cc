@@ -3418,6 +3418,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // LIFECYCLE_LAYER_INCOMPLETE, where a PREPARED one raised TRACE_OUTCOME_INVALID.
       {"probe72_a_replayed_receipt_of_an_open_transaction_named_its_missing_layers",
        {"TRACE_OUTCOME_INVALID"}},
+      // Request C's own stage labelled with A's operation: the operation refused it (its
+      // interval), a second code beside the mismatch.
+      {"probe75_a_stage_naming_another_requests_operation_raised_two_codes",
+       {"TRACE_OPERATION_REQUEST_MISMATCH"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

@@ -108,14 +108,17 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
 // An event of an append operation (a stage, publication, failure or cancel_txn) names the
 // request whose append_start opened the operation: another known request is
 // TRACE_OPERATION_REQUEST_MISMATCH, an unknown one LIFECYCLE_UNKNOWN_HANDLE. The event is still
-// replayed (the operation id names the transaction).
-void CheckOperationRequest(TraceChecker& c, const Event& e) {
+// replayed (the operation id names the transaction); which of its two labels is wrong is unknown,
+// so when the operation refuses it (the operation id was the wrong one: the event was the named
+// request's own), that refusal is the same root cause: not reported again (Apply's
+// report_refusal), only gated. True when reported.
+bool CheckOperationRequest(TraceChecker& c, const Event& e) {
   // The checker's record of an open operation (memoized across its events) names its request;
   // a published one is found through its transaction.
   const TraceChecker::Op* op = c.FindOp(*e.operation_id);
-  if (op && SameBytes(op->request_id, *e.request_id)) return;
+  if (op && SameBytes(op->request_id, *e.request_id)) return false;
   const std::string* owner_of = c.OperationOwner(*e.operation_id);
-  if (!owner_of || SameBytes(*owner_of, *e.request_id)) return;
+  if (!owner_of || SameBytes(*owner_of, *e.request_id)) return false;
   const std::string& owner = *owner_of;
   if (!c.FindHandle(*e.request_id))
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
@@ -127,6 +130,7 @@ void CheckOperationRequest(TraceChecker& c, const Event& e) {
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
                  "\"; operation \"" + std::string(*e.operation_id) + "\" was opened by \"" + owner +
                  "\"");
+  return true;
 }
 
 // The base an event of an append operation names (a stage, a publication of any outcome, a
@@ -534,15 +538,19 @@ struct StageLayerArgs {
 void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   if (c.IsPoisonedOp(*e.operation_id)) return;
   NoSnapshotProduced(c, e);
-  CheckOperationRequest(c, e);
-  CheckOperationBase(c, e);
+  // Mislabelled: the base is compared with an operation the event may not belong to (one code).
+  const bool mislabelled = CheckOperationRequest(c, e);
+  if (!mislabelled) CheckOperationBase(c, e);
   const lifecycle::Interval interval{a.interval.first, a.interval.second - a.interval.first};
-  const bool staged = c.Apply(e, [&](KvObject& kv) {
-    return kv
-        .StageLayer(*e.operation_id, static_cast<uint32_t>(a.layer), interval, a.k.value_or(true),
-                    a.v.value_or(true), a.abi.value_or(std::string_view()))
-        .status();
-  });
+  const bool staged = c.Apply(
+      e,
+      [&](KvObject& kv) {
+        return kv
+            .StageLayer(*e.operation_id, static_cast<uint32_t>(a.layer), interval,
+                        a.k.value_or(true), a.v.value_or(true), a.abi.value_or(std::string_view()))
+            .status();
+      },
+      nullptr, /*report_refusal=*/!mislabelled);
   // One layer's staged K and V rows are rows * B_token / L bytes (M5.1 0x01 "B_layer_append":
   // 1 * 1 * 2 * 4 * (2 + 2) = 32 bytes for the worked decode row, B_all_layers_append = 64).
   // Compared as staged * L = rows * B_token (exact, overflow-checked); not for a stage of K or V
@@ -619,7 +627,7 @@ bool RecordOfAnotherIncarnation(TraceChecker& c, const Event& e) {
 
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisonedOp(*e.operation_id)) return;
-  CheckOperationRequest(c, e);
+  const bool mislabelled = CheckOperationRequest(c, e);
   const bool refused = KeyEquals(e.outcome, "rejected");
   // The receipt of an operation another incarnation published, labelled with this one's
   // generation: the ABA case, as for a failure record (probe 29: a replayed receipt labelled
@@ -644,7 +652,8 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
       return c.DropEvent(e);
     }
   }
-  if (refused) CheckOperationBase(c, e);  // (a published one is checked below, after its outcome)
+  // (A published one is checked below, after its outcome; a mislabelled one is not: one code.)
+  if (refused && !mislabelled) CheckOperationBase(c, e);
   // A publication the output frontier forbids on the outputs emitted since its start (the
   // re-check below) is refused by the contract too: reported rejected, it conforms and changes
   // nothing (probe 21: it was TRACE_OUTCOME_INVALID, "the contract admits it").
@@ -667,11 +676,14 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     }
   }
   KvObject::Published receipt;  // the published transaction, not a copy of its receipt
-  bool ok = c.Apply(e, [&](KvObject& kv) {
-    auto r = kv.PublishTxn(*e.operation_id);
-    if (r.ok()) receipt = *r;
-    return r.status();
-  });
+  bool ok = c.Apply(
+      e,
+      [&](KvObject& kv) {
+        auto r = kv.PublishTxn(*e.operation_id);
+        if (r.ok()) receipt = *r;
+        return r.status();
+      },
+      nullptr, /*report_refusal=*/!mislabelled);
   // A lost compare-and-publish creates no snapshot. (When the contract admits the publication,
   // Apply reported the outcome and gated the operation: its result claim is then not judged.)
   if (refused && !c.IsPoisonedOp(*e.operation_id)) {
@@ -753,8 +765,8 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean() || c.IsPoisonedOp(*e.operation_id)) return;
   if (RecordOfAnotherIncarnation(c, e)) return;
   NoResultAllowed(c, e);
-  CheckOperationRequest(c, e);
-  CheckOperationBase(c, e);
+  const bool mislabelled = CheckOperationRequest(c, e);
+  if (!mislabelled) CheckOperationBase(c, e);
   TraceChecker::Op* op = c.FindOp(*e.operation_id);
   if (op && op->closed_line != 0) {
     // M5.1 0x07: the audit validator "pairs starts with exactly one publish or failure"; a
@@ -786,11 +798,15 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
       MarkClosed(c, *e.operation_id, e.line);
       return;
     }
-  const bool closed = c.Apply(e, [&](KvObject& kv) {
-    // The library names its call; the message names the trace's event (cancel_txn or
-    // append_failure, which both close the transaction).
-    return Renamed(kv.CancelTxn(*e.operation_id), "cancel_txn:", std::string(e.event_type) + ":");
-  });
+  const bool closed = c.Apply(
+      e,
+      [&](KvObject& kv) {
+        // The library names its call; the message names the trace's event (cancel_txn or
+        // append_failure, which both close the transaction).
+        return Renamed(kv.CancelTxn(*e.operation_id),
+                       "cancel_txn:", std::string(e.event_type) + ":");
+      },
+      nullptr, /*report_refusal=*/!mislabelled);
   if (closed)
     MarkClosed(c, *e.operation_id, e.line);  // (Apply may have erased records: looked up again)
 }

@@ -57,8 +57,9 @@ Status CheckCoupledReorder(const std::vector<LiveSequenceRow>& before,
   for (size_t i = 0; i < after.size(); ++i) {
     const LiveSequenceRow& want = before[parent_index[i]];
     const LiveSequenceRow& got = after[i];
-    const char* field = got.token_state != want.token_state     ? "token_state"
-                        : got.cache_handle != want.cache_handle ? "cache_handle"
+    const char* field = got.token_state != want.token_state ? "token_state"
+                        : got.cache_handle != want.cache_handle
+                            ? "cache_handle (a trace row's request_id)"
                         : got.next_position != want.next_position ? "next_position"
                         : got.sampler_state != want.sampler_state ? "sampler_state"
                                                                   : nullptr;

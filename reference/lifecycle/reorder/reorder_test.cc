@@ -50,6 +50,11 @@ TEST(ReorderTest, EachFieldMovedAloneIsSplitState) {
     EXPECT_EQ(s.error(), ErrorCode::LIFECYCLE_REORDER_SPLIT_STATE) << c.field;
     EXPECT_NE(s.message().find(c.field), std::string::npos) << s.message();
   }
+  // A trace writes the cache handle as the row's request_id, which the message names (probe 75).
+  auto after = *Reorder(before, perm);
+  after[0].cache_handle = before[0].cache_handle;
+  EXPECT_NE(CheckCoupledReorder(before, perm, after).message().find("request_id"),
+            std::string::npos);
 }
 
 // Regression (an adversarial probe, 2026-12-04): rows that moved whole, by another permutation
