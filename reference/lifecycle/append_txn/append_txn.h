@@ -206,6 +206,9 @@ class LayerStages {
 struct AppendTxn {
   AppendIdentity request;  // the identifying part of the BeginAppendRequest that opened it
   TxnState state = TxnState::kOpen;
+  // Bookkeeping, not state (operator== ignores it): KvObject::ForgetFinalTxnsOf passed over it
+  // while it was open (HandleRecord::kept_open_txn_ids lists it).
+  bool kept_past_forget = false;
   // The handle generation (0x07 incarnation) of the handle it was opened on: a released and
   // re-allocated handle id is another incarnation, which this transaction never stages into.
   uint64_t incarnation = 0;

@@ -96,7 +96,8 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
   if (abi_.num_layers == 0)
     return V(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
              "allocate: cache ABI " + Q(abi_.id) + " has no cache-producing layer (num_layers 0)");
-  std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
+  std::deque<std::string> txn_ids, kept_open;  // a recycled id keeps its earlier records listed
+  std::vector<std::string> closed_kept;
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
     // fence (incarnation, bound into every digest) keeps stale work from matching it.
@@ -109,11 +110,15 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
                               U(old.incarnation) + ")"
                         : ""));
     txn_ids = std::move(it->second.txn_ids);
+    kept_open = std::move(it->second.kept_open_txn_ids);
+    closed_kept = std::move(it->second.closed_kept_txn_ids);
     handles_.erase(it);
     ++handle_erasures_;
   }
   HandleRecord h;
   h.txn_ids = std::move(txn_ids);
+  h.kept_open_txn_ids = std::move(kept_open);
+  h.closed_kept_txn_ids = std::move(closed_kept);
   Snapshot& s = h.current;
   s.handle_id = std::string(handle_id);
   s.lineage_id = lineage_id.empty() ? s.handle_id : std::string(lineage_id);
@@ -221,7 +226,13 @@ HandleRecord* KvObject::HandleOfTxn(const AppendTxn& t) {
   return rec;
 }
 
-void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id) { h.open_txns.Erase(txn_id); }
+void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id, AppendTxn& t) {
+  h.open_txns.Erase(txn_id);
+  if (t.kept_past_forget) {
+    t.kept_past_forget = false;
+    h.closed_kept_txn_ids.emplace_back(txn_id);
+  }
+}
 
 StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
   if (req.txn_id.empty()) return InvalidArgument("append: empty txn id");
@@ -458,7 +469,7 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   if (!(t.request.base == live.base())) {
     Status cas = CompareBase(live, t.request.base, "publish", txn_id);
     Finalize(t, TxnState::kRejected);
-    CloseTxn(rec, txn_id);
+    CloseTxn(rec, txn_id, t);
     return cas;
   }
   // The (generation, digest) pair is a 64-bit digest chain: an equal pair on another incarnation
@@ -477,7 +488,7 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
                      : " starts at " + U(t.request.interval.start) +
                            "; the live committed length is " + U(live.committed_length)));
     Finalize(t, TxnState::kRejected);
-    CloseTxn(rec, txn_id);
+    CloseTxn(rec, txn_id, t);
     return fenced;
   }
   if (live.phase != Phase::kDecodeReady && !(t.request.repair && live.phase == Phase::kFinished))
@@ -495,7 +506,7 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   cur.digest = SnapshotDigest(prev_digest, Transition::kAppend, cur, t.request.interval.start);
   t.result = cur;
   Finalize(t, TxnState::kPublished);
-  CloseTxn(rec, txn_id);
+  CloseTxn(rec, txn_id, t);
   return Published{&t, false};
 }
 
@@ -510,7 +521,8 @@ Status KvObject::CancelTxn(std::string_view txn_id) {
   if (t.state != TxnState::kOpen && t.state != TxnState::kPrepared)
     return Status::Ok();  // aborting an aborted/rejected txn is a no-op
   Finalize(t, TxnState::kAborted);
-  if (auto h = handles_.find(t.request.handle_id); h != handles_.end()) CloseTxn(h->second, txn_id);
+  if (auto h = handles_.find(t.request.handle_id); h != handles_.end())
+    CloseTxn(h->second, txn_id, t);
   return Status::Ok();
 }
 
@@ -629,22 +641,51 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
     return FailedPrecondition("forget receipts: handle " + Q(handle_id) +
                               " has no released incarnation before generation " +
                               U(before_incarnation));
-  std::deque<std::string>& ids = h->second.txn_ids;
+  HandleRecord& rec = h->second;
+  // Incarnations only grow along a handle's lists (transactions begin on the live one), so the
+  // records to judge are a prefix of each: the walk stops at the first later incarnation.
   // The records of an incarnation released a while ago are cold: their loads overlap (perf).
-  for (const std::string& txn : ids) txns_.Prefetch(txn);
-  std::erase_if(ids, [&](const std::string& txn) {
-    auto t = txns_.find(txn);
-    if (t == txns_.end()) return true;
-    if (t->second.incarnation >= before_incarnation) return false;
-    const TxnState st = t->second.state;
-    if (!open_too && (st == TxnState::kOpen || st == TxnState::kPrepared)) return false;
-    // An open transaction of a released incarnation is still listed on the tombstone.
-    if (st == TxnState::kOpen || st == TxnState::kPrepared) CloseTxn(h->second, txn);
+  constexpr size_t kPrefetch = 256;
+  for (size_t i = 0; i < rec.txn_ids.size() && i < kPrefetch; ++i) txns_.Prefetch(rec.txn_ids[i]);
+  // Forgets or keeps (keep_open: an open one moves to kept_open_txn_ids) the prefix of `ids`
+  // before before_incarnation. An id whose record is gone, or is another handle's (an operation
+  // id reused once this one's record was forgotten), is dropped from the list.
+  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open) {
+    size_t n = 0;
+    for (; n < ids.size(); ++n) {
+      auto t = txns_.find(ids[n]);
+      if (t == txns_.end() || !SameBytes(t->second.request.handle_id, handle_id)) continue;
+      if (t->second.incarnation >= before_incarnation) break;
+      const TxnState st = t->second.state;
+      const bool open = st == TxnState::kOpen || st == TxnState::kPrepared;
+      if (open && keep_open) {
+        t->second.kept_past_forget = true;
+        rec.kept_open_txn_ids.push_back(std::move(ids[n]));
+        continue;
+      }
+      // An open transaction of a released incarnation is still listed on the tombstone.
+      if (open) rec.open_txns.Erase(ids[n]);
+      txns_.erase(t);
+      ++txn_erasures_;
+    }
+    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
+    if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
+  };
+  // Kept ones a late record has closed since (their ids stay listed in kept_open_txn_ids,
+  // dropped there when found gone). (An id listed by an operation that Restore undid may name
+  // one open again: it stays.)
+  for (const std::string& id : rec.closed_kept_txn_ids) {
+    auto t = txns_.find(id);
+    if (t == txns_.end() || !SameBytes(t->second.request.handle_id, handle_id) ||
+        t->second.incarnation >= before_incarnation || t->second.state == TxnState::kOpen ||
+        t->second.state == TxnState::kPrepared)
+      continue;
     txns_.erase(t);
     ++txn_erasures_;
-    return true;
-  });
-  if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
+  }
+  rec.closed_kept_txn_ids = std::vector<std::string>();
+  if (open_too) forget_prefix(rec.kept_open_txn_ids, false);
+  forget_prefix(rec.txn_ids, !open_too);
   return Status::Ok();
 }
 
@@ -661,6 +702,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
   for (const std::string& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
+  for (const std::string& txn : h->second.kept_open_txn_ids) txn_erasures_ += txns_.erase(txn);
   handles_.erase(h);
   ++handle_erasures_;
   return Status::Ok();

@@ -583,6 +583,43 @@ TEST(KvObjectTest, RecycledIdentityForgetsRecordsByIncarnation) {
   EXPECT_EQ(o.handle_count(), 0u);
 }
 
+// Probe 76: an id re-allocated again and again with an append left open in each life: every
+// ForgetFinalTxnsOf walked the open records of all the earlier lives still held (until
+// ForgetTxnsOf), so a check took time quadratic in its released window (82% of it in this
+// walk). The open ones it passes over move to kept_open_txn_ids, which it does not walk
+// again; one closed late is forgotten by the next call, as before.
+TEST(KvObjectTest, RegressionForgettingReceiptsDoesNotWalkKeptOpenTransactionsAgain) {
+  KvObject o(kAbi);
+  for (uint64_t life = 0; life < 3; ++life) {
+    ASSERT_TRUE(o.Allocate("A", "A", life).ok());
+    const std::string n = std::to_string(life);
+    AppendAll(o, "done" + n, "A", 1);
+    ASSERT_TRUE(o.BeginAppend(Append("open" + n, *o.Read("A"), 1)).ok());  // left open
+    ASSERT_TRUE(o.Finish("A").ok());
+    ASSERT_TRUE(o.Release("A").ok());
+    ASSERT_TRUE(o.ForgetFinalTxnsOf("A", life + 1).ok());
+    const HandleRecord& h = *o.Find("A");
+    EXPECT_TRUE(h.txn_ids.empty()) << "life " << life;
+    EXPECT_EQ(h.kept_open_txn_ids.size(), life + 1);
+    EXPECT_EQ(o.FindTxn("done" + n), nullptr);
+    EXPECT_NE(o.FindTxn("open" + n), nullptr) << "open records stay for ForgetTxnsOf";
+  }
+  // A late record closes the first life's open append: the next call forgets it.
+  ASSERT_TRUE(o.CancelTxn("open0").ok());
+  ASSERT_TRUE(o.Allocate("A", "A", 3).ok());
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 4).ok());
+  EXPECT_EQ(o.FindTxn("open0"), nullptr);
+  EXPECT_NE(o.FindTxn("open1"), nullptr);
+  EXPECT_EQ(o.txn_count(), 2u);
+  ASSERT_TRUE(o.ForgetTxnsOf("A", 2).ok());  // the lives before generation 2: open1 goes
+  EXPECT_EQ(o.FindTxn("open1"), nullptr);
+  EXPECT_NE(o.FindTxn("open2"), nullptr);
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  EXPECT_EQ(o.txn_count(), 0u);
+}
+
 // A final transaction keeps no staging progress (its layers are not state any more): with an
 // ABI of 2^20 layers, every published, aborted or rejected record used to keep 256 KiB.
 TEST(KvObjectTest, RegressionFinalTransactionsDropTheirLayerStages) {

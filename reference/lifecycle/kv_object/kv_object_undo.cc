@@ -54,6 +54,10 @@ void KvObject::Restore(Saved saved) {
       if (it != handles_.end()) {
         record->txn_ids = std::move(it->second.txn_ids);
         if (record->txn_ids.size() > listed) record->txn_ids.resize(listed);
+        // Derived too; an id the operation listed as closed may name a transaction restored
+        // open below, which ForgetTxnsBefore skips.
+        record->kept_open_txn_ids = std::move(it->second.kept_open_txn_ids);
+        record->closed_kept_txn_ids = std::move(it->second.closed_kept_txn_ids);
       }
       handles_.insert_or_assign(id, std::move(*record));
     } else if (it != handles_.end()) {
