@@ -799,6 +799,20 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   poisoned_.erase(gate);
   return true;
 }
+void TraceChecker::RetireGated(const Event& e) {
+  if (KeyEquals(e.outcome, "rejected") || !e.request_id || !e.handle_generation) return;
+  const lifecycle::HandleRecord* h = FindHandle(*e.request_id);
+  // The live incarnation the gate holds, and no transfer of it (they stay gated with it).
+  if (!h || h->current.phase == lifecycle::Phase::kReleased ||
+      h->current.incarnation != *e.handle_generation || RequestHasTransfers(*this, *e.request_id))
+    return;
+  if (h->current.phase == lifecycle::Phase::kDecodeReady && !kv_->CancelRequest(*e.request_id).ok())
+    return;
+  auto tomb = kv_->Release(*e.request_id);
+  if (!tomb.ok()) return;
+  if (Request* r = FindRequest(*e.request_id)) r->gate_retired_at_release = true;
+  NoteReleased(std::string(*e.request_id), tomb->incarnation);
+}
 bool TraceChecker::IsPoisonedOp(std::string_view op_id) const {
   return !poisoned_.empty() && IsPoisoned("op:" + std::string(op_id));
 }
@@ -1105,6 +1119,13 @@ void TraceChecker::NoteReleased(const std::string& request_id, uint64_t tombston
       continue;
     }
     if (kv_->ForgetReleased(id).ok()) {
+      // A gated incarnation retired at its release (RetireGated) is forgotten like any other,
+      // its gate with it.
+      if (auto r = requests_.find(id); r != requests_.end() && r->second.gate_retired_at_release)
+        if (auto gate = poisoned_.find("request:" + id); gate != poisoned_.end()) {
+          gate_bytes_ -= std::min(gate_bytes_, GateCost(gate->first));
+          poisoned_.erase(gate);
+        }
       if (forgotten_bloom_.empty()) forgotten_bloom_.assign(kForgottenBloomBits / 64, 0);
       const uint64_t h = LineHash(id);
       for (const uint64_t bit : {h % kForgottenBloomBits, (h >> 32) % kForgottenBloomBits})
@@ -2332,6 +2353,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     // (since 2026-12-03: before, a plan skipped here left its transfer unknown, so its next
     // event without a request_id raised HANDOFF_TRANSFER_UNKNOWN).
     if (spec->plane == Plane::kTransfer && e.operation_id) GateTransfer(*this, *e.operation_id);
+    if (spec->plane == Plane::kSemantic && KeyEquals(e.event_type, "release")) RetireGated(e);
     return;
   }
   // Late events of a gated incarnation that a later allocation retired are skipped, as its gate

@@ -3456,6 +3456,41 @@ TEST(TraceCheckerTest, RegressionGatesOfManyBrokenRequestsStayWithinTheirBudget)
   EXPECT_EQ(c.poisoned_count() + c.gates_not_kept(), 500u);
 }
 
+// Probe 76: a request gated by a violation (here a truncate that grows) had its cancel_request and
+// release skipped, so its records were never freed: 160,000 such requests, never more than one
+// live, held 290 MB. Its skipped release retires it (RetireGated), so it is forgotten with the
+// released window, its gate with it; an id allocated again afterwards is judged afresh.
+TEST(TraceCheckerTest, RegressionAGatedRequestsSkippedReleaseFreesItWithTheWindow) {
+  CheckerOptions opt;
+  opt.released_window = 8;
+  opt.max_violations = 10;
+  TraceChecker c("t.jsonl", opt);
+  c.Feed(kHeader, 1);
+  int seq = 0;
+  auto feed = [&](const std::string& type, const std::string& id, const std::string& rest) {
+    c.Feed(Ev(seq, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
+           static_cast<uint32_t>(seq + 2));
+    ++seq;
+  };
+  constexpr int kRequests = 100;
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    feed("request_allocate", id, R"("payload":{"prompt_length":2})");
+    feed("truncate", id, R"("payload":{"new_length":5})");  // grows: reported, gated
+    feed("cancel_request", id, R"("payload":{})");
+    feed("release", id, R"("payload":{})");
+  }
+  EXPECT_LE(c.kv().handle_count(), opt.released_window + 1);
+  EXPECT_LE(c.poisoned_count(), opt.released_window + 1);
+  // The last one, within the window, is still gated: its late events are skipped ...
+  feed("finish", "r99", R"("payload":{})");
+  // ... and one forgotten is judged afresh when allocated again (a truncate that grows, again).
+  feed("request_allocate", "r0", R"("payload":{"prompt_length":2})");
+  feed("truncate", "r0", R"("payload":{"new_length":5})");
+  c.Finish(false);
+  EXPECT_EQ(c.violations().size() + c.omitted_violations(), kRequests + 1u);
+}
+
 // Probe 60: an event dropped without a request, naming an operation the replay did not know,
 // kept the operation's id (so that its next event's request is gated) outside the gates'
 // budget: 400,000 such events of 1 KB ids held 490 MB. They are gates of the budget: past it
