@@ -352,6 +352,13 @@ read_torn LIFECYCLE_TORN_READ read layer_lengths.0 1
 verify_accepted FRONTIER_CACHE_COUNT_MISMATCH append_start accepted_count 1
 reorder_position LIFECYCLE_REORDER_SPLIT_STATE reorder rows_after.0.next_position 1
 MUT
+# Probe 76: the JSON report writes its violations one at a time (it built the whole document
+# first, 4-5 times their memory); the bytes are the document's: re-serialized, they are equal.
+python3 "$T/mut.py" "$T/life_2.jsonl" "$T/mut1.jsonl" read committed_length 1 &&
+  python3 "$T/mut.py" "$T/mut1.jsonl" "$T/mut2.jsonl" truncate new_length 1000
+check check_json_streamed 1 "$K" check "$T/mut2.jsonl" --format json
+cp "$T/out" "$T/report.json"
+check check_json_streamed_bytes 0 python3 -c 'import json,sys; t=open(sys.argv[1]).read(); d=json.loads(t); assert len(d["violations"]) == 2, d; assert json.dumps(d, indent=2, sort_keys=True, ensure_ascii=False) + "\n" == t' "$T/report.json"
 # Probe 72: the release windows (the stale-work lifetime the check assumes) are options.
 W=reference/trace/testdata/semantic/probe72_a_generation_reused_10_releases_after_its_release.jsonl
 check released_window_default 1 "$K" check "$W"; expect_out released_window_default_code 'LIFECYCLE_HANDLE_EXISTS'

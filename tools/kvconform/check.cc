@@ -1,8 +1,10 @@
 // `kvconform check TRACE.jsonl`: replay a kvconform.trace/1 trace through the reference state
 // machines in one streaming pass and report every violation.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #ifdef __GLIBC__
@@ -119,25 +121,45 @@ void Run(const CheckOptions& opt) {
                 << v.size() + omitted << " violations)\n";
     }
   } else if (fmt == Format::kJson) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (size_t i = 0; i < v.size(); ++i) {
-      const ErrorCodeInfo* info = FindErrorCode(v[i].code);
-      arr.push_back({{"code", std::string(ErrorCodeName(v[i].code))},
-                     {"line", v[i].line},
-                     {"event_id", ctx[i].event_id},
-                     {"request_id", ctx[i].request_id},
-                     {"pointer", v[i].pointer},
-                     {"message", v[i].message},
-                     {"section", info ? std::string(info->section) : ""}});
-    }
+    // The report is DumpReport's document, its violations written one at a time into the place
+    // of an empty array (probe 76: the whole document built first took 4-5 times the memory of
+    // the violations, 268 MB for the default 100,000).
     nlohmann::json out = {{"verdict", verdict},
                           {"file", opt.file},
                           {"events", checker.events()},
-                          {"violations", std::move(arr)},
+                          {"violations", nlohmann::json::array()},
                           {"violations_omitted", checker.omitted_violations()},
                           {"gates_not_kept", checker.gates_not_kept()}};
     if (!st.ok()) out["error"] = st.ToString();
-    std::cout << DumpReport(out) << "\n";
+    const std::string doc = DumpReport(out);
+    constexpr std::string_view kEmpty = "\"violations\": []";
+    const size_t at = v.empty() ? std::string::npos : doc.find(kEmpty);
+    if (at == std::string::npos) {
+      std::cout << doc << "\n";
+    } else {
+      std::cout << std::string_view(doc).substr(0, at) << "\"violations\": [";
+      for (size_t i = 0; i < v.size(); ++i) {
+        const ErrorCodeInfo* info = FindErrorCode(v[i].code);
+        const nlohmann::json one = {{"code", std::string(ErrorCodeName(v[i].code))},
+                                    {"line", v[i].line},
+                                    {"event_id", ctx[i].event_id},
+                                    {"request_id", ctx[i].request_id},
+                                    {"pointer", v[i].pointer},
+                                    {"message", v[i].message},
+                                    {"section", info ? std::string(info->section) : ""}};
+        // At the array's depth: every line of the object indented by four spaces.
+        const std::string text = DumpReport(one);
+        std::string indented = i ? ",\n    " : "\n    ";
+        indented.reserve(indented.size() + text.size() + 64);
+        for (size_t from = 0, nl; from < text.size(); from = nl + 1) {
+          nl = std::min(text.find('\n', from), text.size());
+          indented.append(text, from, nl - from);
+          if (nl < text.size()) indented += "\n    ";
+        }
+        std::cout.write(indented.data(), static_cast<std::streamsize>(indented.size()));
+      }
+      std::cout << "\n  ]" << std::string_view(doc).substr(at + kEmpty.size()) << "\n";
+    }
   } else {
     FixtureOutcome o;
     o.path = o.case_name = opt.file;
