@@ -648,27 +648,29 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   constexpr size_t kPrefetch = 256;
   for (size_t i = 0; i < rec.txn_ids.size() && i < kPrefetch; ++i) txns_.Prefetch(rec.txn_ids[i]);
   // Forgets or keeps (keep_open: an open one moves to kept_open_txn_ids) the prefix of `ids`
-  // before before_incarnation. An id whose record is gone, or is another handle's (an operation
-  // id reused once this one's record was forgotten), is dropped from the list.
-  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open) {
-    size_t n = 0;
-    for (; n < ids.size(); ++n) {
-      auto t = txns_.find(ids[n]);
-      if (t == txns_.end() || !SameBytes(t->second.request.handle_id, handle_id)) continue;
+  // before before_incarnation. An id whose record is gone is dropped from the list, and so is
+  // one whose record is another handle's (`check_owner`: kept_open_txn_ids, which may list ids
+  // forgotten through closed_kept_txn_ids and reused since; txn_ids lists none).
+  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open, bool check_owner) {
+    auto id = ids.begin();
+    for (; id != ids.end(); ++id) {
+      auto t = txns_.find(*id);
+      if (t == txns_.end() || (check_owner && !SameBytes(t->second.request.handle_id, handle_id)))
+        continue;
       if (t->second.incarnation >= before_incarnation) break;
       const TxnState st = t->second.state;
       const bool open = st == TxnState::kOpen || st == TxnState::kPrepared;
       if (open && keep_open) {
         t->second.kept_past_forget = true;
-        rec.kept_open_txn_ids.push_back(std::move(ids[n]));
+        rec.kept_open_txn_ids.push_back(std::move(*id));
         continue;
       }
       // An open transaction of a released incarnation is still listed on the tombstone.
-      if (open) rec.open_txns.Erase(ids[n]);
+      if (open) rec.open_txns.Erase(*id);
       txns_.erase(t);
       ++txn_erasures_;
     }
-    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
+    ids.erase(ids.begin(), id);
     if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
   };
   // Kept ones a late record has closed since (their ids stay listed in kept_open_txn_ids,
@@ -684,8 +686,8 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
     ++txn_erasures_;
   }
   rec.closed_kept_txn_ids = std::vector<std::string>();
-  if (open_too) forget_prefix(rec.kept_open_txn_ids, false);
-  forget_prefix(rec.txn_ids, !open_too);
+  if (open_too) forget_prefix(rec.kept_open_txn_ids, false, true);
+  forget_prefix(rec.txn_ids, !open_too, false);
   return Status::Ok();
 }
 
