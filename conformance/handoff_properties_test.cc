@@ -1,9 +1,10 @@
 // Property tests of the M5.6 handoff transaction under random chunk orders, duplicates,
 // losses, delays, retries, reroutes and aborts (RapidCheck; failures shrink).
 //
-// Reproduce: the seed is printed first; rerun with
+// Reproduce: the seed is printed when the suite starts; rerun with
 //   RC_PARAMS="seed=<seed>" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'
-// (RapidCheck also prints a RC_PARAMS="reproduce=..." line for a failing case).
+// RapidCheck prints a RC_PARAMS="reproduce=<string>" line at exit for a failing case; replay it
+// alone with --gtest_filter='HandoffProperties.<Test>'.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -12,7 +13,9 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <string_view>
 
+#include "conformance/rapidcheck_reproduce.h"
 #include "reference/base/canonical_json.h"
 #include "reference/handoff/transfer_txn.h"
 #include "reference/testutil/testutil.h"
@@ -463,19 +466,9 @@ RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
   RC_TAG(a.empty() ? "accepted" : "rejected");
 }
 
-// Prints the RapidCheck seed once so a failing CI run can be reproduced.
-class SeedPrinter : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const uint64_t seed =
-        rc::detail::configuration().testParams.seed;  // may print RapidCheck's own line
-    std::cout << "[handoff_properties] RapidCheck seed=" << seed
-              << "; reproduce: RC_PARAMS=\"seed=" << seed
-              << "\" build/bin/conformance_tests --gtest_filter='HandoffProperties.*'\n";
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kSeedPrinter =
-    ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+// The seed and reproduce lines of this file's suites (conformance/rapidcheck_reproduce.h).
+[[maybe_unused]] const bool kReproducer =
+    test::RegisterRapidCheckReproducer("handoff_properties", {"HandoffProperties"});
 
 }  // namespace
 }  // namespace kvc::handoff

@@ -8,15 +8,14 @@
 // is also checked with every request and operation id lengthened past std::string's inline
 // buffer (LengthenIds): the violations' lines, codes and pointers must not change.
 //
-// Reproduce: RapidCheck prints the seed below (and a RC_PARAMS="reproduce=..." line for a
-// failing case, shrunk); rerun with
+// Reproduce: the seed is printed when the suite starts; rerun with
 //   RC_PARAMS="seed=<seed>" build/bin/conformance_tests --gtest_filter='TraceProperties.*'
+// RapidCheck prints a RC_PARAMS="reproduce=<string>" line at exit for a failing case, shrunk;
+// replay it alone with --gtest_filter='TraceProperties.<Test>'.
 // More cases: RC_PARAMS="max_success=2000".
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
-
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,10 +24,13 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "conformance/rapidcheck_reproduce.h"
 #include "reference/errors/error_codes.h"
 #include "reference/testutil/testutil.h"
 #include "reference/trace/checker.h"
@@ -384,17 +386,9 @@ RC_GTEST_PROP(TraceProperties, CheckPathAgreesWithTheGeneralReadersOnMutatedTrac
   for (int k = 0; k < 30; ++k) CheckOneMutatedTrace();
 }
 
-// Prints the RapidCheck seed once so a failing CI run can be reproduced.
-class SeedPrinter : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const uint64_t seed = rc::detail::configuration().testParams.seed;
-    std::cout << "[trace_properties] RapidCheck seed=" << seed << "; reproduce: RC_PARAMS=\"seed="
-              << seed << "\" build/bin/conformance_tests --gtest_filter='TraceProperties.*'\n";
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kSeedPrinter =
-    ::testing::AddGlobalTestEnvironment(new SeedPrinter);
+// The seed and reproduce lines of this file's suites (conformance/rapidcheck_reproduce.h).
+[[maybe_unused]] const bool kReproducer =
+    test::RegisterRapidCheckReproducer("trace_properties", {"TraceProperties"});
 
 }  // namespace
 }  // namespace kvc::trace
