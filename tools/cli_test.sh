@@ -428,13 +428,17 @@ check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_b
 # quotes of its own kept one word, the driver timeout kept; the witness says what the model
 # returns for the op it cannot place.
 DRV="$(cd "$(dirname "$0")/.." && pwd)/adapters/drivers/python_store_driver.py"
-check fuzz_driver_repro 1 "$K" fuzz races --driver "exec sh -c 'exec python3 $DRV --bug stale-publish'" --driver-timeout-ms 4000 --programs 20 --ops 60 --seed 1 --no-shrink --quiet
+# One handle, each program run 3 times: the stale publication needs two appends opened on one
+# base before either publishes, a race the threads may lose (2026-12-05: with 2 handles and 20
+# programs run once these checks failed 1 run in 3; on one handle, run once, 1 in 4). So, 60 runs
+# of 20 programs each found it, mostly at the 4th or 5th history (at the 50th once, under load).
+check fuzz_driver_repro 1 "$K" fuzz races --driver "exec sh -c 'exec python3 $DRV --bug stale-publish'" --driver-timeout-ms 4000 --programs 40 --repeat 3 --ops 60 --seed 1 --handles 1 --no-shrink --quiet
 expect_out fuzz_driver_repro_model 'the sequential model returns, after that prefix: (ok|error) \{'
 sed -n 's/^  reproduce: //p' "$T/out" >"$T/repro.sh"
 expect_out fuzz_driver_repro_timeout "reproduce: $K fuzz races .* --driver 'exec sh -c '.*'exec python3 .*stale-publish'.*' --driver-timeout-ms 4000$"
 check fuzz_driver_repro_runs 1 bash -c "$(cat "$T/repro.sh") --no-shrink --quiet"; expect_out fuzz_driver_repro_runs_msg 'NOT LINEARIZABLE'
 # Probe 74: a backslash in the driver command is printed once (ShellQuote doubled it).
-check fuzz_driver_repro_backslash 1 "$K" fuzz races --driver "exec python3 $DRV --bug stale-publish # a\\b" --programs 20 --ops 60 --seed 1 --no-shrink --quiet
+check fuzz_driver_repro_backslash 1 "$K" fuzz races --driver "exec python3 $DRV --bug stale-publish # a\\b" --programs 40 --repeat 3 --ops 60 --seed 1 --handles 1 --no-shrink --quiet
 expect_out fuzz_driver_repro_backslash_once "--driver '[^']*stale-publish # a\\\\b' --driver-timeout-ms"
 
 check suite 0 "$K" suite; expect_out suite_verdict 'verdict: PASS'
