@@ -62,10 +62,13 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
   top.OptString("seed_ref");
   d->abi = ReadCacheAbiBinding(top, v, &d->geometry);
   if (auto s = top.String("cache_abi_sha256")) d->abi_sha = *s;
-  if (auto x = top.Uint("bytes_per_token")) d->bytes_per_token = *x;
+  // Byte quantities may reach 2^64 - 1 (every sum and product of them is overflow-checked), as
+  // the expected ledger values do; counts and times stay in the I-JSON range (probe 78: an ABI
+  // of 2^60 B/token, which `calc kv-bytes` computes, could not be declared).
+  if (auto x = top.Uint("bytes_per_token", 0, UINT64_MAX)) d->bytes_per_token = *x;
   FieldReader al(top.Object("allocator"), "/allocator", v);
   al.Enum("policy", {"synthetic_metadata_per_copy"});
-  if (auto x = al.Uint("metadata_bytes_per_copy")) d->metadata_per_copy = *x;
+  if (auto x = al.Uint("metadata_bytes_per_copy", 0, UINT64_MAX)) d->metadata_per_copy = *x;
   al.RejectUnknownFields();
   if (const Json* tiers = top.Array("tiers")) {
     for (size_t i = 0; i < tiers->size(); ++i) {
@@ -108,7 +111,7 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v) {
                                   "finish", "release"}))
         e.op = *s;
       if (auto x = er.Uint("rows")) e.rows = *x;
-      if (auto x = er.Uint("workspace_bytes")) e.workspace = *x;
+      if (auto x = er.Uint("workspace_bytes", 0, UINT64_MAX)) e.workspace = *x;
       e.expected = er.Object("expected");
       er.RejectUnknownFields();
       if (e.expected) {

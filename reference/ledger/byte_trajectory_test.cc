@@ -81,6 +81,19 @@ TEST(ByteTrajectory, OverflowIsAnErrorNotAWrap) {
   EXPECT_FALSE(l.ok());
 }
 
+// Probe 78: byte quantities were capped at 2^53 (the I-JSON range of counts), so an ABI whose
+// B_token is 2^60 (which `calc kv-bytes` computes) had no valid document: the true value was out
+// of range and any other a coefficient drift. They reach 2^64 - 1 now, overflow-checked.
+TEST(ByteTrajectory, RegressionAByteCoefficientBeyond2To53CanBeDeclared) {
+  Json doc = test::LoadJson("reference/ledger/testdata/btoken_2_60.json");
+  EXPECT_EQ(doc["bytes_per_token"].get<uint64_t>(), uint64_t{1} << 60);
+  Violations v = ValidateByteTrajectory(doc);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  doc["bytes_per_token"] = uint64_t{1} << 53;
+  EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(doc)),
+            std::vector<std::string>{"LEDGER_TOKEN_COEFFICIENT_DRIFT"});
+}
+
 TEST(ByteTrajectory, SchemaErrorsStopBeforeLedgerChecks) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][4].erase("rows");

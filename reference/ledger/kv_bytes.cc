@@ -319,7 +319,8 @@ Violations ValidateKvBytes(const Json& doc) {
     if (auto x = FieldReader::UintArray(*a, "/committed_lengths", &v)) lengths = *x;
   if (const Json* a = top.OptArray("copies"))
     if (auto x = FieldReader::UintArray(*a, "/copies", &v)) copies = *x;
-  const std::optional<uint64_t> declared_bpt = top.Uint("bytes_per_token");
+  const std::optional<uint64_t> declared_bpt =
+      top.Uint("bytes_per_token", 0, UINT64_MAX);  // as its ledgers (probe 78)
   FieldReader ex(top.Object("expected"), "/expected", &v);
   const std::optional<uint64_t> logical = ex.Uint("logical", 0, UINT64_MAX);
   const std::optional<uint64_t> materialized = ex.Uint("materialized", 0, UINT64_MAX);

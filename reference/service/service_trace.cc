@@ -3,6 +3,7 @@
 #include "reference/service/service_trace.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -150,13 +151,19 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       d->requests.push_back(std::move(r));
     }
   }
+  // The span of the event times that were read (an unreadable t, reported, is no time).
+  std::optional<uint64_t> t_lo, t_hi;
   if (const Json* evs = top.Array("events")) {
     for (size_t i = 0; i < evs->size(); ++i) {
       Event e;
       e.ptr = "/events/" + std::to_string(i);
       const Json& ej = (*evs)[i];
       FieldReader er(&ej, e.ptr, v);
-      if (auto x = er.Uint("t")) e.t = *x;
+      if (auto x = er.Uint("t")) {
+        e.t = *x;
+        t_lo = std::min(t_lo.value_or(*x), *x);
+        t_hi = std::max(t_hi.value_or(*x), *x);
+      }
       if (auto s = er.String("request")) e.request = *s;
       if (auto s = er.Enum("op", {"arrive", "prefill_begin", "prefill_publish", "emit",
                                   "decode_publish", "repair_publish", "finish", "release"}))
@@ -183,13 +190,10 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
   }
   // W is the observation window of the rates: the events it counts lie inside it (the worked
   // trace spans t = 0..50 in W = 100). A window shorter than the events' span divides their
-  // completions by less time than they took.
-  if (!d->events.empty() && d->window > 0) {
-    uint64_t lo = d->events.front().t, hi = lo;
-    for (const Event& e : d->events) {
-      lo = std::min(lo, e.t);
-      hi = std::max(hi, e.t);
-    }
+  // completions by less time than they took. Judged on the times that were read (probe 78: an
+  // event whose t was out of range counted as t = 0 and raised a second, invented span).
+  if (t_lo && d->window > 0) {
+    const uint64_t lo = *t_lo, hi = *t_hi;
     if (d->window < hi - lo)
       Add(v, ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/window",
           "window W = " + std::to_string(d->window) +
@@ -296,8 +300,22 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
   // frontier, then published (one version, one committed row); false after recording why not.
   auto publish_row = [&](AppendPurpose purpose) {
     const AppendCall call = MakeCall(purpose, 1, TokenId(r, e.token));
-    if (Status st = s.frontier->CheckAppend(call); !st.ok())
-      return fail_status(st, st.error() == ErrorCode::FRONTIER_TOKEN_MISMATCH ? "/token" : "/op");
+    if (Status st = s.frontier->CheckAppend(call); !st.ok()) {
+      if (st.error() != ErrorCode::FRONTIER_TOKEN_MISMATCH) return fail_status(st, "/op");
+      // The frontier names tokens by their ids here (indices into the request's outputs); the
+      // message also names them as this document writes them (probe 78).
+      const std::optional<uint64_t> want = s.frontier->frontier_token();
+      return fail_status(
+          Status(st.code(),
+                 std::string(st.message()) + " (token ids are indices into request " + e.request +
+                     "'s outputs: the event processes \"" + e.token + "\"" +
+                     (want && *want < r.outputs.size()
+                          ? ", the unprocessed frontier token is \"" + r.outputs[*want] + "\""
+                          : std::string()) +
+                     ")",
+                 st.error()),
+          "/token");
+    }
     s.frontier->ApplyPublished(call);
     snap.version += 1;
     snap.committed_length = s.frontier->committed();

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "reference/testutil/testutil.h"
 
 namespace kvc {
@@ -160,6 +162,39 @@ TEST(ServiceTrace, RegressionTheWindowHoldsTheEventsItCounts) {
       << m.status().message();
   doc["window"] = 50;
   EXPECT_TRUE(DeriveServiceMetrics(doc).ok());
+}
+
+// Probe 78: a decode processing the wrong token was reported in the frontier's token ids ("token
+// 0, the unprocessed frontier token is 1"); the message also names the document's tokens.
+TEST(ServiceTrace, RegressionATokenMismatchNamesTheDocumentsTokens) {
+  Json doc = test::LoadJson(kAb);
+  ASSERT_EQ(doc["events"][12]["op"], "decode_publish");
+  ASSERT_EQ(doc["events"][12]["token"], "a1");
+  doc["events"][12]["token"] = "a0";
+  const Violations v = ValidateServiceTrace(doc);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(test::CodeNames(v)[0], "FRONTIER_TOKEN_MISMATCH");
+  EXPECT_NE(
+      v[0].message.find("the event processes \"a0\", the unprocessed frontier token is \"a1\""),
+      std::string::npos)
+      << v[0].message;
+}
+
+// Probe 78: an event whose t is out of range (reported) counted as t = 0 in the window check,
+// which then reported a second, invented span ("t = 0..2^53-50") for a window holding every time
+// that was read. (Views are left out here: the check of the window does not read them.)
+TEST(ServiceTrace, RegressionAnUnreadableTimeIsNotPartOfTheWindowsSpan) {
+  Json doc = InputsOnly(kAb);
+  const uint64_t base = (uint64_t{1} << 53) - 100;  // every time near the bound, spanning 50
+  for (auto& e : doc["events"]) e["t"] = base + e["t"].get<uint64_t>();
+  auto at = [](const Violations& v, const std::string& pointer) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& x) { return x.pointer == pointer; });
+  };
+  EXPECT_EQ(at(ValidateServiceTrace(doc), "/window"), 0);
+  doc["events"][0]["t"] = (uint64_t{1} << 53) + 1;  // past the bound: one code, at the time
+  const Violations v = ValidateServiceTrace(doc);
+  EXPECT_EQ(at(v, "/events/0/t"), 1) << test::Describe(v);
+  EXPECT_EQ(at(v, "/window"), 0) << test::Describe(v);
 }
 
 // Regression (probe 17, finding 03): a finished request admitted only release, so the seed's
