@@ -359,6 +359,12 @@ python3 "$T/mut.py" "$T/life_2.jsonl" "$T/mut1.jsonl" read committed_length 1 &&
 check check_json_streamed 1 "$K" check "$T/mut2.jsonl" --format json
 cp "$T/out" "$T/report.json"
 check check_json_streamed_bytes 0 python3 -c 'import json,sys; t=open(sys.argv[1]).read(); d=json.loads(t); assert len(d["violations"]) == 2, d; assert json.dumps(d, indent=2, sort_keys=True, ensure_ascii=False) + "\n" == t' "$T/report.json"
+# Probe 79: a hangup ends `check -` (exit 128 + 1). UCX, linked for pd-run, caught SIGHUP as its
+# debug signal: the check ignored it and its interrupted read turned a valid stream into exit 2.
+check check_sighup 129 bash -c '"$0" check - < <(sleep 5) >/dev/null 2>&1 & p=$!; sleep 1; kill -HUP $p; wait $p' "$K"
+# Probe 79: a file with CR-only line ends reads as one cut line; the report says why.
+printf '{"kind":"kvconform.trace/1"}\r{"a":1}\r' >"$T/cr_only.jsonl"
+check check_cr_only 1 "$K" check "$T/cr_only.jsonl"; expect_out check_cr_only_hint 'TRACE_TRUNCATED .*the cut line holds CR bytes: lines end with LF or CRLF'
 # Probe 72: the release windows (the stale-work lifetime the check assumes) are options.
 W=reference/trace/testdata/semantic/probe72_a_generation_reused_10_releases_after_its_release.jsonl
 check released_window_default 1 "$K" check "$W"; expect_out released_window_default_code 'LIFECYCLE_HANDLE_EXISTS'

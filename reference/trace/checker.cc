@@ -2466,7 +2466,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
 }
 
-const Violations& TraceChecker::Finish(bool ended_mid_line) {
+const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr) {
   current_ = {};
   context_is_event_ = false;
   if (ended_mid_line) {
@@ -2474,10 +2474,13 @@ const Violations& TraceChecker::Finish(bool ended_mid_line) {
     // (The report's line and the file name the place: the message does not repeat them;
     // probe 68.)
     Report(ErrorCode::TRACE_TRUNCATED, LinePtr(),
-           line_ == 1 ? "the trace ends in the middle of its header line (no final newline); the "
-                        "header was not read"
-                      : "the trace ends in the middle of a line (no final newline); the partial "
-                        "event was not replayed");
+           std::string(line_ == 1 ? "the trace ends in the middle of its header line (no final "
+                                    "newline); the header was not read"
+                                  : "the trace ends in the middle of a line (no final newline); "
+                                    "the partial event was not replayed") +
+               (cut_line_has_cr ? " (the cut line holds CR bytes: lines end with LF or CRLF, "
+                                  "never CR alone)"
+                                : ""));
   }
   // A cut header line is reported above (one root cause, one code).
   if (!header_seen_ && !(ended_mid_line && line_ == 1)) {
@@ -2583,6 +2586,10 @@ class BlockLineReader {
           std::clearerr(f_);  // a non-blocking pipe with nothing yet: wait for its writer
           continue;
         }
+        if (std::ferror(f_) && errno == EINTR) {
+          std::clearerr(f_);  // a signal that a handler caught: not an end of the input (probe 79)
+          continue;
+        }
         eof_ = true;
         if (std::ferror(f_)) read_errno_ = errno;
       }
@@ -2608,6 +2615,10 @@ class BlockLineReader {
   }
   // True when the input ended with bytes after the last '\n' (valid after Next() is false).
   bool ended_mid_line() const { return begin_ < end_; }
+  // Those bytes hold a CR (a file with CR-only line ends reads as one cut line).
+  bool cut_line_has_cr() const {
+    return begin_ < end_ && std::memchr(buf_.data() + begin_, '\r', end_ - begin_) != nullptr;
+  }
   // The errno of the read that failed, or 0 when the input ended without an error.
   int read_errno() const { return read_errno_; }
 
@@ -2695,11 +2706,12 @@ Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
     line = last;
   }
   const bool mid_line = reader.ended_mid_line();
+  const bool cut_has_cr = reader.cut_line_has_cr();
   KVC_RETURN_IF_ERROR(CloseTrace(path, f, reader));
   if (mid_line && line == kMaxTraceLines)  // the cut last line would be line 2^32
     return OutOfRange(path + ": more than " + std::to_string(kMaxTraceLines) +
                       " lines (violations name 32-bit line numbers); split the trace");
-  checker->Finish(mid_line);
+  checker->Finish(mid_line, cut_has_cr);
   return Status::Ok();
 }
 

@@ -331,7 +331,9 @@ class TraceChecker {
   void FeedPaddedBatch(const std::string_view* lines, size_t n, uint32_t first_line_no);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.
-  const Violations& Finish(bool ended_mid_line);
+  // `cut_line_has_cr`: the cut line holds a CR byte (its report says CR-only line ends are not
+  // line ends).
+  const Violations& Finish(bool ended_mid_line, bool cut_line_has_cr = false);
 
   const Violations& violations() const { return violations_; }
   // Violations found beyond CheckerOptions::max_violations: counted, not kept.

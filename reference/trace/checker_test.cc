@@ -2,12 +2,18 @@
 #include "reference/trace/checker.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "reference/testutil/testutil.h"
 
@@ -3489,6 +3495,36 @@ TEST(TraceCheckerTest, RegressionAGatedRequestsSkippedReleaseFreesItWithTheWindo
   feed("truncate", "r0", R"("payload":{"new_length":5})");
   c.Finish(false);
   EXPECT_EQ(c.violations().size() + c.omitted_violations(), kRequests + 1u);
+}
+
+// Probe 79: a signal caught by a handler (UCX catches SIGHUP as its debug signal) while `check -`
+// waited for a pipe's next bytes made the read fail with EINTR, which ended the input as a read
+// error (exit 2) once the writer closed. An interrupted read is retried.
+TEST(TraceCheckerTest, RegressionAReadInterruptedByACaughtSignalIsRetried) {
+  struct sigaction caught {
+  }, old{};
+  caught.sa_handler = [](int) {};
+  caught.sa_flags = 0;  // no SA_RESTART: the blocked read returns EINTR
+  ASSERT_EQ(sigaction(SIGUSR1, &caught, &old), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string text = std::string(kHeader) + "\n" + Alloc(0) + "\n";
+  const pthread_t reader = pthread_self();
+  std::thread writer([&] {
+    ASSERT_EQ(write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    // The reader has consumed the lines and blocks on the pipe: interrupt it, then end the input.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    pthread_kill(reader, SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    close(fds[1]);
+  });
+  TraceChecker c("-", {});
+  const Status s = CheckTraceFile("/dev/fd/" + std::to_string(fds[0]), &c);
+  writer.join();
+  close(fds[0]);
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.events(), 1u);
 }
 
 // Probe 60: an event dropped without a request, naming an operation the replay did not know,
