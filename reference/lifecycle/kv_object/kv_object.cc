@@ -96,7 +96,8 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
   if (abi_.num_layers == 0)
     return V(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
              "allocate: cache ABI " + Q(abi_.id) + " has no cache-producing layer (num_layers 0)");
-  std::deque<std::string> txn_ids, kept_open;  // a recycled id keeps its earlier records listed
+  std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
+  std::optional<std::deque<std::string>> kept_open;
   std::vector<std::string> closed_kept;
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
@@ -662,7 +663,8 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
       const bool open = st == TxnState::kOpen || st == TxnState::kPrepared;
       if (open && keep_open) {
         t->second.kept_past_forget = true;
-        rec.kept_open_txn_ids.push_back(std::move(*id));
+        if (!rec.kept_open_txn_ids) rec.kept_open_txn_ids.emplace();
+        rec.kept_open_txn_ids->push_back(std::move(*id));
         continue;
       }
       // An open transaction of a released incarnation is still listed on the tombstone.
@@ -686,7 +688,10 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
     ++txn_erasures_;
   }
   rec.closed_kept_txn_ids = std::vector<std::string>();
-  if (open_too) forget_prefix(rec.kept_open_txn_ids, false, true);
+  if (open_too && rec.kept_open_txn_ids) {
+    forget_prefix(*rec.kept_open_txn_ids, false, true);
+    if (rec.kept_open_txn_ids->empty()) rec.kept_open_txn_ids.reset();
+  }
   forget_prefix(rec.txn_ids, !open_too, false);
   return Status::Ok();
 }
@@ -704,7 +709,8 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
   for (const std::string& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
-  for (const std::string& txn : h->second.kept_open_txn_ids) txn_erasures_ += txns_.erase(txn);
+  if (h->second.kept_open_txn_ids)
+    for (const std::string& txn : *h->second.kept_open_txn_ids) txn_erasures_ += txns_.erase(txn);
   handles_.erase(h);
   ++handle_erasures_;
   return Status::Ok();

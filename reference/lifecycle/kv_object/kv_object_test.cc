@@ -600,7 +600,8 @@ TEST(KvObjectTest, RegressionForgettingReceiptsDoesNotWalkKeptOpenTransactionsAg
     ASSERT_TRUE(o.ForgetFinalTxnsOf("A", life + 1).ok());
     const HandleRecord& h = *o.Find("A");
     EXPECT_TRUE(h.txn_ids.empty()) << "life " << life;
-    EXPECT_EQ(h.kept_open_txn_ids.size(), life + 1);
+    ASSERT_TRUE(h.kept_open_txn_ids.has_value());
+    EXPECT_EQ(h.kept_open_txn_ids->size(), life + 1);
     EXPECT_EQ(o.FindTxn("done" + n), nullptr);
     EXPECT_NE(o.FindTxn("open" + n), nullptr) << "open records stay for ForgetTxnsOf";
   }
