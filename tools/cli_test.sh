@@ -362,6 +362,8 @@ check check_json_streamed_bytes 0 python3 -c 'import json,sys; t=open(sys.argv[1
 # Probe 79: a hangup ends `check -` (exit 128 + 1). UCX, linked for pd-run, caught SIGHUP as its
 # debug signal: the check ignored it and its interrupted read turned a valid stream into exit 2.
 check check_sighup 129 bash -c '"$0" check - < <(sleep 5) >/dev/null 2>&1 & p=$!; sleep 1; kill -HUP $p; wait $p' "$K"
+# ... and under nohup (SIGHUP ignored) the check goes on to its verdict (an empty stream: exit 1).
+check check_sighup_nohup 1 bash -c 'trap "" HUP; "$0" check - < <(sleep 2) >/dev/null 2>&1 & p=$!; sleep 1; kill -HUP $p; wait $p' "$K"
 # Probe 79: a file with CR-only line ends reads as one cut line; the report says why.
 printf '{"kind":"kvconform.trace/1"}\r{"a":1}\r' >"$T/cr_only.jsonl"
 check check_cr_only 1 "$K" check "$T/cr_only.jsonl"; expect_out check_cr_only_hint 'TRACE_TRUNCATED .*the cut line holds CR bytes: lines end with LF or CRLF'

@@ -941,7 +941,7 @@ namespace {
 }  // namespace
 
 bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles,
-                         bool report_refusal) {
+                         bool (*explained)(ErrorCode)) {
   if (KeyEquals(e.outcome, "rejected")) {
     // Tried on the live object and undone if the contract admits it (Save/Restore cost the
     // records the operation can touch, not the object).
@@ -951,6 +951,11 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
     if (e.operation_id) txns.push_back(*e.operation_id);
     lifecycle::KvObject::Saved saved = kv_->Save(handles, txns);
     Status s = op(*kv_);
+    if (s.ok() && explained) {  // admitted by an operation the event may not belong to
+      kv_->Restore(std::move(saved));
+      DropEvent(e);
+      return false;
+    }
     if (s.ok()) {
       kv_->Restore(std::move(saved));
       Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
@@ -964,7 +969,7 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
     return false;  // the refusal's own effects stay (a REJECTED transaction)
   }
   Status s = op(*kv_);
-  if (!s.ok() && !report_refusal) {
+  if (!s.ok() && explained && explained(s.error())) {
     DropEvent(e);  // gated: one root cause, reported by the caller
     return false;
   }

@@ -557,8 +557,10 @@ class TraceChecker {
   // Returns true when the operation took effect.
   // `op` is called (at most once) during Apply only. It may touch only the event's request
   // handle, `more_handles` (a fork's children) and the event's operation (KvObject::Save).
-  // `report_refusal` false: a refusal of `op` is gated as usual but not reported (its root cause,
-  // e.g. an event labelled with another request's operation, was reported by the caller).
+  // `explained` (may be null): the codes of refusals that a violation the caller already reported
+  // explains (an event labelled with another request's operation: a refusal by that operation of
+  // what was the named request's own event). Such a refusal, and a "rejected" outcome that
+  // operation would admit, are gated as usual but not reported; any other code is (probe 80).
   class OpRef {
    public:
     template <typename F>
@@ -573,7 +575,7 @@ class TraceChecker {
     Status (*call_)(void*, lifecycle::KvObject&);
   };
   bool Apply(const Event& e, OpRef op, const std::vector<std::string>* more_handles = nullptr,
-             bool report_refusal = true);
+             bool (*explained)(ErrorCode) = nullptr);
   // After a successful release of `request_id` (its tombstone has handle generation
   // `tombstone_generation`): forgets the receipts of the request released receipt_window
   // releases ago and the whole request released released_window releases ago.

@@ -3428,6 +3428,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // interval), a second code beside the mismatch.
       {"probe75_a_stage_naming_another_requests_operation_raised_two_codes",
        {"TRACE_OPERATION_REQUEST_MISMATCH"}},
+      // Probe 80: probe 75's fix hid every refusal after a mislabel, also one the label does not
+      // explain (a layer beyond the ABI); and a refused publication that the named operation
+      // would admit was TRACE_OUTCOME_INVALID beside the mismatch.
+      {"probe80_a_mislabelled_stage_beyond_the_abi_hid_its_own_code",
+       {"TRACE_OPERATION_REQUEST_MISMATCH", "LIFECYCLE_LAYER_OUT_OF_RANGE"}},
+      {"probe80_a_refused_mislabelled_publication_raised_two_codes",
+       {"TRACE_OPERATION_REQUEST_MISMATCH"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

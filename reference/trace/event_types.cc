@@ -105,13 +105,32 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
                  U(s.version) + " (a refused operation may name a stale base, not a later one)");
 }
 
+// The refusals a wrong operation label explains: the named operation's own interval, layers,
+// state or base, which the named request's event need not fit. Not a layer beyond the ABI, a
+// cache ABI, or another rule the event breaks whatever its operation (probe 80).
+bool ExplainedByTheLabel(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::LIFECYCLE_LAYER_INTERVAL_MISMATCH:
+    case ErrorCode::LIFECYCLE_LAYER_DUPLICATE:
+    case ErrorCode::LIFECYCLE_LAYER_INCOMPLETE:
+    case ErrorCode::LIFECYCLE_LATE_COMPLETION:
+    case ErrorCode::LIFECYCLE_TXN_FINAL:
+    case ErrorCode::LIFECYCLE_STALE_BASE:
+    case ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT:
+    case ErrorCode::LIFECYCLE_APPEND_HOLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // An event of an append operation (a stage, publication, failure or cancel_txn) names the
 // request whose append_start opened the operation: another known request is
 // TRACE_OPERATION_REQUEST_MISMATCH, an unknown one LIFECYCLE_UNKNOWN_HANDLE. The event is still
 // replayed (the operation id names the transaction); which of its two labels is wrong is unknown,
 // so when the operation refuses it (the operation id was the wrong one: the event was the named
-// request's own), that refusal is the same root cause: not reported again (Apply's
-// report_refusal), only gated. True when reported.
+// request's own), a refusal the label explains is the same root cause: not reported again
+// (ExplainedByTheLabel), only gated. True when reported.
 bool CheckOperationRequest(TraceChecker& c, const Event& e) {
   // The checker's record of an open operation (memoized across its events) names its request;
   // a published one is found through its transaction.
@@ -550,7 +569,7 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
                         a.k.value_or(true), a.v.value_or(true), a.abi.value_or(std::string_view()))
             .status();
       },
-      nullptr, /*report_refusal=*/!mislabelled);
+      nullptr, mislabelled ? ExplainedByTheLabel : nullptr);
   // One layer's staged K and V rows are rows * B_token / L bytes (M5.1 0x01 "B_layer_append":
   // 1 * 1 * 2 * 4 * (2 + 2) = 32 bytes for the worked decode row, B_all_layers_append = 64).
   // Compared as staged * L = rows * B_token (exact, overflow-checked); not for a stage of K or V
@@ -683,7 +702,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
         if (r.ok()) receipt = *r;
         return r.status();
       },
-      nullptr, /*report_refusal=*/!mislabelled);
+      nullptr, mislabelled ? ExplainedByTheLabel : nullptr);
   // A lost compare-and-publish creates no snapshot. (When the contract admits the publication,
   // Apply reported the outcome and gated the operation: its result claim is then not judged.)
   if (refused && !c.IsPoisonedOp(*e.operation_id)) {
@@ -806,7 +825,7 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
         return Renamed(kv.CancelTxn(*e.operation_id),
                        "cancel_txn:", std::string(e.event_type) + ":");
       },
-      nullptr, /*report_refusal=*/!mislabelled);
+      nullptr, mislabelled ? ExplainedByTheLabel : nullptr);
   if (closed)
     MarkClosed(c, *e.operation_id, e.line);  // (Apply may have erased records: looked up again)
 }

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -12,6 +11,7 @@
 #include <mimalloc.h>
 #endif
 
+#include "reference/handoff/transport/ucx_peer.h"
 #include "tools/kvconform/cli.h"
 
 namespace {
@@ -87,10 +87,10 @@ void OutOfMemoryHook(int err, void* /*arg*/) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // UCX (linked for pd-run) catches SIGHUP when it loads, as its debug signal: a hangup then
-  // interrupted `check -`'s reads and was otherwise ignored (probe 79). Every command gets the
-  // default back (the hangup ends it); pd-run installs its own cleanup handler.
-  std::signal(SIGHUP, SIG_DFL);
+  // UCX (linked for pd-run) catches SIGHUP when it loads: every command gets back the
+  // disposition it inherited (a hangup ends it, or is ignored under nohup); pd-run installs its
+  // own cleanup handler (probe 79).
+  kvc::handoff::transport::RestoreInheritedHangupDisposition();
   if (argc > 0 && argv[0] && *argv[0]) kvc::cli::InvokedAs() = argv[0];
   CLI::App app{"kvconform: conformance kit for LLM-serving KV-cache state (M5.1, M5.6)"};
   app.require_subcommand(1);

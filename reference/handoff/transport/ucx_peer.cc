@@ -2,7 +2,9 @@
 #include "reference/handoff/transport/ucx_peer.h"
 
 #include <ucp/api/ucp.h>
+#include <ucs/debug/debug.h>
 
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -37,6 +39,8 @@ StatusOr<UcxTransport> ParseUcxTransport(std::string_view s) {
   if (s == "shm") return UcxTransport::kShm;
   return InvalidArgument("--transport: '" + std::string(s) + "'; expected tcp or shm");
 }
+
+void RestoreInheritedHangupDisposition() { ucs_debug_disable_signal(SIGHUP); }
 
 std::string_view UcxTransportName(UcxTransport t) {
   return t == UcxTransport::kTcp ? "tcp" : "shm";

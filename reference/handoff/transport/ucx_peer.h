@@ -36,6 +36,13 @@ using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 inline Deadline After(std::chrono::milliseconds ms) { return Clock::now() + ms; }
 
+// UCX's library constructor catches SIGHUP as its debug signal (UCX_DEBUG_SIGNO) in every
+// process that links it, over whatever the process inherited: a hangup then interrupted
+// blocking reads and was otherwise ignored, and `nohup` could not be told from no nohup (probe
+// 79). Gives SIGHUP back the disposition the process had before UCX loaded (SIG_DFL, or SIG_IGN
+// under nohup). Call once, early in main; not thread-safe.
+void RestoreInheritedHangupDisposition();
+
 enum class UcxTransport { kTcp, kShm };
 StatusOr<UcxTransport> ParseUcxTransport(std::string_view s);  // "tcp" | "shm"
 std::string_view UcxTransportName(UcxTransport t);

@@ -207,7 +207,7 @@ struct AppendTxn {
   AppendIdentity request;  // the identifying part of the BeginAppendRequest that opened it
   TxnState state = TxnState::kOpen;
   // Bookkeeping, not state (operator== ignores it): KvObject::ForgetFinalTxnsOf passed over it
-  // while it was open (HandleRecord::kept_open_txn_ids lists it).
+  // while it was open (HandleRecord::kept_open_txn_ids lists it), closed since or not.
   bool kept_past_forget = false;
   // The handle generation (0x07 incarnation) of the handle it was opened on: a released and
   // re-allocated handle id is another incarnation, which this transaction never stages into.

@@ -23,6 +23,12 @@ namespace {
 
 [[gnu::cold]] Status V(ErrorCode e, std::string m) { return ViolationStatus(e, std::move(m)); }
 
+// `t` is the record a kept list of handle `handle_id` names (HandleRecord::kept_open_txn_ids),
+// not another record under a reused id.
+bool IsKept(const AppendTxn& t, std::string_view handle_id) {
+  return t.kept_past_forget && SameBytes(t.request.handle_id, handle_id);
+}
+
 // A transaction's final state; its staging progress stops being state (see AppendTxn::layers).
 void Finalize(AppendTxn& t, TxnState final_state) {
   t.state = final_state;
@@ -229,10 +235,7 @@ HandleRecord* KvObject::HandleOfTxn(const AppendTxn& t) {
 
 void KvObject::CloseTxn(HandleRecord& h, std::string_view txn_id, AppendTxn& t) {
   h.open_txns.Erase(txn_id);
-  if (t.kept_past_forget) {
-    t.kept_past_forget = false;
-    h.closed_kept_txn_ids.emplace_back(txn_id);
-  }
+  if (t.kept_past_forget) h.closed_kept_txn_ids.emplace_back(txn_id);
 }
 
 StatusOr<const AppendTxn*> KvObject::BeginAppend(const BeginAppendView& req) {
@@ -650,14 +653,14 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   for (size_t i = 0; i < rec.txn_ids.size() && i < kPrefetch; ++i) txns_.Prefetch(rec.txn_ids[i]);
   // Forgets or keeps (keep_open: an open one moves to kept_open_txn_ids) the prefix of `ids`
   // before before_incarnation. An id whose record is gone is dropped from the list, and so is
-  // one whose record is another handle's (`check_owner`: kept_open_txn_ids, which may list ids
-  // forgotten through closed_kept_txn_ids and reused since; txn_ids lists none).
-  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open, bool check_owner) {
+  // one that names another record than the one listed (`kept`: kept_open_txn_ids lists only
+  // records marked kept_past_forget; an id forgotten through closed_kept_txn_ids may have been
+  // reused since, by this handle or another; txn_ids lists no such id).
+  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open, bool kept) {
     auto id = ids.begin();
     for (; id != ids.end(); ++id) {
       auto t = txns_.find(*id);
-      if (t == txns_.end() || (check_owner && !SameBytes(t->second.request.handle_id, handle_id)))
-        continue;
+      if (t == txns_.end() || (kept && !IsKept(t->second, handle_id))) continue;
       if (t->second.incarnation >= before_incarnation) break;
       const TxnState st = t->second.state;
       const bool open = st == TxnState::kOpen || st == TxnState::kPrepared;
@@ -676,18 +679,22 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
     if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
   };
   // Kept ones a late record has closed since (their ids stay listed in kept_open_txn_ids,
-  // dropped there when found gone). (An id listed by an operation that Restore undid may name
-  // one open again: it stays.)
-  for (const std::string& id : rec.closed_kept_txn_ids) {
+  // dropped there when found gone). One of an incarnation not before before_incarnation stays
+  // listed, and so does one open again (listed by an operation that Restore undid).
+  std::vector<std::string> still_closed_kept;
+  for (std::string& id : rec.closed_kept_txn_ids) {
     auto t = txns_.find(id);
-    if (t == txns_.end() || !SameBytes(t->second.request.handle_id, handle_id) ||
-        t->second.incarnation >= before_incarnation || t->second.state == TxnState::kOpen ||
-        t->second.state == TxnState::kPrepared)
+    if (t == txns_.end() || !IsKept(t->second, handle_id)) continue;
+    const TxnState st = t->second.state;
+    if (t->second.incarnation >= before_incarnation || st == TxnState::kOpen ||
+        st == TxnState::kPrepared) {
+      still_closed_kept.push_back(std::move(id));
       continue;
+    }
     txns_.erase(t);
     ++txn_erasures_;
   }
-  rec.closed_kept_txn_ids = std::vector<std::string>();
+  rec.closed_kept_txn_ids = std::move(still_closed_kept);
   if (open_too && rec.kept_open_txn_ids) {
     forget_prefix(*rec.kept_open_txn_ids, false, true);
     if (rec.kept_open_txn_ids->empty()) rec.kept_open_txn_ids.reset();
@@ -709,8 +716,16 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
   for (const std::string& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
+  // The kept lists may name ids forgotten and reused since: only the records they list go.
+  auto erase_kept = [&](const std::string& txn) {
+    if (auto t = txns_.find(txn); t != txns_.end() && IsKept(t->second, handle_id)) {
+      txns_.erase(t);
+      ++txn_erasures_;
+    }
+  };
   if (h->second.kept_open_txn_ids)
-    for (const std::string& txn : *h->second.kept_open_txn_ids) txn_erasures_ += txns_.erase(txn);
+    for (const std::string& txn : *h->second.kept_open_txn_ids) erase_kept(txn);
+  for (const std::string& txn : h->second.closed_kept_txn_ids) erase_kept(txn);
   handles_.erase(h);
   ++handle_erasures_;
   return Status::Ok();

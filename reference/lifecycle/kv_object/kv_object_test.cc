@@ -621,6 +621,40 @@ TEST(KvObjectTest, RegressionForgettingReceiptsDoesNotWalkKeptOpenTransactionsAg
   EXPECT_EQ(o.txn_count(), 0u);
 }
 
+// Probe 80 (a review of the above): a kept id forgotten once its late record closed it may be
+// reused, by this handle in a later life or by another handle. The kept list must neither stop
+// at such an id (it is not in incarnation order with the list) nor erase the record it now names.
+TEST(KvObjectTest, RegressionAKeptIdReusedAfterItWasForgottenNamesAnotherRecord) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
+  for (const char* id : {"y", "x"})
+    ASSERT_TRUE(o.BeginAppend(Append(id, *o.Read("A"), 1)).ok());  // both left open
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // kept: [y, x]
+  ASSERT_TRUE(o.CancelTxn("y").ok());             // a late record closes y
+  ASSERT_TRUE(o.Allocate("A", "A", 1).ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // y forgotten; its id stays in the kept list
+  EXPECT_EQ(o.FindTxn("y"), nullptr);
+  ASSERT_NE(o.FindTxn("x"), nullptr);
+  // A's live life reuses y; x's record stays kept.
+  ASSERT_TRUE(o.BeginAppend(Append("y", *o.Read("A"), 1)).ok());
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());  // tombstone at incarnation 2
+  // The lives before 1 go: x (incarnation 0) although the list names y (now incarnation 1) first.
+  ASSERT_TRUE(o.ForgetTxnsOf("A", 1).ok());
+  EXPECT_EQ(o.FindTxn("x"), nullptr);
+  ASSERT_NE(o.FindTxn("y"), nullptr) << "y is the live life's record now";
+  EXPECT_EQ(o.FindTxn("y")->incarnation, 1u);
+  // Another handle reuses an id A's kept list still names; forgetting A leaves B's record.
+  ASSERT_TRUE(o.Allocate("B", "B", 0).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("x", *o.Read("B"), 1)).ok());
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  ASSERT_NE(o.FindTxn("x"), nullptr);
+  EXPECT_EQ(o.FindTxn("x")->request.handle_id, "B");
+  EXPECT_EQ(o.FindTxn("y"), nullptr);  // A's own records went with it
+}
+
 // A final transaction keeps no staging progress (its layers are not state any more): with an
 // ABI of 2^20 layers, every published, aborted or rejected record used to keep 256 KiB.
 TEST(KvObjectTest, RegressionFinalTransactionsDropTheirLayerStages) {
