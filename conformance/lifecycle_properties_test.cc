@@ -60,7 +60,7 @@ struct MTxn {
 };
 
 using Step = std::tuple<uint8_t, uint8_t, uint8_t, uint8_t>;
-constexpr uint8_t kStepKinds = 12;
+constexpr uint8_t kStepKinds = 13;
 
 class Harness {
  public:
@@ -102,15 +102,18 @@ class Harness {
       case 10:
         AppendAll(PickHandle(a), b);
         break;
-      default:
+      case 11:
         Retire(PickHandle(a), b);
+        break;
+      default:
+        Forget(PickHandle(a), b, c);
         break;
     }
     CheckInvariants();
   }
 
   int published = 0, rejected = 0, released = 0, forked = 0, retried = 0, reallocated = 0;
-  int refused_stages = 0, parent_checks = 0, late_after_release = 0;
+  int refused_stages = 0, parent_checks = 0, late_after_release = 0, forgotten = 0;
 
   // Readers of every handle, live or released, see exactly the model's last snapshot: never a
   // length between two publications, every layer at that one length.
@@ -515,6 +518,41 @@ class Harness {
 
   // Nothing is legal after release: every operation on the tombstone, and every step of an
   // append the released life left open, is refused (probed on a copy of the object).
+  // Forgets the receipts (ForgetFinalTxnsOf) or every record (ForgetTxnsOf) of the lives of `h`
+  // before a generation G it has reached (one past it: FAILED_PRECONDITION). The model drops
+  // the same records: the final ones of those lives, the open ones too with ForgetTxnsOf (an
+  // open one kept by ForgetFinalTxnsOf and closed later goes at the next call). Every other
+  // transaction is still found (probe 80: the receipt forgetting had one unit test).
+  void Forget(const std::string& h, uint8_t which, uint8_t g_seed) {
+    if (!model_.count(h)) return;
+    const uint64_t g = g_seed % (model_[h].inc + 2);
+    const bool open_too = which % 2;
+    const Status st = open_too ? obj_.ForgetTxnsOf(h, g) : obj_.ForgetFinalTxnsOf(h, g);
+    RC_ASSERT(st.ok() == (g <= model_[h].inc));
+    if (!st.ok()) return;
+    std::vector<std::string> gone;
+    for (const auto& [id, t] : txns_)
+      if (t.h == h && t.inc < g && (open_too || !t.Live())) gone.push_back(id);
+    for (const std::string& id : gone) {
+      txns_.erase(id);
+      RC_ASSERT(obj_.FindTxn(id) == nullptr);
+      ++forgotten;
+    }
+    for (const auto& [id, t] : txns_) RC_ASSERT(obj_.FindTxn(id) != nullptr);
+    if (open_too) return;
+    // A late record closes one of the open ones the call kept: the next call forgets it.
+    std::string late;
+    for (const auto& [id, t] : txns_)
+      if (t.h == h && t.inc < g && t.Live()) late = id;
+    if (late.empty()) return;
+    CancelTxn(late);
+    CheckInvariants();
+    RC_ASSERT(obj_.ForgetFinalTxnsOf(h, g).ok());
+    RC_ASSERT(obj_.FindTxn(late) == nullptr);
+    txns_.erase(late);
+    ++forgotten;
+  }
+
   void Release(const std::string& h) {
     if (!model_.count(h)) return;
     MHandle& m = model_[h];
@@ -636,11 +674,13 @@ RC_GTEST_PROP(LifecycleProperties, ReleasedAndRecycledHandlesAdmitNothingStale, 
                                                                            {1, 8},
                                                                            {2, 9},
                                                                            {2, 10},
-                                                                           {4, 11}}));
+                                                                           {4, 11},
+                                                                           {3, 12}}));
   Harness h;
   for (const Step& s : steps) h.Run(s);
   RC_CLASSIFY(h.reallocated > 0, "re-allocated");
   RC_CLASSIFY(h.late_after_release > 0, "late steps probed");
+  RC_CLASSIFY(h.forgotten > 0, "records forgotten");
 }
 
 // M5.1 0x02 ledger identities for any owned state: logical <= materialized (every request has
