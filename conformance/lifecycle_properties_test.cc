@@ -516,8 +516,6 @@ class Harness {
         if (t.h == h && t.inc == m.inc && t.Live()) t.state = kAborted;
   }
 
-  // Nothing is legal after release: every operation on the tombstone, and every step of an
-  // append the released life left open, is refused (probed on a copy of the object).
   // Forgets the receipts (ForgetFinalTxnsOf) or every record (ForgetTxnsOf) of the lives of `h`
   // before a generation G it has reached (one past it: FAILED_PRECONDITION). The model drops
   // the same records: the final ones of those lives, the open ones too with ForgetTxnsOf (an
@@ -553,6 +551,8 @@ class Harness {
     ++forgotten;
   }
 
+  // Nothing is legal after release: every operation on the tombstone, and every step of an
+  // append the released life left open, is refused (probed on a copy of the object).
   void Release(const std::string& h) {
     if (!model_.count(h)) return;
     MHandle& m = model_[h];

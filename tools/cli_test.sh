@@ -364,6 +364,9 @@ check check_json_streamed_bytes 0 python3 -c 'import json,sys; t=open(sys.argv[1
 check check_sighup 129 bash -c '"$0" check - < <(sleep 5) >/dev/null 2>&1 & p=$!; sleep 1; kill -HUP $p; wait $p' "$K"
 # ... and under nohup (SIGHUP ignored) the check goes on to its verdict (an empty stream: exit 1).
 check check_sighup_nohup 1 bash -c 'trap "" HUP; "$0" check - < <(sleep 2) >/dev/null 2>&1 & p=$!; sleep 1; kill -HUP $p; wait $p' "$K"
+# ... and where UCX took no signal (UCX_DEBUG_SIGNO=0) nothing is given back: UCX warned about it
+# on standard output, before every report (probe 81).
+check check_ucx_debug_signo_off 0 env UCX_DEBUG_SIGNO=0 "$K" --version; expect_lines check_ucx_debug_signo_off_quiet 1
 # Probe 79: a file with CR-only line ends reads as one cut line; the report says why.
 printf '{"kind":"kvconform.trace/1"}\r{"a":1}\r' >"$T/cr_only.jsonl"
 check check_cr_only 1 "$K" check "$T/cr_only.jsonl"; expect_out check_cr_only_hint 'TRACE_TRUNCATED .*the cut line holds CR bytes: lines end with LF or CRLF'

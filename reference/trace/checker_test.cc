@@ -3435,6 +3435,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"TRACE_OPERATION_REQUEST_MISMATCH", "LIFECYCLE_LAYER_OUT_OF_RANGE"}},
       {"probe80_a_refused_mislabelled_publication_raised_two_codes",
        {"TRACE_OPERATION_REQUEST_MISMATCH"}},
+      // Probe 81: C's publication labelled with A's published operation replayed A's receipt,
+      // and its claims were judged against it (TRACE_OUTCOME_INVALID, TRACE_SNAPSHOT_MISMATCH);
+      // C's own operation is left unterminated (what gating cannot attribute).
+      {"probe81_a_mislabelled_replay_of_a_published_operation_raised_three_codes",
+       {"TRACE_OPERATION_REQUEST_MISMATCH", "TRACE_OPERATION_UNTERMINATED"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

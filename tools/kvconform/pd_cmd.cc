@@ -514,12 +514,21 @@ extern "C" void RemoveRunFilesAndDie(int sig) {
   raise(sig);
 }
 
-// Installs RemoveRunFilesAndDie for SIGINT, SIGTERM and SIGHUP (once).
+// The signals CleanUpOnSignals caught (a signal ignored on entry, SIGHUP under nohup, stays
+// ignored, here and in the workers; probe 81).
+bool g_cleanup_caught[NSIG] = {};
+
+// Installs RemoveRunFilesAndDie for SIGINT, SIGTERM and SIGHUP (once), each unless ignored.
 void CleanUpOnSignals() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, RemoveRunFilesAndDie);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction cur {};
+    if (sigaction(sig, nullptr, &cur) == 0 && cur.sa_handler == SIG_IGN) continue;
+    signal(sig, RemoveRunFilesAndDie);
+    g_cleanup_caught[sig] = true;
+  }
 }
 
 StatusOr<Child> Spawn(const std::vector<std::string>& args, const std::string& log) {
@@ -534,7 +543,8 @@ StatusOr<Child> Spawn(const std::vector<std::string>& args, const std::string& l
     // A worker does not outlive the run that started it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+      if (g_cleanup_caught[sig]) signal(sig, SIG_DFL);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);

@@ -40,7 +40,16 @@ StatusOr<UcxTransport> ParseUcxTransport(std::string_view s) {
   return InvalidArgument("--transport: '" + std::string(s) + "'; expected tcp or shm");
 }
 
-void RestoreInheritedHangupDisposition() { ucs_debug_disable_signal(SIGHUP); }
+void RestoreInheritedHangupDisposition() {
+  // Only when a handler is installed (exec resets handlers, so only a library constructor can
+  // have): UCX warns, on standard output, when asked to give back a signal it did not take
+  // (UCX_DEBUG_SIGNO set to another signal; probe 81).
+  struct sigaction cur {};
+  if (sigaction(SIGHUP, nullptr, &cur) != 0 || cur.sa_handler == SIG_DFL ||
+      cur.sa_handler == SIG_IGN)
+    return;
+  ucs_debug_disable_signal(SIGHUP);
+}
 
 std::string_view UcxTransportName(UcxTransport t) {
   return t == UcxTransport::kTcp ? "tcp" : "shm";

@@ -103,7 +103,7 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
     return V(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
              "allocate: cache ABI " + Q(abi_.id) + " has no cache-producing layer (num_layers 0)");
   std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
-  std::optional<std::deque<std::string>> kept_open;
+  std::optional<std::deque<KeptTxn>> kept_open;
   std::vector<std::string> closed_kept;
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
@@ -651,23 +651,22 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   // The records of an incarnation released a while ago are cold: their loads overlap (perf).
   constexpr size_t kPrefetch = 256;
   for (size_t i = 0; i < rec.txn_ids.size() && i < kPrefetch; ++i) txns_.Prefetch(rec.txn_ids[i]);
-  // Forgets or keeps (keep_open: an open one moves to kept_open_txn_ids) the prefix of `ids`
-  // before before_incarnation. An id whose record is gone is dropped from the list, and so is
-  // one that names another record than the one listed (`kept`: kept_open_txn_ids lists only
-  // records marked kept_past_forget; an id forgotten through closed_kept_txn_ids may have been
-  // reused since, by this handle or another; txn_ids lists no such id).
-  auto forget_prefix = [&](std::deque<std::string>& ids, bool keep_open, bool kept) {
+  // Forgets or keeps (keep_open: an open one moves to kept_open_txn_ids) the prefix of txn_ids
+  // before before_incarnation. An id whose record is gone is dropped from the list (txn_ids
+  // names no record but its own: an id leaves it before it can be forgotten).
+  auto forget_listed = [&](bool keep_open) {
+    std::deque<std::string>& ids = rec.txn_ids;
     auto id = ids.begin();
     for (; id != ids.end(); ++id) {
       auto t = txns_.find(*id);
-      if (t == txns_.end() || (kept && !IsKept(t->second, handle_id))) continue;
+      if (t == txns_.end()) continue;
       if (t->second.incarnation >= before_incarnation) break;
       const TxnState st = t->second.state;
       const bool open = st == TxnState::kOpen || st == TxnState::kPrepared;
       if (open && keep_open) {
         t->second.kept_past_forget = true;
         if (!rec.kept_open_txn_ids) rec.kept_open_txn_ids.emplace();
-        rec.kept_open_txn_ids->push_back(std::move(*id));
+        rec.kept_open_txn_ids->push_back({std::move(*id), t->second.incarnation});
         continue;
       }
       // An open transaction of a released incarnation is still listed on the tombstone.
@@ -677,6 +676,23 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
     }
     ids.erase(ids.begin(), id);
     if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
+  };
+  // The same for kept_open_txn_ids, open ones included: an entry whose record is gone, or is
+  // another record under its id (not kept, another handle's, another incarnation), is dropped;
+  // the others are in incarnation order.
+  auto forget_kept = [&](std::deque<KeptTxn>& kept) {
+    auto k = kept.begin();
+    for (; k != kept.end(); ++k) {
+      auto t = txns_.find(k->id);
+      if (t == txns_.end() || !IsKept(t->second, handle_id) ||
+          t->second.incarnation != k->incarnation)
+        continue;
+      if (k->incarnation >= before_incarnation) break;
+      rec.open_txns.Erase(k->id);
+      txns_.erase(t);
+      ++txn_erasures_;
+    }
+    kept.erase(kept.begin(), k);
   };
   // Kept ones a late record has closed since (their ids stay listed in kept_open_txn_ids,
   // dropped there when found gone). One of an incarnation not before before_incarnation stays
@@ -696,10 +712,10 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   }
   rec.closed_kept_txn_ids = std::move(still_closed_kept);
   if (open_too && rec.kept_open_txn_ids) {
-    forget_prefix(*rec.kept_open_txn_ids, false, true);
+    forget_kept(*rec.kept_open_txn_ids);
     if (rec.kept_open_txn_ids->empty()) rec.kept_open_txn_ids.reset();
   }
-  forget_prefix(rec.txn_ids, !open_too, false);
+  forget_listed(!open_too);
   return Status::Ok();
 }
 
@@ -724,7 +740,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
     }
   };
   if (h->second.kept_open_txn_ids)
-    for (const std::string& txn : *h->second.kept_open_txn_ids) erase_kept(txn);
+    for (const KeptTxn& k : *h->second.kept_open_txn_ids) erase_kept(k.id);
   for (const std::string& txn : h->second.closed_kept_txn_ids) erase_kept(txn);
   handles_.erase(h);
   ++handle_erasures_;

@@ -78,6 +78,13 @@ class OpenTxnIds {
   std::unordered_map<std::string, size_t, base::StringHash, base::StringEq> index_;
 };
 
+// An entry of HandleRecord::kept_open_txn_ids: the id, and the incarnation of the record it
+// lists (the id may have been forgotten and reused since, by another life or handle).
+struct KeptTxn {
+  std::string id;
+  uint64_t incarnation = 0;
+};
+
 // Per-handle record: the current snapshot (a tombstone once released) and bookkeeping.
 struct HandleRecord {
   Snapshot current;
@@ -99,7 +106,7 @@ struct HandleRecord {
   // closed_kept_txn_ids, for the next ForgetFinalTxnsOf to forget as a final one.
   // (Engaged only while it lists any: an empty std::deque allocates ~576 B, which every
   // tombstone of the released window held: +2.5 MiB on a 1M-event check.)
-  std::optional<std::deque<std::string>> kept_open_txn_ids;
+  std::optional<std::deque<KeptTxn>> kept_open_txn_ids;
   std::vector<std::string> closed_kept_txn_ids;
   // Compares the state fields: current, released_length, parent_id, open_txns.
   friend bool operator==(const HandleRecord& a, const HandleRecord& b) {
