@@ -784,19 +784,22 @@ bool TraceChecker::LiftGateForNewIncarnation(const Event& e) {
   // late events (an observation naming its release, a retry) stay skipped (probe 19).
   // (A released handle's incarnation is its tombstone's, one past the gated one: probe 21.)
   const uint64_t gated = released ? h->current.incarnation - 1 : h->current.incarnation;
-  if (!released) {
-    if (h->current.phase == lifecycle::Phase::kDecodeReady &&
-        !kv_->CancelRequest(*e.request_id).ok())
-      return false;
-    auto tomb = kv_->Release(*e.request_id);
-    if (!tomb.ok()) return false;
-    NoteReleased(std::string(*e.request_id), tomb->incarnation);
-  }
+  if (!released && !RetireLive(*e.request_id)) return false;
   std::set<uint64_t>& retired = requests_[std::string(*e.request_id)].retired;
   retired.insert(gated);
   if (retired.size() > Request::kMaxRetired) retired.erase(retired.begin());
   gate_bytes_ -= std::min(gate_bytes_, GateCost(gate->first));
   poisoned_.erase(gate);
+  return true;
+}
+bool TraceChecker::RetireLive(std::string_view request_id) {
+  const lifecycle::HandleRecord* h = FindHandle(request_id);
+  if (!h) return false;
+  if (h->current.phase == lifecycle::Phase::kDecodeReady && !kv_->CancelRequest(request_id).ok())
+    return false;
+  auto tomb = kv_->Release(request_id);
+  if (!tomb.ok()) return false;
+  NoteReleased(std::string(request_id), tomb->incarnation);
   return true;
 }
 void TraceChecker::RetireGated(const Event& e) {
@@ -806,12 +809,8 @@ void TraceChecker::RetireGated(const Event& e) {
   if (!h || h->current.phase == lifecycle::Phase::kReleased ||
       h->current.incarnation != *e.handle_generation || RequestHasTransfers(*this, *e.request_id))
     return;
-  if (h->current.phase == lifecycle::Phase::kDecodeReady && !kv_->CancelRequest(*e.request_id).ok())
-    return;
-  auto tomb = kv_->Release(*e.request_id);
-  if (!tomb.ok()) return;
+  if (!RetireLive(*e.request_id)) return;
   if (Request* r = FindRequest(*e.request_id)) r->gate_retired_at_release = true;
-  NoteReleased(std::string(*e.request_id), tomb->incarnation);
 }
 bool TraceChecker::IsPoisonedOp(std::string_view op_id) const {
   return !poisoned_.empty() && IsPoisoned("op:" + std::string(op_id));

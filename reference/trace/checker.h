@@ -522,6 +522,10 @@ class TraceChecker {
   // until then its later events stay skipped (probe 76: gated requests whose release was
   // skipped were never freed, 1.75 KB each, 290 MB for 160,000 of them).
   void RetireGated(const Event& e);
+  // Retires the live (not released) incarnation of `request_id` in the replay: cancelled if
+  // still DECODE_READY, released, entered in the released window. False, changing nothing the
+  // lifecycle object refused, when it cannot.
+  bool RetireLive(std::string_view request_id);
   void Poison(const std::string& key);
   void PoisonOp(std::string_view op_id);
   // Gating of an event that is not replayed although the runtime reports it took effect (its

@@ -644,6 +644,34 @@ bool RecordOfAnotherIncarnation(TraceChecker& c, const Event& e) {
   return true;
 }
 
+// The claims a publication's event makes (its outcome, base, result snapshot and committed
+// length) against the receipt the lifecycle object returned: a first publication's result, or
+// the original receipt of a replayed one.
+void JudgePublicationClaims(TraceChecker& c, const Event& e, const KvObject::Published& receipt,
+                            std::optional<uint64_t> len) {
+  // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
+  // object has published or replayed it): later events are judged on that (one code).
+  if (receipt.replayed != (KeyEquals(e.outcome, "replayed")))
+    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+             receipt.replayed
+                 ? "append_publish reports a new publication, but operation \"" +
+                       std::string(*e.operation_id) +
+                       "\" was already published: a retry returns the original receipt and must "
+                       "not advance the generation again"
+                 : "append_publish reports a replayed receipt for a first publication");
+  CheckOperationBase(c, e);
+  if (!receipt.replayed) return CheckResult(c, e, receipt.txn->result, len);
+  if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             "replayed receipt names snapshot " + U(*e.result_snapshot) +
+                 "; the original publication created " + U(receipt.txn->result.version));
+  // The receipt is the original's: its committed length too (since 2026-12-03).
+  else if (len && *len != receipt.txn->result.committed_length)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
+             "replayed receipt reports committed length " + U(*len) +
+                 "; the original publication committed " + U(receipt.txn->result.committed_length));
+}
+
 void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) {
   if (c.IsPoisonedOp(*e.operation_id)) return;
   const bool mislabelled = CheckOperationRequest(c, e);
@@ -728,31 +756,8 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
   // Mislabelled: the operation published (or replayed) it; its claims are compared with an
   // operation the event may not belong to (probe 81: a replay of the named operation's receipt
   // raised three codes), so they are not judged (one code).
-  if (mislabelled && receipt.replayed) return;
-  // A wrong outcome is reported and the publication replayed as what it was (the lifecycle
-  // object has published or replayed it): later events are judged on that (one code).
-  if (!mislabelled && receipt.replayed != (KeyEquals(e.outcome, "replayed")))
-    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             receipt.replayed
-                 ? "append_publish reports a new publication, but operation \"" + std::string(*e.operation_id) +
-                       "\" was already published: a retry returns the original receipt and must "
-                       "not advance the generation again"
-                 : "append_publish reports a replayed receipt for a first publication");
-  if (!mislabelled) CheckOperationBase(c, e);
-  if (receipt.replayed) {
-    if (e.result_snapshot && *e.result_snapshot != receipt.txn->result.version)
-      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
-               "replayed receipt names snapshot " + U(*e.result_snapshot) +
-                   "; the original publication created " + U(receipt.txn->result.version));
-    // The receipt is the original's: its committed length too (since 2026-12-03).
-    else if (len && *len != receipt.txn->result.committed_length)
-      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
-               "replayed receipt reports committed length " + U(*len) +
-                   "; the original publication committed " +
-                   U(receipt.txn->result.committed_length));
-    return;
-  }
-  if (!mislabelled) CheckResult(c, e, receipt.txn->result, len);
+  if (!mislabelled) JudgePublicationClaims(c, e, receipt, len);
+  if (receipt.replayed) return;
   if (TraceChecker::Op* op = c.FindOp(*e.operation_id)) {
     if (TraceChecker::Request* req = c.FindRequest(op->request_id)) {
       // The frontier judged the call at its start; outputs emitted since may have used the
