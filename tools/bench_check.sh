@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of `kvconform check`: events/s vs simdjson parse-only of the same file, and peak RSS.
-# Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER] [MIX]
+# Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER] [MIX] [ARRIVALS]
 #   (defaults 1000000 64 2 short request decode;
 # e.g. 10000000 10000 for 10M events with 10k concurrent requests; LAYERS is the model's
 # cache-producing layers: one append_stage_layer event per layer per step, 32 for a 7-8B model;
@@ -10,7 +10,9 @@
 # as a continuous-batching engine emits: consecutive events name different requests); MIX is
 # gen-trace's --mix: decode, or lifecycle (retried failures and cancellations, replayed
 # publications, fork children, cancelled requests, reads, speculative verifications, reorders,
-# observations; ORDER request only)). Prints figures
+# observations; ORDER request only); ARRIVALS is gen-trace's --arrivals: together (every
+# request decodes the same steps, so slots are refilled at once) or staggered (decode lengths
+# drawn from [0, 2 x 32]: requests arrive and leave at spread times)). Prints figures
 # only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
@@ -68,8 +70,8 @@ PARSER=$(sed -n 's/.* lines (\(.*\))$/\1/p' "$T/parse.out")
 # subtracts it from both sides.
 head -n 1 "$T/trace.jsonl" >"$T/header.jsonl"
 read -r s_check _ _ s_parse _ _ _ _ < <(pair "$T/header.jsonl")
-awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v mix="$MIX" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" -v bin="$K" -v parser="$PARSER" 'BEGIN {
-  printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %s mix, %.1f MB\n", n, r, l, ids, ord, mix, b / 1e6;
+awk -v n="$N" -v r="$REQUESTS" -v l="$LAYERS" -v ids="$IDS" -v ord="$ORDER" -v mix="$MIX" -v arr="$ARRIVALS" -v b="$BYTES" -v tc="$t_check" -v tp="$t_parse" -v rc="$rss_check" -v rp="$rss_parse" -v cc="$cpu_check" -v cp="$cpu_parse" -v sc="$s_check" -v sp="$s_parse" -v mc="$m_check" -v mp="$m_parse" -v runs="$RUNS" -v bin="$K" -v parser="$PARSER" 'BEGIN {
+  printf "trace: %d events, %d concurrent requests, %d layers, %s ids, %s order, %s mix, %s arrivals, %.1f MB\n", n, r, l, ids, ord, mix, arr, b / 1e6;
   printf "binary: %s\n", bin;
   printf "parser: %s\n", parser;
   printf "kvconform check : %8.4f s  %10.0f events/s  peak RSS %6.1f MiB  CPU %.2f s\n", tc, n / tc, rc / 1024, cc;

@@ -304,6 +304,18 @@ for seed in 1 2 3; do
 done
 head -n 1 "$T/life_2.jsonl" >"$T/out"; expect_out gen_trace_lifecycle_regenerate '"regenerate":"kvconform gen-trace .*--order request --mix lifecycle --seed 2"'
 check gen_trace_lifecycle_step 2 "$K" gen-trace --mix lifecycle --order step; expect_out gen_trace_lifecycle_step_msg '--mix lifecycle writes --order request only'
+# --arrivals staggered: each request's decode steps drawn from [0, 2 * --decode], so requests
+# finish at spread times (the finishes name more than one emitted_outputs count) and a slot's
+# replacement allocates while the others decode; every order and mix passes.
+for args in "--order request" "--order step" "--mix lifecycle --seed 3"; do
+  name=$(echo "$args" | tr -c 'a-z0-9\n' _)
+  check "gen_trace_staggered$name" 0 "$K" gen-trace --events 3000 --requests 5 --layers 3 --decode 6 --arrivals staggered $args -o "$T/stag.jsonl"
+  check "gen_trace_staggered${name}_checks" 0 "$K" check "$T/stag.jsonl"; expect_out "gen_trace_staggered${name}_pass" 'pass \([0-9]+ events, 0 violations\)'
+  grep -o '"event_type":"finish","base_snapshot":[0-9]*,"result_snapshot":[0-9]*,"payload":{"committed_length":[0-9]*,"emitted_outputs":[0-9]*' "$T/stag.jsonl" | sed 's/.*emitted_outputs"://' | sort -u | wc -l >"$T/out"
+  expect_out "gen_trace_staggered${name}_lengths" '^([3-9]|[1-9][0-9]+)$'
+  head -n 1 "$T/stag.jsonl" >"$T/out"; expect_out "gen_trace_staggered${name}_regenerate" '"regenerate":"kvconform gen-trace .* --arrivals staggered"'
+done
+check gen_trace_bad_arrivals 2 "$K" gen-trace --arrivals late; expect_out gen_trace_bad_arrivals_msg "--arrivals: late not in \{together,staggered\}"
 cat >"$T/mut.py" <<'PY'
 import json, sys
 # mut.py IN OUT EVENT_TYPE FIELD DELTA [OUTCOME]: adds DELTA to the payload's FIELD (a top-level

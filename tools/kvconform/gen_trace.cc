@@ -26,6 +26,11 @@
 // "a<n>" and "m<n>") under the header's allocator model of 16 slots per block. Every trace it
 // writes is valid: tools/cli_test.sh checks one per seed it lists.
 //
+// --arrivals together (default) gives every request --decode steps, so the R requests that start
+// together finish together and their slots are refilled at once; --arrivals staggered draws each
+// request's steps from [0, 2 * --decode] (a SplitMix64 of its number), so requests arrive and
+// leave at spread times and a slot's turn mixes prefills, decodes and releases.
+//
 // --ids short names requests r0, r1, ... and the cache ABI "abi-gen" (every id fits
 // std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
 // runtimes emit: request ids like vLLM's "cmpl-<32 hex>-0" (38 bytes), operation ids
@@ -52,6 +57,7 @@ struct GenOptions {
   std::string ids = "short";  // short | runtime
   std::string order = "request";  // request | step
   std::string mix = "decode";     // decode | lifecycle
+  std::string arrivals = "together";  // together | staggered
   uint64_t seed = 1;              // --mix lifecycle's draws
   std::string out = "-";
 };
@@ -82,6 +88,7 @@ struct Req {
   std::string cur_op, cur_iv;  // the open append: operation id and "[start,end]"
   uint64_t cur_end = 0;
   uint64_t forks = 0;  // --mix lifecycle: fork children so far (ids "<id>.f<k>")
+  uint64_t decode = 0;  // this request's decode steps (--decode, or drawn: --arrivals staggered)
 };
 
 // The sources a trace names; every event of a source carries its own local_sequence.
@@ -165,7 +172,9 @@ void Run(const GenOptions& o) {
       lifecycle ? ",\"allocator_model\":{\"slots_per_block\":" + std::to_string(kSlotsPerBlock) +
                       ",\"used_slots\":\"committed_rows\"}"
                 : "";
-  const std::string mix_args = lifecycle ? " --mix lifecycle --seed " + std::to_string(o.seed) : "";
+  const std::string mix_args =
+      (lifecycle ? " --mix lifecycle --seed " + std::to_string(o.seed) : "") +
+      (o.arrivals == "together" ? "" : " --arrivals " + o.arrivals);
   std::fprintf(f,
                "{\"kind\":\"kvconform.trace/1\",\"schema_version\":1,\"producer\":{\"name\":"
                "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"%s\","
@@ -183,7 +192,19 @@ void Run(const GenOptions& o) {
   Writer w(f);
   std::vector<Req> reqs(o.requests);
   uint64_t next_id = 0;
-  for (auto& r : reqs) r.id = RequestId(o, next_id++);
+  // A fresh request in slot `r`: --arrivals together gives every request --decode steps, so the
+  // slots that start together finish together and are refilled at once; staggered draws each
+  // request's steps uniformly from [0, 2 * --decode] (the same mean), so requests arrive and
+  // leave at spread times (the draw depends on the request's number only, not on --seed).
+  auto fresh = [&](Req& r) {
+    r = Req{};
+    const uint64_t n = next_id++;
+    r.id = RequestId(o, n);
+    r.decode = o.arrivals == "together"
+                   ? o.decode
+                   : race::SplitMix64(0x5eed5eed5eedull + n) % (2 * o.decode + 1);
+  };
+  for (auto& r : reqs) fresh(r);
   // One append in three parts (the step order writes each part for every request in turn).
   auto start = [&](Req& r, const char* purpose, uint64_t rows) {
     r.cur_op = r.id + ".t" + N(r.op++);
@@ -222,14 +243,13 @@ void Run(const GenOptions& o) {
             "{\"committed_length\":" + N(r.committed) + ",\"emitted_outputs\":" + N(r.emitted) + "}");
     w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
             "{\"committed_length\":0,\"result_handle_generation\":1}");
-    r = Req{};
-    r.id = RequestId(o, next_id++);
+    fresh(r);
   };
   // After a request's step: the prefill or decode it ran moves it on.
   auto advance = [&](Req& r) {
     if (r.stage == 1)
       r.stage = 2;
-    else if (r.emitted > o.decode)
+    else if (r.emitted > r.decode)
       r.stage = 3;
   };
   const char* const kPurpose[] = {"", "prefill", "decode"};
@@ -258,8 +278,7 @@ void Run(const GenOptions& o) {
     w.Event(r.id, "release", "", N(r.version).c_str(), N(r.version + 1).c_str(),
             "{\"committed_length\":0,\"result_handle_generation\":1}");
     observe(r, rel, 0);
-    r = Req{};
-    r.id = RequestId(o, next_id++);
+    fresh(r);
   };
   // A fork child of `r`'s whole committed prefix (it inherits every output), truncated to half
   // of it, finished and released.
@@ -457,6 +476,11 @@ void AddGenTraceCommand(CLI::App& app) {
                   "--order request only)")
       ->check(CLI::IsMember({"decode", "lifecycle"}));
   cmd->add_option("--seed", opt->seed, "--mix lifecycle's draws (default 1)");
+  cmd->add_option("--arrivals", opt->arrivals,
+                  "together (every request decodes --decode steps, so a slot's requests start "
+                  "and finish with the others'; default) or staggered (each request's decode "
+                  "steps drawn from [0, 2 * --decode], so arrivals and departures spread)")
+      ->check(CLI::IsMember({"together", "staggered"}));
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
   cmd->callback([opt] {
     if (opt->mix == "lifecycle" && opt->order != "request") {
