@@ -689,6 +689,26 @@ if [ "$rc" -ne 77 ]; then
   check schema_final_state_twice 1 "$PY" tools/trace_schema_check.py "$T/twice.jsonl"; expect_out schema_final_state_twice_msg 'twice.jsonl:1: \$\.expected_final_states\[1\]\.request_id: request_id "A" listed twice'
   check check_final_state_twice 1 "$K" check "$T/twice.jsonl"; expect_out check_final_state_twice_msg 'fail \(35 events, 1 violations\)'; expect_out check_final_state_twice_code 'INPUT_VALUE_INVALID at ./0/expected_final_states/1/request_id'
 fi
+# The end record (trace-format.md "End record"): the checker and the schema tool agree on a record
+# that counts the lines before it, one that miscounts, a line after it, and a header that requires
+# one the trace lacks; a stream cut between two lines through `check -` is reported.
+F=fixtures/m5_1/lifecycle/doc_example_two_requests.jsonl  # 35 events
+sed '1s/}$/,"end_record":true}/' "$F" >"$T/end_required.jsonl"
+{ cat "$T/end_required.jsonl"; echo '{"kind":"kvconform.trace_end/1","events":35}'; } >"$T/end_ok.jsonl"
+{ cat "$F"; echo '{"kind":"kvconform.trace_end/1","events":34}'; } >"$T/end_count.jsonl"
+{ cat "$T/end_ok.jsonl"; sed -n 2p "$F"; } >"$T/end_after.jsonl"
+check check_end_ok 0 "$K" check "$T/end_ok.jsonl"; expect_out check_end_ok_msg 'pass \(35 events, 0 violations\)'
+for c in "end_count:37:TRACE_END_MISMATCH" "end_after:38:TRACE_END_MISMATCH" "end_required:37:TRACE_END_MISSING"; do
+  IFS=: read -r n l code <<<"$c"
+  check "check_$n" 1 "$K" check "$T/$n.jsonl"; expect_out "check_${n}_code" "$n.jsonl:$l: $code"
+  if [ "$rc" -ne 77 ]; then
+    check "schema_$n" 1 "$PY" tools/trace_schema_check.py "$T/$n.jsonl"; expect_out "schema_${n}_msg" "$n.jsonl:[0-9]+: .*kvconform check: $code"
+  fi
+done
+[ "$rc" -ne 77 ] && check schema_end_ok 0 "$PY" tools/trace_schema_check.py "$T/end_ok.jsonl"
+head -n 30 "$T/end_ok.jsonl" | "$K" check - >"$T/out" 2>&1; rc_cut=$?
+if [ "$rc_cut" -eq 1 ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL check_end_cut_stream: exit $rc_cut, expected 1"; fi
+expect_out check_end_cut_stream_code '^-:31: TRACE_END_MISSING .*after 29 event lines'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

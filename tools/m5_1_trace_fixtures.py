@@ -1056,6 +1056,25 @@ def loop8_allocator_model(t):
             "start's (it used to go unchecked).",
             "M5.1 0x07 Event Contracts At The Semantic Boundary",
             rep(f"/{v.idx('s5')}/base_snapshot", 2), "TRACE_SNAPSHOT_MISMATCH")
+    # The format's end record (docs/trace-format.md "End record"), not a seed mutation: a
+    # stream cut between two lines, lines lost before the record, a line after it.
+    f = "kvconform.trace/1"
+    end = "kvconform.trace_end/1"
+    invalid(c, "end_record_required_missing", rel,
+            "The header requires an end record (end_record: true) and the trace ends without one: "
+            "a stream cut between two lines reads as a shorter trace otherwise.", f,
+            {"op": "add", "path": "/0/end_record", "value": True}, "TRACE_END_MISSING")
+    invalid(c, "end_record_count_drift", rel,
+            f"The end record counts {len(v.lines)} event lines; the trace holds "
+            f"{len(v.lines) - 1} between its header and the record (a line lost on the way).", f,
+            {"op": "add", "path": "/-", "value": {"kind": end, "events": len(v.lines)}},
+            "TRACE_END_MISMATCH")
+    last = len(v.lines) - 1  # the index of the last line (the release's residency observation)
+    invalid(c, "end_record_not_last", rel,
+            "An end record (counting the lines before it) precedes the last observation: the "
+            "line after it is not replayed.", f,
+            {"op": "add", "path": f"/{last}", "value": {"kind": end, "events": last - 1}},
+            "TRACE_END_MISMATCH")
 
 
 def main():

@@ -14,7 +14,8 @@ line, no NaN/Infinity, no duplicate object key, no lone surrogate escape); every
 integer literal (JSON Schema counts 1.0 and 1e3 as integers, the checker rejects a fraction or an
 exponent: INPUT_VALUE_OUT_OF_RANGE); each header source_instance and metric name is declared once,
 and each request is listed once in expected_final_states;
-an interval [start, end) has start <= end.
+an interval [start, end) has start <= end; an end record (kind kvconform.trace_end/1) is the last
+line and counts the lines between the header and itself, and a header with end_record: true has one.
 Every problem is reported as FILE:LINE: $.PATH: what was expected; the tool goes on with the next
 line and the next file.
 """
@@ -25,6 +26,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIND = "kvconform.trace/1"
+END_KIND = "kvconform.trace_end/1"  # the optional end record, the trace's last line
 
 
 class LineError(Exception):
@@ -154,7 +156,7 @@ def display(path):
     return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else path
 
 
-def check_file(path, explicit, header_v, event_v, out):
+def check_file(path, explicit, header_v, event_v, out, end_v=None):
     """Returns (checked, errors). A skipped file (default glob, not a trace) is (False, 0)."""
     name = _printable(display(path))
     errors = 0
@@ -200,7 +202,12 @@ def check_file(path, explicit, header_v, event_v, out):
             err(1, "$.kind", f'expected "{KIND}", found {json.dumps(header.get("kind"))} (not a trace file)')
         return True, errors
 
+    end_line = 0  # the end record's line
     for n, raw in enumerate(lines, 1):
+        if end_line:
+            err(n, "$", f"a line after the end record of line {end_line}: the end record is the "
+                f"trace's last line (kvconform check: TRACE_END_MISMATCH)")
+            continue
         if n == 1:
             if header_problem is not None:
                 continue  # reported above; the events are still checked
@@ -224,8 +231,19 @@ def check_file(path, explicit, header_v, event_v, out):
             for pointer, msg in _unique(value.get("expected_final_states"), "request_id",
                                         "expected_final_states"):
                 err(n, pointer, msg.replace("declared twice", "listed twice"))
-        for e in (header_v if n == 1 else event_v).iter_errors(value):
+        is_end = n > 1 and isinstance(value, dict) and value.get("kind") == END_KIND
+        if is_end:
+            end_line = n
+            if type(value.get("events")) is int and value["events"] != n - 2:
+                err(n, "$.events", f"the end record counts {value['events']} event lines; the "
+                    f"trace holds {n - 2} before it (kvconform check: TRACE_END_MISMATCH)")
+        validator = header_v if n == 1 else end_v if is_end else event_v
+        for e in validator.iter_errors(value):
             err(n, e.json_path, e.message)
+    if (not end_line and header_problem is None and isinstance(header, dict)
+            and header.get("end_record") is True):
+        err(len(lines), "$", "the header requires an end record (end_record: true) and the "
+            "trace ends without one (kvconform check: TRACE_END_MISSING)")
     return True, errors
 
 
@@ -245,11 +263,12 @@ def main(argv):
     V.check_schema(schema)
     header = V({"$defs": schema["$defs"], "$ref": "#/$defs/header"})
     event = V({"$defs": schema["$defs"], "$ref": "#/$defs/event"})
+    end = V({"$defs": schema["$defs"], "$ref": "#/$defs/end_record"})
     explicit = bool(argv)
     files = argv or sorted(glob.glob(os.path.join(ROOT, "fixtures/**/*.jsonl"), recursive=True))
     errors = checked = 0
     for path in files:
-        was_checked, n = check_file(path, explicit, header, event, print)
+        was_checked, n = check_file(path, explicit, header, event, print, end)
         checked += was_checked
         errors += n
     print(f"{checked} traces checked against trace-v1.schema.json, {errors} schema errors")

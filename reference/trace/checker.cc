@@ -1190,6 +1190,11 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   context_is_event_ = false;
   if (line_no == 1) header_seen_ = true;
   if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
+  if (end_line_ != 0) {  // the end record ended the trace: later lines are counted, not replayed
+    if (after_end_lines_++ == 0) after_end_first_ = line_no;
+    after_end_last_ = line_no;
+    return;
+  }
   if (line_no > 1 && (line.empty() || err || !root.is_object()))
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
@@ -1657,6 +1662,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
       m->RejectUnknown();
     }
   }
+  if (present("end_record"))
+    if (auto required = h.OptBool("end_record")) end_required_ = *required;
   if (present("residency_model"))
     if (auto model = h.Enum("residency_model", {"one_copy", "tiered"}))
       residency_one_copy_ = *model == "one_copy";
@@ -2117,7 +2124,6 @@ void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t l
 }
 
 void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
-  ++events_;
   // Viewed in place, not copied out: a copy reloads the callee's two 8-byte stores as one
   // 16-byte load, a store-forwarding stall per event (perf: ~3% of a 2-layer check).
   const auto root_obj = root.get_object();
@@ -2127,9 +2133,11 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   e.SetText(line);
   dom::element payload_value;
   bool has_payload = false;
-  if (!(opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload)) &&
-      !ReadEnvelope(obj, e, &payload_value, &has_payload))
-    return;
+  // An event's envelope has no "kind" member, so the one-pass reader refuses an end record.
+  const bool fast = opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload);
+  if (!fast && ReadEndRecord(obj)) return;
+  ++events_;
+  if (!fast && !ReadEnvelope(obj, e, &payload_value, &has_payload)) return;
   if (binding_.trace_identity_required && !e.has_trace_id)
     Report(ErrorCode::TRACE_IDENTITY_MISSING, LinePtr() + "/trace_id",
            "the header requires trace identity (trace_identity: required); this event has none");
@@ -2470,6 +2478,33 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
 }
 
+namespace {
+// "no lines", "line A" or "lines A-B" for the line numbers [a, b].
+std::string LineRange(uint64_t a, uint64_t b) {
+  if (a > b) return "no lines";
+  if (a == b) return "line " + std::to_string(a);
+  return "lines " + std::to_string(a) + "-" + std::to_string(b);
+}
+}  // namespace
+
+bool TraceChecker::ReadEndRecord(const dom::object& obj) {
+  std::string_view kind;
+  if (obj["kind"].get(kind) || kind != kTraceEndKind) return false;
+  end_line_ = line_;
+  ObjReader r(obj, LinePtr(), this);
+  r.Str("kind");
+  const auto events = r.Uint("events", kMaxTraceLines);
+  r.RejectUnknown();
+  const uint64_t held = line_ - 2;  // lines 2 .. line_ - 1
+  if (events && *events != held)
+    Report(ErrorCode::TRACE_END_MISMATCH, LinePtr() + "/events",
+           "the end record counts " + std::to_string(*events) + " event line" +
+               (*events == 1 ? "" : "s") + "; the trace holds " + std::to_string(held) +
+               " between its header and this record (" + LineRange(2, line_ - 1) +
+               "): lines were lost or added on the way");
+  return true;
+}
+
 const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr) {
   current_ = {};
   context_is_event_ = false;
@@ -2485,6 +2520,21 @@ const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr
                (cut_line_has_cr ? " (the cut line holds CR bytes: lines end with LF or CRLF, "
                                   "never CR alone)"
                                 : ""));
+  }
+  if (header_ok_ && after_end_lines_ != 0)
+    ReportAt(after_end_first_, {}, ErrorCode::TRACE_END_MISMATCH,
+             "/" + std::to_string(after_end_first_ - 1),
+             std::to_string(after_end_lines_) + (after_end_lines_ == 1 ? " line (" : " lines (") +
+                 LineRange(after_end_first_, after_end_last_) +
+                 (after_end_lines_ == 1 ? ") follows" : ") follow") + " the end record of line " +
+                 std::to_string(end_line_) + ", which ends the trace; not replayed");
+  // A stream cut between lines (a cut inside a line is TRACE_TRUNCATED above).
+  if (header_ok_ && end_required_ && end_line_ == 0 && !ended_mid_line) {
+    ++line_;
+    Report(ErrorCode::TRACE_END_MISSING, LinePtr(),
+           "the header requires an end record (end_record: true) and the trace ends after " +
+               std::to_string(line_ - 2) + " event line" + (line_ == 3 ? "" : "s") +
+               " without one: the stream was cut between two lines");
   }
   // A cut header line is reported above (one root cause, one code).
   if (!header_seen_ && !(ended_mid_line && line_ == 1)) {

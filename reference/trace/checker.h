@@ -97,6 +97,8 @@ using lifecycle::SameBytes;
 using lifecycle::StringEq;
 
 inline constexpr const char* kTraceKind = "kvconform.trace/1";
+// The kind of the optional end record, the trace's last line (trace-format.md "End record").
+inline constexpr const char* kTraceEndKind = "kvconform.trace_end/1";
 inline constexpr uint64_t kTraceSchemaVersion = 1;
 
 // Which state plane an event type belongs to (M5.1 0x07 "Five State Planes").
@@ -344,7 +346,7 @@ class TraceChecker {
     std::string request_id;
   };
   const std::vector<Context>& contexts() const { return contexts_; }
-  uint64_t events() const { return events_; }
+  uint64_t events() const { return events_; }  // event lines read (not the end record)
   // Events whose payload the one-pass reader of their type replayed (the rest went through
   // ObjReader).
   uint64_t fast_payloads() const { return fast_payloads_; }
@@ -618,6 +620,9 @@ class TraceChecker {
                         bool* has_payload);
   bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
                     bool* has_payload);
+  // When `obj` is an end record (its kind is kTraceEndKind): reads it, checks its count of the
+  // event lines before it, and returns true; otherwise false, having reported nothing.
+  bool ReadEndRecord(const simdjson::dom::object& obj);
 
   // An event whose envelope was reported and dropped still takes its place in its declared
   // source's local sequence (when it named one), so the next event is not also a gap.
@@ -690,6 +695,12 @@ class TraceChecker {
   bool residency_one_copy_ = true;
   bool header_ok_ = false;
   bool header_seen_ = false;
+  // The end record (trace-format.md "End record"): the header requires one (end_record: true);
+  // the line that held it (0 before); lines after it, the first of them (not replayed).
+  bool end_required_ = false;
+  uint32_t end_line_ = 0;
+  uint32_t after_end_first_ = 0, after_end_last_ = 0;
+  uint64_t after_end_lines_ = 0;
   uint32_t line_ = 0;
   mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
   mutable uint32_t line_ptr_line_ = UINT32_MAX;

@@ -100,6 +100,122 @@ TEST(TraceCheckerTest, TraceEndingMidLineIsReported) {
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_TRUNCATED"}));
 }
 
+// The end record (trace-format.md "End record"): the trace's last line counts the event lines
+// before it; a header with end_record: true requires it, so that a stream cut between two lines
+// is reported (before, it read as a shorter trace and could pass). Both envelope readers.
+std::vector<std::string> CodesBothReaders(const std::string& text) {
+  std::vector<std::string> codes[2];
+  for (const bool fast : {true, false}) {
+    CheckerOptions opt;
+    opt.fast_readers = fast;
+    TraceChecker c("t.jsonl", opt);
+    codes[fast] = test::CodeNames(FeedTraceText(&c, text));
+  }
+  EXPECT_EQ(codes[0], codes[1]) << text;
+  return codes[1];
+}
+
+TEST(TraceEndRecordTest, ARequiredEndRecordThatCountsTheEventLinesPasses) {
+  const std::string head =
+      Mutate(kHeader, R"("audit":"complete")", R"("audit":"complete","end_record":true)");
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  EXPECT_TRUE(CodesBothReaders(head + "\n" + events +
+                               R"({"kind":"kvconform.trace_end/1","events":4})" + "\n")
+                  .empty());
+  TraceChecker c("t.jsonl");
+  FeedTraceText(&c, head + "\n" + events + R"({"kind":"kvconform.trace_end/1","events":4})" + "\n");
+  EXPECT_EQ(c.events(), 4u);  // the end record is not an event
+  // Optional without the header's member; an empty trace's record counts 0.
+  EXPECT_TRUE(CodesBothReaders(std::string(kHeader) + "\n" + events +
+                               R"({"kind":"kvconform.trace_end/1","events":4})" + "\n")
+                  .empty());
+  EXPECT_TRUE(
+      CodesBothReaders(head + "\n" + R"({"kind":"kvconform.trace_end/1","events":0})" + "\n")
+          .empty());
+}
+
+TEST(TraceEndRecordTest, AStreamCutBetweenLinesIsReportedWhenTheHeaderRequiresAnEndRecord) {
+  const std::string head =
+      Mutate(kHeader, R"("audit":"complete")", R"("audit":"complete","end_record":true)");
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const Violations v = ValidateTraceJsonl(head + "\n" + events, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_END_MISSING"});
+  EXPECT_EQ(v[0].line, 6u);  // the line after the last
+  EXPECT_NE(v[0].message.find("after 4 event lines"), std::string::npos) << v[0].message;
+  EXPECT_EQ(CodesBothReaders(head + "\n" + events), std::vector<std::string>{"TRACE_END_MISSING"});
+  // Not required: the same lines pass (the format's default; trace-format.md says what a cut
+  // then reads as).
+  EXPECT_TRUE(CodesBothReaders(std::string(kHeader) + "\n" + events).empty());
+  EXPECT_TRUE(CodesBothReaders(Mutate(kHeader, R"("audit":"complete")",
+                                      R"("audit":"complete","end_record":false)") +
+                               "\n" + events)
+                  .empty());
+  // A cut inside the end record's line is the cut line's code alone.
+  EXPECT_EQ(CodesBothReaders(head + "\n" + events + R"({"kind":"kvconform.trace_end/1","ev)"),
+            std::vector<std::string>{"TRACE_TRUNCATED"});
+  // A cut that leaves an operation open: both (the cut, and what it left open).
+  EXPECT_EQ(CodesBothReaders(head + "\n" + Alloc(0) + "\n" + Start(1) + "\n"),
+            (std::vector<std::string>{"TRACE_END_MISSING", "TRACE_OPERATION_UNTERMINATED"}));
+}
+
+TEST(TraceEndRecordTest, ACountThatDiffersFromTheLinesBeforeItIsReported) {
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  for (const int n : {3, 5, 0}) {
+    const std::string end =
+        R"({"kind":"kvconform.trace_end/1","events":)" + std::to_string(n) + "}\n";
+    const Violations v = ValidateTraceJsonl(std::string(kHeader) + "\n" + events + end, "t.jsonl");
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_END_MISMATCH"}) << n;
+    EXPECT_EQ(v[0].line, 6u);
+    EXPECT_EQ(v[0].pointer, "/5/events");
+    EXPECT_NE(v[0].message.find("the trace holds 4 between its header and this record (lines 2-5)"),
+              std::string::npos)
+        << v[0].message;
+  }
+  // A malformed line still holds its place in the count (it is reported for itself).
+  EXPECT_EQ(CodesBothReaders(std::string(kHeader) + "\n" + events + "{oops\n" +
+                             R"({"kind":"kvconform.trace_end/1","events":5})" + "\n"),
+            std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  // The record's own members: exactly kind and events, events an unsigned integer.
+  EXPECT_EQ(CodesBothReaders(std::string(kHeader) + "\n" + events +
+                             R"({"kind":"kvconform.trace_end/1","events":4,"x":1})" + "\n"),
+            std::vector<std::string>{"INPUT_FIELD_UNKNOWN"});
+  EXPECT_EQ(CodesBothReaders(std::string(kHeader) + "\n" + events +
+                             R"({"kind":"kvconform.trace_end/1"})" + "\n"),
+            std::vector<std::string>{"INPUT_FIELD_MISSING"});
+  EXPECT_EQ(CodesBothReaders(std::string(kHeader) + "\n" + events +
+                             R"({"kind":"kvconform.trace_end/1","events":-1})" + "\n"),
+            std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  // The header's member is a boolean (an unusable header stops the replay).
+  EXPECT_EQ(CodesBothReaders(Mutate(kHeader, R"("audit":"complete")",
+                                    R"("audit":"complete","end_record":"yes")") +
+                             "\n" + events),
+            std::vector<std::string>{"INPUT_FIELD_TYPE"});
+}
+
+TEST(TraceEndRecordTest, LinesAfterTheEndRecordAreReportedOnceAndNotReplayed) {
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const std::string end = R"({"kind":"kvconform.trace_end/1","events":4})" + std::string("\n");
+  // Two more lines: a second end record and an event that would be a sequence gap; neither is
+  // replayed, one code names both lines.
+  const Violations v = ValidateTraceJsonl(std::string(kHeader) + "\n" + events + end + end +
+                                              Ev(9, "read", R"("request_id":"R")") + "\n",
+                                          "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_END_MISMATCH"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].line, 7u);
+  EXPECT_NE(v[0].message.find("2 lines (lines 7-8) follow the end record of line 6"),
+            std::string::npos)
+      << v[0].message;
+  // Two traces concatenated: the second header follows the first trace's end record.
+  EXPECT_EQ(
+      CodesBothReaders(std::string(kHeader) + "\n" + events + end + kHeader + "\n" + events + end),
+      std::vector<std::string>{"TRACE_END_MISMATCH"});
+}
+
 // A base the handle never reached is named as the event named it (an audit, 2026-12-03: the
 // message gave only the replay's internal generation, "generation 3", for a base of 9).
 TEST(TraceCheckerTest, UnknownBaseMessageNamesTheEventsVersion) {
