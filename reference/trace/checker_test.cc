@@ -3556,6 +3556,39 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // C's own operation is left unterminated (what gating cannot attribute).
       {"probe81_a_mislabelled_replay_of_a_published_operation_raised_three_codes",
        {"TRACE_OPERATION_REQUEST_MISMATCH", "TRACE_OPERATION_UNTERMINATED"}},
+      // A mutation audit of the checker (2026-12-05, helper 95: 83 single-point mutants of
+      // event_types.cc, checker.cc and transfer_events.cc; 17 survived every test and the
+      // suite, 13 of them real gaps). Each trace below kills one survivor, named by its number:
+      // the rule it pins raised no code, or a second one, under the mutant.
+      // A late failure after the release names base 1, past the last readable snapshot 0.
+      {"mut4_a_late_record_after_release_names_a_base_past_the_last_readable_snapshot",
+       {"TRACE_SNAPSHOT_MISMATCH", "LIFECYCLE_TXN_UNKNOWN"}},
+      // A refused legal cancel_request that also claims a result: one root cause, one code.
+      {"mut7_a_rejected_cancel_request_claiming_a_result_raised_two_outcome_codes",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"mut9_an_allocation_claiming_a_result_snapshot_other_than_0", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"mut48_a_fork_claiming_a_result_snapshot_other_than_0", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"mut12_a_retried_start_that_changes_its_reused_draft_index", {"LIFECYCLE_RETRY_CONFLICT"}},
+      // A K-only then a V-only stage of one layer, the second claiming the V rows' bytes (32 of
+      // the token's 64): each stage's staged_payload_bytes counts the halves it stages.
+      {"mut16_k_only_and_v_only_stages_of_one_layer_count_their_own_bytes", {}},
+      // A torn read gates its request: a later read's claim is not a second code.
+      {"mut27_a_torn_read_gates_its_request", {"LIFECYCLE_TORN_READ"}},
+      // A live gated request allocated again at its own generation stays gated (it is not
+      // retired: its next event is not LIFECYCLE_HANDLE_RELEASED).
+      {"mut104_reallocating_a_live_gated_request_at_its_generation_keeps_it_gated",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
+      // The release keeps the request's cancel_request in its event index: an observation after
+      // the release may name it as its cause.
+      {"mut112_an_observation_caused_by_a_released_requests_cancel_request", {}},
+      // local_sequence 1 after 33 is one past the 32-event duplicate window: dropped, not
+      // replayed (its claim is not judged).
+      {"mut120_a_regression_one_past_the_duplicate_window_is_dropped",
+       {"TRACE_SEQUENCE_REGRESSION"}},
+      // An event naming a generation the id never had (3, between 0 and the live 5) is dropped
+      // and gates the request.
+      {"mut125_an_event_naming_a_generation_the_id_never_had_gates_it",
+       {"TRACE_HANDLE_GENERATION_MISMATCH"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
@@ -3566,6 +3599,24 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       EXPECT_EQ(test::CodeNames(v), want) << name << (fast ? " (fast readers)" : "") << "\n"
                                           << test::Describe(v);
     }
+  }
+}
+
+// Mutation audit, survivor 24: the first record of an operation whose transaction the receipt
+// window forgot closes it, so a second record is TRACE_OUTCOME_INVALID (at a receipt window of 1,
+// the release of another request forgets A's receipts; at the default 64 it takes 64 releases).
+TEST(TraceCheckerTest, MutantASecondRecordOfAForgottenOperationIsReported) {
+  for (const size_t window : {size_t{1}, size_t{64}}) {
+    CheckerOptions opt;
+    opt.receipt_window = window;
+    const Violations v = test::CheckSourceTrace(
+        "reference/trace/testdata/semantic/"
+        "mut24_a_second_record_of_an_operation_whose_receipt_was_forgotten.jsonl",
+        opt);
+    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OUTCOME_INVALID"})
+        << window << "\n"
+        << test::Describe(v);
+    EXPECT_EQ(v[0].line, 10u);
   }
 }
 

@@ -885,6 +885,11 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
        {"HANDOFF_STALE_GENERATION"}},
       {"probe31_an_in_flight_claim_at_the_last_visible_chunk_left_the_window_judged",
        {"TRACE_OBSERVATION_INCONSISTENT"}},
+      // Mutation audit (2026-12-05, survivor 202): transfer_protocol.jsonl with a transfer_reserve
+      // naming handle_generation 99 of a transfer of generation 6 passed under a mutant that
+      // dropped the check.
+      {"mut202_a_transfer_event_naming_another_handle_generation",
+       {"HANDOFF_TRACE_IDENTITY_MISMATCH"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
