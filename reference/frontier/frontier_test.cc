@@ -619,5 +619,48 @@ TEST(FrontierTest, RegressionRowsPastTheOutputAndCallsOfNoRow) {
             ErrorCode::FRONTIER_CACHE_COUNT_MISMATCH);
 }
 
+// A mutation audit of the frontier (2026-12-05, helper 94): each test below fails under the
+// mutant its comment names (three survivors of every other test).
+// Mutation audit 2026-12-05 (F11): the finish exemption of a request rolled back into its prompt
+// lasts only until it emits again; once it has, accepted drafts past the stop are
+// FRONTIER_ROWS_PAST_OUTPUT as for any request. Mutant: `if (rolled_into_prompt_ &&
+// outputs_.empty())` -> `if (rolled_into_prompt_)`.
+TEST(FrontierTest, ARolledBackRequestThatEmitsAgainKeepsTheRowsPastOutputRule) {
+  FrontierState f(2);
+  Publish(f, Prefill(2));
+  ASSERT_TRUE(f.Emit(0, 7).ok());
+  f.Truncate(1);  // into the prompt, with an output selected before
+  Publish(f, Prefill(1));
+  Publish(f, Mk(AppendPurpose::kVerify, 2, std::nullopt, {60, 61, 62}, 2));
+  ASSERT_TRUE(f.Emit(0, 60).ok());  // stop after the first accepted draft
+  EXPECT_EQ(f.CheckFinish().error(), ErrorCode::FRONTIER_ROWS_PAST_OUTPUT);
+}
+
+// Mutation audit 2026-12-05 (F18): a truncate into unemitted draft rows whose processed rows do not
+// reconcile with the outputs (here after an output emitted before its logits, a violation the
+// frontier applies and goes on from) stops following the frontier rather than guess. Mutant: `if
+// (processed_ != emitted + expected_tokens_.size())` -> `if (false)` in Truncate.
+TEST(FrontierTest, AnUnreconcilableDraftTruncateStopsFollowing) {
+  FrontierState f(1);
+  Publish(f, Prefill(1));
+  ASSERT_TRUE(f.Emit(0, 5).ok());
+  EXPECT_EQ(f.Emit(1, 6).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // applied anyway
+  Publish(f, Mk(AppendPurpose::kVerify, 3, 6, {7, 8}, 2));  // processed 3, emitted 2, queued 2
+  f.Truncate(3);
+  EXPECT_FALSE(f.tracked());
+}
+
+// Mutation audit 2026-12-05 (F20): completing the prompt makes output 0 ready only if no output was
+// emitted yet; after an output emitted before the prompt was complete (a violation the frontier
+// applies and goes on from), the prefill's logits ready no second output. Mutant: `ready_outputs_ =
+// (prompt_complete() && outputs_.empty()) ? 1 : 0` -> `prompt_complete() ? 1 : 0`.
+TEST(FrontierTest, APrefillAfterAnEarlyOutputReadiesNoSecondOutput) {
+  FrontierState f(2);
+  Publish(f, Prefill(1));
+  EXPECT_EQ(f.Emit(0, 7).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);  // applied anyway
+  Publish(f, Prefill(1));  // the prompt is complete now
+  EXPECT_EQ(f.Emit(1, 8).error(), ErrorCode::FRONTIER_OUTPUT_BEFORE_LOGITS);
+}
+
 }  // namespace
 }  // namespace kvc::frontier

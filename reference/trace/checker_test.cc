@@ -3589,6 +3589,13 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // and gates the request.
       {"mut125_an_event_naming_a_generation_the_id_never_had_gates_it",
        {"TRACE_HANDLE_GENERATION_MISMATCH"}},
+      // The lifecycle object's audit (helper 94) through the checker: under each mutant the rule
+      // raised no code, and the open operation was TRACE_OPERATION_UNTERMINATED or the trace
+      // passed.
+      {"mutK07_v_rows_staged_twice_by_v_only_stages", {"LIFECYCLE_LAYER_DUPLICATE"}},
+      {"mutK27_a_stage_under_another_cache_abi", {"LIFECYCLE_CACHE_ABI_MISMATCH"}},
+      {"mutK37_a_truncate_naming_a_stale_base", {"LIFECYCLE_STALE_BASE"}},
+      {"mutK38_a_release_naming_a_stale_base", {"LIFECYCLE_STALE_BASE"}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {

@@ -649,7 +649,9 @@ TEST(KvObjectTest, RegressionAKeptIdReusedAfterItWasForgottenNamesAnotherRecord)
   EXPECT_EQ(o.FindTxn("x"), nullptr);
   ASSERT_NE(o.FindTxn("y"), nullptr) << "y is the live life's record now";
   EXPECT_EQ(o.FindTxn("y")->incarnation, 1u);
-  // Another handle reuses an id A's kept list still names; forgetting A leaves B's record.
+  // Another handle reuses id x; forgetting A leaves B's record. (A's kept list names no x by
+  // now, so this step cannot tell a ForgetReleased that ignores the list's marks:
+  // ForgetReleasedLeavesAnotherHandlesRecordUnderAnIdItsKeptListStillNames drives that case.)
   ASSERT_TRUE(o.Allocate("B", "B", 0).ok());
   ASSERT_TRUE(o.BeginAppend(Append("x", *o.Read("B"), 1)).ok());
   ASSERT_TRUE(o.ForgetReleased("A").ok());
@@ -828,6 +830,120 @@ TEST(KvObjectTest, RegressionAMovedFromObjectReachesNoRecords) {
 TEST(KvObjectTest, RegressionAnAbiOfNoLayerHoldsNoHandle) {
   KvObject o(CacheAbi{"abi0", 0, "post_rope"});
   EXPECT_EQ(Code(o.Allocate("H", "L")), ErrorCode::INPUT_VALUE_OUT_OF_RANGE);
+}
+
+// A mutation audit of the lifecycle object and the frontier (2026-12-05, helper 94: 66 single-point
+// mutants; 13 survived reference_tests, conformance_tests and the suite, 10 of them real gaps).
+// Each test below fails under the mutant its comment names and passes on the object.
+// Mutation audit 2026-12-05 (K04): a CANCELLED handle admits no new work, a repair append included
+// (only FINISHED admits a repair). Mutant: `if (s.phase == Phase::kCancelled)` -> `if (false)` in
+// AdmitAppend.
+TEST(KvObjectTest, ARepairAppendOnACancelledHandleIsRefused) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("h", "", 0).ok());
+  AppendAll(o, "p", "h", 2);
+  auto c = o.CancelRequest("h");
+  ASSERT_TRUE(c.ok());
+  BeginAppendRequest r = Append("r", *c, 1);
+  r.repair = true;
+  auto t = o.BeginAppend(r);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(Code(t), ErrorCode::LIFECYCLE_HANDLE_TERMINAL);
+  EXPECT_EQ(o.FindTxn("r"), nullptr);
+}
+
+// Mutation audit 2026-12-05 (K07): V rows of a layer staged twice are LIFECYCLE_LAYER_DUPLICATE
+// even when that call stages no K rows. Mutant: `if ((k && l.k) || (v && l.v))` -> `if ((k &&
+// l.k))` in StageLayer.
+TEST(KvObjectTest, VRowsStagedTwiceAreADuplicate) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("h", "", 0).ok());
+  const Snapshot s = *o.Read("h");
+  ASSERT_TRUE(o.BeginAppend(Append("t", s, 1)).ok());
+  StageLayerRequest v_only = Stage("t", 0, {0, 1});
+  v_only.k = false;
+  ASSERT_TRUE(o.StageLayer(v_only).ok());
+  auto again = o.StageLayer(v_only);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(Code(again), ErrorCode::LIFECYCLE_LAYER_DUPLICATE);
+}
+
+// Mutation audit 2026-12-05 (K27): layer rows staged under another cache ABI are
+// LIFECYCLE_CACHE_ABI_MISMATCH (the transaction's ABI is the object's). Mutant: `if
+// (!cache_abi.empty() && cache_abi != abi_.id)`
+// -> `if (false)` in StageLayer.
+TEST(KvObjectTest, RowsStagedUnderAnotherAbiAreRefused) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("h", "", 0).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("t", *o.Read("h"), 1)).ok());
+  StageLayerRequest st = Stage("t", 0, {0, 1});
+  st.cache_abi = "abi-other";
+  auto r = o.StageLayer(st);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Code(r), ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH);
+  EXPECT_FALSE(o.FindTxn("t")->layers[0].k);
+}
+
+// Mutation audit 2026-12-05 (K32): ForgetReleased erases only the records its kept lists name, not
+// another handle's record under an id the list still names after it was forgotten and reused.
+// Mutant: `t != txns_.end() && IsKept(t->second, handle_id)` -> `t != txns_.end()` in
+// ForgetReleased.
+TEST(KvObjectTest, ForgetReleasedLeavesAnotherHandlesRecordUnderAnIdItsKeptListStillNames) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("x", *o.Read("A"), 1)).ok());  // left open
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // x kept (open)
+  ASSERT_TRUE(o.CancelTxn("x").ok());             // a late record closes it
+  ASSERT_TRUE(o.Allocate("A", "A", 1).ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // x forgotten; its id stays in A's kept list
+  ASSERT_EQ(o.FindTxn("x"), nullptr);
+  ASSERT_TRUE(o.Allocate("B", "B", 0).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("x", *o.Read("B"), 1)).ok());  // B reuses the id
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetReleased("A").ok());
+  ASSERT_NE(o.FindTxn("x"), nullptr) << "B's open transaction was erased";
+  EXPECT_EQ(o.FindTxn("x")->request.handle_id, "B");
+}
+
+// Mutation audit 2026-12-05 (K33): forgetting receipts before incarnation N keeps a closed kept
+// record of incarnation >= N. Mutant: drop `t->second.incarnation >= before_incarnation ||`
+// (closed_kept walk).
+TEST(KvObjectTest, AClosedKeptRecordOfALaterIncarnationIsNotForgotten) {
+  KvObject o(kAbi);
+  ASSERT_TRUE(o.Allocate("A", "A", 0).ok());
+  ASSERT_TRUE(o.BeginAppend(Append("x", *o.Read("A"), 1)).ok());  // left open
+  ASSERT_TRUE(o.Finish("A").ok());
+  ASSERT_TRUE(o.Release("A").ok());
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 1).ok());  // x (incarnation 0) kept
+  ASSERT_TRUE(o.CancelTxn("x").ok());             // closed late: listed as closed kept
+  ASSERT_TRUE(o.ForgetFinalTxnsOf("A", 0).ok());  // nothing is before incarnation 0
+  EXPECT_NE(o.FindTxn("x"), nullptr);
+}
+
+// Mutation audit 2026-12-05 (K37 / K38): truncate and release are compare-and-set on the expected
+// base: a stale one is LIFECYCLE_STALE_BASE and changes nothing. Mutants: drop
+// `KVC_RETURN_IF_ERROR(CheckExpected(h->current, expected, "truncate"))` (K37) / "release" (K38).
+TEST(KvObjectTest, ATruncateOnAStaleBaseIsRefused) {
+  KvObject o(kAbi);
+  const Snapshot s0 = *o.Allocate("h", "", 0);
+  const Snapshot s1 = AppendAll(o, "p", "h", 4);
+  auto r = o.Truncate("h", 1, s0.base());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Code(r), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_EQ(*o.Read("h"), s1);
+}
+TEST(KvObjectTest, AReleaseOnAStaleBaseIsRefused) {
+  KvObject o(kAbi);
+  const Snapshot s0 = *o.Allocate("h", "", 0);
+  AppendAll(o, "p", "h", 4);
+  const Snapshot fin = *o.Finish("h");
+  auto r = o.Release("h", s0.base());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Code(r), ErrorCode::LIFECYCLE_STALE_BASE);
+  EXPECT_EQ(*o.Read("h"), fin);
 }
 
 }  // namespace
