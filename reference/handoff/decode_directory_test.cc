@@ -145,5 +145,41 @@ TEST(WarmDestination, RegressionAPrefixNamedLikeAnAttemptHandleIsRefused) {
   EXPECT_EQ(h->cache_snapshot.committed_length, 8u);
 }
 
+// A mutation audit of the handoff state machines (2026-12-05, helper 96: 110 single-point
+// mutants of reference/handoff/; 30 survived reference_tests, conformance_tests and the suite,
+// 23 of them real gaps). Each test below fails under the mutant its comment names.
+// Mutation audit 2026-12-05 (M80, PublishIfGenerationCurrent: the replay's generation check
+// dropped): a transfer id published under generation 3 and presented again under generation 4 is
+// not an idempotent retry (0x06A: only when the identity also matches); the mutant returned
+// generation 3's handle as a successful replay for generation 4.
+TEST(DecodeDirectoryTest, ATransferIdRepublishedUnderANewerGenerationIsNotAReplay) {
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.ReserveGeneration("r", 3).ok());
+  ASSERT_TRUE(d.OpenDestination("r", 3, "x", 0, 4).ok());
+  ASSERT_TRUE(d.StageLayer("x", 0, 0, 4).ok());
+  ASSERT_TRUE(d.StageLayer("x", 1, 0, 4).ok());
+  ASSERT_TRUE(d.PublishIfGenerationCurrent("r", 3, "x", "digest-a").ok());
+  ASSERT_TRUE(d.ReserveGeneration("r", 4).ok());
+  const auto again = d.PublishIfGenerationCurrent("r", 4, "x", "digest-a");
+  EXPECT_EQ(again.status().error(), ErrorCode::HANDOFF_DUPLICATE_CORRUPTION);
+  EXPECT_EQ(d.publications(), 1u);
+}
+
+// Mutation audit 2026-12-05 (M69, OpenDestinationOnto: the re-opened handle's length check
+// dropped): a second opening of the same attempt handle after it grew past the prefix is a coverage
+// mismatch at the directory (the mutant passed it to the lifecycle object, which answered with its
+// own code).
+TEST(DecodeDirectoryTest, AReopenedAttemptHandleMustStillEndWhereTheTransferStarts) {
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.PublishVisiblePrefix("P", 8).ok());
+  ASSERT_TRUE(d.ReserveGeneration("r", 7).ok());
+  ASSERT_TRUE(d.OpenDestinationOnto("r", 7, "a", 8, 4, "P").ok());
+  ASSERT_TRUE(d.StageLayer("a", 0, 8, 4).ok());
+  ASSERT_TRUE(d.StageLayer("a", 1, 8, 4).ok());
+  ASSERT_TRUE(d.PublishIfGenerationCurrent("r", 7, "a", "digest-a").ok());  // r@g7 holds 12
+  EXPECT_EQ(d.OpenDestinationOnto("r", 7, "b", 8, 4, "P").error(),
+            ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+}
+
 }  // namespace
 }  // namespace kvc::handoff

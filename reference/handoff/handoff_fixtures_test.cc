@@ -1,6 +1,7 @@
 // The bundled M5.6 handoff fixtures reproduce the seed's worked numbers by computation.
 #include <gtest/gtest.h>
 
+#include "reference/base/canonical_json.h"
 #include "reference/handoff/handoff_manifest.h"
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_trace.h"
@@ -152,6 +153,38 @@ TEST(TransferProtocolFixture, RegressionARetriedPublicationKeepsTheFirstTime) {
   const Violations x = ValidateTransferProtocol(late);
   ASSERT_FALSE(x.empty());
   EXPECT_EQ(x[0].code, ErrorCode::HANDOFF_ABORT_PUBLISHED) << test::Describe(x);
+}
+
+// Mutation audit 2026-12-05 (helper 96, M104: the partition's `tp_rank >= tp_size` check as
+// `>`): a rank equal to tp_size names no rank of the group, whatever the digest says (the test
+// recomputes it, so the partition rule alone decides).
+TEST(HandoffManifestFixture, ATensorParallelRankEqualToTheGroupSizeIsInvalid) {
+  Json m = test::LoadJson("fixtures/m5_6/handoff/handoff_manifest.json");
+  Json& part = m["tensor_abi"]["partition"];
+  ASSERT_EQ(part["tp_size"], 1);
+  part["tp_rank"] = 1;
+  part["kv_head_offset"] = 1;
+  auto digest = CanonicalSha256(m["tensor_abi"]);
+  ASSERT_TRUE(digest.ok());
+  m["tensor_abi_sha256"] = *digest;
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_ABI_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/tensor_abi/partition");
+}
+
+// Mutation audit 2026-12-05 (helper 96, M124: the plan's window check `window < largest chunk`
+// as `<=`): a credit window exactly the size of the largest chunk is enough (0x06B: every chunk
+// can be in flight alone); one byte less is HANDOFF_CREDIT_WINDOW_TOO_SMALL. The timeline sends
+// one 1 KiB chunk at a time (reference/handoff/testdata/window_equals_largest_chunk.json).
+TEST(TransferProtocolFixture, ACreditWindowEqualToTheLargestChunkIsEnough) {
+  Json doc = test::LoadJson("reference/handoff/testdata/window_equals_largest_chunk.json");
+  ASSERT_EQ(doc["credit_capacity_bytes"], 1024);
+  EXPECT_TRUE(ValidateTransferProtocol(doc).empty())
+      << test::Describe(ValidateTransferProtocol(doc));
+  doc["credit_capacity_bytes"] = 1023;
+  EXPECT_EQ(test::CodeNames(ValidateTransferProtocol(doc)),
+            std::vector<std::string>{"HANDOFF_CREDIT_WINDOW_TOO_SMALL"});
 }
 
 }  // namespace

@@ -57,5 +57,60 @@ TEST(Release, PromotionNeedsGatesAndLegalEdges) {
   EXPECT_EQ(r.Transition("ACTIVE", ok).error(), ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID);
 }
 
+// A mutation audit of the handoff state machines (2026-12-05, helper 96: 110 single-point
+// mutants of reference/handoff/; 30 survived reference_tests, conformance_tests and the suite,
+// 23 of them real gaps). Each test below fails under the mutant its comment names.
+PromotionGates PassingGates() {
+  PromotionGates ok;
+  ok.deployment_manifest_verified = ok.failure_injection_passed = ok.colocated_fallback_healthy =
+      ok.rollback_drill_completed = true;
+  ok.canary_samples = 10;
+  ok.min_canary_samples = 10;
+  ok.ttft_attainment_ppm = ok.tpot_attainment_ppm = ok.slo_target_ppm = 990000;
+  ok.transfer_failure_ppm = 100;
+  ok.max_transfer_failure_ppm = 100;
+  ok.net_margin_us = 5;
+  ok.safety_margin_us = 1;
+  return ok;
+}
+
+// Mutation audit 2026-12-05 (M83, RollbackMachine: the incident-trace gate dropped):
+// ROLLBACK_COMPLETE needs the incident trace to keep its source pins and manifest (0x0FG).
+TEST(Rollback, RollbackCompleteNeedsTheIncidentTracePins) {
+  RollbackMachine m;
+  for (size_t i = 0; i + 1 < kRollbackSteps.size(); ++i)
+    ASSERT_TRUE(m.Apply(kRollbackSteps[i], CleanGate()).ok());
+  RollbackGate g = CleanGate();
+  g.incident_trace_preserves_pins = false;
+  EXPECT_EQ(m.Apply("ROLLBACK_COMPLETE", g).error(), ErrorCode::HANDOFF_ROLLBACK_GATE_UNMET);
+  EXPECT_FALSE(m.complete());
+}
+
+// Mutation audit 2026-12-05 (M86 / M85 / M89, CheckPromotionGates): each bound is exact. At the
+// bound the gate passes; one past it fails (transfer failures above the bound, one canary sample
+// short, TPOT below target).
+TEST(Release, PromotionGateBoundsAreExact) {
+  EXPECT_TRUE(CheckPromotionGates(PassingGates()).ok());
+  PromotionGates failures = PassingGates();
+  failures.transfer_failure_ppm = 101;
+  EXPECT_EQ(CheckPromotionGates(failures).error(), ErrorCode::HANDOFF_RELEASE_GATE_FAILED);
+  PromotionGates samples = PassingGates();
+  samples.canary_samples = 9;
+  EXPECT_EQ(CheckPromotionGates(samples).error(), ErrorCode::HANDOFF_RELEASE_GATE_FAILED);
+  PromotionGates tpot = PassingGates();
+  tpot.tpot_attainment_ppm = 989999;
+  EXPECT_EQ(CheckPromotionGates(tpot).error(), ErrorCode::HANDOFF_RELEASE_GATE_FAILED);
+}
+
+// Mutation audit 2026-12-05 (M87, ReleaseMachine: PINNED -> ROLLED_BACK allowed): a release that
+// never left PINNED has nothing to roll back (0x0FF: ROLLED_BACK only from SHADOW, CANARY or
+// ACTIVE).
+TEST(Release, APinnedReleaseCannotRollBack) {
+  ReleaseMachine r;
+  EXPECT_EQ(r.Transition("ROLLED_BACK", PassingGates()).error(),
+            ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID);
+  EXPECT_EQ(r.state(), "PINNED");
+}
+
 }  // namespace
 }  // namespace kvc::handoff

@@ -540,5 +540,199 @@ TEST(TransferTxn, RegressionARefusedReservationChangesNothing) {
   EXPECT_TRUE(first->AdmitDecode(*h7).ok()) << "generation 7 is still the current publication";
 }
 
+// A mutation audit of the handoff state machines (2026-12-05, helper 96: 110 single-point
+// mutants of reference/handoff/; 30 survived reference_tests, conformance_tests and the suite,
+// 23 of them real gaps). Each test below fails under the mutant its comment names.
+// Mutation audit 2026-12-05 (M6, transfer_txn.cc CheckPlan: `s != at` -> `s > at`): a layer whose
+// chunks overlap without leaving a gap is not "covered exactly once" (0x06D: complete layer/token
+// coverage).
+TEST(TransferTxnTest, OverlappingChunksWithoutAGapAreACoverageMismatch) {
+  TransferPlan p = TwoLayerPlan();
+  p.chunks.push_back({"c4", 0, 0, 4, 512, Sha256Hex("x7c4")});  // layer 0 tokens [0,4) again
+  const auto issues = CheckPlan(p);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  Rig r;
+  EXPECT_EQ(TransferTxn::Create(p, &r.credits, &r.pool, &r.directory).status().error(),
+            ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+}
+
+// Mutation audit 2026-12-05 (M3, CheckPlan: `c.layer >= num_layers` -> `>`): a chunk naming layer
+// == num_layers, with the layer it displaces absent, passed the plan (the uncovered-layer count saw
+// 2 layers with chunks).
+TEST(TransferTxnTest, AChunkAtLayerNumLayersIsOutOfRange) {
+  TransferPlan p = TwoLayerPlan();
+  p.chunks[2].layer = 2;  // layer 1's chunks move to "layer 2" of a 2-layer plan
+  p.chunks[3].layer = 2;
+  const auto issues = CheckPlan(p);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].chunk_index, 2);
+}
+
+// Mutation audit 2026-12-05 (M20, Send: RejectIfFenced dropped): a send after the abort is a late
+// operation, refused; the mutant accepted it and moved the chunk to SENT after the transaction was
+// ABORTED.
+TEST(TransferTxnTest, SendAfterAbortIsALateCompletion) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->AcquireCredit("c0").ok());
+  ASSERT_TRUE(t->Abort("route lost").ok());
+  EXPECT_EQ(t->Send("c0", 10, 0).error(), ErrorCode::HANDOFF_LATE_COMPLETION);
+  EXPECT_EQ(t->chunk_state("c0"), ChunkState::kCreditAcquired);
+}
+
+// Mutation audit 2026-12-05 (M13, AcquireCredit: RejectIfFenced dropped): an acquisition after
+// abort is the late-completion code, not a transition code (the mutant answered
+// HANDOFF_TXN_TRANSITION_INVALID).
+TEST(TransferTxnTest, CreditAcquisitionAfterAbortIsALateCompletion) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->Abort("route lost").ok());
+  EXPECT_EQ(t->AcquireCredit("c0").error(), ErrorCode::HANDOFF_LATE_COMPLETION);
+  EXPECT_EQ(r.credits.in_flight(), 0u);
+}
+
+// Mutation audit 2026-12-05 (M11, Reserve: the PLANNED check dropped): a second reservation is an
+// illegal request transition (the mutant reserved the pool again and answered
+// HANDOFF_STALE_GENERATION).
+TEST(TransferTxnTest, ReservingTwiceIsATransitionError) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  EXPECT_EQ(t->Reserve().error(), ErrorCode::HANDOFF_TXN_TRANSITION_INVALID);
+  EXPECT_EQ(t->state(), TxnState::kReserved);
+  EXPECT_EQ(r.pool.unpublished(), 2u);
+}
+
+// Mutation audit 2026-12-05 (M34, Validate ignores source_worker_epoch): every member of the
+// identity fence is checked; the existing test varies only destination_worker_epoch.
+TEST(TransferTxnTest, ValidationChecksTheSourceWorkerEpoch) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  for (const auto& c : t->plan().chunks) Deliver(*t, c);
+  TransferIdentity other = t->plan().identity;
+  other.source_worker_epoch += 1;
+  const Status s = t->Validate(other, t->plan().tensor_abi_sha256);
+  EXPECT_EQ(s.error(), ErrorCode::HANDOFF_IDENTITY_MISMATCH);
+  EXPECT_EQ(t->state(), TxnState::kTransferring);
+}
+
+// Mutation audit 2026-12-05 (M57, Abort: the ABORTED early return dropped): a repeated abort is
+// idempotent: it neither needs a reason again nor replaces the recorded one (0x06E records the
+// terminal failure once).
+TEST(TransferTxnTest, ARepeatedAbortIsIdempotent) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  ASSERT_TRUE(t->Abort("decode worker lost").ok());
+  EXPECT_TRUE(t->Abort("").ok()) << "a repeated abort changes nothing, reason or not";
+  EXPECT_TRUE(t->Abort("second reason").ok());
+  const Status late = t->Receive("c0", t->plan().chunks[0].checksum);
+  EXPECT_EQ(late.error(), ErrorCode::HANDOFF_LATE_COMPLETION);
+  EXPECT_NE(late.message().find("decode worker lost"), std::string::npos) << late.message();
+}
+
+// Mutation audit 2026-12-05 (M53, ReleaseHeld: CancelDestination skipped): abort cancels the
+// attempt's destination append transaction (0x06E: cancel outstanding work, release unpublished
+// destination state); the mutant left it OPEN in the destination's lifecycle object.
+TEST(TransferTxnTest, AbortCancelsTheDestinationAppend) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  const lifecycle::AppendTxn* open = r.directory.cache().FindTxn("x7");
+  ASSERT_NE(open, nullptr);
+  EXPECT_EQ(open->state, lifecycle::TxnState::kOpen);
+  ASSERT_TRUE(t->Abort("route lost").ok());
+  const lifecycle::AppendTxn* after = r.directory.cache().FindTxn("x7");
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->state, lifecycle::TxnState::kAborted);
+}
+
+// Mutation audit 2026-12-05 (M46, AdmitDecode: the directory's live-handle check dropped): once the
+// decode side released the publication in the directory, its handle admits no decode (0x06D: admit
+// only from the published handle); the mutant admitted it because the transaction object was not
+// told.
+TEST(TransferTxnTest, AHandleReleasedInTheDirectoryAdmitsNoDecode) {
+  Rig r;
+  auto t = TransferTxn::Create(TwoLayerPlan(), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->Reserve().ok());
+  for (const auto& c : t->plan().chunks) Deliver(*t, c);
+  ASSERT_TRUE(t->Validate(t->plan().identity, t->plan().tensor_abi_sha256).ok());
+  auto h = t->Publish();
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(r.directory.ReleasePublished(*h).ok());
+  ASSERT_EQ(r.directory.Lookup("req-1"), nullptr);
+  EXPECT_EQ(t->AdmitDecode(*h).error(), ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
+  EXPECT_FALSE(t->decode_admitted());
+}
+
+// Mutation audit 2026-12-05 (M4, CheckPlan: `c.token_start < plan.token_start` dropped): a chunk
+// starting before a warm plan's first token is reported at that chunk (the mutant still raised a
+// coverage code, but at layer level, chunk_index -1: "overlap at token 4").
+TEST(TransferTxnTest, AChunkBeforeTheWarmPlanStartIsReportedAtTheChunk) {
+  TransferPlan p = TwoLayerPlan();
+  p.visible_prefix_handle = "P";
+  p.token_start = 8;
+  for (auto& c : p.chunks) c.token_start += 8;
+  ASSERT_TRUE(CheckPlan(p).empty());
+  p.chunks[0].token_start = 4;  // layer 0: [4,8) [12,16)
+  const auto issues = CheckPlan(p);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].chunk_index, 0);
+}
+
+// Mutation audit 2026-12-05 (M5, CheckPlan: `*c_end > *end` -> `> *end + 1`): a chunk ending one
+// token past the plan is reported at that chunk as outside the plan's tokens.
+TEST(TransferTxnTest, AChunkEndingOnePastThePlanIsReportedAtTheChunk) {
+  TransferPlan p = TwoLayerPlan();
+  p.chunks[1].token_start = 5;  // layer 0: [0,4) [5,9) of a plan [0,8)
+  const auto issues = CheckPlan(p);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].chunk_index, 1);
+}
+
+// Mutation audit 2026-12-05 (M136, OpenDestinationOnto: a refused opening keeps its fork): the warm
+// twin of probe 15's regression (RegressionARefusedReservationChangesNothing covers only the cold
+// OpenDestination). Generation 8 reusing generation 7's transfer id is refused at the append, and
+// the fork req-1@g8 of the visible prefix it created must go with it; the mutant left it behind.
+TEST(TransferTxnTest, ARefusedWarmReservationLeavesNoForkBehind) {
+  Rig r;
+  ASSERT_TRUE(r.directory.PublishVisiblePrefix("P", 8).ok());
+  auto warm = [](uint64_t generation) {
+    TransferPlan p = TwoLayerPlan(generation, "x7");  // the same transfer id for both
+    p.visible_prefix_handle = "P";
+    p.token_start = 8;
+    for (auto& c : p.chunks) c.token_start += 8;
+    return p;
+  };
+  auto first = TransferTxn::Create(warm(7), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->Reserve().ok());
+  for (const auto& c : first->plan().chunks) Deliver(*first, c);
+  ASSERT_TRUE(first->Validate(first->plan().identity, first->plan().tensor_abi_sha256).ok());
+  ASSERT_TRUE(first->Publish().ok());
+  const size_t handles = r.directory.cache().handle_count();
+  auto refused = TransferTxn::Create(warm(8), &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->Reserve().error(), ErrorCode::LIFECYCLE_RETRY_CONFLICT);
+  EXPECT_EQ(r.directory.cache().handle_count(), handles) << "no fork left behind";
+  EXPECT_EQ(r.directory.cache().Find("req-1@g8"), nullptr);
+  EXPECT_EQ(r.directory.CurrentGeneration("req-1"), 7u);
+  EXPECT_EQ(r.pool.unpublished(), 0u);
+}
+
 }  // namespace
 }  // namespace kvc::handoff
