@@ -349,3 +349,24 @@ TEST(KvBytesDocument, ScaleChecksValidateAndBadDocumentsRaiseOneCode) {
 
 }  // namespace
 }  // namespace kvc
+
+// A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
+// mutants of reference/ledger/, reference/saved_work/, reference/service/ and
+// reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
+// test below fails under the mutant its comment names (checked against the mutant's library).
+namespace kvc::mutation_audit {
+namespace {
+
+// Mutation audit 2026-12-05 (M10): GeometryFromHfConfig accepts num_attention_heads not a multiple
+// of num_key_value_heads.
+TEST(KvBytesRules, HfConfigHeadsNotAMultipleOfKvHeadsIsRefused) {
+  Json cfg = Json::parse(R"({"num_hidden_layers": 2, "num_attention_heads": 6,
+      "num_key_value_heads": 4, "head_dim": 8, "torch_dtype": "bfloat16"})");
+  auto g = GeometryFromHfConfig(cfg, "");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(g.status().message()).find("is not a multiple of"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvc::mutation_audit

@@ -126,3 +126,47 @@ TEST(ServiceMetrics, RationalsAreReduced) {
 
 }  // namespace
 }  // namespace kvc
+
+// A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
+// mutants of reference/ledger/, reference/saved_work/, reference/service/ and
+// reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
+// test below fails under the mutant its comment names (checked against the mutant's library).
+namespace kvc::mutation_audit {
+namespace {
+
+// Mutation audit 2026-12-05 (M92): ComputeRequestMetrics refuses a finish before the last output (y
+// = 5, 10; finish 7). Unreachable through a service trace (its events are time-ordered), but the
+// public calculator computed E2E 7 without it.
+TEST(ServiceMetricsRules, MetricsFinishBeforeTheLastOutputIsAnError) {
+  RequestEndpoints r{0, {5, 10}, 7, 12, true, {{0, 0}, {3, 2}, {12, 0}}};
+  auto m = ComputeRequestMetrics(r, SloLimits{15, 10}, 64);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Mutation audit 2026-12-05 (M93): ComputeRequestMetrics refuses a release before finish (finish
+// 10, release 8); the mutant returned a release lag wrapped to 2^64 - 2.
+TEST(ServiceMetricsRules, MetricsReleaseBeforeFinishIsAnError) {
+  RequestEndpoints r{0, {5}, 10, 8, true, {{0, 0}, {3, 2}, {8, 0}}};
+  auto m = ComputeRequestMetrics(r, SloLimits{15, 10}, 64);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Mutation audit 2026-12-05 (M96): goodput_fraction is SLO-valid over COMPLETED requests (1/1
+// here), not over all requests (the mutant's 1/2). Unreachable through a closed service trace,
+// where every request completes.
+TEST(ServiceMetricsRules, AggregateGoodputFractionDividesByCompleted) {
+  RequestMetrics good, open;
+  good.outputs = 1;
+  good.completed = true;
+  good.slo_valid = true;
+  open.outputs = 0;
+  auto a = ComputeAggregateMetrics(std::vector<RequestMetrics>{good, open}, 100, 1000);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(a->goodput_fraction.has_value());
+  EXPECT_EQ(*a->goodput_fraction, (Rational{1, 1}));
+}
+
+}  // namespace
+}  // namespace kvc::mutation_audit
