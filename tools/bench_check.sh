@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of `kvconform check`: events/s vs simdjson parse-only of the same file, and peak RSS.
 # Usage: tools/bench_check.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER] [MIX] [ARRIVALS]
-#   (defaults 1000000 64 2 short request decode;
+#   (defaults 1000000 64 2 short request decode together;
 # e.g. 10000000 10000 for 10M events with 10k concurrent requests; LAYERS is the model's
 # cache-producing layers: one append_stage_layer event per layer per step, 32 for a 7-8B model;
 # IDS is gen-trace's --ids: short (r0, r1, ...) or runtime (38-byte request ids like vLLM's and a
@@ -12,8 +12,8 @@
 # publications, fork children, cancelled requests, reads, speculative verifications, reorders,
 # observations; ORDER request only); ARRIVALS is gen-trace's --arrivals: together (every
 # request decodes the same steps, so slots are refilled at once) or staggered (decode lengths
-# drawn from [0, 2 x 32]: requests arrive and leave at spread times)). Prints figures
-# only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
+# drawn from [0, 2 x 32], a draw of 0 decoding one: requests arrive and leave at spread times)).
+# Prints figures only; not a test. Also prints the steady-state ratio: both sides less their start-up and exit,
 # timed on the trace's header alone (a CUDA build loads cuBLASLt/UCX: ~80 ms on each side). Uses
 # build/bin/kvconform (KVCONFORM=... to override) and /usr/bin/time -v; RUNS=3 runs per side, the
 # two sides alternating (check, parse-only, check, ...), best run per side (and the medians).

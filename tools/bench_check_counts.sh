@@ -2,8 +2,9 @@
 # Deterministic companion of tools/bench_check.sh: instructions and simulated cache misses per
 # event of `kvconform check` and of `check --parse-only` on one generated trace (cachegrind), for
 # comparing builds on a host whose wall clock is noisy. Prints figures only; not a test.
-# Usage: tools/bench_check_counts.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER]
-#   (defaults 100000 64 2 short request; the arguments are bench_check.sh's, see there).
+# Usage: tools/bench_check_counts.sh [EVENTS] [REQUESTS] [LAYERS] [IDS] [ORDER] [MIX] [ARRIVALS]
+#   (defaults 100000 64 2 short request decode together; the arguments are bench_check.sh's, see
+#   there).
 # The last level is simulated as LL=SIZE,ASSOC,LINE (default 524288,8,64: this CPU's L2 per
 # core; the shared L3 is not modelled); LL=8388608,16,64 models a share of an L3. Needs
 # valgrind (Debian package `valgrind`; not needed by CI). Counts include process start-up

@@ -176,6 +176,7 @@ def check_file(path, explicit, header_v, event_v, out, end_v=None):
             return True, errors
         return False, 0
     lines = data.split(b"\n")
+    cut = bool(lines) and lines[-1] != b""  # no final newline (kvconform check: TRACE_TRUNCATED)
     if lines and lines[-1] == b"":
         lines.pop()  # the final line's "\n" ends it; it does not start another
     if not lines:
@@ -203,11 +204,17 @@ def check_file(path, explicit, header_v, event_v, out, end_v=None):
         return True, errors
 
     end_line = 0  # the end record's line
+    last_unread = False  # the last line is not one JSON value
+    if cut and len(lines) > 1:
+        # Like the checker, a cut event line is reported as cut and not read.
+        err(len(lines), "$", "the file ends in the middle of this line (no final newline; "
+            "kvconform check: TRACE_TRUNCATED)")
+        lines.pop()
     for n, raw in enumerate(lines, 1):
-        if end_line:
-            err(n, "$", f"a line after the end record of line {end_line}: the end record is the "
-                f"trace's last line (kvconform check: TRACE_END_MISMATCH)")
-            continue
+        if end_line:  # one report for every line after the record, as the checker's
+            err(n, "$", f"{len(lines) - n + 1} line(s) from here follow the end record of line "
+                f"{end_line}, the trace's last line (kvconform check: TRACE_END_MISMATCH)")
+            break
         if n == 1:
             if header_problem is not None:
                 continue  # reported above; the events are still checked
@@ -215,8 +222,10 @@ def check_file(path, explicit, header_v, event_v, out, end_v=None):
         else:
             try:
                 value = parse_line(raw)
+                last_unread = False
             except LineError as e:
                 err(n, "$", str(e))
+                last_unread = True
                 continue
         for pointer, msg in _form_errors(value):
             err(n, pointer, msg)
@@ -231,18 +240,25 @@ def check_file(path, explicit, header_v, event_v, out, end_v=None):
             for pointer, msg in _unique(value.get("expected_final_states"), "request_id",
                                         "expected_final_states"):
                 err(n, pointer, msg.replace("declared twice", "listed twice"))
-        is_end = n > 1 and isinstance(value, dict) and value.get("kind") == END_KIND
+        # As in the checker: a line whose kind is the end record's and that names no event_id.
+        is_end = (n > 1 and isinstance(value, dict) and value.get("kind") == END_KIND
+                  and "event_id" not in value)
+        if n > 1 and not is_end:
+            # The checker cannot read an event without a string event_id (or a header-like line):
+            # a missing end record is then not reported beside it.
+            last_unread = not (isinstance(value, dict) and isinstance(value.get("event_id"), str))
         if is_end:
             end_line = n
-            if type(value.get("events")) is int and value["events"] != n - 2:
+            count = value.get("events")
+            if type(count) is int and 0 <= count <= 0xFFFFFFFF and count != n - 2:
                 err(n, "$.events", f"the end record counts {value['events']} event lines; the "
                     f"trace holds {n - 2} before it (kvconform check: TRACE_END_MISMATCH)")
         validator = header_v if n == 1 else end_v if is_end else event_v
         for e in validator.iter_errors(value):
             err(n, e.json_path, e.message)
-    if (not end_line and header_problem is None and isinstance(header, dict)
-            and header.get("end_record") is True):
-        err(len(lines), "$", "the header requires an end record (end_record: true) and the "
+    if (not end_line and not cut and not last_unread and header_problem is None
+            and isinstance(header, dict) and header.get("end_record") is True):
+        err(len(lines) + 1, "$", "the header requires an end record (end_record: true) and the "
             "trace ends without one (kvconform check: TRACE_END_MISSING)")
     return True, errors
 

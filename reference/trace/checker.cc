@@ -1193,9 +1193,11 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   if (end_line_ != 0) {  // the end record ended the trace: later lines are counted, not replayed
     if (after_end_lines_++ == 0) after_end_first_ = line_no;
     after_end_last_ = line_no;
+    after_end_empty_ += line.empty();
     return;
   }
-  if (line_no > 1 && (line.empty() || err || !root.is_object()))
+  last_line_unread_ = line_no > 1 && (line.empty() || err || !root.is_object());
+  if (last_line_unread_)
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
     if (!line.empty() && line.substr(0, 3) != "\xEF\xBB\xBF" &&
@@ -2014,11 +2016,16 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     current_ = {};  // a header names no event or request
     std::string_view kind;
     const bool is_text = kind_value.get_string().get(kind) == simdjson::SUCCESS;
-    Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
-           "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
-               " on line " + std::to_string(line_) +
-               ": only line 1 is the header, every later line is an event (two traces "
-               "concatenated?); the line is not replayed");
+    if (is_text && kind.substr(0, 20) == "kvconform.trace_end/")
+      Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
+             "an end record of kind \"" + std::string(kind) + "\"; this checker reads " +
+                 kTraceEndKind + "; the line is not replayed");
+    else
+      Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
+             "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
+                 " on line " + std::to_string(line_) +
+                 ": only line 1 is the header, every later line is an event (two traces "
+                 "concatenated?); the line is not replayed");
     NoteUnnumberedDrop({});
     const uint32_t line = e.line;
     const std::string_view line_text = e.text;
@@ -2137,7 +2144,10 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   const bool fast = opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload);
   if (!fast && ReadEndRecord(obj)) return;
   ++events_;
-  if (!fast && !ReadEnvelope(obj, e, &payload_value, &has_payload)) return;
+  if (!fast && !ReadEnvelope(obj, e, &payload_value, &has_payload)) {
+    last_line_unread_ = true;
+    return;
+  }
   if (binding_.trace_identity_required && !e.has_trace_id)
     Report(ErrorCode::TRACE_IDENTITY_MISSING, LinePtr() + "/trace_id",
            "the header requires trace identity (trace_identity: required); this event has none");
@@ -2489,7 +2499,7 @@ std::string LineRange(uint64_t a, uint64_t b) {
 
 bool TraceChecker::ReadEndRecord(const dom::object& obj) {
   std::string_view kind;
-  if (obj["kind"].get(kind) || kind != kTraceEndKind) return false;
+  if (obj["kind"].get(kind) || kind != kTraceEndKind || !obj["event_id"].error()) return false;
   end_line_ = line_;
   ObjReader r(obj, LinePtr(), this);
   r.Str("kind");
@@ -2527,9 +2537,13 @@ const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr
              std::to_string(after_end_lines_) + (after_end_lines_ == 1 ? " line (" : " lines (") +
                  LineRange(after_end_first_, after_end_last_) +
                  (after_end_lines_ == 1 ? ") follows" : ") follow") + " the end record of line " +
-                 std::to_string(end_line_) + ", which ends the trace; not replayed");
+                 std::to_string(end_line_) + ", which ends the trace; not replayed" +
+                 (after_end_empty_ == 0 ? std::string()
+                  : after_end_empty_ == after_end_lines_
+                      ? std::string(" (empty: a trace has no blank lines, its last included)")
+                      : " (" + std::to_string(after_end_empty_) + " of them empty)"));
   // A stream cut between lines (a cut inside a line is TRACE_TRUNCATED above).
-  if (header_ok_ && end_required_ && end_line_ == 0 && !ended_mid_line) {
+  if (header_ok_ && end_required_ && end_line_ == 0 && !ended_mid_line && !last_line_unread_) {
     ++line_;
     Report(ErrorCode::TRACE_END_MISSING, LinePtr(),
            "the header requires an end record (end_record: true) and the trace ends after " +

@@ -620,8 +620,10 @@ class TraceChecker {
                         bool* has_payload);
   bool ReadEnvelope(const simdjson::dom::object& obj, Event& e, simdjson::dom::element* payload,
                     bool* has_payload);
-  // When `obj` is an end record (its kind is kTraceEndKind): reads it, checks its count of the
-  // event lines before it, and returns true; otherwise false, having reported nothing.
+  // When `obj` is an end record (its kind is kTraceEndKind and it has no event_id: as for a
+  // second header, an event carrying a stray kind member is an event): reads it, checks its
+  // count of the event lines before it, and returns true; otherwise false, having reported
+  // nothing.
   bool ReadEndRecord(const simdjson::dom::object& obj);
 
   // An event whose envelope was reported and dropped still takes its place in its declared
@@ -700,7 +702,11 @@ class TraceChecker {
   bool end_required_ = false;
   uint32_t end_line_ = 0;
   uint32_t after_end_first_ = 0, after_end_last_ = 0;
-  uint64_t after_end_lines_ = 0;
+  uint64_t after_end_lines_ = 0, after_end_empty_ = 0;
+  // The last line fed could not be read as an event or an end record (not JSON, not an object,
+  // an unreadable envelope): a missing end record is not reported beside it (that line may be the
+  // record, and it fails the trace already).
+  bool last_line_unread_ = false;
   uint32_t line_ = 0;
   mutable std::string line_ptr_;     // LinePtr() of line_ptr_line_
   mutable uint32_t line_ptr_line_ = UINT32_MAX;

@@ -195,6 +195,49 @@ TEST(TraceEndRecordTest, ACountThatDiffersFromTheLinesBeforeItIsReported) {
             std::vector<std::string>{"INPUT_FIELD_TYPE"});
 }
 
+// Review of the end record (2026-12-05): an event line carrying a stray kind of the end record
+// ended the replay (24 lines unreplayed, 14 codes); a last line that could not be read (a BOM,
+// not JSON, a count beyond 64 bits, another record version) also raised TRACE_END_MISSING, whose
+// message said the stream was cut.
+TEST(TraceEndRecordTest, RegressionOnlyALineWithoutAnEventIdIsTheEndRecord) {
+  const std::string head =
+      Mutate(kHeader, R"("audit":"complete")", R"("audit":"complete","end_record":true)");
+  const std::string stray =
+      Mutate(Start(1), R"("event_id":"e1",)", R"("event_id":"e1","kind":"kvconform.trace_end/1",)");
+  const std::string end = R"({"kind":"kvconform.trace_end/1","events":4})" + std::string("\n");
+  const Violations v = ValidateTraceJsonl(
+      head + "\n" + Alloc(0) + "\n" + stray + "\n" + Stage(2) + "\n" + Publish(3) + "\n" + end,
+      "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_FIELD_UNKNOWN"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/2/kind");
+}
+
+TEST(TraceEndRecordTest, RegressionAnUnreadableLastLineIsNotAlsoAMissingEndRecord) {
+  const std::string head =
+      Mutate(kHeader, R"("audit":"complete")", R"("audit":"complete","end_record":true)");
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  for (const std::string& last :
+       {std::string("\xEF\xBB\xBF") + R"({"kind":"kvconform.trace_end/1","events":4})",
+        std::string(R"({"kind":"kvconform.trace_end/1","events":4)"),
+        std::string(R"({"kind":"kvconform.trace_end/1","events":18446744073709551616})"),
+        std::string(R"({"kind":"kvconform.trace_end/2","events":4})"), std::string("[4]")}) {
+    const std::vector<std::string> codes = CodesBothReaders(head + "\n" + events + last + "\n");
+    ASSERT_EQ(codes.size(), 1u) << last;
+    EXPECT_NE(codes[0], "TRACE_END_MISSING") << last;
+  }
+  const Violations v = ValidateTraceJsonl(
+      head + "\n" + events + R"({"kind":"kvconform.trace_end/2","events":4})" + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  EXPECT_NE(v[0].message.find("an end record of kind \"kvconform.trace_end/2\"; this checker "
+                              "reads kvconform.trace_end/1"),
+            std::string::npos)
+      << v[0].message;
+  // A readable event as the last line: the stream was cut after it.
+  EXPECT_EQ(CodesBothReaders(head + "\n" + events), std::vector<std::string>{"TRACE_END_MISSING"});
+}
+
 TEST(TraceEndRecordTest, LinesAfterTheEndRecordAreReportedOnceAndNotReplayed) {
   const std::string events =
       Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
@@ -210,6 +253,15 @@ TEST(TraceEndRecordTest, LinesAfterTheEndRecordAreReportedOnceAndNotReplayed) {
   EXPECT_NE(v[0].message.find("2 lines (lines 7-8) follow the end record of line 6"),
             std::string::npos)
       << v[0].message;
+  // A blank line after the record (an editor's) says it is empty.
+  const Violations blank =
+      ValidateTraceJsonl(std::string(kHeader) + "\n" + events + end + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(blank), std::vector<std::string>{"TRACE_END_MISMATCH"});
+  EXPECT_NE(blank[0].message.find("1 line (line 7) follows the end record of line 6"),
+            std::string::npos)
+      << blank[0].message;
+  EXPECT_NE(blank[0].message.find("(empty: a trace has no blank lines"), std::string::npos)
+      << blank[0].message;
   // Two traces concatenated: the second header follows the first trace's end record.
   EXPECT_EQ(
       CodesBothReaders(std::string(kHeader) + "\n" + events + end + kHeader + "\n" + events + end),
@@ -3560,7 +3612,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // event_types.cc, checker.cc and transfer_events.cc; 17 survived every test and the
       // suite, 13 of them real gaps). Each trace below kills one survivor, named by its number:
       // the rule it pins raised no code, or a second one, under the mutant.
-      // A late failure after the release names base 1, past the last readable snapshot 0.
+      // A late failure after the release names base 1, past the last readable snapshot 0. Two
+      // codes: the operation was never started (its records are unknown), and the base is
+      // judged against the release (an operation that was started is judged against its start's
+      // base instead, a rule of its own).
       {"mut4_a_late_record_after_release_names_a_base_past_the_last_readable_snapshot",
        {"TRACE_SNAPSHOT_MISMATCH", "LIFECYCLE_TXN_UNKNOWN"}},
       // A refused legal cancel_request that also claims a result: one root cause, one code.

@@ -28,8 +28,12 @@
 //
 // --arrivals together (default) gives every request --decode steps, so the R requests that start
 // together finish together and their slots are refilled at once; --arrivals staggered draws each
-// request's steps from [0, 2 * --decode] (a SplitMix64 of its number), so requests arrive and
+// request's steps from [0, 2 * --decode] (a SplitMix64 of its number; a request that draws 0
+// decodes one step, as every request does under --decode 0), so requests arrive and
 // leave at spread times and a slot's turn mixes prefills, decodes and releases.
+//
+// --end-record declares "end_record": true in the header and ends the trace with its end record
+// (docs/trace-format.md "End record"), as a streaming producer should.
 //
 // --ids short names requests r0, r1, ... and the cache ABI "abi-gen" (every id fits
 // std::string's 15-byte inline buffer); --ids runtime uses identifiers of the lengths serving
@@ -58,6 +62,7 @@ struct GenOptions {
   std::string order = "request";  // request | step
   std::string mix = "decode";     // decode | lifecycle
   std::string arrivals = "together";  // together | staggered
+  bool end_record = false;            // the header's end_record: true and the end record
   uint64_t seed = 1;              // --mix lifecycle's draws
   std::string out = "-";
 };
@@ -174,17 +179,19 @@ void Run(const GenOptions& o) {
                 : "";
   const std::string mix_args =
       (lifecycle ? " --mix lifecycle --seed " + std::to_string(o.seed) : "") +
-      (o.arrivals == "together" ? "" : " --arrivals " + o.arrivals);
+      (o.arrivals == "together" ? "" : " --arrivals " + o.arrivals) +
+      (o.end_record ? " --end-record" : "");
   std::fprintf(f,
                "{\"kind\":\"kvconform.trace/1\",\"schema_version\":1,\"producer\":{\"name\":"
                "\"kvconform gen-trace\",\"revision\":\"0.1.0\"},\"cache_abi\":{\"id\":\"%s\","
                "\"num_layers\":%u,\"position_stage\":\"post_rope\",\"bytes_per_token\":%u},"
                "\"sources\":[{\"source_instance\":\"engine-0\",\"source_component\":\"semantic\","
-               "\"clock_domain\":\"engine-0.monotonic\"}%s]%s,\"audit\":\"complete\","
+               "\"clock_domain\":\"engine-0.monotonic\"}%s]%s,\"audit\":\"complete\",%s"
                "\"regenerate\":\"kvconform gen-trace "
                "--events %llu --requests %llu --layers %u --prompt %llu --decode %llu --ids %s "
                "--order %s%s\"}\n",
                AbiId(o).c_str(), o.layers, BytesPerToken(o), more_sources.c_str(), models.c_str(),
+               o.end_record ? "\"end_record\":true," : "",
                static_cast<unsigned long long>(o.events),
                static_cast<unsigned long long>(o.requests), o.layers,
                static_cast<unsigned long long>(o.prompt), static_cast<unsigned long long>(o.decode),
@@ -194,7 +201,8 @@ void Run(const GenOptions& o) {
   uint64_t next_id = 0;
   // A fresh request in slot `r`: --arrivals together gives every request --decode steps, so the
   // slots that start together finish together and are refilled at once; staggered draws each
-  // request's steps uniformly from [0, 2 * --decode] (the same mean), so requests arrive and
+  // request's steps uniformly from [0, 2 * --decode] (a draw of 0 decodes one step, as --decode 0
+  // does: the mean is --decode + 1 / (2 * --decode + 1)), so requests arrive and
   // leave at spread times (the draw depends on the request's number only, not on --seed).
   auto fresh = [&](Req& r) {
     r = Req{};
@@ -437,6 +445,10 @@ void Run(const GenOptions& o) {
       }
     }
   }
+  // The end record counts the lines between the header and itself: every event written.
+  if (o.end_record)
+    std::fprintf(f, "{\"kind\":\"kvconform.trace_end/1\",\"events\":%llu}\n",
+                 static_cast<unsigned long long>(w.seq));
   if (f != stdout) std::fclose(f);
   std::fprintf(stderr, "gen-trace: %llu events, %llu requests started\n",
                static_cast<unsigned long long>(w.seq), static_cast<unsigned long long>(next_id));
@@ -481,6 +493,9 @@ void AddGenTraceCommand(CLI::App& app) {
                   "and finish with the others'; default) or staggered (each request's decode "
                   "steps drawn from [0, 2 * --decode], so arrivals and departures spread)")
       ->check(CLI::IsMember({"together", "staggered"}));
+  cmd->add_flag("--end-record", opt->end_record,
+                "declare end_record: true in the header and end with the end record "
+                "{\"kind\":\"kvconform.trace_end/1\",\"events\":N} (docs/trace-format.md)");
   cmd->add_option("-o,--out", opt->out, "output file (default stdout)");
   cmd->callback([opt] {
     if (opt->mix == "lifecycle" && opt->order != "request") {
