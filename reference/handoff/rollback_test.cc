@@ -36,15 +36,23 @@ TEST(Rollback, CompleteRequiresTheGate) {
   EXPECT_TRUE(m.Apply("ROLLBACK_COMPLETE", CleanGate()).ok());
 }
 
-TEST(Release, PromotionNeedsGatesAndLegalEdges) {
+// Every promotion gate met, each bound exactly at its limit.
+PromotionGates PassingGates() {
   PromotionGates ok;
   ok.deployment_manifest_verified = ok.failure_injection_passed = ok.colocated_fallback_healthy =
       ok.rollback_drill_completed = true;
   ok.canary_samples = 10;
   ok.min_canary_samples = 10;
   ok.ttft_attainment_ppm = ok.tpot_attainment_ppm = ok.slo_target_ppm = 990000;
+  ok.transfer_failure_ppm = 100;
+  ok.max_transfer_failure_ppm = 100;
   ok.net_margin_us = 5;
   ok.safety_margin_us = 1;
+  return ok;
+}
+
+TEST(Release, PromotionNeedsGatesAndLegalEdges) {
+  const PromotionGates ok = PassingGates();
   ReleaseMachine r;
   EXPECT_EQ(r.Transition("ACTIVE", ok).error(), ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID);
   ASSERT_TRUE(r.Transition("SHADOW", ok).ok());
@@ -60,19 +68,6 @@ TEST(Release, PromotionNeedsGatesAndLegalEdges) {
 // A mutation audit of the handoff state machines (2026-12-05, helper 96: 110 single-point
 // mutants of reference/handoff/; 30 survived reference_tests, conformance_tests and the suite,
 // 23 of them real gaps). Each test below fails under the mutant its comment names.
-PromotionGates PassingGates() {
-  PromotionGates ok;
-  ok.deployment_manifest_verified = ok.failure_injection_passed = ok.colocated_fallback_healthy =
-      ok.rollback_drill_completed = true;
-  ok.canary_samples = 10;
-  ok.min_canary_samples = 10;
-  ok.ttft_attainment_ppm = ok.tpot_attainment_ppm = ok.slo_target_ppm = 990000;
-  ok.transfer_failure_ppm = 100;
-  ok.max_transfer_failure_ppm = 100;
-  ok.net_margin_us = 5;
-  ok.safety_margin_us = 1;
-  return ok;
-}
 
 // Mutation audit 2026-12-05 (M83, RollbackMachine: the incident-trace gate dropped):
 // ROLLBACK_COMPLETE needs the incident trace to keep its source pins and manifest (0x0FG).
