@@ -249,44 +249,37 @@ TEST(ByteTrajectory, RegressionAnArriveOnlyRequestIsNoTerminalAllocation) {
       << test::Describe(owned);
 }
 
-}  // namespace
-}  // namespace kvc
-
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
 // test below fails under the mutant its comment names (checked against the mutant's library).
-namespace kvc::mutation_audit {
-namespace {
-
-const char* kTrajectory = "fixtures/m5_1/ledger/two_request_trajectory.json";
-
-std::vector<std::string> Codes(const Violations& v) { return test::CodeNames(v); }
 
 // Mutation audit 2026-12-05 (M21): a tier declared twice is LEDGER_TIER_UNDECLARED (the mutant
 // accepted the document).
 TEST(ByteTrajectoryRules, TrajectoryTierDeclaredTwiceIsRejected) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["tiers"] = Json::array({"gpu", "host", "gpu"});
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_TIER_UNDECLARED"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_TIER_UNDECLARED"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/tiers/2");
 }
 
 // Mutation audit 2026-12-05 (M22): a request id declared twice is LEDGER_REQUEST_INVALID alone (the
 // mutant replayed it and raised ~50 LEDGER_EXPECTED_DRIFT instead).
 TEST(ByteTrajectoryRules, TrajectoryDuplicateRequestIdIsRequestInvalid) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["requests"].push_back(doc["requests"][0]);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/requests/2/request_id");
 }
 
 // Mutation audit 2026-12-05 (M23): reserved_token_capacity 0 is LEDGER_REQUEST_INVALID even for a
 // request that only arrives (the mutant accepted it).
 TEST(ByteTrajectoryRules, TrajectoryZeroCapacityIsRequestInvalid) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["requests"].push_back(Json::parse(R"({"request_id": "C", "prompt_tokens": 1,
       "replica_count": 1, "copy_tiers": ["gpu"], "reserved_token_capacity": 0})"));
   Json ev = doc["events"].back();
@@ -296,34 +289,37 @@ TEST(ByteTrajectoryRules, TrajectoryZeroCapacityIsRequestInvalid) {
   ev["expected"]["committed"] = Json::parse(R"({"C": 0})");
   doc["events"].push_back(ev);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/requests/2/reserved_token_capacity");
 }
 
 // Mutation audit 2026-12-05 (M25): trajectory events are strictly ordered; an equal tau is
 // LEDGER_EVENT_ORDER.
 TEST(ByteTrajectoryRules, TrajectoryEqualTauIsOutOfOrder) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][2]["tau"] = 1;  // events[1] is at tau 1
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_EVENT_ORDER"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EVENT_ORDER"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/2/tau");
 }
 
 // Mutation audit 2026-12-05 (M26): rows on a non-publication event (arrive with 4 rows) is
 // LEDGER_NONPUBLISH_ROWS; no test or fixture raised the code at all.
 TEST(ByteTrajectoryRules, TrajectoryArriveWithRowsIsNonpublishRows) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][0]["rows"] = 4;
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_NONPUBLISH_ROWS"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_NONPUBLISH_ROWS"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/0/rows");
 }
 
 // Mutation audit 2026-12-05 (M27): a second arrive of a request is LEDGER_WORK_BEFORE_ARRIVAL (the
 // mutant accepted it).
 TEST(ByteTrajectoryRules, TrajectorySecondArriveIsRejected) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   for (Json& e : doc["events"]) e["tau"] = e["tau"].get<uint64_t>() * 10;
   Json again = doc["events"][1];  // after A's prefill: the ledger a no-op arrive would keep
   again["tau"] = 15;
@@ -334,17 +330,19 @@ TEST(ByteTrajectoryRules, TrajectorySecondArriveIsRejected) {
   again["expected"]["instantaneous"] = again["expected"]["physical"];
   doc["events"].insert(doc["events"].begin() + 2, again);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_WORK_BEFORE_ARRIVAL"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_WORK_BEFORE_ARRIVAL"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/2/op");
 }
 
 // Mutation audit 2026-12-05 (M33): a prefill one row past the prompt is LEDGER_PREFILL_OVERRUN
 // (only 0 rows was tested).
 TEST(ByteTrajectoryRules, TrajectoryPrefillOneRowPastThePromptIsOverrun) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][3]["rows"] = 3;  // B's prompt has 2 rows
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_PREFILL_OVERRUN"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_PREFILL_OVERRUN"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/3/rows");
 }
 
@@ -352,20 +350,22 @@ TEST(ByteTrajectoryRules, TrajectoryPrefillOneRowPastThePromptIsOverrun) {
 // LEDGER_DECODE_NOT_ONE_ROW at /op (the mutant let it publish and failed later with
 // SERVICE_PHASE_EARLY_FINISH).
 TEST(ByteTrajectoryRules, TrajectoryDecodeBeforeThePromptIsPublishedIsRejected) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][1]["rows"] = 3;  // A publishes 3 of 4 prompt rows, then decodes at tau 4
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_DECODE_NOT_ONE_ROW"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_DECODE_NOT_ONE_ROW"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/4/op");
 }
 
 // Mutation audit 2026-12-05 (M39): the declared peak instantaneous bytes are compared (1169 for
 // 1168); the mutant dropped the comparison and nothing noticed.
 TEST(ByteTrajectoryRules, TrajectoryPeakInstantaneousIsCompared) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["expected_peaks"]["instantaneous"] = 1169;
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/expected_peaks/instantaneous");
 }
 
@@ -373,33 +373,36 @@ TEST(ByteTrajectoryRules, TrajectoryPeakInstantaneousIsCompared) {
 // puts bytes on the wrong tier is LEDGER_EXPECTED_DRIFT (the mutant accepted gpu 799 / host 273 for
 // 800 / 272).
 TEST(ByteTrajectoryRules, TrajectoryResidencyOnTheWrongTierIsDrift) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][3]["expected"]["resident_by_tier"] = Json::parse(R"({"gpu": 799, "host": 273})");
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/3/expected/resident_by_tier");
 }
 
 // Mutation audit 2026-12-05 (M43): the declared committed lengths of an event are compared (A: 5
 // after a 4-row prefill).
 TEST(ByteTrajectoryRules, TrajectoryCommittedLengthsAreCompared) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["events"][1]["expected"]["committed"] = Json::parse(R"({"A": 5})");
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/1/expected/committed");
 }
 
 // Mutation audit 2026-12-05 (M46): prompt_tokens 0 is LEDGER_REQUEST_INVALID (the mutant accepted a
 // request C with no prompt and no events).
 TEST(ByteTrajectoryRules, TrajectoryZeroPromptIsRequestInvalid) {
-  Json doc = test::LoadJson(kTrajectory);
+  Json doc = test::LoadJson(kFixture);
   doc["requests"].push_back(Json::parse(R"({"request_id": "C", "prompt_tokens": 0,
       "replica_count": 1, "copy_tiers": ["gpu"], "reserved_token_capacity": 1})"));
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/requests/2/prompt_tokens");
 }
 
 }  // namespace
-}  // namespace kvc::mutation_audit
+}  // namespace kvc

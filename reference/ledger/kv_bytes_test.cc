@@ -347,15 +347,10 @@ TEST(KvBytesDocument, ScaleChecksValidateAndBadDocumentsRaiseOneCode) {
       << test::Describe(v);
 }
 
-}  // namespace
-}  // namespace kvc
-
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
 // test below fails under the mutant its comment names (checked against the mutant's library).
-namespace kvc::mutation_audit {
-namespace {
 
 // Mutation audit 2026-12-05 (M10): GeometryFromHfConfig accepts num_attention_heads not a multiple
 // of num_key_value_heads.
@@ -369,4 +364,4 @@ TEST(KvBytesRules, HfConfigHeadsNotAMultipleOfKvHeadsIsRefused) {
 }
 
 }  // namespace
-}  // namespace kvc::mutation_audit
+}  // namespace kvc

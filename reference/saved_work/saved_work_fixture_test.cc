@@ -143,19 +143,10 @@ TEST(SavedWorkFixture, RegressionAStopTraceWithoutAPromptIsAnInputError) {
   EXPECT_EQ(p0[0].pointer, "/work_ledger/prompt_tokens");  // it named the calculator's --prompt
 }
 
-}  // namespace
-}  // namespace kvc
-
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
 // test below fails under the mutant its comment names (checked against the mutant's library).
-namespace kvc::mutation_audit {
-namespace {
-
-const char* kSavedWork = "fixtures/m5_1/saved_work/saved_work_fixture.json";
-
-std::vector<std::string> Codes(const Violations& v) { return test::CodeNames(v); }
 
 // Mutation audit 2026-12-05 (M53..M56): a ledger value declared ABOVE (cache) or BELOW (saved) the
 // derivation is plain drift; only the opposite direction is an invented saving / dropped historical
@@ -171,10 +162,10 @@ TEST(SavedWorkRules, SavedWorkDriftDirectionPicksTheCode) {
                         Case{"rows_per_layer", "saved", -1, "SAVED_WORK_ROW_SUM_DRIFT"},
                         Case{"pairs_per_layer_query_head", "cache", +1, "SAVED_WORK_PAIR_DRIFT"},
                         Case{"pairs_per_layer_query_head", "saved", -1, "SAVED_WORK_PAIR_DRIFT"}}) {
-    Json doc = test::LoadJson(kSavedWork);
+    Json doc = test::LoadJson(kFixture);
     Json& x = doc["work_ledger"][c.sub][c.key];
     x = static_cast<int64_t>(x.get<int64_t>() + c.delta);
-    EXPECT_EQ(Codes(ValidateSavedWorkFixture(doc)), std::vector<std::string>{c.code})
+    EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)), std::vector<std::string>{c.code})
         << c.sub << "/" << c.key << " " << c.delta;
   }
 }
@@ -182,56 +173,59 @@ TEST(SavedWorkRules, SavedWorkDriftDirectionPicksTheCode) {
 // Mutation audit 2026-12-05 (M57): a reduction one hundredth off (124.27 for 270272/2175 =
 // 124.2630) is outside half a hundredth of the ratio.
 TEST(SavedWorkRules, SavedWorkReductionOneHundredthOffIsDrift) {
-  Json doc = test::LoadJson(kSavedWork);
+  Json doc = test::LoadJson(kFixture);
   doc["work_ledger"]["rows_per_layer"]["reduction"] = 124.27;
-  EXPECT_EQ(Codes(ValidateSavedWorkFixture(doc)),
+  EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)),
             std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"});
-  doc = test::LoadJson(kSavedWork);
+  doc = test::LoadJson(kFixture);
   doc["work_ledger"]["pairs_per_layer_query_head"]["reduction"] = 120.68;  // 120.6729...
-  EXPECT_EQ(Codes(ValidateSavedWorkFixture(doc)),
+  EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)),
             std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"});
 }
 
 // Mutation audit 2026-12-05 (M59): G = 0 is reported at /work_ledger/output_tokens, not at
 // prompt_tokens.
 TEST(SavedWorkRules, SavedWorkZeroOutputsNamesOutputTokens) {
-  Json doc = test::LoadJson(kSavedWork);
+  Json doc = test::LoadJson(kFixture);
   doc["work_ledger"]["output_tokens"] = 0;
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_INPUT_INVALID"});
   EXPECT_EQ(v[0].pointer, "/work_ledger/output_tokens");
 }
 
 // Mutation audit 2026-12-05 (M60): prefill inputs must be the prompt rows (the mutant accepted [10,
 // 11, 12, 14]).
 TEST(SavedWorkRules, SavedWorkPrefillInputsMustBeThePrompt) {
-  Json doc = test::LoadJson(kSavedWork);
+  Json doc = test::LoadJson(kFixture);
   doc["frontier"]["stop_trace"]["calls"][0]["inputs"] = Json::array({10, 11, 12, 14});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/calls/0/inputs");
 }
 
 // Mutation audit 2026-12-05 (M63): the stop's returned_tokens must be the prompt plus the emitted
 // outputs.
 TEST(SavedWorkRules, SavedWorkReturnedTokensAreCompared) {
-  Json doc = test::LoadJson(kSavedWork);
+  Json doc = test::LoadJson(kFixture);
   doc["frontier"]["stop_trace"]["stop"]["returned_tokens"] =
       Json::array({10, 11, 12, 13, 20, 21, 23});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/stop/returned_tokens");
 }
 
 // Mutation audit 2026-12-05 (M66): a decode call with two inputs is FRONTIER_TOKEN_MISMATCH at its
 // inputs (the mutant let the frontier judge a 2-row decode: FRONTIER_CACHE_OVERCOMMIT).
 TEST(SavedWorkRules, SavedWorkDecodeWithTwoInputsIsTokenMismatch) {
-  Json doc = test::LoadJson(kSavedWork);
+  Json doc = test::LoadJson(kFixture);
   doc["frontier"]["stop_trace"]["calls"][1]["inputs"] = Json::array({20, 21});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/calls/1/inputs");
 }
 
 }  // namespace
-}  // namespace kvc::mutation_audit
+}  // namespace kvc

@@ -124,15 +124,10 @@ TEST(ServiceMetrics, RationalsAreReduced) {
   EXPECT_FALSE(Rational::Make(1, 0).ok());
 }
 
-}  // namespace
-}  // namespace kvc
-
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
 // test below fails under the mutant its comment names (checked against the mutant's library).
-namespace kvc::mutation_audit {
-namespace {
 
 // Mutation audit 2026-12-05 (M92): ComputeRequestMetrics refuses a finish before the last output (y
 // = 5, 10; finish 7). Unreachable through a service trace (its events are time-ordered), but the
@@ -169,4 +164,4 @@ TEST(ServiceMetricsRules, AggregateGoodputFractionDividesByCompleted) {
 }
 
 }  // namespace
-}  // namespace kvc::mutation_audit
+}  // namespace kvc

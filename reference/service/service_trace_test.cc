@@ -248,28 +248,20 @@ TEST(ServiceTrace, RegressionAViewDriftDoesNotHideAMetricViolation) {
       << test::Describe(o);
 }
 
-}  // namespace
-}  // namespace kvc
-
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
 // test below fails under the mutant its comment names (checked against the mutant's library).
-namespace kvc::mutation_audit {
-namespace {
-
-const char* kWorkedTrace = "fixtures/m5_1/service/ab_worked_trace.json";
-
-std::vector<std::string> Codes(const Violations& v) { return test::CodeNames(v); }
 
 // Mutation audit 2026-12-05 (M71): a service request declaring no outputs is
 // SERVICE_REQUEST_INVALID (the mutant reported SERVICE_TERMINAL_STATE_OPEN instead).
 TEST(ServiceTraceRules, ServiceRequestWithoutOutputsIsRequestInvalid) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["requests"].push_back(Json::parse(
       R"({"request_id": "C", "handle_generation": 1, "prompt_tokens": 1, "outputs": []})"));
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/requests/2/outputs");
 }
 
@@ -277,10 +269,11 @@ TEST(ServiceTraceRules, ServiceRequestWithoutOutputsIsRequestInvalid) {
 // (the mutant replayed it, counted B twice in the aggregates and reported SERVICE_METRIC_DRIFT;
 // calc printed them).
 TEST(ServiceTraceRules, ServiceDuplicateRequestIdIsRequestInvalid) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["requests"].push_back(doc["requests"][1]);
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/requests/2/request_id");
   EXPECT_EQ(DeriveServiceMetrics(doc).status().error(), ErrorCode::SERVICE_REQUEST_INVALID);
 }
@@ -288,42 +281,45 @@ TEST(ServiceTraceRules, ServiceDuplicateRequestIdIsRequestInvalid) {
 // Mutation audit 2026-12-05 (M74): a second arrive of a service request is
 // SERVICE_WORK_BEFORE_ARRIVAL (the mutant reset the request and accepted the trace).
 TEST(ServiceTraceRules, ServiceSecondArriveIsRejected) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["events"].insert(doc["events"].begin() + 1, doc["events"][0]);  // A arrives at t 0 again
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_WORK_BEFORE_ARRIVAL"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_WORK_BEFORE_ARRIVAL"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/1/op");
 }
 
 // Mutation audit 2026-12-05 (M76): prefill_begin while an interval is in flight is
 // SERVICE_PHASE_ILLEGAL (the mutant overwrote the interval and accepted the trace).
 TEST(ServiceTraceRules, ServicePrefillBeginWhileInFlightIsIllegal) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   Json again = doc["events"][1];  // A prefill_begin 4 rows at t 2
   again["t"] = 3;
   doc["events"].insert(doc["events"].begin() + 2, again);
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_PHASE_ILLEGAL"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_PHASE_ILLEGAL"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/2/op");
 }
 
 // Mutation audit 2026-12-05 (M77): a prefill_begin of 0 rows is LIFECYCLE_APPEND_EMPTY (the mutant
 // let the frontier report FRONTIER_CACHE_COUNT_MISMATCH).
 TEST(ServiceTraceRules, ServicePrefillBeginOfZeroRowsIsAppendEmpty) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["events"][1]["rows"] = 0;
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"LIFECYCLE_APPEND_EMPTY"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_APPEND_EMPTY"})
+      << test::Describe(v);
 }
 
 // Mutation audit 2026-12-05 (M78): a prefill_publish of fewer rows than the in-flight interval is
 // SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN (the mutant published 3 of 4 rows and failed later with
 // FRONTIER_OUTPUT_BEFORE_LOGITS).
 TEST(ServiceTraceRules, ServicePublishOfPartOfTheInFlightIntervalIsRejected) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["events"][4]["rows"] = 3;  // A's interval at t 2 selected 4 rows
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN"})
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN"})
       << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/4/rows");
 }
@@ -332,10 +328,10 @@ TEST(ServiceTraceRules, ServicePublishOfPartOfTheInFlightIntervalIsRejected) {
 // SERVICE_OUTPUT_TOKEN_MISMATCH; no test or fixture raised the code (the mutant accepted B emitting
 // "bX").
 TEST(ServiceTraceRules, ServiceEmitOfAnUndeclaredTokenIsMismatch) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["events"][7]["token"] = "bX";  // B's one output is declared "b0"
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_OUTPUT_TOKEN_MISMATCH"})
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_OUTPUT_TOKEN_MISMATCH"})
       << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/7/token");
 }
@@ -343,10 +339,11 @@ TEST(ServiceTraceRules, ServiceEmitOfAnUndeclaredTokenIsMismatch) {
 // Mutation audit 2026-12-05 (M85): metrics declared for a request id the trace does not declare are
 // SERVICE_METRIC_DRIFT.
 TEST(ServiceTraceRules, ServiceMetricsForAnUndeclaredRequestAreDrift) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["expected_metrics"]["requests"]["Z"] = doc["expected_metrics"]["requests"]["B"];
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"SERVICE_METRIC_DRIFT"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_METRIC_DRIFT"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/expected_metrics/requests/Z");
 }
 
@@ -354,7 +351,7 @@ TEST(ServiceTraceRules, ServiceMetricsForAnUndeclaredRequestAreDrift) {
 // at the publication (B_token 2^53, 4096 prompt rows). The mutant projected a saturated 2^64 - 1
 // payload, raised view drift, and calc service-metrics exited 2 with an unregistered error.
 TEST(ServiceTraceRules, ServicePayloadOverflowIsReportedAtThePublication) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   doc["cache_abi"]["num_cache_layers"] = uint64_t{1} << 48;  // 2^48 * 2 * 4 * (2 + 2) = 2^53
   doc["cache_abi_sha256"] = CanonicalSha256(doc["cache_abi"]).value();
   doc["bytes_per_token"] = uint64_t{1} << 53;
@@ -371,7 +368,8 @@ TEST(ServiceTraceRules, ServicePayloadOverflowIsReportedAtThePublication) {
   metrics["requests"] = Json{{"A", metrics["requests"]["B"]}};
   doc["expected_metrics"] = metrics;
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"INPUT_ARITHMETIC_OVERFLOW"}) << test::Describe(v);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_ARITHMETIC_OVERFLOW"})
+      << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/2");
   EXPECT_EQ(DeriveServiceMetrics(doc).status().error(), ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
 }
@@ -380,16 +378,16 @@ TEST(ServiceTraceRules, ServicePayloadOverflowIsReportedAtThePublication) {
 // FRONTIER_OUTPUT_BEFORE_LOGITS whatever its output_index (the mutant reported
 // FRONTIER_OUTPUT_INDEX_GAP for index 1).
 TEST(ServiceTraceRules, ServiceEmitWhilePrefillInFlightIsBeforeLogits) {
-  Json doc = test::LoadJson(kWorkedTrace);
+  Json doc = test::LoadJson(kAb);
   Json emit = Json::parse(R"({"t": 3, "request": "A", "op": "emit", "output_index": 1,
       "token": "a1"})");
   emit["view"] = doc["events"][1]["view"];
   doc["events"].insert(doc["events"].begin() + 2, emit);  // A's 4-row interval is in flight
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(Codes(v), std::vector<std::string>{"FRONTIER_OUTPUT_BEFORE_LOGITS"})
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"FRONTIER_OUTPUT_BEFORE_LOGITS"})
       << test::Describe(v);
   EXPECT_EQ(v[0].pointer, "/events/2/op");
 }
 
 }  // namespace
-}  // namespace kvc::mutation_audit
+}  // namespace kvc
