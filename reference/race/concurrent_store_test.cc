@@ -320,5 +320,169 @@ TEST(Linearizability, InPlaceSearchAgreesWithExactSearch) {
   EXPECT_GT(failing, 0);  // the comparison covered failing histories too
 }
 
+// FromHeader reads model, cache_abi (non-empty), num_layers in [1, 4096], position_stage
+// (default post_rope) and digests; Header() writes back exactly what it read.
+TEST(KvModel, FromHeaderReadsTheModelParameters) {
+  const Json h = {{"model", "kv_lineage/1"},
+                  {"cache_abi", "abi"},
+                  {"num_layers", 4096u},
+                  {"position_stage", "pre_rope"},
+                  {"digests", "opaque"}};
+  auto m = KvModel::FromHeader(h);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->Header(), h);
+  Json plain = h;  // position_stage defaults to post_rope
+  plain.erase("position_stage");
+  EXPECT_EQ(KvModel::FromHeader(plain)->Header()["position_stage"], "post_rope");
+  auto with = [&](const char* k, Json v) {
+    Json x = h;
+    x[k] = std::move(v);
+    return KvModel::FromHeader(x).ok();
+  };
+  EXPECT_TRUE(with("digests", "checked"));
+  EXPECT_FALSE(with("num_layers", 4097u));
+  EXPECT_FALSE(with("num_layers", 0u));
+  EXPECT_FALSE(with("cache_abi", ""));
+}
+
+// num_layers is any JSON integer in [1, 4096]: a header built in code holds a signed 2, a parsed
+// file an unsigned one (the audit of 2026-12-05 found the signed one refused).
+TEST(KvModel, FromHeaderTakesNumLayersSignedOrUnsigned) {
+  Json h = {{"model", "kv_lineage/1"}, {"cache_abi", "abi"}, {"digests", "opaque"}};
+  auto layers = [&](Json v) {
+    h["num_layers"] = std::move(v);
+    return KvModel::FromHeader(h);
+  };
+  auto signed_two = layers(2);
+  ASSERT_TRUE(signed_two.ok()) << signed_two.status().ToString();
+  EXPECT_EQ(signed_two->Header()["num_layers"], 2u);
+  EXPECT_TRUE(layers(Json::parse("4096")).ok());
+  for (Json bad :
+       {Json(-1), Json(0), Json(4097), Json(2.0), Json("2"), Json::parse("18446744073709551615")}) {
+    auto m = layers(bad);
+    ASSERT_FALSE(m.ok()) << bad.dump();
+    EXPECT_EQ(m.status().code(), StatusCode::kParseError) << bad.dump();
+  }
+}
+
+// An operation with an unknown outcome may have taken effect: a later read may see it.
+TEST(KvModel, UnknownOutcomeMayTakeEffect) {
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  s.Do(OnHandle(KvOpKind::kAllocate, "H"));
+  s.Do(OnHandle(KvOpKind::kRead, "H"));
+  History h = s.Take();
+  h.ops[0].outcome = Outcome::kUnknown;
+  h.ops[0].return_ns.reset();
+  h.ops[0].result = nullptr;
+  auto v = CheckHistory(KvModel(RaceAbi(2), false), h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->verdict, Verdict::kLinearizable);
+}
+
+// Opaque digests: runtime digests and model snapshots correspond one to one, across results
+// and within one result.
+TEST(KvModel, OpaqueDigestsAreABijection) {
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  s.Do(OnHandle(KvOpKind::kAllocate, "H"));
+  s.Do(OnHandle(KvOpKind::kRead, "H"));
+  KvOp fork = OnHandle(KvOpKind::kFork, "H");
+  fork.children = {"A", "B"};
+  fork.group = "g";
+  s.Do(fork);
+  History checked = s.Take();
+  // The runtime's digest of a model digest: a consistent renaming.
+  auto runtime = [](const Json& d) {
+    return lifecycle::DigestHex(*lifecycle::ParseDigestHex(d.get<std::string>()) ^
+                                0x1111111111111111ull);
+  };
+  History h = checked;
+  h.header["digests"] = "opaque";
+  h.ops[0].result["digest"] = runtime(h.ops[0].result["digest"]);
+  h.ops[1].result["digest"] = runtime(h.ops[1].result["digest"]);
+  for (auto& c : h.ops[2].result["children"]) c["digest"] = runtime(c["digest"]);
+  auto verdict = [](const History& x) {
+    auto model = KvModel::FromHeader(x.header);
+    EXPECT_TRUE(model.ok());
+    return CheckHistory(*model, x)->verdict;
+  };
+  ASSERT_EQ(verdict(h), Verdict::kLinearizable);
+  History two_names = h;  // one model snapshot (H after allocate), two runtime digests
+  two_names.ops[1].result["digest"] = "aaaaaaaaaaaaaaaa";
+  EXPECT_EQ(verdict(two_names), Verdict::kNotLinearizable);
+  History reused = h;  // child A reported under the digest of H's snapshot
+  reused.ops[2].result["children"][0]["digest"] = h.ops[0].result["digest"];
+  EXPECT_EQ(verdict(reused), Verdict::kNotLinearizable);
+  History shared = h;  // both children (two snapshots) under one new runtime digest
+  for (auto& c : shared.ops[2].result["children"]) c["digest"] = "bbbbbbbbbbbbbbbb";
+  EXPECT_EQ(verdict(shared), Verdict::kNotLinearizable);
+}
+
+// A fork into a beam group that exists is rejected, and the group keeps its rows.
+TEST(ConcurrentStore, ForkIntoAnExistingGroupIsRejected) {
+  ConcurrentStore store(RaceAbi(2));
+  ASSERT_EQ(Code(store.Execute("H", OnHandle(KvOpKind::kAllocate, "H"))), "OK");
+  KvOp fork = OnHandle(KvOpKind::kFork, "H");
+  fork.children = {"A", "B"};
+  fork.group = "g";
+  ASSERT_EQ(Code(store.Execute("H", fork)), "OK");
+  fork.children = {"C", "D"};
+  EXPECT_EQ(Code(store.Execute("H", fork)), "RACE_GROUP_UNKNOWN");
+  KvOp row = Op(KvOpKind::kReadRow);
+  row.group = "g";
+  EXPECT_EQ(store.Execute("H", row).result["handle"], "A");
+}
+
+// cancel_txn of a transaction that does not exist is rejected.
+TEST(ConcurrentStore, CancelOfAnUnknownTxnIsRejected) {
+  ConcurrentStore store(RaceAbi(2));
+  ASSERT_EQ(Code(store.Execute("H", OnHandle(KvOpKind::kAllocate, "H"))), "OK");
+  EXPECT_EQ(store.Execute("H", OnTxn(KvOpKind::kCancelTxn, "nope")).outcome, Outcome::kError);
+}
+
+// A witness names what the sequential model returns for the stuck op from the state before it.
+TEST(KvModel, WitnessShowsWhatTheModelReturns) {
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  s.Do(OnHandle(KvOpKind::kAllocate, "H"));
+  s.Do(OnHandle(KvOpKind::kRead, "H"));
+  History h = s.Take();
+  Json right = h.ops[1].result;
+  h.ops[1].result["layers"] = {1, 0};
+  auto v = CheckHistory(KvModel(RaceAbi(2), false), h);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->verdict, Verdict::kNotLinearizable);
+  EXPECT_EQ(v->witness->expected, "ok " + right.dump());
+}
+
+// A step that does not match the recorded result leaves no trace in the state the search
+// continues from (the fast search restores it): an allocation recorded as failing, concurrent
+// with a read that saw the handle, is not linearizable (nothing allocated the handle).
+TEST(KvModel, FailedStepLeavesNoTrace) {
+  ConcurrentStore store(RaceAbi(2));
+  Recorded s(store);
+  s.Do(OnHandle(KvOpKind::kAllocate, "H"));
+  s.Do(OnHandle(KvOpKind::kRead, "H"));
+  ASSERT_EQ(s.Do(OnHandle(KvOpKind::kAllocate, "H")).outcome, Outcome::kError);
+  History all = s.Take();
+  History h;
+  h.header = all.header;
+  h.ops = {all.ops[2], all.ops[1]};  // the failed allocation [0, 100], the read [10, 90]
+  h.ops[0].id = 0;
+  h.ops[0].invoke_ns = 0;
+  h.ops[0].return_ns = 100;
+  h.ops[1].id = 1;
+  h.ops[1].invoke_ns = 10;
+  h.ops[1].return_ns = 90;
+  for (bool in_place : {true, false}) {
+    CheckOptions opt;
+    opt.in_place = in_place;
+    auto v = CheckHistory(KvModel(RaceAbi(2), false), h, opt);
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->verdict, Verdict::kNotLinearizable) << "in_place " << in_place;
+  }
+}
+
 }  // namespace
 }  // namespace kvc::race

@@ -56,6 +56,28 @@ TEST(RaceFuzzer, ShrinkingKeepsAFailingProgram) {
   EXPECT_FALSE(r.failure->history.ops.empty());
 }
 
+// --repeat: each program runs that many times (one history each).
+TEST(RaceFuzzer, RepeatRunsEachProgramThatManyTimes) {
+  CampaignOptions o = Small(5);
+  o.programs = 2;
+  o.repeat = 3;
+  o.shape.ops = 10;
+  CampaignReport r = RunCampaign(o, Store(Mutant::kNone));
+  EXPECT_EQ(r.programs_run, 2u);
+  EXPECT_EQ(r.histories, 6u);
+}
+
+// --time: the campaign stops starting programs once its time is up.
+TEST(RaceFuzzer, TimeLimitStopsTheCampaign) {
+  CampaignOptions o = Small(5);
+  o.programs = 5000;
+  o.shape.ops = 10;
+  o.time = std::chrono::milliseconds(1);
+  CampaignReport r = RunCampaign(o, Store(Mutant::kNone));
+  EXPECT_GE(r.programs_run, 1u);
+  EXPECT_LT(r.programs_run, 5000u);
+}
+
 TEST(RaceFuzzer, ShardsPartitionTheCampaign) {
   CampaignOptions o = Small(5);
   o.programs = 10;

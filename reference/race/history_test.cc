@@ -68,6 +68,63 @@ TEST(History, TruncatedOrMalformedInputIsAClearError) {
   ExpectParseError(header + good + "\n{\"end\":true,\"ops\":1}\n" + good + "\n", "after the end line");
 }
 
+// The header, and one operation line of the reader's test, with `from` replaced by `to`.
+std::string OneOp(const std::string& from = "", const std::string& to = "",
+                  const std::string& end = "{\"end\":true,\"ops\":1}\n") {
+  std::string l =
+      R"({"id":0,"thread":0,"partition":"p","op":"read","args":{},"invoke_ns":5,"return_ns":9,"outcome":"ok","result":{}})";
+  if (!from.empty()) l.replace(l.find(from), from.size(), to);
+  return "{\"kind\":\"kvconform.race_history/1\"}\n" + l + "\n" + end;
+}
+
+// thread < 2^32, invoke_ns and return_ns < 2^63 (one monotonic clock in int64 nanoseconds).
+TEST(History, RejectsOutOfRangeThreadAndTimes) {
+  ASSERT_TRUE(ParseHistoryJsonl(OneOp(), "h").ok());
+  ExpectParseError(OneOp("\"thread\":0", "\"thread\":4294967296"),
+                   "thread: expected a value < 2^32");
+  ExpectParseError(OneOp("\"invoke_ns\":5", "\"invoke_ns\":9223372036854775808"),
+                   "invoke_ns: expected a value < 2^63");
+  ExpectParseError(OneOp("\"return_ns\":9", "\"return_ns\":9223372036854775808"),
+                   "return_ns: expected a value < 2^63");
+}
+
+// An unknown outcome has return_ns and result null (the call never returned).
+TEST(History, UnknownOutcomeHasNullReturnAndResult) {
+  ASSERT_TRUE(ParseHistoryJsonl(OneOp("\"return_ns\":9,\"outcome\":\"ok\",\"result\":{}",
+                                      "\"return_ns\":null,\"outcome\":\"unknown\",\"result\":null"),
+                                "h")
+                  .ok());
+  ExpectParseError(
+      OneOp("\"outcome\":\"ok\",\"result\":{}", "\"outcome\":\"unknown\",\"result\":null"),
+      "return_ns: expected null for an unknown outcome");
+  ExpectParseError(
+      OneOp("\"return_ns\":9,\"outcome\":\"ok\"", "\"return_ns\":null,\"outcome\":\"unknown\""),
+      "result: expected null for an unknown outcome");
+}
+
+// The end line is exactly {"end": true, "ops": N} and is newline-terminated.
+TEST(History, EndLineIsExactAndNewlineTerminated) {
+  ExpectParseError(OneOp("", "", "{\"end\":true,\"ops\":1,\"extra\":0}\n"),
+                   "end: the end line is exactly");
+  ExpectParseError(OneOp("", "", "{\"end\":true,\"ops\":1}"), "end line is not newline-terminated");
+}
+
+// A duplicate key inside args (or result) is an error, as in the kit's strict reader.
+TEST(History, RejectsDuplicateKeysInArgs) {
+  ExpectParseError(OneOp("\"args\":{}", "\"args\":{\"v\":1,\"v\":2}"), "args.v: duplicate key");
+}
+
+// Ids are unique, also on an operation line that mentions "end" in a value (read by the
+// sequential reader, not the parallel one).
+TEST(History, DuplicateIdOnALineMentioningEndIsRejected) {
+  std::string l =
+      R"({"id":0,"thread":0,"partition":"p","op":"read","args":{"x":"end"},"invoke_ns":5,"return_ns":9,"outcome":"ok","result":{}})";
+  std::string header = "{\"kind\":\"kvconform.race_history/1\"}\n";
+  ASSERT_TRUE(ParseHistoryJsonl(header + l + "\n{\"end\":true,\"ops\":1}\n", "h").ok());
+  ExpectParseError(header + l + "\n" + l + "\n{\"end\":true,\"ops\":2}\n",
+                   "duplicate operation id 0");
+}
+
 // Large histories are read by several workers in line chunks: the result is the sequential
 // reader's (ops in line order; the first error in the file is the one reported).
 TEST(History, ParallelReaderKeepsLineOrderAndFirstError) {

@@ -128,8 +128,9 @@ StatusOr<KvModel> KvModel::FromHeader(const Json& h) {
     return ParseError("header: cache_abi: expected a non-empty string");
   abi.id = id->get<std::string>();
   auto layers = h.find("num_layers");
-  if (layers == h.end() || !layers->is_number_unsigned() || layers->get<uint64_t>() == 0 ||
-      layers->get<uint64_t>() > 4096)
+  // Any JSON integer: a parsed file holds 2 as unsigned, a header built in code as signed.
+  if (layers == h.end() || !layers->is_number_integer() || layers->get<int64_t>() < 1 ||
+      layers->get<int64_t>() > 4096)
     return ParseError("header: num_layers: expected an integer in [1, 4096]");
   abi.num_layers = layers->get<uint32_t>();
   auto stage = h.find("position_stage");

@@ -151,5 +151,26 @@ TEST(Linearizability, ExhaustedBudgetIsUnknownNotAVerdict) {
   EXPECT_EQ(CheckHistory(RegisterModel{}, h, opt)->verdict, Verdict::kNotLinearizable);
 }
 
+// Equal timestamps count as concurrent: an op invoked at the instant another returned may be
+// linearized before it.
+TEST(Linearizability, EqualTimestampsAreConcurrent) {
+  History h;
+  h.ops.push_back(Op(0, "r", "write", 1, 0, 10));
+  h.ops.push_back(Op(1, "r", "read", 0, 10, 20));
+  EXPECT_EQ(CheckHistory(RegisterModel{}, h)->verdict, Verdict::kLinearizable);
+}
+
+// The result counts the operations whose outcome is unknown.
+TEST(Linearizability, CountsUnknownOutcomes) {
+  History h;
+  h.ops.push_back(Op(0, "r", "write", 7, 0, std::nullopt));
+  h.ops.push_back(Op(1, "r", "write", 8, 0, std::nullopt));
+  h.ops.push_back(Op(2, "r", "read", 7, 100, 110));
+  auto r = CheckHistory(RegisterModel{}, h);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict, Verdict::kLinearizable);
+  EXPECT_EQ(r->unknown_outcomes, 2u);
+}
+
 }  // namespace
 }  // namespace kvc::race

@@ -1,0 +1,61 @@
+// Tests of the race driver protocol client: its hello exchange and unasked results
+// (docs/driver-protocol.md).
+#include "reference/race/driver.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "reference/race/fuzzer.h"
+
+namespace kvc::race {
+namespace {
+
+// A driver that prints `lines` and then reads its input until the kit closes it.
+StatusOr<std::unique_ptr<DriverTarget>> Scripted(const std::string& lines) {
+  std::string command = "printf '%s\\n' '";
+  command += lines;
+  command += "'; cat >/dev/null";
+  return DriverTarget::Start(command, RaceAbi(2), std::chrono::milliseconds(5000));
+}
+
+// A hello line: the protocol, then `tail` (more members and the closing brace).
+std::string Hello(const std::string& tail) {
+  std::string h = R"({"type":"hello","protocol":"kvconform.race_driver/1")";
+  h += tail;
+  return h;
+}
+
+// The hello's digests mode is opaque (the default) or checked, and the history header says
+// which.
+TEST(DriverTarget, HelloDeclaresTheDigestsMode) {
+  auto opaque = Scripted(Hello("}"));
+  ASSERT_TRUE(opaque.ok()) << opaque.status().ToString();
+  EXPECT_EQ((*opaque)->HistoryHeader()["digests"], "opaque");
+  auto checked = Scripted(Hello(R"(,"digests":"checked"})"));
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_EQ((*checked)->HistoryHeader()["digests"], "checked");
+  auto bad = Scripted(Hello(R"(,"digests":"maybe"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().error(), ErrorCode::RACE_DRIVER_PROTOCOL);
+}
+
+// A result the kit never asked for (nothing outstanding) is a protocol failure, never a read
+// of an empty queue: Start() reports it when the line arrives before Start() returns, Health()
+// when it arrives after.
+TEST(DriverTarget, ResultWithNothingOutstandingIsAProtocolFailure) {
+  auto target =
+      Scripted(Hello("}") + "\n" + R"({"type":"result","id":0,"outcome":"ok","result":{}})");
+  Status failure = target.status();
+  for (int i = 0; i < 500 && failure.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    failure = (*target)->Health();
+  }
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.error(), ErrorCode::RACE_DRIVER_PROTOCOL);
+  EXPECT_NE(failure.message().find("while no operation is outstanding"), std::string::npos)
+      << failure.message();
+}
+}  // namespace
+}  // namespace kvc::race
