@@ -41,21 +41,34 @@ TEST(DriverTarget, HelloDeclaresTheDigestsMode) {
   EXPECT_EQ(bad.status().error(), ErrorCode::RACE_DRIVER_PROTOCOL);
 }
 
-// A result the kit never asked for (nothing outstanding) is a protocol failure, never a read
-// of an empty queue: Start() reports it when the line arrives before Start() returns, Health()
-// when it arrives after.
-TEST(DriverTarget, ResultWithNothingOutstandingIsAProtocolFailure) {
-  auto target =
-      Scripted(Hello("}") + "\n" + R"({"type":"result","id":0,"outcome":"ok","result":{}})");
+// The first protocol failure of a scripted driver: from Start() when the line arrives before
+// Start() returns, else from Health() once the reader has read it (polled for up to 5 s).
+Status FirstFailure(const StatusOr<std::unique_ptr<DriverTarget>>& target) {
   Status failure = target.status();
   for (int i = 0; i < 500 && failure.ok(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     failure = (*target)->Health();
   }
+  return failure;
+}
+
+// A result the kit never asked for (nothing outstanding) is a protocol failure, never a read
+// of an empty queue.
+TEST(DriverTarget, ResultWithNothingOutstandingIsAProtocolFailure) {
+  const Status failure = FirstFailure(
+      Scripted(Hello("}") + "\n" + R"({"type":"result","id":0,"outcome":"ok","result":{}})"));
   ASSERT_FALSE(failure.ok());
   EXPECT_EQ(failure.error(), ErrorCode::RACE_DRIVER_PROTOCOL);
   EXPECT_NE(failure.message().find("while no operation is outstanding"), std::string::npos)
       << failure.message();
+}
+
+// A driver says hello once: a second hello is a protocol failure.
+TEST(DriverTarget, SecondHelloIsAProtocolFailure) {
+  const Status failure = FirstFailure(Scripted(Hello("}") + "\n" + Hello("}")));
+  ASSERT_FALSE(failure.ok());
+  EXPECT_EQ(failure.error(), ErrorCode::RACE_DRIVER_PROTOCOL);
+  EXPECT_NE(failure.message().find("a second hello"), std::string::npos) << failure.message();
 }
 }  // namespace
 }  // namespace kvc::race
