@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "reference/base/canonical_json.h"
 #include "reference/testutil/testutil.h"
 
@@ -120,6 +122,197 @@ TEST(Manifest, HugeDeclaredSizesDoNotOverflow) {
   auto names = test::CodeNames(v);
   EXPECT_NE(std::find(names.begin(), names.end(), "INPUT_ARITHMETIC_OVERFLOW"), names.end())
       << test::Describe(v);
+}
+
+// The worked fixture after `edit`, with every derived field (digests, prompt count, ledger)
+// recomputed: a document whose only fault is the rule `edit` breaks.
+Json Resealed(const std::function<void(Json&)>& edit) {
+  Json m = test::LoadJson(kFixture);
+  edit(m);
+  Status s = SealManifest(m);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return m;
+}
+
+// Expects exactly one violation, of `code` at `pointer`.
+void ExpectOnly(const Json& m, const std::string& code, const std::string& pointer) {
+  Violations v = ValidateManifest(m);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{code}) << test::Describe(v);
+  EXPECT_EQ(v.front().pointer, pointer) << test::Describe(v);
+}
+
+// Schema (check 1): each member's type and range is its own INPUT_* violation at that member.
+TEST(Manifest, SchemaTypesAndRangesRaiseTheirInputCode) {
+  const struct {
+    const char* pointer;
+    Json value;
+    const char* code;
+  } kCases[] = {
+      {"/request_identity/parent_request_id", 7, "INPUT_FIELD_TYPE"},
+      {"/artifact_identity/max_position_embeddings", 0, "INPUT_VALUE_OUT_OF_RANGE"},
+      {"/input_identity/prompt_token_ids/0", uint64_t{1} << 32, "INPUT_VALUE_OUT_OF_RANGE"},
+      {"/cache_schema/key_dtype/bytes_per_scalar", 65, "INPUT_VALUE_OUT_OF_RANGE"},
+      {"/cache_schema/logical_axes/0", 1, "INPUT_FIELD_TYPE"},
+      {"/cache_schema/parallel_shard/tp_size", 0, "INPUT_VALUE_OUT_OF_RANGE"},
+      {"/position_contract/rope/scaling", 3, "INPUT_FIELD_TYPE"},
+      {"/request_policy/max_context_tokens", 0, "INPUT_VALUE_OUT_OF_RANGE"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.pointer);
+    Json m = test::LoadJson(kFixture);
+    m[Json::json_pointer(c.pointer)] = c.value;
+    ExpectOnly(m, c.code, c.pointer);
+  }
+}
+
+// Identity well-formedness (check 2): every declared digest, the adapter and tokenizer ones
+// included, is a SHA-256, and a malformed input digest gates the digest derived from it.
+TEST(Manifest, EveryDeclaredDigestIsFormatCheckedAndGatesItsDerivedDigest) {
+  for (const char* pointer :
+       {"/artifact_identity/adapter_set/0/sha256", "/input_identity/tokenizer_sha256",
+        "/input_identity/chat_template_sha256", "/input_identity/input_side_data_sha256"}) {
+    SCOPED_TRACE(pointer);
+    Json m = test::LoadJson(kFixture);
+    m[Json::json_pointer(pointer)] = "zz";
+    ExpectOnly(m, "MANIFEST_DIGEST_MALFORMED", pointer);
+  }
+}
+
+// Zero extents (check 2): a zero head count is MANIFEST_SCHEMA_ZERO_EXTENT alone, not the
+// shard or head-geometry rules it would also break.
+TEST(Manifest, ZeroHeadCountsAreZeroExtents) {
+  for (const char* key : {"num_query_heads", "kv_heads_per_rank"}) {
+    Json m = test::LoadJson(kFixture);
+    m["cache_schema"][key] = 0;
+    ExpectOnly(m, "MANIFEST_SCHEMA_ZERO_EXTENT", std::string("/cache_schema/") + key);
+  }
+}
+
+// Dtype widths (check 2): an unknown dtype name, and a value dtype whose width contradicts its
+// name, are MANIFEST_DTYPE_WIDTH_INVALID.
+TEST(Manifest, DtypeNamesAreKnownAndValueWidthsMatchThem) {
+  Json m = test::LoadJson(kFixture);
+  m["cache_schema"]["key_dtype"]["name"] = "float7";
+  ExpectOnly(m, "MANIFEST_DTYPE_WIDTH_INVALID", "/cache_schema/key_dtype/name");
+  m = test::LoadJson(kFixture);
+  m["cache_schema"]["value_dtype"]["bytes_per_scalar"] = 4;  // float16 is 2 bytes
+  ExpectOnly(m, "MANIFEST_DTYPE_WIDTH_INVALID", "/cache_schema/value_dtype/bytes_per_scalar");
+}
+
+// Shard partition (check 2): tp_rank < tp_size and kv_head_offset == tp_rank * kv_heads_per_rank.
+TEST(Manifest, ShardRankIsBelowSizeAndOffsetIsRankTimesLocalHeads) {
+  Json m = test::LoadJson(kFixture);
+  m["cache_schema"]["parallel_shard"] = {{"tp_rank", 1}, {"tp_size", 1}, {"kv_head_offset", 2}};
+  ExpectOnly(m, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+  m = test::LoadJson(kFixture);
+  m["cache_schema"]["parallel_shard"]["kv_head_offset"] = 1;
+  ExpectOnly(m, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+}
+
+// Prompt count (check 3): a count below the ids is a mismatch too, not only one above them.
+TEST(Manifest, PromptCountBelowTheIdsIsAMismatch) {
+  Json m = test::LoadJson(kFixture);
+  m["input_identity"]["prompt_token_count"] = 3;
+  ExpectOnly(m, "MANIFEST_PROMPT_COUNT_MISMATCH", "/input_identity/prompt_token_count");
+}
+
+// Semantic state (check 4), the bounds themselves conform: committed == logical,
+// logical == prompt + max_new_tokens, reserved == committed, max_context ==
+// max_position_embeddings, reclaimable == resident.
+TEST(Manifest, StateBoundsAreInclusive) {
+  const std::function<void(Json&)> kEdits[] = {
+      [](Json& m) { m["state_snapshot"]["logical_token_count"] = 4; },
+      [](Json& m) { m["state_snapshot"]["logical_token_count"] = 12; },
+      [](Json& m) { m["state_snapshot"]["reserved_token_capacity"] = 4; },
+      [](Json& m) { m["request_policy"]["max_context_tokens"] = 2048; },
+      [](Json& m) { m["state_snapshot"]["reclaimable_bytes"]["gpu"] = 256; },
+  };
+  for (size_t i = 0; i < std::size(kEdits); ++i) {
+    Json m = Resealed(kEdits[i]);
+    EXPECT_TRUE(ValidateManifest(m).empty())
+        << "edit " << i << ": " << test::Describe(ValidateManifest(m));
+  }
+}
+
+// Logical count (check 4): logical <= max_context_tokens even while max_new_tokens allows more.
+TEST(Manifest, LogicalCountIsBoundedByTheContextLimit) {
+  Json m = Resealed([](Json& m) {
+    m["request_policy"]["max_context_tokens"] = 10;
+    m["state_snapshot"]["logical_token_count"] = 11;  // prompt 4 + 7 outputs <= 4 + 8
+  });
+  ExpectOnly(m, "MANIFEST_LOGICAL_COUNT_INVALID", "/state_snapshot/logical_token_count");
+}
+
+// Phase NEW (check 4): its logical sequence is the prompt; an inconsistent logical count is
+// judged by its own rule alone (one root cause, one code).
+TEST(Manifest, PhaseNewHoldsExactlyThePromptAndDefersToTheLogicalRule) {
+  auto fresh = [](uint64_t logical) {
+    return Resealed([logical](Json& m) {
+      Json& ss = m["state_snapshot"];
+      ss["phase"] = "NEW";
+      ss["generation"] = 0;
+      ss["committed_cache_length"] = 0;
+      ss["next_cache_position"] = 0;
+      ss["visible_positions"] = {{"start", 0}, {"end", 0}};
+      ss["logical_token_count"] = logical;
+    });
+  };
+  ExpectOnly(fresh(5), "MANIFEST_PHASE_STATE_MISMATCH", "/state_snapshot/phase");
+  ExpectOnly(fresh(3), "MANIFEST_LOGICAL_COUNT_INVALID", "/state_snapshot/logical_token_count");
+}
+
+// Positions (check 4): next_cache_position = position_origin + committed, and the visible
+// interval lies in [origin, origin + committed) with start <= end.
+TEST(Manifest, PositionsAreMeasuredFromTheOrigin) {
+  auto at_origin_2 = [](uint64_t start, uint64_t end) {
+    return Resealed([start, end](Json& m) {
+      m["position_contract"]["position_origin"] = 2;
+      m["state_snapshot"]["next_cache_position"] = 6;
+      m["state_snapshot"]["visible_positions"] = {{"start", start}, {"end", end}};
+    });
+  };
+  Json ok = at_origin_2(2, 6);
+  EXPECT_TRUE(ValidateManifest(ok).empty()) << test::Describe(ValidateManifest(ok));
+  ExpectOnly(at_origin_2(1, 5), "MANIFEST_VISIBILITY_BEYOND_COMMIT",
+             "/state_snapshot/visible_positions");
+  ExpectOnly(at_origin_2(4, 3), "MANIFEST_VISIBILITY_BEYOND_COMMIT",
+             "/state_snapshot/visible_positions");
+}
+
+// Request limits (check 4): max_context_tokens holds the committed state.
+TEST(Manifest, ContextLimitHoldsTheCommittedState) {
+  Json m = Resealed([](Json& m) {
+    Json& ss = m["state_snapshot"];
+    ss["committed_cache_length"] = 6;
+    ss["logical_token_count"] = 6;
+    ss["next_cache_position"] = 6;
+    ss["visible_positions"]["end"] = 6;
+    m["request_policy"]["max_context_tokens"] = 5;  // holds the prompt (4), not the 6 rows
+  });
+  ExpectOnly(m, "MANIFEST_LIMITS_IMPOSSIBLE", "/request_policy/max_context_tokens");
+}
+
+// Sealing recomputes prompt_token_count from the ids.
+TEST(Manifest, SealRecomputesThePromptCount) {
+  Json m = Resealed([](Json& m) { m["input_identity"]["prompt_token_ids"].push_back(55); });
+  EXPECT_EQ(m["input_identity"]["prompt_token_count"], 5);
+  EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+}
+
+// Sealing refuses a ledger whose products overflow 64 bits with INPUT_ARITHMETIC_OVERFLOW,
+// naming the member (B_token itself, or T_reserved * B_token).
+TEST(Manifest, SealRefusesLedgerOverflowWithItsCode) {
+  Json m = test::LoadJson(kFixture);
+  m["cache_schema"]["head_dim"] = uint64_t{1} << 53;
+  m["cache_schema"]["num_cache_layers"] = uint64_t{1} << 53;
+  Status s = SealManifest(m);
+  EXPECT_EQ(s.error(), ErrorCode::INPUT_ARITHMETIC_OVERFLOW) << s.ToString();
+  m = test::LoadJson(kFixture);
+  m["cache_schema"]["head_dim"] = uint64_t{1} << 40;  // B_token = 2^44: 4 rows fit
+  m["state_snapshot"]["reserved_token_capacity"] = uint64_t{1} << 21;
+  s = SealManifest(m);
+  EXPECT_EQ(s.error(), ErrorCode::INPUT_ARITHMETIC_OVERFLOW) << s.ToString();
+  EXPECT_NE(s.message().find("reserved_token_capacity"), std::string::npos) << s.message();
 }
 
 }  // namespace

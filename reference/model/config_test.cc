@@ -148,5 +148,101 @@ TEST(LlamaConfig, RegressionRopeScalingFactorAndTypeAreChecked) {
   }
 }
 
+// Unsupported features: mlp_bias true is refused like attention_bias (bias-free projections).
+TEST(LlamaConfig, MlpBiasIsUnsupported) {
+  Json j = Minimal();
+  j["mlp_bias"] = true;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+}
+
+// max_position_embeddings has no default: a config without it is MODEL_CONFIG_INVALID.
+TEST(LlamaConfig, MaxPositionEmbeddingsIsRequired) {
+  Json j = Minimal();
+  j.erase("max_position_embeddings");
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+}
+
+// Transformers' LlamaConfig default rms_norm_eps is 1e-6.
+TEST(LlamaConfig, RmsNormEpsDefaultsToTransformersValue) {
+  auto c = ParseLlamaConfig(Minimal(), "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rms_norm_eps, 1e-6);
+}
+
+// Integer fields are at most 2^31; head_dim and num_attention_heads at most 65536.
+TEST(LlamaConfig, IntegerFieldsAreBounded) {
+  Json j = Minimal();
+  j["vocab_size"] = (uint64_t{1} << 31) + 1;
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j = Minimal();
+  j["vocab_size"] = uint64_t{1} << 31;
+  EXPECT_TRUE(ParseLlamaConfig(j, "config.json").ok());
+  j = Minimal();
+  j["num_attention_heads"] = 65537;  // head_dim given: no hidden_size divisibility to fail first
+  j["head_dim"] = 2;
+  auto c = ParseLlamaConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_NE(c.status().message().find("65536"), std::string::npos) << c.status().message();
+}
+
+// Without head_dim, hidden_size must be a multiple of num_attention_heads (even when the
+// truncated quotient would be a valid even head_dim).
+TEST(LlamaConfig, HiddenSizeMustDivideIntoHeadsWithoutHeadDim) {
+  Json j = Minimal();
+  j["hidden_size"] = 20;
+  j["num_attention_heads"] = 3;  // 20 / 3 = 6, even
+  auto c = ParseLlamaConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_NE(c.status().message().find("'hidden_size'"), std::string::npos) << c.status().message();
+}
+
+// A config that is not an object, and a rope_scaling that is not an object or null, are
+// MODEL_CONFIG_INVALID (malformed, not an unsupported feature).
+TEST(LlamaConfig, NonObjectConfigAndRopeScalingAreInvalid) {
+  EXPECT_EQ(CodeOf(Json::array({1, 2})), ErrorCode::MODEL_CONFIG_INVALID);
+  Json j = Minimal();
+  j["rope_scaling"] = "llama3";
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+}
+
+// llama3 scaling needs high_freq_factor strictly greater than low_freq_factor.
+TEST(LlamaConfig, Llama3HighFrequencyFactorExceedsLowStrictly) {
+  Json j = Minimal();
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 2.0},
+                       {"high_freq_factor", 2.0},
+                       {"original_max_position_embeddings", 32}};
+  auto c = ParseLlamaConfig(j, "config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().error(), ErrorCode::MODEL_CONFIG_INVALID);
+  EXPECT_NE(c.status().message().find("'high_freq_factor'"), std::string::npos);
+}
+
+// LlamaConfigToJson (what gen-model writes) parses back to the same configuration.
+TEST(LlamaConfig, ToJsonRoundTripsEveryField) {
+  LlamaConfig c;
+  c.vocab_size = 10;
+  c.hidden_size = 16;
+  c.intermediate_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = 64;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.tie_word_embeddings = true;
+  c.has_llama3_scaling = true;
+  c.llama3 = {8.0, 1.0, 4.0, 32};
+  auto back = ParseLlamaConfig(LlamaConfigToJson(c), "config.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(LlamaConfigToJson(*back), LlamaConfigToJson(c));
+  EXPECT_EQ(back->rms_norm_eps, 1e-5);
+  EXPECT_EQ(back->llama3.original_max_position_embeddings, 32u);
+}
+
 }  // namespace
 }  // namespace kvc::model

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,8 @@
 
 namespace kvc::model {
 namespace {
+
+using test::TempDir;
 
 namespace fs = std::filesystem;
 
@@ -41,24 +44,6 @@ std::vector<int64_t> Prompt(size_t n, int64_t vocab, int64_t salt = 0) {
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
-
-// A fresh temporary directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("kvc_engine_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& s) const { return (path_ / s).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 class ParityOnShape : public ::testing::TestWithParam<const char*> {};
 
@@ -653,6 +638,259 @@ TEST(EngineGenerator, SameSeedSameBytes) {
   EXPECT_NE(*a, *ReadFileToString(t / "b/model.safetensors"));
   DType d;
   EXPECT_FALSE(GeneratorShape("nope", &d).ok());
+}
+
+// Greedy selection takes the first of equal largest logits.
+TEST(EngineGreedy, ArgmaxTakesTheFirstOfTiedLogits) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 2.0f};
+  EXPECT_EQ(Argmax(logits), 1);
+  EXPECT_EQ(*GreedyToken(logits, 0), 1);
+}
+
+// No token is selected from logits holding an infinity (of either sign), not only from NaN.
+TEST(EngineGreedy, InfiniteLogitsAreNonFinite) {
+  for (float bad : {INFINITY, -INFINITY}) {
+    const std::vector<float> logits = {0.5f, bad, 0.25f};
+    EXPECT_EQ(GreedyToken(logits, 3).status().error(), ErrorCode::MODEL_LOGITS_NONFINITE);
+  }
+}
+
+// The engine's cache ABI id names the KV head count (H_kv), not the query head count.
+TEST(EngineGreedy, CacheAbiIdNamesTheKvGeometry) {
+  EXPECT_EQ(EngineCacheAbiId(Fixture("gqa2").config()),
+            "kvconform.llama/L=2;H_kv=2;d_h=8;k=post_rope;dtype=f32");
+}
+
+// An empty prompt is refused (it would publish nothing and produce no logits).
+TEST(EngineInputs, EmptyPromptIsRefused) {
+  Engine e(Fixture("gqa2"), {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  EXPECT_EQ(e.Prefill("r", {}, 0, &logits).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.Read("r")->generation, 0u);
+}
+
+// A negative token is refused by Emit with MODEL_TOKEN_OUT_OF_RANGE, and not recorded.
+TEST(EngineInputs, NegativeEmittedTokenIsOutOfRange) {
+  Engine e(Fixture("gqa2"), {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(e.Prefill("r", Prompt(4, 96), 0, &logits).ok());
+  EXPECT_EQ(e.Emit("r", -1).error(), ErrorCode::MODEL_TOKEN_OUT_OF_RANGE);
+  EXPECT_FALSE(e.frontier("r").has_value());
+  EXPECT_EQ(e.frontier_state("r")->emitted(), 0u);
+}
+
+// The frontier stops being tracked when the engine cannot follow it: after a raw append, a
+// truncation, and in a child forked short of the parent's committed rows (a full fork keeps it).
+TEST(EngineFrontier, UntrackedAfterRawAppendTruncateAndPartialFork) {
+  const LlamaModel& m = Fixture("gqa2");
+  std::vector<float> logits;
+  const int64_t z[1] = {9};
+  {
+    Engine e(m, {});
+    ASSERT_TRUE(e.NewRequest("r").ok());
+    ASSERT_TRUE(e.Prefill("r", Prompt(6, 96), 0, &logits).ok());
+    ASSERT_TRUE(e.frontier_state("r")->tracked());
+    ASSERT_TRUE(e.Append("r", z, false, &logits).ok());
+    EXPECT_FALSE(e.frontier_state("r")->tracked()) << "raw append";
+  }
+  {
+    Engine e(m, {});
+    ASSERT_TRUE(e.NewRequest("r").ok());
+    ASSERT_TRUE(e.Prefill("r", Prompt(6, 96), 0, &logits).ok());
+    ASSERT_TRUE(e.Truncate("r", 4).ok());
+    EXPECT_FALSE(e.frontier_state("r")->tracked()) << "truncate";
+  }
+  {
+    Engine e(m, {});
+    ASSERT_TRUE(e.NewRequest("r").ok());
+    ASSERT_TRUE(e.Prefill("r", Prompt(6, 96), 0, &logits).ok());
+    ASSERT_TRUE(e.Emit("r", Argmax(logits)).ok());
+    ASSERT_TRUE(e.Fork("r", 4, {"part"}).ok());
+    ASSERT_TRUE(e.Fork("r", 6, {"full"}).ok());
+    EXPECT_FALSE(e.frontier_state("part")->tracked()) << "fork at 4 of 6";
+    EXPECT_TRUE(e.frontier_state("full")->tracked()) << "fork at 6 of 6";
+    EXPECT_EQ(e.frontier("full"), e.frontier("r"));
+  }
+}
+
+// Repair needs a tracked frontier token: an untracked request is FailedPrecondition.
+TEST(EngineFrontier, RepairOfAnUntrackedRequestIsRefused) {
+  Engine e(Fixture("gqa2"), {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  const int64_t z[2] = {3, 4};
+  ASSERT_TRUE(e.Append("r", z, false, &logits).ok());  // raw: untracked, no frontier token
+  EXPECT_EQ(e.RepairFrontier("r").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(e.Read("r")->committed_length, 2u);
+}
+
+// Finish before the first output is SERVICE_PHASE_EARLY_FINISH and leaves the request live.
+TEST(EngineFrontier, FinishBeforeAnyOutputIsEarly) {
+  Engine e(Fixture("gqa2"), {});
+  ASSERT_TRUE(e.NewRequest("r").ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(e.Prefill("r", Prompt(4, 96), 0, &logits).ok());
+  EXPECT_EQ(e.Finish("r").error(), ErrorCode::SERVICE_PHASE_EARLY_FINISH);
+  EXPECT_EQ(e.Read("r")->phase, lifecycle::Phase::kDecodeReady);
+  ASSERT_TRUE(e.Emit("r", Argmax(logits)).ok());
+  EXPECT_TRUE(e.Finish("r").ok());
+}
+
+// Adoption admits only a non-empty DECODE_READY snapshot, a warm prefix shorter than it, and
+// a row source that yields every row; a refused import leaves no live handle.
+TEST(EngineAdoptPublished, RefusesNonDecodeReadyLongPrefixesAndMissingRows) {
+  const LlamaModel& m = Fixture("gqa2");
+  const auto p = Prompt(6, 96);
+  Engine src(m, {});
+  ASSERT_TRUE(src.NewRequest("r").ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(src.Prefill("r", p, 0, &logits).ok());
+  const lifecycle::Snapshot published = *src.Read("r");
+  std::vector<uint64_t> asked;
+  const auto rows = RowsOf(*src.storage("r"), &asked);
+
+  lifecycle::Snapshot finished = published;
+  finished.phase = lifecycle::Phase::kFinished;
+  Engine d(m, {});
+  EXPECT_EQ(d.AdoptPublished(finished, rows).code(), StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(d.NewRequest("pfx").ok());
+  ASSERT_TRUE(d.Prefill("pfx", p, 0, &logits).ok());  // holds all 6 published rows
+  Status s = d.AdoptPublished(published, rows, "pfx");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("holds 6 rows"), std::string::npos) << s.message();
+
+  Engine n(m, {});
+  s = n.AdoptPublished(published, [](uint64_t, uint64_t, const float** k, const float** v) {
+    *k = *v = nullptr;
+    return Status::Ok();
+  });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(n.Read("r").status().error(), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+}
+
+// CompareSteps: differing greedy tokens, a different token count, or fewer steps fail a pair
+// whose logits agree; a NaN is neither bit-identical nor within any distance; max_rel is
+// max_abs over the largest baseline |logit|; a pair that did not run compared nothing.
+TEST(CompareStepsTest, TokensStepsAndNonFiniteLogitsDecideThePair) {
+  GreedyRun base;
+  base.tokens = {0, 0};
+  base.logits = {{4.0f, 0.0f}, {4.0f, 0.0f}};
+  PairResult r = CompareSteps("p", base, base.logits, {0, 1}, 0);
+  EXPECT_FALSE(r.passed);
+  EXPECT_FALSE(r.argmax_agree);
+  EXPECT_EQ(r.detail, "greedy tokens differ");
+  EXPECT_FALSE(CompareSteps("p", base, base.logits, {0}, 0).argmax_agree);
+  r = CompareSteps("p", base, {base.logits[0]}, base.tokens, 0);  // one step of two
+  EXPECT_FALSE(r.bit_identical);
+  EXPECT_FALSE(r.passed);
+  r = CompareSteps("p", base, {{4.0f, 1.0f}, {4.0f, 0.0f}}, base.tokens, kFastTolerance);
+  EXPECT_DOUBLE_EQ(r.max_abs, 1.0);
+  EXPECT_DOUBLE_EQ(r.max_rel, 0.25);
+  GreedyRun nan;
+  nan.tokens = {1};
+  nan.logits = {{NAN, 1.0f}};
+  r = CompareSteps("p", nan, nan.logits, nan.tokens, 0);  // the same bits on both sides
+  EXPECT_TRUE(r.non_finite);
+  EXPECT_FALSE(r.bit_identical);
+  EXPECT_EQ(r.max_abs, INFINITY);
+  EXPECT_FALSE(r.passed);
+  r = FailedPair("p", Internal("did not run"));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.max_abs, INFINITY);
+}
+
+// A paged block holds 1..max_position_embeddings positions; --max-new-tokens is 1..(positions
+// - prompt + 1).
+TEST(ParityLimits, BlockSizeAndMaxNewTokensBoundsAreExact) {
+  const LlamaConfig& c = Fixture("gqa2").config();  // max_position_embeddings 256
+  EXPECT_TRUE(CheckPagedBlockSize(c, true, 256).ok());
+  EXPECT_EQ(CheckPagedBlockSize(c, true, 257).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckPagedBlockSize(c, true, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckPagedBlockSize(c, false, 0).ok());
+  EXPECT_TRUE(CheckMaxNewTokens(254, 3, c).ok());
+  EXPECT_EQ(CheckMaxNewTokens(255, 3, c).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckMaxNewTokens(0, 3, c).code(), StatusCode::kInvalidArgument);
+}
+
+// A chunk as long as the prompt is skipped (the same as unchunked), and batched_vs_alone is
+// skipped as soon as its companion needs one position more than the model has.
+TEST(ParityLimits, SkipsAtTheExactBoundaries) {
+  const LlamaModel& m = Fixture("gqa2");
+  auto res = RunParity(m, Prompt(16, 96), 2, ComputeMode::kDeterministic);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  for (const auto& r : *res) {
+    if (r.name == "chunked_prefill_c16") {
+      EXPECT_TRUE(r.skipped);
+    }
+    if (r.name == "chunked_prefill_c3") {
+      EXPECT_FALSE(r.skipped);
+    }
+  }
+  const uint64_t max_pos = m.config().max_position_embeddings;
+  res = RunParity(m, Prompt(max_pos - 2, 96), 2, ComputeMode::kDeterministic);  // needs max_pos + 1
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  for (const auto& r : *res) {
+    EXPECT_EQ(r.skipped, r.name == "batched_vs_alone") << r.name;
+    EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  }
+}
+
+// Weights are finite: an infinity is refused at load like a NaN (MODEL_TENSOR_NONFINITE).
+TEST(EngineCheckpoint, InfiniteWeightsAreRefused) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "inf", "gqa2", 7).ok());
+  {
+    std::fstream f(t / "inf/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t header = 0;
+    f.read(reinterpret_cast<char*>(&header), 8);
+    f.seekp(static_cast<std::streamoff>(8 + header));
+    const unsigned char inf_bytes[4] = {0x00, 0x00, 0x80, 0x7F};  // f32 +infinity
+    f.write(reinterpret_cast<const char*>(inf_bytes), 4);
+  }
+  Status s = LlamaModel::Load(t / "inf").status();
+  EXPECT_EQ(s.error(), ErrorCode::MODEL_TENSOR_NONFINITE);
+  EXPECT_NE(s.message().find("infinite"), std::string::npos) << s.message();
+}
+
+// A shard index names shard files inside the directory ("." and ".." are not), as strings.
+TEST(EngineCheckpoint, ShardIndexEntriesAreFileNames) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "one", "gqa2", 7).ok());
+  for (const Json& file : {Json("."), Json(".."), Json(3)}) {
+    SCOPED_TRACE(file.dump());
+    fs::remove_all(t / "idx");
+    fs::create_directories(t / "idx");
+    fs::copy_file(t / "one/config.json", t / "idx/config.json");
+    std::ofstream(t / "idx/model.safetensors.index.json")
+        << Json{{"weight_map", {{"model.norm.weight", file}}}}.dump();
+    EXPECT_EQ(LlamaModel::Load(t / "idx").status().error(), ErrorCode::MODEL_SHARD_INDEX_INVALID);
+  }
+}
+
+// A forward pass writes exactly the rows staged for it: a cache staged with more rows than the
+// call's tokens is FailedPrecondition.
+TEST(EngineInputs, ForwardNeedsExactlyTheStagedRows) {
+  const LlamaModel& m = Fixture("gqa2");
+  auto cache = NewContiguousKvStorage(m.kv_shape());
+  ASSERT_TRUE(cache->Stage(3).ok());
+  const int64_t tokens[2] = {1, 2};
+  std::vector<float> logits;
+  EXPECT_EQ(m.Forward(tokens, *cache, ComputeMode::kDeterministic, false, nullptr, &logits).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+// gen-model records the shape, seed and command that wrote the checkpoint in its config.json.
+TEST(EngineGenerator, ConfigRecordsTheGeneratorCommand) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "m", "mqa", 5).ok());
+  const Json cfg = Json::parse(*ReadFileToString(t / "m/config.json"));
+  EXPECT_EQ(cfg["kvconform_generator"]["shape"], "mqa");
+  EXPECT_EQ(cfg["kvconform_generator"]["seed"], 5);
+  EXPECT_EQ(cfg["kvconform_generator"]["tool"],
+            "kvconform gen-model --out DIR --shape mqa --seed 5");
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 #include "reference/testutil/testutil.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <system_error>
 
 namespace kvc::test {
 
@@ -16,6 +18,27 @@ std::string SourcePath(const std::string& relative) {
   path += '/';
   path += relative;
   return path;
+}
+
+TempDir::TempDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  path_ = std::filesystem::temp_directory_path() /
+          ("kvc_test_" + std::to_string(::getpid()) + "_" +
+           (info ? std::string(info->test_suite_name()) + "." + info->name() : "none"));
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;  // a destructor reports nothing
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& text) const {
+  const std::filesystem::path p = path_ / name;
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
 }
 
 Json LoadJson(const std::string& relative) {

@@ -5,6 +5,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,24 @@ namespace kvc::test {
 // environment's KVCONFORM_SOURCE_DIR when set (a test binary carried to another machine, e.g. by
 // tools/gpu-check.sh, finds the tree where it runs), else the tree it was configured from.
 std::string SourcePath(const std::string& relative);
+
+// A fresh directory under the system's temporary directory, named after the process and the
+// running test, removed with everything in it when the object is destroyed. Not copyable.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // The path of `name` inside the directory (nothing is created).
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+  // Writes `text` to `name` inside the directory (creating its parent directories); its path.
+  std::string Write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::filesystem::path path_;
+};
 // Parses a source-tree JSON file; fails the current test (and returns null) on error.
 Json LoadJson(const std::string& relative);
 // The lines of a source-tree text file (a JSON Lines trace: header first), without their "\n".
