@@ -732,5 +732,92 @@ head -n 30 "$T/end_ok.jsonl" | "$K" check - >"$T/out" 2>&1; rc_cut=$?
 if [ "$rc_cut" -eq 1 ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL check_end_cut_stream: exit $rc_cut, expected 1"; fi
 expect_out check_end_cut_stream_code '^-:31: TRACE_END_MISSING .*after 29 event lines'
 
+# Mutation audit of tools/kvconform (2026-12-05): each check below pins a documented behaviour of
+# the CLI's own code that a single-point mutant changed while every other check still passed.
+# validate --format json: an invalid fixture's "expected_code", each violation's "seed_ref" and,
+# for a JSON Lines document, its "line" (docs/cli.md, validate's JSON shape).
+check audit_validate_json_expected_code 1 "$K" validate --format json invalid_fixtures/m5_1/manifest/zero_layers.json
+expect_out audit_validate_json_expected_code_msg '"expected_code": "MANIFEST_SCHEMA_ZERO_EXTENT"'
+expect_out audit_validate_json_seed_ref '"seed_ref": "M5.1 0x02 '
+check audit_validate_json_line 1 "$K" validate --format json "$T/unknown_type.jsonl"; expect_out audit_validate_json_line_msg '"line": 7,'
+# validate's text line for a conforming file names its kind: "file: OK (kind)".
+check audit_validate_text_ok_kind 0 "$K" validate "$M"; expect_out audit_validate_text_ok_kind_msg 'request_cache_manifest\.json: OK \(kvconform\.request_cache_manifest/1\)$'
+# An unreadable file beside a violating one: the verdict is "error" and the exit code 2, not 1.
+check audit_validate_error_beats_violation 2 "$K" validate invalid_fixtures/m5_1/manifest/zero_layers.json "$T/nope.json"
+check audit_validate_error_beats_violation_json 2 "$K" validate --format json invalid_fixtures/m5_1/manifest/zero_layers.json "$T/nope.json"
+cp "$T/out" "$T/report.json"
+check audit_validate_error_beats_violation_verdict 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["verdict"] == "error", d["verdict"]' "$T/report.json"
+# After "--" an argument is positional: "--format=" there is a file name, not an empty option value.
+check audit_empty_value_after_separator 2 "$K" validate -- "--format="; expect_out audit_empty_value_after_separator_msg '^IoError: --format=: cannot open'
+# check's reports: the text line names the event and request; the JSON violation carries
+# event_id, request_id and section (docs/trace-format.md "Exit codes and output").
+check audit_check_text_context 1 "$K" check "$T/unknown_type.jsonl"
+expect_out audit_check_text_context_msg 'unknown_type\.jsonl:7: TRACE_EVENT_TYPE_UNKNOWN event alloc-0:0 request R at '
+check audit_check_json_context 1 "$K" check --format json "$T/unknown_type.jsonl"
+for kv in '"event_id": "alloc-0:0"' '"request_id": "R"' '"section": "kvconform.trace/1"'; do expect_out "audit_check_json_context $kv" "$kv"; done
+# An unreadable trace: --parse-only exits 2 (not 1), and the JUnit report has an <error> row.
+check audit_check_parse_only_missing 2 "$K" check --parse-only "$T/nope.jsonl"
+check audit_check_junit_missing 2 "$K" check --format junit "$T/nope.jsonl"; expect_out audit_check_junit_missing_msg '<error message="IoError: .*nope\.jsonl: cannot open'
+# The JUnit failure message is the first violation's code (two codes: line 7's, then line 27's).
+{ cat "$T/unknown_type.jsonl"; echo x; } >"$T/two_codes.jsonl"
+check audit_check_junit_first_code 1 "$K" check --format junit "$T/two_codes.jsonl"; expect_out audit_check_junit_first_code_msg '<failure message="TRACE_EVENT_TYPE_UNKNOWN">'
+# Printable: DEL and a byte of no UTF-8 sequence are written \xNN (docs/cli.md "Text output").
+check audit_text_del_and_bad_byte 2 "$K" check "$T/nope$(printf '\177\377').jsonl"; expect_out audit_text_del_and_bad_byte_msg 'nope\\x7F\\xFF\.jsonl: cannot open'
+# Leading zeros of an unsigned option are dropped: 010 is ten, not octal 8 (probe 28).
+check audit_unsigned_leading_zero 0 "$K" calc saved-work --prompt 010 --outputs 1 --format json; expect_out audit_unsigned_leading_zero_ten '"prompt": 10,'
+check audit_savedwork_pair_reduction 0 "$K" calc saved-work --prompt 2048 --outputs 128 --format json; expect_out audit_savedwork_pair_reduction_msg '"pair_reduction": 120\.67'
+# layer-stream: every field, in JSON and in the text format (key: value lines).
+check audit_layerstream_json 0 "$K" calc layer-stream --ready 25,50,75,100 --transfer 10,10,10,10 --format json
+cp "$T/out" "$T/report.json"
+check audit_layerstream_json_values 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert (d["per_layer_complete"], d["total_transfer"], d["hidden_transfer"]) == (110, 40, 30), d' "$T/report.json"
+check audit_layerstream_text 0 "$K" calc layer-stream --ready 25,50,75,100 --transfer 10,10,10,10; expect_out audit_layerstream_text_msg '^per_layer_visible: \[35,60,85,110\]$'
+# errors: the JSON registry's domain, and the text format's "NAME  meaning" lines.
+check audit_errors_json 0 "$K" errors --format json
+cp "$T/out" "$T/report.json"
+check audit_errors_json_domain 0 python3 -c 'import json,sys; d={e["code"]: e for e in json.load(open(sys.argv[1]))}; assert d["INPUT_FIELD_MISSING"]["domain"] == "input", d["INPUT_FIELD_MISSING"]' "$T/report.json"
+check audit_errors_text 0 "$K" errors; expect_out audit_errors_text_msg '^INPUT_FIELD_MISSING  a required field is absent$'
+# manifest seal: --in-place rewrites the file (nothing on standard output) with what seal prints;
+# a document it cannot seal is exit 2.
+cp "$M" "$T/seal.json"; "$K" manifest seal "$M" >"$T/sealed.json" 2>/dev/null
+check audit_manifest_seal_in_place 0 "$K" manifest seal --in-place "$T/seal.json"; expect_lines audit_manifest_seal_in_place_quiet 0
+check audit_manifest_seal_in_place_file 0 cmp "$T/seal.json" "$T/sealed.json"
+echo '{}' >"$T/not_manifest.json"; check audit_manifest_seal_refused 2 "$K" manifest seal "$T/not_manifest.json"
+# A rewrite that cannot be written (here its temporary file's name is a directory) is exit 2 and
+# leaves the file as it was (before 2026-12-05 the file was rewritten with no check of the write:
+# a failed write exited 0).
+cp "$M" "$T/seal_blocked.json"; mkdir -p "$T/seal_blocked.json.tmp"
+check manifest_seal_in_place_write_failure 2 "$K" manifest seal --in-place "$T/seal_blocked.json"; expect_out manifest_seal_in_place_write_failure_msg 'cannot rewrite the file in place'
+check manifest_seal_in_place_write_failure_unchanged 0 cmp "$M" "$T/seal_blocked.json"
+# service-metrics: the text report's SLO verdict, and one JSON document for an unreadable file.
+check audit_service_metrics_slo 0 "$K" calc service-metrics fixtures/m5_1/service/partial_prefill_trace.json; expect_out audit_service_metrics_slo_msg ', SLO-valid yes, KV byte-time 5504 byte-ms$'
+check audit_service_metrics_missing_json 2 "$K" calc service-metrics --format json "$T/none.json"; expect_out audit_service_metrics_missing_json_msg '"verdict": "error"'
+# handoff replay: the protocol timeline's retries and logical bytes, the trace's work.
+check audit_handoff_replay_protocol 0 "$K" handoff replay fixtures/m5_6/handoff/transfer_protocol.json --format json
+for kv in '"retries": 1' '"logical_bytes": 8192'; do expect_out "audit_handoff_replay_protocol $kv" "$kv"; done
+check audit_handoff_replay_trace 0 "$K" handoff replay fixtures/m5_6/runtime/transfer_trace.json --format json; expect_out audit_handoff_replay_trace_work '"work_us": 284'
+# suite --format json: a failing run's verdict, and its summary row (an invalid case, failed).
+check audit_suite_json_fail 1 "$K" suite --root "$T/selfroot" --format json
+cp "$T/out" "$T/report.json"
+check audit_suite_json_fail_summary 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["verdict"] == "fail" and d["summary"] == [{"section": "unknown", "valid_cases": 0, "invalid_cases": 1, "passed": 0, "failed": 1}], d' "$T/report.json"
+# suite: two files of one case name (a.json, a.jsonl) fail both; no case at all is "ERROR (no cases)".
+mkdir -p "$T/duproot/fixtures/m" && cp "$M" "$T/duproot/fixtures/m/a.json" && cp "$TR" "$T/duproot/fixtures/m/a.jsonl"
+check audit_suite_duplicate_name 1 "$K" suite --root "$T/duproot"; expect_out audit_suite_duplicate_name_msg 'a\.jsonl: another case has the name fixtures/m/a'
+check audit_suite_no_cases 2 "$K" suite --filter zzzznomatch; expect_out audit_suite_no_cases_verdict '^verdict: ERROR \(no cases\)$'
+
+# A prompt id of 19 digits is refused as usage (exit 2; "decimal digits, below 10^18"), not read
+# past int64 (an internal error, exit 3).
+check audit_prompt_id_19_digits 2 "$K" generate --model fixtures/models/mqa --prompt-ids 9999999999999999999 --max-new-tokens 1
+expect_out audit_prompt_id_19_digits_msg "element 1 '9999999999999999999' is not a token id \(decimal digits, below 10\^18\)"
+# pd-worker --first-attempt is 1..2^24 - 2 (a tag holds 24 bits; two attempts): 2^24 - 1 is usage.
+check audit_first_attempt_bound 2 timeout 30 "$K" pd-worker --role prefill --bootstrap 127.0.0.1:1 --model fixtures/models/mqa --prompt-ids 1,2 --first-attempt 16777215
+expect_out audit_first_attempt_bound_msg '--first-attempt: 16777215; expected 1\.\.16777214'
+# A document's unknown kind is the JUnit classname: a control character in it is not written raw
+# (XML 1.0 cannot carry it; the report must stay well-formed).
+printf '{"kind": "kvconform.x\\u0001y/1"}' >"$T/ctl_kind.json"
+"$K" validate --format junit "$T/ctl_kind.json" >"$T/ctl_kind.xml" 2>/dev/null
+check audit_junit_classname_control 0 python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$T/ctl_kind.xml"
+# --filter matches a part of the printed name too, not only the whole of it ("a\x09" selects
+# fixtures/m/a<TAB>b).
+check audit_suite_printed_name_part 0 "$K" suite --root "$T/tabroot" --filter 'a\x09' -v; expect_out audit_suite_printed_name_part_msg '^PASS fixtures/m/a\\x09b$'
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

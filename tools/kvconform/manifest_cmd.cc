@@ -1,4 +1,5 @@
 // `kvconform manifest seal FILE`: recompute a manifest's derived digests and ledger.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -33,7 +34,19 @@ void AddManifestCommand(CLI::App& app) {
     }
     std::string text = doc.dump(2) + "\n";
     if (*in_place) {
-      std::ofstream(*file) << text;
+      // Written beside the file and renamed over it: a failed write (no space, an unwritable
+      // directory) leaves the original whole and is exit 2, not a silent success.
+      const std::string tmp = *file + ".tmp";
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << text;
+      out.close();
+      if (!out || std::rename(tmp.c_str(), file->c_str()) != 0) {
+        std::remove(tmp.c_str());
+        std::cerr << Printable(*file) << ": cannot rewrite the file in place (writing "
+                  << Printable(tmp) << " and renaming it over the file failed)\n";
+        ExitCode() = kExitUsage;
+        return;
+      }
     } else {
       std::cout << text;
     }
