@@ -5,18 +5,23 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "reference/race/fuzzer.h"
+#include "reference/testutil/testutil.h"
 
 namespace kvc::race {
 namespace {
 
-// A driver that prints `lines` and then reads its input until the kit closes it.
-StatusOr<std::unique_ptr<DriverTarget>> Scripted(const std::string& lines) {
+// A driver that prints `lines` and then reads its input until the kit closes it, copying it to
+// `sink`.
+StatusOr<std::unique_ptr<DriverTarget>> Scripted(const std::string& lines,
+                                                 const std::string& sink = "/dev/null") {
   std::string command = "printf '%s\\n' '";
   command += lines;
-  command += "'; cat >/dev/null";
+  command += "'; cat >'" + sink + "'";
   return DriverTarget::Start(command, RaceAbi(2), std::chrono::milliseconds(5000));
 }
 
@@ -69,6 +74,31 @@ TEST(DriverTarget, SecondHelloIsAProtocolFailure) {
   ASSERT_FALSE(failure.ok());
   EXPECT_EQ(failure.error(), ErrorCode::RACE_DRIVER_PROTOCOL);
   EXPECT_NE(failure.message().find("a second hello"), std::string::npos) << failure.message();
+}
+
+// After a failure for good nothing more is sent to the driver (it could not take effect): the
+// call is unknown at once. The driver reads the first op, answers it with a second hello (a
+// protocol failure) and copies whatever else it receives to a file, which stays empty (the
+// kit's hello is read first).
+TEST(DriverTarget, NothingIsSentAfterAFailure) {
+  test::TempDir dir;
+  const std::string sink = dir / "received";
+  const std::string command = "printf '%s\\n' '" + Hello("}") +
+                              "'; read -r kit_hello; read -r first; printf '%s\\n' '" + Hello("}") +
+                              "'; cat >'" + sink + "'";
+  auto target = DriverTarget::Start(command, RaceAbi(2), std::chrono::milliseconds(5000));
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  KvOp op;
+  op.kind = KvOpKind::kAllocate;
+  op.handle = "H";
+  EXPECT_EQ((*target)->Call(0, "H", op).outcome, Outcome::kUnknown);  // answered by a breach
+  ASSERT_EQ((*target)->Health().error(), ErrorCode::RACE_DRIVER_PROTOCOL);
+  EXPECT_EQ((*target)->Call(0, "H", op).outcome, Outcome::kUnknown);  // never sent
+  target->reset();  // closes the driver's input and waits for it: the copy is complete
+  std::ifstream in(sink);
+  const std::string received((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_EQ(received, "");
 }
 }  // namespace
 }  // namespace kvc::race
