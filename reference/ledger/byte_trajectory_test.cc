@@ -183,9 +183,7 @@ TEST(ByteTrajectory, RegressionAWrongPhysicalRaisesOneCode) {
   ASSERT_EQ(doc["events"][5]["expected"]["physical"], 1072);
   doc["events"][5]["expected"]["physical"] = 1073;
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/5/expected/physical");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_EXPECTED_DRIFT", "/events/5/expected/physical"));
   // A residency that partitions neither physical is still open.
   Json open = test::LoadJson(kFixture);
   open["events"][5]["expected"]["resident_by_tier"]["gpu"] = 801;
@@ -260,9 +258,7 @@ TEST(ByteTrajectoryRules, TrajectoryTierDeclaredTwiceIsRejected) {
   Json doc = test::LoadJson(kFixture);
   doc["tiers"] = Json::array({"gpu", "host", "gpu"});
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_TIER_UNDECLARED"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/tiers/2");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_TIER_UNDECLARED", "/tiers/2"));
 }
 
 // Mutation audit 2026-12-05 (M22): a request id declared twice is LEDGER_REQUEST_INVALID alone (the
@@ -271,9 +267,7 @@ TEST(ByteTrajectoryRules, TrajectoryDuplicateRequestIdIsRequestInvalid) {
   Json doc = test::LoadJson(kFixture);
   doc["requests"].push_back(doc["requests"][0]);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/requests/2/request_id");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_REQUEST_INVALID", "/requests/2/request_id"));
 }
 
 // Mutation audit 2026-12-05 (M23): reserved_token_capacity 0 is LEDGER_REQUEST_INVALID even for a
@@ -289,9 +283,8 @@ TEST(ByteTrajectoryRules, TrajectoryZeroCapacityIsRequestInvalid) {
   ev["expected"]["committed"] = Json::parse(R"({"C": 0})");
   doc["events"].push_back(ev);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/requests/2/reserved_token_capacity");
+  ASSERT_TRUE(
+      test::OnlyViolationAt(v, "LEDGER_REQUEST_INVALID", "/requests/2/reserved_token_capacity"));
 }
 
 // Mutation audit 2026-12-05 (M25): trajectory events are strictly ordered; an equal tau is
@@ -300,9 +293,7 @@ TEST(ByteTrajectoryRules, TrajectoryEqualTauIsOutOfOrder) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][2]["tau"] = 1;  // events[1] is at tau 1
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EVENT_ORDER"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/2/tau");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_EVENT_ORDER", "/events/2/tau"));
 }
 
 // Mutation audit 2026-12-05 (M26): rows on a non-publication event (arrive with 4 rows) is
@@ -311,9 +302,7 @@ TEST(ByteTrajectoryRules, TrajectoryArriveWithRowsIsNonpublishRows) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][0]["rows"] = 4;
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_NONPUBLISH_ROWS"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/0/rows");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_NONPUBLISH_ROWS", "/events/0/rows"));
 }
 
 // Mutation audit 2026-12-05 (M27): a second arrive of a request is LEDGER_WORK_BEFORE_ARRIVAL (the
@@ -330,9 +319,7 @@ TEST(ByteTrajectoryRules, TrajectorySecondArriveIsRejected) {
   again["expected"]["instantaneous"] = again["expected"]["physical"];
   doc["events"].insert(doc["events"].begin() + 2, again);
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_WORK_BEFORE_ARRIVAL"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/2/op");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_WORK_BEFORE_ARRIVAL", "/events/2/op"));
 }
 
 // Mutation audit 2026-12-05 (M33): a prefill one row past the prompt is LEDGER_PREFILL_OVERRUN
@@ -341,9 +328,7 @@ TEST(ByteTrajectoryRules, TrajectoryPrefillOneRowPastThePromptIsOverrun) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][3]["rows"] = 3;  // B's prompt has 2 rows
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_PREFILL_OVERRUN"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/3/rows");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_PREFILL_OVERRUN", "/events/3/rows"));
 }
 
 // Mutation audit 2026-12-05 (M34): decode_publish before the whole prompt is published is
@@ -353,9 +338,7 @@ TEST(ByteTrajectoryRules, TrajectoryDecodeBeforeThePromptIsPublishedIsRejected) 
   Json doc = test::LoadJson(kFixture);
   doc["events"][1]["rows"] = 3;  // A publishes 3 of 4 prompt rows, then decodes at tau 4
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_DECODE_NOT_ONE_ROW"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/4/op");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_DECODE_NOT_ONE_ROW", "/events/4/op"));
 }
 
 // Mutation audit 2026-12-05 (M39): the declared peak instantaneous bytes are compared (1169 for
@@ -364,9 +347,7 @@ TEST(ByteTrajectoryRules, TrajectoryPeakInstantaneousIsCompared) {
   Json doc = test::LoadJson(kFixture);
   doc["expected_peaks"]["instantaneous"] = 1169;
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/expected_peaks/instantaneous");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_EXPECTED_DRIFT", "/expected_peaks/instantaneous"));
 }
 
 // Mutation audit 2026-12-05 (M42): a residency that partitions physical over the right tiers but
@@ -376,9 +357,8 @@ TEST(ByteTrajectoryRules, TrajectoryResidencyOnTheWrongTierIsDrift) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][3]["expected"]["resident_by_tier"] = Json::parse(R"({"gpu": 799, "host": 273})");
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/3/expected/resident_by_tier");
+  ASSERT_TRUE(
+      test::OnlyViolationAt(v, "LEDGER_EXPECTED_DRIFT", "/events/3/expected/resident_by_tier"));
 }
 
 // Mutation audit 2026-12-05 (M43): the declared committed lengths of an event are compared (A: 5
@@ -387,9 +367,7 @@ TEST(ByteTrajectoryRules, TrajectoryCommittedLengthsAreCompared) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][1]["expected"]["committed"] = Json::parse(R"({"A": 5})");
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_EXPECTED_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/1/expected/committed");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_EXPECTED_DRIFT", "/events/1/expected/committed"));
 }
 
 // Mutation audit 2026-12-05 (M46): prompt_tokens 0 is LEDGER_REQUEST_INVALID (the mutant accepted a
@@ -399,9 +377,7 @@ TEST(ByteTrajectoryRules, TrajectoryZeroPromptIsRequestInvalid) {
   doc["requests"].push_back(Json::parse(R"({"request_id": "C", "prompt_tokens": 0,
       "replica_count": 1, "copy_tiers": ["gpu"], "reserved_token_capacity": 1})"));
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LEDGER_REQUEST_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/requests/2/prompt_tokens");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_REQUEST_INVALID", "/requests/2/prompt_tokens"));
 }
 
 }  // namespace

@@ -199,9 +199,8 @@ TEST(SavedWorkRules, SavedWorkPrefillInputsMustBeThePrompt) {
   Json doc = test::LoadJson(kFixture);
   doc["frontier"]["stop_trace"]["calls"][0]["inputs"] = Json::array({10, 11, 12, 14});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/calls/0/inputs");
+  ASSERT_TRUE(
+      test::OnlyViolationAt(v, "SAVED_WORK_FRONTIER_DRIFT", "/frontier/stop_trace/calls/0/inputs"));
 }
 
 // Mutation audit 2026-12-05 (M63): the stop's returned_tokens must be the prompt plus the emitted
@@ -211,9 +210,8 @@ TEST(SavedWorkRules, SavedWorkReturnedTokensAreCompared) {
   doc["frontier"]["stop_trace"]["stop"]["returned_tokens"] =
       Json::array({10, 11, 12, 13, 20, 21, 23});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_FRONTIER_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/stop/returned_tokens");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SAVED_WORK_FRONTIER_DRIFT",
+                                    "/frontier/stop_trace/stop/returned_tokens"));
 }
 
 // Mutation audit 2026-12-05 (M66): a decode call with two inputs is FRONTIER_TOKEN_MISMATCH at its
@@ -222,9 +220,8 @@ TEST(SavedWorkRules, SavedWorkDecodeWithTwoInputsIsTokenMismatch) {
   Json doc = test::LoadJson(kFixture);
   doc["frontier"]["stop_trace"]["calls"][1]["inputs"] = Json::array({20, 21});
   const Violations v = ValidateSavedWorkFixture(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"FRONTIER_TOKEN_MISMATCH"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/frontier/stop_trace/calls/1/inputs");
+  ASSERT_TRUE(
+      test::OnlyViolationAt(v, "FRONTIER_TOKEN_MISMATCH", "/frontier/stop_trace/calls/1/inputs"));
 }
 
 }  // namespace

@@ -260,9 +260,7 @@ TEST(ServiceTraceRules, ServiceRequestWithoutOutputsIsRequestInvalid) {
   doc["requests"].push_back(Json::parse(
       R"({"request_id": "C", "handle_generation": 1, "prompt_tokens": 1, "outputs": []})"));
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/requests/2/outputs");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_REQUEST_INVALID", "/requests/2/outputs"));
 }
 
 // Mutation audit 2026-12-05 (M72): a service request id declared twice is SERVICE_REQUEST_INVALID
@@ -272,9 +270,7 @@ TEST(ServiceTraceRules, ServiceDuplicateRequestIdIsRequestInvalid) {
   Json doc = test::LoadJson(kAb);
   doc["requests"].push_back(doc["requests"][1]);
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_REQUEST_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/requests/2/request_id");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_REQUEST_INVALID", "/requests/2/request_id"));
   EXPECT_EQ(DeriveServiceMetrics(doc).status().error(), ErrorCode::SERVICE_REQUEST_INVALID);
 }
 
@@ -284,9 +280,7 @@ TEST(ServiceTraceRules, ServiceSecondArriveIsRejected) {
   Json doc = test::LoadJson(kAb);
   doc["events"].insert(doc["events"].begin() + 1, doc["events"][0]);  // A arrives at t 0 again
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_WORK_BEFORE_ARRIVAL"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/1/op");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_WORK_BEFORE_ARRIVAL", "/events/1/op"));
 }
 
 // Mutation audit 2026-12-05 (M76): prefill_begin while an interval is in flight is
@@ -297,9 +291,7 @@ TEST(ServiceTraceRules, ServicePrefillBeginWhileInFlightIsIllegal) {
   again["t"] = 3;
   doc["events"].insert(doc["events"].begin() + 2, again);
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_PHASE_ILLEGAL"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/2/op");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_PHASE_ILLEGAL", "/events/2/op"));
 }
 
 // Mutation audit 2026-12-05 (M77): a prefill_begin of 0 rows is LIFECYCLE_APPEND_EMPTY (the mutant
@@ -319,9 +311,7 @@ TEST(ServiceTraceRules, ServicePublishOfPartOfTheInFlightIntervalIsRejected) {
   Json doc = test::LoadJson(kAb);
   doc["events"][4]["rows"] = 3;  // A's interval at t 2 selected 4 rows
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/4/rows");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_PUBLISH_BEFORE_PREFILL_BEGIN", "/events/4/rows"));
 }
 
 // Mutation audit 2026-12-05 (M79): an emitted token other than the declared output is
@@ -331,9 +321,7 @@ TEST(ServiceTraceRules, ServiceEmitOfAnUndeclaredTokenIsMismatch) {
   Json doc = test::LoadJson(kAb);
   doc["events"][7]["token"] = "bX";  // B's one output is declared "b0"
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_OUTPUT_TOKEN_MISMATCH"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/7/token");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_OUTPUT_TOKEN_MISMATCH", "/events/7/token"));
 }
 
 // Mutation audit 2026-12-05 (M85): metrics declared for a request id the trace does not declare are
@@ -342,9 +330,7 @@ TEST(ServiceTraceRules, ServiceMetricsForAnUndeclaredRequestAreDrift) {
   Json doc = test::LoadJson(kAb);
   doc["expected_metrics"]["requests"]["Z"] = doc["expected_metrics"]["requests"]["B"];
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SERVICE_METRIC_DRIFT"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/expected_metrics/requests/Z");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_METRIC_DRIFT", "/expected_metrics/requests/Z"));
 }
 
 // Mutation audit 2026-12-05 (M86): committed * B_token beyond 64 bits is INPUT_ARITHMETIC_OVERFLOW
@@ -368,9 +354,7 @@ TEST(ServiceTraceRules, ServicePayloadOverflowIsReportedAtThePublication) {
   metrics["requests"] = Json{{"A", metrics["requests"]["B"]}};
   doc["expected_metrics"] = metrics;
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_ARITHMETIC_OVERFLOW"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/2");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "INPUT_ARITHMETIC_OVERFLOW", "/events/2"));
   EXPECT_EQ(DeriveServiceMetrics(doc).status().error(), ErrorCode::INPUT_ARITHMETIC_OVERFLOW);
 }
 
@@ -384,9 +368,7 @@ TEST(ServiceTraceRules, ServiceEmitWhilePrefillInFlightIsBeforeLogits) {
   emit["view"] = doc["events"][1]["view"];
   doc["events"].insert(doc["events"].begin() + 2, emit);  // A's 4-row interval is in flight
   const Violations v = ValidateServiceTrace(doc);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"FRONTIER_OUTPUT_BEFORE_LOGITS"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/2/op");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "FRONTIER_OUTPUT_BEFORE_LOGITS", "/events/2/op"));
 }
 
 }  // namespace

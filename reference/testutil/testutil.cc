@@ -74,6 +74,16 @@ std::vector<std::string> CodeNames(const Violations& v) {
   return out;
 }
 
+::testing::AssertionResult OnlyViolationAt(const Violations& v, const std::string& code,
+                                           const std::string& pointer) {
+  if (CodeNames(v) != std::vector<std::string>{code})
+    return ::testing::AssertionFailure() << "expected only " << code << ", got\n" << Describe(v);
+  if (v.front().pointer != pointer)
+    return ::testing::AssertionFailure()
+           << code << " at \"" << v.front().pointer << "\", expected at \"" << pointer << "\"";
+  return ::testing::AssertionSuccess();
+}
+
 std::string Describe(const Violations& v) {
   std::string out;
   for (const auto& x : v)

@@ -2,6 +2,7 @@
 #ifndef KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 #define KVCONFORM_REFERENCE_TESTUTIL_TESTUTIL_H_
 
+#include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -46,6 +47,10 @@ std::vector<std::string> SourceLines(const std::string& relative);
 Violations CheckSourceTrace(const std::string& relative, const trace::CheckerOptions& options = {});
 // The distinct code names of `v`, in first-seen order.
 std::vector<std::string> CodeNames(const Violations& v);
+// Success when `v` is exactly one violation, of `code` at `pointer`; the failure message lists
+// `v` (ASSERT_TRUE(OnlyViolationAt(v, "CODE", "/pointer"))).
+::testing::AssertionResult OnlyViolationAt(const Violations& v, const std::string& code,
+                                           const std::string& pointer);
 // "CODE@pointer: message" lines, for assertion messages.
 std::string Describe(const Violations& v);
 // Prints "<Suite>.<Test> seed=<seed> (reproduce: build/bin/reference_tests
