@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -737,6 +738,367 @@ TEST(PipelineCpu, RopeBeforeStagingIsShiftInvariant) {
   const auto c = RopeAppendAttend(0, false, q, k, v, Hq, Hkv, d, T, t_q);
   const auto e = RopeAppendAttend(1000, false, q, k, v, Hq, Hkv, d, T, t_q);
   EXPECT_GT(Nmse(e, c), 1e-4) << "pre-RoPE keys must not look shift invariant";
+}
+
+}  // namespace
+}  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// bf16 conversion keeps every NaN a NaN with its sign, also one whose payload lies only in the
+// low 16 bits that bf16 drops (unquieted it reads as inf; rounded like a number, inf or -0).
+TEST(Conversions, Bf16KeepsEveryNanANan) {
+  for (uint32_t u :
+       {0x7f800001u, 0x7f808000u, 0x7fc00000u, 0x7fffffffu, 0xff800001u, 0xffffffffu}) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    const uint16_t h = FloatToBf16Bits(f);
+    EXPECT_TRUE(std::isnan(Bf16BitsToFloat(h))) << std::hex << u << " -> " << h;
+    EXPECT_EQ(h & 0x8000u, (u >> 16) & 0x8000u) << std::hex << u;
+  }
+}
+
+// ValidateLayout refuses (kInvalidArgument) a dtype other than f32, f16, bf16, a batch, head
+// count or head_dim of 0, a negative block_size and a contiguous capacity of 0.
+TEST(ValidateLayout, RefusesInvalidFields) {
+  const KvLayout ok{KvDtype::kF16, /*batch=*/2, /*heads=*/2, /*d_h=*/8, /*capacity=*/16};
+  ASSERT_TRUE(ValidateLayout(ok).ok());
+  KvLayout l = ok;
+  l.dtype = static_cast<KvDtype>(3);
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+  l = ok;
+  l.batch = 0;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+  l = ok;
+  l.num_kv_heads = 0;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+  l = ok;
+  l.block_size = -1;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+  l = ok;
+  l.capacity = 0;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+}
+
+// head_dim is accepted up to kAttnMaxHeadDim (256) inclusive and refused above it.
+TEST(ValidateLayout, HeadDimUpTo256) {
+  KvLayout l{KvDtype::kBF16, 1, 1, kAttnMaxHeadDim, 4};
+  EXPECT_TRUE(ValidateLayout(l).ok()) << ValidateLayout(l).ToString();
+  l.head_dim = kAttnMaxHeadDim + 1;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+}
+
+// Paged: num_blocks > 0 (kInvalidArgument); block_size * max_blocks_per_seq positions fit int32
+// and the pool's element count fits the int64 offsets (kOutOfRange).
+TEST(ValidateLayout, PagedNeedsBlocksInt32PositionsAndAddressablePool) {
+  const KvLayout ok{KvDtype::kF32, 1, 1, 1, 0, /*block_size=*/4, /*num_blocks=*/8, /*max=*/2};
+  ASSERT_TRUE(ValidateLayout(ok).ok());
+  KvLayout l = ok;
+  l.num_blocks = 0;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kInvalidArgument);
+  l = ok;  // 2^16 * 2^16 positions: 2^32, past int32
+  l.block_size = 1 << 16;
+  l.max_blocks_per_seq = 1 << 16;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kOutOfRange);
+  l = ok;  // (2^31 - 1)^2 * 4 * 256 elements in the pool: past int64
+  l.num_blocks = std::numeric_limits<int32_t>::max();
+  l.num_kv_heads = std::numeric_limits<int32_t>::max();
+  l.head_dim = 256;
+  EXPECT_EQ(ValidateLayout(l).code(), StatusCode::kOutOfRange);
+}
+
+// ValidateAttention refuses (kInvalidArgument) a null kv_len and a paged layout without a
+// block table; judged on the shape alone (nothing is read).
+TEST(ValidateAttention, RefusesMissingLengthsAndBlockTable) {
+  AttentionParams p = test::ShapeOnlyAttention();
+  ASSERT_TRUE(ValidateAttention(p).ok());
+  p.kv_len = nullptr;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kInvalidArgument);
+  p = test::ShapeOnlyAttention();
+  p.layout = KvLayout{KvDtype::kF32, 1, 1, 1, 0, /*block_size=*/4, /*num_blocks=*/2, /*max=*/1};
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kInvalidArgument);
+}
+
+// ValidateAttention refuses (kInvalidArgument) t_q 0, a scale that is not finite and > 0, and a
+// negative split_size.
+TEST(ValidateAttention, RefusesBadTqScaleAndSplitSize) {
+  AttentionParams p = test::ShapeOnlyAttention();
+  p.t_q = 0;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kInvalidArgument);
+  for (float scale : {0.0f, -1.0f, NAN, INFINITY}) {
+    p = test::ShapeOnlyAttention();
+    p.scale = scale;
+    EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kInvalidArgument) << scale;
+  }
+  p = test::ShapeOnlyAttention();
+  p.split_size = -1;
+  EXPECT_EQ(ValidateAttention(p).code(), StatusCode::kInvalidArgument);
+}
+
+// ValidateAppend: t_new in [1, MaxTokensPerSeq] (kOutOfRange), k_new and a paged layout's block
+// table set (kInvalidArgument).
+TEST(ValidateAppend, RefusesBadTnewAndMissingInputs) {
+  std::mt19937_64 rng(TestSeed(39, "ValidateAppendRefuses"));
+  AppendFixture f(1, 1, 4, 3, 2, KvDtype::kF32, 4, rng);
+  HostCache c = f.committed;
+  ASSERT_TRUE(ValidateAppend(f.Append(c)).ok());
+  auto p = f.Append(c);
+  p.t_new = 0;
+  EXPECT_EQ(ValidateAppend(p).code(), StatusCode::kOutOfRange);
+  p.t_new = static_cast<int32_t>(MaxTokensPerSeq(p.layout)) + 1;
+  EXPECT_EQ(ValidateAppend(p).code(), StatusCode::kOutOfRange);
+  p = f.Append(c);
+  p.k_new = nullptr;
+  EXPECT_EQ(ValidateAppend(p).code(), StatusCode::kInvalidArgument);
+  p = f.Append(c);
+  p.block_table = nullptr;
+  EXPECT_EQ(ValidateAppend(p).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.error, 0) << "a refused shape sets no error flag";
+}
+
+// ValidatePublish: t_new >= 1 (kOutOfRange) and, paged, both tables set (kInvalidArgument).
+TEST(ValidatePublish, RefusesZeroTnewAndMissingTables) {
+  std::mt19937_64 rng(TestSeed(40, "ValidatePublishRefuses"));
+  AppendFixture f(1, 1, 4, 3, 2, KvDtype::kF32, 4, rng);
+  std::vector<int32_t> published(1, -1);
+  ASSERT_TRUE(ValidatePublish(f.Publish(published)).ok());
+  auto p = f.Publish(published);
+  p.t_new = 0;
+  EXPECT_EQ(ValidatePublish(p).code(), StatusCode::kOutOfRange);
+  p = f.Publish(published);
+  p.staged_table = nullptr;
+  EXPECT_EQ(ValidatePublish(p).code(), StatusCode::kInvalidArgument);
+  p = f.Publish(published);
+  p.visible_table = nullptr;
+  EXPECT_EQ(ValidatePublish(p).code(), StatusCode::kInvalidArgument);
+}
+
+// RMSNorm's eps may be 0 (eps >= 0): x / sqrt(mean(x^2)) * w; x = (3, 4): rms = sqrt(12.5).
+TEST(RmsNormCpu, AcceptsZeroEps) {
+  const std::vector<float> x = {3.0f, 4.0f}, w = {1.0f, 2.0f};
+  std::vector<float> y(2, NAN);
+  ASSERT_TRUE(RmsNormCpu({x.data(), w.data(), y.data(), 1, 2, 0.0f}).ok());
+  EXPECT_FLOAT_EQ(y[0], 3.0f / std::sqrt(12.5f));
+  EXPECT_FLOAT_EQ(y[1], 8.0f / std::sqrt(12.5f));
+  EXPECT_EQ(RmsNormCpu({x.data(), w.data(), y.data(), 1, 2, -1e-6f}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+// RoPE refuses (kInvalidArgument) a theta that is not finite and > 1, and a k without K/V
+// heads.
+TEST(RopeCpu, RefusesBadThetaAndKWithoutKvHeads) {
+  std::vector<float> q(8, 1.0f), k(8, 1.0f);
+  int32_t pos = 3;
+  RopeParams p;
+  p.q = q.data();
+  p.positions = &pos;
+  p.batch = p.num_q_heads = p.t = 1;
+  p.head_dim = 8;
+  ASSERT_TRUE(ValidateRope(p).ok());
+  for (float theta : {1.0f, 0.5f, NAN, INFINITY}) {
+    RopeParams r = p;
+    r.theta = theta;
+    EXPECT_EQ(ValidateRope(r).code(), StatusCode::kInvalidArgument) << theta;
+  }
+  RopeParams r = p;
+  r.k = k.data();
+  r.num_kv_heads = 0;
+  EXPECT_EQ(ValidateRope(r).code(), StatusCode::kInvalidArgument);
+}
+
+// SwiGLU refuses (kInvalidArgument) n == 0 (n must be > 0).
+TEST(SwiGluCpu, RefusesZeroLength) {
+  const float g = 1.0f, u = 1.0f;
+  float out = NAN;
+  ASSERT_TRUE(ValidateSwiGlu({&g, &u, &out, 1}).ok());
+  EXPECT_EQ(ValidateSwiGlu({&g, &u, &out, 0}).code(), StatusCode::kInvalidArgument);
+}
+
+// Positions are [B, T]: sequence b's rows rotate by its own positions (bit-exact with a
+// one-sequence call at those positions).
+TEST(RopeCpu, EachSequenceUsesItsOwnPositions) {
+  std::mt19937_64 rng(TestSeed(15, "RopeCpuBatchPositions"));
+  const int d = 8, T = 2;
+  auto q = RandomFloats(2 * T * d, rng);
+  const std::vector<int32_t> pos = {5, 6, /*seq 1:*/ 40, 41};
+  std::vector<float> both = q;
+  RopeParams p;
+  p.q = both.data();
+  p.positions = pos.data();
+  p.batch = 2;
+  p.num_q_heads = 1;
+  p.t = T;
+  p.head_dim = d;
+  ASSERT_TRUE(RopeCpu(p).ok());
+  std::vector<float> seq1(q.begin() + T * d, q.end());
+  p.q = seq1.data();
+  p.positions = pos.data() + T;
+  p.batch = 1;
+  ASSERT_TRUE(RopeCpu(p).ok());
+  EXPECT_EQ(std::vector<float>(both.begin() + T * d, both.end()), seq1);
+}
+
+// With k set, RoPE rotates K [B, H_kv, T, d_h] in the same call, exactly as a separate call
+// over K's own heads would.
+TEST(RopeCpu, RotatesKWithItsOwnHeads) {
+  std::mt19937_64 rng(TestSeed(16, "RopeCpuRotatesK"));
+  const int B = 2, Hq = 4, Hkv = 2, T = 3, d = 8;
+  const auto q0 = RandomFloats(size_t(B) * Hq * T * d, rng);
+  const auto k0 = RandomFloats(size_t(B) * Hkv * T * d, rng);
+  const std::vector<int32_t> pos = {7, 8, 9, /*seq 1:*/ 20, 21, 22};
+  std::vector<float> q = q0, k = k0;
+  RopeParams p;
+  p.q = q.data();
+  p.k = k.data();
+  p.positions = pos.data();
+  p.batch = B;
+  p.num_q_heads = Hq;
+  p.num_kv_heads = Hkv;
+  p.t = T;
+  p.head_dim = d;
+  ASSERT_TRUE(RopeCpu(p).ok());
+  std::vector<float> k_alone = k0;
+  RopeParams pk = p;
+  pk.q = k_alone.data();
+  pk.k = nullptr;
+  pk.num_q_heads = Hkv;
+  pk.num_kv_heads = 0;
+  ASSERT_TRUE(RopeCpu(pk).ok());
+  EXPECT_NE(k_alone, k0);
+  EXPECT_EQ(k, k_alone);
+}
+
+// A transaction whose base_len is AHEAD of the published length is stale too (base_len !=
+// visible_len): refused with kFailedPrecondition, error flag set, nothing written.
+TEST(KvAppendCpu, BaseAheadOfPublishedLengthIsStale) {
+  std::mt19937_64 rng(TestSeed(42, "BaseAheadOfPublishedLengthIsStale"));
+  AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF32, 0, rng);
+  f.base_len[1] = 4;  // published length of sequence 1 is still 3
+  HostCache c = f.committed;
+  const auto k0 = c.k, v0 = c.v;
+  EXPECT_EQ(KvAppendCpu(f.Append(c)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.error, 1);
+  EXPECT_TRUE(c.k == k0 && c.v == v0) << "a stale append writes nothing";
+}
+
+// Publish never publishes a length past the addressable tokens (base_len + t_new >
+// MaxTokensPerSeq): that sequence gets published 0 and keeps its length; the others publish.
+TEST(KvPublishCpu, LengthPastCapacityIsNotPublished) {
+  std::mt19937_64 rng(TestSeed(43, "LengthPastCapacityIsNotPublished"));
+  for (int block_size : {0, 4}) {
+    SCOPED_TRACE("block_size " + std::to_string(block_size));
+    AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF32, block_size, rng);
+    const int32_t max_tokens = static_cast<int32_t>(MaxTokensPerSeq(f.committed.layout));
+    f.base_len[0] = f.visible_len[0] = max_tokens - 1;  // + t_new 2: one past the end
+    std::vector<int32_t> published(2, -1);
+    ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+    EXPECT_EQ(published, std::vector<int32_t>({0, 1}));
+    EXPECT_EQ(f.visible_len, std::vector<int32_t>({max_tokens - 1, 5}));
+  }
+}
+
+// Publication copies exactly the first BlocksForTokens(base_len + t_new) staged entries; the
+// visible table's later entries stay as they were (-1 here).
+TEST(KvPublishCpu, CopiesOnlyTheBlocksOfTheNewLength) {
+  std::mt19937_64 rng(TestSeed(44, "CopiesOnlyTheBlocksOfTheNewLength"));
+  AppendFixture f(2, 1, 4, 3, 2, KvDtype::kF32, 4, rng);  // new length 5: 2 of 4 blocks
+  const int mb = f.committed.layout.max_blocks_per_seq;
+  ASSERT_EQ(mb, 4);
+  std::vector<int32_t> published(2, -1);
+  ASSERT_TRUE(KvPublishCpu(f.Publish(published)).ok());
+  ASSERT_EQ(published, std::vector<int32_t>({1, 1}));
+  for (int b = 0; b < 2; ++b) {
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(f.visible_table[b * mb + j], f.staged_table[b * mb + j]) << b << " " << j;
+    for (int j = 2; j < mb; ++j) EXPECT_EQ(f.visible_table[b * mb + j], -1) << b << " " << j;
+  }
+}
+
+// AttentionCpu refuses (kOutOfRange, nothing written) kv_len[b] below t_q and above
+// max_kv_len, also where the rows past max_kv_len are addressable.
+TEST(AttentionCpu, RejectsKvLenOutsideTqToMaxKvLen) {
+  std::mt19937_64 rng(TestSeed(26, "RejectsKvLenOutsideTqToMaxKvLen"));
+  auto kv = RandomKv(1, 1, 8, 4, rng);
+  HostCache c = MakeCache(kv, KvDtype::kF32, 8, 0, rng);
+  auto q = RandomFloats(2 * 4, rng);
+  std::vector<float> out(q.size(), NAN);
+  std::vector<int32_t> len = {1};  // t_q 2
+  EXPECT_EQ(AttentionCpu(AttnOn(c, len, q, out, 1, 2, 8)).code(), StatusCode::kOutOfRange);
+  len = {6};  // max_kv_len 5, capacity 8
+  EXPECT_EQ(AttentionCpu(AttnOn(c, len, q, out, 1, 2, 5)).code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(std::isnan(out[0])) << "a rejected call writes nothing";
+  len = {5};
+  EXPECT_TRUE(AttentionCpu(AttnOn(c, len, q, out, 1, 2, 5)).ok());
+}
+
+// Every block id the call reads is checked, including the block that holds only the last
+// visible row (kv_len 5, block_size 4: row 4 alone in the second block).
+TEST(AttentionCpu, RejectsBadBlockOfTheLastVisibleRow) {
+  std::mt19937_64 rng(TestSeed(27, "RejectsBadBlockOfTheLastVisibleRow"));
+  auto kv = RandomKv(1, 1, 8, 4, rng);
+  HostCache c = MakeCache(kv, KvDtype::kF32, 8, 4, rng);
+  auto q = RandomFloats(4, rng);
+  std::vector<float> out(4, NAN);
+  const std::vector<int32_t> len = {5};
+  c.table[1] = c.layout.num_blocks;
+  EXPECT_EQ(AttentionCpu(AttnOn(c, len, q, out, 1, 1, 8)).code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(std::isnan(out[0])) << "a rejected call writes nothing";
+}
+
+// Softmax subtracts the row's max score: scores near -120 (exp underflows fp32 without the
+// shift) still give the weighted average. Tolerance: each score carries ~ulp(120) = 7.6e-6 of
+// rounding, a relative weight error <= 2e-5, so NMSE <= ~1e-9 (measured 9e-13 to 1.7e-10 over
+// nine seeds); the bound is 1e-8 (a lost shift gives zeros: NMSE 1).
+TEST(AttentionCpu, VeryNegativeScoresStillAverageTheValues) {
+  std::mt19937_64 rng(TestSeed(28, "VeryNegativeScoresStillAverageTheValues"));
+  const int T = 6, d = 4;
+  LogicalKv kv = RandomKv(1, 1, T, d, rng);
+  for (int t = 0; t < T; ++t) kv.k[kv.Idx(0, 0, t, 0)] = 8.0f;  // q . k = -240 + ...
+  HostCache c = MakeCache(kv, KvDtype::kF32, T, 0, rng);
+  std::vector<float> q = {-30.0f, 1.0f, -0.5f, 0.25f}, out(d, NAN);
+  const std::vector<int32_t> len = {T};
+  auto p = AttnOn(c, len, q, out, 1, 1, T);  // scale 1/2: scores -120 +- 1
+  ASSERT_TRUE(AttentionCpu(p).ok());
+  EXPECT_LE(Nmse(out, test::ReferenceAttention(kv, len, q, 1, 1, p.scale)), 1e-8);
+}
+
+// Split-K partials go to the workspace as [row][split][acc (d_h), m, l] (the device combine's
+// input format), and the output is their combination in split order 0..n-1 with the combine's
+// formula: recombining the workspace gives the output bit-for-bit.
+TEST(AttentionCpu, SplitKOutputIsTheInOrderCombinationOfTheWorkspace) {
+  std::mt19937_64 rng(TestSeed(29, "SplitKOutputIsTheInOrderCombinationOfTheWorkspace"));
+  const int B = 2, Hkv = 1, Hq = 2, d = 8, T = 300, t_q = 2;
+  auto kv = RandomKv(B, Hkv, T, d, rng);
+  const std::vector<int32_t> len = {300, 130};
+  HostCache c = MakeCache(kv, KvDtype::kF32, T, 0, rng);
+  auto q = RandomFloats(size_t(B) * Hq * t_q * d, rng, -3, 3);
+  std::vector<float> out(q.size(), NAN);
+  auto p = AttnOn(c, len, q, out, Hq, t_q, T);
+  p.split_size = 7;
+  const int n = NumSplits(T, p.split_size);
+  std::vector<float> ws(AttentionWorkspaceFloats(p), NAN);
+  p.workspace = ws.data();
+  ASSERT_TRUE(AttentionCpu(p).ok());
+  for (int64_t row = 0; row < int64_t{B} * Hq * t_q; ++row) {
+    const float* part = ws.data() + row * n * (d + 2);
+    float big_m = -INFINITY;
+    for (int s = 0; s < n; ++s)
+      if (part[s * (d + 2) + d + 1] > 0.0f) big_m = std::max(big_m, part[s * (d + 2) + d]);
+    float denom = 0.0f;
+    std::vector<float> acc(d, 0.0f);
+    for (int s = 0; s < n; ++s) {
+      const float* ps = part + s * (d + 2);
+      if (!(ps[d + 1] > 0.0f)) continue;
+      const float w = std::exp(ps[d] - big_m);
+      denom += w * ps[d + 1];
+      for (int dd = 0; dd < d; ++dd) acc[dd] += w * ps[dd];
+    }
+    for (int dd = 0; dd < d; ++dd) {
+      const float want = acc[dd] / denom;
+      ASSERT_EQ(std::memcmp(&want, &out[row * d + dd], 4), 0) << row << " " << dd;
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "kernels/kernel_types.h"
 
 namespace kvc::kernels {
@@ -73,6 +75,72 @@ TEST(KvBlockTable, ExhaustionAndCapacityLeaveNothingAllocated) {
   ASSERT_TRUE(c.Stage(10, nullptr).ok());
   c.Commit();
   EXPECT_EQ(c.Stage(1, nullptr).code(), StatusCode::kOutOfRange);
+}
+
+// The lowest free id is handed out first, whatever order blocks were freed in.
+TEST(BlockPool, LowestFreeIdFirstAfterOutOfOrderFrees) {
+  BlockPool pool(4);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(*pool.Allocate(), i);
+  ASSERT_TRUE(pool.Free(0).ok());
+  ASSERT_TRUE(pool.Free(2).ok());
+  EXPECT_EQ(*pool.Allocate(), 0);
+  EXPECT_EQ(*pool.Allocate(), 2);
+  EXPECT_EQ(*pool.Allocate(), 3);
+}
+
+// A paged table has ceil(max_tokens / block_size) entries: 30 tokens in blocks of 4 need 8,
+// and the whole capacity can be staged.
+TEST(KvBlockTable, MaxBlocksIsCeilOfMaxTokens) {
+  BlockPool pool(8);
+  KvBlockTable t(4, 30);
+  EXPECT_EQ(t.max_blocks(), 8);
+  ASSERT_TRUE(t.Stage(30, &pool).ok());
+  EXPECT_EQ(t.staged_table()[7], 7);
+}
+
+// A paged Stage without a pool is refused (kInvalidArgument) and stages nothing.
+TEST(KvBlockTable, PagedStageWithoutPoolIsRefused) {
+  KvBlockTable t(4, 16);
+  EXPECT_EQ(t.Stage(1, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.staged_count(), 0);
+  EXPECT_EQ(t.staged_table(), t.committed_table());
+}
+
+// A Stage that ran out of blocks holds none afterwards: its staged table is the committed one,
+// so a later Abort frees nothing (not the ids another table has allocated since).
+TEST(KvBlockTable, FailedStageKeepsNoBlockIds) {
+  BlockPool pool(2);
+  KvBlockTable t(2, 100);
+  ASSERT_EQ(t.Stage(5, &pool).code(), StatusCode::kOutOfRange);  // needs 3 blocks
+  EXPECT_EQ(t.staged_table(), t.committed_table());
+  KvBlockTable other(2, 100);
+  ASSERT_TRUE(other.Stage(4, &pool).ok());  // blocks 0, 1
+  EXPECT_TRUE(t.Abort(&pool).ok());
+  EXPECT_EQ(pool.free_count(), 0) << "the other table's blocks stay allocated";
+}
+
+// Release frees every block, those of an open (uncommitted) interval included.
+TEST(KvBlockTable, ReleaseFreesTheOpenIntervalsBlocks) {
+  BlockPool pool(8);
+  KvBlockTable t(4, 32);
+  ASSERT_TRUE(t.Stage(5, &pool).ok());
+  t.Commit();
+  ASSERT_TRUE(t.Stage(8, &pool).ok());  // adds blocks 2, 3
+  ASSERT_EQ(pool.free_count(), 4);
+  ASSERT_TRUE(t.Release(&pool).ok());
+  EXPECT_EQ(pool.free_count(), 8);
+}
+
+// A released table holds nothing: no committed rows and no block id in either table.
+TEST(KvBlockTable, ReleasedTableHoldsNoRowsOrBlocks) {
+  BlockPool pool(8);
+  KvBlockTable t(4, 32);
+  ASSERT_TRUE(t.Stage(5, &pool).ok());
+  t.Commit();
+  ASSERT_TRUE(t.Release(&pool).ok());
+  EXPECT_EQ(t.committed_len(), 0);
+  EXPECT_EQ(t.committed_table(), std::vector<int32_t>(8, -1));
+  EXPECT_EQ(t.staged_table(), std::vector<int32_t>(8, -1));
 }
 
 }  // namespace

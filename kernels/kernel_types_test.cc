@@ -512,3 +512,94 @@ TEST(DecodeFastPath, LaneLevelEmulationMatchesSoftmaxAttention) {
 
 }  // namespace
 }  // namespace kvc::kernels
+
+namespace kvc::kernels {
+namespace {
+
+// Storage element sizes: f32 4 bytes, f16 and bf16 2 (b_K and b_V of the append payload).
+TEST(KvDtype, BytesPerElement) {
+  EXPECT_EQ(KvDtypeBytes(KvDtype::kF32), 4);
+  EXPECT_EQ(KvDtypeBytes(KvDtype::kF16), 2);
+  EXPECT_EQ(KvDtypeBytes(KvDtype::kBF16), 2);
+  const KvLayout l{KvDtype::kBF16, /*batch=*/1, /*heads=*/2, /*d_h=*/4, /*capacity=*/8};
+  EXPECT_EQ(KvAppendPayloadBytes(l, 3), int64_t{1} * 3 * 2 * 4 * (2 + 2));
+}
+
+// KvBlockEntry reads the table only for an addressable paged position: t == MaxTokensPerSeq
+// (one past the sequence's table row) and t < 0 give 0, not the next sequence's first entry.
+TEST(KvRowOffset, BlockEntryReadsOnlyAddressablePositions) {
+  KvLayout l{KvDtype::kF32, 2, 1, 2, 0, /*block_size=*/4, /*num_blocks=*/8, /*max_blocks=*/2};
+  const std::vector<int32_t> table = {3, 5, /*seq 1:*/ 7, 6};
+  EXPECT_EQ(KvBlockEntry(l, table.data(), 0, 7), 5);
+  EXPECT_EQ(KvBlockEntry(l, table.data(), 1, 4), 6);
+  EXPECT_EQ(KvBlockEntry(l, table.data(), 0, 8), 0);
+  EXPECT_EQ(KvBlockEntry(l, table.data(), 0, -1), 0);
+}
+
+// Paged: a sequence of n tokens occupies ceil(n / block_size) blocks (the entries publish
+// copies); a contiguous layout has none.
+TEST(BlocksForTokens, CeilOfTokensOverBlockSize) {
+  const KvLayout paged{KvDtype::kF32, 1, 1, 1, 0, /*block_size=*/4, 8, 4};
+  EXPECT_EQ(BlocksForTokens(paged, 0), 0);
+  EXPECT_EQ(BlocksForTokens(paged, 1), 1);
+  EXPECT_EQ(BlocksForTokens(paged, 4), 1);
+  EXPECT_EQ(BlocksForTokens(paged, 5), 2);
+  EXPECT_EQ(BlocksForTokens(paged, 16), 4);
+  const KvLayout contiguous{KvDtype::kF32, 1, 1, 1, /*capacity=*/16};
+  EXPECT_EQ(BlocksForTokens(contiguous, 5), 0);
+}
+
+// A chosen split size is a multiple of 256 tokens, also where rounding the even share up to a
+// multiple of 128 would give a smaller size (10000 / 33 splits = 304 -> 512, not 384).
+TEST(Splits, ChooseSplitSizeIsAMultipleOf256) {
+  EXPECT_EQ(ChooseSplitSize(1, 8, 10000, 132), 512);
+  for (int32_t len : {1000, 3000, 10000, 100000}) {
+    const int32_t s = ChooseSplitSize(1, 4, len, 132);
+    EXPECT_GT(s, 0) << len;
+    EXPECT_EQ(s % 256, 0) << len;
+  }
+}
+
+// Row blocks hold at most kAttnMaxRows (64) rows, also when head_dim leaves accumulator budget
+// for more (d_h 64: 128 rows would fit 8192 elements; d_h 16: 512).
+TEST(Tiling, RowsPerBlockNeverExceed64) {
+  EXPECT_EQ(AttentionRowsPerBlock(8, 100, 64), 64);
+  EXPECT_EQ(AttentionRowsPerBlock(16, 100, 16), 64);
+  EXPECT_EQ(AttentionRowsPerBlock(4, 10, 16), 40);
+}
+
+// The rows of one (b, h_kv) pair are the GQA group's (H_q / H_kv) times t_q, not H_q * t_q.
+TEST(Tiling, GroupRowsAreGroupTimesTq) {
+  AttentionParams p;
+  p.layout = KvLayout{KvDtype::kF32, 1, /*heads=*/4, /*d_h=*/128, 4096};
+  p.num_q_heads = 32;
+  p.t_q = 100;
+  EXPECT_EQ(AttentionGroupRows(p), 8 * 100);
+  EXPECT_EQ(AttentionRowTiles(p), CeilDiv(800, 64));
+}
+
+// The decode fast path needs H_q a multiple of H_kv (H_q 12 over H_kv 8 is no group of 1).
+TEST(DecodeFastPath, RefusesQueryHeadsNotAMultipleOfKvHeads) {
+  AttentionParams p;
+  p.layout.num_kv_heads = 8;
+  p.layout.head_dim = 128;
+  p.t_q = 1;
+  p.num_q_heads = 8;
+  EXPECT_TRUE(UseDecodeFastPath(p));
+  p.num_q_heads = 12;
+  EXPECT_FALSE(UseDecodeFastPath(p));
+}
+
+// RopeInvFreq is theta^(-2i/d_h) evaluated in double (exponent included) and rounded once to
+// float, so host and device get the same bits; head_dims whose 2i/d_h is inexact in float too.
+TEST(Rope, InvFreqIsTheDoubleFormulaRoundedOnce) {
+  for (float theta : {10000.0f, 500000.0f})
+    for (int32_t d : {6, 80, 96, 112, 128})
+      for (int32_t i = 0; i < d / 2; ++i) {
+        const float want = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / d));
+        EXPECT_EQ(RopeInvFreq(i, d, theta), want) << theta << " " << d << " " << i;
+      }
+}
+
+}  // namespace
+}  // namespace kvc::kernels
