@@ -269,7 +269,9 @@ Status ValidateRope(const RopeParams& p) {
   if (!(p.theta > 1.0f) || !std::isfinite(p.theta)) {
     return InvalidArgument("rope: theta must be finite and > 1");
   }
-  return CheckCount("rope", "q", {p.batch, p.num_q_heads + p.num_kv_heads, p.t, p.head_dim});
+  // The kernel's rows: q's heads, and k's when k is set (num_kv_heads is unused without k).
+  const int64_t heads = int64_t{p.num_q_heads} + (p.k ? p.num_kv_heads : 0);
+  return CheckCount("rope", p.k ? "q and k" : "q", {p.batch, heads, p.t, p.head_dim});
 }
 
 Status ValidateSwiGlu(const SwiGluParams& p) {

@@ -907,6 +907,33 @@ TEST(RopeCpu, RefusesBadThetaAndKWithoutKvHeads) {
   EXPECT_EQ(ValidateRope(r).code(), StatusCode::kInvalidArgument);
 }
 
+// A q-only call (k null) ignores num_kv_heads: the audit's D2, where a negative unused value
+// made a valid call "q element count overflows int64", and q and K/V heads summing past
+// INT32_MAX were added in int32. With k set, the rows of both count, in int64.
+TEST(RopeCpu, RegressionAQOnlyCallIgnoresNumKvHeads) {
+  std::vector<float> q(8, 1.0f), k(8, 1.0f);
+  int32_t pos = 3;
+  RopeParams p;
+  p.q = q.data();
+  p.positions = &pos;
+  p.batch = p.num_q_heads = p.t = 1;
+  p.head_dim = 8;
+  for (int32_t kv : {-2, std::numeric_limits<int32_t>::max()}) {
+    RopeParams r = p;
+    r.num_kv_heads = kv;
+    EXPECT_TRUE(ValidateRope(r).ok()) << kv;
+  }
+  // 2 x 2^29 q heads x 2^30 = 2^60 elements fit (the bound is 2^61 - 1); K's rows as many
+  // again do not.
+  RopeParams r = p;
+  r.batch = 2;
+  r.num_q_heads = r.num_kv_heads = 1 << 29;
+  r.head_dim = 1 << 30;
+  EXPECT_TRUE(ValidateRope(r).ok());
+  r.k = k.data();
+  EXPECT_EQ(ValidateRope(r).code(), StatusCode::kOutOfRange);
+}
+
 // SwiGLU refuses (kInvalidArgument) n == 0 (n must be > 0).
 TEST(SwiGluCpu, RefusesZeroLength) {
   const float g = 1.0f, u = 1.0f;

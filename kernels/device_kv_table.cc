@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "kernels/kernel_types.h"
+
 namespace kvc::kernels {
 
 BlockPool::BlockPool(int32_t num_blocks)
@@ -34,7 +36,7 @@ Status BlockPool::Free(int32_t id) {
 KvBlockTable::KvBlockTable(int32_t block_size, int32_t max_tokens)
     : block_size_(block_size < 0 ? 0 : block_size),
       max_tokens_(max_tokens < 0 ? 0 : max_tokens),
-      max_blocks_(block_size_ > 0 ? (max_tokens_ + block_size_ - 1) / block_size_ : 0),
+      max_blocks_(block_size_ > 0 ? CeilDiv(max_tokens_, block_size_) : 0),
       committed_table_(max_blocks_, -1),
       staged_table_(max_blocks_, -1) {}
 
@@ -49,8 +51,8 @@ Status KvBlockTable::Stage(int32_t count, BlockPool* pool) {
   staged_table_ = committed_table_;
   if (block_size_ > 0) {
     if (pool == nullptr) return InvalidArgument("device K/V table: paged stage without a pool");
-    const int32_t have = (committed_len_ + block_size_ - 1) / block_size_;
-    const int32_t need = (committed_len_ + count + block_size_ - 1) / block_size_;
+    const int32_t have = CeilDiv(committed_len_, block_size_);
+    const int32_t need = CeilDiv(committed_len_ + count, block_size_);  // <= max_tokens_
     for (int32_t j = have; j < need; ++j) {
       auto id = pool->Allocate();
       if (!id.ok()) {

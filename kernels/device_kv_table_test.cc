@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "kernels/kernel_types.h"
@@ -96,6 +97,23 @@ TEST(KvBlockTable, MaxBlocksIsCeilOfMaxTokens) {
   EXPECT_EQ(t.max_blocks(), 8);
   ASSERT_TRUE(t.Stage(30, &pool).ok());
   EXPECT_EQ(t.staged_table()[7], 7);
+}
+
+// Block counts are ceil(tokens / block_size) without an int32 intermediate past INT32_MAX (the
+// mutation audit's D1: (max_tokens + block_size - 1) wrapped, and the table asked for a negative
+// size: std::bad_alloc, where 2 entries are due).
+TEST(KvBlockTable, RegressionBlockCountsNearInt32MaxDoNotWrap) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  KvBlockTable t(1 << 30, kMax);
+  EXPECT_EQ(t.max_blocks(), 2);
+  BlockPool pool(2);
+  ASSERT_TRUE(t.Stage(kMax - 1, &pool).ok());
+  t.Commit();
+  EXPECT_EQ(pool.free_count(), 0);
+  // The last row needs no new block: rows [2^31 - 2, 2^31 - 1) lie in the second block.
+  ASSERT_TRUE(t.Stage(1, &pool).ok());
+  t.Commit();
+  EXPECT_EQ(t.committed_len(), kMax);
 }
 
 // A paged Stage without a pool is refused (kInvalidArgument) and stages nothing.
