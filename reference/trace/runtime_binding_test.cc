@@ -3,6 +3,7 @@
 #include "reference/trace/runtime_binding.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include "reference/testutil/testutil.h"
 #include "reference/trace/checker.h"
@@ -128,6 +129,88 @@ TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
             (Codes{"INPUT_FIELD_TYPE", "TRACE_METRIC_DENOMINATOR_MISSING"}));
 }
 
+// The pin's checked_on is a date YYYY-MM-DD (INPUT_VALUE_INVALID at that member otherwise).
+TEST(RuntimeBindingTest, ACheckedOnThatIsNotADateIsInvalid) {
+  for (const char* date : {"27-07-2026", "2026/07/27", "2026-07/27", "2026-7-27"}) {
+    Json pin = Pin();
+    pin["checked_on"] = date;
+    EXPECT_TRUE(test::OnlyViolationAt(CheckRuntimePin(pin, "/0/runtime_pin"), "INPUT_VALUE_INVALID",
+                                      "/0/runtime_pin/checked_on"))
+        << date;
+  }
+}
+
+// A pinned source file names its path: an empty one is TRACE_RUNTIME_PIN_INVALID.
+TEST(RuntimeBindingTest, AnEmptyPinnedPathIsRejected) {
+  Json pin = Pin();
+  pin["files"][0]["path"] = "";
+  EXPECT_TRUE(test::OnlyViolationAt(CheckRuntimePin(pin, "/0/runtime_pin"),
+                                    "TRACE_RUNTIME_PIN_INVALID", "/0/runtime_pin/files/0/path"));
+}
+
+// A metric's labels are distinct non-empty strings.
+TEST(RuntimeBindingTest, ALabelListedTwiceIsInvalid) {
+  Json m = Metrics();
+  m[0]["labels"].push_back("engine");
+  EXPECT_TRUE(test::OnlyViolationAt(CheckMetricFamilies(m, "/0/metrics"), "INPUT_VALUE_INVALID",
+                                    "/0/metrics/0/labels/4"));
+}
+
+TEST(RuntimeBindingTest, AnEmptyLabelIsAFieldTypeError) {
+  Json m = Metrics();
+  m[0]["labels"].push_back("");
+  EXPECT_TRUE(test::OnlyViolationAt(CheckMetricFamilies(m, "/0/metrics"), "INPUT_FIELD_TYPE",
+                                    "/0/metrics/0/labels/4"));
+}
+
+// Every identity field of kUnboundedIdentityLabels is an unbounded metric label.
+TEST(RuntimeBindingTest, EveryIdentityFieldIsAnUnboundedLabel) {
+  for (std::string_view label : kUnboundedIdentityLabels) {
+    EXPECT_TRUE(IsUnboundedIdentityLabel(label)) << label;
+    Json m = Metrics();
+    m[0]["labels"].push_back(std::string(label));
+    EXPECT_TRUE(test::OnlyViolationAt(CheckMetricFamilies(m, "/0/metrics"),
+                                      "TRACE_METRIC_LABEL_UNBOUNDED", "/0/metrics/0/labels"))
+        << label;
+  }
+}
+
+// A failure counter's denominator is an attempts counter ("counts": "events"), not another
+// failure counter.
+TEST(RuntimeBindingTest, AFailureCounterIsNoDenominator) {
+  Json m = Metrics();
+  m.push_back(Json::parse(R"({"name":"cache_append_retries_failed_total","type":"counter",
+    "labels":["engine"],"counts":"failures","denominator":"cache_append_attempts_total"})"));
+  m[2]["denominator"] = "cache_append_retries_failed_total";
+  EXPECT_TRUE(test::OnlyViolationAt(CheckMetricFamilies(m, "/0/metrics"),
+                                    "TRACE_METRIC_DENOMINATOR_MISSING",
+                                    "/0/metrics/2/denominator"));
+}
+
+// A denominator declared twice is reported once, as the repeated declaration: the failure
+// counter is not judged against either (which one the runtime keeps is unknown; probe 47).
+TEST(RuntimeBindingTest, ADenominatorDeclaredTwiceIsNotJudged) {
+  Json m = Metrics();
+  m[1]["type"] = "gauge";  // the first declaration is no attempts counter, the second is
+  m.push_back(Json::parse(
+      R"({"name":"cache_append_attempts_total","type":"counter","labels":["engine"]})"));
+  EXPECT_TRUE(test::OnlyViolationAt(CheckMetricFamilies(m, "/0/metrics"), "INPUT_VALUE_INVALID",
+                                    "/0/metrics/4/name"));
+}
+
+// Every violation of the runtime-binding members is reported on line 1, the header.
+TEST(RuntimeBindingTest, ReadRuntimeBindingReportsOnLineOne) {
+  RuntimeBinding b;
+  Violations v =
+      ReadRuntimeBinding(Json::parse(R"({"expected_final_states":[{"request_id":"R","snapshot":0,)"
+                                     R"("committed_length":0,"phase":"DECODE_READY"}]})"),
+                         &b);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "INPUT_FIELD_MISSING",
+                                    "/0/expected_final_states/0/handle_generation"));
+  EXPECT_EQ(v[0].line, 1u);
+  EXPECT_TRUE(b.expected_final_states.empty());
+}
+
 // ---- Through the checker: line 1 binds, events and the end of the trace are judged.
 
 std::string Header(const std::string& extra) {
@@ -180,6 +263,24 @@ TEST(RuntimeBindingTest, ExpectedFinalStatesAreComparedWithTheReplay) {
   second.replace(second.find("\"local_sequence\":0"), 18, "\"local_sequence\":2");
   second.replace(second.find("\"R\""), 3, "\"S\"");
   EXPECT_EQ(Check(Header(drift) + Alloc(true) + second), Codes{"TRACE_SEQUENCE_GAP"});
+}
+
+// Each expected field is compared with the replay: a differing handle_generation or
+// committed_length is TRACE_EXPECTED_RESULT_MISMATCH at that field.
+TEST(RuntimeBindingTest, ExpectedGenerationAndCommittedLengthAreCompared) {
+  const std::string good =
+      R"(,"expected_final_states":[{"request_id":"R","handle_generation":3,"snapshot":0,)"
+      R"("committed_length":0,"phase":"DECODE_READY"}])";
+  std::string gen = good;
+  gen.replace(gen.find("\"handle_generation\":3"), 21, "\"handle_generation\":4");
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateTraceJsonl(Header(gen) + Alloc(true), "t.jsonl"),
+                                    "TRACE_EXPECTED_RESULT_MISMATCH",
+                                    "/0/expected_final_states/0/handle_generation"));
+  std::string len = good;
+  len.replace(len.find("\"committed_length\":0"), 20, "\"committed_length\":2");
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateTraceJsonl(Header(len) + Alloc(true), "t.jsonl"),
+                                    "TRACE_EXPECTED_RESULT_MISMATCH",
+                                    "/0/expected_final_states/0/committed_length"));
 }
 
 TEST(RuntimeBindingTest, RegressionARequestListedTwiceInExpectedFinalStates) {

@@ -82,6 +82,66 @@ TEST(UcxPeerTest, OversizedMessageIsMalformedNotTruncated) {
   EXPECT_EQ(r.status().error(), ErrorCode::PD_MESSAGE_MALFORMED);
 }
 
+// "tcp" and "shm" name the two transports, and each transport's name parses back to it.
+TEST(UcxPeerTest, ParsesAndNamesBothTransports) {
+  for (UcxTransport t : {UcxTransport::kTcp, UcxTransport::kShm}) {
+    auto back = ParseUcxTransport(UcxTransportName(t));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, t) << UcxTransportName(t);
+  }
+  EXPECT_EQ(UcxTransportName(UcxTransport::kShm), "shm");
+  EXPECT_EQ(*ParseUcxTransport("shm"), UcxTransport::kShm);
+}
+
+// An empty remote address is a failed bootstrap, refused before UCX reads it.
+TEST(UcxPeerTest, ConnectRefusesAnEmptyAddress) {
+  auto p = UcxPeer::Create(UcxTransport::kTcp);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Status s = (*p)->Connect("");
+  EXPECT_EQ(s.error(), ErrorCode::PD_BOOTSTRAP_FAILED) << s.ToString();
+}
+
+// A peer has one endpoint: a second Connect is refused.
+TEST(UcxPeerTest, ASecondConnectIsRefused) {
+  std::unique_ptr<UcxPeer> a, b;
+  Pair(UcxTransport::kTcp, &a, &b);
+  ASSERT_TRUE(a && b);
+  auto addr = b->LocalAddress();
+  ASSERT_TRUE(addr.ok());
+  EXPECT_EQ(a->Connect(*addr).code(), StatusCode::kFailedPrecondition);
+}
+
+// A message longer than a pre-posted receive's buffer completes it as PD_MESSAGE_MALFORMED.
+TEST(UcxPeerTest, APrePostedReceiveTooSmallIsMalformed) {
+  std::unique_ptr<UcxPeer> a, b;
+  Pair(UcxTransport::kTcp, &a, &b);
+  ASSERT_TRUE(a && b);
+  uint8_t small[16];
+  auto recv = b->RecvNb(5, ~uint64_t{0}, small, sizeof small);
+  ASSERT_TRUE(recv.ok()) << recv.status().ToString();
+  std::vector<uint8_t> body(100, 3);
+  auto op = a->SendNb(5, {{body.data(), body.size()}});
+  ASSERT_TRUE(op.ok()) << op.status().ToString();
+  const Deadline d = After(milliseconds(5000));
+  Status sent;
+  std::thread sender([&] { sent = a->Wait(*op, d, "test send"); });
+  Status got = b->Wait(*recv, d, "a short receive");
+  sender.join();
+  EXPECT_EQ(got.error(), ErrorCode::PD_MESSAGE_MALFORMED) << got.ToString();
+}
+
+// Wait on an operation that never completes ends at its deadline with PD_PEER_TIMEOUT.
+TEST(UcxPeerTest, WaitOnAnUnmatchedReceiveTimesOutWithItsCode) {
+  std::unique_ptr<UcxPeer> a, b;
+  Pair(UcxTransport::kTcp, &a, &b);
+  ASSERT_TRUE(a && b);
+  uint8_t buf[16];
+  auto recv = b->RecvNb(9, ~uint64_t{0}, buf, sizeof buf);
+  ASSERT_TRUE(recv.ok());
+  Status s = b->Wait(*recv, After(milliseconds(100)), "a message nobody sends");
+  EXPECT_EQ(s.error(), ErrorCode::PD_PEER_TIMEOUT) << s.ToString();
+}
+
 TEST(BootstrapTest, ParsesHostPortAndRejectsBadOnes) {
   auto hp = ParseHostPort("127.0.0.1:4242");
   ASSERT_TRUE(hp.ok());

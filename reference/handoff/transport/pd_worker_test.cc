@@ -1,0 +1,631 @@
+// Tests of the prefill/decode workers: fault specs, their targets, the source layout, and
+// whole transfers between a prefill and a decode worker on two threads of this process.
+#include "reference/handoff/transport/pd_worker.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "reference/base/canonical_json.h"
+#include "reference/handoff/transport/bootstrap.h"
+#include "reference/handoff/transport/ucx_peer.h"
+
+namespace kvc::handoff::transport {
+namespace {
+
+// A fault's numbers have at most 18 digits.
+TEST(FaultSpecTest, NumbersHaveAtMostEighteenDigits) {
+  auto ok = ParseFault("drop:123456789012345678");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->chunk, 123456789012345678u);
+  EXPECT_FALSE(ParseFault("drop:1234567890123456789").ok());
+}
+
+// A delay may be as long as kMaxWaitMs (one hour), not longer.
+TEST(FaultSpecTest, ADelayOfExactlyTheLongestWaitIsAccepted) {
+  auto f = ParseFault("delay:0:" + std::to_string(kMaxWaitMs));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->ms, kMaxWaitMs);
+  EXPECT_FALSE(ParseFault("delay:0:" + std::to_string(kMaxWaitMs + 1)).ok());
+}
+
+// kill-decode:K and hang-decode:K count received chunks: K may be every chunk of the plan.
+TEST(FaultSpecTest, TheDecodeWorkerMayStopAfterTheLastChunk) {
+  for (const char* name : {"kill-decode", "hang-decode"}) {
+    EXPECT_TRUE(CheckFaultTarget(*ParseFault(std::string(name) + ":6"), 6).ok()) << name;
+    EXPECT_EQ(CheckFaultTarget(*ParseFault(std::string(name) + ":7"), 6).code(),
+              StatusCode::kInvalidArgument)
+        << name;
+  }
+}
+
+SourceKv TwoChunkSource() {
+  SourceKv s;
+  s.num_layers = 2;
+  s.bytes_per_token_layer = 8;
+  s.token_count = 4;
+  s.chunks = {{"L0/t0", 0, 0, 4, 32, ""}, {"L1/t0", 1, 0, 4, 32, ""}};
+  s.layer_ready_us = {0, 0};
+  return s;
+}
+
+// Offered bytes must cover the chunks and header slots exactly.
+TEST(LayoutSourceTest, OfferedBytesOfAnotherSizeAreRefused) {
+  SourceKv s = TwoChunkSource();
+  s.bytes.assign(2 * kChunkHeaderSlot + 63, 0);
+  EXPECT_EQ(LayoutSource(&s).code(), StatusCode::kInvalidArgument);
+}
+
+// The producer gate needs one K/V-ready time per layer.
+TEST(LayoutSourceTest, OneReadyTimePerLayerIsRequired) {
+  SourceKv s = TwoChunkSource();
+  s.layer_ready_us = {0};
+  EXPECT_EQ(LayoutSource(&s).code(), StatusCode::kInvalidArgument);
+}
+
+// ---- Both workers in this process (each on its own thread), over UCX tcp on 127.0.0.1.
+
+// 2 layers x 8 tokens x 64 B per token-layer, 4 tokens per chunk: 4 chunks of 256 B.
+SourceKv SmallSource() {
+  SourceKv s;
+  s.num_layers = 2;
+  s.bytes_per_token_layer = 64;
+  s.token_count = 8;
+  s.reserved_blocks = 1;
+  s.tensor_abi_sha256 = std::string(64, 'a');
+  s.layer_ready_us = {0, 0};
+  for (uint64_t l = 0; l < 2; ++l)
+    for (uint64_t t = 0; t < 8; t += 4)
+      s.chunks.push_back({"L" + std::to_string(l) + "/t" + std::to_string(t), l, t, 4, 256, ""});
+  EXPECT_TRUE(LayoutSource(&s).ok());
+  for (size_t i = 0; i < s.bytes.size(); ++i) s.bytes[i] = static_cast<uint8_t>(i * 31 + 7);
+  return s;
+}
+
+WorkerOptions SmallOptions() {
+  WorkerOptions o;
+  o.credit_bytes = 512;
+  o.peer_timeout = std::chrono::milliseconds(3000);
+  o.rto = std::chrono::milliseconds(100);
+  return o;
+}
+
+struct PairRun {
+  PrefillResult prefill;
+  DecodeResult decode;
+};
+
+// Runs D (listening on a free port, published through a port file) and P against it.
+PairRun RunPair(WorkerOptions p, WorkerOptions d, SourceKv source) {
+  PairRun r;
+  char dir[] = "/tmp/kvc-pd-worker-test-XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed";
+    return r;
+  }
+  d.port_file = std::string(dir) + "/port";
+  d.bootstrap = {"127.0.0.1", 0};
+  const lifecycle::CacheAbi abi{source.tensor_abi_sha256, static_cast<uint32_t>(source.num_layers),
+                                "post_rope"};
+  std::thread decode([&] { r.decode = RunDecodeWorker(d, abi); });
+  uint16_t port = 0;
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    std::ifstream f(d.port_file);
+    if (!(f >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  p.bootstrap = {"127.0.0.1", port};
+  r.prefill = RunPrefillWorker(p, std::move(source));
+  decode.join();
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+// A clean transfer publishes the source bytes at the plan's layout, and D's RESULT tells P
+// that the source was released (source_release), after admission.
+TEST(PdWorkerPairTest, ACleanTransferIsPublishedWithTheSourceBytes) {
+  const SourceKv src = SmallSource();
+  PairRun r = RunPair(SmallOptions(), SmallOptions(), src);
+  ASSERT_TRUE(r.prefill.status.ok()) << r.prefill.status.ToString() << r.prefill.report.dump();
+  ASSERT_TRUE(r.decode.status.ok()) << r.decode.status.ToString() << r.decode.report.dump();
+  ASSERT_TRUE(r.decode.plan.has_value());
+  ASSERT_EQ(r.decode.offsets.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(0, std::memcmp(r.decode.bytes.data() + r.decode.offsets[i],
+                             src.bytes.data() + src.offsets[i], 256))
+        << "chunk " << i;
+  EXPECT_EQ(r.prefill.report["published_generation"], 1);
+  EXPECT_TRUE(r.prefill.report["source_released"].get<bool>());
+}
+
+// An attempt number (= generation) uses all 24 bits of the tag's attempt field: a reroute may
+// continue a request's numbering far past 2^16.
+TEST(PdWorkerPairTest, AFirstAttemptPastSixteenBitsIsPublishedUnderItsGeneration) {
+  WorkerOptions p = SmallOptions();
+  p.first_attempt = 70000;
+  PairRun r = RunPair(p, SmallOptions(), SmallSource());
+  ASSERT_TRUE(r.prefill.status.ok()) << r.prefill.status.ToString();
+  ASSERT_TRUE(r.decode.status.ok()) << r.decode.status.ToString();
+  EXPECT_EQ(r.prefill.report["published_generation"], 70000);
+  EXPECT_EQ(r.decode.report["published_attempt"], 70000);
+  ASSERT_TRUE(r.decode.published.has_value());
+  EXPECT_EQ(r.decode.published->generation, 70000u);
+}
+
+// When every attempt aborted for a retryable reason the request fails PD_ATTEMPTS_EXHAUSTED.
+TEST(PdWorkerPairTest, RetryableAbortsOfEveryAttemptExhaustTheAttempts) {
+  WorkerOptions p = SmallOptions();
+  p.max_attempts = 1;
+  p.fault = *ParseFault("corrupt:0");
+  PairRun r = RunPair(p, SmallOptions(), SmallSource());
+  EXPECT_EQ(r.prefill.status.error(), ErrorCode::PD_ATTEMPTS_EXHAUSTED)
+      << r.prefill.status.ToString();
+  EXPECT_FALSE(r.decode.plan.has_value());
+}
+
+// A chunk is sent at most 1 + max_retransmits times before P gives up with PD_CREDIT_STARVED.
+TEST(PdWorkerPairTest, AChunkIsRetransmittedMaxRetransmitsTimesBeforeStarving) {
+  WorkerOptions p = SmallOptions();
+  p.max_retransmits = 1;
+  p.rto = std::chrono::milliseconds(50);
+  WorkerOptions d = SmallOptions();
+  d.fault = *ParseFault("credit-starve");
+  PairRun r = RunPair(p, d, SmallSource());
+  ASSERT_EQ(r.prefill.status.error(), ErrorCode::PD_CREDIT_STARVED) << r.prefill.status.ToString();
+  EXPECT_NE(r.prefill.status.message().find("after 2 transmissions"), std::string::npos)
+      << r.prefill.status.message();
+}
+
+// P that gives up on an attempt tells D (ABORT with its reason) before it finishes.
+TEST(PdWorkerPairTest, APrefillFailureIsSentToDecodeAsAnAbort) {
+  WorkerOptions p = SmallOptions();
+  p.max_retransmits = 1;
+  p.rto = std::chrono::milliseconds(50);
+  WorkerOptions d = SmallOptions();
+  d.fault = *ParseFault("credit-starve");
+  PairRun r = RunPair(p, d, SmallSource());
+  ASSERT_EQ(r.prefill.status.error(), ErrorCode::PD_CREDIT_STARVED) << r.prefill.status.ToString();
+  bool aborted = false;
+  for (const auto& ev : r.decode.report["events"])
+    if (ev.contains("abort_from_prefill"))
+      aborted = ev["abort_from_prefill"].value("code", "") == "PD_CREDIT_STARVED";
+  EXPECT_TRUE(aborted) << r.decode.report["events"].dump();
+  EXPECT_EQ(r.decode.status.error(), ErrorCode::PD_CREDIT_STARVED) << r.decode.status.ToString();
+}
+
+// RESULT published names the generation that was published (docs/pd-transfer.md "Messages").
+TEST(PdWorkerPairTest, ThePublishedResultNamesThePublishedGeneration) {
+  PairRun r = RunPair(SmallOptions(), SmallOptions(), SmallSource());
+  ASSERT_TRUE(r.decode.status.ok()) << r.decode.status.ToString();
+  ASSERT_TRUE(r.decode.published.has_value());
+  nlohmann::json result;
+  for (const auto& ev : r.decode.report["events"])
+    if (ev.contains("result")) result = ev["result"];
+  EXPECT_EQ(result.value("outcome", ""), "published") << result.dump();
+  EXPECT_EQ(result.value("generation", uint64_t{0}), r.decode.published->generation);
+  EXPECT_EQ(result.value("transfer_id", ""), r.decode.published->transfer_id);
+}
+
+// D authorizes a capability for itself: one naming another destination (epoch) is refused
+// before anything is reserved (HANDOFF_CAPABILITY_IDENTITY_MISMATCH).
+TEST(PdWorkerPairTest, ACapabilityForAnotherDestinationIsRefused) {
+  WorkerOptions p = SmallOptions(), d = SmallOptions();
+  p.capability.key = d.capability.key = "pd-worker-test-key";
+  p.destination_epoch = 2;  // P plans for decode@epoch2; this decode worker is decode@epoch1
+  PairRun r = RunPair(p, d, SmallSource());
+  EXPECT_EQ(r.prefill.status.error(), ErrorCode::HANDOFF_CAPABILITY_IDENTITY_MISMATCH)
+      << r.prefill.status.ToString();
+  EXPECT_EQ(r.decode.report["capability"]["denied"], 1) << r.decode.report["capability"].dump();
+  EXPECT_FALSE(r.decode.plan.has_value());
+}
+
+// ---- A scripted prefill side against a real decode worker: D's own checks of what it gets.
+
+constexpr uint64_t kManifestMsg = 1, kReplyMsg = 2, kAckMsg = 4, kResultMsg = 5, kAbortMsg = 6,
+                   kFinMsg = 7, kChunkMsg = 0x83;
+uint64_t WireTag(uint64_t type, uint64_t attempt, uint64_t index) {
+  return type << 56 | attempt << 32 | index;
+}
+
+// The MANIFEST P would send for attempt `n` of `s` (docs/pd-transfer.md "Messages").
+nlohmann::json ManifestOf(const SourceKv& s, uint64_t n) {
+  nlohmann::json chunks = nlohmann::json::array();
+  for (size_t i = 0; i < s.chunks.size(); ++i) {
+    const ChunkSpec& c = s.chunks[i];
+    chunks.push_back({{"chunk_id", c.chunk_id},
+                      {"layer", c.layer},
+                      {"token_start", c.token_start},
+                      {"token_count", c.token_count},
+                      {"bytes", c.bytes},
+                      {"checksum", Sha256Hex(std::string_view(
+                                       reinterpret_cast<const char*>(s.bytes.data() + s.offsets[i]),
+                                       c.bytes))}});
+  }
+  const std::string id = "req-0/g" + std::to_string(n) + "/a" + std::to_string(n);
+  nlohmann::json plan = {{"transfer_id", id},
+                         {"identity",
+                          {{"tenant", "tenant-0"},
+                           {"request_id", "req-0"},
+                           {"generation", n},
+                           {"attempt", n},
+                           {"source_worker_epoch", 1},
+                           {"destination_worker_epoch", 1},
+                           {"reservation_id", "rsv:" + id}}},
+                         {"tensor_abi_sha256", s.tensor_abi_sha256},
+                         {"num_layers", s.num_layers},
+                         {"token_start", 0},
+                         {"token_count", s.token_count},
+                         {"bytes_per_token_layer", s.bytes_per_token_layer},
+                         {"reserved_blocks", s.reserved_blocks},
+                         {"visible_prefix_handle", ""},
+                         {"chunks", chunks}};
+  return {{"kind", "kvconform.pd_manifest/1"},  {"attempt", n},         {"plan", plan},
+          {"layer_ready_us", s.layer_ready_us}, {"checksum", "sha256"}, {"payload", {}}};
+}
+
+// The prefill side's endpoint, driven by hand.
+struct ScriptedPrefill {
+  std::unique_ptr<UcxPeer> peer;
+
+  Status SendJson(uint64_t tag, const nlohmann::json& j) {
+    const std::string b = j.dump();
+    return peer->Send(tag, {{b.data(), b.size()}}, After(std::chrono::milliseconds(2000)), "send");
+  }
+  // A CHUNK message: the 48-byte header (magic, version, attempt, index, payload bytes, send
+  // and ready times), then `payload`.
+  Status SendChunk(uint64_t tag_attempt, uint64_t index, uint64_t header_attempt,
+                   const uint8_t* payload, uint64_t n) {
+    struct {
+      uint32_t magic = 0x4843564b, version = 1;
+      uint64_t attempt, index, payload_bytes, send_us, ready_us = 0;
+    } h;
+    static_assert(sizeof(h) == 48);
+    h.attempt = header_attempt;
+    h.index = index;
+    h.payload_bytes = n;
+    h.send_us = SteadyNowUs();
+    return peer->Send(WireTag(kChunkMsg, tag_attempt, index), {{&h, sizeof h}, {payload, n}},
+                      After(std::chrono::milliseconds(2000)), "send chunk");
+  }
+  // The next control message of `type` (any attempt and index), within 2 s.
+  StatusOr<nlohmann::json> Next(uint64_t type) {
+    KVC_ASSIGN_OR_RETURN(Message m, peer->Recv(type << 56, uint64_t{0xff} << 56, 1 << 20,
+                                               After(std::chrono::milliseconds(2000)), "reply"));
+    return nlohmann::json::parse(m.bytes.begin(), m.bytes.end());
+  }
+};
+
+// Runs D, bootstraps a ScriptedPrefill to it as P would, runs `script`, and returns D's
+// result once D ends (the script sends FIN, or D stops on its own).
+template <typename Script>
+DecodeResult RunScripted(WorkerOptions d, const SourceKv& src, Script script) {
+  DecodeResult res;
+  char dir[] = "/tmp/kvc-pd-worker-test-XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed";
+    return res;
+  }
+  d.port_file = std::string(dir) + "/port";
+  d.bootstrap = {"127.0.0.1", 0};
+  const lifecycle::CacheAbi abi{src.tensor_abi_sha256, static_cast<uint32_t>(src.num_layers),
+                                "post_rope"};
+  std::thread decode([&] { res = RunDecodeWorker(d, abi); });
+  uint16_t port = 0;
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    std::ifstream f(d.port_file);
+    if (!(f >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ScriptedPrefill p;
+  const Deadline deadline = After(std::chrono::milliseconds(3000));
+  auto conn = BootstrapSocket::Connect({"127.0.0.1", port}, deadline);
+  auto peer = UcxPeer::Create(UcxTransport::kTcp);
+  if (conn.ok() && peer.ok()) {
+    p.peer = std::move(*peer);
+    auto mine = p.peer->LocalAddress();
+    auto theirs = mine.ok() ? ExchangeBlobs(*conn, *mine, deadline) : mine;
+    if (theirs.ok() && p.peer->Connect(*theirs).ok())
+      script(p);
+    else
+      ADD_FAILURE() << "bootstrap to the decode worker failed";
+  } else {
+    ADD_FAILURE() << "no decode worker to connect to";
+  }
+  decode.join();
+  std::filesystem::remove_all(dir);
+  return res;
+}
+
+// D numbers its attempts once: a second MANIFEST for an attempt it has seen is refused.
+TEST(PdWorkerDecodeTest, AManifestForAReusedAttemptIsRefused) {
+  const SourceKv src = SmallSource();
+  nlohmann::json second;
+  RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto again = p.Next(kReplyMsg);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    second = *again;
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(second.value("ok", true), false) << second.dump();
+  EXPECT_EQ(second.value("code", ""), "PD_MESSAGE_MALFORMED") << second.dump();
+}
+
+// A manifest names one K/V-ready time per layer; fewer is a malformed manifest.
+TEST(PdWorkerDecodeTest, AManifestWithoutAReadyTimePerLayerIsRefused) {
+  const SourceKv src = SmallSource();
+  nlohmann::json reply;
+  RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    nlohmann::json m = ManifestOf(src, 1);
+    m["layer_ready_us"] = {0};
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), m).ok());
+    auto r = p.Next(kReplyMsg);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    reply = *r;
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(reply.value("ok", true), false) << reply.dump();
+  EXPECT_EQ(reply.value("code", ""), "PD_MESSAGE_MALFORMED") << reply.dump();
+}
+
+// The staging slots are sized for the first attempt's largest chunk: a later manifest with a
+// larger chunk is refused, not truncated into them.
+TEST(PdWorkerDecodeTest, ALaterAttemptWithALargerChunkIsRefused) {
+  const SourceKv src = SmallSource();
+  SourceKv big = SmallSource();
+  big.bytes_per_token_layer = 128;
+  for (ChunkSpec& c : big.chunks) c.bytes = 512;
+  big.bytes.clear();
+  ASSERT_TRUE(LayoutSource(&big).ok());
+  WorkerOptions d = SmallOptions();
+  d.credit_bytes = 4096;  // the window would hold the larger chunk
+  nlohmann::json reply;
+  RunScripted(d, src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(big, 2)).ok());
+    auto r = p.Next(kReplyMsg);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    reply = *r;
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(reply.value("ok", true), false) << reply.dump();
+  EXPECT_EQ(reply.value("code", ""), "PD_MESSAGE_MALFORMED") << reply.dump();
+}
+
+// A chunk header must name the attempt of its tag: otherwise the message is malformed and D
+// stops with PD_MESSAGE_MALFORMED.
+TEST(PdWorkerDecodeTest, AChunkHeaderNamingAnotherAttemptIsMalformed) {
+  const SourceKv src = SmallSource();
+  DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(
+        p.SendChunk(1, 0, /*header_attempt=*/2, src.bytes.data() + src.offsets[0], 256).ok());
+  });
+  EXPECT_EQ(d.status.error(), ErrorCode::PD_MESSAGE_MALFORMED) << d.status.ToString();
+  EXPECT_FALSE(d.plan.has_value());
+}
+
+// A chunk whose payload is not the manifest's byte count is never copied: the attempt is
+// aborted with HANDOFF_CHUNK_BYTES_MISMATCH.
+TEST(PdWorkerDecodeTest, AChunkOfAnotherSizeThanItsManifestAbortsTheAttempt) {
+  const SourceKv src = SmallSource();
+  nlohmann::json result;
+  RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 128).ok());
+    auto r = p.Next(kResultMsg);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    result = *r;
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(result.value("outcome", ""), "aborted") << result.dump();
+  EXPECT_EQ(result["error"].value("code", ""), "HANDOFF_CHUNK_BYTES_MISMATCH") << result.dump();
+}
+
+// A repeat of a DEVICE_VISIBLE chunk is an idempotent retry: D acknowledges it again (its
+// first ACK may have been lost).
+TEST(PdWorkerDecodeTest, ARepeatOfAVisibleChunkIsAcknowledgedAgain) {
+  const SourceKv src = SmallSource();
+  int acks = 0;
+  RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 256).ok());
+      auto ack = p.peer->Recv(WireTag(kAckMsg, 1, 0), ~uint64_t{0}, 64,
+                              After(std::chrono::milliseconds(2000)), "ACK");
+      if (ack.ok()) ++acks;
+    }
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(acks, 2);
+}
+
+// A chunk that arrives after its attempt was aborted is fenced: counted as a late completion,
+// never acknowledged or copied.
+TEST(PdWorkerDecodeTest, AChunkAfterItsAttemptAbortedIsCountedAsLate) {
+  const SourceKv src = SmallSource();
+  DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.SendJson(WireTag(kAbortMsg, 1, 0),
+                           {{"code", "PD_PEER_TIMEOUT"}, {"message", "test: gave up"}})
+                    .ok());
+    auto aborted = p.Next(kResultMsg);
+    ASSERT_TRUE(aborted.ok() && (*aborted)["outcome"] == "aborted")
+        << (aborted.ok() ? aborted->dump() : aborted.status().ToString());
+    ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 256).ok());
+    // A later MANIFEST, answered after the chunk before it was handled (one endpoint, in order).
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
+    ASSERT_TRUE(p.Next(kReplyMsg).ok());
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  EXPECT_EQ(d.report["late_completions_rejected"], 1) << d.report.dump();
+  EXPECT_EQ(d.report["chunks_received"], 1);
+}
+
+// An attempt gets one RESULT: a second ABORT of an attempt D already ended sends nothing more.
+TEST(PdWorkerDecodeTest, AnAttemptGetsOneResult) {
+  const SourceKv src = SmallSource();
+  DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
+    auto first = p.Next(kReplyMsg);
+    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    for (int i = 0; i < 2; ++i)
+      ASSERT_TRUE(p.SendJson(WireTag(kAbortMsg, 1, 0),
+                             {{"code", "PD_PEER_TIMEOUT"}, {"message", "test: gave up"}})
+                      .ok());
+    ASSERT_TRUE(p.Next(kResultMsg).ok());
+    // A later MANIFEST is answered after both ABORTs were handled (one endpoint, in order).
+    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
+    ASSERT_TRUE(p.Next(kReplyMsg).ok());
+    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+  });
+  int results = 0;
+  for (const auto& ev : d.report["events"])
+    if (ev.contains("result") && ev["attempt"] == 1) ++results;
+  EXPECT_EQ(results, 1) << d.report["events"].dump();
+}
+
+// D's waits are bounded too: a prefill worker that connects and then sends nothing ends D
+// with PD_PEER_TIMEOUT after peer_timeout.
+TEST(PdWorkerDecodeTest, ASilentPrefillWorkerTimesOut) {
+  WorkerOptions d = SmallOptions();
+  d.peer_timeout = std::chrono::milliseconds(300);
+  DecodeResult r = RunScripted(d, SmallSource(), [](ScriptedPrefill&) {});
+  EXPECT_EQ(r.status.error(), ErrorCode::PD_PEER_TIMEOUT) << r.status.ToString();
+}
+
+// ---- A scripted decode side against a real prefill worker: P's handling of what D sends.
+
+// The decode side's endpoint, driven by hand: it listens, and P (on its own thread) connects.
+struct ScriptedDecode {
+  std::unique_ptr<UcxPeer> peer;
+
+  Status SendJson(uint64_t tag, const nlohmann::json& j) {
+    const std::string b = j.dump();
+    return peer->Send(tag, {{b.data(), b.size()}}, After(std::chrono::milliseconds(2000)), "send");
+  }
+  // The next message of `type` (any attempt and index) within 2 s, with its tag.
+  StatusOr<Message> Next(uint64_t type) {
+    return peer->Recv(type << 56, uint64_t{0xff} << 56, 1 << 20,
+                      After(std::chrono::milliseconds(2000)), "message");
+  }
+};
+
+// Runs P against a ScriptedDecode that runs `script`, and returns P's result.
+template <typename Script>
+PrefillResult RunScriptedDecode(WorkerOptions p, SourceKv src, Script script) {
+  PrefillResult res;
+  auto l = BootstrapSocket::Listen({"127.0.0.1", 0});
+  if (!l.ok()) {
+    ADD_FAILURE() << l.status().ToString();
+    return res;
+  }
+  p.bootstrap = {"127.0.0.1", l->port()};
+  std::thread prefill([&] { res = RunPrefillWorker(p, std::move(src)); });
+  ScriptedDecode d;
+  const Deadline deadline = After(std::chrono::milliseconds(3000));
+  auto conn = l->Accept(deadline);
+  auto peer = UcxPeer::Create(UcxTransport::kTcp);
+  if (conn.ok() && peer.ok()) {
+    d.peer = std::move(*peer);
+    auto mine = d.peer->LocalAddress();
+    auto theirs = mine.ok() ? ExchangeBlobs(*conn, *mine, deadline) : mine;
+    if (theirs.ok() && d.peer->Connect(*theirs).ok())
+      script(d);
+    else
+      ADD_FAILURE() << "bootstrap with the prefill worker failed";
+  } else {
+    ADD_FAILURE() << "the prefill worker did not connect";
+  }
+  prefill.join();
+  return res;
+}
+
+uint64_t AttemptOfTag(uint64_t tag) { return (tag >> 32) & 0xffffff; }
+
+// HANDOFF_DUPLICATE_CORRUPTION is retryable: P starts the next attempt (generation 2).
+TEST(PdWorkerPrefillTest, ADuplicateCorruptionAbortIsRetriedUnderTheNextGeneration) {
+  nlohmann::json second;
+  RunScriptedDecode(SmallOptions(), SmallSource(), [&](ScriptedDecode& d) {
+    auto m1 = d.Next(kManifestMsg);
+    ASSERT_TRUE(m1.ok()) << m1.status().ToString();
+    const uint64_t a1 = AttemptOfTag(m1->tag);
+    ASSERT_TRUE(d.SendJson(WireTag(kReplyMsg, a1, 0), {{"ok", true}, {"credit_bytes", 4096}}).ok());
+    ASSERT_TRUE(d.SendJson(WireTag(kResultMsg, a1, 0),
+                           {{"outcome", "aborted"},
+                            {"error",
+                             {{"code", "HANDOFF_DUPLICATE_CORRUPTION"},
+                              {"message", "chunk 0 repeated with other bytes"}}}})
+                    .ok());
+    auto m2 = d.Next(kManifestMsg);
+    ASSERT_TRUE(m2.ok()) << "no second attempt: " << m2.status().ToString();
+    second = nlohmann::json::parse(m2->bytes.begin(), m2->bytes.end());
+    (void)d.SendJson(WireTag(kReplyMsg, AttemptOfTag(m2->tag), 0),
+                     {{"ok", false}, {"code", "PD_MESSAGE_MALFORMED"}, {"message", "test: stop"}});
+  });
+  ASSERT_TRUE(second.is_object()) << "P started no second attempt";
+  EXPECT_EQ(second.value("attempt", uint64_t{0}), 2u) << second.dump();
+  EXPECT_EQ(second["plan"]["identity"].value("generation", uint64_t{0}), 2u);
+}
+
+// An ACK for a chunk P never sent is ignored: it returns no credit, so P still sends no
+// chunk beyond the granted window (here one chunk) before the real ACK.
+TEST(PdWorkerPrefillTest, AnAckForAChunkNeverSentReturnsNoCredit) {
+  WorkerOptions p = SmallOptions();
+  p.rto = std::chrono::milliseconds(10000);  // no retransmission during the test
+  PrefillResult r = RunScriptedDecode(p, SmallSource(), [&](ScriptedDecode& d) {
+    auto m = d.Next(kManifestMsg);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const uint64_t a = AttemptOfTag(m->tag);
+    ASSERT_TRUE(d.SendJson(WireTag(kReplyMsg, a, 0), {{"ok", true}, {"credit_bytes", 256}}).ok());
+    uint64_t three = 3;
+    ASSERT_TRUE(d.peer
+                    ->Send(WireTag(kAckMsg, a, 3), {{&three, sizeof three}},
+                           After(std::chrono::milliseconds(2000)), "ACK")
+                    .ok());
+    for (uint64_t i = 0; i < 4; ++i) {
+      auto c = d.Next(kChunkMsg);
+      ASSERT_TRUE(c.ok()) << "chunk " << i << ": " << c.status().ToString();
+      const uint64_t index = c->tag & 0xffffffff;
+      ASSERT_EQ(index, i);
+      // The window holds one chunk: nothing more may come until this one is acknowledged.
+      auto beyond =
+          d.peer->Recv(kChunkMsg << 56, uint64_t{0xff} << 56, 1 << 20,
+                       After(std::chrono::milliseconds(300)), "a chunk beyond the window");
+      ASSERT_FALSE(beyond.ok()) << "chunk " << (beyond->tag & 0xffffffff)
+                                << " sent beyond the window";
+      ASSERT_TRUE(d.peer
+                      ->Send(WireTag(kAckMsg, a, index), {{&index, sizeof index}},
+                             After(std::chrono::milliseconds(2000)), "ACK")
+                      .ok());
+    }
+    ASSERT_TRUE(d.SendJson(WireTag(kResultMsg, a, 0),
+                           {{"outcome", "published"}, {"generation", a}, {"source_release", true}})
+                    .ok());
+    (void)d.Next(kFinMsg);
+  });
+  EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.report["credit"]["in_flight_end"], 0);
+}
+
+}  // namespace
+}  // namespace kvc::handoff::transport
