@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc {
 namespace {
 
@@ -180,10 +182,6 @@ StatusOr<std::string> CanonicalSha256(const Json& value) {
   return Sha256Hex(canon);
 }
 
-bool IsSha256Hex(std::string_view s) {
-  if (s.size() != 64) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+bool IsSha256Hex(std::string_view s) { return base::IsLowerHex(s, 64); }
 
 }  // namespace kvc

@@ -4,23 +4,13 @@
 #include <map>
 #include <set>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc::handoff {
 namespace {
 
-bool IsHex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-bool IsDate(const std::string& s) {
-  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
-    if (s[i] < '0' || s[i] > '9') return false;
-  int month = (s[5] - '0') * 10 + (s[6] - '0'), day = (s[8] - '0') * 10 + (s[9] - '0');
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
-}
+using base::IsIsoDate;
+using base::IsLowerHex;
 
 // A relative path of non-empty segments, none of them "." or "..".
 bool IsNormalizedRelative(const std::string& p) {
@@ -148,10 +138,10 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     }
     if (p.repository.empty() || !repos.insert(p.repository).second)
       bad("repository", "each repository is pinned exactly once (\"" + p.repository + "\")");
-    if (!IsHex(p.commit, 40))
+    if (!IsLowerHex(p.commit, 40))
       bad("commit", "an immutable pin is a 40-character lowercase hex commit, not \"" + p.commit +
                         "\" (a tag or branch can move)");
-    if (!IsDate(p.observed)) bad("observed", "expected the audit date as YYYY-MM-DD");
+    if (!IsIsoDate(p.observed)) bad("observed", "expected the audit date as YYYY-MM-DD");
     if (p.release && p.release->empty()) bad("release", "an empty release tag");
   }
   // Audited paths: pin, path form, uniqueness, blob identity.
@@ -177,7 +167,7 @@ Violations CheckSourceAudit(const SourceAudit& a) {
       bad("path", "is audited twice under pin \"" + p.pin_id + "\"");
       continue;
     }
-    if (!IsHex(p.git_blob_sha1, 40))
+    if (!IsLowerHex(p.git_blob_sha1, 40))
       bad("git_blob_sha1", "expected the 40-character lowercase hex Git blob identity, got \"" +
                                p.git_blob_sha1 + "\"");
   }

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/errors/error_codes.h"
 
 namespace kvc::race {
@@ -201,10 +202,7 @@ bool IsUint(const Json& v) {
 
 bool IsDigestHex(const Json& v) {
   if (!v.is_string()) return false;
-  const std::string& s = v.get_ref<const std::string&>();
-  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return base::IsLowerHex(v.get_ref<const std::string&>(), 16);
 }
 
 // The members of an object, each with a check of its value: "" when `j` has exactly them.

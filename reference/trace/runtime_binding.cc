@@ -1,19 +1,16 @@
 // Runtime-binding header rules of kvconform.trace/1; see runtime_binding.h.
 #include "reference/trace/runtime_binding.h"
 
+#include <simdjson.h>
+
 #include <set>
 
-#include <simdjson.h>
+#include "reference/base/text_forms.h"
 
 namespace kvc::trace {
 namespace {
 
-bool IsLowerHex(std::string_view s, size_t len) {
-  if (s.size() != len) return false;
-  for (char ch : s)
-    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return false;
-  return true;
-}
+using base::IsLowerHex;
 
 void AddOnHeader(Violations* out, ErrorCode code, std::string pointer, std::string message) {
   out->push_back({code, std::move(pointer), std::move(message), 1});
@@ -69,9 +66,9 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
     pin_bad(r.Ptr("commit"), "commit \"" + *commit +
                                  "\" is not a full 40-digit lowercase hex commit id (a short or "
                                  "symbolic ref can move)");
-  if (checked && !(checked->size() == 10 && (*checked)[4] == '-' && (*checked)[7] == '-'))
+  if (checked && !base::IsIsoDate(*checked))
     AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, r.Ptr("checked_on"),
-                "expected a date YYYY-MM-DD, got \"" + *checked + "\"");
+                "expected a date YYYY-MM-DD (month 01-12, day 01-31), got \"" + *checked + "\"");
   if (files == nullptr) return out;
   if (files->empty())
     pin_bad(r.Ptr("files"), "a pin lists the digest of at least one source file it was checked on");

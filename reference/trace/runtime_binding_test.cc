@@ -140,6 +140,23 @@ TEST(RuntimeBindingTest, ACheckedOnThatIsNotADateIsInvalid) {
   }
 }
 
+// Every place of checked_on but the dashes is a digit, its month 01-12 and its day 01-31, as the
+// schema's pattern says (the transport audit's finding: "YYYY-MM-DD" itself, and any other ten
+// characters with dashes at 4 and 7, passed the checker while trace_schema_check.py refused
+// them).
+TEST(RuntimeBindingTest, RegressionACheckedOnNeedsDigitsAndCalendarRanges) {
+  for (const char* date : {"YYYY-MM-DD", "2026-0x-27", "2026-13-27", "2026-07-00", "2026-07-32"}) {
+    Json pin = Pin();
+    pin["checked_on"] = date;
+    EXPECT_TRUE(test::OnlyViolationAt(CheckRuntimePin(pin, "/0/runtime_pin"), "INPUT_VALUE_INVALID",
+                                      "/0/runtime_pin/checked_on"))
+        << date;
+  }
+  Json pin = Pin();
+  pin["checked_on"] = "2026-12-31";
+  EXPECT_TRUE(CheckRuntimePin(pin, "/0/runtime_pin").empty());
+}
+
 // A pinned source file names its path: an empty one is TRACE_RUNTIME_PIN_INVALID.
 TEST(RuntimeBindingTest, AnEmptyPinnedPathIsRejected) {
   Json pin = Pin();

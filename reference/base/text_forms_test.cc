@@ -1,0 +1,30 @@
+// Tests of the shared identifier and date forms (text_forms.h).
+#include "reference/base/text_forms.h"
+
+#include <gtest/gtest.h>
+
+namespace kvc::base {
+namespace {
+
+// Exactly n lowercase hex digits: no other length, no uppercase, no other letter.
+TEST(TextForms, LowerHexIsExactlyNLowercaseDigits) {
+  EXPECT_TRUE(IsLowerHex("0123456789abcdef", 16));
+  EXPECT_FALSE(IsLowerHex("0123456789abcdef", 15));
+  EXPECT_FALSE(IsLowerHex("0123456789abcdef", 17));
+  EXPECT_FALSE(IsLowerHex("0123456789abcdeF", 16));
+  EXPECT_FALSE(IsLowerHex("0123456789abcdeg", 16));
+  EXPECT_TRUE(IsLowerHex("", 0));
+}
+
+// YYYY-MM-DD with digits in every place but the dashes, month 01-12, day 01-31.
+TEST(TextForms, IsoDateIsDigitsDashesAndCalendarRanges) {
+  for (const char* ok : {"2026-12-05", "0000-01-01", "9999-12-31", "2026-02-31"})
+    EXPECT_TRUE(IsIsoDate(ok)) << ok;
+  for (const char* bad :
+       {"YYYY-MM-DD", "2026-12-0x", "2026-1a-05", "20a6-12-05", "2026-00-05", "2026-13-05",
+        "2026-12-00", "2026-12-32", "2026/12/05", "2026-12-5", "2026-12-05 ", "27-07-2026", ""})
+    EXPECT_FALSE(IsIsoDate(bad)) << bad;
+}
+
+}  // namespace
+}  // namespace kvc::base
