@@ -22,6 +22,7 @@ using test::MakeCache;
 using test::Nmse;
 using test::RandomFloats;
 using test::RandomKv;
+using test::RopeOn;
 using test::TestSeed;
 
 AttentionParams AttnOn(const HostCache& c, const std::vector<int32_t>& len,
@@ -145,11 +146,7 @@ TEST(RopeCpu, InverseFrequencyTable) {
     half_f[i] = f[i] * 0.5f;
   }
   auto rope_at = [&](std::vector<float> x, int pos, const float* table) {
-    RopeParams p;
-    p.q = x.data();
-    p.positions = &pos;
-    p.batch = p.num_q_heads = p.t = 1;
-    p.head_dim = d;
+    RopeParams p = RopeOn(x.data(), nullptr, &pos, 1, 1, 0, 1, d);
     p.inv_freq = table;
     EXPECT_TRUE(RopeCpu(p).ok());
     return x;
@@ -164,12 +161,7 @@ TEST(RopeCpu, RotateHalfFormulaAndRelativePosition) {
   const int d = 64;
   auto q0 = RandomFloats(d, rng), k0 = RandomFloats(d, rng);
   auto rope_at = [&](std::vector<float> x, int pos) {
-    RopeParams p;
-    p.q = x.data();
-    p.positions = &pos;
-    p.batch = p.num_q_heads = p.t = 1;
-    p.head_dim = d;
-    EXPECT_TRUE(RopeCpu(p).ok());
+    EXPECT_TRUE(RopeCpu(RopeOn(x.data(), nullptr, &pos, 1, 1, 0, 1, d)).ok());
     return x;
   };
   // Position 0 is the identity.
@@ -190,13 +182,8 @@ TEST(RopeCpu, RotateHalfFormulaAndRelativePosition) {
     return s;
   };
   EXPECT_NEAR(dot(rope_at(q0, 10), rope_at(k0, 3)), dot(rope_at(q0, 107), rope_at(k0, 100)), 1e-4);
-  RopeParams odd;
-  odd.q = q0.data();
   int pos = 0;
-  odd.positions = &pos;
-  odd.batch = odd.num_q_heads = odd.t = 1;
-  odd.head_dim = 5;
-  EXPECT_FALSE(RopeCpu(odd).ok());
+  EXPECT_FALSE(RopeCpu(RopeOn(q0.data(), nullptr, &pos, 1, 1, 0, 1, /*head_dim=*/5)).ok());
 }
 
 TEST(SwiGluCpu, MatchesFloat64Formula) {
@@ -676,13 +663,7 @@ std::vector<float> RopeAppendAttend(int delta, bool rope_k, const std::vector<fl
   std::vector<int32_t> pos_k(T), pos_q(t_q);
   for (int t = 0; t < T; ++t) pos_k[t] = t + delta;
   for (int i = 0; i < t_q; ++i) pos_q[i] = T - t_q + i + delta;
-  RopeParams rq;
-  rq.q = q.data();
-  rq.positions = pos_q.data();
-  rq.batch = 1;
-  rq.num_q_heads = Hq;
-  rq.t = t_q;
-  rq.head_dim = d;
+  RopeParams rq = RopeOn(q.data(), nullptr, pos_q.data(), 1, Hq, 0, t_q, d);
   EXPECT_TRUE(RopeCpu(rq).ok());
   if (rope_k) {
     RopeParams rk = rq;
@@ -890,11 +871,7 @@ TEST(RmsNormCpu, AcceptsZeroEps) {
 TEST(RopeCpu, RefusesBadThetaAndKWithoutKvHeads) {
   std::vector<float> q(8, 1.0f), k(8, 1.0f);
   int32_t pos = 3;
-  RopeParams p;
-  p.q = q.data();
-  p.positions = &pos;
-  p.batch = p.num_q_heads = p.t = 1;
-  p.head_dim = 8;
+  const RopeParams p = RopeOn(q.data(), nullptr, &pos, 1, 1, 0, 1, 8);
   ASSERT_TRUE(ValidateRope(p).ok());
   for (float theta : {1.0f, 0.5f, NAN, INFINITY}) {
     RopeParams r = p;
@@ -913,11 +890,7 @@ TEST(RopeCpu, RefusesBadThetaAndKWithoutKvHeads) {
 TEST(RopeCpu, RegressionAQOnlyCallIgnoresNumKvHeads) {
   std::vector<float> q(8, 1.0f), k(8, 1.0f);
   int32_t pos = 3;
-  RopeParams p;
-  p.q = q.data();
-  p.positions = &pos;
-  p.batch = p.num_q_heads = p.t = 1;
-  p.head_dim = 8;
+  const RopeParams p = RopeOn(q.data(), nullptr, &pos, 1, 1, 0, 1, 8);
   for (int32_t kv : {-2, std::numeric_limits<int32_t>::max()}) {
     RopeParams r = p;
     r.num_kv_heads = kv;
@@ -950,13 +923,7 @@ TEST(RopeCpu, EachSequenceUsesItsOwnPositions) {
   auto q = RandomFloats(2 * T * d, rng);
   const std::vector<int32_t> pos = {5, 6, /*seq 1:*/ 40, 41};
   std::vector<float> both = q;
-  RopeParams p;
-  p.q = both.data();
-  p.positions = pos.data();
-  p.batch = 2;
-  p.num_q_heads = 1;
-  p.t = T;
-  p.head_dim = d;
+  RopeParams p = RopeOn(both.data(), nullptr, pos.data(), 2, 1, 0, T, d);
   ASSERT_TRUE(RopeCpu(p).ok());
   std::vector<float> seq1(q.begin() + T * d, q.end());
   p.q = seq1.data();
@@ -975,15 +942,7 @@ TEST(RopeCpu, RotatesKWithItsOwnHeads) {
   const auto k0 = RandomFloats(size_t(B) * Hkv * T * d, rng);
   const std::vector<int32_t> pos = {7, 8, 9, /*seq 1:*/ 20, 21, 22};
   std::vector<float> q = q0, k = k0;
-  RopeParams p;
-  p.q = q.data();
-  p.k = k.data();
-  p.positions = pos.data();
-  p.batch = B;
-  p.num_q_heads = Hq;
-  p.num_kv_heads = Hkv;
-  p.t = T;
-  p.head_dim = d;
+  const RopeParams p = RopeOn(q.data(), k.data(), pos.data(), B, Hq, Hkv, T, d);
   ASSERT_TRUE(RopeCpu(p).ok());
   std::vector<float> k_alone = k0;
   RopeParams pk = p;

@@ -258,6 +258,22 @@ inline KvAppendParams AppendOn(HostCache& c, const std::vector<int32_t>& base,
   return p;
 }
 
+// RoPE params over q ([B, H_q, T, d_h]) and, when `k` is not null, k ([B, H_kv, T, d_h]) at
+// positions `pos` ([B, T]); theta and inv_freq at their defaults. The buffers must outlive them.
+inline RopeParams RopeOn(float* q, float* k, const int32_t* pos, int32_t batch, int32_t num_q_heads,
+                         int32_t num_kv_heads, int32_t t, int32_t head_dim) {
+  RopeParams p;
+  p.q = q;
+  p.k = k;
+  p.positions = pos;
+  p.batch = batch;
+  p.num_q_heads = num_q_heads;
+  p.num_kv_heads = num_kv_heads;
+  p.t = t;
+  p.head_dim = head_dim;
+  return p;
+}
+
 // Attention params whose shape alone is judged (validation tests): one f32 head of one row,
 // 2^26 + 1 slots, buffers that are never read.
 inline AttentionParams ShapeOnlyAttention() {

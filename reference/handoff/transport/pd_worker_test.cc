@@ -300,7 +300,27 @@ struct ScriptedPrefill {
                                                After(std::chrono::milliseconds(2000)), "reply"));
     return nlohmann::json::parse(m.bytes.begin(), m.bytes.end());
   }
+  // Sends `j` under `tag` and returns D's REPLY.
+  StatusOr<nlohmann::json> Ask(uint64_t tag, const nlohmann::json& j) {
+    KVC_RETURN_IF_ERROR(SendJson(tag, j));
+    return Next(kReplyMsg);
+  }
+  // Opens attempt `n` of `s` with its MANIFEST; success when D's REPLY accepts it.
+  ::testing::AssertionResult Open(const SourceKv& s, uint64_t n) {
+    auto r = Ask(WireTag(kManifestMsg, n, 0), ManifestOf(s, n));
+    if (!r.ok()) return ::testing::AssertionFailure() << r.status().ToString();
+    if ((*r)["ok"] != true) return ::testing::AssertionFailure() << r->dump();
+    return ::testing::AssertionSuccess();
+  }
+  // FIN: D ends once it reads it.
+  void Fin() { (void)SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object()); }
 };
+
+// D's REPLY refused the message with `code`.
+void ExpectRefusedWith(const nlohmann::json& reply, const std::string& code) {
+  EXPECT_EQ(reply.value("ok", true), false) << reply.dump();
+  EXPECT_EQ(reply.value("code", ""), code) << reply.dump();
+}
 
 // Runs D, bootstraps a ScriptedPrefill to it as P would, runs `script`, and returns D's
 // result once D ends (the script sends FIN, or D stops on its own).
@@ -347,17 +367,13 @@ TEST(PdWorkerDecodeTest, AManifestForAReusedAttemptIsRefused) {
   const SourceKv src = SmallSource();
   nlohmann::json second;
   RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto again = p.Next(kReplyMsg);
+    ASSERT_TRUE(p.Open(src, 1));
+    auto again = p.Ask(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1));
     ASSERT_TRUE(again.ok()) << again.status().ToString();
     second = *again;
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    p.Fin();
   });
-  EXPECT_EQ(second.value("ok", true), false) << second.dump();
-  EXPECT_EQ(second.value("code", ""), "PD_MESSAGE_MALFORMED") << second.dump();
+  ExpectRefusedWith(second, "PD_MESSAGE_MALFORMED");
 }
 
 // A manifest names one K/V-ready time per layer; fewer is a malformed manifest.
@@ -367,14 +383,12 @@ TEST(PdWorkerDecodeTest, AManifestWithoutAReadyTimePerLayerIsRefused) {
   RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
     nlohmann::json m = ManifestOf(src, 1);
     m["layer_ready_us"] = {0};
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), m).ok());
-    auto r = p.Next(kReplyMsg);
+    auto r = p.Ask(WireTag(kManifestMsg, 1, 0), m);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     reply = *r;
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    p.Fin();
   });
-  EXPECT_EQ(reply.value("ok", true), false) << reply.dump();
-  EXPECT_EQ(reply.value("code", ""), "PD_MESSAGE_MALFORMED") << reply.dump();
+  ExpectRefusedWith(reply, "PD_MESSAGE_MALFORMED");
 }
 
 // The staging slots are sized for the first attempt's largest chunk: a later manifest with a
@@ -390,17 +404,13 @@ TEST(PdWorkerDecodeTest, ALaterAttemptWithALargerChunkIsRefused) {
   d.credit_bytes = 4096;  // the window would hold the larger chunk
   nlohmann::json reply;
   RunScripted(d, src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(big, 2)).ok());
-    auto r = p.Next(kReplyMsg);
+    ASSERT_TRUE(p.Open(src, 1));
+    auto r = p.Ask(WireTag(kManifestMsg, 2, 0), ManifestOf(big, 2));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     reply = *r;
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    p.Fin();
   });
-  EXPECT_EQ(reply.value("ok", true), false) << reply.dump();
-  EXPECT_EQ(reply.value("code", ""), "PD_MESSAGE_MALFORMED") << reply.dump();
+  ExpectRefusedWith(reply, "PD_MESSAGE_MALFORMED");
 }
 
 // A chunk header must name the attempt of its tag: otherwise the message is malformed and D
@@ -408,9 +418,7 @@ TEST(PdWorkerDecodeTest, ALaterAttemptWithALargerChunkIsRefused) {
 TEST(PdWorkerDecodeTest, AChunkHeaderNamingAnotherAttemptIsMalformed) {
   const SourceKv src = SmallSource();
   DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.Open(src, 1));
     ASSERT_TRUE(
         p.SendChunk(1, 0, /*header_attempt=*/2, src.bytes.data() + src.offsets[0], 256).ok());
   });
@@ -424,14 +432,12 @@ TEST(PdWorkerDecodeTest, AChunkOfAnotherSizeThanItsManifestAbortsTheAttempt) {
   const SourceKv src = SmallSource();
   nlohmann::json result;
   RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.Open(src, 1));
     ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 128).ok());
     auto r = p.Next(kResultMsg);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     result = *r;
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    p.Fin();
   });
   EXPECT_EQ(result.value("outcome", ""), "aborted") << result.dump();
   EXPECT_EQ(result["error"].value("code", ""), "HANDOFF_CHUNK_BYTES_MISMATCH") << result.dump();
@@ -443,16 +449,14 @@ TEST(PdWorkerDecodeTest, ARepeatOfAVisibleChunkIsAcknowledgedAgain) {
   const SourceKv src = SmallSource();
   int acks = 0;
   RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.Open(src, 1));
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 256).ok());
       auto ack = p.peer->Recv(WireTag(kAckMsg, 1, 0), ~uint64_t{0}, 64,
                               After(std::chrono::milliseconds(2000)), "ACK");
       if (ack.ok()) ++acks;
     }
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    p.Fin();
   });
   EXPECT_EQ(acks, 2);
 }
@@ -462,9 +466,7 @@ TEST(PdWorkerDecodeTest, ARepeatOfAVisibleChunkIsAcknowledgedAgain) {
 TEST(PdWorkerDecodeTest, AChunkAfterItsAttemptAbortedIsCountedAsLate) {
   const SourceKv src = SmallSource();
   DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.Open(src, 1));
     ASSERT_TRUE(p.SendJson(WireTag(kAbortMsg, 1, 0),
                            {{"code", "PD_PEER_TIMEOUT"}, {"message", "test: gave up"}})
                     .ok());
@@ -473,9 +475,8 @@ TEST(PdWorkerDecodeTest, AChunkAfterItsAttemptAbortedIsCountedAsLate) {
         << (aborted.ok() ? aborted->dump() : aborted.status().ToString());
     ASSERT_TRUE(p.SendChunk(1, 0, 1, src.bytes.data() + src.offsets[0], 256).ok());
     // A later MANIFEST, answered after the chunk before it was handled (one endpoint, in order).
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
-    ASSERT_TRUE(p.Next(kReplyMsg).ok());
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    ASSERT_TRUE(p.Ask(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
+    p.Fin();
   });
   EXPECT_EQ(d.report["late_completions_rejected"], 1) << d.report.dump();
   EXPECT_EQ(d.report["chunks_received"], 1);
@@ -485,18 +486,15 @@ TEST(PdWorkerDecodeTest, AChunkAfterItsAttemptAbortedIsCountedAsLate) {
 TEST(PdWorkerDecodeTest, AnAttemptGetsOneResult) {
   const SourceKv src = SmallSource();
   DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 1, 0), ManifestOf(src, 1)).ok());
-    auto first = p.Next(kReplyMsg);
-    ASSERT_TRUE(first.ok() && (*first)["ok"] == true) << (first.ok() ? first->dump() : "");
+    ASSERT_TRUE(p.Open(src, 1));
     for (int i = 0; i < 2; ++i)
       ASSERT_TRUE(p.SendJson(WireTag(kAbortMsg, 1, 0),
                              {{"code", "PD_PEER_TIMEOUT"}, {"message", "test: gave up"}})
                       .ok());
     ASSERT_TRUE(p.Next(kResultMsg).ok());
     // A later MANIFEST is answered after both ABORTs were handled (one endpoint, in order).
-    ASSERT_TRUE(p.SendJson(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
-    ASSERT_TRUE(p.Next(kReplyMsg).ok());
-    (void)p.SendJson(WireTag(kFinMsg, 0, 0), nlohmann::json::object());
+    ASSERT_TRUE(p.Ask(WireTag(kManifestMsg, 2, 0), ManifestOf(src, 2)).ok());
+    p.Fin();
   });
   int results = 0;
   for (const auto& ev : d.report["events"])
