@@ -123,15 +123,15 @@ KVC_HD void SplitKeyRange(int32_t s, int32_t split_size, int32_t limit, int32_t*
   *end = e < limit ? e : limit;
 }
 
-// A split size for decode that fills the device: none (0) when B * H_kv blocks already give
-// every SM two blocks, else ceil(2 * SMs / (B * H_kv)) splits of a multiple of 256 tokens: at
-// least 2 blocks per SM, one wave as the decode kernels keep two blocks per SM resident, where
-// B * H_kv is well below the SM count (measured on an H200, 2026-12-04, B 1, H_kv 8, ctx 32k,
-// tensor-core decode: 1024-token splits (256 blocks) 49% of the copy bandwidth, 512 (512 blocks,
-// the earlier 4-per-SM choice) 33%, 2048 43%). Between one and two blocks per SM the ceiling
-// gives two splits, up to 4 blocks per SM (B 32, H_kv 8 on 132 SMs: 512 blocks, two waves):
-// not measured (the kernel audit's D3). Pure function of the shape, so a given shape always
-// splits the same way.
+// A split size for decode that fills the device: none (0) when B * H_kv blocks already give every
+// SM two blocks or the context is at most 512 tokens (two 256-token splits at most), else ceil(2 *
+// SMs / (B * H_kv)) splits of a multiple of 256 tokens: at least 2 blocks per SM, one wave as the
+// decode kernels keep two blocks per SM resident, where B * H_kv is well below the SM count
+// (measured on an H200, 2026-12-04, B 1, H_kv 8, ctx 32k, tensor-core decode: 1024-token splits
+// (256 blocks) 49% of the copy bandwidth, 512 (512 blocks, the earlier 4-per-SM choice) 33%, 2048
+// 43%). Between one and two blocks per SM the ceiling gives two splits, up to 4 blocks per SM (B
+// 32, H_kv 8 on 132 SMs: 512 blocks, two waves): not measured (the kernel audit's D3). Pure
+// function of the shape, so a given shape always splits the same way.
 KVC_HD int32_t ChooseSplitSize(int32_t batch, int32_t num_kv_heads, int32_t max_kv_len,
                                int32_t num_sms) {
   const int64_t blocks = static_cast<int64_t>(batch) * num_kv_heads;

@@ -159,6 +159,8 @@ TEST(Splits, ChooseSplitSizeFillsTheDeviceDeterministically) {
   EXPECT_LE(8 * NumSplits(32768, s), 2 * 132);           // ... in one wave
   EXPECT_EQ(s, ChooseSplitSize(1, 8, 32768, 132));
   EXPECT_EQ(ChooseSplitSize(1, 8, 300, 132), 0);  // short contexts stay unsplit
+  EXPECT_EQ(ChooseSplitSize(1, 8, 512, 132), 0);  // up to 512 tokens, as documented
+  EXPECT_EQ(ChooseSplitSize(1, 8, 513, 132), 256);
 }
 
 TEST(Tiling, RowsPerBlockRespectsAccumulatorBudget) {
