@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace kvc {
 namespace {
 
@@ -59,6 +61,63 @@ TEST(Sha256, KnownAnswers) {
   EXPECT_EQ(*d, "683127e375b8e34a047aabc88d39e6a2d41051d7fa21b304a769ace7cef5b727");
   EXPECT_TRUE(IsSha256Hex(*d));
   EXPECT_FALSE(IsSha256Hex("ABC"));
+}
+
+// RFC 8785 section 3.2.3: a non-BMP key sorts by its surrogates (U+1F600 is D83D DE00, before
+// U+E000), not by its code point.
+TEST(CanonicalJson, SortsNonBmpKeysBySurrogateCodeUnits) {
+  EXPECT_EQ(Canon(R"({"\ue000": 1, "\ud83d\ude00": 2})"),
+            "{\"\xf0\x9f\x98\x80\":2,\"\xee\x80\x80\":1}");
+}
+
+// RFC 8785 section 3.2.3: two keys with the same high surrogate sort by the low one
+// (U+1F401 is D83D DC01, before U+1F600's D83D DE00).
+TEST(CanonicalJson, SortsKeysSharingAHighSurrogateByTheLowSurrogate) {
+  EXPECT_EQ(Canon(R"({"\ud83d\ude00": 1, "\ud83d\udc01": 2})"),
+            "{\"\xf0\x9f\x90\x81\":2,\"\xf0\x9f\x98\x80\":1}");
+}
+
+// RFC 8785 section 3.2.2.2: \b \f \n \r \t are written as their two-character escapes.
+TEST(CanonicalJson, WritesShortEscapesForTheirControlCharacters) {
+  EXPECT_EQ(Canon(R"("\b\f\n\r\t")"), R"("\b\f\n\r\t")");
+}
+
+// RFC 8785 section 3.2.2.2: other control characters are \u00xx with lowercase hex.
+TEST(CanonicalJson, WritesOtherControlCharactersWithLowercaseHex) {
+  EXPECT_EQ(Canon(R"("\u001F")"), R"("\u001f")");
+}
+
+// RFC 8785 section 3.2.2.2: DEL (0x7F) is not escaped.
+TEST(CanonicalJson, WritesDeleteUnescaped) { EXPECT_EQ(Canon(R"("\u007f")"), "\"\x7f\""); }
+
+// I-JSON: -2^53 is the most negative integer that canonicalizes.
+TEST(CanonicalJson, AcceptsMinusTwoToThe53) {
+  auto c = CanonicalJson(Json(-(int64_t{1} << 53)));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, "-9007199254740992");
+}
+
+// I-JSON: 2^53 + 1 is refused (it has no exact double).
+TEST(CanonicalJson, RejectsTwoToThe53PlusOne) {
+  auto c = CanonicalJson(Json((uint64_t{1} << 53) + 1));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kOutOfRange);
+}
+
+// Non-finite numbers are rejected rather than written.
+TEST(CanonicalJson, RejectsNonFiniteNumbers) {
+  for (double d : {HUGE_VAL, -HUGE_VAL, std::nan("")}) {
+    auto c = CanonicalJson(Json::array({d}));
+    ASSERT_FALSE(c.ok()) << d;
+    EXPECT_EQ(c.status().code(), StatusCode::kOutOfRange) << d;
+  }
+}
+
+// A binary value has no JSON text: refused, not written.
+TEST(CanonicalJson, RejectsBinaryValues) {
+  auto c = CanonicalJson(Json::object({{"b", Json::binary({1, 2})}}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

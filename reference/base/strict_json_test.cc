@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace kvc {
 namespace {
 
@@ -105,6 +107,125 @@ TEST(StrictJson, UnreadableFileIsAnIoError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError);
   EXPECT_NE(r.status().message().find("/nonexistent/kvconform.json"), std::string::npos);
+}
+
+// RFC 8259 section 2: a horizontal tab is insignificant whitespace.
+TEST(StrictJson, AcceptsTabAsWhitespace) {
+  auto r = ParseJsonStrict("[1,\t2]", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value.size(), 2u);
+}
+
+// RFC 8259 section 2: a form feed is not whitespace.
+TEST(StrictJson, RejectsFormFeedAsWhitespace) {
+  EXPECT_NE(ErrorOf("[1,\f2]").find("unexpected byte 0x0C; expected a JSON value"),
+            std::string::npos);
+}
+
+// JsonLimits::max_bytes: a document of exactly max_bytes is read, one byte more is refused.
+TEST(StrictJson, MaxBytesAdmitsADocumentOfExactlyThatSize) {
+  JsonLimits limits;
+  limits.max_bytes = 4;
+  EXPECT_TRUE(ParseJsonStrict("[12]", "t", false, limits).ok());
+  EXPECT_NE(ErrorOf("[123]", limits).find("5 bytes, over the limit of 4"), std::string::npos);
+}
+
+// RFC 8259 section 5: no trailing comma in an array.
+TEST(StrictJson, RejectsTrailingCommaInArray) {
+  EXPECT_NE(ErrorOf("[1,]").find("unexpected ']'; expected a JSON value"), std::string::npos);
+}
+
+// RFC 8259 section 7: every two-character escape decodes to its character.
+TEST(StrictJson, DecodesEveryShortEscape) {
+  auto r = ParseJsonStrict(R"("\"\\\/\b\f\n\r\t")", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value.get<std::string>(), "\"\\/\b\f\n\r\t");
+}
+
+// RFC 8259 section 7: the four hex digits of a \u escape are case-insensitive.
+TEST(StrictJson, UnicodeEscapeHexDigitsAreCaseInsensitive) {
+  auto r = ParseJsonStrict(R"("\u00E9\u00e9\uD83D\uDE00")", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value.get<std::string>(), "\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+// A \u escape takes hex digits only.
+TEST(StrictJson, RejectsNonHexDigitInUnicodeEscape) {
+  EXPECT_NE(ErrorOf(R"("\u00g0")").find("invalid hex digit 'g'"), std::string::npos);
+}
+
+// A high surrogate escape must be followed by a low surrogate escape, not any \u escape.
+TEST(StrictJson, RejectsHighSurrogateFollowedByANonLowSurrogate) {
+  EXPECT_NE(ErrorOf(R"("\ud800\u0041")").find("in.json:1:8: expected a low surrogate"),
+            std::string::npos);
+}
+
+// \uDBFF is the last high surrogate: \uDBFF\uDFFF is U+10FFFF.
+TEST(StrictJson, DecodesTheLastSurrogatePair) {
+  auto r = ParseJsonStrict(R"("\udbff\udfff")", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value.get<std::string>(), "\xf4\x8f\xbf\xbf");
+}
+
+// RFC 8259 section 7: every byte below 0x20, U+001F included, must be escaped.
+TEST(StrictJson, RejectsUnescapedUnitSeparator) {
+  EXPECT_NE(ErrorOf("\"\x1f\"").find("unescaped control character byte 0x1F"), std::string::npos);
+}
+
+// RFC 8259 section 7: DEL (0x7F) is not a control character JSON requires escaped.
+TEST(StrictJson, AcceptsUnescapedDelete) {
+  auto r = ParseJsonStrict("\"\x7f\"", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value.get<std::string>(), "\x7f");
+}
+
+// UTF-8 stops at U+10FFFF (RFC 3629): F4 90 80 80 (U+110000) is refused, F4 8F BF BF read.
+TEST(StrictJson, RejectsUtf8BeyondU10FFFF) {
+  EXPECT_NE(ErrorOf("\"\xf4\x90\x80\x80\"").find("beyond U+10FFFF"), std::string::npos);
+  EXPECT_TRUE(ParseJsonStrict("\"\xf4\x8f\xbf\xbf\"", "t").ok());
+}
+
+// A \u escape cut short by the end of input is reported as such (nothing past the input is read).
+TEST(StrictJson, ReportsUnicodeEscapeCutShortByEndOfInput) {
+  EXPECT_NE(ErrorOf("\"\\u123").find("in.json:1:4: unexpected end of input in \\u escape"),
+            std::string::npos);
+}
+
+// A multi-byte UTF-8 sequence cut short by the end of input is reported as truncated (nothing past
+// the input is read).
+TEST(StrictJson, ReportsUtf8SequenceCutShortByEndOfInput) {
+  EXPECT_NE(ErrorOf("\"\xe2\x82").find("truncated UTF-8 sequence"), std::string::npos);
+}
+
+// RFC 8259 section 6: an exponent may carry a minus sign.
+TEST(StrictJson, AcceptsNegativeExponent) {
+  auto r = ParseJsonStrict("1e-2", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->value.get<double>(), 0.01);
+}
+
+// RFC 8259 section 6: a number has no leading plus sign.
+TEST(StrictJson, RejectsLeadingPlusSign) {
+  EXPECT_NE(ErrorOf("+1").find("unexpected '+'; expected a JSON value"), std::string::npos);
+}
+
+// Numbers that fit are kept as integers: negative ones too, down to INT64_MIN.
+TEST(StrictJson, NegativeIntegersStayIntegers) {
+  auto r = ParseJsonStrict("[-2, -9223372036854775808]", "t");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->value[0].is_number_integer());
+  EXPECT_TRUE(r->value[1].is_number_integer());
+  EXPECT_EQ(r->value[1].get<int64_t>(), INT64_MIN);
+}
+
+// JsonLimits::first_of_duplicates: a dropped repeated value records no locations.
+TEST(StrictJson, FirstOfDuplicatesRecordsNoLocationsInsideADroppedValue) {
+  JsonLimits limits;
+  limits.first_of_duplicates = true;
+  auto r = ParseJsonStrict("{\"a\": 1,\n \"a\": [3]}", "in.json", true, limits);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->locations.count("/a/0"), 0u);
+  EXPECT_EQ(r->LineOf("/a/0"), 1u);
 }
 
 }  // namespace

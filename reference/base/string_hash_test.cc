@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -130,6 +131,43 @@ TEST(StringHash, SeedsGiveRepeatableOddKeys) {
   EXPECT_NE(a.k0, c.k0);
   EXPECT_EQ(a.k0 & 1, 1u);
   EXPECT_EQ(a.k1 & 1, 1u);
+}
+
+// MakeHashKeys with KVCONFORM_HASH_SEED set to `value` (the variable restored afterwards).
+HashKeys MakeHashKeysWithSeedVariable(const char* value) {
+  const char* old = std::getenv("KVCONFORM_HASH_SEED");
+  const std::string saved = old ? old : "";
+  setenv("KVCONFORM_HASH_SEED", value, 1);
+  const HashKeys keys = MakeHashKeys();
+  if (old)
+    setenv("KVCONFORM_HASH_SEED", saved.c_str(), 1);
+  else
+    unsetenv("KVCONFORM_HASH_SEED");
+  return keys;
+}
+
+// KVCONFORM_HASH_SEED=<decimal> gives exactly HashKeysFromSeed(<decimal>).
+TEST(StringHash, HashSeedVariableGivesThatSeedsKeys) {
+  const HashKeys k = MakeHashKeysWithSeedVariable("12345");
+  EXPECT_EQ(k.k0, HashKeysFromSeed(12345).k0);
+  EXPECT_EQ(k.k1, HashKeysFromSeed(12345).k1);
+}
+
+// A negative KVCONFORM_HASH_SEED is not a seed (strtoull would wrap it): the keys are drawn at
+// random instead (equal to the wrapped seed's only with probability 2^-64).
+TEST(StringHash, NegativeHashSeedVariableIsIgnored) {
+  const HashKeys k = MakeHashKeysWithSeedVariable("-5");
+  EXPECT_NE(k.k0, HashKeysFromSeed(static_cast<uint64_t>(-5)).k0);
+}
+
+// HashKeysFromSeed: every key is odd for every seed, not just one (an odd multiplier keeps every
+// bit of the other operand).
+TEST(StringHash, KeysFromEverySeedAreOdd) {
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    const HashKeys k = HashKeysFromSeed(seed);
+    EXPECT_EQ(k.k0 & 1, 1u) << "seed " << seed;
+    EXPECT_EQ(k.k1 & 1, 1u) << "seed " << seed;
+  }
 }
 
 }  // namespace

@@ -54,5 +54,11 @@ TEST(ErrorCodes, DocsPageIsInSyncWithTheRegistry) {
          "  build/bin/kvconform errors --format markdown > docs/error-codes.md";
 }
 
+// ErrorCodeFromName matches whole names only: a prefix of a code names nothing.
+TEST(ErrorCodes, FromNameRejectsAPrefixOfACode) {
+  EXPECT_TRUE(ErrorCodeFromName("INPUT_FIELD_MISSING").has_value());
+  EXPECT_FALSE(ErrorCodeFromName("INPUT_FIELD").has_value());
+}
+
 }  // namespace
 }  // namespace kvc
