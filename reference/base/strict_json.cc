@@ -1,6 +1,7 @@
 // Recursive-descent strict JSON reader with positions; see strict_json.h for the contract.
 #include "reference/base/strict_json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -260,6 +261,37 @@ class Parser {
       pos_ += n;
     }
   }
+  // Whether the JSON number [b, e) (its grammar already checked) has a magnitude below 1: the
+  // decimal exponent of its first non-zero digit plus its exponent part is negative. False for
+  // a number whose digits are all zero.
+  static bool BelowOne(const char* b, const char* e) {
+    auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    const char* p = b + (*b == '-' ? 1 : 0);
+    int64_t lead;     // the decimal exponent of the first non-zero digit
+    if (*p != '0') {  // the integer part has no leading zero: its first digit leads
+      const char* q = p;
+      while (q < e && digit(*q)) ++q;
+      lead = q - p - 1;
+      p = q;
+    } else {  // 0.000d...: d is at 10^-(zeros + 1)
+      ++p;
+      if (p == e || *p != '.') return false;
+      const char* q = ++p;
+      while (q < e && *q == '0') ++q;
+      if (q == e || !digit(*q)) return false;
+      lead = -(q - p) - 1;
+      p = q;
+    }
+    while (p < e && *p != 'e' && *p != 'E') ++p;
+    int64_t exp = 0;  // saturates far beyond any double's range
+    bool exp_neg = false;
+    if (p < e) {
+      ++p;
+      if (*p == '+' || *p == '-') exp_neg = (*p++ == '-');
+      for (; p < e; ++p) exp = std::min<int64_t>(exp * 10 + (*p - '0'), int64_t{1} << 40);
+    }
+    return lead + (exp_neg ? -exp : exp) < 0;
+  }
   bool ParseNumber(Json& v) {
     size_t start = pos_;
     bool neg = false, is_int = true;
@@ -305,10 +337,14 @@ class Parser {
     }
     double d;
     auto r = std::from_chars(b, e, d);
+    if (r.ec == std::errc::result_out_of_range && r.ptr == e && BelowOne(b, e)) {
+      // Underflow: the nearest double is zero (RFC 8259 section 6 lets a reader approximate;
+      // from_chars reports it like an overflow).
+      v = neg ? -0.0 : 0.0;
+      return true;
+    }
     if (r.ec == std::errc::result_out_of_range || !std::isfinite(d)) {
-      size_t save = pos_;
       pos_ = start;
-      (void)save;
       return FailB("number " + std::string(b, e) + " is out of the range of a double");
     }
     if (r.ec != std::errc() || r.ptr != e) { pos_ = start; return FailB("malformed number"); }

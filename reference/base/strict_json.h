@@ -4,9 +4,9 @@
 // limit, invalid UTF-8 (including lone surrogates), control characters in strings,
 // empty input and trailing bytes, and reports every error as "source:line:column: what
 // was expected". Numbers that fit are kept as integers; others become doubles (a number
-// that overflows a double is an error). Optionally records, for every value, the line
-// and column where it starts, keyed by RFC 6901 JSON pointer, so validators can name
-// the line of a violation. Thread-compatible; no global state.
+// that overflows a double is an error; one that underflows it reads as a zero of its sign).
+// Optionally records, for every value, the line and column where it starts, keyed by RFC 6901 JSON
+// pointer, so validators can name the line of a violation. Thread-compatible; no global state.
 #ifndef KVCONFORM_REFERENCE_BASE_STRICT_JSON_H_
 #define KVCONFORM_REFERENCE_BASE_STRICT_JSON_H_
 

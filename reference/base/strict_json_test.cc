@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace kvc {
@@ -84,6 +85,27 @@ TEST(StrictJson, HugeIntegersBecomeDoublesForRangeChecksDownstream) {
   auto r = ParseJsonStrict("123456789012345678901234567890", "t");
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->value.is_number_float());
+}
+
+// A number below the smallest double reads as a zero of its sign (RFC 8259 section 6 lets a
+// reader approximate); only overflow is refused (the base audit's finding: from_chars reports
+// both as out of range, and "1e-400" was refused as "out of the range of a double").
+TEST(StrictJson, RegressionAnUnderflowingNumberReadsAsZero) {
+  for (const char* text : {"1e-400", "2e-324", "0.0000001e-320", "123e-999999999999999999999",
+                           "-1e-400", "-0.5E-400"}) {
+    auto r = ParseJsonStrict(text, "t");
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    ASSERT_TRUE(r->value.is_number_float()) << text;
+    const double d = r->value.get<double>();
+    EXPECT_EQ(d, 0.0) << text;
+    EXPECT_EQ(std::signbit(d), text[0] == '-') << text;
+  }
+  auto subnormal = ParseJsonStrict("1e-320", "t");
+  ASSERT_TRUE(subnormal.ok());
+  EXPECT_GT(subnormal->value.get<double>(), 0.0);
+  // Overflow stays an error, however the digits are written.
+  for (const char* text : {"1e400", "-1e309", "0.1e310", "10000e305", "1e99999999999999999999"})
+    EXPECT_NE(ErrorOf(text).find("out of the range of a double"), std::string::npos) << text;
 }
 
 TEST(StrictJson, RejectsTrailingBytesAndControlCharacters) {

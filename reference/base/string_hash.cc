@@ -33,7 +33,8 @@ HashKeys MakeHashKeys() {
     char* end = nullptr;
     errno = 0;
     const unsigned long long v = std::strtoull(env, &end, 10);
-    if (errno == 0 && end && *end == '\0' && *env != '-') {
+    // Digits only: strtoull would also skip blanks and take a sign (" -5" wrapped to 2^64 - 5).
+    if (errno == 0 && end && *end == '\0' && *env >= '0' && *env <= '9') {
       seed = v;
       fixed = true;
     }

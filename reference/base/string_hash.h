@@ -16,10 +16,10 @@ inline uint64_t MulFold(uint64_t x, uint64_t y) {
 }
 
 // The id maps' hash keys: this process's own, drawn once (std::random_device) at first use,
-// or derived from KVCONFORM_HASH_SEED (a decimal uint64) when that is set (to repeat a run's
-// hashing exactly, e.g. for a benchmark). Secret keys keep ids crafted from a trace to collide
-// from colliding here (probe 63: with fixed public constants, 8,000 request ids of 816 bytes
-// all hashed to 0 and a check of 72,000 events took 4.5 s, quadratic in the ids). Nothing the
+// or derived from KVCONFORM_HASH_SEED (a decimal uint64, digits only) when that is set (to repeat a
+// run's hashing exactly, e.g. for a benchmark). Secret keys keep ids crafted from a trace to
+// collide from colliding here (probe 63: with fixed public constants, 8,000 request ids of 816
+// bytes all hashed to 0 and a check of 72,000 events took 4.5 s, quadratic in the ids). Nothing the
 // kit outputs depends on them (StringHash). Thread-safe (a function-local static).
 struct HashKeys {
   uint64_t k0;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace kvc::base {
@@ -158,6 +159,17 @@ TEST(StringHash, HashSeedVariableGivesThatSeedsKeys) {
 TEST(StringHash, NegativeHashSeedVariableIsIgnored) {
   const HashKeys k = MakeHashKeysWithSeedVariable("-5");
   EXPECT_NE(k.k0, HashKeysFromSeed(static_cast<uint64_t>(-5)).k0);
+}
+
+// KVCONFORM_HASH_SEED is digits only: a sign or leading blanks make it no seed (the base audit's
+// finding: " -5" passed the minus check, and strtoull, skipping the blank, wrapped it to
+// 2^64 - 5). The keys are drawn at random then.
+TEST(StringHash, RegressionASeedVariableWithABlankOrSignIsIgnored) {
+  for (auto [value, as] : {std::pair{" -5", static_cast<uint64_t>(-5)},
+                           std::pair{"+5", uint64_t{5}}, std::pair{" 5", uint64_t{5}}}) {
+    const HashKeys k = MakeHashKeysWithSeedVariable(value);
+    EXPECT_NE(k.k0, HashKeysFromSeed(as).k0) << "\"" << value << "\"";
+  }
 }
 
 // HashKeysFromSeed: every key is odd for every seed, not just one (an odd multiplier keeps every
