@@ -322,6 +322,26 @@ void ExpectRefusedWith(const nlohmann::json& reply, const std::string& code) {
   EXPECT_EQ(reply.value("code", ""), code) << reply.dump();
 }
 
+// Brings up the scripted side's endpoint over the bootstrap connection `conn` (its blob
+// exchange as the workers do it) and runs `script(side)`; a failure is a test failure naming the
+// worker on the other side.
+template <typename Side, typename Script>
+void ConnectAndRun(StatusOr<BootstrapSocket> conn, Deadline deadline, Side& side, Script& script,
+                   const char* worker) {
+  auto peer = UcxPeer::Create(UcxTransport::kTcp);
+  if (!conn.ok() || !peer.ok()) {
+    ADD_FAILURE() << "no connection with the " << worker;
+    return;
+  }
+  side.peer = std::move(*peer);
+  auto mine = side.peer->LocalAddress();
+  auto theirs = mine.ok() ? ExchangeBlobs(*conn, *mine, deadline) : mine;
+  if (theirs.ok() && side.peer->Connect(*theirs).ok())
+    script(side);
+  else
+    ADD_FAILURE() << "bootstrap with the " << worker << " failed";
+}
+
 // Runs D, bootstraps a ScriptedPrefill to it as P would, runs `script`, and returns D's
 // result once D ends (the script sends FIN, or D stops on its own).
 template <typename Script>
@@ -344,19 +364,8 @@ DecodeResult RunScripted(WorkerOptions d, const SourceKv& src, Script script) {
   }
   ScriptedPrefill p;
   const Deadline deadline = After(std::chrono::milliseconds(3000));
-  auto conn = BootstrapSocket::Connect({"127.0.0.1", port}, deadline);
-  auto peer = UcxPeer::Create(UcxTransport::kTcp);
-  if (conn.ok() && peer.ok()) {
-    p.peer = std::move(*peer);
-    auto mine = p.peer->LocalAddress();
-    auto theirs = mine.ok() ? ExchangeBlobs(*conn, *mine, deadline) : mine;
-    if (theirs.ok() && p.peer->Connect(*theirs).ok())
-      script(p);
-    else
-      ADD_FAILURE() << "bootstrap to the decode worker failed";
-  } else {
-    ADD_FAILURE() << "no decode worker to connect to";
-  }
+  ConnectAndRun(BootstrapSocket::Connect({"127.0.0.1", port}, deadline), deadline, p, script,
+                "decode worker");
   decode.join();
   std::filesystem::remove_all(dir);
   return res;
@@ -541,19 +550,7 @@ PrefillResult RunScriptedDecode(WorkerOptions p, SourceKv src, Script script) {
   std::thread prefill([&] { res = RunPrefillWorker(p, std::move(src)); });
   ScriptedDecode d;
   const Deadline deadline = After(std::chrono::milliseconds(3000));
-  auto conn = l->Accept(deadline);
-  auto peer = UcxPeer::Create(UcxTransport::kTcp);
-  if (conn.ok() && peer.ok()) {
-    d.peer = std::move(*peer);
-    auto mine = d.peer->LocalAddress();
-    auto theirs = mine.ok() ? ExchangeBlobs(*conn, *mine, deadline) : mine;
-    if (theirs.ok() && d.peer->Connect(*theirs).ok())
-      script(d);
-    else
-      ADD_FAILURE() << "bootstrap with the prefill worker failed";
-  } else {
-    ADD_FAILURE() << "the prefill worker did not connect";
-  }
+  ConnectAndRun(l->Accept(deadline), deadline, d, script, "prefill worker");
   prefill.join();
   return res;
 }
