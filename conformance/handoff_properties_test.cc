@@ -17,6 +17,7 @@
 
 #include "conformance/rapidcheck_reproduce.h"
 #include "reference/base/canonical_json.h"
+#include "reference/handoff/handoff_manifest.h"
 #include "reference/handoff/transfer_txn.h"
 #include "reference/testutil/testutil.h"
 #include "reference/trace/checker.h"
@@ -414,6 +415,91 @@ RC_GTEST_PROP(HandoffProperties, SuffixOntoWarmDestinationPublishesExactlyTheMis
   RC_ASSERT(w.directory.cache().Read("prefix")->committed_length == p);
   RC_ASSERT(w.credits.in_flight() == 0u);
   RC_TAG("published");
+}
+
+// The handoff manifest's expected chunk manifest (0x01A) over random prompts: U of n blocks, P
+// reusing the prefix b0..b(r-1), D seeing the prefix b0..b(k-1), random geometry, and chunks
+// tiling X = [k * B, n * B) per layer at random cut points. Such a manifest is valid; without
+// one of its chunks it is a coverage gap, that code alone; and chunks cut from the compute set
+// C_P = [r * B, n * B) instead are valid exactly when C_P = X (r = k): otherwise they omit what
+// P reused and D lacks (r > k, 0x01A's b1,b2) or move what D already has (r < k).
+RC_GTEST_PROP(HandoffProperties, ManifestChunksMustTileTheTransferSetNotTheComputeSet, ()) {
+  static const Json kBase = test::LoadJson("fixtures/m5_6/handoff/handoff_manifest.json");
+  const uint64_t n = Uniform<uint64_t>(1, 13), r = Uniform<uint64_t>(0, n + 1),
+                 k = Uniform<uint64_t>(0, n + 1);
+  const uint64_t layers = Uniform<uint64_t>(1, 5), block = Uniform<uint64_t>(1, 9),
+                 heads = Uniform<uint64_t>(1, 3), dim = 8 * Uniform<uint64_t>(1, 3);
+  const uint64_t row = 2 * heads * dim * 2;  // bfloat16
+  const uint64_t bpb = block * layers * row;
+  Json m = kBase;
+  Json& abi = m["tensor_abi"];
+  abi["num_layers"] = layers;
+  abi["kv_heads"] = heads;
+  abi["head_dim"] = dim;
+  abi["tokens_per_block"] = block;
+  abi["partition"]["kv_heads_total"] = heads;
+  m["tensor_abi_sha256"] = *TensorAbiSha256(abi);
+  Json u = Json::array(), reused = Json::array(), visible = Json::array(), compute = Json::array(),
+       transfer = Json::array();
+  for (uint64_t i = 0; i < n; ++i) {
+    const std::string b = "b" + std::to_string(i);
+    u.push_back(b);
+    (i < r ? reused : compute).push_back(b);
+    (i < k ? visible : transfer).push_back(b);
+  }
+  m["blocks"] = Json{
+      {"universe", u},          {"reusable_at_prefill", reused}, {"visible_at_decode", visible},
+      {"compute_set", compute}, {"source_state_set", u},         {"transfer_set", transfer}};
+  m["input"]["token_count"] = n * block;
+  m["destination_reservation"]["blocks"] = n;
+  m["logical_ledger"] = Json{{"compute_blocks", n - r},
+                             {"transfer_blocks", n - k},
+                             {"bytes_per_block", bpb},
+                             {"transfer_logical_bytes", (n - k) * bpb}};
+  Json& phys = m["physical_ledger"];
+  phys["logical_payload_bytes"] = (n - k) * bpb;
+  phys["total_bytes"] = (n - k) * bpb + phys["padding_bytes"].get<uint64_t>() +
+                        phys["descriptor_bytes"].get<uint64_t>() +
+                        phys["checksum_bytes"].get<uint64_t>() +
+                        phys["retry_bytes"].get<uint64_t>() + phys["framing_bytes"].get<uint64_t>();
+  // Chunks tiling [from * B, n * B) on every layer at random cut points.
+  auto tile = [&](uint64_t from) {
+    Json chunks = Json::array();
+    for (uint64_t l = 0; l < layers; ++l)
+      for (uint64_t at = from * block; at < n * block;) {
+        const uint64_t len = Uniform<uint64_t>(1, n * block - at + 1);
+        const std::string id = "L" + std::to_string(l) + "@" + std::to_string(at);
+        chunks.push_back(Json{{"chunk_id", id},
+                              {"layer", l},
+                              {"token_start", at},
+                              {"token_count", len},
+                              {"bytes", len * row},
+                              {"checksum", Sha256Hex(id)}});
+        at += len;
+      }
+    return chunks;
+  };
+  m["transfer"]["expected_chunks"] = tile(k);
+  const Violations ok = ValidateHandoffManifest(m);
+  RC_ASSERT(ok.empty());
+  if (!m["transfer"]["expected_chunks"].empty()) {
+    Json gap = m;
+    Json& cs = gap["transfer"]["expected_chunks"];
+    cs.erase(Uniform<size_t>(0, cs.size()));
+    RC_ASSERT(test::CodeNames(ValidateHandoffManifest(gap)) ==
+              std::vector<std::string>{"HANDOFF_COVERAGE_MISMATCH"});
+  }
+  Json from_compute = m;
+  from_compute["transfer"]["expected_chunks"] = tile(r);
+  const Violations v = ValidateHandoffManifest(from_compute);
+  if (r == k) {
+    RC_ASSERT(v.empty());
+  } else {
+    RC_ASSERT(test::CodeNames(v) == std::vector<std::string>{"HANDOFF_COVERAGE_MISMATCH"});
+  }
+  RC_TAG(r == k  ? "compute set is X"
+         : r > k ? "compute set omits reused blocks"
+                 : "compute set reaches into V_D");
 }
 
 // Hostile one-field mutations of every M5.6 fixture: the validators never crash or throw,

@@ -7,7 +7,10 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/handoff/transfer_protocol.h"
+#include "reference/handoff/transfer_txn.h"
 #include "reference/ledger/kv_bytes.h"
+#include "reference/manifest/model_identity.h"
 
 namespace kvc::handoff {
 namespace {
@@ -48,6 +51,58 @@ std::vector<std::string> ReadStrings(const Json* arr, const std::string& ptr, Vi
   return out;
 }
 
+// The expected chunk manifest against X = U \ V_D. The destination's exact state extends only
+// as a prefix (a block's K/V rows are exact only with its whole prefix, and a warm destination
+// transfer extends the visible prefix [0, token_start): M5.6 0x06), so X must be U's suffix
+// from block k, and the chunks must tile [k * B_block, |U| * B_block) on every layer exactly once
+// with bytes = token_count * 2 * H_kv * d_h * b. The chunk rules are the transfer plan's
+// (CheckPlan); the manifest judges its reservation itself (against U).
+void CheckExpectedChunks(const std::vector<BlockSet>& sets, uint64_t block_tokens, uint64_t layers,
+                         uint64_t kv_heads, uint64_t head_dim, uint64_t dtype_bytes,
+                         uint64_t reserved_blocks, const std::string& transfer_id,
+                         std::vector<ChunkSpec> chunks, Violations* v) {
+  const std::vector<std::string>& universe = sets[0].blocks;
+  const std::set<std::string> x(sets[5].blocks.begin(), sets[5].blocks.end());
+  const size_t k = universe.size() - x.size();  // |V_D|: X is U's suffix from block k
+  for (size_t i = 0; i < universe.size(); ++i)
+    if ((i >= k) != (x.count(universe[i]) > 0)) {
+      v->push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/blocks/visible_at_decode",
+                    "V_D = " + Join(sets[2].blocks) +
+                        " is not a prefix of U: the destination's exact state extends only as a "
+                        "prefix, so the transfer set X = U \\ V_D must be U's suffix, and the "
+                        "expected chunks cover it as one token interval"});
+      return;
+    }
+  TransferPlan plan;
+  plan.transfer_id = transfer_id;
+  plan.num_layers = layers;
+  auto start = CheckedMul(k, block_tokens);
+  auto count = CheckedMul(x.size(), block_tokens);
+  auto row = CheckedProduct({2, kv_heads, head_dim, dtype_bytes});
+  if (!start || !count || !row) {
+    v->push_back({ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/tensor_abi",
+                  "X's token interval or 2 * H_kv * d_h * b overflows 64 bits"});
+    return;
+  }
+  plan.token_start = *start;
+  plan.token_count = *count;
+  plan.bytes_per_token_layer = *row;
+  plan.reserved_blocks = reserved_blocks;
+  if (k > 0) plan.visible_prefix_handle = "visible_at_decode";
+  plan.chunks = std::move(chunks);
+  for (const PlanIssue& issue : CheckPlan(plan)) {
+    if (issue.field == "reserved_blocks") continue;  // judged against U by the manifest
+    // The plan's interval and row size come from X and the ABI, both verified by now: a plan-wide
+    // finding (every layer's gap alike, no chunk of the row size) is the chunk manifest's.
+    v->push_back({issue.code,
+                  issue.field == "transfer_id" ? "/transfer/transfer_id"
+                  : issue.chunk_index >= 0
+                      ? "/transfer/expected_chunks/" + std::to_string(issue.chunk_index)
+                      : "/transfer/expected_chunks",
+                  issue.message});
+  }
+}
+
 }  // namespace
 
 StatusOr<std::string> TensorAbiSha256(const Json& tensor_abi) {
@@ -84,6 +139,19 @@ Violations ValidateHandoffManifest(const Json& doc) {
   pl.String("topology_path");
   pl.RejectUnknownFields();
 
+  // The model namespace: checkpoint, tokenizer, adapters, position convention and mask, read by
+  // M5.1 Loop 2's rule (Loop 2 owns the model/cache manifest).
+  const Json* model = top.Object("model_identity");
+  FieldReader mi(model, "/model_identity", &v);
+  std::vector<std::pair<std::string, std::string>> model_digests =
+      ReadArtifactIdentity(mi.Object("artifact_identity"), mi.Ptr("artifact_identity"), &v).digests;
+  if (auto s = mi.String("tokenizer_sha256"))
+    model_digests.emplace_back(mi.Ptr("tokenizer_sha256"), *s);
+  ReadPositionContract(mi.Object("position_contract"), mi.Ptr("position_contract"), &v);
+  mi.Enum("position_stage", {"post_rope", "pre_rope"});
+  mi.RejectUnknownFields();
+  auto model_digest = top.String("model_identity_sha256");
+
   const Json* abi = top.Object("tensor_abi");
   FieldReader ab(abi, "/tensor_abi", &v);
   auto layers = ab.Uint("num_layers");
@@ -118,6 +186,14 @@ Violations ValidateHandoffManifest(const Json& doc) {
   auto res_blocks = rs.Uint("blocks");
   rs.RejectUnknownFields();
 
+  // The transfer namespace: the transfer id and the expected chunk manifest.
+  FieldReader tr(top.Object("transfer"), "/transfer", &v);
+  auto transfer_id = tr.String("transfer_id");
+  std::vector<ChunkSpec> chunks;
+  if (const Json* cs = tr.Array("expected_chunks"))
+    chunks = ReadExpectedChunks(*cs, tr.Ptr("expected_chunks"), &v);
+  tr.RejectUnknownFields();
+
   FieldReader ll(top.Object("logical_ledger"), "/logical_ledger", &v);
   auto l_compute = ll.Uint("compute_blocks");
   auto l_transfer = ll.Uint("transfer_blocks");
@@ -143,6 +219,25 @@ Violations ValidateHandoffManifest(const Json& doc) {
   if (!digest_decl_ok)
     v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/tensor_abi_sha256",
                  "expected a 64-character lowercase hex SHA-256"});
+  bool model_digests_ok = IsSha256Hex(*model_digest);
+  if (!model_digests_ok)
+    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/model_identity_sha256",
+                 "expected a 64-character lowercase hex SHA-256"});
+  for (const auto& [ptr, value] : model_digests)
+    if (!IsSha256Hex(value)) {
+      v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr,
+                   "expected a 64-character lowercase hex SHA-256, got \"" + value + "\""});
+      model_digests_ok = false;
+    }
+  bool checksums_ok = true;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (!IsSha256Hex(chunks[i].checksum)) {
+      v.push_back(
+          {ErrorCode::HANDOFF_DIGEST_MALFORMED,
+           "/transfer/expected_chunks/" + std::to_string(i) + "/checksum",
+           "expected a 64-character lowercase hex SHA-256, got \"" + chunks[i].checksum + "\""});
+      checksums_ok = false;
+    }
   size_t before_abi = v.size();
   auto abi_bad = [&](std::string ptr, std::string msg) {
     v.push_back({ErrorCode::HANDOFF_ABI_INVALID, std::move(ptr), std::move(msg)});
@@ -216,6 +311,18 @@ Violations ValidateHandoffManifest(const Json& doc) {
     }
   }
 
+  // The model identity digest, over well-formed digests only (a malformed one is its own code).
+  if (model_digests_ok) {
+    auto want = CanonicalSha256(*model);
+    if (!want.ok())
+      v.push_back(
+          {ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/model_identity", want.status().message()});
+    else if (*want != *model_digest)
+      v.push_back({ErrorCode::HANDOFF_MODEL_IDENTITY_DIGEST_MISMATCH, "/model_identity_sha256",
+                   "SHA256(JCS(model_identity)) is " + *want + " but the manifest declares " +
+                       *model_digest});
+  }
+
   // 4. Set algebra, in the order of U's listing.
   bool transfer_ok = false;
   if (blocks_ok) {
@@ -267,6 +374,11 @@ Violations ValidateHandoffManifest(const Json& doc) {
            "the reservation holds " + std::to_string(*res_blocks) +
                " blocks; the complete prompt needs |U| = " + std::to_string(universe.size())});
   }
+  // 5b. The expected chunk manifest moves X, judged by the transfer plan's own rule (CheckPlan)
+  // over X's token interval, once the ABI, its digest and X are sound (as the ledgers are).
+  if (abi_ok && abi_digest_ok && transfer_ok && checksums_ok)
+    CheckExpectedChunks(sets, *block_tokens, *layers, *kv_heads, *head_dim, *dtype_bytes,
+                        *res_blocks, *transfer_id, std::move(chunks), &v);
   // The input interval is the prompt's, [0, |U| * tokens_per_block): U is the whole prompt
   // universe, so it starts at token 0 (probe 36: token_start 5 passed, never read). A transfer
   // that moves only a suffix says so by its transfer set X, not by the input interval.

@@ -80,20 +80,7 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
   dst.RejectUnknownFields();
   if (const Json* r = top.Array("producer_ready_ms"))
     if (auto xs = FieldReader::UintArray(*r, "/producer_ready_ms", v)) d->ready = *xs;
-  if (const Json* cs = top.Array("chunks")) {
-    for (size_t i = 0; i < cs->size(); ++i) {
-      FieldReader c(&(*cs)[i], "/chunks/" + std::to_string(i), v);
-      ChunkSpec s;
-      if (auto x = c.String("chunk_id")) s.chunk_id = *x;
-      if (auto x = c.Uint("layer")) s.layer = *x;
-      if (auto x = c.Uint("token_start")) s.token_start = *x;
-      if (auto x = c.Uint("token_count", 1)) s.token_count = *x;
-      if (auto x = c.Uint("bytes", 1)) s.bytes = *x;
-      if (auto x = c.String("checksum")) s.checksum = *x;
-      c.RejectUnknownFields();
-      d->plan.chunks.push_back(std::move(s));
-    }
-  }
+  if (const Json* cs = top.Array("chunks")) d->plan.chunks = ReadExpectedChunks(*cs, "/chunks", v);
   if (const Json* es = top.Array("events")) {
     for (size_t i = 0; i < es->size(); ++i) {
       FieldReader e(&(*es)[i], "/events/" + std::to_string(i), v);
@@ -137,6 +124,24 @@ bool Read(const Json& doc, Doc* d, Violations* v) {
 }
 
 }  // namespace
+
+std::vector<ChunkSpec> ReadExpectedChunks(const Json& chunks, const std::string& pointer,
+                                          Violations* v) {
+  std::vector<ChunkSpec> out;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    FieldReader c(&chunks[i], pointer + "/" + std::to_string(i), v);
+    ChunkSpec s;
+    if (auto x = c.String("chunk_id")) s.chunk_id = *x;
+    if (auto x = c.Uint("layer")) s.layer = *x;
+    if (auto x = c.Uint("token_start")) s.token_start = *x;
+    if (auto x = c.Uint("token_count", 1)) s.token_count = *x;
+    if (auto x = c.Uint("bytes", 1)) s.bytes = *x;
+    if (auto x = c.String("checksum")) s.checksum = *x;
+    c.RejectUnknownFields();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 namespace {
 

@@ -19,8 +19,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "reference/base/strict_json.h"
+#include "reference/handoff/transfer_txn.h"
 #include "reference/validate/violation.h"
 
 namespace kvc::handoff {
@@ -28,6 +30,14 @@ namespace kvc::handoff {
 inline constexpr const char* kTransferProtocolKind = "kvconform.transfer_protocol/1";
 
 Violations ValidateTransferProtocol(const Json& doc);
+
+// Reads an expected chunk manifest, the array `chunks` at JSON pointer `pointer`: each element
+// {chunk_id, layer, token_start, token_count >= 1, bytes >= 1, checksum}, no other member.
+// Records INPUT_* violations only (CheckPlan judges the chunks; the caller, their checksums'
+// format). One reader for every document that declares chunks (transfer_protocol/1,
+// handoff_manifest/1).
+std::vector<ChunkSpec> ReadExpectedChunks(const Json& chunks, const std::string& pointer,
+                                          Violations* v);
 
 // What the replay computed (times in the fixture's ms), independent of the declared block.
 struct ProtocolSummary {

@@ -6,6 +6,7 @@
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
 #include "reference/ledger/kv_bytes.h"
+#include "reference/manifest/model_identity.h"
 
 namespace kvc {
 namespace {
@@ -62,22 +63,9 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   ri.RejectUnknownFields();
 
   m->artifact = top.Object("artifact_identity");
-  FieldReader ai(m->artifact, "/artifact_identity", v);
-  for (const char* k : {"model_artifact_sha256", "model_config_sha256"})
-    if (auto s = ai.String(k)) m->artifact_digests.emplace_back(ai.Ptr(k), *s);
-  if (auto x = ai.Uint("max_position_embeddings", 1)) m->max_position_embeddings = *x;
-  for (const char* list : {"adapter_set", "weight_transforms"}) {
-    const Json* arr = ai.Array(list);
-    if (!arr) continue;
-    for (size_t i = 0; i < arr->size(); ++i) {
-      std::string p = ai.Ptr(list) + "/" + std::to_string(i);
-      FieldReader e(&(*arr)[i], p, v);
-      e.String(std::string_view(list) == "adapter_set" ? "adapter_id" : "name");
-      if (auto s = e.String("sha256")) m->artifact_digests.emplace_back(e.Ptr("sha256"), *s);
-      e.RejectUnknownFields();
-    }
-  }
-  ai.RejectUnknownFields();
+  ArtifactIdentityView artifact = ReadArtifactIdentity(m->artifact, "/artifact_identity", v);
+  m->artifact_digests = std::move(artifact.digests);
+  m->max_position_embeddings = artifact.max_position_embeddings;
 
   FieldReader ii(top.Object("input_identity"), "/input_identity", v);
   m->prompt_ids = ii.Array("prompt_token_ids");
@@ -120,16 +108,7 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   cs.RejectUnknownFields();
 
   m->position = top.Object("position_contract");
-  FieldReader pc(m->position, "/position_contract", v);
-  pc.Enum("cache_position_convention", {"absolute"});
-  if (auto x = pc.Uint("position_origin")) m->origin = *x;
-  FieldReader rope(pc.Object("rope"), "/position_contract/rope", v);
-  rope.Enum("type", {"default", "llama3", "linear", "none"});
-  rope.Number("theta");
-  rope.OptObject("scaling");
-  rope.RejectUnknownFields();
-  pc.Enum("visibility_policy", {"causal"});
-  pc.RejectUnknownFields();
+  m->origin = ReadPositionContract(m->position, "/position_contract", v);
 
   FieldReader rp(top.Object("request_policy"), "/request_policy", v);
   if (auto x = rp.Uint("max_context_tokens", 1)) m->max_context = *x;

@@ -1,0 +1,42 @@
+// The model-side identity a K/V cache is only valid for, as one schema rule shared by M5.1's
+// request/cache manifest (Loop 2 owns it) and M5.6's handoff manifest (0x01A's
+// "checkpoint/tokenizer/adapter/position/mask identity").
+//
+// artifact_identity: the checkpoint (model_artifact_sha256, model_config_sha256),
+//   max_position_embeddings >= 1, adapter_set [{adapter_id, sha256}] and weight_transforms
+//   [{name, sha256}].
+// position_contract: cache_position_convention "absolute", position_origin, rope {type, theta,
+//   scaling?}, visibility_policy "causal" (the attention mask).
+// Both readers record INPUT_* violations only; digest formats are the caller's to judge, with
+// its own document's code. Thread-safe; the returned views borrow nothing.
+#ifndef KVCONFORM_REFERENCE_MANIFEST_MODEL_IDENTITY_H_
+#define KVCONFORM_REFERENCE_MANIFEST_MODEL_IDENTITY_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reference/base/strict_json.h"
+#include "reference/validate/violation.h"
+
+namespace kvc {
+
+struct ArtifactIdentityView {
+  // Every identity digest the object names, as (JSON pointer, value), in document order.
+  std::vector<std::pair<std::string, std::string>> digests;
+  uint64_t max_position_embeddings = 0;
+};
+
+// Reads the artifact_identity object `obj` (nullptr: nothing to read; the caller recorded it
+// missing) found at JSON pointer `pointer`.
+ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& pointer,
+                                          Violations* v);
+
+// Reads the position_contract object `obj` at `pointer`; returns its position_origin (0 when
+// absent or malformed, which is recorded).
+uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Violations* v);
+
+}  // namespace kvc
+
+#endif  // KVCONFORM_REFERENCE_MANIFEST_MODEL_IDENTITY_H_
