@@ -83,6 +83,48 @@ TEST(TransferTraceFixture, RegressionGatherAndCopyBytesAreTheLayers) {
   }
 }
 
+// A device copy that failed and was redone: before 2026-12-06 no gather, copy or visibility could
+// say it failed, so the re-copy read as layer 1 copied twice (HANDOFF_TRACE_BYTES_MISMATCH).
+TEST(TransferTraceFixture, RegressionARecopyAfterAFailedCopyIsNotTheLayerCopiedTwice) {
+  const Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace_recopy.json");
+  ASSERT_TRUE(ValidateTransferTrace(t).empty()) << test::Describe(ValidateTransferTrace(t));
+  auto s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->retries, 2u);  // the failed network attempt and the failed copy
+  EXPECT_EQ(s->work, 289u);   // the failed copy's 10 us are work
+  EXPECT_EQ(s->busy, 215u);
+  EXPECT_EQ(s->overlapped, 74u);
+}
+
+// A failed gather gathered nothing: a send waits for the successful one, and a layer whose only
+// gather failed has none.
+TEST(TransferTraceFixture, AFailedGatherNeitherCountsNorLetsTheSendStart) {
+  Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json");
+  Json& ev = t["events"];
+  ASSERT_EQ(ev[2]["phase"], "gather");
+  ASSERT_EQ(ev[2]["layer"], 1);
+  ev[2]["result"] = "failed";
+  ev[2]["end_us"] = 100;
+  Json redo = ev[2];
+  redo["result"] = "ok";
+  redo["start_us"] = 100;
+  redo["end_us"] = 125;
+  ev.insert(ev.begin() + 3, redo);
+  auto s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value()) << test::Describe(ValidateTransferTrace(t));
+  EXPECT_EQ(s->retries, 2u);
+  ev[3]["end_us"] = 135;  // layer 1 is sent from 130 us
+  Violations v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_ORDER_INVALID"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("before its gather ends at 135"), std::string::npos) << v[0].message;
+  ev.erase(ev.begin() + 3);
+  v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_PHASE_MISSING"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("layer 1 has no successful gather"), std::string::npos);
+}
+
 TEST(TransferProtocolFixture, ReplayAcceptsSeedTimeline) {
   Json p = test::LoadJson("fixtures/m5_6/handoff/transfer_protocol.json");
   EXPECT_TRUE(ValidateTransferProtocol(p).empty()) << test::Describe(ValidateTransferProtocol(p));

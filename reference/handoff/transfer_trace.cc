@@ -84,8 +84,12 @@ bool Read(const Json& doc, Trace* t, Violations* v) {
         if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
       } else if (ev.phase == "publication") {
         if (auto s = e.Enum("result", {"ok", "failed"})) ev.result = *s;
-      } else {
+      } else if (ev.phase == "registration" || !e.Has("result")) {
         ev.result = "ok";
+      } else if (auto s = e.Enum("result", {"ok", "failed"})) {
+        // A gather, device copy or visibility may fail and be redone (since 2026-12-06: before,
+        // these carried no result, so a re-copy read as the layer's bytes copied twice).
+        ev.result = *s;
       }
       e.RejectUnknownFields();
       t->events.push_back(std::move(ev));
@@ -138,7 +142,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
   std::map<uint64_t, size_t> last_gather, last_copy;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Ev& e = t.events[i];
-    if (!e.layer || (e.phase != "gather" && e.phase != "device_copy")) continue;
+    if (!e.layer || e.result != "ok" || (e.phase != "gather" && e.phase != "device_copy")) continue;
     const bool gather = e.phase == "gather";
     auto sum = CheckedAdd((gather ? gather_bytes : copy_bytes)[*e.layer], e.bytes);
     if (!sum) {
@@ -162,7 +166,8 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       }
       net_bytes[*e.layer] = *sum;
     }
-    if (e.phase == "device_copy") copy_last[*e.layer] = std::max(copy_last[*e.layer], e.end);
+    if (e.phase == "device_copy" && e.result == "ok")
+      copy_last[*e.layer] = std::max(copy_last[*e.layer], e.end);
   }
   // The chain of M5.6 0x0F, layer by layer: registration -> gather -> network attempts ->
   // device copy -> visibility. Each phase consumes the one before it, so it starts only once
@@ -177,7 +182,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     std::optional<uint64_t> published;         // the successful publication's start
     for (const Ev& e : t.events) {
       if (e.phase == "registration") registered = std::min(registered.value_or(e.end), e.end);
-      if (e.phase == "gather" && e.layer) {
+      if (e.phase == "gather" && e.layer && e.result == "ok") {
         gathered[*e.layer] = gathered.count(*e.layer) ? std::min(gathered[*e.layer], e.end) : e.end;
         gather_last[*e.layer] = std::max(gather_last[*e.layer], e.end);
       }
@@ -191,7 +196,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     for (const auto& [l, bytes] : t.layer_bytes)
       if (!gathered.count(l))
         v->push_back({ErrorCode::HANDOFF_TRACE_PHASE_MISSING, "/events",
-                      "layer " + std::to_string(l) + " has no gather event"});
+                      "layer " + std::to_string(l) + " has no successful gather event"});
     for (size_t i = 0; i < t.events.size(); ++i) {
       const Ev& e = t.events[i];
       const std::string ptr = "/events/" + std::to_string(i) + "/start_us";
@@ -216,6 +221,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
       const Ev& e = t.events[i];
       if (!e.layer || !net_last.count(*e.layer)) continue;
       const uint64_t delivered = net_last[*e.layer];
+      if (e.result != "ok") continue;  // a failed piece delivered or copied nothing
       const bool gather_late = e.phase == "gather" && e.end > delivered;
       const bool copy_early = e.phase == "device_copy" && e.end == copy_last[*e.layer] &&
                               copy_last[*e.layer] < delivered;
@@ -286,7 +292,7 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
   }
   for (size_t i = 0; i < t.events.size(); ++i) {
     const Ev& e = t.events[i];
-    if (e.phase != "visibility") continue;
+    if (e.phase != "visibility" || e.result != "ok") continue;  // a failed one claims nothing
     uint64_t l = *e.layer;
     bool copied = net_last.count(l) && copy_last.count(l) && net_last[l] <= e.start &&
                   copy_last[l] <= e.start;
@@ -350,7 +356,10 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     lo = std::min(lo, e.start);
     hi = std::max(hi, e.end);
     if (e.phase == "publication" && e.result == "ok") pub_end = e.end;
-    if (e.phase == "network" && e.result == "failed") ++s.retries;
+    // A failed gather, network attempt or device copy is redone: each is a retry.
+    if (e.result == "failed" &&
+        (e.phase == "gather" || e.phase == "network" || e.phase == "device_copy"))
+      ++s.retries;
     if (e.phase == "network" && e.result == "ok")
       s.transferred_bytes += e.bytes;  // == sum of net_bytes (checked)
     if (e.phase == "visibility") continue;
@@ -409,7 +418,7 @@ Violations ValidateTransferTrace(const Json& doc) {
   cmp("wall_us", s->wall, "wall time max(end) - min(start)");
   cmp("overlapped_us", s->overlapped, "overlapped work (sum of durations - busy union)");
   cmp("exposed_us", s->exposed, "exposed stall max(0, t_publish_end - t_decode_ready)");
-  cmp("retries", s->retries, "failed network attempts");
+  cmp("retries", s->retries, "failed gathers, network attempts and device copies");
   cmp("transferred_bytes", s->transferred_bytes, "bytes moved by successful network attempts");
   return v;
 }

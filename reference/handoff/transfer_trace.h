@@ -2,7 +2,9 @@
 //
 // A trace is one handoff transaction's timed events: registration, per-layer gather,
 // network attempts (ok | failed), destination device copy, per-layer visibility (an
-// instant) and publication (ok | failed). The analyzer requires one transaction identity
+// instant) and publication (ok | failed); a gather, device copy or visibility may say
+// "result": "failed" too (default ok): it moves, copies or shows nothing, only its time
+// counts as work. The analyzer requires one transaction identity
 // and generation on every event, a successful network attempt and device copy of each
 // layer before that layer's visibility, visibility of every expected layer before the
 // single successful publication, and successful per-layer network bytes equal to the
@@ -11,7 +13,7 @@
 //   work       = sum of interval durations (visibility instants excluded)
 //   overlapped = work - |union of intervals|   (work done concurrently with other work)
 //   exposed    = max(0, publication end - decode_ready)
-//   retries    = failed network attempts
+//   retries    = failed gathers, network attempts and device copies
 // and compares the declared summary. Gating: schema -> identity/intervals -> ordering and
 // bytes -> summary (only over a sound trace).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TRACE_H_
