@@ -95,6 +95,20 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       return r.Unsupported("model_type", "'" + j["model_type"].get<std::string>() +
                                              "'; the reference engine implements 'llama'");
   }
+  // The class Transformers would build: another family's (Qwen2's q/k/v biases, Mistral's
+  // sliding window) under model_type "llama" is another computation (since 2026-12-06: accepted).
+  if (r.Has("architectures")) {
+    const Json& a = j["architectures"];
+    if (!a.is_array()) return r.Invalid("architectures", "expected an array of class names");
+    for (const Json& name : a) {
+      if (!name.is_string())
+        return r.Invalid("architectures", "expected class names, got " + name.dump());
+      if (name.get<std::string>() != "LlamaForCausalLM")
+        return r.Unsupported(
+            "architectures",
+            "'" + name.get<std::string>() + "'; the reference engine implements LlamaForCausalLM");
+    }
+  }
   if (r.Has("hidden_act")) {
     if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
       return r.Unsupported("hidden_act", j["hidden_act"].dump() + "; expected \"silu\" (SwiGLU)");

@@ -58,6 +58,24 @@ TEST(LlamaConfig, RejectsMissingAndInconsistentFields) {
   EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
 }
 
+// Another family's class under model_type "llama" (Qwen2's q/k/v biases, Mistral's sliding
+// window) is another computation: it was accepted.
+TEST(LlamaConfig, RegressionAnotherArchitectureLabelledLlamaIsRefused) {
+  Json j = Minimal();
+  j["architectures"] = Json::array({"Qwen2ForCausalLM"});
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+  j["architectures"] = Json::array({"LlamaForCausalLM", "MistralForCausalLM"});
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_UNSUPPORTED);
+  j["architectures"] = "LlamaForCausalLM";
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j["architectures"] = Json::array({7});
+  EXPECT_EQ(CodeOf(j), ErrorCode::MODEL_CONFIG_INVALID);
+  j["architectures"] = Json::array({"LlamaForCausalLM"});
+  EXPECT_TRUE(ParseLlamaConfig(j, "config.json").ok());
+  j.erase("architectures");
+  EXPECT_TRUE(ParseLlamaConfig(j, "config.json").ok());
+}
+
 TEST(LlamaConfig, RejectsUnsupportedFeatures) {
   Json j = Minimal();
   j["hidden_act"] = "gelu";

@@ -500,6 +500,46 @@ TEST(EngineInputs, TokenAndPositionErrorsOpenNoTransaction) {
   EXPECT_EQ(e.kv_object().txn_count(), 0u);
 }
 
+// A tensor the Llama forward pass does not apply, in a layer the config runs or as a bias,
+// would be ignored and another model computed: Qwen2's q/k/v biases under a config labelled
+// llama loaded and generated (it was only noted, like the layers past num_hidden_layers, which
+// still are). Derived RoPE buffers stay notes.
+TEST(EngineCheckpoint, RegressionABiasTheEngineWouldIgnoreIsRefused) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "one", "gqa2", 7).ok());
+  auto one = SafetensorsFile::Open(t / "one/model.safetensors");
+  ASSERT_TRUE(one.ok());
+  auto with_extra = [&](const std::string& dir, const std::string& name) {
+    std::vector<TensorToWrite> all;
+    for (const auto& [n, tv] : one->tensors())
+      all.push_back({n, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)});
+    all.push_back({name, DType::kF32, {4}, std::vector<std::byte>(16)});
+    const std::string d = t / dir;
+    fs::create_directories(d);
+    fs::copy_file(t / "one/config.json", d + "/config.json");
+    std::ofstream(d + "/model.safetensors", std::ios::binary) << SerializeSafetensors(all);
+    return LlamaModel::Load(d);
+  };
+  for (const char* name :
+       {"model.layers.0.self_attn.q_proj.bias", "model.layers.1.mlp.up_proj.bias",
+        "model.layers.0.self_attn.q_proj.weight_scale", "model.norm.bias"}) {
+    auto m =
+        with_extra(std::string("x") + std::to_string(std::hash<std::string>{}(name) % 1000), name);
+    ASSERT_FALSE(m.ok()) << name;
+    EXPECT_EQ(m.status().error(), ErrorCode::MODEL_TENSOR_UNEXPECTED) << name;
+    EXPECT_NE(m.status().message().find(name), std::string::npos) << m.status().message();
+  }
+  for (const char* name :
+       {"model.layers.0.self_attn.rotary_emb.inv_freq", "model.layers.2.self_attn.q_proj.bias",
+        "model.layers.10.mlp.bias", "model.rotary_emb.position_ids"}) {
+    auto m =
+        with_extra(std::string("y") + std::to_string(std::hash<std::string>{}(name) % 1000), name);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+    ASSERT_EQ(m->unused_tensors().size(), 1u);
+    EXPECT_EQ(m->unused_tensors()[0], name);
+  }
+}
+
 // Checkpoint directories: sharded index, missing tensor, shape mismatch, bad index, bad config.
 TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   TempDir t;

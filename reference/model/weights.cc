@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,29 @@
 
 namespace kvc::model {
 namespace {
+
+// A checkpoint tensor the forward pass does not read changes the configured model when it
+// belongs to a layer the config runs, or is a bias outside the layers: Transformers would apply
+// it (Qwen2's q/k/v biases under a config mislabelled llama), so ignoring it computes another
+// model. Derived RoPE buffers (inv_freq, position_ids) and the layers from num_hidden_layers on
+// (a config running a prefix of the checkpoint's layers: noted, not refused) do not.
+bool ChangesTheConfiguredModel(const std::string& name, const LlamaConfig& c) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("rotary_emb.inv_freq") || ends_with("rotary_emb.position_ids")) return false;
+  constexpr std::string_view kLayers = "model.layers.";
+  if (name.rfind(kLayers, 0) != 0) return ends_with(".bias");
+  uint64_t layer = 0;
+  size_t i = kLayers.size();
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return true;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) {
+    if (layer > c.num_hidden_layers) break;  // already past the configured layers
+    layer = layer * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return layer < c.num_hidden_layers;
+}
 
 std::string ShapeString(const std::vector<uint64_t>& s) {
   std::string out = "[";
@@ -184,8 +208,17 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
 
   LlamaWeights w;
   w.config = config;
-  for (const auto& [name, shard] : where)
-    if (!loaded.count(name)) w.unused_tensors.push_back(name);
+  for (const auto& [name, shard] : where) {
+    if (loaded.count(name)) continue;
+    if (ChangesTheConfiguredModel(name, config))
+      return ViolationStatus(
+          ErrorCode::MODEL_TENSOR_UNEXPECTED,
+          shards[shard]->path() + ": tensor '" + name +
+              "' belongs to the configured model but the Llama forward pass does not apply it "
+              "(a bias, a quantization scale, another architecture's weight); ignoring it would "
+              "compute another model");
+    w.unused_tensors.push_back(name);
+  }
   w.embed_tokens = std::move(loaded["model.embed_tokens.weight"]);
   for (uint64_t l = 0; l < config.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
