@@ -505,9 +505,11 @@ RC_GTEST_PROP(HandoffProperties, ManifestChunksMustTileTheTransferSetNotTheCompu
 // Hostile one-field mutations of every M5.6 fixture: the validators never crash or throw,
 // and are deterministic (the same document yields the same violations).
 RC_GTEST_PROP(HandoffProperties, ValidatorsSurviveRandomOneFieldMutations, ()) {
-  static const char* kFixtures[] = {
-      "fixtures/m5_6/handoff/handoff_manifest.json", "fixtures/m5_6/handoff/transfer_protocol.json",
-      "fixtures/m5_6/runtime/transfer_trace.json", "fixtures/m5_6/runtime/runtime_release.json"};
+  static const char* kFixtures[] = {"fixtures/m5_6/handoff/handoff_manifest.json",
+                                    "fixtures/m5_6/handoff/transfer_protocol.json",
+                                    "fixtures/m5_6/runtime/transfer_trace.json",
+                                    "fixtures/m5_6/runtime/transfer_trace_recopy.json",
+                                    "fixtures/m5_6/runtime/runtime_release.json"};
   static const std::vector<Json> kDocs = [] {
     std::vector<Json> docs;
     for (const char* f : kFixtures) docs.push_back(test::LoadJson(f));
