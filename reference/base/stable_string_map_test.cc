@@ -299,6 +299,20 @@ TEST(StableStringMapTest, BackwardShiftAcrossTheEndOfTheIndex) {
   EXPECT_EQ(m.find("s@2")->second, 4);
 }
 
+// A wrapped entry whose home lies after the hole stays put: "a@6" in slot 6, "b@7" in 7 and
+// "c@7" wrapped to 0; erasing "a@6" must not pull "c@7" back to 6, before its home.
+TEST(StableStringMapTest, BackwardShiftNeverMovesAWrappedEntryBeforeItsHome) {
+  StableStringMap<int, PlacedHash> m;
+  m["a@6"] = 1;
+  m["b@7"] = 2;
+  m["c@7"] = 3;
+  ASSERT_EQ(m.erase("a@6"), 1u);
+  ASSERT_TRUE(m.contains("b@7"));
+  ASSERT_TRUE(m.contains("c@7"));
+  EXPECT_EQ(m.find("b@7")->second, 2);
+  EXPECT_EQ(m.find("c@7")->second, 3);
+}
+
 // One probe run of 1,500 keys: erase them in a random order, checking after every erasure
 // that every remaining key is still found (a shift that skips one would strand it).
 TEST(StableStringMapTest, LongCollisionRunsSurviveErasureInAnyOrder) {
@@ -319,6 +333,64 @@ TEST(StableStringMapTest, LongCollisionRunsSurviveErasureInAnyOrder) {
     ASSERT_FALSE(m.contains(keys[e]));
   }
   EXPECT_TRUE(m.empty());
+}
+
+// Every way of obtaining an iterator (find, const find, try_emplace of a present key, of a new
+// key in a reused node, the const conversion, postfix ++) yields one that advances in node order
+// and that erase() takes as its own element.
+TEST(StableStringMapTest, IteratorsFromEveryLookupAdvanceInNodeOrder) {
+  StableStringMap<int> m;
+  for (const char* k : {"a", "b", "c", "d"}) m[k] = 0;
+  const StableStringMap<int>& cm = m;
+  EXPECT_TRUE(std::next(m.find("a")) == m.find("b"));
+  EXPECT_TRUE(std::next(cm.find("a")) == cm.find("b"));
+  EXPECT_TRUE(std::next(m.try_emplace("a", 1).first) == m.find("b"));
+  StableStringMap<int>::const_iterator ci = m.find("b");
+  EXPECT_TRUE(std::next(ci) == cm.find("c"));
+  auto it = m.begin();
+  EXPECT_TRUE(it++ == m.find("a"));
+  EXPECT_TRUE(it == m.find("b"));
+  m.erase("a");
+  auto [z, inserted] = m.try_emplace("z", 0);  // node 0 again
+  ASSERT_TRUE(inserted);
+  EXPECT_TRUE(std::next(z) == m.find("b"));
+  EXPECT_TRUE(m.erase(m.try_emplace("b", 0).first) == m.find("c"));
+  EXPECT_TRUE(m.erase(z) == m.find("c"));
+  EXPECT_FALSE(m.contains("b"));
+  EXPECT_FALSE(m.contains("z"));
+  EXPECT_TRUE(m.contains("c"));
+  EXPECT_TRUE(m.contains("d"));
+  EXPECT_EQ(m.size(), 2u);
+}
+
+// reserve() only grows: asking for room below the size keeps every element where it is.
+TEST(StableStringMapTest, ReserveBelowTheSizeChangesNothing) {
+  StableStringMap<int> m;
+  for (int i = 0; i < 100; ++i) m[std::to_string(i)] = i;
+  const int* where = &m.find("42")->second;
+  m.reserve(0);
+  m.reserve(10);
+  ASSERT_EQ(m.size(), 100u);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(m.contains(std::to_string(i))) << i;
+  EXPECT_EQ(&m.find("42")->second, where);
+  EXPECT_FALSE(m.contains("100"));
+  for (int i = 100; i < 200; ++i) m[std::to_string(i)] = i;
+  EXPECT_EQ(m.size(), 200u);
+}
+
+// Move assignment, like move construction, takes the elements along (their addresses stay valid)
+// and leaves the source empty; the target's old elements are gone.
+TEST(StableStringMapTest, MoveAssignmentTakesTheElementsAlong) {
+  StableStringMap<int> m, target;
+  target["old"] = 1;
+  m["id"] = 7;
+  const int* where = &m.find("id")->second;
+  target = std::move(m);
+  ASSERT_TRUE(target.contains("id"));
+  EXPECT_EQ(&target.find("id")->second, where);
+  EXPECT_FALSE(target.contains("old"));
+  EXPECT_EQ(target.size(), 1u);
+  EXPECT_TRUE(m.empty());  // NOLINT(bugprone-use-after-move): a moved-from map is empty
 }
 
 TEST(StableStringMapTest, ElementsAreDestroyedExactlyOnce) {

@@ -26,5 +26,13 @@ TEST(TextForms, IsoDateIsDigitsDashesAndCalendarRanges) {
     EXPECT_FALSE(IsIsoDate(bad)) << bad;
 }
 
+// Each dash and each digit place is checked on its own: one wrong character anywhere refuses the
+// date, even where the month or day it spells would be in range (':' reads as ten, '/' as -1).
+TEST(TextForms, IsoDateRefusesOneWrongCharacterInAnyPlace) {
+  for (const char* bad : {"2026x12-05", "2026-12x05", "x026-12-05", "2x26-12-05", "202x-12-05",
+                          "2026-0:-05", "2026-1/-05", "2026-12-0:", "2026-12-1/"})
+    EXPECT_FALSE(IsIsoDate(bad)) << bad;
+}
+
 }  // namespace
 }  // namespace kvc::base
