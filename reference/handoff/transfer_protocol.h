@@ -6,7 +6,8 @@
 //   window >= largest chunk); 4 replay in timeline order, stopping at the first breached
 //   rule (the transaction would abort there; later events are not judged against a dead
 //   transaction); 5 the declared results (ready, visible, validated, published times, peak
-//   in-flight bytes, logical bytes, final state) against the values the replay computed.
+//   in-flight bytes, logical bytes, final state) against the values the replay computed; a
+//   timeline that ends before PUBLISHED or ABORTED is TRACE_OPERATION_UNTERMINATED instead.
 // Events: reserve, credit_acquire, send, receive(checksum), device_visible, validate,
 // publish, decode_admit(generation), source_release_ack(generation), abort(reason). An event
 // with "disposition": "rejected" records that the runtime refused it (a late completion after
