@@ -225,5 +225,195 @@ TEST(TransferProtocolFixture, ACreditWindowEqualToTheLargestChunkIsEnough) {
             std::vector<std::string>{"HANDOFF_CREDIT_WINDOW_TOO_SMALL"});
 }
 
+// The seed trace's events: 0 registration, 1-2 gathers of layers 0-1, 3-4 layer 0's failed and
+// successful network attempts, 5 its copy, 6 layer 1's network attempt, 7 layer 0's visibility,
+// 8 layer 1's copy, 9 its visibility, 10 the publication.
+Json SeedTrace() { return test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json"); }
+
+Json TraceEvent(const Json& like, Json changes) {
+  Json e = like;
+  e.update(changes);
+  return e;
+}
+
+// Read rules: a layer of no bytes, a layer declared twice, a network attempt numbered 0 and a
+// registration carrying a result are each refused at their member.
+TEST(TransferTraceFixture, LayersAttemptsAndRegistrationsAreReadExactly) {
+  Json t = SeedTrace();
+  t["layers"][0]["bytes"] = 0;
+  Violations v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/layers/0/bytes");
+  t = SeedTrace();
+  t["layers"][1]["layer"] = 0;
+  v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/layers/1");
+  t = SeedTrace();
+  t["events"][3]["attempt"] = 0;
+  v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/3/attempt");
+  t = SeedTrace();
+  t["events"][0]["result"] = "ok";
+  v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_FIELD_UNKNOWN"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/0/result");
+}
+
+// Boundaries of the chain that the seed trace does not touch (each trace below is analyzed, its
+// declared figures left as they were): a network attempt may start once the layer's first gather
+// piece ended; a gather piece may end exactly when the last network piece does; a device copy may
+// end exactly when the last network piece does, and the layer be visible that instant; the
+// earliest registration opens the chain; a layer visible exactly when the publication starts is
+// visible before it; an event may start exactly when the publication does.
+TEST(TransferTraceFixture, ChainBoundariesAtTheSameInstantPass) {
+  {  // layer 0 gathered in two pieces, 20-40 and 40-70; its first attempt starts at 60
+    Json t = SeedTrace();
+    Json& ev = t["events"];
+    ev[1]["bytes"] = 2097152;
+    ev[1]["end_us"] = 40;
+    ev.insert(ev.begin() + 2,
+              TraceEvent(ev[1], {{"bytes", 2097152}, {"start_us", 40}, {"end_us", 70}}));
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+  {  // layer 1's second gather piece ends at 170, when its network attempt ends
+    Json t = SeedTrace();
+    Json& ev = t["events"];
+    ev[2]["bytes"] = 2097152;
+    ev.insert(ev.begin() + 3,
+              TraceEvent(ev[2], {{"bytes", 2097152}, {"start_us", 114}, {"end_us", 170}}));
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+  {  // layer 0 delivered in two pieces, 90-110 and 110-130; copied 110-130, visible at 130
+    Json t = SeedTrace();
+    Json& ev = t["events"];
+    ev[4]["bytes"] = 2097152;
+    ev[4]["end_us"] = 110;
+    ev.insert(ev.begin() + 5,
+              TraceEvent(ev[4], {{"attempt", 3}, {"start_us", 110}, {"end_us", 130}}));
+    ev[6]["start_us"] = 110;  // the copy
+    ev[6]["end_us"] = 130;
+    ev[8]["at_us"] = 130;  // layer 0's visibility
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+  {  // a second registration at 30-40: the chain starts with the first (gathers from 20)
+    Json t = SeedTrace();
+    Json& ev = t["events"];
+    ev.insert(ev.begin() + 2, TraceEvent(ev[0], {{"start_us", 30}, {"end_us", 40}}));
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+  {  // the publication starts at 190, when layer 1 becomes visible
+    Json t = SeedTrace();
+    t["events"][10]["start_us"] = 190;
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+  {  // a second (zero-length) registration at 200, when the publication starts
+    Json t = SeedTrace();
+    Json& ev = t["events"];
+    ev.push_back(TraceEvent(ev[0], {{"start_us", 200}, {"end_us", 200}}));
+    EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  }
+}
+
+// Network attempts: two failures before the success are two retries, not a delivery (a failed
+// attempt delivers nothing); a second successful delivery is the bytes' code, not the order's.
+TEST(TransferTraceFixture, FailedAttemptsDeliverNothingAndASecondDeliveryIsTheBytesCode) {
+  Json t = SeedTrace();
+  Json& ev = t["events"];
+  ev[3]["end_us"] = 75;
+  ev.insert(ev.begin() + 4, TraceEvent(ev[3], {{"attempt", 2}, {"start_us", 75}, {"end_us", 90}}));
+  ev[5]["attempt"] = 3;
+  auto s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value()) << test::Describe(ValidateTransferTrace(t));
+  EXPECT_EQ(s->retries, 2u);
+  t = SeedTrace();
+  t["events"].insert(
+      t["events"].begin() + 5,
+      TraceEvent(t["events"][4], {{"attempt", 3}, {"start_us", 130}, {"end_us", 140}}));
+  const Violations v = ValidateTransferTrace(t);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_BYTES_MISMATCH"})
+      << test::Describe(v);
+}
+
+// Visibility: a layer made visible only after the publication is missing at it (not an ordering
+// finding); one visible before it and shown again later is visible; a failed visibility before a
+// successful one is neither a retry nor the layer's visibility.
+TEST(TransferTraceFixture, VisibilityIsTheEarliestSuccessfulOneBeforeThePublication) {
+  Json t = SeedTrace();
+  t["events"][9]["at_us"] = 210;
+  Violations v = ValidateTransferTrace(t);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_VISIBILITY_MISSING"})
+      << test::Describe(v);
+  t = SeedTrace();
+  t["events"].push_back(TraceEvent(t["events"][9], {{"at_us", 210}}));
+  EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  t = SeedTrace();
+  t["events"].insert(t["events"].begin() + 9, TraceEvent(t["events"][9], {{"result", "failed"}}));
+  v = ValidateTransferTrace(t);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+  auto s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->retries, 1u);
+}
+
+// A failed publication is allowed anywhere (it is retried): the chain may go on after it, and
+// the exposed stall is measured to the successful one's end.
+TEST(TransferTraceFixture, AFailedPublicationDoesNotCloseTheChain) {
+  Json t = SeedTrace();
+  t["events"].insert(
+      t["events"].begin() + 6,
+      TraceEvent(t["events"][10], {{"result", "failed"}, {"start_us", 150}, {"end_us", 155}}));
+  auto s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value()) << test::Describe(ValidateTransferTrace(t));
+  EXPECT_EQ(s->exposed, 60u);
+  EXPECT_EQ(s->retries, 1u);
+  t = SeedTrace();
+  t["events"].push_back(
+      TraceEvent(t["events"][10], {{"result", "failed"}, {"start_us", 225}, {"end_us", 240}}));
+  s = AnalyzeTransferTrace(t);
+  ASSERT_TRUE(s.has_value()) << test::Describe(ValidateTransferTrace(t));
+  EXPECT_EQ(s->exposed, 60u);
+}
+
+// Attempt numbers: a layer's first attempt is 1; a piece after a successful piece may keep its
+// number; no attempt, not even a failed one, starts once the layer's bytes were all delivered.
+TEST(TransferTraceFixture, AttemptNumbersStartAtOneAndNoneFollowsTheDelivery) {
+  Json t = SeedTrace();
+  t["events"][6]["attempt"] = 2;  // layer 1's only attempt
+  Violations v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_ORDER_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/6/attempt");
+  t = SeedTrace();
+  Json& ev = t["events"];
+  ev[4]["bytes"] = 2097152;
+  ev[4]["end_us"] = 110;
+  ev.insert(ev.begin() + 5, TraceEvent(ev[4], {{"start_us", 110}, {"end_us", 130}}));
+  EXPECT_TRUE(AnalyzeTransferTrace(t).has_value()) << test::Describe(ValidateTransferTrace(t));
+  t = SeedTrace();
+  t["events"].insert(
+      t["events"].begin() + 5,
+      TraceEvent(t["events"][3], {{"attempt", 3}, {"start_us", 130}, {"end_us", 140}}));
+  v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_ORDER_INVALID"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/events/5/attempt");
+}
+
+// payload_bytes is the layers' sum.
+TEST(TransferTraceFixture, ThePayloadIsTheLayersSum) {
+  Json t = SeedTrace();
+  t["payload_bytes"] = 4194304;
+  const Violations v = ValidateTransferTrace(t);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_BYTES_MISMATCH"})
+      << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/payload_bytes");
+}
+
 }  // namespace
 }  // namespace kvc::handoff

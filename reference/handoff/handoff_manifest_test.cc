@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "reference/base/canonical_json.h"
@@ -187,6 +188,192 @@ TEST(HandoffManifest, AnEmptyReservationIsOneCode) {
   EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)),
             std::vector<std::string>{"HANDOFF_RESERVATION_TOO_SMALL"});
   EXPECT_EQ(ValidateHandoffManifest(m).size(), 1u);
+}
+
+// Every identity digest of the model namespace is format-checked at its own member (a malformed
+// one is that code alone: the seal is not judged over it).
+TEST(HandoffManifest, EveryModelIdentityDigestIsFormatCheckedAtItsMember) {
+  for (const char* ptr :
+       {"/artifact_identity/model_artifact_sha256", "/artifact_identity/model_config_sha256",
+        "/artifact_identity/adapter_set/0/sha256", "/artifact_identity/weight_transforms/0/sha256",
+        "/tokenizer_sha256"}) {
+    Json m = Fixture();
+    m["model_identity"]["artifact_identity"]["weight_transforms"] =
+        Json::array({Json{{"name", "awq"}, {"sha256", std::string(64, 'e')}}});
+    Reseal(&m);
+    ASSERT_TRUE(ValidateHandoffManifest(m).empty()) << test::Describe(ValidateHandoffManifest(m));
+    m["model_identity"][Json::json_pointer(ptr)] = "C0FFEE";
+    const Violations v = ValidateHandoffManifest(m);
+    ASSERT_EQ(v.size(), 1u) << ptr << ": " << test::Describe(v);
+    EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED) << ptr;
+    EXPECT_EQ(v[0].pointer, "/model_identity" + std::string(ptr));
+  }
+}
+
+// Each object of the model and transfer namespaces takes only its own members.
+TEST(HandoffManifest, EveryNamespaceObjectRejectsAnUnknownMember) {
+  for (const char* ptr :
+       {"/model_identity", "/model_identity/artifact_identity",
+        "/model_identity/artifact_identity/adapter_set/0", "/model_identity/position_contract",
+        "/model_identity/position_contract/rope", "/transfer", "/transfer/expected_chunks/0"}) {
+    Json m = Fixture();
+    m[Json::json_pointer(ptr)]["extra"] = 1;
+    const Violations v = ValidateHandoffManifest(m);
+    ASSERT_EQ(v.size(), 1u) << ptr << ": " << test::Describe(v);
+    EXPECT_EQ(v[0].code, ErrorCode::INPUT_FIELD_UNKNOWN) << ptr;
+    EXPECT_EQ(v[0].pointer, std::string(ptr) + "/extra");
+  }
+}
+
+// An expected chunk's schema and checksum findings point into /transfer/expected_chunks.
+TEST(HandoffManifest, ChunkSchemaAndChecksumFindingsPointIntoTheTransferNamespace) {
+  Json m = Fixture();
+  m["transfer"]["expected_chunks"][2].erase("chunk_id");
+  Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::INPUT_FIELD_MISSING);
+  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/2/chunk_id");
+  m = Fixture();
+  m["transfer"]["expected_chunks"][3]["checksum"] = "not-a-digest";
+  v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED);
+  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/3/checksum");
+}
+
+// A chunk finding about the first chunk names chunk 0 (not the whole manifest).
+TEST(HandoffManifest, AFindingAboutTheFirstChunkNamesChunkZero) {
+  Json m = Fixture();
+  m["transfer"]["expected_chunks"][0]["bytes"] = 1;
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH);
+  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/0");
+}
+
+// A malformed chunk checksum is judged before the chunk plan: the plan is not judged over it
+// (as the seal is not judged over a malformed digest), so a drifted chunk beside it is not a
+// second code.
+TEST(HandoffManifest, AMalformedChunkChecksumHoldsBackThePlanCheck) {
+  Json m = Fixture();
+  m["transfer"]["expected_chunks"][3]["checksum"] = "not-a-digest";
+  m["transfer"]["expected_chunks"][5]["bytes"] = 1;
+  EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)),
+            std::vector<std::string>{"HANDOFF_DIGEST_MALFORMED"})
+      << test::Describe(ValidateHandoffManifest(m));
+}
+
+// The input interval is the whole prompt universe: it starts at token 0, so even token 1 is off.
+TEST(HandoffManifest, AnInputIntervalStartingAtTokenOneIsRefused) {
+  Json m = Fixture();
+  m["input"]["token_start"] = 1;
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(v[0].pointer, "/input/token_start");
+}
+
+// ABI rules, each on a resealed ABI (so the seal is not what refuses it): every extent is
+// positive, the coordinates are the six in order, and the head offset is tp_rank * kv_heads.
+TEST(HandoffManifest, EachTensorAbiRuleRefusesAResealedAbi) {
+  const std::vector<std::pair<std::string, Json>> changes = {
+      {"/num_layers", 0},
+      {"/kv_heads", 0},
+      {"/head_dim", 0},
+      {"/tokens_per_block", 0},
+      {"/coordinates", Json::array({"layer", "block", "head", "kv", "token", "head_dim"})},
+      {"/partition/kv_head_offset", 1},
+  };
+  const std::vector<std::string> pointers = {
+      "/tensor_abi/num_layers",       "/tensor_abi/kv_heads",    "/tensor_abi/head_dim",
+      "/tensor_abi/tokens_per_block", "/tensor_abi/coordinates", "/tensor_abi/partition"};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    Json m = Fixture();
+    m["tensor_abi"][Json::json_pointer(changes[i].first)] = changes[i].second;
+    m["tensor_abi_sha256"] = *TensorAbiSha256(m["tensor_abi"]);
+    const Violations v = ValidateHandoffManifest(m);
+    ASSERT_FALSE(v.empty()) << changes[i].first;
+    EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_ABI_INVALID) << test::Describe(v);
+    EXPECT_EQ(v[0].pointer, pointers[i]) << test::Describe(v);
+  }
+}
+
+// A malformed tensor ABI digest is its own code only: the ABI is not compared with it.
+TEST(HandoffManifest, AMalformedTensorAbiDigestIsItsOwnCodeOnly) {
+  Json m = Fixture();
+  m["tensor_abi_sha256"] = "C0FFEE";
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED);
+  EXPECT_EQ(v[0].pointer, "/tensor_abi_sha256");
+}
+
+// The logical ledger's block count is |X|.
+TEST(HandoffManifest, TheLedgersTransferBlockCountIsX) {
+  Json m = Fixture();
+  m["logical_ledger"]["transfer_blocks"] = 5;  // |C_P|, not |X| = 7
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH);
+  EXPECT_EQ(v[0].pointer, "/logical_ledger/transfer_blocks");
+}
+
+// A drifted physical logical row is that row's code alone: the total is summed over the row as
+// it should be (a total that matches the other rows plus M stands).
+TEST(HandoffManifest, ADriftedLogicalRowIsNotAlsoTheTotals) {
+  Json m = Fixture();
+  m["physical_ledger"]["logical_payload_bytes"] = 5120;
+  const Violations v = ValidateHandoffManifest(m);
+  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT);
+  EXPECT_EQ(v[0].pointer, "/physical_ledger/logical_payload_bytes");
+}
+
+// The position contract's enumerations and types, as M5.1 reads them: the four RoPE types and an
+// object of scaling pass (resealed); another convention, RoPE type or mask, a missing or
+// non-numeric theta and a non-object scaling are refused at their member.
+TEST(HandoffManifest, ThePositionContractsMembersAreReadExactly) {
+  for (const char* type : {"default", "llama3", "linear", "none"}) {
+    Json m = Fixture();
+    m["model_identity"]["position_contract"]["rope"]["type"] = type;
+    m["model_identity"]["position_contract"]["rope"]["scaling"] = Json{{"factor", 8}};
+    Reseal(&m);
+    EXPECT_TRUE(ValidateHandoffManifest(m).empty())
+        << type << ": " << test::Describe(ValidateHandoffManifest(m));
+  }
+  const std::string pc = "/model_identity/position_contract";
+  const std::vector<std::tuple<std::string, Json, std::string>> refused = {
+      {"/cache_position_convention", "relative", "INPUT_VALUE_INVALID"},
+      {"/rope/type", "yarn", "INPUT_VALUE_INVALID"},
+      {"/rope/theta", "10000", "INPUT_FIELD_TYPE"},
+      {"/rope/scaling", 8, "INPUT_FIELD_TYPE"},
+      {"/visibility_policy", "bidirectional", "INPUT_VALUE_INVALID"},
+  };
+  for (const auto& [ptr, value, code] : refused) {
+    Json m = Fixture();
+    m[Json::json_pointer(pc + ptr)] = value;
+    const Violations v = ValidateHandoffManifest(m);
+    EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{code}) << ptr;
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v[0].pointer, pc + ptr);
+  }
+  Json m = Fixture();
+  m["model_identity"]["position_contract"]["rope"].erase("theta");
+  EXPECT_EQ(test::CodeNames(ValidateHandoffManifest(m)),
+            std::vector<std::string>{"INPUT_FIELD_MISSING"});
+}
+
+// An expected chunk carries at least one token and one byte: zero is out of the member's range
+// (read by the protocol's chunk reader), not a plan finding.
+TEST(HandoffManifest, AnExpectedChunkOfZeroTokensOrBytesIsOutOfRange) {
+  for (const char* key : {"token_count", "bytes"}) {
+    Json m = Fixture();
+    m["transfer"]["expected_chunks"][4][key] = 0;
+    const Violations v = ValidateHandoffManifest(m);
+    ASSERT_EQ(v.size(), 1u) << key << ": " << test::Describe(v);
+    EXPECT_EQ(v[0].code, ErrorCode::INPUT_VALUE_OUT_OF_RANGE) << key;
+    EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/4/" + std::string(key));
+  }
 }
 
 }  // namespace

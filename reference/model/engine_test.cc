@@ -540,6 +540,41 @@ TEST(EngineCheckpoint, RegressionABiasTheEngineWouldIgnoreIsRefused) {
   }
 }
 
+// Which unused tensor names change the configured (two-layer) model: a derived RoPE buffer is a
+// note wherever it lies, a layer index is read whole (a huge one is past the configured layers,
+// not wrapped into them), and a name under model.layers. without a layer index is refused.
+TEST(EngineCheckpoint, AnUnusedTensorsLayerIndexIsReadWholeAndRopeBuffersAreNotes) {
+  TempDir t;
+  ASSERT_TRUE(GenerateModel(t / "one", "gqa2", 7).ok());
+  auto one = SafetensorsFile::Open(t / "one/model.safetensors");
+  ASSERT_TRUE(one.ok());
+  int dirs = 0;
+  auto with_extra = [&](const std::string& name) {
+    std::vector<TensorToWrite> all;
+    for (const auto& [n, tv] : one->tensors())
+      all.push_back({n, tv.dtype, tv.shape, std::vector<std::byte>(tv.data, tv.data + tv.nbytes)});
+    all.push_back({name, DType::kF32, {4}, std::vector<std::byte>(16)});
+    const std::string d = t / ("z" + std::to_string(dirs++));
+    fs::create_directories(d);
+    fs::copy_file(t / "one/config.json", d + "/config.json");
+    std::ofstream(d + "/model.safetensors", std::ios::binary) << SerializeSafetensors(all);
+    return LlamaModel::Load(d);
+  };
+  for (const char* name : {"model.layers.1.self_attn.rotary_emb.position_ids",
+                           "model.layers.18446744073709551617.mlp.bias",
+                           "model.layers.99999999999999999999999.self_attn.q_proj.bias"}) {
+    auto m = with_extra(name);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+    ASSERT_EQ(m->unused_tensors().size(), 1u);
+    EXPECT_EQ(m->unused_tensors()[0], name);
+  }
+  for (const char* name : {"model.layers.bias", "model.layers.", "model.layers.x.mlp.bias"}) {
+    auto m = with_extra(name);
+    ASSERT_FALSE(m.ok()) << name;
+    EXPECT_EQ(m.status().error(), ErrorCode::MODEL_TENSOR_UNEXPECTED) << name;
+  }
+}
+
 // Checkpoint directories: sharded index, missing tensor, shape mismatch, bad index, bad config.
 TEST(EngineCheckpoint, ShardedAndMalformedDirectories) {
   TempDir t;
