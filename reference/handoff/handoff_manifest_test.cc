@@ -42,6 +42,15 @@ void SetVisible(Json* m, const std::vector<std::string>& visible) {
   p["total_bytes"] = others + bytes;
 }
 
+// The one finding `m` raises is `code` at `pointer`.
+testing::AssertionResult OneFinding(const Json& m, ErrorCode code, const std::string& pointer) {
+  const Violations v = ValidateHandoffManifest(m);
+  if (v.size() == 1 && v[0].code == code && v[0].pointer == pointer)
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure() << "expected only " << ErrorCodeName(code) << " at " << pointer
+                                     << ", got " << test::Describe(v);
+}
+
 Json Chunk(const std::string& id, uint64_t layer, uint64_t start, uint64_t count) {
   return Json{{"chunk_id", id},
               {"layer", layer},
@@ -89,15 +98,11 @@ TEST(HandoffManifest, TheModelDigestSealsCheckpointTokenizerAdaptersPositionAndM
 TEST(HandoffManifest, AMalformedModelDigestIsItsOwnCodeOnly) {
   Json m = Fixture();
   m["model_identity_sha256"] = "c0ffee";
-  Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED);
-  EXPECT_EQ(v[0].pointer, "/model_identity_sha256");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_DIGEST_MALFORMED, "/model_identity_sha256"));
   m = Fixture();
   m["model_identity"]["artifact_identity"]["adapter_set"][0]["sha256"] = "C0FFEE";
-  v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/model_identity/artifact_identity/adapter_set/0/sha256");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_DIGEST_MALFORMED,
+                         "/model_identity/artifact_identity/adapter_set/0/sha256"));
 }
 
 // The model namespace is read by M5.1's rule: the same members, the same enumerations.
@@ -134,10 +139,7 @@ TEST(HandoffManifest, AColdDestinationsChunksStartAtTokenZero) {
 TEST(HandoffManifest, AVisibleSetThatIsNotAPrefixIsRefusedAtIt) {
   Json m = Fixture();
   SetVisible(&m, {"b3"});
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
-  EXPECT_EQ(v[0].pointer, "/blocks/visible_at_decode");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/blocks/visible_at_decode"));
 }
 
 // V_D = U: X is empty and so is the chunk manifest; a chunk left over moves tokens D already has.
@@ -169,15 +171,11 @@ TEST(HandoffManifest, AWarmDestinationsChunksStartAfterItsVisiblePrefix) {
 TEST(HandoffManifest, ChunkFindingsNameTheirChunkAndTheTransferId) {
   Json m = Fixture();
   m["transfer"]["expected_chunks"][5]["bytes"] = 1;
-  Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH);
-  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/5");
+  EXPECT_TRUE(
+      OneFinding(m, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, "/transfer/expected_chunks/5"));
   m = Fixture();
   m["transfer"]["transfer_id"] = "";
-  v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/transfer/transfer_id");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::INPUT_VALUE_INVALID, "/transfer/transfer_id"));
 }
 
 // The reservation is judged once, against U (the plan's own at-least-one-block rule would be a
@@ -203,10 +201,9 @@ TEST(HandoffManifest, EveryModelIdentityDigestIsFormatCheckedAtItsMember) {
     Reseal(&m);
     ASSERT_TRUE(ValidateHandoffManifest(m).empty()) << test::Describe(ValidateHandoffManifest(m));
     m["model_identity"][Json::json_pointer(ptr)] = "C0FFEE";
-    const Violations v = ValidateHandoffManifest(m);
-    ASSERT_EQ(v.size(), 1u) << ptr << ": " << test::Describe(v);
-    EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED) << ptr;
-    EXPECT_EQ(v[0].pointer, "/model_identity" + std::string(ptr));
+    EXPECT_TRUE(
+        OneFinding(m, ErrorCode::HANDOFF_DIGEST_MALFORMED, "/model_identity" + std::string(ptr)))
+        << ptr;
   }
 }
 
@@ -218,10 +215,7 @@ TEST(HandoffManifest, EveryNamespaceObjectRejectsAnUnknownMember) {
         "/model_identity/position_contract/rope", "/transfer", "/transfer/expected_chunks/0"}) {
     Json m = Fixture();
     m[Json::json_pointer(ptr)]["extra"] = 1;
-    const Violations v = ValidateHandoffManifest(m);
-    ASSERT_EQ(v.size(), 1u) << ptr << ": " << test::Describe(v);
-    EXPECT_EQ(v[0].code, ErrorCode::INPUT_FIELD_UNKNOWN) << ptr;
-    EXPECT_EQ(v[0].pointer, std::string(ptr) + "/extra");
+    EXPECT_TRUE(OneFinding(m, ErrorCode::INPUT_FIELD_UNKNOWN, std::string(ptr) + "/extra")) << ptr;
   }
 }
 
@@ -229,26 +223,20 @@ TEST(HandoffManifest, EveryNamespaceObjectRejectsAnUnknownMember) {
 TEST(HandoffManifest, ChunkSchemaAndChecksumFindingsPointIntoTheTransferNamespace) {
   Json m = Fixture();
   m["transfer"]["expected_chunks"][2].erase("chunk_id");
-  Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::INPUT_FIELD_MISSING);
-  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/2/chunk_id");
+  EXPECT_TRUE(
+      OneFinding(m, ErrorCode::INPUT_FIELD_MISSING, "/transfer/expected_chunks/2/chunk_id"));
   m = Fixture();
   m["transfer"]["expected_chunks"][3]["checksum"] = "not-a-digest";
-  v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED);
-  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/3/checksum");
+  EXPECT_TRUE(
+      OneFinding(m, ErrorCode::HANDOFF_DIGEST_MALFORMED, "/transfer/expected_chunks/3/checksum"));
 }
 
 // A chunk finding about the first chunk names chunk 0 (not the whole manifest).
 TEST(HandoffManifest, AFindingAboutTheFirstChunkNamesChunkZero) {
   Json m = Fixture();
   m["transfer"]["expected_chunks"][0]["bytes"] = 1;
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH);
-  EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/0");
+  EXPECT_TRUE(
+      OneFinding(m, ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, "/transfer/expected_chunks/0"));
 }
 
 // A malformed chunk checksum is judged before the chunk plan: the plan is not judged over it
@@ -267,10 +255,7 @@ TEST(HandoffManifest, AMalformedChunkChecksumHoldsBackThePlanCheck) {
 TEST(HandoffManifest, AnInputIntervalStartingAtTokenOneIsRefused) {
   Json m = Fixture();
   m["input"]["token_start"] = 1;
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
-  EXPECT_EQ(v[0].pointer, "/input/token_start");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_COVERAGE_MISMATCH, "/input/token_start"));
 }
 
 // ABI rules, each on a resealed ABI (so the seal is not what refuses it): every extent is
@@ -302,20 +287,15 @@ TEST(HandoffManifest, EachTensorAbiRuleRefusesAResealedAbi) {
 TEST(HandoffManifest, AMalformedTensorAbiDigestIsItsOwnCodeOnly) {
   Json m = Fixture();
   m["tensor_abi_sha256"] = "C0FFEE";
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_DIGEST_MALFORMED);
-  EXPECT_EQ(v[0].pointer, "/tensor_abi_sha256");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_DIGEST_MALFORMED, "/tensor_abi_sha256"));
 }
 
 // The logical ledger's block count is |X|.
 TEST(HandoffManifest, TheLedgersTransferBlockCountIsX) {
   Json m = Fixture();
   m["logical_ledger"]["transfer_blocks"] = 5;  // |C_P|, not |X| = 7
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH);
-  EXPECT_EQ(v[0].pointer, "/logical_ledger/transfer_blocks");
+  EXPECT_TRUE(
+      OneFinding(m, ErrorCode::HANDOFF_LOGICAL_BYTES_MISMATCH, "/logical_ledger/transfer_blocks"));
 }
 
 // A drifted physical logical row is that row's code alone: the total is summed over the row as
@@ -323,10 +303,8 @@ TEST(HandoffManifest, TheLedgersTransferBlockCountIsX) {
 TEST(HandoffManifest, ADriftedLogicalRowIsNotAlsoTheTotals) {
   Json m = Fixture();
   m["physical_ledger"]["logical_payload_bytes"] = 5120;
-  const Violations v = ValidateHandoffManifest(m);
-  ASSERT_EQ(v.size(), 1u) << test::Describe(v);
-  EXPECT_EQ(v[0].code, ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT);
-  EXPECT_EQ(v[0].pointer, "/physical_ledger/logical_payload_bytes");
+  EXPECT_TRUE(OneFinding(m, ErrorCode::HANDOFF_PHYSICAL_LEDGER_DRIFT,
+                         "/physical_ledger/logical_payload_bytes"));
 }
 
 // The position contract's enumerations and types, as M5.1 reads them: the four RoPE types and an
@@ -369,10 +347,9 @@ TEST(HandoffManifest, AnExpectedChunkOfZeroTokensOrBytesIsOutOfRange) {
   for (const char* key : {"token_count", "bytes"}) {
     Json m = Fixture();
     m["transfer"]["expected_chunks"][4][key] = 0;
-    const Violations v = ValidateHandoffManifest(m);
-    ASSERT_EQ(v.size(), 1u) << key << ": " << test::Describe(v);
-    EXPECT_EQ(v[0].code, ErrorCode::INPUT_VALUE_OUT_OF_RANGE) << key;
-    EXPECT_EQ(v[0].pointer, "/transfer/expected_chunks/4/" + std::string(key));
+    EXPECT_TRUE(OneFinding(m, ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
+                           "/transfer/expected_chunks/4/" + std::string(key)))
+        << key;
   }
 }
 
