@@ -10,6 +10,16 @@
 namespace kvc::handoff {
 namespace {
 
+// `t`'s findings are all of code `code`, the first at `pointer`.
+testing::AssertionResult TraceFindingIs(const Json& t, const std::string& code,
+                                        const std::string& pointer) {
+  const Violations v = ValidateTransferTrace(t);
+  if (test::CodeNames(v) == std::vector<std::string>{code} && v[0].pointer == pointer)
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << "expected " << code << " at " << pointer << ", got " << test::Describe(v);
+}
+
 TEST(HandoffManifestFixture, EightBlockPromptGivesFiveComputeSevenTransfer7168Bytes) {
   Json m = test::LoadJson("fixtures/m5_6/handoff/handoff_manifest.json");
   ASSERT_TRUE(ValidateHandoffManifest(m).empty()) << test::Describe(ValidateHandoffManifest(m));
@@ -76,10 +86,7 @@ TEST(TransferTraceFixture, RegressionGatherAndCopyBytesAreTheLayers) {
        {std::pair{1, "/events/1/bytes"}, std::pair{5, "/events/5/bytes"}}) {
     Json t = test::LoadJson("fixtures/m5_6/runtime/transfer_trace.json");
     t["events"][event]["bytes"] = 1;
-    const Violations v = ValidateTransferTrace(t);
-    ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_BYTES_MISMATCH"})
-        << test::Describe(v);
-    EXPECT_EQ(v[0].pointer, pointer);
+    EXPECT_TRUE(TraceFindingIs(t, "HANDOFF_TRACE_BYTES_MISMATCH", pointer));
   }
 }
 
@@ -241,28 +248,16 @@ Json TraceEvent(const Json& like, Json changes) {
 TEST(TransferTraceFixture, LayersAttemptsAndRegistrationsAreReadExactly) {
   Json t = SeedTrace();
   t["layers"][0]["bytes"] = 0;
-  Violations v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/layers/0/bytes");
+  EXPECT_TRUE(TraceFindingIs(t, "INPUT_VALUE_OUT_OF_RANGE", "/layers/0/bytes"));
   t = SeedTrace();
   t["layers"][1]["layer"] = 0;
-  v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/layers/1");
+  EXPECT_TRUE(TraceFindingIs(t, "INPUT_VALUE_INVALID", "/layers/1"));
   t = SeedTrace();
   t["events"][3]["attempt"] = 0;
-  v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/3/attempt");
+  EXPECT_TRUE(TraceFindingIs(t, "INPUT_VALUE_OUT_OF_RANGE", "/events/3/attempt"));
   t = SeedTrace();
   t["events"][0]["result"] = "ok";
-  v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_FIELD_UNKNOWN"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/0/result");
+  EXPECT_TRUE(TraceFindingIs(t, "INPUT_FIELD_UNKNOWN", "/events/0/result"));
 }
 
 // Boundaries of the chain that the seed trace does not touch (each trace below is analyzed, its
@@ -385,10 +380,7 @@ TEST(TransferTraceFixture, AFailedPublicationDoesNotCloseTheChain) {
 TEST(TransferTraceFixture, AttemptNumbersStartAtOneAndNoneFollowsTheDelivery) {
   Json t = SeedTrace();
   t["events"][6]["attempt"] = 2;  // layer 1's only attempt
-  Violations v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_ORDER_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/6/attempt");
+  EXPECT_TRUE(TraceFindingIs(t, "HANDOFF_TRACE_ORDER_INVALID", "/events/6/attempt"));
   t = SeedTrace();
   Json& ev = t["events"];
   ev[4]["bytes"] = 2097152;
@@ -399,20 +391,14 @@ TEST(TransferTraceFixture, AttemptNumbersStartAtOneAndNoneFollowsTheDelivery) {
   t["events"].insert(
       t["events"].begin() + 5,
       TraceEvent(t["events"][3], {{"attempt", 3}, {"start_us", 130}, {"end_us", 140}}));
-  v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_ORDER_INVALID"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/events/5/attempt");
+  EXPECT_TRUE(TraceFindingIs(t, "HANDOFF_TRACE_ORDER_INVALID", "/events/5/attempt"));
 }
 
 // payload_bytes is the layers' sum.
 TEST(TransferTraceFixture, ThePayloadIsTheLayersSum) {
   Json t = SeedTrace();
   t["payload_bytes"] = 4194304;
-  const Violations v = ValidateTransferTrace(t);
-  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"HANDOFF_TRACE_BYTES_MISMATCH"})
-      << test::Describe(v);
-  EXPECT_EQ(v[0].pointer, "/payload_bytes");
+  EXPECT_TRUE(TraceFindingIs(t, "HANDOFF_TRACE_BYTES_MISMATCH", "/payload_bytes"));
 }
 
 }  // namespace
