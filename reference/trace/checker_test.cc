@@ -3649,6 +3649,59 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"mutK27_a_stage_under_another_cache_abi", {"LIFECYCLE_CACHE_ABI_MISMATCH"}},
       {"mutK37_a_truncate_naming_a_stale_base", {"LIFECYCLE_STALE_BASE"}},
       {"mutK38_a_release_naming_a_stale_base", {"LIFECYCLE_STALE_BASE"}},
+      // A second mutation audit of the checker (2026-12-06: 156 single-point mutants of the same
+      // three files, away from the first audit's places). Each trace below kills one survivor,
+      // named by its number (mut3_<N>): under the mutant the rule it pins raised no code, another
+      // code, or a second one.
+      // An allocator observation naming a result snapshot (and no base) is a claim with no right
+      // value.
+      {"mut3_10_an_observation_claiming_only_a_result_snapshot", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // A decode append processing another token than the frontier's: one code (its publication is
+      // not judged again).
+      {"mut3_20_a_frontier_breach_at_an_appends_start_is_not_judged_again",
+       {"FRONTIER_TOKEN_MISMATCH"}},
+      // B (generation 5) names A's open operation: a mislabel, not an earlier incarnation of B.
+      {"mut3_24_a_failure_record_naming_another_requests_operation_at_its_own_generation",
+       {"TRACE_OPERATION_REQUEST_MISMATCH"}},
+      // A replayed publication names snapshot 2; the original receipt created 1.
+      {"mut3_26_a_replayed_receipt_naming_another_result_snapshot", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // probe22's publication refused by the frontier recheck, claiming result snapshot 3.
+      {"mut3_29_a_frontier_refused_publication_claiming_a_result", {"TRACE_OUTCOME_INVALID"}},
+      // probe18 with a finish claiming 5 outputs: after the breach at the publication the frontier
+      // is no longer followed.
+      {"mut3_32_a_finish_after_a_publication_time_frontier_breach_is_not_judged",
+       {"FRONTIER_TOKEN_MISMATCH"}},
+      // A read reported rejected on a live request.
+      {"mut3_40_a_refused_read_of_a_readable_request", {"TRACE_OUTCOME_INVALID"}},
+      // A reorder whose envelope names operation_id.
+      {"mut3_52_a_reorder_naming_an_operation", {"INPUT_VALUE_INVALID"}},
+      // cancel_request keeps the version: result snapshot 1 after 0.
+      {"mut3_55_a_cancel_request_claiming_another_result_snapshot", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // A refused finish of a request whose frontier is no longer followed is not judged.
+      {"mut3_56_a_refused_finish_after_a_frontier_breach_conforms", {"FRONTIER_TOKEN_MISMATCH"}},
+      // After an early finish (reported) the frontier is not followed: a later output is not also
+      // LIFECYCLE_HANDLE_TERMINAL.
+      {"mut3_58_an_output_after_an_early_finish_is_not_judged", {"SERVICE_PHASE_EARLY_FINISH"}},
+      // A delayed free of generation 0 seen after A is allocated again (generation 1) is not a free
+      // of the new incarnation.
+      {"mut3_67_a_free_seen_for_the_released_incarnation_after_reallocation", {}},
+      // A refused release changes nothing; A holds 0 rows, so an allocator showing nothing is
+      // storage held, of 0 rows.
+      {"mut3_68_no_storage_after_a_refused_release_of_an_empty_request", {}},
+      // An allocator observation of 1 block and 0 slots.
+      {"mut3_69_slots_without_blocks", {"TRACE_OBSERVATION_INCONSISTENT"}},
+      // An allocator_model stating slots_per_block only: used_slots is not compared with the
+      // committed rows.
+      {"mut3_78_used_slots_not_compared_without_the_committed_rows_model", {}},
+      // The allocation of B stated as an allocator event by an undeclared source is dropped: B's
+      // later read is gated.
+      {"mut3_80_an_undeclared_sources_first_event_on_another_plane_is_not_replayed",
+       {"TRACE_SOURCE_UNDECLARED"}},
+      // trace_identity required, trace_id "" (the general reader too).
+      {"mut3_81_an_empty_trace_id_where_identity_is_required", {"TRACE_IDENTITY_MISSING"}},
+      // Held storage after generation 0's finish, observed after A is allocated again: the
+      // finish is kept.
+      {"mut3_108_an_observation_naming_the_released_incarnations_finish_after_reallocation", {}},
   };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
@@ -3677,6 +3730,53 @@ TEST(TraceCheckerTest, MutantASecondRecordOfAForgottenOperationIsReported) {
         << window << "\n"
         << test::Describe(v);
     EXPECT_EQ(v[0].line, 10u);
+  }
+}
+
+// Second mutation audit, survivor 34: a refused cancel_txn of an operation whose transaction the
+// receipt window forgot (at a receipt window of 1, B's release forgets A's) closes nothing, so the
+// worker's append_failure after it is the operation's first record and conforms.
+TEST(TraceCheckerTest, MutantARefusedCancelOfAForgottenOperationClosesNothing) {
+  CheckerOptions opt;
+  opt.receipt_window = 1;
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "mut3_34_a_refused_cancel_of_a_forgotten_operation_closes_nothing.jsonl",
+      opt);
+  EXPECT_TRUE(v.empty()) << test::Describe(v);
+}
+
+// Second mutation audit, survivor 111: a release of a gated request naming another generation than
+// the live one (3, A is at 0) is skipped and retires nothing; A stays live and gated, so once
+// another request's release has filled the released window (1), A's next read is still skipped
+// (not LIFECYCLE_UNKNOWN_HANDLE for a request forgotten with a tombstone it never had).
+TEST(TraceCheckerTest, MutantASkippedReleaseNamingAnotherGenerationRetiresNothing) {
+  CheckerOptions opt;
+  opt.released_window = 1;
+  opt.receipt_window = 1;
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "mut3_111_a_skipped_release_naming_another_generation_retires_nothing.jsonl",
+      opt);
+  EXPECT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"})
+      << test::Describe(v);
+}
+
+// Second mutation audit, survivor 20: a decode append whose token breaches the output frontier at
+// its start raises one violation; the request's frontier is no longer followed, so its publication
+// is not judged again (the table above compares code names, which a second FRONTIER_TOKEN_MISMATCH
+// leaves unchanged).
+TEST(TraceCheckerTest, MutantAFrontierBreachAtAnAppendsStartIsOneViolation) {
+  for (const bool fast : {true, false}) {
+    CheckerOptions opt;
+    opt.fast_readers = fast;
+    const Violations v = test::CheckSourceTrace(
+        "reference/trace/testdata/semantic/"
+        "mut3_20_a_frontier_breach_at_an_appends_start_is_not_judged_again.jsonl",
+        opt);
+    // (OnlyViolationAt compares code names and the first pointer, not the count.)
+    ASSERT_EQ(v.size(), 1u) << fast << "\n" << test::Describe(v);
+    EXPECT_TRUE(test::OnlyViolationAt(v, "FRONTIER_TOKEN_MISMATCH", "/6/payload")) << fast;
   }
 }
 

@@ -890,11 +890,67 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       // dropped the check.
       {"mut202_a_transfer_event_naming_another_handle_generation",
        {"HANDOFF_TRACE_IDENTITY_MISMATCH"}},
+      // A second mutation audit (2026-12-06, survivors named by number, mut3_<N>): under each
+      // mutant the trace raised no code, another code or a second one: a dropped event claiming
+      // the transfer component that names an unplanned transfer (83, 113), kv_ready slices
+      // announced adjacent (119), a gated reserved transfer (125), a receive returning the whole
+      // window early (130), a wrong in-flight claim (131) and a refused credit after it (144), a
+      // destination declared twice (133), a reroute longer than an unpublished attempt (139), a
+      // plan envelope of another generation (141), a refused reservation the replay admits
+      // (143), a malformed received checksum (146), a refused validation of a superseded
+      // attempt (149), a stale re-publication of a released transfer (151), a publication naming
+      // another handle or snapshot (152, 154), and a refused decode_release the replay performed
+      // (156).
+      {"mut3_83_an_envelope_dropped_claiming_the_transfer_component_gates_its_transfer",
+       {"INPUT_FIELD_TYPE"}},
+      {"mut3_113_an_unknown_type_claiming_the_transfer_component_gates_its_transfer",
+       {"TRACE_EVENT_TYPE_UNKNOWN"}},
+      {"mut3_119_adjacent_kv_ready_slices_cover_a_chunk", {}},
+      {"mut3_125_a_gated_reserved_transfer_leaves_its_request_judged",
+       {"TRACE_OBSERVATION_INCONSISTENT", "HANDOFF_TRACE_IDENTITY_MISMATCH"}},
+      {"mut3_130_a_receive_returning_the_whole_window_early", {"HANDOFF_CREDIT_RETURNED_EARLY"}},
+      {"mut3_131_a_wrong_in_flight_claim_stops_the_window_checks",
+       {"TRACE_OBSERVATION_INCONSISTENT"}},
+      {"mut3_133_a_destination_declared_twice", {"INPUT_VALUE_INVALID"}},
+      {"mut3_139_a_reroute_extending_an_unpublished_attempt", {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"mut3_141_a_plan_envelope_naming_another_generation_than_its_identity",
+       {"HANDOFF_TRACE_IDENTITY_MISMATCH"}},
+      {"mut3_143_a_refused_reservation_the_replay_admits_gates_its_request",
+       {"TRACE_OUTCOME_INVALID"}},
+      {"mut3_144_a_refused_credit_on_an_unknown_window_is_not_judged",
+       {"TRACE_OBSERVATION_INCONSISTENT"}},
+      {"mut3_146_a_receive_with_a_malformed_checksum", {"HANDOFF_DIGEST_MALFORMED"}},
+      {"mut3_149_a_refused_superseded_validation_does_not_advance_the_epoch", {}},
+      {"mut3_151_a_stale_republication_of_a_released_transfer_stops_the_pool_checks",
+       {"HANDOFF_IDENTITY_MISMATCH"}},
+      {"mut3_152_a_transfer_publish_naming_another_handle", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"mut3_154_a_transfer_publish_naming_another_result_snapshot", {"TRACE_SNAPSHOT_MISMATCH"}},
+      {"mut3_156_a_refused_decode_release_the_replay_performed_stops_the_pool_checks",
+       {"TRACE_OUTCOME_INVALID"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
         test::CheckSourceTrace("reference/trace/testdata/transfer_gating/" + name + ".jsonl");
     EXPECT_EQ(test::CodeNames(v), want) << name << "\n" << test::Describe(v);
+  }
+}
+
+// Second mutation audit, survivors 131 and 156: the second violation they let through has the
+// code of the first, which the table above (code names) does not tell apart: each trace raises
+// exactly one violation.
+TEST(TransferEventsTest, MutantAWindowOrPoolNoLongerKnownIsJudgedOnce) {
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases = {
+      {"mut3_131_a_wrong_in_flight_claim_stops_the_window_checks",
+       {"TRACE_OBSERVATION_INCONSISTENT", "/9/payload/in_flight_bytes"}},
+      {"mut3_156_a_refused_decode_release_the_replay_performed_stops_the_pool_checks",
+       {"TRACE_OUTCOME_INVALID", "/13/outcome"}},
+  };
+  for (const auto& [name, at] : cases) {
+    const Violations v =
+        test::CheckSourceTrace("reference/trace/testdata/transfer_gating/" + name + ".jsonl");
+    // (OnlyViolationAt compares code names and the first pointer, not the count.)
+    EXPECT_EQ(v.size(), 1u) << name << "\n" << test::Describe(v);
+    EXPECT_TRUE(test::OnlyViolationAt(v, at.first, at.second)) << name;
   }
 }
 
