@@ -45,7 +45,9 @@ std::vector<std::string> SourceLines(const std::string& relative);
 // The violations of the source-tree trace `relative` replayed through a TraceChecker with
 // `options` (named by `relative`, lines numbered from 1), after Finish.
 Violations CheckSourceTrace(const std::string& relative, const trace::CheckerOptions& options = {});
-// The distinct code names of `v`, in first-seen order.
+// The distinct code names of `v`, in first-seen order. A comparison of these does not see a
+// code raised twice (several events breaking one rule is common in a multi-event trace); assert
+// v.size() or use OnlyViolationAt where one violation is the point.
 std::vector<std::string> CodeNames(const Violations& v);
 // Success when `v` is exactly one violation, of `code` at `pointer`; the failure message lists
 // `v` (ASSERT_TRUE(OnlyViolationAt(v, "CODE", "/pointer"))).
