@@ -10,6 +10,11 @@
 #                      violations; corpus: the .json fixtures, the race histories, and every
 #                      invalid fixture's patched document (so each rule's violation path is a
 #                      starting point)
+#   race_history_check `fuzz check` of race histories (race_history_check_fuzzer.cc): the
+#                      in-place and exact searches, per lineage and whole, reach one verdict;
+#                      corpus: the race history fixture and histories `kvconform fuzz races`
+#                      writes for every seeded mutant and for the correct store (this target
+#                      also builds kvconform in BUILD_DIR)
 # Environment: SEED (libFuzzer's -seed; default: from the clock, printed), BUILD_DIR (default
 # build-fuzz), CLANG (default clang++; `tools/setup.sh clang` installs Debian's), JOBS. The
 # corpus stays in BUILD_DIR/corpus/TARGET between runs; a failing input is written to
@@ -21,8 +26,8 @@ cd "$(dirname "$0")/.."
 SECS=${1:-300}
 TARGET=${2:-trace_check}
 case "$TARGET" in
-  trace_check|document_validate) ;;
-  *) echo "fuzz-check: unknown target '$TARGET' (expected trace_check or document_validate)" >&2; exit 2 ;;
+  trace_check|document_validate|race_history_check) ;;
+  *) echo "fuzz-check: unknown target '$TARGET' (expected trace_check, document_validate or race_history_check)" >&2; exit 2 ;;
 esac
 CLANG=${CLANG:-clang++}
 if [ "$CLANG" = clang++ ]; then tools/setup.sh clang; else tools/setup.sh; fi
@@ -42,6 +47,20 @@ DICT="$BUILD_DIR/$TARGET.dict"
 # The corpus: the target's documents, and each invalid fixture of theirs with its one-operation
 # patch applied to its base (docs/fixture-format.md; a JSON Lines base is patched as the array
 # of its lines), so that every rule's violation path is a starting point.
+if [ "$TARGET" = race_history_check ]; then
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target kvconform
+  cp fixtures/race/history.jsonl "$CORPUS/fixture_history.jsonl"
+  # Small programs (2-3 threads, 12-30 ops): a failing history for each seeded mutant that shows
+  # one within 20 programs, and the last passing history of the correct store, for 3 seeds.
+  for m in none $(UCX_MEM_EVENTS=no "$BUILD_DIR/bin/kvconform" fuzz mutants | awk '{print $1}'); do
+    for s in 1 2 3; do
+      UCX_MEM_EVENTS=no ASAN_OPTIONS=detect_leaks=0 "$BUILD_DIR/bin/kvconform" fuzz races \
+        --mutant "$m" --seed "$s" --programs 20 --threads $((2 + s % 2)) --handles 2 \
+        --ops $((12 + 6 * s)) --no-shrink --quiet --history-out "$CORPUS/gen_${m}_$s.jsonl" \
+        >/dev/null 2>&1 || true
+    done
+  done
+fi
 python3 - "$TARGET" "$CORPUS" <<'PYEOF'
 import json, os, subprocess, sys
 target, out = sys.argv[1], sys.argv[2]
@@ -49,7 +68,9 @@ files = subprocess.run(["git", "ls-files", "fixtures", "invalid_fixtures"], capt
                        text=True, check=True).stdout.split()
 def is_trace(name, text):
     return name.endswith(".jsonl") and b"race_history" not in text.split(b"\n", 1)[0]
-def ours(name, text):  # trace_check: the traces; document_validate: every other document
+def ours(name, text):  # trace_check: the traces; document_validate: every other document;
+    if target == "race_history_check":  # race_history_check: the race histories
+        return name.endswith(".jsonl") and b"race_history" in text.split(b"\n", 1)[0]
     return is_trace(name, text) == (target == "trace_check")
 def walk(doc, tokens):
     for t in tokens:
@@ -93,7 +114,7 @@ for f in files:
 PYEOF
 # Dictionary: every quoted name and enum value of the target's fixtures (member names, event
 # types, outcomes, kinds, ...), so mutations splice whole tokens.
-if [ "$TARGET" = trace_check ]; then
+if [ "$TARGET" != document_validate ]; then
   git ls-files -z '*.jsonl' | xargs -0 grep -ohE '"[A-Za-z_][A-Za-z0-9_.-]{0,40}"' | sort -u |
     sed 's/"/\\"/g; s/.*/"&"/' > "$DICT"
 else
