@@ -3774,7 +3774,6 @@ TEST(TraceCheckerTest, MutantAFrontierBreachAtAnAppendsStartIsOneViolation) {
         "reference/trace/testdata/semantic/"
         "mut3_20_a_frontier_breach_at_an_appends_start_is_not_judged_again.jsonl",
         opt);
-    // (OnlyViolationAt compares code names and the first pointer, not the count.)
     ASSERT_EQ(v.size(), 1u) << fast << "\n" << test::Describe(v);
     EXPECT_TRUE(test::OnlyViolationAt(v, "FRONTIER_TOKEN_MISMATCH", "/6/payload")) << fast;
   }
