@@ -74,6 +74,12 @@ std::vector<std::string> CodeNames(const Violations& v) {
   return out;
 }
 
+std::vector<std::string> AllCodeNames(const Violations& v) {
+  std::vector<std::string> out;
+  for (const auto& x : v) out.emplace_back(ErrorCodeName(x.code));
+  return out;
+}
+
 ::testing::AssertionResult OnlyViolationAt(const Violations& v, const std::string& code,
                                            const std::string& pointer) {
   // One violation, not one distinct code: CodeNames folds a repeated code (a rule judged twice).

@@ -49,6 +49,8 @@ Violations CheckSourceTrace(const std::string& relative, const trace::CheckerOpt
 // code raised twice (several events breaking one rule is common in a multi-event trace); assert
 // v.size() or use OnlyViolationAt where one violation is the point.
 std::vector<std::string> CodeNames(const Violations& v);
+// The code name of every violation of `v`, in order (a code raised twice appears twice).
+std::vector<std::string> AllCodeNames(const Violations& v);
 // Success when `v` is exactly one violation, of `code` at `pointer`; the failure message lists
 // `v` (ASSERT_TRUE(OnlyViolationAt(v, "CODE", "/pointer"))).
 ::testing::AssertionResult OnlyViolationAt(const Violations& v, const std::string& code,

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -3703,14 +3704,30 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // finish is kept.
       {"mut3_108_an_observation_naming_the_released_incarnations_finish_after_reallocation", {}},
   };
+  // Each listed code is raised once, except in these traces, where several events (or several
+  // members of one event) each break the rule: the count of all violations. Without the count a
+  // rule judged a second time went unseen (mutation audit 3: survivor 20 raised a second
+  // FRONTIER_TOKEN_MISMATCH at a later event of a trace the table held).
+  const std::map<std::string, size_t> repeated = {
+      {"probe16_refused_release_observed_as_free", 2},               // two observations
+      {"probe20_a_second_lift_unretired_the_first_incarnation", 2},  // two reads
+      {"probe21_old_incarnation_records_labelled_with_the_new_generation_passed", 2},  // records
+      {"opid_a_dropped_transfer_plan_named_like_an_append_hid_its_violation", 9},      // 8 members
+      {"probe27_a_refused_operation_of_a_request_never_created_named_a_base", 5},      // 5 events
+      {"probe43_a_required_field_past_32_members_was_also_absent", 33},  // 33 unknown members
+  };
   for (const bool fast : {true, false}) {
     for (const auto& [name, want] : cases) {
       CheckerOptions opt;
       opt.fast_readers = fast;
       const Violations v =
           test::CheckSourceTrace("reference/trace/testdata/semantic/" + name + ".jsonl", opt);
+      const auto it = repeated.find(name);
       EXPECT_EQ(test::CodeNames(v), want) << name << (fast ? " (fast readers)" : "") << "\n"
                                           << test::Describe(v);
+      EXPECT_EQ(v.size(), it == repeated.end() ? want.size() : it->second)
+          << name << (fast ? " (fast readers)" : "") << "\n"
+          << test::Describe(v);
     }
   }
 }
