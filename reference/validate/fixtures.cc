@@ -41,14 +41,6 @@ std::string JsonlFromArray(const Json& arr) {
   return out;
 }
 
-std::string KindOf(const Json& doc) {
-  if (doc.is_object()) {
-    auto it = doc.find("kind");
-    if (it != doc.end() && it->is_string()) return it->get<std::string>();
-  }
-  return "";
-}
-
 Violations UnknownKind(const std::string& kind) {
   return {{ErrorCode::INPUT_UNKNOWN_KIND, kind.empty() ? "" : "/kind",
            kind.empty() ? "document has no string \"kind\" field naming its format"

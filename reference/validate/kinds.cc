@@ -44,6 +44,14 @@ const KindEntry kKinds[] = {
 
 std::span<const KindEntry> AllKinds() { return kKinds; }
 
+std::string KindOf(const Json& doc) {
+  if (doc.is_object()) {
+    auto it = doc.find("kind");
+    if (it != doc.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
 const KindEntry* FindKind(std::string_view kind) {
   for (const auto& k : kKinds)
     if (k.kind == kind) return &k;

@@ -27,6 +27,9 @@ struct KindEntry {
 
 std::span<const KindEntry> AllKinds();
 const KindEntry* FindKind(std::string_view kind);
+// The "kind" a document (or a JSON Lines header line) declares; "" when it is not an object or
+// its "kind" is absent or not a string.
+std::string KindOf(const Json& doc);
 
 }  // namespace kvc
 

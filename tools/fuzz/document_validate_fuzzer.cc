@@ -65,6 +65,15 @@ Violations Guarded(F&& f, std::string_view kind) {
   }
 }
 
+// Runs `validate` twice on one document of `kind` and judges what it reports.
+template <typename F>
+void Judge(F&& validate, std::string_view kind) {
+  const Violations a = Guarded(validate, kind);
+  const Violations b = Guarded(validate, kind);
+  CheckShape(a, kind);
+  if (Render(a) != Render(b)) Fail("two runs differ:\n" + Render(a) + "---\n" + Render(b), kind);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -75,33 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t nl = text.find('\n');
   if (nl != std::string_view::npos && nl + 1 < text.size()) {
     auto header = kvc::ParseJsonStrict(text.substr(0, nl), "fuzz.jsonl");
-    if (header.ok() && header->value.is_object()) {
-      auto it = header->value.find("kind");
-      if (it != header->value.end() && it->is_string()) {
-        const std::string kind = it->get<std::string>();
-        const kvc::KindEntry* k = kvc::FindKind(kind);
-        if (k && k->validate_jsonl && kind != std::string_view(kvc::trace::kTraceKind)) {
-          const Violations a = Guarded([&] { return k->validate_jsonl(text, "fuzz.jsonl"); }, kind);
-          const Violations b = Guarded([&] { return k->validate_jsonl(text, "fuzz.jsonl"); }, kind);
-          CheckShape(a, kind);
-          if (Render(a) != Render(b))
-            Fail("two runs differ:\n" + Render(a) + "---\n" + Render(b), kind);
-          return 0;
-        }
-      }
+    const std::string kind = header.ok() ? kvc::KindOf(header->value) : "";
+    const kvc::KindEntry* k = kvc::FindKind(kind);
+    if (k && k->validate_jsonl && kind != std::string_view(kvc::trace::kTraceKind)) {
+      Judge([&] { return k->validate_jsonl(text, "fuzz.jsonl"); }, kind);
+      return 0;
     }
   }
 
   auto doc = kvc::ParseJsonStrict(text, "fuzz.json", /*record_locations=*/true);
-  if (!doc.ok() || !doc->value.is_object()) return 0;
-  auto it = doc->value.find("kind");
-  if (it == doc->value.end() || !it->is_string()) return 0;
-  const std::string kind = it->get<std::string>();
+  if (!doc.ok()) return 0;
+  const std::string kind = kvc::KindOf(doc->value);
   const kvc::KindEntry* k = kvc::FindKind(kind);
-  if (!k || !k->validate_json) return 0;
-  const Violations a = Guarded([&] { return k->validate_json(doc->value); }, kind);
-  const Violations b = Guarded([&] { return k->validate_json(doc->value); }, kind);
-  CheckShape(a, kind);
-  if (Render(a) != Render(b)) Fail("two runs differ:\n" + Render(a) + "---\n" + Render(b), kind);
+  if (k && k->validate_json) Judge([&] { return k->validate_json(doc->value); }, kind);
   return 0;
 }
