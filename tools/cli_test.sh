@@ -47,6 +47,32 @@ check validate_json_expected_raised 1 "$K" validate --format json invalid_fixtur
 check validate_junit 1 "$K" validate --format junit invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out validate_junit_failure '<failure message="MANIFEST_SCHEMA_ZERO_EXTENT"'
 
+# `fixture materialize`: every invalid fixture's document, written out, raises exactly the code
+# its line names when validated as a document of its own (so a vendor's validator can run it).
+check materialize_all 0 "$K" fixture materialize invalid_fixtures --out-dir "$T/mat"
+cp "$T/out" "$T/mat.tsv"
+check materialize_count 0 test "$(wc -l <"$T/mat.tsv")" -eq "$(git ls-files 'invalid_fixtures/*.json' | wc -l)"
+"$K" validate --format json "$T/mat" >"$T/mat.json" 2>&1
+check materialize_documents_raise_their_codes 0 python3 -c '
+import json, sys
+want = {}
+for line in open(sys.argv[1]):
+    out, code, fixture = line.rstrip("\n").split("\t")
+    want[out] = code
+got = {f["path"]: sorted({v["code"] for v in f.get("violations", [])}) for f in json.load(open(sys.argv[2]))["files"]}
+bad = [(f, want[f], got.get(f)) for f in want if got.get(f) != [want[f]]]
+for b in bad[:10]: print("document %s: expected only %s, raised %s" % b)
+sys.exit(1 if bad or len(got) != len(want) else 0)' "$T/mat.tsv" "$T/mat.json"
+check materialize_one_to_stdout 0 "$K" fixture materialize invalid_fixtures/m5_1/manifest/zero_layers.json
+expect_out materialize_one_to_stdout_patched '"num_cache_layers":0'
+check materialize_valid_fixture 2 "$K" fixture materialize "$M"; expect_out materialize_valid_fixture_msg 'not an invalid fixture'
+check materialize_trace 2 "$K" fixture materialize fixtures/race/history.jsonl; expect_out materialize_trace_msg 'a JSON Lines document, not an invalid fixture'
+check materialize_two_to_stdout 2 "$K" fixture materialize invalid_fixtures/m5_1/manifest/zero_layers.json invalid_fixtures/m5_1/manifest/zero_layers.json
+expect_out materialize_two_to_stdout_msg 'give --out-dir'
+printf '{"kind": "kvconform.invalid_fixture/1", "case": "x", "seed_ref": "s", "base": "nope.json", "patch": [{"op": "remove", "path": "/a"}], "expected_code": "INPUT_FIELD_UNKNOWN"}' >"$T/nobase.json"
+check materialize_missing_base 2 "$K" fixture materialize "$T/nobase.json"; expect_out materialize_missing_base_msg 'INPUT_FIXTURE_MALFORMED.*nobase.json: base: .*nope.json'
+check materialize_only_valid_dir 2 "$K" fixture materialize fixtures/m5_1/manifest; expect_out materialize_only_valid_dir_msg 'no invalid fixture among the files given'
+
 # Bad input: exit 2 with file, line and column.
 printf '' >"$T/empty.json";               check empty 2 "$K" validate "$T/empty.json"; expect_out empty_msg 'empty.json:1:1: input is empty'
 printf '{"a": 1,\n "a": 2}' >"$T/dup.json"; check dup 2 "$K" validate "$T/dup.json";     expect_out dup_msg 'dup.json:2:2: duplicate key'

@@ -106,6 +106,79 @@ FixtureOutcome ValidateFile(const std::string& path) {
   return o;
 }
 
+std::string MaterializedFixture::Text() const {
+  return jsonl ? JsonlFromArray(document) : document.dump();
+}
+
+StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path, const Json& doc,
+                                                        const std::string& suite_root,
+                                                        std::string* expected_code) {
+  Violations schema;
+  FieldReader r(&doc, "", &schema);
+  r.Enum("kind", {kInvalidFixtureKind});
+  auto declared_case = r.String("case");
+  r.OptString("description");
+  r.String("seed_ref");
+  auto base = r.String("base");
+  const Json* patch = r.Array("patch");
+  auto expected = r.String("expected_code");
+  r.RejectUnknownFields();
+  auto malformed = [&](std::string why) {
+    return Status(StatusCode::kInvalidArgument, path + ": " + why,
+                  ErrorCode::INPUT_FIXTURE_MALFORMED);
+  };
+  if (!schema.empty()) return malformed(schema.front().pointer + ": " + schema.front().message);
+  // In a suite its name is its path (the case printed and filtered by): a `case` naming another
+  // path would be listed under one name and found under none (probe 56). (`validate` takes a
+  // fixture from anywhere.)
+  if (!suite_root.empty()) {
+    const std::string by_path = CaseName(path, "");
+    const std::string& declared = *declared_case;
+    if (by_path != declared && !by_path.ends_with("/" + declared))
+      return malformed("case \"" + declared + "\" is not this file's path (" + by_path + ")");
+  }
+  MaterializedFixture m;
+  m.expected_code = *expected;
+  if (expected_code) *expected_code = *expected;
+  if (!ErrorCodeFromName(*expected))
+    return malformed("expected_code \"" + *expected + "\" is not in the error registry");
+  if (patch->size() != 1)
+    return malformed("patch must hold exactly one operation (a one-field mutation), has " +
+                     std::to_string(patch->size()));
+  fs::path base_path = fs::path(path).parent_path() / *base;
+  m.base = base_path.lexically_normal().string();
+  m.base_member = *base;
+  m.jsonl = IsJsonl(m.base);
+  Json target;
+  if (m.jsonl) {
+    auto text = ReadFileToString(m.base);
+    if (!text.ok()) return malformed("base: " + text.status().message());
+    auto arr = ParseJsonlToArray(*text, m.base);
+    if (!arr.ok()) return malformed("base: " + arr.status().message());
+    target = std::move(*arr);
+  } else {
+    auto b = ReadJsonFileStrict(m.base);
+    if (!b.ok()) return malformed("base: " + b.status().message());
+    target = std::move(b->value);
+  }
+  // A base is a document the mutation breaks, never an invalid fixture (itself or another: a
+  // fixture whose base names itself passed expecting INPUT_UNKNOWN_KIND; probe 38).
+  if (target.is_object() && target.contains("kind") && target["kind"] == kInvalidFixtureKind)
+    return malformed("base " + *base +
+                     " is an invalid fixture; a base is the valid document the patch mutates");
+  try {
+    m.document = target.patch(*patch);
+  } catch (const std::exception& e) {
+    return malformed(std::string("patch does not apply to the base: ") + e.what());
+  }
+  // Compared as written: 448 and 448.0 are equal JSON values but different documents (the
+  // strict reader refuses the second; probe 38).
+  if (m.document.dump() == target.dump()) return malformed("patch leaves the base unchanged");
+  if (m.jsonl && !m.document.is_array())
+    return malformed("patch must keep a JSON Lines base an array of lines");
+  return m;
+}
+
 FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_root) {
   FixtureOutcome o;
   o.path = path;
@@ -151,72 +224,17 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
 
   // An invalid fixture.
   o.invalid = true;
-  const Json& doc = parsed->value;
-  Violations schema;
-  FieldReader r(&doc, "", &schema);
-  r.Enum("kind", {kInvalidFixtureKind});
-  auto declared_case = r.String("case");
-  r.OptString("description");
-  r.String("seed_ref");
-  auto base = r.String("base");
-  const Json* patch = r.Array("patch");
-  auto expected = r.String("expected_code");
-  r.RejectUnknownFields();
-  auto malformed = [&](std::string why) {
-    o.error = Status(StatusCode::kInvalidArgument, path + ": " + why, ErrorCode::INPUT_FIXTURE_MALFORMED);
+  auto m = MaterializeInvalidFixture(path, parsed->value, suite_root, &o.expected_code);
+  if (!m.ok()) {
+    o.error = m.status();
     o.detail = o.error.ToString();
     return o;
-  };
-  if (!schema.empty()) return malformed(schema.front().pointer + ": " + schema.front().message);
-  // In a suite its name is its path (the case printed and filtered by): a `case` naming another
-  // path would be listed under one name and found under none (probe 56). (`validate` takes a
-  // fixture from anywhere.)
-  if (!suite_root.empty()) {
-    const std::string by_path = CaseName(path, "");
-    const std::string& declared = *declared_case;
-    if (by_path != declared && !by_path.ends_with("/" + declared))
-      return malformed("case \"" + declared + "\" is not this file's path (" + by_path + ")");
   }
-  o.expected_code = *expected;
-  if (!ErrorCodeFromName(*expected))
-    return malformed("expected_code \"" + *expected + "\" is not in the error registry");
-  if (patch->size() != 1)
-    return malformed("patch must hold exactly one operation (a one-field mutation), has " +
-                     std::to_string(patch->size()));
-  fs::path base_path = fs::path(path).parent_path() / *base;
-  std::string base_str = base_path.lexically_normal().string();
-  Json target;
-  if (IsJsonl(base_str)) {
-    auto text = ReadFileToString(base_str);
-    if (!text.ok()) return malformed("base: " + text.status().message());
-    auto arr = ParseJsonlToArray(*text, base_str);
-    if (!arr.ok()) return malformed("base: " + arr.status().message());
-    target = std::move(*arr);
-  } else {
-    auto b = ReadJsonFileStrict(base_str);
-    if (!b.ok()) return malformed("base: " + b.status().message());
-    target = std::move(b->value);
-  }
-  // A base is a document the mutation breaks, never an invalid fixture (itself or another: a
-  // fixture whose base names itself passed expecting INPUT_UNKNOWN_KIND; probe 38).
-  if (target.is_object() && target.contains("kind") && target["kind"] == kInvalidFixtureKind)
-    return malformed("base " + *base +
-                     " is an invalid fixture; a base is the valid document the patch mutates");
-  Json mutated;
-  try {
-    mutated = target.patch(*patch);
-  } catch (const std::exception& e) {
-    return malformed(std::string("patch does not apply to the base: ") + e.what());
-  }
-  // Compared as written: 448 and 448.0 are equal JSON values but different documents (the
-  // strict reader refuses the second; probe 38).
-  if (mutated.dump() == target.dump()) return malformed("patch leaves the base unchanged");
-  if (IsJsonl(base_str)) {
-    if (!mutated.is_array()) return malformed("patch must keep a JSON Lines base an array of lines");
-    o.violations = ValidateJsonl(JsonlFromArray(mutated), o.case_name + " (patched " + *base + ")", &o.kind);
-  } else {
-    o.violations = ValidateDoc(mutated, &o.kind);
-  }
+  if (m->jsonl)
+    o.violations =
+        ValidateJsonl(m->Text(), o.case_name + " (patched " + m->base_member + ")", &o.kind);
+  else
+    o.violations = ValidateDoc(m->document, &o.kind);
   std::set<std::string> codes;
   for (const auto& v : o.violations) codes.insert(std::string(ErrorCodeName(v.code)));
   if (o.violations.empty()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reference/base/status.h"
+#include "reference/base/strict_json.h"
 #include "reference/validate/violation.h"
 
 namespace kvc {
@@ -31,6 +32,29 @@ struct FixtureOutcome {
   std::string detail;      // why it failed, for reports
   uint64_t omitted = 0;    // violations found beyond a report's limit: counted, not listed
 };
+
+// The document an invalid fixture checks: its base with its one-operation patch applied.
+struct MaterializedFixture {
+  std::string base;           // the base's path: the fixture's directory joined with base_member
+  std::string base_member;    // the fixture's `base` member, as written
+  std::string expected_code;  // the one code the document must raise
+  bool jsonl = false;         // a JSON Lines base: `document` is the array of its lines
+  Json document;              // the patched base
+  // The patched base as a file's bytes: one compact JSON text per line for a JSON Lines base
+  // (what the fixture runner validates), compact JSON otherwise.
+  std::string Text() const;
+};
+
+// Reads the invalid fixture `doc` (the parsed file at `path`) and applies its patch to its base.
+// Refused with INPUT_FIXTURE_MALFORMED ("<path>: <why>"): a member missing, mistyped or unknown,
+// a `case` that is not the file's path (checked only when `suite_root` is given), an
+// expected_code outside the registry, a patch of other than one operation, a base that does not
+// load or is itself an invalid fixture, a patch that does not apply, leaves the base unchanged
+// or turns a JSON Lines base into something other than an array of lines. `expected_code`, when
+// given, receives the declared code as soon as the fixture's members are read (also on refusal).
+StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path, const Json& doc,
+                                                        const std::string& suite_root = "",
+                                                        std::string* expected_code = nullptr);
 
 // Validates one document file of any registered kind (JSON, or JSON Lines by extension).
 // `error` is set for unreadable/unparseable input; violations are filled otherwise.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "reference/testutil/testutil.h"
 #include "reference/validate/kinds.h"
@@ -81,6 +82,64 @@ TEST(FixtureRunner, MalformedInvalidFixturesAreInputErrors) {
         << "case " << i << ": " << o.error.ToString() << " " << o.detail;
     EXPECT_FALSE(o.passed) << "case " << i;
   }
+}
+
+// MaterializeInvalidFixture yields the base with exactly the fixture's one operation applied:
+// the JSON Patch from the base to the document is the fixture's patch, and the document's text
+// reads back as the document.
+TEST(FixtureMaterializer, TheDocumentIsTheBaseWithTheOnePatchApplied) {
+  TempDir t;
+  const std::string path =
+      t.Write("f.json", InvalidFixture(kReplaceReserved, "MANIFEST_RESERVATION_BELOW_COMMIT"));
+  auto m = MaterializeInvalidFixture(path, ReadJsonFileStrict(path)->value);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE(m->jsonl);
+  EXPECT_EQ(m->expected_code, "MANIFEST_RESERVATION_BELOW_COMMIT");
+  EXPECT_EQ(m->base, fs::path(test::SourcePath(kManifest)).lexically_normal().string());
+  EXPECT_EQ(Json::diff(test::LoadJson(kManifest), m->document), kReplaceReserved);
+  EXPECT_EQ(Json::parse(m->Text()), m->document);
+}
+
+// A JSON Lines base is patched as the array of its lines, and its text is one line per element:
+// only the patched line differs from the base's.
+TEST(FixtureMaterializer, AJsonLinesBaseChangesOnlyThePatchedLine) {
+  TempDir t;
+  const std::string trace = "fixtures/m5_1/frontier/ordinary_stop_repair.jsonl";
+  const Json patch =
+      Json::array({{{"op", "replace"}, {"path", "/2/monotonic_ns"}, {"value", 123456789}}});
+  const std::string path =
+      t.Write("t.json", InvalidFixture(patch, "TRACE_CLOCK_REGRESSION", test::SourcePath(trace)));
+  auto m = MaterializeInvalidFixture(path, ReadJsonFileStrict(path)->value);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->jsonl);
+  std::vector<Json> base_lines, lines;
+  for (const std::string& l : test::SourceLines(trace)) base_lines.push_back(Json::parse(l));
+  std::istringstream in(m->Text());
+  for (std::string l; std::getline(in, l);) lines.push_back(Json::parse(l));
+  ASSERT_EQ(lines.size(), base_lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i == 2)
+      EXPECT_EQ(
+          Json::diff(base_lines[i], lines[i]),
+          Json::array({{{"op", "replace"}, {"path", "/monotonic_ns"}, {"value", 123456789}}}));
+    else
+      EXPECT_EQ(lines[i], base_lines[i]) << "line " << i + 1;
+  }
+}
+
+// A refused fixture still names its declared code once its members are read (the runner's
+// reports show what the case expected).
+TEST(FixtureMaterializer, ARefusalStillNamesTheDeclaredCode) {
+  TempDir t;
+  const std::string path =
+      t.Write("f.json", InvalidFixture(kReplaceReserved, "MANIFEST_NOT_A_CODE"));
+  std::string code;
+  auto m = MaterializeInvalidFixture(path, ReadJsonFileStrict(path)->value, "", &code);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().error(), ErrorCode::INPUT_FIXTURE_MALFORMED);
+  EXPECT_EQ(code, "MANIFEST_NOT_A_CODE");
+  EXPECT_NE(m.status().message().find("not in the error registry"), std::string::npos)
+      << m.status().ToString();
 }
 
 // A case's name is its path relative to the suite root without .json or .jsonl; a path

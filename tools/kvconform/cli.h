@@ -53,6 +53,7 @@ void AddGenTraceCommand(CLI::App& app);
 void AddHandoffCommand(CLI::App& app);
 void AddFuzzCommand(CLI::App& app);
 void AddPdCommands(CLI::App& app);  // pd-run, pd-worker, pd-bench (UCX handoff)
+void AddFixtureCommand(CLI::App& app);  // fixture materialize
 
 // A list option: comma-separated unsigned decimal integers, each argument of a repeated flag
 // continuing the list (calc kv-bytes --lengths/--copies, calc layer-stream --ready/--transfer).

@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   kvc::cli::AddHandoffCommand(app);
   kvc::cli::AddFuzzCommand(app);
   kvc::cli::AddPdCommands(app);
+  kvc::cli::AddFixtureCommand(app);
   kvc::cli::RejectNegativeUnsigned(app);
   // The parser's messages quote the command line: escaped like every quote of the input, so an
   // argument cannot forge a line or reach the terminal as a control sequence (probe 38).
