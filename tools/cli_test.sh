@@ -71,6 +71,11 @@ check materialize_two_to_stdout 2 "$K" fixture materialize invalid_fixtures/m5_1
 expect_out materialize_two_to_stdout_msg 'give --out-dir'
 printf '{"kind": "kvconform.invalid_fixture/1", "case": "x", "seed_ref": "s", "base": "nope.json", "patch": [{"op": "remove", "path": "/a"}], "expected_code": "INPUT_FIELD_UNKNOWN"}' >"$T/nobase.json"
 check materialize_missing_base 2 "$K" fixture materialize "$T/nobase.json"; expect_out materialize_missing_base_msg 'INPUT_FIXTURE_MALFORMED.*nobase.json: base: .*nope.json'
+mkdir -p "$T/clash/a" "$T/clash/a_b"
+sed "s|\"base\": \"[^\"]*\"|\"base\": \"$PWD/$M\"|" invalid_fixtures/m5_1/manifest/zero_layers.json >"$T/clash/a/b_c.json"
+cp "$T/clash/a/b_c.json" "$T/clash/a_b/c.json"
+check materialize_name_clash 2 "$K" fixture materialize "$T/clash/a/b_c.json" "$T/clash/a_b/c.json" --out-dir "$T/clashout"
+expect_out materialize_name_clash_msg 'is already taken by'
 check materialize_only_valid_dir 2 "$K" fixture materialize fixtures/m5_1/manifest; expect_out materialize_only_valid_dir_msg 'no invalid fixture among the files given'
 
 # Bad input: exit 2 with file, line and column.

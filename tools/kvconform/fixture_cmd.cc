@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "reference/base/strict_json.h"
 #include "reference/validate/kinds.h"
@@ -70,6 +71,7 @@ void Run(const MaterializeOptions& opt) {
     }
   }
   size_t written = 0;
+  std::map<std::string, std::string> written_from;  // output name -> the fixture written there
   for (const auto& [path, named] : files) {
     if (path.ends_with(".jsonl")) {  // a trace or history: a document, never an invalid fixture
       if (named) {
@@ -107,6 +109,14 @@ void Run(const MaterializeOptions& opt) {
       continue;
     }
     const std::string out = (fs::path(opt.out_dir) / OutputName(path, *m)).string();
+    // Two paths can flatten to one name (a/b_c.json and a_b/c.json): the second is refused,
+    // never written over the first.
+    if (auto [it, fresh] = written_from.emplace(out, path); !fresh) {
+      std::cerr << me << Printable(path) << ": its document's name " << Printable(out)
+                << " is already taken by " << Printable(it->second) << "'s\n";
+      any_error = true;
+      continue;
+    }
     std::ofstream os(out, std::ios::binary);
     os << text;
     if (!m->jsonl) os << "\n";
