@@ -9,7 +9,8 @@
 // the same document differ, or when a violation has no registry code, no message, or a pointer
 // that is not an RFC 6901 pointer. Crashes, hangs, leaks and undefined behaviour are the
 // sanitizers' to report.
-// Build: tools/fuzz-check.sh SECONDS document_validate (Clang, -DKVCONFORM_FUZZ=ON). Not in CI.
+// Build: tools/fuzz-check.sh SECONDS document_validate (Clang, -DKVCONFORM_FUZZ=ON). CI replays
+// its seeds (fuzz_seed_replay).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

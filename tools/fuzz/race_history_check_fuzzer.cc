@@ -15,7 +15,8 @@
 // (an outcome made unknown or an error, a result member moved by one or taken from another
 // operation, a time shifted, an operation moved to another worker or dropped) and keeps the end
 // line's count; otherwise, or for input that is not a history, libFuzzer's own mutation.
-// Build: tools/fuzz-check.sh SECONDS race_history_check (Clang, -DKVCONFORM_FUZZ=ON). Not in CI.
+// Build: tools/fuzz-check.sh SECONDS race_history_check (Clang, -DKVCONFORM_FUZZ=ON). CI
+// replays its seeds (fuzz_seed_replay).
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

@@ -4,10 +4,11 @@
 // (CheckerOptions::fast_readers = false), (2) line by line through the one-pass readers and
 // (3) in padded batches of 16 lines, the path `kvconform check` takes (CheckTraceFile). All three
 // must report the same violations (line, code, pointer, message, event and request) in the same
-// order; a difference aborts with all three renderings. Crashes, hangs, leaks and undefined behaviour
-// are the sanitizers' to report. The released-request window and the pruning cadence are small
-// (4 and 2) so that short inputs reach the forgetting paths.
-// Build: tools/fuzz-check.sh (Clang, -DKVCONFORM_FUZZ=ON). Not part of CI.
+// order; a difference aborts with all three renderings. Crashes, hangs, leaks and undefined
+// behaviour are the sanitizers' to report. The released-request window and the pruning cadence
+// are small (4 and 2) so that short inputs reach the forgetting paths.
+// Build: tools/fuzz-check.sh (Clang, -DKVCONFORM_FUZZ=ON). CI replays its seeds
+// (fuzz_seed_replay).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
