@@ -28,6 +28,8 @@ for t in "${TARGETS[@]}"; do
   fi
   echo "seed-replay: $t: an oracle failed (corpus kept in $WORK/$t):" >&2
   tail -n 40 "$WORK/$t.err" >&2
+  failed=$(sed -n 's/^fuzz replay: failed on input //p' "$WORK/$t.err" | tail -n 1)
+  echo "seed-replay: reproduce: UCX_MEM_EVENTS=no $bin ${failed:-<the input named above>}" >&2
   rc=1
 done
 if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; fi
