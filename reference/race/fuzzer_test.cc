@@ -43,6 +43,14 @@ TEST(RaceFuzzer, FindsEveryMutant) {
     EXPECT_TRUE(r.failure.has_value())
         << m.name << " not found (seed 11; reproduce: kvconform fuzz races --mutant " << m.name
         << " --seed 11 --threads 3 --handles 1 --ops 60)";
+    if (!r.failure) continue;
+    // The program seed the report prints regenerates the failing program (the campaign seed
+    // and the program's index name it too): a reproducer's provenance (mutation audit: a
+    // wrong program_seed passed every test).
+    EXPECT_EQ(r.failure->program_seed, ProgramSeed(11, r.failure->program_index)) << m.name;
+    EXPECT_EQ(ProgramToText(GenerateProgram(Small(11).shape, r.failure->program_seed)),
+              ProgramToText(r.failure->program))
+        << m.name;
   }
 }
 
