@@ -13,8 +13,10 @@
 // Most byte-level mutations of a history break its format, so the target has its own mutator
 // (LLVMFuzzerCustomMutator): three times in four it edits one operation of a history that parses
 // (an outcome made unknown or an error, a result member moved by one or taken from another
-// operation, a time shifted, an operation moved to another worker or dropped) and keeps the end
-// line's count; otherwise, or for input that is not a history, libFuzzer's own mutation.
+// operation, a time shifted, an operation moved to another worker or dropped, or, a third of the
+// edits, its interval widened within its worker's slack, which keeps a linearizable history
+// linearizable) and keeps the end line's count; otherwise, or for input that is not a history,
+// libFuzzer's own mutation.
 // Build: tools/fuzz-check.sh SECONDS race_history_check (Clang, -DKVCONFORM_FUZZ=ON). CI
 // replays its seeds (fuzz_seed_replay).
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -74,12 +77,44 @@ constexpr const char* kCodes[] = {"LIFECYCLE_TXN_UNKNOWN",      "LIFECYCLE_UNKNO
 
 // One structured edit of `ops` (operation lines, already parsed); false when it found nothing
 // to edit.
+// Widens `op`'s interval within its worker's slack: its invocation moves to any time after its
+// worker's previous return, its return to any time before its worker's next invocation. A
+// linearization of the history stays one (each op's point stays inside its interval, and
+// real-time order only relaxes), so linearizable histories stay linearizable and the searches
+// are compared on them too (most other edits break linearizability). False when the op has no
+// known interval.
+bool Widen(std::vector<json>& ops, json& op, std::mt19937_64& rng) {
+  auto num = [](const json& o, const char* k) {
+    return o.contains(k) && o[k].is_number_unsigned() ? std::optional(o[k].get<uint64_t>())
+                                                      : std::nullopt;
+  };
+  const auto inv = num(op, "invoke_ns"), ret = num(op, "return_ns");
+  if (!inv || !ret || !op.contains("thread")) return false;
+  constexpr uint64_t kMore = uint64_t{1} << 20;  // the last op of its worker: ~1 ms more
+  uint64_t lo = 0, hi = *ret > UINT64_MAX - kMore ? UINT64_MAX : *ret + kMore;
+  for (const json& o : ops) {
+    if (&o == &op || !o.is_object() || !o.contains("thread") || o["thread"] != op["thread"])
+      continue;
+    const auto oi = num(o, "invoke_ns"), orr = num(o, "return_ns");
+    if (orr && *orr <= *inv) lo = std::max(lo, *orr);
+    if (oi && *oi >= *ret) hi = std::min(hi, *oi);
+  }
+  auto between = [&](uint64_t a, uint64_t b) {  // uniform in [a, b], a <= b
+    return b - a == UINT64_MAX ? rng() : a + rng() % (b - a + 1);
+  };
+  op["invoke_ns"] = between(lo, *inv);
+  op["return_ns"] = between(*ret, hi);
+  return true;
+}
+
 bool EditOne(std::vector<json>& ops, std::mt19937_64& rng) {
   if (ops.empty()) return false;
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   json& op = ops[pick(ops.size())];
   if (!op.is_object()) return false;
-  switch (pick(8)) {
+  const size_t edit = pick(12);
+  if (edit >= 8) return Widen(ops, op, rng);  // a third of the edits keep linearizability
+  switch (edit) {
     case 0:  // the call timed out: unknown outcome
       op["outcome"] = "unknown";
       op["return_ns"] = nullptr;
