@@ -29,7 +29,10 @@ mkdir -p "$OUT"
 ours() {  # ours FILE -> 0 when TARGET reads it
   local f=$1 kind=json
   case "$f" in
-    *.jsonl) if head -n 1 "$f" | grep -q 'race_history'; then kind=race; else kind=trace; fi ;;
+    *.jsonl)
+      local first=""
+      IFS= read -r first <"$f" || true  # (no pipe: under pipefail a closed pipe would fail it)
+      if [[ $first == *race_history* ]]; then kind=race; else kind=trace; fi ;;
     *.json) ;;
     *) return 1 ;;
   esac

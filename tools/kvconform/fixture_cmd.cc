@@ -56,7 +56,8 @@ void Run(const MaterializeOptions& opt) {
   }
   if (files.size() > 1 && opt.out_dir.empty()) {
     std::cerr << me
-              << "more than one fixture: give --out-dir (standard output holds one document)\n";
+              << "more than one file given or found: give --out-dir (standard output holds one "
+                 "document)\n";
     ExitCode() = kExitUsage;
     return;
   }
@@ -88,7 +89,9 @@ void Run(const MaterializeOptions& opt) {
       continue;
     }
     if (KindOf(parsed->value) != kInvalidFixtureKind) {
-      if (named) {  // found in a directory: a valid fixture beside the invalid ones, skipped
+      // Named: an error. Found in a directory: a valid document beside the invalid fixtures,
+      // skipped.
+      if (named) {
         std::cerr << me << Printable(path) << ": kind \"" << Printable(KindOf(parsed->value))
                   << "\", not an invalid fixture (" << kInvalidFixtureKind << ")\n";
         any_error = true;
