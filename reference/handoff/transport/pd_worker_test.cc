@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -90,6 +94,43 @@ SourceKv SmallSource() {
   return s;
 }
 
+// A worker thread the test runs, joined with a watchdog: every wait of a worker is bounded (its
+// peer timeout, its retransmissions), so one still running after `limit` is hung, e.g. a wait
+// that lost its deadline (mutation audit: transport mutant 51, the decode worker's idle deadline
+// ignored, hung its test until ctest's 300 s timeout). A thread cannot be stopped, so the test
+// binary then aborts at once, naming the worker, instead of hanging.
+class WorkerThread {
+ public:
+  template <typename F>
+  WorkerThread(const char* name, F f)
+      : name_(name), thread_([this, f = std::move(f)]() mutable {
+          f();
+          done_ = true;
+        }) {}
+  ~WorkerThread() {
+    if (thread_.joinable()) JoinWithin(kLimit);
+  }
+  // Generous beside the workers' own bounds (peer timeouts of 0.3-3 s, a few retransmissions),
+  // for sanitizer builds and loaded hosts.
+  static constexpr std::chrono::milliseconds kLimit{60'000};
+  void JoinWithin(std::chrono::milliseconds limit = kLimit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done_ && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done_) {
+      std::fprintf(stderr, "the %s did not end within %lld ms: a wait without its deadline\n",
+                   name_, static_cast<long long>(limit.count()));
+      std::abort();
+    }
+    thread_.join();
+  }
+
+ private:
+  const char* name_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 WorkerOptions SmallOptions() {
   WorkerOptions o;
   o.credit_bytes = 512;
@@ -115,7 +156,7 @@ PairRun RunPair(WorkerOptions p, WorkerOptions d, SourceKv source) {
   d.bootstrap = {"127.0.0.1", 0};
   const lifecycle::CacheAbi abi{source.tensor_abi_sha256, static_cast<uint32_t>(source.num_layers),
                                 "post_rope"};
-  std::thread decode([&] { r.decode = RunDecodeWorker(d, abi); });
+  WorkerThread decode("decode worker", [&] { r.decode = RunDecodeWorker(d, abi); });
   uint16_t port = 0;
   for (int i = 0; i < 1000 && port == 0; ++i) {
     std::ifstream f(d.port_file);
@@ -123,7 +164,7 @@ PairRun RunPair(WorkerOptions p, WorkerOptions d, SourceKv source) {
   }
   p.bootstrap = {"127.0.0.1", port};
   r.prefill = RunPrefillWorker(p, std::move(source));
-  decode.join();
+  decode.JoinWithin();
   std::filesystem::remove_all(dir);
   return r;
 }
@@ -356,7 +397,7 @@ DecodeResult RunScripted(WorkerOptions d, const SourceKv& src, Script script) {
   d.bootstrap = {"127.0.0.1", 0};
   const lifecycle::CacheAbi abi{src.tensor_abi_sha256, static_cast<uint32_t>(src.num_layers),
                                 "post_rope"};
-  std::thread decode([&] { res = RunDecodeWorker(d, abi); });
+  WorkerThread decode("decode worker", [&] { res = RunDecodeWorker(d, abi); });
   uint16_t port = 0;
   for (int i = 0; i < 1000 && port == 0; ++i) {
     std::ifstream f(d.port_file);
@@ -366,7 +407,7 @@ DecodeResult RunScripted(WorkerOptions d, const SourceKv& src, Script script) {
   const Deadline deadline = After(std::chrono::milliseconds(3000));
   ConnectAndRun(BootstrapSocket::Connect({"127.0.0.1", port}, deadline), deadline, p, script,
                 "decode worker");
-  decode.join();
+  decode.JoinWithin();
   std::filesystem::remove_all(dir);
   return res;
 }
@@ -547,11 +588,11 @@ PrefillResult RunScriptedDecode(WorkerOptions p, SourceKv src, Script script) {
     return res;
   }
   p.bootstrap = {"127.0.0.1", l->port()};
-  std::thread prefill([&] { res = RunPrefillWorker(p, std::move(src)); });
+  WorkerThread prefill("prefill worker", [&] { res = RunPrefillWorker(p, std::move(src)); });
   ScriptedDecode d;
   const Deadline deadline = After(std::chrono::milliseconds(3000));
   ConnectAndRun(l->Accept(deadline), deadline, d, script, "prefill worker");
-  prefill.join();
+  prefill.JoinWithin();
   return res;
 }
 
