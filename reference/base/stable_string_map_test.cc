@@ -185,10 +185,12 @@ void RunModelCheck(uint64_t seed) {
         ASSERT_EQ(copy == a, ma.count(k) == 0);
         break;
       }
-      case 15: {  // reserve keeps everything in place; a prefetch hint (of a key present or
-                  // not) changes nothing
+      case 15: {  // reserve keeps everything in place; the prefetch hints (of a key present
+                  // or not) change nothing
         a.reserve(a.size() + rng() % 64);
+        a.PrefetchSlot(k);
         a.Prefetch(k);
+        b.PrefetchSlot(k);
         b.Prefetch(k);
         break;
       }

@@ -569,6 +569,7 @@ TraceChecker::Request* TraceChecker::FindRequest(std::string_view id) {
   // One event looks its request up several times: the last hit is remembered (map nodes are
   // stable until erased; every erase clears the memo).
   if (last_request_ && SameBytes(last_request_->first, id)) return &last_request_->second;
+  ++request_memo_misses_;
   auto it = requests_.find(id);
   if (it == requests_.end()) return nullptr;
   last_request_ = &*it;
@@ -1171,12 +1172,59 @@ void TraceChecker::FeedPaddedBatch(const std::string_view* lines, size_t n,
                     ? simdjson::CAPACITY  // not parsed here; replayed through FeedPadded below
                     : batch_parsers_[i]->parser.parse(line.data(), line.size(), false).get(roots[i]);
     }
+    // Most events of the last batch named another request than the event before, and the
+    // live requests' records do not all fit the cache: this batch's records are cold.
+    const size_t live =
+        requests_.size() > released_.size() ? requests_.size() - released_.size() : 0;
+    if (request_memo_misses_ * 4 >= m * 3 && live >= opt_.prefetch_from_live_requests) {
+      bool parsed[kMaxBatch];
+      for (size_t i = 0; i < m; ++i) parsed[i] = errs[i] == simdjson::SUCCESS;
+      PrefetchBatchRecords(roots, parsed, m);
+      ++prefetched_batches_;
+    }
+    request_memo_misses_ = 0;
     for (size_t i = 0; i < m; ++i) {
       const uint32_t line_no = first_line_no + static_cast<uint32_t>(start + i);
       if (lines[start + i].size() > kMaxBatchLine)
         FeedPadded(lines[start + i], line_no);
       else
         ReplayLine(lines[start + i], line_no, errs[i], roots[i]);
+    }
+  }
+}
+
+void TraceChecker::PrefetchBatchRecords(const dom::element* roots, const bool* parsed,
+                                        size_t m) const {
+  // Two passes, so that the misses overlap: the index slots the lines' ids hash to, then (those
+  // slots now loading) the records they point at. Only a line's first request_id and
+  // operation_id strings are read; whatever the line holds, nothing is judged here.
+  std::string_view request[kMaxBatch], operation[kMaxBatch];
+  for (size_t i = 0; i < m; ++i) {
+    dom::object obj;
+    if (!parsed[i] || roots[i].get_object().get(obj) != simdjson::SUCCESS) continue;
+    for (dom::key_value_pair f : obj) {
+      std::string_view v;
+      if (request[i].empty() && KeyEquals(f.key, "request_id") &&
+          f.value.get_string().get(v) == simdjson::SUCCESS) {
+        request[i] = v;
+        requests_.PrefetchSlot(v);
+        kv_->PrefetchHandleSlot(v);
+      } else if (operation[i].empty() && KeyEquals(f.key, "operation_id") &&
+                 f.value.get_string().get(v) == simdjson::SUCCESS) {
+        operation[i] = v;
+        ops_.PrefetchSlot(v);
+        kv_->PrefetchTxnSlot(v);
+      }
+    }
+  }
+  for (size_t i = 0; i < m; ++i) {
+    if (!request[i].empty()) {
+      requests_.Prefetch(request[i]);
+      kv_->PrefetchHandle(request[i]);
+    }
+    if (!operation[i].empty()) {
+      ops_.Prefetch(operation[i]);
+      kv_->PrefetchTxn(operation[i]);
     }
   }
 }

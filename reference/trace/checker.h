@@ -311,6 +311,13 @@ struct CheckerOptions {
   // index (transfer_events.cc MayBreakIdentityRules), scanning them only when a rule may be
   // broken. false scans them at every plan (tests compare the two paths with it).
   bool transfer_identity_index = true;
+  // A hint, no effect on any result: when most events of a batch named another request than
+  // the event before (a continuous-batching engine's order, `gen-trace --order step`) and at
+  // least this many requests are live, the next batch's request, handle and operation records
+  // are loaded into the cache before it is replayed, so that their misses overlap
+  // (FeedPaddedBatch). Below the threshold the records are cached anyway and the pass only costs
+  // time. 0: whenever the order asks for it; SIZE_MAX: never (tests compare the two).
+  size_t prefetch_from_live_requests = 4096;
 };
 
 class TraceChecker {
@@ -432,6 +439,9 @@ class TraceChecker {
   // Sources holding a duplicate-delivery window (those that sent a kept event); for memory-bound
   // tests.
   size_t source_windows() const;
+  // Batches whose records PrefetchBatchRecords loaded
+  // (CheckerOptions::prefetch_from_live_requests); for tests.
+  uint64_t prefetched_batches() const { return prefetched_batches_; }
   // Whether an event with this id is among the last events of some source's duplicate window
   // (SourceState::kRecent per source; a hash match): the trace holds it, recently. A cold-path
   // question (an observation naming a cause its request does not keep).
@@ -753,6 +763,14 @@ class TraceChecker {
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
   std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
+  // FindRequest's memo misses since the last batch began: one per event that names another
+  // request than the lookup before it (FeedPaddedBatch's prefetch signal).
+  uint32_t request_memo_misses_ = 0;
+  uint64_t prefetched_batches_ = 0;
+  // Starts loading the records the parsed lines `roots` name into the cache (`parsed[i]`: root
+  // i is a document): a hint (CheckerOptions::prefetch_from_live_requests).
+  void PrefetchBatchRecords(const simdjson::dom::element* roots, const bool* parsed,
+                            size_t m) const;
   const lifecycle::HandleRecord* handle_memo_ = nullptr;           // FindHandle's memo, valid
   uint64_t handle_memo_erasures_ = 0;                              // while erasures match
   // Rows FindEventType returned, by a hash of the name (rows are only added before checking

@@ -1068,6 +1068,60 @@ TEST(TraceCheckerTest, BatchedFileCheckEqualsLineByLineReplay) {
   }
 }
 
+// The batched file check's prefetch of cold records (CheckerOptions::prefetch_from_live_requests)
+// is a hint: in a continuous-batching engine's order, where it runs, the check reports exactly
+// what it reports without it, planted defects included.
+TEST(TraceCheckerTest, PrefetchingColdRecordsChangesNoResult) {
+  int seq = 0;
+  auto ev = [&](int r, const std::string& type, const std::string& rest) {
+    const int s = seq++;
+    return R"({"event_id":"e)" + std::to_string(s) + R"(","source_instance":"e",)" +
+           R"("source_component":"semantic","local_sequence":)" + std::to_string(s) +
+           R"(,"monotonic_ns":)" + std::to_string(100 + s) + R"(,"event_type":")" + type +
+           R"(","request_id":"R)" + std::to_string(r) + R"(","handle_generation":0,)" + rest +
+           "}\n";
+  };
+  auto op = [](int r) { return "\"operation_id\":\"p" + std::to_string(r) + "\","; };
+  // One engine iteration at a time, phase by phase: consecutive events name other requests.
+  constexpr int kRequests = 600;
+  std::string body;
+  for (int r = 0; r < kRequests; ++r)
+    body += ev(r, "request_allocate", R"("payload":{"prompt_length":2})");
+  for (int r = 0; r < kRequests; ++r)
+    body += ev(r, "append_start",
+               op(r) + R"("base_snapshot":0,"payload":{"interval":[0,2],)"
+                       R"("cache_position":[0,2],"mask_key_length":2,)"
+                       R"("position_stage":"post_rope","purpose":"prefill"})");
+  for (int r = 0; r < kRequests; ++r) {
+    body += ev(r, "append_stage_layer", op(r) + R"("payload":{"layer":0,"interval":[0,2]})");
+    if (r % 97 == 5) body += "{not json\n";
+  }
+  for (int r = 0; r < kRequests; ++r)
+    body += ev(r, "append_publish",
+               op(r) + (r % 89 == 3 ? R"("base_snapshot":1,)" : R"("base_snapshot":0,)") +
+                   R"("result_snapshot":1,"payload":{"committed_length":2})");
+  const std::string text = std::string(kHeader) + "\n" + body;
+  const std::string path = ::testing::TempDir() + "/prefetch_step_order.jsonl";
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(text.data(), 1, text.size(), f), text.size());
+    std::fclose(f);
+  }
+  CheckerOptions with, without;
+  with.prefetch_from_live_requests = 0;
+  without.prefetch_from_live_requests = SIZE_MAX;
+  TraceChecker a(path, with), b(path, without);
+  ASSERT_TRUE(CheckTraceFile(path, &a).ok());
+  ASSERT_TRUE(CheckTraceFile(path, &b).ok());
+  std::remove(path.c_str());
+  EXPECT_GT(a.prefetched_batches(), 100u);  // it ran: most batches of this order
+  EXPECT_EQ(b.prefetched_batches(), 0u);
+  EXPECT_GE(a.violations().size(), 12u);  // the malformed lines and the wrong bases
+  EXPECT_EQ(test::RenderTraceViolations(a.violations(), a.contexts()),
+            test::RenderTraceViolations(b.violations(), b.contexts()));
+}
+
 // Line numbers are 32-bit: the readers stop at kMaxTraceLines instead of wrapping (a trace
 // piped from a runtime through "-" has no size known in advance).
 TEST(TraceCheckerTest, LineNumbersStopAtTheirLimitInsteadOfWrapping) {

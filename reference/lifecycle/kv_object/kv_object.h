@@ -139,6 +139,14 @@ class KvObject {
   // Any record, tombstones included; nullptr when unknown. Valid until the next mutation.
   const HandleRecord* Find(std::string_view handle_id) const;
   const AppendTxn* FindTxn(std::string_view txn_id) const;
+  // Hints, no effect on the state: start loading into the cache the index slot an id hashes to
+  // (the *Slot ones), or the handle / transaction record it probably names (StableStringMap's
+  // PrefetchSlot and Prefetch). For a caller that looks up many cold records at once (the trace
+  // checker).
+  void PrefetchHandleSlot(std::string_view handle_id) const { handles_.PrefetchSlot(handle_id); }
+  void PrefetchTxnSlot(std::string_view txn_id) const { txns_.PrefetchSlot(txn_id); }
+  void PrefetchHandle(std::string_view handle_id) const { handles_.Prefetch(handle_id); }
+  void PrefetchTxn(std::string_view txn_id) const { txns_.Prefetch(txn_id); }
   // The complete BeginAppendRequest that opened `t` (a transaction of this object): its
   // identity plus the cache ABI id and position binding BeginAppend required (see
   // AppendIdentity). OperationFingerprint(RequestOf(t)) == FingerprintOf(t).
