@@ -315,8 +315,9 @@ struct CheckerOptions {
   // the event before (a continuous-batching engine's order, `gen-trace --order step`) and at
   // least this many requests are live, the next batch's request, handle and operation records
   // are loaded into the cache before it is replayed, so that their misses overlap
-  // (FeedPaddedBatch). Below the threshold the records are cached anyway and the pass only costs
-  // time. 0: whenever the order asks for it; SIZE_MAX: never (tests compare the two).
+  // (FeedPaddedBatch). Below the threshold the records are likely cached and the pass only
+  // costs time (measured: docs/trace-check-performance.md, thirty-seventh round). 0: whenever the
+  // order asks for it; SIZE_MAX: never (tests compare the two).
   size_t prefetch_from_live_requests = 4096;
 };
 
@@ -765,7 +766,7 @@ class TraceChecker {
   std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
   // FindRequest's memo misses since the last batch began: one per event that names another
   // request than the lookup before it (FeedPaddedBatch's prefetch signal).
-  uint32_t request_memo_misses_ = 0;
+  uint64_t request_memo_misses_ = 0;
   uint64_t prefetched_batches_ = 0;
   // Starts loading the records the parsed lines `roots` name into the cache (`parsed[i]`: root
   // i is a document): a hint (CheckerOptions::prefetch_from_live_requests).
