@@ -1074,12 +1074,9 @@ TEST(TraceCheckerTest, BatchedFileCheckEqualsLineByLineReplay) {
 TEST(TraceCheckerTest, PrefetchingColdRecordsChangesNoResult) {
   int seq = 0;
   auto ev = [&](int r, const std::string& type, const std::string& rest) {
-    const int s = seq++;
-    return R"({"event_id":"e)" + std::to_string(s) + R"(","source_instance":"e",)" +
-           R"("source_component":"semantic","local_sequence":)" + std::to_string(s) +
-           R"(,"monotonic_ns":)" + std::to_string(100 + s) + R"(,"event_type":")" + type +
-           R"(","request_id":"R)" + std::to_string(r) + R"(","handle_generation":0,)" + rest +
-           "}\n";
+    return Ev(seq++, type,
+              R"("request_id":"R)" + std::to_string(r) + R"(","handle_generation":0,)" + rest) +
+           "\n";
   };
   auto op = [](int r) { return "\"operation_id\":\"p" + std::to_string(r) + "\","; };
   // One engine iteration at a time, phase by phase: consecutive events name other requests.
@@ -1100,21 +1097,15 @@ TEST(TraceCheckerTest, PrefetchingColdRecordsChangesNoResult) {
     body += ev(r, "append_publish",
                op(r) + (r % 89 == 3 ? R"("base_snapshot":1,)" : R"("base_snapshot":0,)") +
                    R"("result_snapshot":1,"payload":{"committed_length":2})");
-  const std::string text = std::string(kHeader) + "\n" + body;
-  const std::string path = ::testing::TempDir() + "/prefetch_step_order.jsonl";
-  {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(std::fwrite(text.data(), 1, text.size(), f), text.size());
-    std::fclose(f);
-  }
+  test::TempDir dir;
+  const std::string path =
+      dir.Write("prefetch_step_order.jsonl", std::string(kHeader) + "\n" + body);
   CheckerOptions with, without;
   with.prefetch_from_live_requests = 0;
   without.prefetch_from_live_requests = SIZE_MAX;
   TraceChecker a(path, with), b(path, without);
   ASSERT_TRUE(CheckTraceFile(path, &a).ok());
   ASSERT_TRUE(CheckTraceFile(path, &b).ok());
-  std::remove(path.c_str());
   EXPECT_GT(a.prefetched_batches(), 100u);  // it ran: most batches of this order
   EXPECT_EQ(b.prefetched_batches(), 0u);
   EXPECT_GE(a.violations().size(), 12u);  // the malformed lines and the wrong bases
@@ -3835,8 +3826,7 @@ TEST(TraceCheckerTest, MutantASkippedReleaseNamingAnotherGenerationRetiresNothin
 
 // Second mutation audit, survivor 20: a decode append whose token breaches the output frontier at
 // its start raises one violation; the request's frontier is no longer followed, so its publication
-// is not judged again (the table above compares code names, which a second FRONTIER_TOKEN_MISMATCH
-// leaves unchanged).
+// is not judged again (the table above now counts violations too; this test also pins where).
 TEST(TraceCheckerTest, MutantAFrontierBreachAtAnAppendsStartIsOneViolation) {
   for (const bool fast : {true, false}) {
     CheckerOptions opt;

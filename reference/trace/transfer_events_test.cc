@@ -936,8 +936,8 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
 }
 
 // Second mutation audit, survivors 131 and 156: the second violation they let through has the
-// code of the first, which the table above (code names) does not tell apart: each trace raises
-// exactly one violation.
+// code of the first (the table above compares every code, repeats included): each trace raises
+// exactly one violation, at the member named here.
 TEST(TransferEventsTest, MutantAWindowOrPoolNoLongerKnownIsJudgedOnce) {
   const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases = {
       {"mut3_131_a_wrong_in_flight_claim_stops_the_window_checks",
