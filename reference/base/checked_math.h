@@ -1,10 +1,12 @@
 // Overflow-checked arithmetic on sizes that come from untrusted input.
 //
-// Every function returns std::nullopt instead of wrapping; callers turn that into a
-// Status or a violation naming the field. Header-only, no state, thread-safe.
+// Every function returns std::nullopt instead of wrapping (SaturatingDeadline saturates);
+// callers turn that into a Status or a violation naming the field. Header-only, no state,
+// thread-safe.
 #ifndef KVCONFORM_REFERENCE_BASE_CHECKED_MATH_H_
 #define KVCONFORM_REFERENCE_BASE_CHECKED_MATH_H_
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -83,6 +85,25 @@ inline double ExactRatio(uint64_t num, uint64_t den) {
     ++lead;
   }
   return __builtin_ldexp(static_cast<double>(m), lead - 52);
+}
+
+// The steady-clock instant `budget` after `start`, saturating at the clock's last instant: a
+// budget beyond the clock's range (an "infinite" one from the command line, or
+// milliseconds::max()) never runs out. start + budget would convert the budget to the clock's
+// nanoseconds first, a signed overflow past ~292 years (undefined behaviour; UBSan caught
+// `fuzz check --budget inf`, whose 10^15 ms wrapped). A budget <= 0 has run out at `start`.
+inline std::chrono::steady_clock::time_point SaturatingDeadline(
+    std::chrono::steady_clock::time_point start, std::chrono::milliseconds budget) {
+  using Clock = std::chrono::steady_clock;
+  if (budget.count() <= 0) return start;
+  const Clock::duration since = start.time_since_epoch();
+  // The room before the clock's last instant (all of it from an instant before the epoch).
+  const Clock::duration room =
+      since.count() >= 0 ? Clock::duration::max() - since : Clock::duration::max();
+  // Whole milliseconds of room: a budget below it converts and adds without overflow.
+  if (budget >= std::chrono::duration_cast<std::chrono::milliseconds>(room))
+    return Clock::time_point::max();
+  return start + std::chrono::duration_cast<Clock::duration>(budget);
 }
 
 }  // namespace kvc

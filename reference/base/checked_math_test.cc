@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -116,6 +117,30 @@ TEST(ExactRatio, AgreesWithIeeeDivisionOnExactOperands) {
     ASSERT_EQ(ExactRatio(num, den), static_cast<double>(num) / static_cast<double>(den))
         << num << " / " << den << " (seed 20261205, case " << i << ")";
   }
+}
+
+// A deadline `budget` after `start` that cannot overflow the clock: "infinite" budgets saturate
+// at the clock's last instant (start + budget would convert milliseconds::max() to nanoseconds,
+// a signed overflow: UBSan's report on `fuzz check --budget inf`, 2026-12-06).
+TEST(CheckedMath, SaturatingDeadlineAddsOrSaturates) {
+  using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
+  using std::chrono::nanoseconds;
+  const Clock::time_point start(nanoseconds(123'456'789));
+  EXPECT_EQ(SaturatingDeadline(start, milliseconds(1500)), start + milliseconds(1500));
+  EXPECT_EQ(SaturatingDeadline(start, milliseconds(0)), start);
+  EXPECT_EQ(SaturatingDeadline(start, milliseconds(-5)), start);  // run out at the start
+  EXPECT_EQ(SaturatingDeadline(start, milliseconds::max()), Clock::time_point::max());
+  EXPECT_EQ(SaturatingDeadline(start, milliseconds(1'000'000'000'000'000)),  // 10^15 ms
+            Clock::time_point::max());
+  // At the clock's end: the last budget that fits is added exactly, the next one saturates.
+  const Clock::time_point late = Clock::time_point::max() - milliseconds(10) - nanoseconds(7);
+  EXPECT_EQ(SaturatingDeadline(late, milliseconds(9)), late + milliseconds(9));
+  EXPECT_EQ(SaturatingDeadline(late, milliseconds(10)), Clock::time_point::max());
+  // An instant before the clock's epoch has the whole range as room.
+  const Clock::time_point early(nanoseconds(-1'000'000'000));
+  EXPECT_EQ(SaturatingDeadline(early, milliseconds(2000)), early + milliseconds(2000));
+  EXPECT_EQ(SaturatingDeadline(early, milliseconds::max()), Clock::time_point::max());
 }
 
 }  // namespace

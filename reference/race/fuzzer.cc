@@ -3,6 +3,8 @@
 
 #include <rapidcheck.h>
 
+#include "reference/base/checked_math.h"
+
 namespace kvc::race {
 
 uint64_t SplitMix64(uint64_t x) {
@@ -91,7 +93,7 @@ class ShrinkListener : public rc::detail::TestListener {
 // opt.shrink_time every candidate passes without running, which ends the shrink.
 void ShrinkFailure(const CampaignOptions& opt, const TargetFactory& factory,
                    Clock::time_point t0, CampaignFailure* f) {
-  const auto deadline = Clock::now() + opt.shrink_time;
+  const auto deadline = SaturatingDeadline(Clock::now(), opt.shrink_time);
   const Program root = f->program;
   uint64_t attempt = 0;
   bool root_case = true;  // RapidCheck evaluates the root (the failing program) first
@@ -147,11 +149,12 @@ uint64_t ProgramSeed(uint64_t campaign_seed, uint64_t index) {
 CampaignReport RunCampaign(const CampaignOptions& opt, const TargetFactory& factory) {
   CampaignReport rep;
   const auto t0 = Clock::now();
+  const auto stop_at = SaturatingDeadline(t0, opt.time);  // used when opt.time > 0
   auto last_progress = t0;
   const uint32_t shards = std::max<uint32_t>(1, opt.shard_count);
   for (uint64_t i = opt.start; i < opt.start + opt.programs; ++i) {
     if (i % shards != opt.shard_index) continue;
-    if (opt.time.count() > 0 && Clock::now() - t0 > opt.time) break;
+    if (opt.time.count() > 0 && Clock::now() > stop_at) break;
     const uint64_t pseed = ProgramSeed(opt.seed, i);
     Program p = GenerateProgram(opt.shape, pseed);
     ++rep.programs_run;

@@ -86,6 +86,24 @@ TEST(RaceFuzzer, TimeLimitStopsTheCampaign) {
   EXPECT_LT(r.programs_run, 5000u);
 }
 
+// Regression: unlimited times (milliseconds::max(), what --time inf and --shrink-time inf
+// saturate toward) overflowed their conversion to the clock's nanoseconds and wrapped below zero,
+// so the campaign stopped before its first program and the shrinker before its first candidate
+// (undefined behaviour; UBSan reported the same overflow in `fuzz check --budget inf`).
+TEST(RaceFuzzer, RegressionUnlimitedTimesDoNotRunOutAtOnce) {
+  CampaignOptions o = Small(5);
+  o.programs = 3;
+  o.shape.ops = 10;
+  o.time = std::chrono::milliseconds::max();
+  EXPECT_EQ(RunCampaign(o, Store(Mutant::kNone)).programs_run, 3u);
+  CampaignOptions s = Small(3);
+  s.shrink = true;
+  s.shrink_time = std::chrono::milliseconds::max();
+  CampaignReport r = RunCampaign(s, Store(Mutant::kFinishAsRelease));
+  ASSERT_TRUE(r.failure.has_value());
+  EXPECT_LE(r.failure->shrunk.script.size(), 3u) << ProgramToText(r.failure->shrunk);
+}
+
 TEST(RaceFuzzer, ShardsPartitionTheCampaign) {
   CampaignOptions o = Small(5);
   o.programs = 10;

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference/base/checked_math.h"
 #include "reference/base/status.h"
 #include "reference/race/history.h"
 
@@ -467,7 +468,7 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
 // number of workers; with several failing partitions, which one the witness names may vary.
 template <SequentialModel M>
 StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const CheckOptions& opt = {}) {
-  auto deadline = std::chrono::steady_clock::now() + opt.budget;
+  const auto deadline = SaturatingDeadline(std::chrono::steady_clock::now(), opt.budget);
   CheckResult r;
   std::map<std::string, std::vector<const HistoryOp*>> by_name;
   for (const HistoryOp& op : h.ops) {

@@ -151,6 +151,19 @@ TEST(Linearizability, ExhaustedBudgetIsUnknownNotAVerdict) {
   EXPECT_EQ(CheckHistory(RegisterModel{}, h, opt)->verdict, Verdict::kNotLinearizable);
 }
 
+// Regression: an unlimited budget (milliseconds::max(), what `fuzz check --budget inf` saturates
+// toward) overflowed the deadline's conversion to nanoseconds and wrapped to an instant before
+// the check began, so a search of more than 1,024 steps came back unknown at once (undefined
+// behaviour; UBSan reported it in `fuzz check --budget inf`). The deadline saturates now.
+TEST(Linearizability, RegressionAnUnlimitedBudgetNeverRunsOut) {
+  History h;  // the history of ExhaustedBudgetIsUnknownNotAVerdict: every order is tried
+  for (int i = 0; i < 14; ++i) h.ops.push_back(Op(i, "r", "write", i + 1, 0, 1000));
+  h.ops.push_back(Op(14, "r", "read", 99, 2000, 2001));
+  CheckOptions opt;
+  opt.budget = std::chrono::milliseconds::max();
+  EXPECT_EQ(CheckHistory(RegisterModel{}, h, opt)->verdict, Verdict::kNotLinearizable);
+}
+
 // Equal timestamps count as concurrent: an op invoked at the instant another returned may be
 // linearized before it.
 TEST(Linearizability, EqualTimestampsAreConcurrent) {

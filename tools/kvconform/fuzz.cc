@@ -26,7 +26,8 @@ constexpr std::string_view kCampaignKind = "kvconform.race_campaign/1";
 constexpr uint32_t kMaxThreads = 256, kMaxHandles = 4096, kMaxOps = 1'000'000;
 constexpr uint32_t kMaxDriverTimeoutMs = 3'600'000;  // an hour
 
-// Seconds as milliseconds, saturating (a huge or infinite budget never runs out); `s` >= 0.
+// Seconds as milliseconds, saturating at 10^15 ms (a huge or infinite budget; the deadlines
+// built from it saturate too: SaturatingDeadline); `s` >= 0.
 std::chrono::milliseconds Milliseconds(double s) {
   constexpr double kMaxMs = 1e15;  // ~31,700 years
   const double ms = s * 1000;
