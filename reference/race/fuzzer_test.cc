@@ -86,10 +86,10 @@ TEST(RaceFuzzer, TimeLimitStopsTheCampaign) {
   EXPECT_LT(r.programs_run, 5000u);
 }
 
-// Regression: unlimited times (milliseconds::max(), what --time inf and --shrink-time inf
-// saturate toward) overflowed their conversion to the clock's nanoseconds and wrapped below zero,
-// so the campaign stopped before its first program and the shrinker before its first candidate
-// (undefined behaviour; UBSan reported the same overflow in `fuzz check --budget inf`).
+// Regression: unlimited times (milliseconds::max()) overflowed their conversion to the clock's
+// nanoseconds and wrapped below zero, so the campaign stopped before its first program and the
+// shrinker before its first candidate (undefined behaviour, as for the CLI's `inf`, 10^15 ms,
+// whose product wrapped too: UBSan reported it in `fuzz check --budget inf`).
 TEST(RaceFuzzer, RegressionUnlimitedTimesDoNotRunOutAtOnce) {
   CampaignOptions o = Small(5);
   o.programs = 3;

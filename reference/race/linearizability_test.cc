@@ -151,10 +151,11 @@ TEST(Linearizability, ExhaustedBudgetIsUnknownNotAVerdict) {
   EXPECT_EQ(CheckHistory(RegisterModel{}, h, opt)->verdict, Verdict::kNotLinearizable);
 }
 
-// Regression: an unlimited budget (milliseconds::max(), what `fuzz check --budget inf` saturates
-// toward) overflowed the deadline's conversion to nanoseconds and wrapped to an instant before
-// the check began, so a search of more than 1,024 steps came back unknown at once (undefined
-// behaviour; UBSan reported it in `fuzz check --budget inf`). The deadline saturates now.
+// Regression: an unlimited budget (milliseconds::max()) overflowed the deadline's conversion to
+// nanoseconds and wrapped to an instant before the check began, so a search of more than 1,024
+// steps came back unknown at its first deadline check (undefined behaviour, as for `fuzz check
+// --budget inf`, 10^15 ms, whose product wrapped too: UBSan reported that). The deadline
+// saturates now.
 TEST(Linearizability, RegressionAnUnlimitedBudgetNeverRunsOut) {
   History h;  // the history of ExhaustedBudgetIsUnknownNotAVerdict: every order is tried
   for (int i = 0; i < 14; ++i) h.ops.push_back(Op(i, "r", "write", i + 1, 0, 1000));
