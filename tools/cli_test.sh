@@ -555,14 +555,10 @@ check max_violations_max 1 "$K" check --max-violations 18446744073709551615 "$T/
 # Memory exhaustion is one line on standard error and exit 3, whichever allocator serves malloc
 # (mimalloc's operator new aborted with SIGABRT, exit 134). The limit is the process's address
 # space after start-up (measured on a header-only check) plus 16 MB, less than a 10,000-request
-# check needs (~36 MB more). Not under ASan, which reserves terabytes of address space: linked
-# dynamically by GCC (libasan in ldd) or statically by Clang (its __asan_init symbol; counted, not
-# grep -q, so that nm never writes into a closed pipe). Under the limit, Clang's ASan ran out of
-# memory printing its report and hung (tools/fuzz-check.sh's build, 2026-12-06).
-if ldd "$K" 2>/dev/null | grep -q libasan ||
-  [ "$(nm "$K" 2>/dev/null | grep -c ' __asan_init$')" != 0 ]; then
-  echo "skip out_of_memory: an ASan build"
-else
+# check needs (~36 MB more). Not under ASan, which reserves terabytes of address space
+# (tools/asan_build.sh).
+source "$(dirname "$0")/asan_build.sh"
+if asan_build "$K"; then echo "skip out_of_memory: an ASan build"; else
   "$K" gen-trace --events 200000 --requests 10000 --layers 2 -o "$T/oom.jsonl" >/dev/null 2>&1
   mkfifo "$T/oom.fifo"
   OPENBLAS_NUM_THREADS=1 "$K" check - <"$T/oom.fifo" >/dev/null 2>&1 & oom_pid=$!

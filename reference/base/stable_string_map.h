@@ -157,14 +157,7 @@ class StableStringMap {
       if (s == 0) return;
       if (static_cast<uint32_t>(s >> 32) != tag) continue;
       const char* p = reinterpret_cast<const char*>(Node(NodeOfSlot(s)));
-      for (size_t off = 0; off < sizeof(value_type); off += 64) {
-#if defined(__x86_64__)
-        // (__builtin_prefetch has no side effect, so GCC drops a lookup loop that only feeds it.)
-        asm volatile("prefetcht0 %0" : : "m"(*(p + off)));
-#else
-        __builtin_prefetch(p + off);
-#endif
-      }
+      for (size_t off = 0; off < sizeof(value_type); off += 64) PrefetchLine(p + off);
       return;
     }
   }
@@ -172,12 +165,7 @@ class StableStringMap {
   // no load of its own), for a batch whose Prefetch calls follow.
   void PrefetchSlot(std::string_view key) const {
     if (size_ == 0) return;
-    const uint64_t* p = &slots_[TagOf(HashOf(key)) & mask_];
-#if defined(__x86_64__)
-    asm volatile("prefetcht0 %0" : : "m"(*p));
-#else
-    __builtin_prefetch(p);
-#endif
+    PrefetchLine(&slots_[TagOf(HashOf(key)) & mask_]);
   }
   bool contains(std::string_view key) const {
     return FindSlot(key, HashOf(key)).element != nullptr;
@@ -301,6 +289,15 @@ class StableStringMap {
   };
 
   uint64_t HashOf(std::string_view key) const { return static_cast<uint64_t>(hash_(key)); }
+  // Starts loading the cache line holding `p` (Prefetch and PrefetchSlot's one instruction).
+  static void PrefetchLine(const void* p) {
+#if defined(__x86_64__)
+    // (__builtin_prefetch has no side effect, so GCC drops a lookup loop that only feeds it.)
+    asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+    __builtin_prefetch(p);
+#endif
+  }
   static uint32_t TagOf(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
   static uint32_t NodeOfSlot(uint64_t slot) { return static_cast<uint32_t>(slot) - 1; }
   // Node n lives in chunk c = floor(log2(n + 8)) - 3, at offset n + 8 - 2^(c+3): chunk c holds
