@@ -144,7 +144,7 @@ class Harness {
         RC_ASSERT(seen.ok());
         RC_ASSERT(*seen == m.snap);
       }
-      if (!r->parent_id.empty() && model_.count(r->parent_id)) ++parent_checks;
+      if (!r->parent_id.empty() && model_.count(r->parent_id.str())) ++parent_checks;
     }
   }
 

@@ -18,11 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "reference/base/id_string.h"
 #include "reference/base/string_hash.h"
 
 namespace kvc::base {
 
-// A map from std::string to V with the part of std::unordered_map's interface the id maps use
+// A map from an id (IdString) to V with the part of std::unordered_map's interface the id maps use
 // (KvObject's handles and transactions, the trace checker's per-request state), laid out so
 // that a lookup costs one read of a flat index plus one read of the element.
 //
@@ -32,7 +33,8 @@ namespace kvc::base {
 //    number + 1 (0 = empty slot). A key's home slot is tag & (capacity - 1); collisions probe
 //    linearly; erasure shifts the following entries of the run back (no tombstones). Growth
 //    doubles the index and re-places slots from their tags alone: it never reads an element.
-//  * Elements (std::pair<const std::string, V>, "nodes") live in chunks of 8, 16, 32, ...
+//  * Elements (std::pair<const IdString, V>, "nodes": a key of up to IdString::kInline bytes
+//    is held in its node) live in chunks of 8, 16, 32, ...
 //    nodes (chunk c holds node numbers [8(2^c - 1), 8(2^(c+1) - 1))); an erased node's number
 //    goes on a free stack (a vector beside the chunks, not threaded through the dead node: an
 //    insertion then writes the reused node without first reading it, a cache miss when the
@@ -58,9 +60,9 @@ namespace kvc::base {
 template <typename V, typename Hash = StringHash>
 class StableStringMap {
  public:
-  using key_type = std::string;
+  using key_type = IdString;
   using mapped_type = V;
-  using value_type = std::pair<const std::string, V>;
+  using value_type = std::pair<const IdString, V>;
   using size_type = size_t;
 
   template <bool Const>
@@ -172,7 +174,7 @@ class StableStringMap {
   }
 
   // Inserts (key, V(args...)) unless `key` is present; returns the element and whether it was
-  // inserted. `key` is anything std::string and std::string_view are constructible from; it
+  // inserted. `key` is anything IdString and std::string_view are constructible from; it
   // may refer to an element of this map.
   template <typename K, typename... Args>
   std::pair<iterator, bool> try_emplace(K&& key, Args&&... args) {

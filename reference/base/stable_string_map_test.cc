@@ -60,7 +60,7 @@ void ExpectSameAsModel(const Map& m, const std::unordered_map<std::string, int>&
   size_t seen = 0;
   for (const auto& [k, v] : m) {
     ++seen;
-    auto it = model.find(k);
+    auto it = model.find(k.str());
     ASSERT_TRUE(it != model.end()) << "iteration yields absent key '" << k << "'";
     ASSERT_EQ(v.v, it->second) << k;
   }
@@ -130,7 +130,7 @@ void RunModelCheck(uint64_t seed) {
         if (it == a.end()) break;
         auto expected_next = std::next(it);
         const bool has_next = expected_next != a.end();
-        const std::string next_key = has_next ? expected_next->first : "";
+        const std::string next_key = has_next ? expected_next->first.str() : "";
         auto next = a.erase(it);
         ASSERT_EQ(next != a.end(), has_next);
         if (has_next) {

@@ -253,7 +253,7 @@ Status Engine::RepairFrontier(const std::string& handle) {
 
 Status Engine::AdoptPublished(const lifecycle::Snapshot& published, const ImportRows& rows,
                               const std::string& warm_prefix) {
-  const std::string& h = published.handle_id;
+  const std::string h = published.handle_id.str();
   const uint64_t t = published.committed_length;
   if (h.empty() || t == 0 || published.phase != lifecycle::Phase::kDecodeReady)
     return InvalidArgument("adopt: published handle '" + h +

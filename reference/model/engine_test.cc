@@ -431,13 +431,14 @@ TEST(EngineAdoptPublished, DecodesFromThePublishedHandle) {
 
     // A snapshot the directory never published is refused, and leaves no live handle.
     lifecycle::Snapshot forged = published;
-    forged.handle_id += "-forged";
+    forged.handle_id = forged.handle_id + "-forged";
     forged.digest ^= 1;
     std::vector<uint64_t> asked;
     EXPECT_EQ(
         d.AdoptPublished(forged, RowsOf(*src.storage("r"), &asked), warm_dest ? "pfx" : "").error(),
         ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED);
-    EXPECT_EQ(d.Read(forged.handle_id).status().error(), ErrorCode::LIFECYCLE_HANDLE_RELEASED);
+    EXPECT_EQ(d.Read(forged.handle_id.str()).status().error(),
+              ErrorCode::LIFECYCLE_HANDLE_RELEASED);
 
     asked.clear();
     Status s =
@@ -447,7 +448,7 @@ TEST(EngineAdoptPublished, DecodesFromThePublishedHandle) {
     std::vector<uint64_t> x;
     for (uint64_t i = start; i < t; ++i) x.push_back(i);
     EXPECT_EQ(asked, x);
-    const std::string h = published.handle_id;
+    const std::string h = published.handle_id.str();
     EXPECT_EQ(*d.Read(h), published);
     const auto got = GreedyFrom(d, h, src_logits, 5);
     ASSERT_EQ(got.size(), want.size());

@@ -159,7 +159,7 @@ OpResult ConcurrentStore::Publish(Lineage& l, std::unique_lock<std::mutex>& lock
                                   const KvOp& op) {
   lifecycle::KvObject& obj = l.st.obj;
   if (const lifecycle::AppendTxn* t = obj.FindTxn(op.txn)) {
-    const std::string handle = t->request.handle_id;
+    const std::string handle = t->request.handle_id.str();
     const lifecycle::HandleRecord* h = obj.Find(handle);
     const bool live = h && h->current.phase == Phase::kDecodeReady;
     if (mutant_ == Mutant::kNoGenerationFence && t->state == TxnState::kPrepared) {

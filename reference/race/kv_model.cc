@@ -235,11 +235,12 @@ Touched TouchedBy(const LineageState& st, const KvOp& op) {
   // Ids read from the lineage are copied first (owned never reallocates after this).
   std::vector<std::string> from_lineage;
   const lifecycle::AppendTxn* txn = op.txn.empty() ? nullptr : st.obj.FindTxn(op.txn);
-  if (txn) from_lineage.push_back(txn->request.handle_id);
-  for (const std::string* h : {&op.handle, txn ? &txn->request.handle_id : nullptr}) {
-    if (!h || h->empty()) continue;
-    if (const lifecycle::HandleRecord* r = st.obj.Find(*h))
-      for (const auto& id : r->open_txns) from_lineage.push_back(id);
+  if (txn) from_lineage.push_back(txn->request.handle_id.str());
+  for (std::string_view h :
+       {std::string_view(op.handle), txn ? txn->request.handle_id.view() : std::string_view()}) {
+    if (h.empty()) continue;
+    if (const lifecycle::HandleRecord* r = st.obj.Find(h))
+      for (const auto& id : r->open_txns) from_lineage.push_back(id.str());
   }
   t.owned = std::move(from_lineage);
   AddUnique(t.handles, op.handle);

@@ -725,13 +725,13 @@ bool TraceChecker::NamesAnotherRequestsOperation(const Event& e) {
         KeyEquals(e.event_type, "append_publish") || KeyEquals(e.event_type, "append_failure") ||
         KeyEquals(e.event_type, "cancel_txn")))
     return false;
-  const std::string* owner = OperationOwner(*e.operation_id);
+  const base::IdString* owner = OperationOwner(*e.operation_id);
   if (!owner || SameBytes(*owner, *e.request_id)) return false;
   const lifecycle::HandleRecord* h = FindHandle(*owner);
   return h && h->current.incarnation == *e.handle_generation;
 }
 
-const std::string* TraceChecker::OperationOwner(std::string_view op_id) {
+const base::IdString* TraceChecker::OperationOwner(std::string_view op_id) {
   const Op* op = FindOp(op_id);
   const lifecycle::AppendTxn* t = kv_ ? kv_->FindTxn(op_id) : nullptr;
   return t ? &t->request.handle_id : op ? &op->request_id : nullptr;
@@ -2521,7 +2521,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         // may still follow (a late completion refused, or the worker's failure record), and one
         // without any by the end of the trace is unterminated (since 2026-12-05, probe 43: they
         // were dropped here, and an append left open passed once its request was released).
-        std::vector<std::string> kept;
+        std::vector<base::IdString> kept;
         for (const auto& op : r->op_ids) {
           const lifecycle::AppendTxn* t = kv_->FindTxn(op);
           if (t && t->state != lifecycle::TxnState::kPublished)
@@ -2604,7 +2604,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr
     Report(ErrorCode::TRACE_HEADER_INVALID, "/0", "empty trace; expected a header line");
   }
   if (header_ok_) {
-    std::vector<const std::pair<const std::string, Op>*> open;
+    std::vector<const std::pair<const base::IdString, Op>*> open;
     for (const auto& kv : ops_) {
       const lifecycle::AppendTxn* t = kv_->FindTxn(kv.first);
       // (closed_line: a record closed it without a transition, e.g. the refused late
@@ -2618,7 +2618,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr
               [](auto* a, auto* b) { return a->second.start_line < b->second.start_line; });
     for (auto* o : open) {
       line_ = o->second.start_line;
-      current_ = {o->second.start_event_id, o->second.request_id};
+      current_ = {o->second.start_event_id.str(), o->second.request_id.str()};
       Report(ErrorCode::TRACE_OPERATION_UNTERMINATED, LinePtr(),
              "operation \"" + o->first + "\" (event \"" + o->second.start_event_id +
                  "\", request \"" + o->second.request_id +

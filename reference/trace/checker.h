@@ -371,10 +371,10 @@ class TraceChecker {
     // fork, truncate, finish, release, cancel_request); cleared at release but for the
     // terminal events (event_index.h).
     EventIndex events;
-    std::vector<std::string> op_ids;  // append operations started on this incarnation
+    std::vector<base::IdString> op_ids;  // append operations started on this incarnation
     // The latest published append operation and its call: a retry of it (the usual retry, of
     // a lost acknowledgement) must re-send the same call (its Op is gone).
-    std::string last_published_op;
+    base::IdString last_published_op;
     frontier::AppendCall last_published_call;
     // The output frontier was still followed (no breach reported) when the request was
     // released (release stops following it): a retry after the release is judged on its token
@@ -423,11 +423,11 @@ class TraceChecker {
     bool gate_retired_at_release = false;
   };
   struct Op {
-    std::string request_id;
+    base::IdString request_id;
     frontier::AppendCall call;
     uint64_t base_version = 0;
     uint32_t start_line = 0;
-    std::string start_event_id;
+    base::IdString start_event_id;
     // The line of the record that closed the operation: an append_failure, a cancel_txn or a
     // publication refused as a lost compare-and-publish (0: none yet).
     uint32_t closed_line = 0;
@@ -518,7 +518,7 @@ class TraceChecker {
   // operation kept past its request's release whose transaction the receipt window forgot,
   // the operation's record (probe 21); nullptr when neither is known. Valid until the next
   // event.
-  const std::string* OperationOwner(std::string_view op_id);
+  const base::IdString* OperationOwner(std::string_view op_id);
   // Whether the events of request `id` are gated: the request was gated, or it does not exist and
   // a dropped fork whose children could not be read may have been meant to create it.
   bool IsGatedRequest(std::string_view id);
@@ -763,7 +763,7 @@ class TraceChecker {
   SourceState* last_source_ = nullptr;  // the last event's source (most traces have few)
   std::string_view last_source_name_;   // its key in sources_
   Map<Request> requests_;
-  std::pair<const std::string, Request>* last_request_ = nullptr;  // FindRequest's memo
+  std::pair<const base::IdString, Request>* last_request_ = nullptr;  // FindRequest's memo
   // FindRequest's memo misses since the last batch began: one per event that names another
   // request than the lookup before it (FeedPaddedBatch's prefetch signal).
   uint64_t request_memo_misses_ = 0;
@@ -780,7 +780,7 @@ class TraceChecker {
   static constexpr size_t kTypeMemo = 64;
   const EventTypeSpec* type_memo_[kTypeMemo] = {};
   Map<Op> ops_;
-  std::pair<const std::string, Op>* last_op_ = nullptr;  // FindOp's memo (cleared by erasure)
+  std::pair<const base::IdString, Op>* last_op_ = nullptr;  // FindOp's memo (cleared by erasure)
   Map<uint32_t> poisoned_;
   size_t gate_bytes_ = 0;  // what poisoned_'s keys cost (GateCost), within opt_.gate_bytes
   uint64_t gates_not_kept_ = 0;

@@ -136,9 +136,9 @@ bool CheckOperationRequest(TraceChecker& c, const Event& e) {
   // a published one is found through its transaction.
   const TraceChecker::Op* op = c.FindOp(*e.operation_id);
   if (op && SameBytes(op->request_id, *e.request_id)) return false;
-  const std::string* owner_of = c.OperationOwner(*e.operation_id);
+  const base::IdString* owner_of = c.OperationOwner(*e.operation_id);
   if (!owner_of || SameBytes(*owner_of, *e.request_id)) return false;
-  const std::string& owner = *owner_of;
+  const std::string owner = owner_of->str();
   if (!c.FindHandle(*e.request_id))
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
              std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
@@ -774,7 +774,7 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
         req->frontier.Untrack();
       }
       req->frontier.ApplyPublished(op->call);
-      req->last_published_op.assign(*e.operation_id);
+      req->last_published_op = *e.operation_id;
       req->last_published_call = std::move(op->call);  // the Op is dropped next
     }
     // A retry still finds its base through OpBaseVersion (from the published transaction).
@@ -903,7 +903,7 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
            ") are committed)";
   const lifecycle::HandleRecord* h = c.FindHandle(request);
   if (h)
-    for (const std::string& id : h->open_txns)
+    for (const base::IdString& id : h->open_txns)
       if (const lifecycle::AppendTxn* t = c.kv().FindTxn(id))
         if (t->request.interval.start == k && seen - k <= t->request.interval.count)
           return " (rows [" + U(k) + ", " + U(seen) + ") are pending in operation \"" + id +

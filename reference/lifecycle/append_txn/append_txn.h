@@ -88,9 +88,9 @@ uint64_t OperationFingerprint(const BeginAppendView& r);
 // so for every recorded transaction they follow from `interval` and the object's ABI
 // (KvObject::RequestOf rebuilds the whole request).
 struct AppendIdentity {
-  std::string txn_id;
-  std::string idempotency_key;
-  std::string handle_id;
+  base::IdString txn_id;
+  base::IdString idempotency_key;
+  base::IdString handle_id;
   BaseRef base;
   Interval interval;
   bool repair = false;

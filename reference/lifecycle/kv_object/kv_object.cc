@@ -102,9 +102,9 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
   if (abi_.num_layers == 0)
     return V(ErrorCode::INPUT_VALUE_OUT_OF_RANGE,
              "allocate: cache ABI " + Q(abi_.id) + " has no cache-producing layer (num_layers 0)");
-  std::deque<std::string> txn_ids;  // a recycled id keeps its earlier records listed
+  std::deque<base::IdString> txn_ids;  // a recycled id keeps its earlier records listed
   std::optional<std::deque<KeptTxn>> kept_open;
-  std::vector<std::string> closed_kept;
+  std::vector<base::IdString> closed_kept;
   if (auto it = handles_.find(handle_id); it != handles_.end()) {
     // A released identity may be recycled, but only under a newer handle generation: the
     // fence (incarnation, bound into every digest) keeps stale work from matching it.
@@ -127,8 +127,8 @@ StatusOr<Snapshot> KvObject::Allocate(std::string_view handle_id, std::string_vi
   h.kept_open_txn_ids = std::move(kept_open);
   h.closed_kept_txn_ids = std::move(closed_kept);
   Snapshot& s = h.current;
-  s.handle_id = std::string(handle_id);
-  s.lineage_id = lineage_id.empty() ? s.handle_id : std::string(lineage_id);
+  s.handle_id = handle_id;
+  s.lineage_id = lineage_id.empty() ? s.handle_id : base::IdString(lineage_id);
   s.incarnation = incarnation;
   s.digest = SnapshotDigest(Fnv1a64(s.lineage_id), Transition::kAllocate, s, incarnation);
   Snapshot out = s;
@@ -655,7 +655,7 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   // before before_incarnation. An id whose record is gone is dropped from the list (txn_ids
   // names no record but its own: an id leaves it before it can be forgotten).
   auto forget_listed = [&](bool keep_open) {
-    std::deque<std::string>& ids = rec.txn_ids;
+    std::deque<base::IdString>& ids = rec.txn_ids;
     auto id = ids.begin();
     for (; id != ids.end(); ++id) {
       auto t = txns_.find(*id);
@@ -675,7 +675,7 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
       ++txn_erasures_;
     }
     ids.erase(ids.begin(), id);
-    if (ids.empty()) ids = std::deque<std::string>();  // memory follows live handles
+    if (ids.empty()) ids = std::deque<base::IdString>();  // memory follows live handles
   };
   // The same for kept_open_txn_ids, open ones included: an entry whose record is gone, or is
   // another record under its id (not kept, another handle's, another incarnation), is dropped;
@@ -697,8 +697,8 @@ Status KvObject::ForgetTxnsBefore(std::string_view handle_id, uint64_t before_in
   // Kept ones a late record has closed since (their ids stay listed in kept_open_txn_ids,
   // dropped there when found gone). One of an incarnation not before before_incarnation stays
   // listed, and so does one open again (listed by an operation that Restore undid).
-  std::vector<std::string> still_closed_kept;
-  for (std::string& id : rec.closed_kept_txn_ids) {
+  std::vector<base::IdString> still_closed_kept;
+  for (base::IdString& id : rec.closed_kept_txn_ids) {
     auto t = txns_.find(id);
     if (t == txns_.end() || !IsKept(t->second, handle_id)) continue;
     const TxnState st = t->second.state;
@@ -731,9 +731,9 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   auto h = handles_.find(handle_id);
   if (h == handles_.end() || h->second.current.phase != Phase::kReleased)
     return FailedPrecondition("forget: handle " + Q(handle_id) + " is not a released handle");
-  for (const std::string& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
+  for (const base::IdString& txn : h->second.txn_ids) txn_erasures_ += txns_.erase(txn);
   // The kept lists may name ids forgotten and reused since: only the records they list go.
-  auto erase_kept = [&](const std::string& txn) {
+  auto erase_kept = [&](std::string_view txn) {
     if (auto t = txns_.find(txn); t != txns_.end() && IsKept(t->second, handle_id)) {
       txns_.erase(t);
       ++txn_erasures_;
@@ -741,7 +741,7 @@ Status KvObject::ForgetReleased(std::string_view handle_id) {
   };
   if (h->second.kept_open_txn_ids)
     for (const KeptTxn& k : *h->second.kept_open_txn_ids) erase_kept(k.id);
-  for (const std::string& txn : h->second.closed_kept_txn_ids) erase_kept(txn);
+  for (const base::IdString& txn : h->second.closed_kept_txn_ids) erase_kept(txn);
   handles_.erase(h);
   ++handle_erasures_;
   return Status::Ok();

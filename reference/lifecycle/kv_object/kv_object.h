@@ -67,21 +67,21 @@ class OpenTxnIds {
   }
   bool empty() const { return ids_.empty(); }
   size_t size() const { return ids_.size(); }
-  std::vector<std::string>::const_iterator begin() const { return ids_.begin(); }
-  std::vector<std::string>::const_iterator end() const { return ids_.end(); }
+  std::vector<base::IdString>::const_iterator begin() const { return ids_.begin(); }
+  std::vector<base::IdString>::const_iterator end() const { return ids_.end(); }
   friend bool operator==(const OpenTxnIds& a, const OpenTxnIds& b);
 
  private:
   static constexpr size_t kIndexFrom = 16;
-  std::vector<std::string> ids_;
+  std::vector<base::IdString> ids_;
   // id -> position in ids_; empty while ids_ is shorter than kIndexFrom (a scan is cheaper).
-  std::unordered_map<std::string, size_t, base::StringHash, base::StringEq> index_;
+  std::unordered_map<base::IdString, size_t, base::StringHash, base::StringEq> index_;
 };
 
 // An entry of HandleRecord::kept_open_txn_ids: the id, and the incarnation of the record it
 // lists (the id may have been forgotten and reused since, by another life or handle).
 struct KeptTxn {
-  std::string id;
+  base::IdString id;
   uint64_t incarnation = 0;
 };
 
@@ -89,7 +89,7 @@ struct KeptTxn {
 struct HandleRecord {
   Snapshot current;
   uint64_t released_length = 0;        // committed length at release (audit; not readable)
-  std::string parent_id;               // fork parent, empty for allocated roots
+  base::IdString parent_id;            // fork parent, empty for allocated roots
   OpenTxnIds open_txns;                // OPEN or PREPARED transactions on this handle
   // Derived index, not state (operator== ignores it): the ids of every transaction recorded on
   // this handle id, final ones included, in BeginAppend order, until ForgetFinalTxnsOf,
@@ -97,7 +97,7 @@ struct HandleRecord {
   // records of the earlier incarnations stay listed until forgotten by incarnation). Kept here
   // rather than in a map of its own so an append costs no extra lookup. A deque: appending never
   // moves the ids already listed (a long-lived request records thousands of transactions).
-  std::deque<std::string> txn_ids;
+  std::deque<base::IdString> txn_ids;
   // Derived too: the ids of OPEN or PREPARED transactions of released incarnations that
   // ForgetFinalTxnsOf passed over (moved here from txn_ids, in order), so that the next call
   // does not walk them again (probe 76: an id re-allocated 40,000 times with an append left open
@@ -107,7 +107,7 @@ struct HandleRecord {
   // (Engaged only while it lists any: an empty std::deque allocates ~576 B, which every
   // tombstone of the released window held: +2.5 MiB on a 1M-event check.)
   std::optional<std::deque<KeptTxn>> kept_open_txn_ids;
-  std::vector<std::string> closed_kept_txn_ids;
+  std::vector<base::IdString> closed_kept_txn_ids;
   // Compares the state fields: current, released_length, parent_id, open_txns.
   friend bool operator==(const HandleRecord& a, const HandleRecord& b) {
     return a.current == b.current && a.released_length == b.released_length &&

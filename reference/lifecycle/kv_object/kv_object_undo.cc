@@ -35,7 +35,7 @@ KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
     saved.handles.push_back({std::string(id), std::move(copy), h.txn_ids.size()});
     // Final transactions never change again; an operation on the handle changes only its open
     // ones (CancelRequest aborts them) besides the transaction it names.
-    for (const std::string& txn : h.open_txns) save_txn(txn);
+    for (std::string_view txn : h.open_txns) save_txn(txn);
   };
   for (std::string_view id : handle_ids) save_handle(id);
   for (std::string_view id : txn_ids) {

@@ -29,7 +29,7 @@ Step RandomStep(std::mt19937_64& rng, const KvObject& o) {
   const HandleRecord* rec = o.Find(h);
   // Mostly an open transaction of the handle, so that histories publish; sometimes any id.
   const std::string t = rec && !rec->open_txns.empty() && pick(4) != 0
-                            ? *(rec->open_txns.begin() + pick(rec->open_txns.size()))
+                            ? (rec->open_txns.begin() + pick(rec->open_txns.size()))->str()
                             : "t" + std::to_string(pick(40));
   Snapshot cur = rec ? rec->current : Snapshot{};
   cur.handle_id = h;

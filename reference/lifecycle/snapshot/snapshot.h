@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include "reference/base/id_string.h"
+
 namespace kvc::lifecycle {
 
 // The request-snapshot phase of 0x01 (not the service phase of 0x05; see frontier/phase.h).
@@ -36,8 +38,8 @@ struct BaseRef {
 };
 
 struct Snapshot {
-  std::string handle_id;
-  std::string lineage_id;        // shared by a root and all its fork descendants
+  base::IdString handle_id;
+  base::IdString lineage_id;     // shared by a root and all its fork descendants
   uint64_t incarnation = 0;      // 0x07 handle_generation
   uint64_t generation = 0;       // 0x01 publication generation
   uint64_t version = 0;          // 0x07 snapshot version

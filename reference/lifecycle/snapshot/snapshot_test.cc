@@ -31,7 +31,7 @@ uint64_t NaiveDigest(uint64_t prev, Transition t, const Snapshot& s, uint64_t ar
   std::vector<unsigned char> b;
   PutU64(b, prev);
   PutU64(b, static_cast<uint64_t>(t));
-  PutStr(b, s.handle_id);
+  PutStr(b, s.handle_id.str());
   for (uint64_t v : {s.incarnation, s.generation, s.version, s.committed_length,
                      static_cast<uint64_t>(s.phase), arg})
     PutU64(b, v);
