@@ -43,7 +43,9 @@ TEST(IdString, CopiesAreIndependentAndMovesEmptyTheSource) {
     IdString a(s);
     IdString b(a);
     EXPECT_EQ(b, a);
-    if (!s.empty()) EXPECT_NE(a.data(), b.data());
+    if (!s.empty()) {
+      EXPECT_NE(a.data(), b.data());
+    }
     a = "changed";
     EXPECT_EQ(b.view(), s);
     IdString c(std::move(b));
