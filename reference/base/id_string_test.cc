@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +99,72 @@ TEST(IdString, ComparesByBytesWithEveryStringType) {
   EXPECT_EQ(std::string("p:") + a, "p:req-1");
   EXPECT_EQ("p:" + a, "p:req-1");
   EXPECT_EQ(a + ".t1", "req-1.t1");
+}
+
+// A seeded model check: random copies, moves, assignments (from another slot's bytes, a suffix
+// of its own, a fresh string) and clears over slots of IdStrings, against the same operations
+// on std::strings; lengths straddle the inline limit so values move between inline and heap.
+TEST(IdString, MatchesStdStringModel) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed) +
+                 " (reproduce: build/bin/reference_tests "
+                 "--gtest_filter='IdString.MatchesStdStringModel')");
+    std::mt19937_64 rng(seed);
+    constexpr size_t kSlots = 6;
+    std::vector<IdString> ids(kSlots);
+    std::vector<std::string> model(kSlots);
+    auto fresh = [&rng] {
+      std::string s(rng() % (IdString::kInline + 12), 'a');
+      for (char& c : s) c = static_cast<char>('a' + rng() % 26);
+      return s;
+    };
+    for (int step = 0; step < 4000; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const size_t i = rng() % kSlots, j = rng() % kSlots;
+      switch (rng() % 7) {
+        case 0: {
+          const std::string s = fresh();
+          ids[i] = s;
+          model[i] = s;
+          break;
+        }
+        case 1:
+          ids[i] = ids[j];
+          model[i] = model[j];
+          break;
+        case 2:  // a view of another slot's bytes, or of its own (i == j)
+          ids[i] = ids[j].view();
+          model[i] = std::string(model[j]);
+          break;
+        case 3: {  // a suffix of its own bytes
+          const size_t cut = model[i].empty() ? 0 : rng() % model[i].size();
+          ids[i] = ids[i].view().substr(cut);
+          model[i] = model[i].substr(cut);
+          break;
+        }
+        case 4:
+          if (i != j) {
+            ids[i] = std::move(ids[j]);
+            model[i] = std::move(model[j]);
+            model[j].clear();  // IdString's documented moved-from state
+          }
+          break;
+        case 5: {
+          IdString moved(std::move(ids[i]));
+          ids[i] = IdString(moved);
+          break;
+        }
+        case 6:
+          ids[i].clear();
+          model[i].clear();
+          break;
+      }
+      for (size_t k = 0; k < kSlots; ++k) {
+        ASSERT_EQ(ids[k].view(), model[k]) << "slot " << k;
+        ASSERT_EQ(ids[k].on_heap(), model[k].size() > IdString::kInline) << "slot " << k;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -42,13 +42,12 @@ struct Counted {
 };
 
 std::string RandomKey(std::mt19937_64& rng) {
-  // 60 keys of lengths 0..40 (every branch of StringHash and SameBytes), so that operations
-  // hit present and absent keys alike.
-  const int id = static_cast<int>(rng() % 60);
-  const size_t len = static_cast<size_t>(id % 41);
+  // 60 keys, of lengths 0..59 (every branch of StringHash and SameBytes, and keys held inline in
+  // their IdString as well as on the heap, beyond IdString::kInline = 47), so that operations hit
+  // present and absent keys alike.
+  const size_t len = static_cast<size_t>(rng() % 60);
   std::string k(len, 'a');
-  for (size_t i = 0; i < len; ++i) k[i] = static_cast<char>('a' + (id * 7 + i * 3) % 26);
-  if (len > 0) k[len - 1] = static_cast<char>('0' + id / 41);
+  for (size_t i = 0; i < len; ++i) k[i] = static_cast<char>('a' + (len * 7 + i * 3) % 26);
   return k;
 }
 
