@@ -26,7 +26,8 @@ namespace kvc::base {
 // Contract: a value (copies are deep and independent), compared by bytes (==, <=> with another
 // IdString or any std::string_view). It converts implicitly to std::string_view; the view is
 // valid until the IdString is assigned to, moved from or destroyed. A moved-from IdString is
-// empty. Thread safety: like std::string (concurrent const use is safe).
+// empty (a self-move leaves the value). Thread safety: like std::string (concurrent const use is
+// safe).
 class IdString {
  public:
   // Ids of up to this many bytes are held inline.
