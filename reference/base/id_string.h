@@ -4,12 +4,10 @@
 
 #include <compare>
 #include <cstddef>
-#include <cstdint>
 #include <cstring>
 #include <ostream>
 #include <string>
 #include <string_view>
-#include <utility>
 
 namespace kvc::base {
 
@@ -67,7 +65,6 @@ class IdString {
   std::string_view view() const noexcept { return {data(), size()}; }
   operator std::string_view() const noexcept { return view(); }  // NOLINT(runtime/explicit)
   std::string str() const { return std::string(view()); }
-  explicit operator std::string() const { return str(); }
   void clear() noexcept {
     Free();
     SetInlineSize(0);

