@@ -1,5 +1,6 @@
 // Tests of StableStringMap: a seeded model check against std::unordered_map, address stability,
-// backward-shift deletion at the index's wrap-around and in long collision runs.
+// backward-shift deletion at the index's wrap-around and in long collision runs, erasure without
+// allocation.
 #include "reference/base/stable_string_map.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "reference/testutil/testutil.h"
 
 namespace kvc::base {
 namespace {
@@ -409,6 +412,42 @@ TEST(StableStringMapTest, ElementsAreDestroyedExactlyOnce) {
     for (int i = 0; i < 10; ++i) m.try_emplace(std::to_string(i), i);
   }
   EXPECT_EQ(Counted::live, 0);
+}
+
+// Erasure never allocates (the free stack's room is reserved by the insertion that took the
+// node): an erase at any load, of inline and heap keys, by key and by iterator, counts no
+// operator new call; the insertions around them do (the counter is live).
+TEST(StableStringMapTest, ErasureNeverAllocates) {
+  if (!test::AllocationCount::available())
+    GTEST_SKIP() << "a sanitizer runtime owns operator new in this build";
+  StableStringMap<int> m;
+  std::mt19937_64 rng(7);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3000; ++i)  // inline keys and keys past IdString's 47 inline bytes
+    keys.push_back(std::string(i % 3 == 0 ? 60 : 8, 'k') + std::to_string(i));
+  uint64_t erase_news = 0, insert_news = 0;
+  size_t erased = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (const std::string& k : keys) {
+      test::AllocationCount c;
+      m.try_emplace(k, round);
+      insert_news += c.count();
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (rng() % 3 == 0) continue;  // some stay, so erasures happen at every load
+      test::AllocationCount c;
+      if (i % 2 == 0) {
+        erased += m.erase(keys[i]);
+      } else if (auto it = m.find(keys[i]); it != m.end()) {
+        m.erase(it);
+        ++erased;
+      }
+      erase_news += c.count();
+    }
+  }
+  EXPECT_GT(erased, 4000u);
+  EXPECT_EQ(erase_news, 0u);
+  EXPECT_GT(insert_news, 0u);  // the hook counts: growth and heap keys allocate
 }
 
 }  // namespace

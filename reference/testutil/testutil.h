@@ -66,6 +66,21 @@ uint64_t AnnounceSeed(uint64_t seed);
 std::string RenderTraceViolations(const Violations& v,
                                   const std::vector<trace::TraceChecker::Context>& contexts);
 
+// Counts the global operator new calls (every form) made on the calling thread while it lives,
+// for tests that pin "this never allocates". Not nestable. The counting operator new is
+// defined in allocation_count.cc, which a test binary links only when a test uses this class,
+// and is left out under AddressSanitizer and ThreadSanitizer, whose runtimes supply their own:
+// there available() is false and the test should GTEST_SKIP().
+class AllocationCount {
+ public:
+  AllocationCount();
+  ~AllocationCount();
+  AllocationCount(const AllocationCount&) = delete;
+  AllocationCount& operator=(const AllocationCount&) = delete;
+  static bool available();
+  uint64_t count() const;
+};
+
 // In a RapidCheck property: a value uniform in [lo, hi) at every test size (gen::inRange alone
 // scales with size, which would make early cases degenerate); still shrinks toward lo.
 template <typename T>
