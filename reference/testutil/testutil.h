@@ -68,9 +68,10 @@ std::string RenderTraceViolations(const Violations& v,
 
 // Counts the global operator new calls (every form) made on the calling thread while it lives,
 // for tests that pin "this never allocates". Not nestable. The counting operator new is
-// defined in allocation_count.cc, which a test binary links only when a test uses this class,
-// and is left out under AddressSanitizer and ThreadSanitizer, whose runtimes supply their own:
-// there available() is false and the test should GTEST_SKIP().
+// defined in allocation_count.cc and replaces the global one in every binary that links this
+// utility (it counts only while an AllocationCount lives on the thread: a thread-local flag,
+// then malloc); it is left out under AddressSanitizer and ThreadSanitizer, whose runtimes
+// supply their own: there available() is false and the test should GTEST_SKIP().
 class AllocationCount {
  public:
   AllocationCount();
