@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
 
 #include "reference/race/driver.h"
@@ -34,6 +35,23 @@ TEST(RaceFuzzer, CorrectStoreHasNoFailures) {
   EXPECT_TRUE(r.first_error.empty()) << r.first_error;
   EXPECT_EQ(r.programs_run, 40u);
   std::cout << "seed 7: " << r.histories << " histories, " << r.ops << " ops\n";
+}
+
+// Race mutant 110: a history whose check runs out of its budget counts as unknown, neither a
+// pass nor a failure, and the campaign goes on. A budget of 0 stops a search at its first
+// deadline check (after 1,024 steps); 16 threads on one handle give such searches (16-17 of
+// 20 programs measured, 2026-12-06), so 40 programs without one would be a broken counter.
+TEST(RaceFuzzer, HistoriesBeyondTheCheckBudgetAreCountedUnknown) {
+  CampaignOptions o = Small(5);
+  o.programs = 40;
+  o.shape = {16, 1, 400, 2};
+  o.check_budget = std::chrono::milliseconds(0);
+  CampaignReport r = RunCampaign(o, Store(Mutant::kNone));
+  EXPECT_FALSE(r.failure.has_value());
+  EXPECT_TRUE(r.first_error.empty()) << r.first_error;
+  EXPECT_EQ(r.programs_run, 40u);
+  EXPECT_GT(r.unknown_verdicts, 0u);
+  EXPECT_LE(r.unknown_verdicts, r.histories);
 }
 
 TEST(RaceFuzzer, FindsEveryMutant) {
