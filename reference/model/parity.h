@@ -90,6 +90,12 @@ struct PairResult {
 PairResult CompareSteps(const std::string& name, const GreedyRun& base,
                         const std::vector<std::vector<float>>& cand,
                         const std::vector<int64_t>& cand_tokens, double tol);
+// fork_diverge_vs_fresh's verdict from its two sides, each against a fresh run: the child's
+// diverging step and the parent's step after the fork (both write into the shared block). It
+// passes only when both pass; steps add up; bit_identical and argmax_agree hold for both; the
+// figures (max_abs, max_rel, tolerance) are a failed side's, the child's first, else those of
+// the side nearer its tolerance; the detail names the failed side(s).
+PairResult CombineForkSides(PairResult child, PairResult parent);
 // A pair whose candidate run failed to execute.
 PairResult FailedPair(const std::string& name, const Status& s);
 // A pair that cannot run on this model and prompt: skipped (and passed) with the reason `why`.
