@@ -70,7 +70,8 @@ StatusOr<GreedyRun> RunGreedy(const LlamaModel& model, const std::vector<int64_t
 
 struct PairResult {
   std::string name;
-  uint64_t steps = 0;  // output steps whose logits were compared (0 when skipped)
+  uint64_t steps = 0;  // output steps whose logits were compared (0 when skipped; summed over
+                       // both requests of fork_diverge_vs_fresh)
   double max_abs = 0;
   double max_rel = 0;
   bool bit_identical = false;

@@ -1,0 +1,185 @@
+// digest_collide: finds the 64-bit snapshot-digest collisions that lifecycle tests need as test
+// vectors (reference/lifecycle/kv_object/kv_object_test.cc), and proves each on a KvObject.
+//
+// The publication compare-and-publish compares (generation, digest), a 64-bit digest chain; the
+// incarnation and position fences behind it (kv_object.cc, publish) only act when two different
+// histories reach an equal pair. A test of a fence therefore needs such a pair, found here by a
+// claw search between two incarnations' digest functions (tools/collide/collision_search.h):
+//
+//   counts   handle "H", lineage "L": input z is incarnation z & 1 publishing one append of z
+//            rows; a claw is incarnation 0 at ca rows and incarnation 1 (after finish and
+//            release) at cb rows with an equal (generation 1, digest) at different lengths
+//            (probe 50's case: RegressionAnEqualDigestOfAnotherIncarnationDoesNotPublish).
+//   lineage  handle "H", input z is incarnation z & 1 with lineage id the 8 little-endian bytes
+//            of z, publishing one append of 3 rows: an equal (generation 1, digest) at the same
+//            length, so that only the incarnation fence refuses the old transaction's
+//            publication
+//            (RegressionAnEqualDigestOfAnotherIncarnationAtTheSameLengthDoesNotPublish).
+//
+// Usage: digest_collide counts|lineage [--threads N] [--seed S] [--bits B] [--dp-bits D]
+// Prints the pair, the work done, and the KvObject verification (exit 0 when verified, 1 when
+// the pair does not verify, 2 on usage, 3 when the lane evaluation disagrees with the library).
+// With --threads 1 the output is a function of the seed; more threads finish sooner and may find
+// another pair. --bits below 64 searches truncated digests (a quick self-test of the machinery;
+// nothing to verify then). At 64 bits a collision takes about sqrt(pi 2^63) = 2^32.3
+// evaluations and half of them are claws: minutes per thread (docs/CONTRIBUTING.md).
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "reference/lifecycle/kv_object/kv_object.h"
+#include "tools/collide/collision_search.h"
+#include "tools/collide/generation1_digest.h"
+
+namespace kvc::collide {
+namespace {
+
+using lifecycle::BeginAppendRequest;
+using lifecycle::KvObject;
+using lifecycle::Snapshot;
+
+const lifecycle::CacheAbi kAbi{"abi-collide", 2, "post_rope"};
+
+BeginAppendRequest Append(const std::string& txn, const Snapshot& base, uint64_t count) {
+  BeginAppendRequest r;
+  r.txn_id = txn;
+  r.idempotency_key = "key-" + txn;
+  r.handle_id = base.handle_id;
+  r.base = base.base();
+  r.cache_abi = kAbi.id;
+  r.interval = {base.committed_length, count};
+  r.binding = {base.committed_length, count, base.committed_length + count, "post_rope"};
+  return r;
+}
+
+// Runs the two incarnations on a KvObject (z0: incarnation 0, z1: incarnation 1) and reports
+// whether generation 1's (generation, digest) pairs are equal. Prints what it compared.
+bool VerifyPair(bool lineage_mode, uint64_t z0, uint64_t z1) {
+  KvObject o(kAbi);
+  auto life = [&](uint64_t z, uint64_t incarnation) -> StatusOr<Snapshot> {
+    const std::string lineage = lineage_mode ? LineageOf(z) : kFixedLineage;
+    const uint64_t rows = lineage_mode ? kLineageRows : z;
+    KVC_ASSIGN_OR_RETURN(Snapshot s, o.Allocate(kHandle, lineage, incarnation));
+    const std::string txn = "a" + std::to_string(incarnation);
+    KVC_RETURN_IF_ERROR(o.BeginAppend(Append(txn, s, rows)).status());
+    for (uint32_t l = 0; l < kAbi.num_layers; ++l)
+      KVC_RETURN_IF_ERROR(o.StageLayer(txn, l, {0, rows}, true, true, "").status());
+    KVC_ASSIGN_OR_RETURN(auto receipt, o.Publish(txn));
+    return receipt.result;
+  };
+  StatusOr<Snapshot> s0 = life(z0, 0);
+  Status st = s0.status();
+  if (st.ok()) st = o.Finish(kHandle).status();
+  if (st.ok()) st = o.Release(kHandle).status();
+  StatusOr<Snapshot> s1 = st.ok() ? life(z1, 1) : StatusOr<Snapshot>(st);
+  if (!s1.ok()) {
+    std::printf("verify: the KvObject refused the histories: %s\n", s1.status().ToString().c_str());
+    return false;
+  }
+  std::printf(
+      "verify: incarnation 0 -> (generation %llu, digest %s, length %llu); incarnation 1 -> "
+      "(generation %llu, digest %s, length %llu)\n",
+      static_cast<unsigned long long>(s0->generation), lifecycle::DigestHex(s0->digest).c_str(),
+      static_cast<unsigned long long>(s0->committed_length),
+      static_cast<unsigned long long>(s1->generation), lifecycle::DigestHex(s1->digest).c_str(),
+      static_cast<unsigned long long>(s1->committed_length));
+  return s0->base() == s1->base();
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: digest_collide counts|lineage [--threads N] [--seed S] [--bits B] "
+               "[--dp-bits D]\n");
+  return 2;
+}
+
+bool ParseU64(const char* s, uint64_t* v) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || s[0] == '-') return false;
+  *v = x;
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) return Usage();
+  const std::string mode = argv[1];
+  if (mode != "counts" && mode != "lineage") return Usage();
+  const bool lineage_mode = mode == "lineage";
+  SearchOptions o;
+  o.threads = 2;
+  o.dp_bits = 22;
+  if ((argc - 2) % 2 != 0) return Usage();
+  for (int i = 2; i < argc; i += 2) {
+    uint64_t v;
+    if (!ParseU64(argv[i + 1], &v)) return Usage();
+    if (!std::strcmp(argv[i], "--threads") && v >= 1 && v <= 64)
+      o.threads = static_cast<unsigned>(v);
+    else if (!std::strcmp(argv[i], "--seed"))
+      o.seed = v;
+    else if (!std::strcmp(argv[i], "--bits") && v >= 16 && v <= 64)
+      o.bits = static_cast<unsigned>(v);
+    else if (!std::strcmp(argv[i], "--dp-bits") && v >= 1 && v <= 32)
+      o.dp_bits = static_cast<unsigned>(v);
+    else
+      return Usage();
+  }
+  if (o.bits < 64 && o.dp_bits > o.bits / 2) o.dp_bits = o.bits / 4;
+  std::printf("digest_collide %s --threads %u --seed %llu --bits %u --dp-bits %u\n", mode.c_str(),
+              o.threads, static_cast<unsigned long long>(o.seed), o.bits, o.dp_bits);
+  std::fflush(stdout);
+  const Mode m = lineage_mode ? Mode::kLineage : Mode::kCounts;
+  // The lane-parallel evaluation is the library's chain (tested in generation1_digest_test.cc);
+  // checked here again on inputs of this run's seed before the search relies on it.
+  for (uint64_t i = 0; i < 64; ++i) {
+    uint64_t in[kLanes], out[kLanes];
+    for (size_t l = 0; l < kLanes; ++l) in[l] = SplitMix64(o.seed * 64 + i * kLanes + l);
+    EvaluateLanes(m, in, out, kLanes);
+    for (size_t l = 0; l < kLanes; ++l)
+      if (out[l] != Evaluate(m, in[l])) {
+        std::fprintf(stderr,
+                     "digest_collide: the lane evaluation differs from the library's "
+                     "digest chain (tools/collide/generation1_digest.cc)\n");
+        return 3;
+      }
+  }
+  const BatchFunction f = [m](const uint64_t* in, uint64_t* out, size_t n) {
+    EvaluateLanes(m, in, out, n);
+  };
+  // A claw: the two inputs select different incarnations (and, for counts, neither is 0 rows).
+  const AcceptFunction accept = [lineage_mode](uint64_t a, uint64_t b) {
+    return ((a ^ b) & 1) != 0 && (lineage_mode || (a != 0 && b != 0));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  SearchStats stats;
+  std::optional<Collision> c = FindCollision(f, accept, o, &stats);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "work: %llu evaluations in %.1f s (%.1f ns each per thread), %llu distinguished "
+      "points, %llu other collisions, %llu cycling walks restarted\n",
+      static_cast<unsigned long long>(stats.evaluations), secs,
+      stats.evaluations ? secs * 1e9 * o.threads / stats.evaluations : 0.0,
+      static_cast<unsigned long long>(stats.distinguished),
+      static_cast<unsigned long long>(stats.rejected),
+      static_cast<unsigned long long>(stats.abandoned));
+  if (!c) {
+    std::printf("no claw found\n");
+    return 1;
+  }
+  const uint64_t z0 = (c->a & 1) == 0 ? c->a : c->b, z1 = (c->a & 1) == 0 ? c->b : c->a;
+  std::printf("claw: incarnation 0 z = %lluull, incarnation 1 z = %lluull (%u-bit value %llx)\n",
+              static_cast<unsigned long long>(z0), static_cast<unsigned long long>(z1), o.bits,
+              static_cast<unsigned long long>(c->value));
+  if (o.bits < 64) return 0;  // truncated digests: nothing a KvObject would show
+  return VerifyPair(lineage_mode, z0, z1) ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace kvc::collide
+
+int main(int argc, char** argv) { return kvc::collide::Main(argc, argv); }
