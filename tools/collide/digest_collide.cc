@@ -15,8 +15,14 @@
 //            length, so that only the incarnation fence refuses the old transaction's
 //            publication
 //            (RegressionAnEqualDigestOfAnotherIncarnationAtTheSameLengthDoesNotPublish).
+//   fingerprint  not a digest: the request of RegressionAFingerprintHashCollisionIsAConflict
+//            (txn "X" on handle "H" at its allocation, one row, cache ABI "abi-loop2") with the
+//            idempotency key the 8 little-endian bytes of z; a collision is two keys with an
+//            equal 64-bit OperationFingerprint (the library's, evaluated as it is), which
+//            BeginAppend must still judge a conflict.
 //
-// Usage: digest_collide counts|lineage [--threads N] [--seed S] [--bits B] [--dp-bits D]
+// Usage: digest_collide counts|lineage|fingerprint [--threads N] [--seed S] [--bits B]
+//                       [--dp-bits D]
 // Prints the pair, the work done, and the KvObject verification (exit 0 when verified, 1 when
 // the pair does not verify, 2 on usage, 3 when the lane evaluation disagrees with the library).
 // With --threads 1 the output is a function of the seed; more threads finish sooner and may find
@@ -30,6 +36,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "reference/lifecycle/kv_object/kv_object.h"
 #include "tools/collide/collision_search.h"
@@ -90,10 +97,79 @@ bool VerifyPair(bool lineage_mode, uint64_t z0, uint64_t z1) {
   return s0->base() == s1->base();
 }
 
+void PrintWork(const SearchStats& stats, std::chrono::steady_clock::time_point t0,
+               const SearchOptions& o) {
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "work: %llu evaluations in %.1f s (%.1f ns each per thread), %llu distinguished "
+      "points, %llu other collisions, %llu cycling walks restarted\n",
+      static_cast<unsigned long long>(stats.evaluations), secs,
+      stats.evaluations ? secs * 1e9 * o.threads / stats.evaluations : 0.0,
+      static_cast<unsigned long long>(stats.distinguished),
+      static_cast<unsigned long long>(stats.rejected),
+      static_cast<unsigned long long>(stats.abandoned));
+}
+
+constexpr char kFingerprintAbi[] = "abi-loop2";
+
+// The fingerprint mode's request with key `key` on `base` (see the file comment).
+BeginAppendRequest FingerprintRequest(const Snapshot& base, std::string key) {
+  BeginAppendRequest r = Append("X", base, 1);
+  r.cache_abi = kFingerprintAbi;
+  r.idempotency_key = std::move(key);
+  return r;
+}
+
+// The two keys' fingerprints are equal, and a KvObject that opened the first judges the second
+// a conflict and the first again a retry. Prints what it compared.
+bool VerifyFingerprintPair(uint64_t a, uint64_t b) {
+  KvObject o({kFingerprintAbi, 2, "post_rope"});
+  auto s = o.Allocate(kHandle, kFixedLineage);
+  if (!s.ok()) return false;
+  const BeginAppendRequest ra = FingerprintRequest(*s, LineageOf(a));
+  const BeginAppendRequest rb = FingerprintRequest(*s, LineageOf(b));
+  const uint64_t fa = lifecycle::OperationFingerprint(ra), fb = lifecycle::OperationFingerprint(rb);
+  const bool opened = o.BeginAppend(ra).ok();
+  const ErrorCode second = o.BeginAppend(rb).status().error();
+  const bool retry = o.BeginAppend(ra).ok();
+  std::printf("verify: fingerprints %s and %s; first opens: %s; second: %s; first again: %s\n",
+              lifecycle::DigestHex(fa).c_str(), lifecycle::DigestHex(fb).c_str(),
+              opened ? "yes" : "no", std::string(ErrorCodeName(second)).c_str(),
+              retry ? "a retry" : "refused");
+  return fa == fb && opened && second == ErrorCode::LIFECYCLE_RETRY_CONFLICT && retry;
+}
+
+int SearchFingerprint(const SearchOptions& o) {
+  KvObject obj({kFingerprintAbi, 2, "post_rope"});
+  auto s = obj.Allocate(kHandle, kFixedLineage);
+  if (!s.ok()) return 3;
+  const BeginAppendRequest templ = FingerprintRequest(*s, "");
+  const BatchFunction f = [&templ](const uint64_t* in, uint64_t* out, size_t n) {
+    lifecycle::BeginAppendView v = lifecycle::ViewOf(templ);
+    for (size_t i = 0; i < n; ++i) {
+      char key[8];
+      for (int k = 0; k < 8; ++k) key[k] = static_cast<char>((in[i] >> (8 * k)) & 0xff);
+      v.idempotency_key = std::string_view(key, 8);
+      out[i] = lifecycle::OperationFingerprint(v);
+    }
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  SearchStats stats;
+  std::optional<Collision> c = FindCollision(
+      f, [](uint64_t, uint64_t) { return true; }, o, &stats);
+  PrintWork(stats, t0, o);
+  if (!c) return 1;
+  std::printf("collision: key a = %lluull, key b = %lluull (%u-bit value %llx)\n",
+              static_cast<unsigned long long>(c->a), static_cast<unsigned long long>(c->b), o.bits,
+              static_cast<unsigned long long>(c->value));
+  if (o.bits < 64) return 0;
+  return VerifyFingerprintPair(c->a, c->b) ? 0 : 1;
+}
+
 int Usage() {
   std::fprintf(stderr,
-               "usage: digest_collide counts|lineage [--threads N] [--seed S] [--bits B] "
-               "[--dp-bits D]\n");
+               "usage: digest_collide counts|lineage|fingerprint [--threads N] [--seed S] "
+               "[--bits B] [--dp-bits D]\n");
   return 2;
 }
 
@@ -109,7 +185,7 @@ bool ParseU64(const char* s, uint64_t* v) {
 int Main(int argc, char** argv) {
   if (argc < 2) return Usage();
   const std::string mode = argv[1];
-  if (mode != "counts" && mode != "lineage") return Usage();
+  if (mode != "counts" && mode != "lineage" && mode != "fingerprint") return Usage();
   const bool lineage_mode = mode == "lineage";
   SearchOptions o;
   o.threads = 2;
@@ -133,6 +209,7 @@ int Main(int argc, char** argv) {
   std::printf("digest_collide %s --threads %u --seed %llu --bits %u --dp-bits %u\n", mode.c_str(),
               o.threads, static_cast<unsigned long long>(o.seed), o.bits, o.dp_bits);
   std::fflush(stdout);
+  if (mode == "fingerprint") return SearchFingerprint(o);
   const Mode m = lineage_mode ? Mode::kLineage : Mode::kCounts;
   // The lane-parallel evaluation is the library's chain (tested in generation1_digest_test.cc);
   // checked here again on inputs of this run's seed before the search relies on it.
@@ -158,15 +235,7 @@ int Main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   SearchStats stats;
   std::optional<Collision> c = FindCollision(f, accept, o, &stats);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf(
-      "work: %llu evaluations in %.1f s (%.1f ns each per thread), %llu distinguished "
-      "points, %llu other collisions, %llu cycling walks restarted\n",
-      static_cast<unsigned long long>(stats.evaluations), secs,
-      stats.evaluations ? secs * 1e9 * o.threads / stats.evaluations : 0.0,
-      static_cast<unsigned long long>(stats.distinguished),
-      static_cast<unsigned long long>(stats.rejected),
-      static_cast<unsigned long long>(stats.abandoned));
+  PrintWork(stats, t0, o);
   if (!c) {
     std::printf("no claw found\n");
     return 1;
