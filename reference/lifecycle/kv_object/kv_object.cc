@@ -480,7 +480,11 @@ StatusOr<KvObject::Published> KvObject::PublishTxn(std::string_view txn_id) {
   // of the id, or at another length, is a collision, not the base (probe 50 built one: a
   // prepared append of a released incarnation published onto the recycled id's handle at
   // another length). The fence is the incarnation and the seed's position assertion
-  // (publish_append: txn.position_start == live.committed_length), checked exactly.
+  // (publish_append: txn.position_start == live.committed_length), checked exactly. The
+  // incarnation alone is tested with a collision at an equal length (tools/collide); the
+  // position alone cannot differ through this API (BeginAppend admits only start == the base's
+  // length, and within one incarnation a generation names one snapshot), so it stands as the
+  // seed's assertion, an invariant check.
   if (t.incarnation != live.incarnation || t.request.interval.start != live.committed_length) {
     const bool other = t.incarnation != live.incarnation;
     Status fenced =
