@@ -1249,16 +1249,23 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
   if (last_line_unread_)
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
   if (line.empty() || err) {
-    if (!line.empty() && line.substr(0, 3) != "\xEF\xBB\xBF" &&
+    const bool byte_order_mark = line.substr(0, 3) == "\xEF\xBB\xBF";
+    if (!line.empty() && !byte_order_mark &&
         ReportUnparsedLine(line, line_no, err == simdjson::DEPTH_ERROR))
       return;
+    // After a byte-order mark, an event whose ids are readable is named and its request gated,
+    // as for the other lines that are read but not replayed (since 2026-12-06, probe 77: its
+    // request's next event raised a code of its own, LIFECYCLE_LAYER_INCOMPLETE at a publish).
+    if (byte_order_mark && line_no > 1) NameUnreplayedEvent(line.substr(3));
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
            (line.empty() ? std::string("empty line; expected one JSON object")
-            : line.substr(0, 3) == "\xEF\xBB\xBF"
+            : byte_order_mark
                 ? std::string("starts with a UTF-8 byte-order mark (EF BB BF); a JSON Lines "
-                              "trace has none")
+                              "trace has none (the line is not replayed)")
                 : std::string("not JSON: ") + simdjson::error_message(err)));
+    if (byte_order_mark && line_no > 1 && !current_.request_id.empty())
+      Poison("request:" + current_.request_id);
     return;
   }
   if (!root.is_object()) {
@@ -1363,6 +1370,17 @@ std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
 }
 
 }  // namespace
+
+void TraceChecker::NameUnreplayedEvent(std::string_view text) {
+  StatusOr<ParsedJson> parsed = ParseJsonStrict(text, "", /*record_locations=*/false, JsonLimits{});
+  if (!parsed.ok() || !parsed->value.is_object()) return;
+  auto id_of = [&](const char* member) {
+    auto m = parsed->value.find(member);
+    return m != parsed->value.end() && m->is_string() ? m->get<std::string>() : std::string();
+  };
+  current_ = {id_of("event_id"), id_of("request_id")};
+  context_is_event_ = false;
+}
 
 bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, bool too_deep) {
   const std::string at = source_ + ":" + std::to_string(line_no) + ":";

@@ -601,6 +601,10 @@ class TraceChecker {
   // forgotten (a Bloom filter of the forgotten ids, constant memory: true may be a false
   // positive, so a rule for "never created" must not judge on true).
   bool MayBeForgotten(std::string_view request_id) const;
+  // Names in current_ the event and request of `text`, an event's JSON that is read but not
+  // replayed (a line after its byte-order mark), when it is an object with readable ids; leaves
+  // current_ as it is otherwise.
+  void NameUnreplayedEvent(std::string_view text);
   // Reports a line simdjson refused with the strict reader's column and reason (a number
   // beyond 64 bits: INPUT_VALUE_OUT_OF_RANGE at its member); false when it adds nothing.
   // `too_deep`: simdjson refused it for nesting beyond its depth limit.

@@ -942,6 +942,31 @@ TEST(TraceCheckerTest, RegressionALineNestedTooDeepNamesTheParsersLimitAndGatesI
   EXPECT_EQ(c.contexts()[0].request_id, "R");
 }
 
+// Regression (probe 77): a byte-order mark before an event named nothing and gated nothing, so one
+// defect raised two codes (the request's publish: LIFECYCLE_LAYER_INCOMPLETE for the layer the
+// unread line staged). The event is named and its request gated, as for the other lines read but
+// not replayed; a mark before a line that is no event object still names nothing.
+TEST(TraceCheckerTest, RegressionAByteOrderMarkBeforeAnEventGatesItsRequest) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + bom +
+                        Stage(2) + "\n" + Publish(3) + "\n";
+  EXPECT_EQ(CodesBothReaders(t), std::vector<std::string>{"TRACE_LINE_MALFORMED"});
+  TraceChecker c("t.jsonl");
+  FeedTraceText(&c, t);
+  ASSERT_EQ(c.violations().size(), 1u) << test::Describe(c.violations());
+  EXPECT_EQ(c.violations()[0].line, 4u);
+  EXPECT_NE(c.violations()[0].message.find("byte-order mark"), std::string::npos);
+  EXPECT_EQ(c.contexts()[0].event_id, "e2");
+  EXPECT_EQ(c.contexts()[0].request_id, "R");
+  for (const std::string& rest : {std::string("[1]"), std::string("{\"event_id\":")}) {
+    TraceChecker d("t.jsonl");
+    FeedTraceText(&d, std::string(kHeader) + "\n" + Alloc(0) + "\n" + bom + rest + "\n");
+    ASSERT_EQ(test::CodeNames(d.violations()), std::vector<std::string>{"TRACE_LINE_MALFORMED"})
+        << rest;
+    EXPECT_EQ(d.contexts()[0].request_id, "") << rest;
+  }
+}
+
 // The envelope's strings are overwritten in place when their length repeats: every event's
 // reported context must still carry its own id and type, for every id length up to 40.
 TEST(TraceCheckerTest, EnvelopeStringsOfEachEventStayExact) {
