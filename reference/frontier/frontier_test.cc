@@ -597,6 +597,28 @@ TEST(PhaseTest, ProjectionFollowsChunkedPrefillDecodeFinishRelease) {
   EXPECT_EQ(phase(), ServicePhase::kReleased);
 }
 
+// After a repair before the finish no output may be selected and no token is unprocessed: the
+// seed's six phases name no such state. The projection keeps the decode-ready label with the
+// facts that say no work is eligible (docs/service-format.md; probe 78 asked which it is).
+TEST(PhaseTest, ARepairBeforeTheFinishProjectsDecodeReadyWithNoEligibleWork) {
+  lifecycle::Snapshot s;
+  s.handle_id = "A";
+  FrontierState f(2);
+  Publish(f, Prefill(2));
+  ASSERT_TRUE(f.Emit(0, 7).ok());
+  Publish(f, Mk(AppendPurpose::kRepair, 1, 7));
+  s.committed_length = 3;
+  const ServiceStateView v = Project(s, f, false, 64);
+  EXPECT_EQ(v.phase, ServicePhase::kDecodeFrontierReady);
+  EXPECT_EQ(v.eligible_work, EligibleWork::kNone);
+  EXPECT_EQ(v.output_frontier_count, 0u);
+  EXPECT_EQ(v.next_ordinary_append_bytes, 0u);
+  EXPECT_EQ(v.emitted_output_tokens, 1u);
+  EXPECT_EQ(v.processed_generated_tokens, 1u);
+  EXPECT_EQ(f.ready_outputs(), 0u);
+  EXPECT_TRUE(f.CheckFinish().ok());
+}
+
 // Probe 54. A finish with accepted drafts committed and never emitted (O < G_in) passed, and
 // calls of no row (a repair, a decode, a verification) were admitted without a lifecycle beside
 // the frontier (the saved-work oracle): a 0-row repair closed the frontier, a 0-row decode let
