@@ -162,6 +162,17 @@ StatusOr<KvOp> ParseKvOp(std::string_view name, const Json& a) {
       break;
     }
   }
+  // Exactly the op's members: an unknown one (a runtime's own field, say) would be ignored by
+  // the model, so it is refused (since 2026-12-06, probe 79: args.extra passed). KvOpArgs
+  // writes the members this reader takes.
+  const Json known = KvOpArgs(op);
+  for (const auto& [member, value] : a.items()) {
+    if (known.contains(member)) continue;
+    std::string expected;
+    for (const auto& [k, v] : known.items()) expected += (expected.empty() ? "" : ", ") + k;
+    return InvalidArgument("args." + member + ": unknown member of " + std::string(name) +
+                           " (its members: " + expected + ")");
+  }
   return op;
 }
 

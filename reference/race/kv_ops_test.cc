@@ -53,6 +53,18 @@ TEST(KvOps, ParseRejectsLayerBeyond32Bits) {
   ExpectInvalid("stage_layer", a, "args.layer: expected a value < 2^32");
 }
 
+// Exactly the op's members (probe 79: an unknown args member was ignored, so a runtime's own
+// field, a repair flag or an expected base, say, passed unread).
+TEST(KvOps, ParseRejectsUnknownArgsMembers) {
+  ExpectInvalid("read", {{"handle", "h0"}, {"extra", 1}},
+                "args.extra: unknown member of read (its members: handle)");
+  Json a = BeginArgs();
+  a["repair"] = true;
+  ExpectInvalid("begin_append", a, "args.repair: unknown member of begin_append");
+  ExpectInvalid("publish", {{"txn", "t"}, {"handle", "h"}},
+                "args.handle: unknown member of publish");
+}
+
 // A fork creates at least one child.
 TEST(KvOps, ParseRejectsForkWithoutChildren) {
   Json a = {{"handle", "h"}, {"prefix", 0}, {"children", {"c"}}, {"group", "g"}};
