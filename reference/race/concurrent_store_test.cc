@@ -181,6 +181,61 @@ TEST(KvModel, OpaqueDigestBaseNeverReportedIsNotLinearizable) {
   }
 }
 
+// Regression (probe 79): with opaque digests the bijection between the runtime's digests and the
+// model's is per lineage. Two lineages reporting one runtime digest (a digest of content, say)
+// were linearizable partitioned and not as one search (--no-partition): one map for the whole
+// history. Both modes agree now; within a lineage two snapshots of one digest still fail.
+TEST(KvModel, RegressionOpaqueDigestsMapPerLineageInBothSearchModes) {
+  const std::string header =
+      "{\"kind\": \"kvconform.race_history/1\", \"model\": \"kv_lineage/1\", "
+      "\"cache_abi\": \"abi\", \"num_layers\": 2, \"digests\": \"opaque\"}\n";
+  auto allocate = [](int id, const std::string& h, const std::string& partition) {
+    return "{\"id\": " + std::to_string(id) + ", \"thread\": " + std::to_string(id) +
+           ", \"partition\": \"" + partition +
+           "\", \"op\": \"allocate\", \"args\": {\"handle\": \"" + h +
+           "\"}, \"invoke_ns\": 0, \"return_ns\": 10, \"outcome\": \"ok\", \"result\": "
+           "{\"handle\": \"" +
+           h +
+           "\", \"generation\": 0, \"version\": 0, \"length\": 0, "
+           "\"phase\": \"DECODE_READY\", \"digest\": \"00000000d0000000\"}}\n";
+  };
+  const std::string begin_on_h1 =
+      "{\"id\": 2, \"thread\": 1, \"partition\": \"h1\", \"op\": \"begin_append\", \"args\": "
+      "{\"txn\": \"h1.t0\", \"key\": \"k\", \"handle\": \"h1\", \"base_generation\": 0, "
+      "\"base_digest\": \"00000000d0000000\", \"start\": 0, \"count\": 1}, \"invoke_ns\": 100, "
+      "\"return_ns\": 110, \"outcome\": \"ok\", \"result\": {\"txn\": \"h1.t0\", \"state\": "
+      "\"OPEN\"}}\n";
+  const std::string two_lineages = header + allocate(0, "h0", "h0") + allocate(1, "h1", "h1");
+  const std::string one_lineage = header + allocate(0, "h0", "h0") +
+                                  "{\"id\": 1, \"thread\": 1, \"partition\": \"h0\", \"op\": "
+                                  "\"fork\", \"args\": {\"handle\": \"h0\", \"prefix\": 0, "
+                                  "\"children\": [\"c\"], \"group\": \"g\"}, \"invoke_ns\": 20, "
+                                  "\"return_ns\": 30, \"outcome\": \"ok\", \"result\": "
+                                  "{\"children\": [{\"handle\": \"c\", \"generation\": 0, "
+                                  "\"version\": 0, \"length\": 0, \"phase\": \"DECODE_READY\", "
+                                  "\"digest\": \"00000000d0000000\"}]}}\n";
+  for (const auto& [text, want] :
+       {std::pair{two_lineages + "{\"end\": true, \"ops\": 2}\n", Verdict::kLinearizable},
+        {two_lineages + begin_on_h1 + "{\"end\": true, \"ops\": 3}\n", Verdict::kLinearizable},
+        {one_lineage + "{\"end\": true, \"ops\": 2}\n", Verdict::kNotLinearizable},
+        // The control: the child at a digest of its own.
+        {std::string(one_lineage).replace(one_lineage.rfind("d0000000"), 8, "d0000001") +
+             "{\"end\": true, \"ops\": 2}\n",
+         Verdict::kLinearizable}}) {
+    auto h = ParseHistoryJsonl(text, "opaque.jsonl");
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    auto model = KvModel::FromHeader(h->header);
+    ASSERT_TRUE(model.ok());
+    for (const bool partition : {true, false}) {
+      CheckOptions o;
+      o.partition = partition;
+      auto v = CheckHistory(*model, *h, o);
+      ASSERT_TRUE(v.ok());
+      EXPECT_EQ(v->verdict, want) << "partition " << partition << "\n" << text;
+    }
+  }
+}
+
 // Appends staged per layer from different threads while readers watch: every read must see all
 // layers at one committed length (the store never exposes a mix).
 TEST(ConcurrentStore, ReadersNeverSeeMixedLayers) {

@@ -158,10 +158,13 @@ StatusOr<KvModel::Op> KvModel::Compile(const HistoryOp& h) const {
   if (!call.ok())
     return ParseError("line " + std::to_string(h.line) + " (op " + std::to_string(h.id) +
                       "): " + call.status().message());
-  Op op{std::move(*call), h.outcome, &h.result, {}, {}};
+  Op op{std::move(*call), h.outcome, &h.result, {}, {}, {}};
   if (opaque_digests_) {
     op.stripped = h.result;
     StripDigests(op.stripped, &op.digests);
+    // Length-prefixed, so that no (partition, digest) pair reads as another.
+    op.scope = std::to_string(h.partition.size()) + ':' + h.partition + ':';
+    for (std::string& d : op.digests) d.insert(0, op.scope);
   }
   return op;
 }
@@ -274,10 +277,12 @@ bool KvModel::Apply(Work& w, const Op& op, bool known) const {
   return ok;
 }
 
-const KvOp* KvModel::InModelDigests(const LineageState& st, const KvOp& call, KvOp* scratch) const {
+const KvOp* KvModel::InModelDigests(const LineageState& st, const Op& op, KvOp* scratch) const {
+  const KvOp& call = op.call;
   if (!opaque_digests_ || call.kind != KvOpKind::kBeginAppend) return &call;
-  // The runtime's digests are its own: translate a base digest it reported into the model's.
-  auto it = st.digest_map.find(lifecycle::DigestHex(call.base_digest));
+  // The runtime's digests are its own: translate a base digest it reported (in this op's
+  // lineage) into the model's.
+  auto it = st.digest_map.find(op.scope + lifecycle::DigestHex(call.base_digest));
   if (it != st.digest_map.end()) {
     *scratch = call;
     scratch->base_digest = *lifecycle::ParseDigestHex(it->second);
@@ -297,7 +302,7 @@ const KvOp* KvModel::InModelDigests(const LineageState& st, const KvOp& call, Kv
 
 bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const {
   KvOp translated;
-  const KvOp* call = InModelDigests(st, op.call, &translated);
+  const KvOp* call = InModelDigests(st, op, &translated);
   // Read-only ops never write st (ApplyReadOnly takes it const).
   OpResult r = IsReadOnly(call->kind) ? ApplyReadOnly(st, *call) : ApplySequential(st, *call);
   if (!known) return true;
@@ -351,7 +356,7 @@ size_t KvModel::StateBytes(const State& s) const {
 std::string KvModel::Expect(const State& s, const Op& op) const {
   LineageState copy = *s;
   KvOp translated;
-  const KvOp* call = InModelDigests(copy, op.call, &translated);
+  const KvOp* call = InModelDigests(copy, op, &translated);
   OpResult r = IsReadOnly(call->kind) ? ApplyReadOnly(copy, *call) : ApplySequential(copy, *call);
   return std::string(OutcomeName(r.outcome)) + " " + r.result.dump();
 }

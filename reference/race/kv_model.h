@@ -36,8 +36,11 @@ struct LineageState {
   std::map<std::string, std::vector<lifecycle::LiveSequenceRow>> groups;
   // Ids created so far (for Describe only; determined by obj, so equality is unaffected).
   std::set<std::string> handles, txns;
-  // Opaque-digest histories only: runtime digest -> model digest, learned from results (a
-  // bijection: one runtime digest per model snapshot and vice versa).
+  // Opaque-digest histories only: (lineage, runtime digest) -> model digest, learned from
+  // results (a bijection within each lineage: one runtime digest per model snapshot and vice
+  // versa). Keyed by the op's partition, so that searching the lineages together (fuzz check
+  // --no-partition) judges what searching each alone does: two lineages may report equal
+  // runtime digests (a runtime's digest may be of content; probe 79: the two modes disagreed).
   std::map<std::string, std::string> digest_map;
   friend bool operator==(const LineageState&, const LineageState&) = default;
 };
@@ -67,6 +70,7 @@ class KvModel {
     const Json* result = nullptr;      // the recorded result (checked mode: the HistoryOp's)
     Json stripped;                     // opaque mode: the result with digests removed
     std::vector<std::string> digests;  // opaque mode: the removed digests, in order
+    std::string scope;                 // opaque mode: digest_map's key prefix (the partition)
   };
   // Immutable, shared: Step copies the lineage only for ops that can change it, and the
   // checker's stack and visited cache share states instead of copying them.
@@ -119,7 +123,7 @@ class KvModel {
   bool ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t* digest) const;
   // `call` with a runtime's base digest (opaque mode) translated into the model's, in
   // *scratch; `call` itself when there is nothing to translate.
-  const KvOp* InModelDigests(const LineageState& st, const KvOp& call, KvOp* scratch) const;
+  const KvOp* InModelDigests(const LineageState& st, const Op& op, KvOp* scratch) const;
 
   lifecycle::CacheAbi abi_;
   bool opaque_digests_;
