@@ -1256,7 +1256,7 @@ void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_c
     // After a byte-order mark, an event whose ids are readable is named and its request gated,
     // as for the other lines that are read but not replayed (since 2026-12-06, probe 77: its
     // request's next event raised a code of its own, LIFECYCLE_LAYER_INCOMPLETE at a publish).
-    if (byte_order_mark && line_no > 1) NameUnreplayedEvent(line.substr(3));
+    if (byte_order_mark && line_no > 1) NameUnreplayedEvent(line.substr(3), JsonLimits().max_depth);
     Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED,
            LinePtr(),
            (line.empty() ? std::string("empty line; expected one JSON object")
@@ -1371,15 +1371,18 @@ std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
 
 }  // namespace
 
-void TraceChecker::NameUnreplayedEvent(std::string_view text) {
-  StatusOr<ParsedJson> parsed = ParseJsonStrict(text, "", /*record_locations=*/false, JsonLimits{});
-  if (!parsed.ok() || !parsed->value.is_object()) return;
+bool TraceChecker::NameUnreplayedEvent(std::string_view text, size_t max_depth) {
+  JsonLimits limits;
+  limits.max_depth = max_depth;
+  StatusOr<ParsedJson> parsed = ParseJsonStrict(text, "", /*record_locations=*/false, limits);
+  if (!parsed.ok() || !parsed->value.is_object()) return false;
   auto id_of = [&](const char* member) {
     auto m = parsed->value.find(member);
     return m != parsed->value.end() && m->is_string() ? m->get<std::string>() : std::string();
   };
   current_ = {id_of("event_id"), id_of("request_id")};
   context_is_event_ = false;
+  return true;
 }
 
 bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, bool too_deep) {
@@ -1392,18 +1395,7 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
     // that the event and its request are named and the request gated (since 2026-12-05, probe
     // 28: the strict reader's own 128-level limit was named, at its column, and the request's
     // next event raised a code of its own).
-    JsonLimits deeper;
-    deeper.max_depth = 2 * parser_->parser.max_depth();
-    StatusOr<ParsedJson> parsed = ParseJsonStrict(line, "", false, deeper);
-    const bool named = parsed.ok() && line_no > 1 && parsed->value.is_object();
-    auto id_of = [&](const char* member) {
-      auto m = parsed->value.find(member);
-      return m != parsed->value.end() && m->is_string() ? m->get<std::string>() : std::string();
-    };
-    if (named) {
-      current_ = {id_of("event_id"), id_of("request_id")};
-      context_is_event_ = false;
-    }
+    const bool named = line_no > 1 && NameUnreplayedEvent(line, 2 * parser_->parser.max_depth());
     Report(malformed, LinePtr(),
            at + " nests deeper than " + std::to_string(parser_->parser.max_depth()) +
                " levels of arrays and objects, the parser's limit (no member of the format nests "

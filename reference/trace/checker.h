@@ -602,9 +602,10 @@ class TraceChecker {
   // positive, so a rule for "never created" must not judge on true).
   bool MayBeForgotten(std::string_view request_id) const;
   // Names in current_ the event and request of `text`, an event's JSON that is read but not
-  // replayed (a line after its byte-order mark), when it is an object with readable ids; leaves
-  // current_ as it is otherwise.
-  void NameUnreplayedEvent(std::string_view text);
+  // replayed (a line after its byte-order mark, a line nested past simdjson's limit), read
+  // with nesting up to `max_depth`; true when it is an object (its ids named where they are
+  // strings), false, current_ unchanged, otherwise.
+  bool NameUnreplayedEvent(std::string_view text, size_t max_depth);
   // Reports a line simdjson refused with the strict reader's column and reason (a number
   // beyond 64 bits: INPUT_VALUE_OUT_OF_RANGE at its member); false when it adds nothing.
   // `too_deep`: simdjson refused it for nesting beyond its depth limit.

@@ -21,6 +21,8 @@
 #include <functional>
 #include <optional>
 
+#include "reference/race/fuzzer.h"
+
 namespace kvc::collide {
 
 // Evaluates f on `n` inputs at once (n <= kLanes): out[i] = f(in[i]). A batch lets an
@@ -55,8 +57,8 @@ struct SearchStats {
 std::optional<Collision> FindCollision(const BatchFunction& f, const AcceptFunction& accept,
                                        const SearchOptions& options, SearchStats* stats = nullptr);
 
-// SplitMix64 (Steele, Lea and Flood): the walks' start points.
-uint64_t SplitMix64(uint64_t x);
+// The walks' start points come from the race fuzzer's SplitMix64 (Steele, Lea and Flood).
+using race::SplitMix64;
 
 }  // namespace kvc::collide
 

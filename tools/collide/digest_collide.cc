@@ -51,32 +51,13 @@ using lifecycle::Snapshot;
 
 const lifecycle::CacheAbi kAbi{"abi-collide", 2, "post_rope"};
 
-BeginAppendRequest Append(const std::string& txn, const Snapshot& base, uint64_t count) {
-  BeginAppendRequest r;
-  r.txn_id = txn;
-  r.idempotency_key = "key-" + txn;
-  r.handle_id = base.handle_id;
-  r.base = base.base();
-  r.cache_abi = kAbi.id;
-  r.interval = {base.committed_length, count};
-  r.binding = {base.committed_length, count, base.committed_length + count, "post_rope"};
-  return r;
-}
-
 // Runs the two incarnations on a KvObject (z0: incarnation 0, z1: incarnation 1) and reports
 // whether generation 1's (generation, digest) pairs are equal. Prints what it compared.
 bool VerifyPair(bool lineage_mode, uint64_t z0, uint64_t z1) {
   KvObject o(kAbi);
-  auto life = [&](uint64_t z, uint64_t incarnation) -> StatusOr<Snapshot> {
-    const std::string lineage = lineage_mode ? LineageOf(z) : kFixedLineage;
-    const uint64_t rows = lineage_mode ? kLineageRows : z;
-    KVC_ASSIGN_OR_RETURN(Snapshot s, o.Allocate(kHandle, lineage, incarnation));
-    const std::string txn = "a" + std::to_string(incarnation);
-    KVC_RETURN_IF_ERROR(o.BeginAppend(Append(txn, s, rows)).status());
-    for (uint32_t l = 0; l < kAbi.num_layers; ++l)
-      KVC_RETURN_IF_ERROR(o.StageLayer(txn, l, {0, rows}, true, true, "").status());
-    KVC_ASSIGN_OR_RETURN(auto receipt, o.Publish(txn));
-    return receipt.result;
+  auto life = [&](uint64_t z, uint64_t incarnation) {
+    return lineage_mode ? PublishGeneration1(o, LittleEndianBytes(z), incarnation, kLineageRows)
+                        : PublishGeneration1(o, kFixedLineage, incarnation, z);
   };
   StatusOr<Snapshot> s0 = life(z0, 0);
   Status st = s0.status();
@@ -114,8 +95,7 @@ constexpr char kFingerprintAbi[] = "abi-loop2";
 
 // The fingerprint mode's request with key `key` on `base` (see the file comment).
 BeginAppendRequest FingerprintRequest(const Snapshot& base, std::string key) {
-  BeginAppendRequest r = Append("X", base, 1);
-  r.cache_abi = kFingerprintAbi;
+  BeginAppendRequest r = AppendRequest("X", base, 1, {kFingerprintAbi, 2, "post_rope"});
   r.idempotency_key = std::move(key);
   return r;
 }
@@ -126,8 +106,8 @@ bool VerifyFingerprintPair(uint64_t a, uint64_t b) {
   KvObject o({kFingerprintAbi, 2, "post_rope"});
   auto s = o.Allocate(kHandle, kFixedLineage);
   if (!s.ok()) return false;
-  const BeginAppendRequest ra = FingerprintRequest(*s, LineageOf(a));
-  const BeginAppendRequest rb = FingerprintRequest(*s, LineageOf(b));
+  const BeginAppendRequest ra = FingerprintRequest(*s, LittleEndianBytes(a));
+  const BeginAppendRequest rb = FingerprintRequest(*s, LittleEndianBytes(b));
   const uint64_t fa = lifecycle::OperationFingerprint(ra), fb = lifecycle::OperationFingerprint(rb);
   const bool opened = o.BeginAppend(ra).ok();
   const ErrorCode second = o.BeginAppend(rb).status().error();
@@ -147,9 +127,8 @@ int SearchFingerprint(const SearchOptions& o) {
   const BatchFunction f = [&templ](const uint64_t* in, uint64_t* out, size_t n) {
     lifecycle::BeginAppendView v = lifecycle::ViewOf(templ);
     for (size_t i = 0; i < n; ++i) {
-      char key[8];
-      for (int k = 0; k < 8; ++k) key[k] = static_cast<char>((in[i] >> (8 * k)) & 0xff);
-      v.idempotency_key = std::string_view(key, 8);
+      const std::string key = LittleEndianBytes(in[i]);  // 8 bytes: held inline, no allocation
+      v.idempotency_key = key;
       out[i] = lifecycle::OperationFingerprint(v);
     }
   };

@@ -11,7 +11,7 @@ namespace kvc::collide {
 using lifecycle::kFnvOffset;
 using lifecycle::kFnvPrime;
 
-std::string LineageOf(uint64_t z) {
+std::string LittleEndianBytes(uint64_t z) {
   std::string s(8, '\0');
   for (int k = 0; k < 8; ++k) s[k] = static_cast<char>((z >> (8 * k)) & 0xff);
   return s;
@@ -29,6 +29,30 @@ uint64_t Generation1Digest(std::string_view lineage, uint64_t incarnation, uint6
   s.version = 1;
   s.committed_length = rows;
   return lifecycle::SnapshotDigest(prev, lifecycle::Transition::kAppend, s, 0);
+}
+
+lifecycle::BeginAppendRequest AppendRequest(const std::string& txn, const lifecycle::Snapshot& base,
+                                            uint64_t count, const lifecycle::CacheAbi& abi) {
+  lifecycle::BeginAppendRequest r;
+  r.txn_id = txn;
+  r.idempotency_key = "key-" + txn;
+  r.handle_id = base.handle_id;
+  r.base = base.base();
+  r.cache_abi = abi.id;
+  r.interval = {base.committed_length, count};
+  r.binding = {base.committed_length, count, base.committed_length + count, abi.position_stage};
+  return r;
+}
+
+StatusOr<lifecycle::Snapshot> PublishGeneration1(lifecycle::KvObject& o, std::string_view lineage,
+                                                 uint64_t incarnation, uint64_t rows) {
+  KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot s, o.Allocate(kHandle, lineage, incarnation));
+  const std::string txn = "a" + std::to_string(incarnation);
+  KVC_RETURN_IF_ERROR(o.BeginAppend(AppendRequest(txn, s, rows, o.abi())).status());
+  for (uint32_t l = 0; l < o.abi().num_layers; ++l)
+    KVC_RETURN_IF_ERROR(o.StageLayer(txn, l, {0, rows}, true, true, "").status());
+  KVC_ASSIGN_OR_RETURN(lifecycle::PublishReceipt receipt, o.Publish(txn));
+  return receipt.result;
 }
 
 namespace {
@@ -88,7 +112,7 @@ void EvaluateLanes(Mode mode, const uint64_t* in, uint64_t* out, size_t n) {
     rows[l] = mode == Mode::kLineage ? kLineageRows : z[l];
   }
   if (mode == Mode::kLineage)
-    Feed(lineage, z, 8);  // Fnv1a64(LineageOf(z))
+    Feed(lineage, z, 8);  // Fnv1a64(LittleEndianBytes(z))
   else
     FeedAll(lineage, static_cast<unsigned char>(kFixedLineage[0]), 1);
   const Lanes alloc =

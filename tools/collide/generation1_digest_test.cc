@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "reference/lifecycle/kv_object/kv_object.h"
-
 namespace kvc::collide {
 namespace {
 
@@ -28,24 +26,11 @@ TEST(Generation1DigestTest, IsTheKvObjectDigest) {
   for (uint64_t incarnation : {0u, 1u, 7u}) {
     for (uint64_t rows : {1u, 3u, 1000u}) {
       lifecycle::KvObject o(abi);
-      const std::string lineage = LineageOf(SplitMix64(rows + incarnation));
-      auto s = o.Allocate(kHandle, lineage, incarnation);
-      ASSERT_TRUE(s.ok());
-      lifecycle::BeginAppendRequest r;
-      r.txn_id = "t";
-      r.idempotency_key = "t";
-      r.handle_id = kHandle;
-      r.base = s->base();
-      r.cache_abi = abi.id;
-      r.interval = {0, rows};
-      r.binding = {0, rows, rows, "post_rope"};
-      ASSERT_TRUE(o.BeginAppend(r).ok());
-      for (uint32_t l = 0; l < 2; ++l)
-        ASSERT_TRUE(o.StageLayer("t", l, {0, rows}, true, true, "").ok());
-      auto p = o.Publish("t");
-      ASSERT_TRUE(p.ok());
-      EXPECT_EQ(p->result.generation, 1u);
-      EXPECT_EQ(p->result.digest, Generation1Digest(lineage, incarnation, rows));
+      const std::string lineage = LittleEndianBytes(SplitMix64(rows + incarnation));
+      auto p = PublishGeneration1(o, lineage, incarnation, rows);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      EXPECT_EQ(p->generation, 1u);
+      EXPECT_EQ(p->digest, Generation1Digest(lineage, incarnation, rows));
     }
   }
 }
