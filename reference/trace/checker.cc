@@ -1779,7 +1779,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   header_ok_ = true;
 }
 
-TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec) {
+TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSpec& spec,
+                                                     bool* unnumbered) {
   if (last_source_ == nullptr || !SameBytes(last_source_name_, e.source_instance)) {
     auto it = sources_.find(e.source_instance);
     if (it == sources_.end()) {
@@ -1830,12 +1831,35 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
   }
   SourceState& s = *last_source_;
   if (SameBytes(e.source_component, s.component)) [[likely]] {
-    if (SameBytes(e.source_component, PlaneComponent(spec.plane))) return &s;
+    if (SameBytes(e.source_component, PlaneComponent(spec.plane))) {
+      s.declared_plane_seen = true;
+      return &s;
+    }
   } else if (SameBytes(e.source_component, PlaneComponent(spec.plane))) {
-    // The event agrees with its type's plane and the header does not: one declaration is
-    // wrong, so it is reported once, and the source's events are judged by the component each
-    // states (since 2026-12-04, probe 23: every event of the source was reported and dropped,
-    // so nothing of its plane was judged).
+    // The event agrees with its type's plane and the header does not. While the source has
+    // sent no event of its declared component, one declaration is wrong: it is reported once,
+    // and the source's events are judged by the component each states (since 2026-12-04, probe
+    // 23: every event of the source was reported and dropped, so nothing of its plane was
+    // judged). Once it has, the event is another source's under this source's name (a
+    // relabel): reported, and replayed by its component without being numbered in this source,
+    // whose sequence it is not part of; the hole its own source then shows is not also a gap
+    // (since 2026-12-06, probe 83: a residency observation relabelled with the semantic
+    // source's name raised a regression there and a gap in the residency source, 2-4 codes for
+    // one field).
+    if (s.declared_plane_seen) {
+      Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+             "event " + std::string(e.event_type) + " from source_component \"" +
+                 std::string(e.source_component) +
+                 "\" (its type's plane) names source_instance \"" + std::string(e.source_instance) +
+                 "\", which the header declares \"" + s.component +
+                 "\" and which has sent events of that component: another "
+                 "source's event under this name? It is replayed by its component, not numbered "
+                 "in \"" +
+                 std::string(e.source_instance) + "\"");
+      *unnumbered = true;
+      ++unattributed_drops_;
+      return &s;
+    }
     if (!s.component_contradicted)
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
              "event " + std::string(e.event_type) + " from source_component \"" +
@@ -2189,62 +2213,11 @@ void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t l
   src.last_seq = local_sequence;
 }
 
-void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
-  // Viewed in place, not copied out: a copy reloads the callee's two 8-byte stores as one
-  // 16-byte load, a store-forwarding stall per event (perf: ~3% of a 2-layer check).
-  const auto root_obj = root.get_object();
-  const dom::object& obj = root_obj.value_unsafe();
-  Event& e = event_;  // reused: its strings keep their capacity from event to event
-  e.line = line_;
-  e.SetText(line);
-  dom::element payload_value;
-  bool has_payload = false;
-  // An event's envelope has no "kind" member, so the one-pass reader refuses an end record.
-  const bool fast = opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload);
-  if (!fast && ReadEndRecord(obj)) return;
-  ++events_;
-  if (!fast && !ReadEnvelope(obj, e, &payload_value, &has_payload)) {
-    last_line_unread_ = true;
-    return;
-  }
-  if (binding_.trace_identity_required && !e.has_trace_id)
-    Report(ErrorCode::TRACE_IDENTITY_MISSING, LinePtr() + "/trace_id",
-           "the header requires trace identity (trace_identity: required); this event has none");
-  const dom::element* payload_el = has_payload ? &payload_value : nullptr;
-
-  // A small direct-mapped memo of the table (rows only grow before checking starts).
-  const std::string_view type = e.event_type;
-  const size_t slot = type.empty() ? 0
-                                   : (type.size() * 31 + static_cast<unsigned char>(type.front()) +
-                                      static_cast<unsigned char>(type.back())) %
-                                         kTypeMemo;
-  const EventTypeSpec* spec = type_memo_[slot];
-  if (!spec || !SameBytes(spec->name, type)) {
-    spec = FindEventType(type);
-    if (spec) type_memo_[slot] = spec;
-  }
-  if (!spec) {
-    Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
-           "event_type \"" + std::string(e.event_type) + "\" is not defined by " + kTraceKind);
-    // Not replayed, but it takes its place in its source's sequence, and what it did to its
-    // operation and request is unknown (gating).
-    NoteDroppedEvent(e.source_instance, e.local_sequence);
-    DropEvent(e, payload_el);
-    return;
-  }
-  SourceState* src_state = CheckSource(e, *spec);
-  if (!src_state) {
-    // Dropped (reported): an event whose source or component the header contradicts takes its
-    // place in its declared source's sequence, and its operation and request are gated.
-    NoteDroppedEvent(e.source_instance, e.local_sequence);
-    DropEvent(e, payload_el);
-    return;
-  }
-
-  // Source-local order: duplicate delivery, gaps, regressions, clocks.
-  SourceState& src = *src_state;
-  const uint64_t id_hash = LineHash(e.event_id);
-  bool id_conflict = false;
+// Source-local order: duplicate delivery, gaps, regressions, clocks.
+bool TraceChecker::CheckSourceOrder(Event& e, SourceState& src, uint64_t id_hash,
+                                    bool* id_conflict_out, bool* regressed_out) {
+  bool& id_conflict = *id_conflict_out;
+  bool& regressed = *regressed_out;
   // Nearly always no recent event has this id: the window's bucket counts decide that, and
   // the exact pass runs only when the id's bucket is occupied.
   SourceState::RecentWindow* const w = src.recent.get();
@@ -2254,7 +2227,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     if (w->seq[i] == e.local_sequence) {
       if (w->hashed[i] ? e.text.size() > kWindowLineLimit && w->hash[i] == e.content_hash()
                        : SameBytes(w->text[i], e.text))
-        return;  // a byte-equivalent redelivery is deduplicated, not replayed twice
+        return false;  // a byte-equivalent redelivery is deduplicated, not replayed twice
       // The same event (id and number) delivered again with other bytes: one code, and the
       // original stands (replaying the copy too would judge one event twice: a sequence
       // regression, a second publication).
@@ -2265,7 +2238,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
                  "\" was delivered before with other bytes; a redelivery must repeat the "
                  "original line byte for byte (re-serializing it changes its bytes); this copy "
                  "is not replayed");
-      return;
+      return false;
     }
     id_conflict = true;
   }
@@ -2273,7 +2246,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
            "event_id \"" + std::string(e.event_id) + "\" already names a different event of source \"" +
                std::string(e.source_instance) + "\"");
-  bool regressed = src.seen && e.local_sequence <= src.last_seq;
+  regressed = src.seen && e.local_sequence <= src.last_seq;
   // A source that restarted its numbering (reported once, at the event that restarted it, which
   // was dropped) is followed from the next event that continues the new numbering.
   if (regressed && src.restarted && e.local_sequence == src.restart_seq + 1) {
@@ -2363,6 +2336,66 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       if (!e.text.empty()) std::memcpy(text.data(), e.text.data(), e.text.size());
     }
   }
+  return true;
+}
+
+void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
+  // Viewed in place, not copied out: a copy reloads the callee's two 8-byte stores as one
+  // 16-byte load, a store-forwarding stall per event (perf: ~3% of a 2-layer check).
+  const auto root_obj = root.get_object();
+  const dom::object& obj = root_obj.value_unsafe();
+  Event& e = event_;  // reused: its strings keep their capacity from event to event
+  e.line = line_;
+  e.SetText(line);
+  dom::element payload_value;
+  bool has_payload = false;
+  // An event's envelope has no "kind" member, so the one-pass reader refuses an end record.
+  const bool fast = opt_.fast_readers && ReadEnvelopeFast(obj, e, &payload_value, &has_payload);
+  if (!fast && ReadEndRecord(obj)) return;
+  ++events_;
+  if (!fast && !ReadEnvelope(obj, e, &payload_value, &has_payload)) {
+    last_line_unread_ = true;
+    return;
+  }
+  if (binding_.trace_identity_required && !e.has_trace_id)
+    Report(ErrorCode::TRACE_IDENTITY_MISSING, LinePtr() + "/trace_id",
+           "the header requires trace identity (trace_identity: required); this event has none");
+  const dom::element* payload_el = has_payload ? &payload_value : nullptr;
+
+  // A small direct-mapped memo of the table (rows only grow before checking starts).
+  const std::string_view type = e.event_type;
+  const size_t slot = type.empty() ? 0
+                                   : (type.size() * 31 + static_cast<unsigned char>(type.front()) +
+                                      static_cast<unsigned char>(type.back())) %
+                                         kTypeMemo;
+  const EventTypeSpec* spec = type_memo_[slot];
+  if (!spec || !SameBytes(spec->name, type)) {
+    spec = FindEventType(type);
+    if (spec) type_memo_[slot] = spec;
+  }
+  if (!spec) {
+    Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
+           "event_type \"" + std::string(e.event_type) + "\" is not defined by " + kTraceKind);
+    // Not replayed, but it takes its place in its source's sequence, and what it did to its
+    // operation and request is unknown (gating).
+    NoteDroppedEvent(e.source_instance, e.local_sequence);
+    DropEvent(e, payload_el);
+    return;
+  }
+  bool unnumbered = false;
+  SourceState* src_state = CheckSource(e, *spec, &unnumbered);
+  if (!src_state) {
+    // Dropped (reported): an event whose source or component the header contradicts takes its
+    // place in its declared source's sequence, and its operation and request are gated.
+    NoteDroppedEvent(e.source_instance, e.local_sequence);
+    DropEvent(e, payload_el);
+    return;
+  }
+  const uint64_t id_hash = LineHash(e.event_id);
+  bool id_conflict = false;
+  bool regressed = false;
+  if (!unnumbered && !CheckSourceOrder(e, *src_state, id_hash, &id_conflict, &regressed)) return;
+  SourceState& src = *src_state;
 
   // Envelope requirements of the event type.
   // Without them the event is dropped: what it did to its request or operation is unknown.

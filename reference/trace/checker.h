@@ -656,6 +656,9 @@ class TraceChecker {
     // plane has: reported once (CheckSource), after which the source's events are judged by the
     // component each states.
     bool component_contradicted = false;
+    // An event stating the source's declared component (its type's plane) was numbered here;
+    // after that an event stating another plane under this name is another source's (a relabel).
+    bool declared_plane_seen = false;
     // Not declared in the header: adopted at its first event (CheckSource).
     bool adopted = false;
     bool seen = false;
@@ -697,8 +700,16 @@ class TraceChecker {
     bool regressed_prev = false;
   };
   // The declared source of `e`, checked against its component and the event type's plane;
-  // nullptr after reporting TRACE_SOURCE_UNDECLARED.
-  SourceState* CheckSource(Event& e, const EventTypeSpec& spec);
+  // nullptr after reporting TRACE_SOURCE_UNDECLARED. Sets *unnumbered when the event is
+  // replayed but is not one of the source's numbered events (another source's event under this
+  // source's name: its number is not judged against this source's).
+  SourceState* CheckSource(Event& e, const EventTypeSpec& spec, bool* unnumbered);
+  // The source-local order of `e` (duplicate delivery, id reuse, gaps, regressions, clocks);
+  // false when the event is not to be replayed (a redelivery, or a copy with other bytes).
+  // id_hash is LineHash(e.event_id); sets *id_conflict (the id names another recent event of
+  // the source) and *regressed (the number is not after the source's last), each false before.
+  bool CheckSourceOrder(Event& e, SourceState& src, uint64_t id_hash, bool* id_conflict,
+                        bool* regressed);
 
   std::string source_;
   CheckerOptions opt_;

@@ -3769,6 +3769,17 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // Held storage after generation 0's finish, observed after A is allocated again: the
       // finish is kept.
       {"mut3_108_an_observation_naming_the_released_incarnations_finish_after_reallocation", {}},
+      // An event under the name of a declared source of another plane that has sent events of
+      // its own plane is another source's (a relabel): one code, not numbered there, and its own
+      // source's hole is not a gap (probe 83: a regression and a gap beside it; an output_emit
+      // under the residency source's name raised two gaps and a regression). It is replayed:
+      // its request is not gated, so the finish's wrong output count is reported.
+      {"probe83_a_residency_observation_under_the_semantic_sources_name_raised_three_codes",
+       {"TRACE_SOURCE_UNDECLARED"}},
+      {"probe83_an_output_under_the_residency_sources_name_raised_four_codes",
+       {"TRACE_SOURCE_UNDECLARED"}},
+      {"probe83_an_output_under_another_planes_source_name_is_replayed_so_its_request_is_judged",
+       {"TRACE_SOURCE_UNDECLARED", "TRACE_SNAPSHOT_MISMATCH"}},
   };
   // Each listed code is raised once, except in these traces, where several events (or several
   // members of one event) each break the rule: the count of all violations. Without the count a
