@@ -190,6 +190,56 @@ grep -c '^PASS' "$T/out" >"$T/count"; mv "$T/count" "$T/out"; expect_out suite_e
 mkdir -p "$T/tabroot/fixtures/m" && cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/tabroot/fixtures/m/a$(printf '\t')b.json"
 check suite_printed_name_filter 0 "$K" suite --root "$T/tabroot" --filter 'fixtures/m/a\x09b' -v; expect_out suite_printed_name_filter_msg '^PASS fixtures/m/a\\x09b$'
 check suite_printed_name_junit 0 "$K" suite --root "$T/tabroot" --format junit; expect_out suite_printed_name_junit_msg 'name="fixtures/m/a\\x09b"'
+# Probe 84 (a CI integrator's read of the machine formats). A printed name selects its case alone,
+# beside a file literally named as that printed name (both were selected).
+cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/tabroot/fixtures/m/a\\x09b.json"
+check suite_printed_name_first 0 "$K" suite --root "$T/tabroot" --filter 'fixtures/m/a\x09b' -v
+grep -c '^PASS' "$T/out" >"$T/count"; mv "$T/count" "$T/out"; expect_out suite_printed_name_first_one '^1$'
+check suite_literal_name_printed 0 "$K" suite --root "$T/tabroot" --filter 'fixtures/m/a\\x09b' -v; expect_out suite_literal_name_printed_msg '^PASS fixtures/m/a\\\\x09b$'
+rm "$T/tabroot/fixtures/m/a\\x09b.json"
+# U+FFFE in a name is escaped (XML 1.0 has no such character), so the JUnit name selects the case.
+mkdir -p "$T/fffe/fixtures/m" && cp fixtures/m5_1/manifest/request_cache_manifest.json "$T/fffe/fixtures/m/v$(printf '\xef\xbf\xbe').json"
+check suite_fffe_junit 0 "$K" suite --root "$T/fffe" --format junit; expect_out suite_fffe_junit_name 'name="fixtures/m/v\\xEF\\xBF\\xBE"'
+check suite_fffe_filter 0 "$K" suite --root "$T/fffe" --filter 'fixtures/m/v\xEF\xBF\xBE' -v; expect_out suite_fffe_filter_msg '^PASS fixtures/m/v\\xEF\\xBF\\xBE$'
+# A section named by a document's kind is escaped: a kind with newlines forged a PASS verdict.
+mkdir -p "$T/forge/fixtures/x"
+printf '{"kind": "k\\ntotal 9 0 9 0\\nverdict: PASS\\n"}\n' >"$T/forge/fixtures/x/k.json"
+check suite_kind_forges_no_line 1 "$K" suite --root "$T/forge"
+if grep -q '^verdict: PASS' "$T/out"; then fail=$((fail+1)); echo "FAIL suite_kind_forges_no_line_msg: a forged verdict line"; sed 's/^/    /' "$T/out"; else pass=$((pass+1)); fi
+expect_out suite_kind_forges_escaped '^k\\x0Atotal 9 0 9 0\\x0Averdict: PASS\\x0A '
+# No case is an error in every format (the JSON verdict said pass, the JUnit report had no error).
+mkdir -p "$T/emptyroot"
+check suite_no_cases_json 2 "$K" suite --root "$T/emptyroot" --format json
+"$K" suite --root "$T/emptyroot" --format json 2>/dev/null >"$T/nocases.json"
+check suite_no_cases_json_verdict 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["verdict"] == "error" and "no cases found" in d["error"] else 1)' "$T/nocases.json"
+check suite_no_cases_junit 2 "$K" suite --root "$T/emptyroot" --format junit; expect_out suite_no_cases_junit_error 'tests="1" failures="0" errors="1"'; expect_out suite_no_cases_junit_msg '<error message="InvalidArgument: no cases found under '
+# A file under invalid_fixtures/ that cannot be parsed counts as an invalid case (it was counted
+# as a valid one).
+mkdir -p "$T/badinv/invalid_fixtures/x" && printf '{"kind": \n' >"$T/badinv/invalid_fixtures/x/bad.json"
+check suite_unparsed_invalid_fixture 1 "$K" suite --root "$T/badinv"; expect_out suite_unparsed_invalid_fixture_row '^unknown +0 +1 +0 +1$'
+# A long id is cut at the start of a UTF-8 sequence (an emoji was cut after its first byte).
+python3 -c '
+import json, sys
+src = [l for l in open("fixtures/m5_1/lifecycle/cancel_before_first_output.jsonl")]
+e = json.loads(src[2]); e["request_id"] = "a" + "\U0001F600" * 5000
+sys.stdout.write(src[0] + src[1] + json.dumps(e, ensure_ascii=False) + "\n" + "".join(src[3:]))' >"$T/emoji.jsonl"
+check check_clip_utf8 1 "$K" check "$T/emoji.jsonl" --format json
+"$K" check "$T/emoji.jsonl" --format json >"$T/emoji.json" 2>/dev/null
+check check_clip_utf8_json 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); s=json.dumps(d, ensure_ascii=False); sys.exit(1 if "\ufffd" in s or not d["violations"] else 0)' "$T/emoji.json"
+# JSON errors carry the message unescaped (parity escaped it twice: \\x01), and the calculators
+# write one under --format json (nothing was written).
+"$K" parity --model "$T/nope$(printf '\001')" --prompt-ids 1 --max-new-tokens 1 --format json >"$T/parity_err.json" 2>/dev/null
+check parity_json_error_unescaped 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["verdict"] == "error" and "nope\u0001:" in d["error"] else 1)' "$T/parity_err.json"
+for args in "kv-bytes --hf-config $T/nope.json" "saved-work --prompt 18446744073709551615 --outputs 18446744073709551615" "layer-stream --ready 25,50 --transfer 10"; do
+  # shellcheck disable=SC2086
+  "$K" calc $args --format json >"$T/calc_err.json" 2>/dev/null
+  check "calc_json_error ${args%% *}" 0 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["verdict"] == "error" and d["error"] else 1)' "$T/calc_err.json"
+done
+# A successful service-metrics or handoff replay JSON report says its verdict too.
+"$K" calc service-metrics fixtures/m5_1/service/ab_worked_trace.json --format json >"$T/sm.json"
+check service_metrics_json_verdict 0 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["verdict"] == "pass" else 1)' "$T/sm.json"
+"$K" handoff replay fixtures/m5_6/handoff/transfer_protocol.json --format json >"$T/hr.json"
+check handoff_replay_json_verdict 0 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["verdict"] == "pass" else 1)' "$T/hr.json"
 # A patch from 448 to 448.0 changes the document (the strict reader refuses the second): it is
 # judged, not "leaves the base unchanged" (probe 38).
 printf '{"kind": "kvconform.invalid_fixture/1", "case": "x/f", "description": "d", "seed_ref": "s", "base": "%s", "patch": [{"op": "replace", "path": "/expected/logical", "value": 448.0}], "expected_code": "INPUT_VALUE_OUT_OF_RANGE"}\n' \
@@ -631,6 +681,12 @@ check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/hand
 check handoff_replay_wrong_kind_json 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json --format json; expect_out handoff_replay_wrong_kind_json_msg '"verdict": "error"'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][5]["end_us"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/runtime/transfer_trace.json "$T/trace_bad.json"
 check handoff_replay_fail_json 1 "$K" handoff replay "$T/trace_bad.json" --format json; expect_out handoff_replay_fail_json_msg '"code": "HANDOFF_TRACE_INTERVAL_INVALID"'
+# The text report's violations are on standard output (probe 84: standard error), and the JSON
+# report has nothing before it.
+"$K" handoff replay "$T/trace_bad.json" >"$T/hr_text.out" 2>/dev/null
+check handoff_replay_text_stdout 0 grep -q 'HANDOFF_TRACE_INTERVAL_INVALID' "$T/hr_text.out"
+"$K" handoff replay "$T/trace_bad.json" --format json >"$T/hr_fail.json" 2>/dev/null
+check handoff_replay_fail_json_alone 0 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/hr_fail.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics"); d["ab"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_1/service/ab_worked_trace.json "$T/svc_bad.json"
 check service_metrics_fail_json 1 "$K" calc service-metrics --format json "$T/svc_bad.json"; expect_out service_metrics_fail_json_msg '"code": "INPUT_FIELD_UNKNOWN"'
 expect_out service_metrics_fail_json_verdict '"verdict": "fail"'

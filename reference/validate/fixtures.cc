@@ -183,6 +183,10 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
   FixtureOutcome o;
   o.path = path;
   o.case_name = CaseName(path, suite_root);
+  // In a suite a file's directory is its role, also when it cannot be parsed (probe 84: such a
+  // file under invalid_fixtures/ was counted as a valid case in the summary).
+  const bool under_invalid = !suite_root.empty() && o.case_name.starts_with("invalid_fixtures/");
+  o.invalid = under_invalid;
   auto parsed = IsJsonl(path) ? StatusOr<ParsedJson>(ParsedJson{}) : ReadJsonFileStrict(path, true);
   if (!parsed.ok()) {
     o.error = parsed.status();
@@ -194,9 +198,7 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
   // under fixtures/ passed too): invalid_fixtures/ holds invalid fixtures only, fixtures/ none.
   const bool is_invalid_fixture = !IsJsonl(path) && KindOf(parsed->value) == kInvalidFixtureKind;
   if (!suite_root.empty()) {
-    const bool under_invalid = o.case_name.starts_with("invalid_fixtures/");
     if (under_invalid != is_invalid_fixture) {
-      o.invalid = under_invalid;
       o.error = Status(
           StatusCode::kInvalidArgument,
           path + (under_invalid ? ": a file under invalid_fixtures/ is an invalid fixture (" +

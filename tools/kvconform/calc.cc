@@ -19,54 +19,78 @@ struct KvBytesOptions {
   std::string hf_config, dtype, format = "text";
 };
 
-int Fail(const Status& s) {
+// The error line on standard error and, with --format json, the error report on standard output
+// (probe 84: kv-bytes and saved-work wrote nothing there, where service-metrics writes one).
+int Fail(const Status& s, const std::string& format) {
   std::cerr << "kvconform calc: " << Printable(s.message()) << "\n";
+  if (format == "json") PrintJsonError(s.message());
   return kExitUsage;
 }
 
-void PrintObject(const nlohmann::json& j, const std::string& format) {
+}  // namespace
+
+// A calculator's result: the JSON object, or one "key: value" line per member (a string value
+// as JSON writes it, any invalid UTF-8, from a file name, replaced by U+FFFD).
+void PrintCalcResult(const nlohmann::json& j, const std::string& format) {
   if (format == "json") {
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpReport(j) << "\n";
     return;
   }
-  for (auto it = j.begin(); it != j.end(); ++it) std::cout << it.key() << ": " << it.value().dump() << "\n";
+  for (auto it = j.begin(); it != j.end(); ++it)
+    std::cout << it.key() << ": "
+              << it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
+
+namespace {
 
 void RunKvBytes(const KvBytesOptions& o) {
   auto lengths = ParseUintList(o.lengths, "--lengths");
   if (!lengths.ok()) {
-    ExitCode() = Fail(lengths.status());
+    ExitCode() = Fail(lengths.status(), o.format);
     return;
   }
   auto copies = ParseUintList(o.copies, "--copies");
   if (!copies.ok()) {
-    ExitCode() = Fail(copies.status());
+    ExitCode() = Fail(copies.status(), o.format);
     return;
   }
   CacheGeometry g{o.layers, o.kv_heads, o.head_dim, o.k_bytes, o.v_bytes};
   nlohmann::json source = "flags";
   if (!o.hf_config.empty()) {
     auto cfg = ReadJsonFileStrict(o.hf_config);
-    if (!cfg.ok()) { ExitCode() = Fail(cfg.status()); return; }
+    if (!cfg.ok()) {
+      ExitCode() = Fail(cfg.status(), o.format);
+      return;
+    }
     auto geo = GeometryFromHfConfig(cfg->value, o.dtype);
-    if (!geo.ok()) { ExitCode() = Fail(Status(StatusCode::kInvalidArgument, o.hf_config + ": " + geo.status().message())); return; }
+    if (!geo.ok()) {
+      ExitCode() =
+          Fail(Status(StatusCode::kInvalidArgument, o.hf_config + ": " + geo.status().message()),
+               o.format);
+      return;
+    }
     g = *geo;
     source = o.hf_config;
   } else if (o.layers == 0 || o.kv_heads == 0 || o.head_dim == 0 || o.k_bytes == 0 || o.v_bytes == 0) {
-    ExitCode() = Fail(InvalidArgument(
-        "--layers, --kv-heads, --head-dim, --k-bytes and --v-bytes must all be positive "
-        "(or pass --hf-config)"));
+    ExitCode() =
+        Fail(InvalidArgument(
+                 "--layers, --kv-heads, --head-dim, --k-bytes and --v-bytes must all be positive "
+                 "(or pass --hf-config)"),
+             o.format);
     return;
   }
   auto r = ComputeRaggedLedger(g, *lengths, *copies);
-  if (!r.ok()) { ExitCode() = Fail(r.status()); return; }
+  if (!r.ok()) {
+    ExitCode() = Fail(r.status(), o.format);
+    return;
+  }
   nlohmann::json j = {{"layers", g.layers},          {"kv_heads", g.kv_heads_local},
                       {"head_dim", g.head_dim},      {"k_bytes", g.k_bytes},
                       {"v_bytes", g.v_bytes},        {"bytes_per_token", r->bytes_per_token},
                       {"logical", r->logical},       {"materialized", r->materialized},
                       {"rectangular", r->rectangular}, {"phantom", r->phantom},
                       {"source", source}};
-  PrintObject(j, o.format);
+  PrintCalcResult(j, o.format);
   ExitCode() = kExitOk;
 }
 
@@ -77,7 +101,10 @@ struct SavedWorkOptions {
 
 void RunSavedWork(const SavedWorkOptions& o) {
   auto w = ComputeSavedWork(o.prompt, o.outputs);
-  if (!w.ok()) { ExitCode() = Fail(w.status()); return; }
+  if (!w.ok()) {
+    ExitCode() = Fail(w.status(), o.format);
+    return;
+  }
   nlohmann::json j = {{"prompt", w->prompt},
                       {"outputs", w->outputs},
                       {"rows_no_cache", w->rows_no_cache},
@@ -88,7 +115,7 @@ void RunSavedWork(const SavedWorkOptions& o) {
                       {"pairs_cache", w->pairs_cache},
                       {"pairs_saved", w->pairs_saved},
                       {"pair_reduction", w->pair_reduction}};
-  PrintObject(j, o.format);
+  PrintCalcResult(j, o.format);
   ExitCode() = kExitOk;
 }
 

@@ -16,18 +16,15 @@ struct LayerStreamOptions {
 void RunLayerStream(const LayerStreamOptions& args) {
   auto ready = ParseUintList(args.ready_args, "--ready");
   auto transfer = ParseUintList(args.transfer_args, "--transfer");
-  if (!ready.ok() || !transfer.ok()) {
-    std::cerr << "kvconform calc layer-stream: "
-              << Printable((ready.ok() ? transfer.status() : ready.status()).message()) << "\n";
+  // An error: its line on standard error, and with --format json the error report (probe 84).
+  auto fail = [&](const Status& st) {
+    std::cerr << "kvconform calc layer-stream: " << Printable(st.message()) << "\n";
+    if (args.format == "json") PrintJsonError(st.message());
     ExitCode() = kExitUsage;
-    return;
-  }
+  };
+  if (!ready.ok() || !transfer.ok()) return fail(ready.ok() ? transfer.status() : ready.status());
   auto s = handoff::ComputeLayerStream(*ready, *transfer);
-  if (!s.ok()) {
-    std::cerr << "kvconform calc layer-stream: " << Printable(s.status().message()) << "\n";
-    ExitCode() = kExitUsage;
-    return;
-  }
+  if (!s.ok()) return fail(s.status());
   nlohmann::json j = {{"ready", *ready},
                       {"transfer", *transfer},
                       {"per_layer_visible", s->per_layer_visible},
@@ -36,12 +33,7 @@ void RunLayerStream(const LayerStreamOptions& args) {
                       {"total_transfer", s->total_transfer},
                       {"exposed_after_prefill", s->exposed_after_prefill},
                       {"hidden_transfer", s->hidden_transfer}};
-  if (args.format == "json") {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      std::cout << it.key() << ": " << it.value().dump() << "\n";
-  }
+  PrintCalcResult(j, args.format);
   ExitCode() = kExitOk;
 }
 

@@ -79,8 +79,8 @@ std::string XmlEscape(const std::string& s);
 // file name is bytes; JSON and XML reports are UTF-8).
 std::string ValidUtf8(const std::string& s);
 // `s` for a terminal, on one line: a backslash written as \\; each byte of a C0 control, DEL,
-// a C1 control (U+0080..U+009F), U+2028 or U+2029, and each byte that starts no well-formed
-// UTF-8 sequence, written as \xNN (two uppercase hex digits); the rest as is. A trace's strings
+// a C1 control (U+0080..U+009F), U+2028, U+2029, U+FFFE or U+FFFF, and each byte that starts
+// no well-formed UTF-8 sequence, written as \xNN (two uppercase hex digits); the rest as is. A trace's strings
 // and file names are quoted in reports: an escape sequence or line break in one must not reach
 // the terminal raw, and a literal "\x0A" in one reads \\x0A, not as an escaped newline.
 std::string Printable(const std::string& s);
@@ -107,6 +107,13 @@ struct EmptyValue {
 std::optional<EmptyValue> EmptyOptionValue(int argc, char** argv, const CLI::App& app);
 // A JSON report as text: indented 2, any invalid UTF-8 (a file name's) replaced by U+FFFD.
 std::string DumpReport(const nlohmann::json& j);
+// An error with --format json: {"verdict": "error", "error": MESSAGE} on standard output, so
+// that a consumer parsing the report finds one (the command writes its error line on standard
+// error too).
+void PrintJsonError(const std::string& message);
+// A calculator's result (`calc kv-bytes`, `saved-work`, `layer-stream`): the object with --format
+// json, else one "key: value" line per member (calc.cc).
+void PrintCalcResult(const nlohmann::json& j, const std::string& format);
 
 // A section of `kvconform suite` beyond the fixture files (engine parity, bundled traces,
 // ...). Later parts of the kit append to SuiteSections() from their command files.

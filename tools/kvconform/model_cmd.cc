@@ -183,10 +183,11 @@ nlohmann::json PairToJson(const model::PairResult& r) {
 void RunParityCmd(const ParityOptions& o) {
   // An error is reported on standard error and, with --format json, as {"verdict": "error",
   // "error": MESSAGE} on standard output (probe 71: nothing was written there, where a CI
-  // consumer parses the report).
+  // consumer parses the report). The message is carried unescaped, as in every JSON report
+  // (probe 84: Printable's escapes were escaped again, \\x01 for a control byte).
   auto fail = [&](const Status& s) {
     if (o.format == "json")
-      std::cout << nlohmann::json{{"verdict", "error"}, {"error", Printable(s.ToString())}}.dump(2)
+      std::cout << DumpReport(nlohmann::json{{"verdict", "error"}, {"error", s.ToString()}})
                 << "\n";
     ExitCode() = FailWith("parity", s);
   };
@@ -218,18 +219,18 @@ void RunParityCmd(const ParityOptions& o) {
   if (o.format == "json") {
     nlohmann::json pairs = nlohmann::json::array();
     for (const auto& r : *res) pairs.push_back(PairToJson(r));
-    std::cout << nlohmann::json{{"model", o.model},
-                                {"mode", o.mode},
-                                {"device", o.device},
-                                {"prompt_ids", *ids},
-                                {"max_new_tokens", o.max_new},
-                                {"verdict", ok ? "pass" : "fail"},
-                                {"pairs", pairs}}
-                     .dump(2)
+    std::cout << DumpReport(nlohmann::json{{"model", o.model},
+                                           {"mode", o.mode},
+                                           {"device", o.device},
+                                           {"prompt_ids", *ids},
+                                           {"max_new_tokens", o.max_new},
+                                           {"verdict", ok ? "pass" : "fail"},
+                                           {"pairs", pairs}})
               << "\n";
   } else {
-    std::cout << "kvconform parity: " << o.model << " (" << o.mode << ", device " << o.device
-              << ", " << ids->size() << " prompt tokens, " << o.max_new << " new)\n";
+    std::cout << "kvconform parity: " << Printable(o.model) << " (" << Printable(o.mode)
+              << ", device " << o.device << ", " << ids->size() << " prompt tokens, " << o.max_new
+              << " new)\n";
     std::cout << std::left << std::setw(32) << "pair" << std::right << std::setw(6) << "steps"
               << std::setw(13) << "max_abs" << std::setw(13) << "max_rel" << std::setw(8)
               << "argmax" << std::setw(11) << "tolerance"
@@ -394,9 +395,9 @@ void RunBench(const BenchOptions& o) {
                         {"decode_tokens", o.decode},
                         {"results", rows}};
   if (o.format == "json") {
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpReport(out) << "\n";
   } else {
-    std::cout << "kvconform bench-engine: " << o.model << " threads=" << o.threads
+    std::cout << "kvconform bench-engine: " << Printable(o.model) << " threads=" << o.threads
               << " prompt=" << o.prompt_len << " decode=" << o.decode << "\n";
     for (const auto& r : rows)
       std::cout << "  " << std::left << std::setw(14) << r["mode"].get<std::string>() << std::fixed

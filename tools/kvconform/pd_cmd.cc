@@ -279,11 +279,11 @@ tp::SourceKv SyntheticSource(uint64_t bytes, uint64_t chunk_bytes) {
 
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpReport(j) << "\n";
     return Status();
   }
   std::ofstream f(path + ".tmp", std::ios::trunc);
-  f << j.dump(2) << "\n";
+  f << DumpReport(j) << "\n";
   f.close();
   if (!f || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
     return IoError(path + ": cannot write the worker result");
@@ -1004,10 +1004,10 @@ void RunPdRun(const PdOptions& o0) {
   std::error_code ec;
   std::filesystem::remove_all(run->dir, ec);
   if (o.format == "json") {
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpReport(out) << "\n";
   } else {
-    std::cout << "pd-run: " << o.model << " transport=" << o.transport << " fault=" << o.fault
-              << " mode=" << o.mode << "\n";
+    std::cout << "pd-run: " << Printable(o.model) << " transport=" << Printable(o.transport)
+              << " fault=" << Printable(o.fault) << " mode=" << Printable(o.mode) << "\n";
     std::cout << "workers: prefill " << ExitText(run->p) << ", decode " << ExitText(run->d) << "\n";
     for (const auto& s : steps)
       std::cout << "  step " << s["step"] << ": colocated " << s["colocated_token"] << " pd "

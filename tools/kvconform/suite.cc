@@ -43,6 +43,11 @@ Status CheckLinearizable(const std::string& path) {
                 ErrorCode::RACE_NOT_LINEARIZABLE);
 }
 
+std::string NoCasesMessage(const std::string& root, const std::string& filter) {
+  return "no cases found under " + root +
+         (filter.empty() ? std::string() : " whose name contains --filter \"" + filter + "\"");
+}
+
 void Run(const SuiteOptions& opt) {
   std::string root = opt.root.empty() ? DefaultRoot() : opt.root;
   std::vector<std::pair<std::string, FixtureOutcome>> results;  // section -> outcome
@@ -80,18 +85,25 @@ void Run(const SuiteOptions& opt) {
   // A name is matched as it is and as the reports print it (Printable: a control character or
   // backslash escaped), so a printed name selects its case (probe 56 leftover: a name with a
   // tab was printed "\x09" and that text selected nothing).
+  // A printed name is one case's (Printable escapes a backslash, so it is one-to-one), and it
+  // comes first: a file literally named as another's printed name ("a\x09b" beside "a<TAB>b")
+  // is selected by its own printed name, "a\\x09b" (probe 84: the printed name selected both).
   if (!opt.filter.empty()) {
-    auto is = [&](const std::string& name) {
-      return name == opt.filter || Printable(name) == opt.filter;
-    };
+    auto printed_is = [&](const std::string& name) { return Printable(name) == opt.filter; };
+    auto raw_is = [&](const std::string& name) { return name == opt.filter; };
     auto contains = [&](const std::string& name) {
       return name.find(opt.filter) != std::string::npos ||
              Printable(name).find(opt.filter) != std::string::npos;
     };
-    const bool exact = std::any_of(results.begin(), results.end(),
-                                   [&](const auto& r) { return is(r.second.case_name); });
+    auto any = [&](const auto& pred) {
+      return std::any_of(results.begin(), results.end(),
+                         [&](const auto& r) { return pred(r.second.case_name); });
+    };
+    const bool printed = any(printed_is);
+    const bool raw = !printed && any(raw_is);
     std::erase_if(results, [&](const auto& r) {
-      return exact ? !is(r.second.case_name) : !contains(r.second.case_name);
+      const std::string& name = r.second.case_name;
+      return printed ? !printed_is(name) : raw ? !raw_is(name) : !contains(name);
     });
   }
   std::map<std::string, Row> rows;
@@ -112,12 +124,25 @@ void Run(const SuiteOptions& opt) {
     for (const auto& [name, r] : rows)
       summary.push_back({{"section", name}, {"valid_cases", r.valid}, {"invalid_cases", r.invalid},
                          {"passed", r.passed}, {"failed", r.failed}});
-    std::cout << DumpReport(nlohmann::json{
-                     {"verdict", failed ? "fail" : "pass"}, {"summary", summary}, {"cases", cases}})
-              << "\n";
+    // No case is an error, in every format (probe 84: the JSON verdict said "pass" and the
+    // JUnit report had no failing testcase, where the text said ERROR and the exit code 2).
+    nlohmann::json report{{"verdict", results.empty() ? "error"
+                                      : failed        ? "fail"
+                                                      : "pass"},
+                          {"summary", summary},
+                          {"cases", cases}};
+    if (results.empty()) report["error"] = NoCasesMessage(root, opt.filter);
+    std::cout << DumpReport(report) << "\n";
   } else if (fmt == Format::kJunit) {
     std::vector<FixtureOutcome> all;
     for (auto& [s, o] : results) all.push_back(o);
+    if (all.empty()) {
+      FixtureOutcome none;
+      none.case_name = "kvconform.suite";
+      none.kind = "suite";
+      none.error = Status(StatusCode::kInvalidArgument, NoCasesMessage(root, opt.filter));
+      all.push_back(std::move(none));
+    }
     std::cout << RenderJunit("kvconform.suite", all);
   } else {
     for (const auto& [section, o] : results) {
@@ -133,9 +158,11 @@ void Run(const SuiteOptions& opt) {
               << "failed" << "\n";
     Row total;
     for (const auto& [name, r] : rows) {
-      std::cout << std::left << std::setw(44) << name << std::right << std::setw(7) << r.valid
-                << std::setw(9) << r.invalid << std::setw(8) << r.passed << std::setw(8) << r.failed
-                << "\n";
+      // A section is a document's kind, which the file states (probe 84: a kind with a newline
+      // forged a "verdict: PASS" line).
+      std::cout << std::left << std::setw(44) << Printable(name) << std::right << std::setw(7)
+                << r.valid << std::setw(9) << r.invalid << std::setw(8) << r.passed << std::setw(8)
+                << r.failed << "\n";
       total.valid += r.valid; total.invalid += r.invalid; total.passed += r.passed; total.failed += r.failed;
     }
     std::cout << std::left << std::setw(44) << "total" << std::right << std::setw(7) << total.valid
@@ -145,11 +172,7 @@ void Run(const SuiteOptions& opt) {
   }
   ExitCode() = results.empty() ? kExitUsage : failed ? kExitViolation : kExitOk;
   if (results.empty())
-    std::cerr << "kvconform suite: no cases found under " << Printable(root)
-              << (opt.filter.empty()
-                      ? std::string()
-                      : " whose name contains --filter \"" + Printable(opt.filter) + "\"")
-              << "\n";
+    std::cerr << "kvconform suite: " << Printable(NoCasesMessage(root, opt.filter)) << "\n";
 }
 
 }  // namespace
