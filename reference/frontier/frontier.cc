@@ -118,13 +118,21 @@ bool operator==(const OutputTokens& a, const OutputTokens& b) {
         index = j;
         break;
       }
-  if (!index)
+  // After a truncate the token may be one of the outputs it rolled back, which are emitted again
+  // before their rows are computed again; and an output is emitted before the decode that
+  // processes it (probe 83: "never emitted" read wrong in both cases).
+  if (!index) {
+    std::string what = n > kLookBack ? "is none of the last " + U(kLookBack) + " outputs emitted"
+                       : rolled_back_ > 0
+                           ? "is none of the outputs the request's rows keep (" + U(rolled_back_) +
+                                 " rolled back by truncation are emitted again before a decode "
+                                 "processes them)"
+                           : std::string("was never emitted");
     return V(ErrorCode::FRONTIER_CACHE_OVERCOMMIT,
              "decode append with an empty output frontier: it would commit a row for a token "
              "that " +
-                 std::string(n <= kLookBack
-                                 ? "was never emitted"
-                                 : "is none of the last " + U(kLookBack) + " outputs emitted"));
+                 what + "; an output_emit comes before the decode that processes its token");
+  }
   const uint64_t next = outputs_.size();
   std::string then;
   if (!expected_tokens_.empty())
@@ -298,7 +306,12 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
   if (output_index != outputs_.size())
     verdict =
         V(ErrorCode::FRONTIER_OUTPUT_INDEX_GAP,
-          "output index " + U(output_index) + ", expected the next index " + U(outputs_.size()));
+          "output index " + U(output_index) + ", expected the next index " + U(outputs_.size()) +
+              (rolled_back_ > 0 && output_index > outputs_.size()
+                   ? " (" + U(rolled_back_) +
+                         " outputs were rolled back by truncation: numbering goes on from "
+                         "the outputs the kept rows hold)"
+                   : std::string()));
   else if (from_repair_logits)
     verdict = V(ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT,
                 "output " + U(output_index) + " taken from a repair call's logits, which are "

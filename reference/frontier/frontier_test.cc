@@ -211,6 +211,33 @@ TEST(FrontierTest, RegressionADecodeOfACommittedDraftSaysItsRowIsCommitted) {
   EXPECT_NE(s.message().find("a token that was never emitted"), std::string::npos) << s.message();
 }
 
+// Regression (probe 83, 2026-12-06): after a truncate rolled outputs back, a decode of one of
+// them was "a token that was never emitted", and an output numbered as before the truncate
+// "expected the next index 0" with no word of the rollback. The codes stay; the messages say it.
+TEST(FrontierTest, RegressionAfterATruncateTheMessagesNameTheRolledBackOutputs) {
+  FrontierState f(4);
+  Publish(f, Prefill(4));
+  ASSERT_TRUE(f.Emit(0, 100).ok());
+  Publish(f, Decode(100));
+  ASSERT_TRUE(f.Emit(1, 101).ok());
+  f.Truncate(0);  // preempted and recomputed: every output goes with the rows
+  ASSERT_EQ(f.rolled_back(), 2u);
+  Publish(f, Prefill(4));
+  Status s = f.CheckAppend(Decode(101));
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_CACHE_OVERCOMMIT);
+  EXPECT_NE(s.message().find("none of the outputs the request's rows keep (2 rolled back by "
+                             "truncation are emitted again before a decode processes them)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("never emitted"), std::string::npos) << s.message();
+  s = f.Emit(2, 102);
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_OUTPUT_INDEX_GAP);
+  EXPECT_NE(s.message().find("expected the next index 0 (2 outputs were rolled back by "
+                             "truncation"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
   // 0x09: base 100, drafts [d0..d3], two accepted, correction -> 102, repair -> 103.
   FrontierState f(99);

@@ -2495,7 +2495,9 @@ TEST(TraceCheckerTest, ObservationCauseMessagesSayWhatWasObserved) {
   // TRACE_CAUSE_UNKNOWN, and the request was gated); an id the trace does not hold is unknown.
   v = ValidateTraceJsonl(t + Residency("e4", 32) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_WRONG_EVENT"});
-  EXPECT_NE(v[0].message.find("that can cause an observation (request_allocate"), std::string::npos)
+  EXPECT_NE(v[0].message.find("an event of this trace but not one that can cause request \"R\"'s "
+                              "observations (its request_allocate"),
+            std::string::npos)
       << v[0].message;
   v = ValidateTraceJsonl(t + Residency("e404", 32) + "\n", "t.jsonl");
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_UNKNOWN"});

@@ -222,7 +222,8 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
   if (e.result_snapshot)
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
              std::string(e.event_type) + " carries result snapshot " + U(*e.result_snapshot) +
-                 "; a failure leaves its base snapshot visible and names no result");
+                 "; an event with outcome \"" + std::string(e.outcome) +
+                 "\" leaves its base snapshot visible and names no result");
 }
 
 // append_start, append_stage_layer and output_emit produce no snapshot: a result_snapshot on them
@@ -1345,10 +1346,10 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // is not gated (probe 41: TRACE_CAUSE_UNKNOWN gated it, hiding a later truncate growth).
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", an event of this trace that is not an event of request \"" +
+                 "\", an event of this trace but not one that can cause request \"" +
                  std::string(*e.request_id) +
-                 "\" that can cause an observation (request_allocate, append_publish, fork, "
-                 "truncate, cancel_request, finish or release of that request)");
+                 "\"'s observations (its request_allocate, append_publish, fork, truncate, "
+                 "cancel_request, finish or release)");
     return nullptr;
   }
   if (!info) {
