@@ -710,12 +710,6 @@ class TraceChecker {
   // replayed but is not one of the source's numbered events (another source's event under this
   // source's name: its number is not judged against this source's).
   SourceState* CheckSource(Event& e, const EventTypeSpec& spec, bool* unnumbered);
-  // The source-local order of `e` (duplicate delivery, id reuse, gaps, regressions, clocks);
-  // false when the event is not to be replayed (a redelivery, or a copy with other bytes).
-  // id_hash is LineHash(e.event_id); sets *id_conflict (the id names another recent event of
-  // the source) and *regressed (the number is not after the source's last), each false before.
-  bool CheckSourceOrder(Event& e, SourceState& src, uint64_t id_hash, bool* id_conflict,
-                        bool* regressed);
 
   std::string source_;
   CheckerOptions opt_;
