@@ -138,11 +138,20 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
   // code too: one wrong field, one code).
   if (!sizes_ok) return out;
   std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
+  // Chunks lying outside the plan's tokens, per layer: the same ones in every layer are one
+  // plan-level mistake (below).
+  std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> outside;
+  const size_t issues_before_chunks = out.size();
+  bool other_chunk_issue = false;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ChunkSpec& c = plan.chunks[i];
     auto c_end = CheckedAdd(c.token_start, c.token_count);
     if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end ||
         c.token_start < plan.token_start || *c_end > *end) {
+      if (c.layer >= plan.num_layers || c.token_count == 0 || !c_end)
+        other_chunk_issue = true;
+      else
+        outside[c.layer].push_back({c.token_start, c.token_count});
       const std::string what =
           c.token_count == 0 ? " is empty (token_count 0); a chunk carries at least one token"
           : c.layer >= plan.num_layers
@@ -157,6 +166,40 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       continue;
     }
     per_layer[c.layer].push_back({c.token_start, *c_end});
+  }
+  // Every layer's chunks lying outside the plan's tokens alike (two or more layers, each with
+  // chunks, no other chunk issue): the plan's token_start or token_count is the one field wrong,
+  // reported once there rather than at every chunk (since 2026-12-06, probe 85: a warm plan's
+  // token_start 4 -> 0 raised eight codes, one per chunk).
+  if (!other_chunk_issue && outside.size() >= 2 && outside.size() == plan.num_layers &&
+      std::all_of(outside.begin(), outside.end(),
+                  [&](const auto& kv) { return kv.second == outside.begin()->second; })) {
+    // The field blamed: token_start when the chunks start before it, or when a layer's chunks
+    // span token_count tokens from elsewhere (the interval shifted); else token_count.
+    const auto& first = outside.begin()->second;
+    uint64_t lo = UINT64_MAX, hi = 0;  // the outside chunks' span, for the message
+    for (const auto& [start, count] : first) {
+      lo = std::min(lo, start);
+      hi = std::max(hi, start + count);  // chunk ends were checked above (CheckedAdd)
+    }
+    uint64_t layer_lo = UINT64_MAX, layer_hi = 0;  // the first layer's chunks, all of them
+    for (const ChunkSpec& c : plan.chunks)
+      if (c.layer == outside.begin()->first) {
+        layer_lo = std::min(layer_lo, c.token_start);
+        layer_hi = std::max(layer_hi, c.token_start + c.token_count);
+      }
+    const bool start_wrong = lo < plan.token_start || (layer_lo != plan.token_start &&
+                                                       layer_hi - layer_lo == plan.token_count);
+    const char* field = start_wrong ? "token_start" : "token_count";
+    out.resize(issues_before_chunks);
+    out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,
+                   "in every layer (" + std::to_string(outside.size()) +
+                       ") the chunks at tokens [" + std::to_string(lo) + "," + std::to_string(hi) +
+                       ") lie outside the plan's tokens [" + std::to_string(plan.token_start) +
+                       "," + std::to_string(*end) + "): the plan's " + field +
+                       " is not its chunks'",
+                   field});
+    return out;
   }
   if (plan.token_count == 0 && plan.visible_prefix_handle.empty())
     out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, -1,

@@ -382,6 +382,28 @@ TEST(CheckPlan, RegressionAPlanLevelMistakeIsOneIssue) {
   issues = CheckPlan(one);
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].chunk_index, 1);
+  // Probe 85: every layer's chunks lying outside the plan's tokens alike was one issue per chunk.
+  // A warm plan whose token_start moved (the chunks cover [4, 12), the plan says [0, 8)) ...
+  auto shifted = TwoLayerPlan();
+  shifted.visible_prefix_handle = "prefix";
+  for (auto& c : shifted.chunks) c.token_start += 4;
+  issues = CheckPlan(shifted);
+  ASSERT_EQ(issues.size(), 1u) << issues[0].message;
+  EXPECT_EQ(issues[0].code, ErrorCode::HANDOFF_COVERAGE_MISMATCH);
+  EXPECT_EQ(issues[0].field, "token_start");
+  EXPECT_EQ(issues[0].chunk_index, -1);
+  // ... and a token_count one chunk short (each layer's last chunk lies beyond it).
+  auto short_count = TwoLayerPlan();
+  short_count.token_count = 4;
+  issues = CheckPlan(short_count);
+  ASSERT_EQ(issues.size(), 1u) << issues[0].message;
+  EXPECT_EQ(issues[0].field, "token_count");
+  // One layer's chunk outside is that chunk's issue.
+  auto one_outside = TwoLayerPlan();
+  one_outside.chunks[3].token_start = 8;
+  issues = CheckPlan(one_outside);
+  ASSERT_FALSE(issues.empty());
+  EXPECT_EQ(issues[0].chunk_index, 3);
 }
 
 // Probe 10 (2026-12-04): every chunk event scanned the whole plan (the layer-complete check in

@@ -1201,28 +1201,44 @@ void Tracked(TraceChecker& c, const Event& e, ObjReader& p) {
       static_cast<TransferState&>(*x).SyncOpen(*e.operation_id);
 }
 
+// A transfer event other than transfer_publish produces no snapshot: a result_snapshot on it has
+// no right value, as on the semantic plane's appends (reported, the event replayed; since
+// 2026-12-06, probe 85: any number passed on transfer_validate and the others).
+template <void (*Handle)(TraceChecker&, const Event&, ObjReader&)>
+void NoResult(TraceChecker& c, const Event& e, ObjReader& p) {
+  Handle(c, e, p);
+  if (e.result_snapshot)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             std::string(e.event_type) + " claims result snapshot " + U(*e.result_snapshot) +
+                 "; it produces no snapshot (only transfer_publish names one: result_snapshot "
+                 "must be null or absent)");
+}
+
 constexpr EventTypeSpec kRows[] = {
     // Declarations (a destination, a prefix it holds, the producer's readiness, a plan) state
     // what is: success is their only outcome. A failed handoff is recorded as transfer_abort.
-    {"transfer_destination", Plane::kTransfer, false, false, false, &OnDestination, nullptr,
-     &GateDestination, kOutcomeSuccess},
-    {"destination_prefix", Plane::kTransfer, false, false, false, &OnDestinationPrefix, nullptr,
-     &GateDestinationPrefix, kOutcomeSuccess},
-    {"kv_ready", Plane::kTransfer, false, false, false, &OnKvReady, nullptr, nullptr,
+    {"transfer_destination", Plane::kTransfer, false, false, false, &NoResult<&OnDestination>,
+     nullptr, &GateDestination, kOutcomeSuccess},
+    {"destination_prefix", Plane::kTransfer, false, false, false, &NoResult<&OnDestinationPrefix>,
+     nullptr, &GateDestinationPrefix, kOutcomeSuccess},
+    {"kv_ready", Plane::kTransfer, false, false, false, &NoResult<&OnKvReady>, nullptr, nullptr,
      kOutcomeSuccess},
-    {"transfer_plan", Plane::kTransfer, false, true, false, &Tracked<&OnPlan>, nullptr, &GatePlan,
-     kOutcomeSuccess},
-    {"transfer_reserve", Plane::kTransfer, false, true, false, &Tracked<&OnReserve>},
-    {"chunk_credit_acquire", Plane::kTransfer, false, true, false, &Tracked<&OnCreditAcquire>},
-    {"chunk_send", Plane::kTransfer, false, true, false, &Tracked<&OnSend>},
-    {"chunk_receive", Plane::kTransfer, false, true, false, &Tracked<&OnReceive>},
-    {"chunk_device_visible", Plane::kTransfer, false, true, false, &Tracked<&OnDeviceVisible>},
-    {"transfer_validate", Plane::kTransfer, false, true, false, &Tracked<&OnValidate>},
+    {"transfer_plan", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnPlan>>, nullptr,
+     &GatePlan, kOutcomeSuccess},
+    {"transfer_reserve", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnReserve>>},
+    {"chunk_credit_acquire", Plane::kTransfer, false, true, false,
+     &NoResult<&Tracked<&OnCreditAcquire>>},
+    {"chunk_send", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnSend>>},
+    {"chunk_receive", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnReceive>>},
+    {"chunk_device_visible", Plane::kTransfer, false, true, false,
+     &NoResult<&Tracked<&OnDeviceVisible>>},
+    {"transfer_validate", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnValidate>>},
     {"transfer_publish", Plane::kTransfer, false, true, false, &Tracked<&OnPublish>},
-    {"decode_admit", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeAdmit>},
-    {"source_release_ack", Plane::kTransfer, false, true, false, &Tracked<&OnSourceRelease>},
-    {"decode_release", Plane::kTransfer, false, true, false, &Tracked<&OnDecodeRelease>},
-    {"transfer_abort", Plane::kTransfer, false, true, false, &Tracked<&OnAbort>},
+    {"decode_admit", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnDecodeAdmit>>},
+    {"source_release_ack", Plane::kTransfer, false, true, false,
+     &NoResult<&Tracked<&OnSourceRelease>>},
+    {"decode_release", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnDecodeRelease>>},
+    {"transfer_abort", Plane::kTransfer, false, true, false, &NoResult<&Tracked<&OnAbort>>},
 };
 
 }  // namespace

@@ -927,6 +927,9 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       {"mut3_154_a_transfer_publish_naming_another_result_snapshot", {"TRACE_SNAPSHOT_MISMATCH"}},
       {"mut3_156_a_refused_decode_release_the_replay_performed_stops_the_pool_checks",
        {"TRACE_OUTCOME_INVALID"}},
+      // Only transfer_publish names a snapshot (probe 85: a validation claiming one passed).
+      {"probe85_a_transfer_validate_claiming_a_result_snapshot_passed",
+       {"TRACE_SNAPSHOT_MISMATCH"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
