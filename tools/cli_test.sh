@@ -687,6 +687,9 @@ check handoff_replay_fail_json 1 "$K" handoff replay "$T/trace_bad.json" --forma
 check handoff_replay_text_stdout 0 grep -q 'HANDOFF_TRACE_INTERVAL_INVALID' "$T/hr_text.out"
 "$K" handoff replay "$T/trace_bad.json" --format json >"$T/hr_fail.json" 2>/dev/null
 check handoff_replay_fail_json_alone 0 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/hr_fail.json"
+# A timeline that stops mid-transfer is its violation under replay too (it printed figures, exit 0).
+"$K" fixture materialize invalid_fixtures/m5_6/handoff/protocol_stops_mid_transfer.json >"$T/unterminated.json"
+check handoff_replay_unterminated 1 "$K" handoff replay "$T/unterminated.json"; expect_out handoff_replay_unterminated_msg 'TRACE_OPERATION_UNTERMINATED at ./events.: the timeline ends with transfer'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics"); d["ab"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_1/service/ab_worked_trace.json "$T/svc_bad.json"
 check service_metrics_fail_json 1 "$K" calc service-metrics --format json "$T/svc_bad.json"; expect_out service_metrics_fail_json_msg '"code": "INPUT_FIELD_UNKNOWN"'
 expect_out service_metrics_fail_json_verdict '"verdict": "fail"'

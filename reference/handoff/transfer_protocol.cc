@@ -297,6 +297,19 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   bool all_visible = true;
   for (const auto& c : d.plan.chunks)
     all_visible &= txn.chunk_state(c.chunk_id) == ChunkState::kDeviceVisible;
+  // A timeline that stops mid-transfer is that fact, the code the trace checker gives a
+  // transfer open at the end of a trace (one rule for both documents), not a mismatch of each
+  // declared result it never reached (since 2026-12-06: HANDOFF_DECLARED_RESULT_MISMATCH only).
+  if (txn.state() != TxnState::kPublished && txn.state() != TxnState::kAborted) {
+    v.push_back({ErrorCode::TRACE_OPERATION_UNTERMINATED, "/events",
+                 "the timeline ends with transfer \"" + d.plan.transfer_id + "\" in state " +
+                     std::string(TxnStateName(txn.state())) +
+                     "; a handoff ends PUBLISHED or ABORTED (0x06A)"});
+    return v;
+  }
+  // Only a timeline that ended has a summary: `handoff replay` of one that stops mid-transfer
+  // reports its violation, as `validate` does (since 2026-12-06, helper 115's review: it printed
+  // figures and exited 0).
   if (out) {
     ProtocolSummary s;
     s.last_layer_ready = d.ready.back();
@@ -310,16 +323,6 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
     s.unpublished_blocks_at_end = pool.unpublished();
     s.retries = txn.retries();
     *out = s;
-  }
-  // A timeline that stops mid-transfer is that fact, the code the trace checker gives a
-  // transfer open at the end of a trace (one rule for both documents), not a mismatch of each
-  // declared result it never reached (since 2026-12-06: HANDOFF_DECLARED_RESULT_MISMATCH only).
-  if (txn.state() != TxnState::kPublished && txn.state() != TxnState::kAborted) {
-    v.push_back({ErrorCode::TRACE_OPERATION_UNTERMINATED, "/events",
-                 "the timeline ends with transfer \"" + d.plan.transfer_id + "\" in state " +
-                     std::string(TxnStateName(txn.state())) +
-                     "; a handoff ends PUBLISHED or ABORTED (0x06A)"});
-    return v;
   }
   const Json& dec = *d.declared;
   auto check = [&](const char* key, std::optional<uint64_t> computed, const char* what) {

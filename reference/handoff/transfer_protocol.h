@@ -48,7 +48,8 @@ struct ProtocolSummary {
   std::string final_state;
   uint64_t credits_in_flight_at_end = 0, unpublished_blocks_at_end = 0, retries = 0;
 };
-// nullopt when the document fails before or during replay (see ValidateTransferProtocol).
+// nullopt when the document fails before or during replay, or its timeline ends with the
+// transfer neither PUBLISHED nor ABORTED (see ValidateTransferProtocol).
 std::optional<ProtocolSummary> ReplayTransferProtocol(const Json& doc);
 
 }  // namespace kvc::handoff

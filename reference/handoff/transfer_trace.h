@@ -14,6 +14,7 @@
 //   overlapped = work - |union of intervals|   (work done concurrently with other work)
 //   exposed    = max(0, publication end - decode_ready)
 //   retries    = failed gathers, network attempts and device copies
+//   transferred_bytes = bytes moved by successful network attempts
 // and compares the declared summary. Gating: schema -> identity/intervals -> ordering and
 // bytes -> summary (only over a sound trace).
 #ifndef KVCONFORM_REFERENCE_HANDOFF_TRANSFER_TRACE_H_
