@@ -83,6 +83,13 @@ void OpenTxnIds::Erase(std::string_view id) {
   if (ids_.size() < kIndexFrom / 2) index_.clear();  // hysteresis: no rebuild per insert/erase
 }
 
+bool OpenTxnIds::contains(std::string_view id) const {
+  if (!index_.empty()) return index_.find(id) != index_.end();
+  for (const auto& x : ids_)
+    if (x == id) return true;
+  return false;
+}
+
 bool operator==(const OpenTxnIds& a, const OpenTxnIds& b) {
   if (a.ids_.size() != b.ids_.size()) return false;
   if (a.ids_ == b.ids_) return true;

@@ -6,7 +6,8 @@
 namespace kvc::lifecycle {
 
 KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
-                               const std::vector<std::string_view>& txn_ids) const {
+                               const std::vector<std::string_view>& txn_ids,
+                               bool named_txns_only) const {
   Saved saved;
   // Ids already saved, as views of the caller's arguments or of this object's records (both
   // outlive the call): a fork names thousands of children, a handle holds thousands of open
@@ -23,7 +24,7 @@ KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
     if (!seen_handles.insert(id).second) return;
     auto it = handles_.find(id);
     if (it == handles_.end()) {
-      saved.handles.push_back({std::string(id), std::nullopt, 0});
+      saved.handles.push_back({std::string(id), std::nullopt, 0, false, {}});
       return;
     }
     const HandleRecord& h = it->second;
@@ -31,11 +32,20 @@ KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
     copy.current = h.current;
     copy.released_length = h.released_length;
     copy.parent_id = h.parent_id;
-    copy.open_txns = h.open_txns;
-    saved.handles.push_back({std::string(id), std::move(copy), h.txn_ids.size()});
+    SavedHandle entry{std::string(id), std::nullopt, h.txn_ids.size(), false, {}};
+    if (named_txns_only) {
+      entry.open_txns_omitted = true;
+      for (std::string_view txn : txn_ids)
+        entry.named_open.emplace_back(std::string(txn), h.open_txns.contains(txn));
+    } else {
+      copy.open_txns = h.open_txns;
+    }
+    entry.record = std::move(copy);
+    saved.handles.push_back(std::move(entry));
     // Final transactions never change again; an operation on the handle changes only its open
     // ones (CancelRequest aborts them) besides the transaction it names.
-    for (std::string_view txn : h.open_txns) save_txn(txn);
+    if (!named_txns_only)
+      for (std::string_view txn : h.open_txns) save_txn(txn);
   };
   for (std::string_view id : handle_ids) save_handle(id);
   for (std::string_view id : txn_ids) {
@@ -46,12 +56,20 @@ KvObject::Saved KvObject::Save(const std::vector<std::string_view>& handle_ids,
 }
 
 void KvObject::Restore(Saved saved) {
-  for (auto& [id, record, listed] : saved.handles) {
+  for (auto& [id, record, listed, open_txns_omitted, named_open] : saved.handles) {
     auto it = handles_.find(id);
     if (record) {
       // The live list holds the saved one plus at most the ids the operation appended (a
       // re-allocation moves the list to the new record whole).
       if (it != handles_.end()) {
+        if (open_txns_omitted) {
+          // Only the named transactions' membership can have changed (Save's promise).
+          record->open_txns = std::move(it->second.open_txns);
+          for (const auto& [txn, was_open] : named_open) {
+            if (was_open && !record->open_txns.contains(txn)) record->open_txns.Insert(txn);
+            if (!was_open) record->open_txns.Erase(txn);
+          }
+        }
         record->txn_ids = std::move(it->second.txn_ids);
         if (record->txn_ids.size() > listed) record->txn_ids.resize(listed);
         // Derived too; an id the operation listed as closed may name a transaction restored
