@@ -37,6 +37,8 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "reference/base/stable_string_map.h"
@@ -801,6 +803,10 @@ class TraceChecker {
   size_t gate_bytes_ = 0;  // what poisoned_'s keys cost (GateCost), within opt_.gate_bytes
   uint64_t gates_not_kept_ = 0;
   RuntimeBinding binding_;  // optional header rules (runtime_binding.h)
+  // The ids binding_.expected_final_states lists (built at the first forgotten tombstone), and
+  // the final snapshots of those forgotten since: bounded by the header's list.
+  std::unordered_set<std::string> expected_ids_;
+  std::unordered_map<std::string, lifecycle::Snapshot> forgotten_expected_;
   std::vector<std::pair<std::string, std::unique_ptr<CheckerExtension>>> extensions_;
 };
 

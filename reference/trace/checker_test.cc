@@ -1376,6 +1376,43 @@ TEST(TraceCheckerTest, PayloadFastReadersAgreeWithTheGeneralReaders) {
   }
 }
 
+// Regression (probe 86, 2026-12-06): a request listed in expected_final_states and released
+// more than released_window releases before the end was reported "never allocated or forked"
+// (every trace of more than 4,096 releases failed the check it lists). Its final snapshot is kept
+// when its tombstone is forgotten, and still judged.
+TEST(TraceCheckerTest, RegressionAnExpectedFinalStateOfAForgottenRequestIsJudged) {
+  for (const uint64_t want_length : {uint64_t{0}, uint64_t{1}}) {
+    std::string header(kHeader);
+    header.pop_back();
+    header += R"(,"expected_final_states":[)";
+    for (int r = 0; r < 3; ++r)
+      header += std::string(r ? "," : "") + R"({"request_id":"R)" + std::to_string(r) +
+                R"(","handle_generation":1,"snapshot":1,"committed_length":)" +
+                std::to_string(r == 0 ? want_length : 0) + R"(,"phase":"RELEASED"})";
+    header += "]}";
+    TraceChecker c("gen.jsonl", CheckerOptions{.receipt_window = 0, .released_window = 1});
+    c.Feed(header, 1);
+    uint32_t line = 2;
+    int seq = 0;
+    for (int r = 0; r < 3; ++r) {
+      const std::string id =
+          R"("request_id":"R)" + std::to_string(r) + R"(","handle_generation":0,)";
+      c.Feed(Ev(seq++, "request_allocate", id + R"("payload":{"prompt_length":0})"), line++);
+      c.Feed(Ev(seq++, "cancel_request", id + R"("payload":{})"), line++);
+      c.Feed(Ev(seq++, "release", id + R"("payload":{})"), line++);
+    }
+    ASSERT_EQ(c.kv().handle_count(), 1u);  // R0 and R1 forgotten
+    const Violations& v = c.Finish(false);
+    if (want_length == 0) {
+      EXPECT_TRUE(v.empty()) << test::Describe(v);
+    } else {
+      EXPECT_TRUE(test::OnlyViolationAt(v, "TRACE_EXPECTED_RESULT_MISMATCH",
+                                        "/0/expected_final_states/0/committed_length"))
+          << test::Describe(v);
+    }
+  }
+}
+
 // Memory follows live requests: beyond released_window releases a request's tombstone is
 // forgotten (an event naming it is then an unknown handle), within the window it still fences.
 TEST(TraceCheckerTest, ReleasedRequestsBeyondTheWindowAreForgotten) {

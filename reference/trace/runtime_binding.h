@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "reference/base/strict_json.h"
@@ -64,8 +65,12 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer);
 Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer);
 
 // End of trace: each expected final state against the replayed object
-// (TRACE_EXPECTED_RESULT_MISMATCH per differing field, pointer to that field).
-Violations CheckExpectedFinalStates(const RuntimeBinding& binding, const lifecycle::KvObject& kv);
+// (TRACE_EXPECTED_RESULT_MISMATCH per differing field, pointer to that field). `forgotten`, when
+// given, holds the final snapshots of listed requests whose tombstones the object forgot (the
+// released window), so a request released long before the end is judged, not missing.
+Violations CheckExpectedFinalStates(
+    const RuntimeBinding& binding, const lifecycle::KvObject& kv,
+    const std::unordered_map<std::string, lifecycle::Snapshot>* forgotten = nullptr);
 
 }  // namespace kvc::trace
 
