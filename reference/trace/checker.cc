@@ -1362,8 +1362,9 @@ std::vector<size_t> LoneSurrogateEscapes(std::string_view line) {
 
 // The 0-based offsets of the bytes in `line`'s strings that are not UTF-8 (RFC 3629: a byte that
 // starts no well-formed sequence, or a sequence cut short, overlong, a surrogate or beyond
-// U+10FFFF; each byte of such a sequence is listed). Bytes outside strings are not listed (the
-// line is not JSON there whatever they are).
+// U+10FFFF; each byte of such a sequence is listed), and its raw control bytes (below 0x20,
+// which JSON requires escaped). Bytes outside strings are not listed (the line is not JSON there
+// whatever they are).
 std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
   auto at = [&](size_t i) { return i < line.size() ? static_cast<unsigned char>(line[i]) : 0u; };
   auto cont = [&](size_t i) { return (at(i) & 0xC0u) == 0x80u; };
@@ -1372,6 +1373,10 @@ std::vector<size_t> NonUtf8StringBytes(std::string_view line) {
   for (size_t i = 0; i < line.size();) {
     const unsigned b = at(i);
     if (b < 0x80) {
+      // A raw control byte in a string is flagged too: JSON requires it escaped, and the line is
+      // read again with it as '?' like a byte that is not UTF-8 (since 2026-12-06, probe 86: it
+      // was "not JSON", naming nothing, and its request's next event raised a second code).
+      if (in_string && b < 0x20) bad.push_back(i);
       if (b == '"') in_string = !in_string;
       i += (in_string && b == '\\') ? 2 : 1;  // an escaped character is ASCII or an escape
       continue;
@@ -1560,7 +1565,9 @@ bool TraceChecker::ReportUnparsedLine(std::string_view line, uint32_t line_no, b
                (escape ? "\"" + std::string(line.substr(first, 6)) +
                              "\" is a lone UTF-16 surrogate escape"
                        : std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 15] +
-                             " in a string is not UTF-8") +
+                             (byte < 0x20 ? " in a string is a control character JSON requires "
+                                            "escaped (\\u00XX)"
+                                          : " in a string is not UTF-8")) +
                (unreadable.size() > 1 ? " (and " + std::to_string(unreadable.size() - 1) + " more)"
                                       : "") +
                (escape ? ": JSON's grammar admits it, but it encodes no Unicode character, and"

@@ -3819,6 +3819,10 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"TRACE_SOURCE_UNDECLARED"}},
       {"probe83_an_output_under_another_planes_source_name_is_replayed_so_its_request_is_judged",
        {"TRACE_SOURCE_UNDECLARED", "TRACE_SNAPSHOT_MISMATCH"}},
+      // A raw control byte (0x01) in an event_id: the line is named and its request gated, as
+      // for a byte that is not UTF-8 (probe 86: "not JSON", and the request's next decode raised
+      // FRONTIER_CACHE_OVERCOMMIT).
+      {"probe86_a_raw_control_byte_in_an_event_id_raised_a_second_code", {"TRACE_LINE_MALFORMED"}},
   };
   // Each listed code is raised once, except in these traces, where several events (or several
   // members of one event) each break the rule: the count of all violations. Without the count a
