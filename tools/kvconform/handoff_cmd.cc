@@ -28,9 +28,17 @@ void RunReplay(const ReplayOptions& o) {
       std::cout << DumpReport({{"verdict", "error"}, {"error", message}}) << "\n";
   };
   if (!parsed.ok()) {
-    std::cerr << "kvconform handoff replay: " << Printable(parsed.status().message()) << "\n";
+    // A JSON Lines file (a kvconform.trace/1 trace) reads as one value followed by more: say
+    // which command reads it (probe 85: only the parse error was printed).
+    std::string message = parsed.status().message();
+    if (message.find("after the JSON value") != std::string::npos)
+      message += " (handoff replay reads one JSON document, a " +
+                 std::string(handoff::kTransferProtocolKind) + " or " +
+                 std::string(handoff::kTransferTraceKind) +
+                 "; a JSON Lines kvconform.trace/1 trace is read by kvconform check)";
+    std::cerr << "kvconform handoff replay: " << Printable(message) << "\n";
     ExitCode() = kExitUsage;
-    json_error(parsed.status().message());
+    json_error(message);
     return;
   }
   const Json& doc = parsed->value;
