@@ -846,6 +846,13 @@ inline constexpr uint32_t kMaxTraceLines = UINT32_MAX;
 // would pass kMaxTraceLines.
 bool AdvanceLineNumber(uint32_t line, size_t n, uint32_t* after);
 
+// For an event that produces no snapshot (append_start, append_stage_layer, output_emit, and
+// every transfer event but transfer_publish): a result_snapshot on it is a claim the replay
+// contradicts, TRACE_SNAPSHOT_MISMATCH (the event is still replayed). A read's result_snapshot
+// is ignored (the Loop 8 mutation that relabels a finish as a read keeps one code).
+// (event_types.cc)
+void NoSnapshotProduced(TraceChecker& c, const Event& e);
+
 }  // namespace kvc::trace
 
 #endif  // KVCONFORM_REFERENCE_TRACE_CHECKER_H_

@@ -11,6 +11,15 @@
 #include "reference/trace/element_readers.h"
 
 namespace kvc::trace {
+
+void NoSnapshotProduced(TraceChecker& c, const Event& e) {
+  if (e.result_snapshot)
+    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
+             std::string(e.event_type) + " claims result snapshot " +
+                 std::to_string(*e.result_snapshot) +
+                 "; it produces no snapshot (result_snapshot must be null or absent)");
+}
+
 namespace {
 
 using lifecycle::BaseRef;
@@ -224,16 +233,6 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
              std::string(e.event_type) + " carries result snapshot " + U(*e.result_snapshot) +
                  "; an event with outcome \"" + std::string(e.outcome) +
                  "\" leaves its base snapshot visible and names no result");
-}
-
-// append_start, append_stage_layer and output_emit produce no snapshot: a result_snapshot on them
-// is a claim the replay contradicts (reported; the event is still replayed). A read's
-// result_snapshot is ignored (the Loop 8 mutation that relabels a finish as a read keeps one code).
-void NoSnapshotProduced(TraceChecker& c, const Event& e) {
-  if (e.result_snapshot)
-    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
-             std::string(e.event_type) + " claims result snapshot " + U(*e.result_snapshot) +
-                 "; it produces no snapshot (result_snapshot must be null or absent)");
 }
 
 // reorder and the allocator/residency observations name no snapshot (trace-format.md, "What to

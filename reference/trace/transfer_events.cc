@@ -1202,16 +1202,12 @@ void Tracked(TraceChecker& c, const Event& e, ObjReader& p) {
 }
 
 // A transfer event other than transfer_publish produces no snapshot: a result_snapshot on it has
-// no right value, as on the semantic plane's appends (reported, the event replayed; since
-// 2026-12-06, probe 85: any number passed on transfer_validate and the others).
+// no right value, as on the semantic plane's appends (NoSnapshotProduced; since 2026-12-06,
+// probe 85: any number passed on transfer_validate and the others).
 template <void (*Handle)(TraceChecker&, const Event&, ObjReader&)>
 void NoResult(TraceChecker& c, const Event& e, ObjReader& p) {
   Handle(c, e, p);
-  if (e.result_snapshot)
-    c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/result_snapshot",
-             std::string(e.event_type) + " claims result snapshot " + U(*e.result_snapshot) +
-                 "; it produces no snapshot (only transfer_publish names one: result_snapshot "
-                 "must be null or absent)");
+  NoSnapshotProduced(c, e);
 }
 
 constexpr EventTypeSpec kRows[] = {

@@ -29,9 +29,9 @@ int Fail(const Status& s, const std::string& format) {
 
 }  // namespace
 
-// A calculator's result: the JSON object, or one "key: value" line per member (a string value
+// A command's figures: the JSON object, or one "key: value" line per member (a string value
 // as JSON writes it, any invalid UTF-8, from a file name, replaced by U+FFFD).
-void PrintCalcResult(const nlohmann::json& j, const std::string& format) {
+void PrintFigures(const nlohmann::json& j, const std::string& format) {
   if (format == "json") {
     std::cout << DumpReport(j) << "\n";
     return;
@@ -90,7 +90,7 @@ void RunKvBytes(const KvBytesOptions& o) {
                       {"logical", r->logical},       {"materialized", r->materialized},
                       {"rectangular", r->rectangular}, {"phantom", r->phantom},
                       {"source", source}};
-  PrintCalcResult(j, o.format);
+  PrintFigures(j, o.format);
   ExitCode() = kExitOk;
 }
 
@@ -115,7 +115,7 @@ void RunSavedWork(const SavedWorkOptions& o) {
                       {"pairs_cache", w->pairs_cache},
                       {"pairs_saved", w->pairs_saved},
                       {"pair_reduction", w->pair_reduction}};
-  PrintCalcResult(j, o.format);
+  PrintFigures(j, o.format);
   ExitCode() = kExitOk;
 }
 

@@ -33,7 +33,7 @@ void RunLayerStream(const LayerStreamOptions& args) {
                       {"total_transfer", s->total_transfer},
                       {"exposed_after_prefill", s->exposed_after_prefill},
                       {"hidden_transfer", s->hidden_transfer}};
-  PrintCalcResult(j, args.format);
+  PrintFigures(j, args.format);
   ExitCode() = kExitOk;
 }
 

@@ -111,9 +111,9 @@ std::string DumpReport(const nlohmann::json& j);
 // that a consumer parsing the report finds one (the command writes its error line on standard
 // error too).
 void PrintJsonError(const std::string& message);
-// A calculator's result (`calc kv-bytes`, `saved-work`, `layer-stream`): the object with --format
-// json, else one "key: value" line per member (calc.cc).
-void PrintCalcResult(const nlohmann::json& j, const std::string& format);
+// A command's computed figures (`calc kv-bytes`, `saved-work`, `layer-stream`, `handoff replay`):
+// the object with --format json, else one "key: value" line per member (calc.cc).
+void PrintFigures(const nlohmann::json& j, const std::string& format);
 
 // A section of `kvconform suite` beyond the fixture files (engine parity, bundled traces,
 // ...). Later parts of the kit append to SuiteSections() from their command files.

@@ -24,8 +24,7 @@ void RunReplay(const ReplayOptions& o) {
   // output): {"verdict": "error", "error": MESSAGE} (exit 2) or {"verdict": "fail",
   // "violations": [{"code", "line", "pointer", "message"}]} (exit 1).
   auto json_error = [&](const std::string& message) {
-    if (o.format == "json")
-      std::cout << DumpReport({{"verdict", "error"}, {"error", message}}) << "\n";
+    if (o.format == "json") PrintJsonError(message);
   };
   if (!parsed.ok()) {
     // A JSON Lines file (a kvconform.trace/1 trace) reads as one value followed by more: say
@@ -102,7 +101,7 @@ void RunReplay(const ReplayOptions& o) {
   }
   // "verdict" as in the failure documents (probe 84: only a failure had it).
   if (o.format == "json") j["verdict"] = "pass";
-  PrintCalcResult(j, o.format);
+  PrintFigures(j, o.format);
   ExitCode() = kExitOk;
 }
 

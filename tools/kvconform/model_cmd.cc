@@ -186,9 +186,7 @@ void RunParityCmd(const ParityOptions& o) {
   // consumer parses the report). The message is carried unescaped, as in every JSON report
   // (probe 84: Printable's escapes were escaped again, \\x01 for a control byte).
   auto fail = [&](const Status& s) {
-    if (o.format == "json")
-      std::cout << DumpReport(nlohmann::json{{"verdict", "error"}, {"error", s.ToString()}})
-                << "\n";
+    if (o.format == "json") PrintJsonError(s.ToString());
     ExitCode() = FailWith("parity", s);
   };
   auto ids = ParsePromptIds(o.prompt_ids);

@@ -23,17 +23,13 @@ std::string Optional(const std::optional<uint64_t>& x) { return x ? std::to_stri
 // {"verdict": "fail", "violations": [{"code", "message"}]} for a contract violation (exit 1).
 void JsonFailure(const ServiceMetricsOptions& o, const Status& s, int exit_code) {
   if (o.format != "json") return;
-  nlohmann::json j;
-  if (exit_code == kExitViolation) {
-    j = {{"verdict", "fail"},
-         {"violations",
-          nlohmann::json::array(
-              {{{"code", s.error() == ErrorCode::kNone ? std::string(StatusCodeName(s.code()))
-                                                       : std::string(ErrorCodeName(s.error()))},
-                {"message", s.message()}}})}};
-  } else {
-    j = {{"verdict", "error"}, {"error", s.ToString()}};
-  }
+  if (exit_code != kExitViolation) return PrintJsonError(s.ToString());
+  nlohmann::json j = {
+      {"verdict", "fail"},
+      {"violations", nlohmann::json::array({{{"code", s.error() == ErrorCode::kNone
+                                                          ? std::string(StatusCodeName(s.code()))
+                                                          : std::string(ErrorCodeName(s.error()))},
+                                             {"message", s.message()}}})}};
   std::cout << DumpReport(j) << "\n";
 }
 
