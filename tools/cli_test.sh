@@ -287,6 +287,20 @@ expect_out check_invalid_line '"line": 7,'
 # Cut in the middle of line 5: TRACE_TRUNCATED on line 5, exit 1.
 { head -n 4 "$TR"; sed -n 5p "$TR" | head -c 40; } >"$T/cut.jsonl"
 check check_truncated 1 "$K" check "$T/cut.jsonl"; expect_out check_truncated_code 'cut.jsonl:5: TRACE_TRUNCATED'
+# A line longer than --max-line-bytes is read through, not held: one TRACE_LINE_TOO_LONG naming
+# its event, exit 1, from a file and from standard input; the default limit replays it (line 5
+# padded with 3 MiB of JSON whitespace spans several of the reader's blocks); limit 0 is refused.
+python3 -c '
+import sys
+ls=open(sys.argv[1]).read().split("\n"); ls[4]=ls[4][:-1]+" "*(3<<20)+"}"
+open(sys.argv[2],"w").write("\n".join(ls))' "$TR" "$T/long_line.jsonl"
+check check_long_line 1 "$K" check "$T/long_line.jsonl" --max-line-bytes 100000
+expect_out check_long_line_code 'long_line.jsonl:5: TRACE_LINE_TOO_LONG event [^ ]+ .*is 314[0-9]+ bytes long, more than the checker.s limit of 100000'
+expect_out check_long_line_one '1 violations\)'
+check check_long_line_stdin 1 sh -c "\"$K\" check - --max-line-bytes 100000 <\"$T/long_line.jsonl\""
+expect_out check_long_line_stdin_code '^-:5: TRACE_LINE_TOO_LONG'
+check check_long_line_default 0 "$K" check "$T/long_line.jsonl"
+check check_long_line_zero 2 "$K" check "$T/long_line.jsonl" --max-line-bytes 0
 # Ends after append_start (line 3) and one staged layer: the open transaction is reported there.
 head -n 4 "$TR" >"$T/midtxn.jsonl"
 check check_mid_txn 1 "$K" check "$T/midtxn.jsonl"; expect_out check_mid_txn_code 'midtxn.jsonl:3: TRACE_OPERATION_UNTERMINATED'

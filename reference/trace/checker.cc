@@ -1257,21 +1257,83 @@ void TraceChecker::PrefetchBatchRecords(const dom::element* roots, const bool* p
   }
 }
 
-void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_code,
-                              const dom::element& root) {
-  const auto err = static_cast<simdjson::error_code>(err_code);
+bool TraceChecker::StartLine(uint32_t line_no, bool empty) {
   line_ = line_no;
   current_.event_id.clear();
   current_.request_id.clear();
   context_is_event_ = false;
   if (line_no == 1) header_seen_ = true;
-  if (line_no > 1 && !header_ok_) return;  // an unusable header stops the replay
+  if (line_no > 1 && !header_ok_) return false;  // an unusable header stops the replay
   if (end_line_ != 0) {  // the end record ended the trace: later lines are counted, not replayed
     if (after_end_lines_++ == 0) after_end_first_ = line_no;
     after_end_last_ = line_no;
-    after_end_empty_ += line.empty();
-    return;
+    after_end_empty_ += empty;
+    return false;
   }
+  return true;
+}
+
+namespace {
+// The value of `key` in `text`, the first bytes of a JSON object, when it is a top-level member
+// whose value is a string without escapes that ends within `text`; "" otherwise. Strings are
+// skipped whole, so a key or brace inside one is not read as structure.
+std::string TopLevelPlainString(std::string_view text, std::string_view key) {
+  size_t depth = 0;
+  bool expect_key = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '{' || ch == '[') {
+      ++depth;
+      expect_key = ch == '{' && depth == 1;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0) return "";
+      --depth;
+    } else if (ch == ',') {
+      expect_key = depth == 1;
+    } else if (ch == '"') {
+      size_t end = i + 1;  // the closing quote
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      if (end >= text.size()) return "";
+      const std::string_view str = text.substr(i + 1, end - i - 1);
+      const bool is_key = expect_key;
+      expect_key = false;
+      i = end;
+      if (!is_key || str != key) continue;
+      size_t v = i + 1;
+      while (v < text.size() && (text[v] == ' ' || text[v] == '\t' || text[v] == '\r' ||
+                                 text[v] == '\n' || text[v] == ':'))
+        ++v;
+      if (v >= text.size() || text[v] != '"') return "";
+      const size_t close = text.find('"', v + 1);
+      if (close == std::string_view::npos) return "";
+      const std::string_view value = text.substr(v + 1, close - v - 1);
+      if (value.find('\\') != std::string_view::npos) return "";
+      return std::string(value);
+    }
+  }
+  return "";
+}
+}  // namespace
+
+void TraceChecker::FeedOverlongLine(uint32_t line_no, uint64_t bytes, std::string_view prefix) {
+  if (!StartLine(line_no, /*empty=*/false)) return;
+  if (line_no > 1) {
+    last_line_unread_ = true;
+    NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
+    current_ = {TopLevelPlainString(prefix, "event_id"), TopLevelPlainString(prefix, "request_id")};
+  }
+  Report(line_no == 1 ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_TOO_LONG, LinePtr(),
+         "the line is " + std::to_string(bytes) + " bytes long, more than the checker's limit of " +
+             std::to_string(opt_.max_line_bytes) + " (--max-line-bytes): not held or parsed" +
+             (line_no == 1 ? std::string(" (the header is unusable: no event is replayed)")
+                           : std::string(" (the line is not replayed)")));
+  if (line_no > 1 && !current_.request_id.empty()) Poison("request:" + current_.request_id);
+}
+
+void TraceChecker::ReplayLine(std::string_view line, uint32_t line_no, int err_code,
+                              const dom::element& root) {
+  const auto err = static_cast<simdjson::error_code>(err_code);
+  if (!StartLine(line_no, line.empty())) return;
   last_line_unread_ = line_no > 1 && (line.empty() || err || !root.is_object());
   if (last_line_unread_)
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
@@ -2729,7 +2791,11 @@ const Violations& FeedTraceText(TraceChecker* c, std::string_view text) {
       mid_line = true;
       break;
     }
-    c->Feed(text.substr(start, nl - start), line);
+    if (nl - start > c->options().max_line_bytes)  // as CheckTraceFile reads it
+      c->FeedOverlongLine(line, nl - start,
+                          text.substr(start, std::min<size_t>(nl - start, 64 << 10)));
+    else
+      c->Feed(text.substr(start, nl - start), line);
     start = nl + 1;
   }
   return c->Finish(mid_line);
@@ -2751,71 +2817,133 @@ namespace {
 // Reads a file in large blocks and hands out its '\n'-terminated lines in place. Every line
 // handed out is followed by at least SIMDJSON_PADDING readable bytes of the buffer, which is
 // what simdjson's in-place parse needs, so no line is copied. A line is valid until the next
-// call of Next(). Memory: one buffer of max(1 MiB, the longest line).
+// call of Next(). A line longer than `max_line` bytes is not held: it is read through and
+// handed out as kOverlong, its length and first bytes kept (overlong_bytes(),
+// overlong_prefix()). Memory: one buffer of max(1 MiB, the longest line held), at most about
+// 2 x max_line.
 class BlockLineReader {
  public:
-  explicit BlockLineReader(FILE* f) : f_(f), buf_(kBlock + simdjson::SIMDJSON_PADDING) {}
+  enum class Got { kLine, kOverlong, kEnd };
+  BlockLineReader(FILE* f, uint64_t max_line)
+      : f_(f), max_line_(max_line), buf_(kBlock + simdjson::SIMDJSON_PADDING) {}
 
-  // The next complete line without its '\n'; false at end of input (or on a read error).
-  bool Next(std::string_view* line) {
+  // The next line: kLine with *line (without its '\n'), kOverlong for a line longer than
+  // max_line (read through to its '\n'), kEnd at end of input or on a read error. A line longer
+  // than max_line that the input cuts (no '\n' before its end) is not kOverlong: the input
+  // ends mid-line (ended_mid_line()).
+  Got Next(std::string_view* line) {
     for (;;) {
       const char* b = buf_.data() + begin_;
       if (const void* nl = std::memchr(b, '\n', end_ - begin_)) {
         const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+        if (len > max_line_) return SkipOverlong(len + 1);
         *line = std::string_view(b, len);
         begin_ += len + 1;
-        return true;
+        return Got::kLine;
       }
-      if (eof_) return false;
+      if (eof_) return Got::kEnd;
       const size_t rest = end_ - begin_;
+      if (rest > max_line_) return SkipOverlong(rest);
       std::memmove(buf_.data(), b, rest);
       begin_ = 0;
       end_ = rest;
       if (end_ == capacity())  // a line longer than the buffer: grow it
         buf_.resize(2 * capacity() + simdjson::SIMDJSON_PADDING);
-      const size_t n = std::fread(buf_.data() + end_, 1, capacity() - end_, f_);
-      if (n == 0) {
-        if (std::ferror(f_) && (errno == EAGAIN || errno == EWOULDBLOCK) && WaitReadable()) {
-          std::clearerr(f_);  // a non-blocking pipe with nothing yet: wait for its writer
-          continue;
-        }
-        if (std::ferror(f_) && errno == EINTR) {
-          std::clearerr(f_);  // a signal that a handler caught: not an end of the input (probe 79)
-          continue;
-        }
-        eof_ = true;
-        if (std::ferror(f_)) read_errno_ = errno;
-      }
-      end_ += n;
+      end_ += Fill(buf_.data() + end_, capacity() - end_);
     }
   }
   // Up to `max` next complete lines (as Next()); all of them stay valid, with their padding,
-  // until the next call of Next() or NextBatch(). Returns how many (0 at end of input). The
-  // buffer is refilled only when it holds no complete line, so a batch may be shorter than
-  // `max` before the end.
-  size_t NextBatch(std::string_view* lines, size_t max) {
+  // until the next call of Next() or NextBatch(). Returns how many (0 at end of input, and 0
+  // with *overlong set when the next line was kOverlong). The buffer is refilled only when it
+  // holds no complete line, so a batch may be shorter than `max` before the end.
+  size_t NextBatch(std::string_view* lines, size_t max, bool* overlong) {
+    *overlong = false;
     size_t n = 0;
-    if (max == 0 || !Next(&lines[n])) return 0;
+    if (max == 0) return 0;
+    const Got got = Next(&lines[n]);
+    if (got != Got::kLine) {
+      *overlong = got == Got::kOverlong;
+      return 0;
+    }
     for (++n; n < max; ++n) {
       const char* b = buf_.data() + begin_;
       const void* nl = std::memchr(b, '\n', end_ - begin_);
       if (!nl) break;  // the rest needs a refill, which would move the lines handed out
       const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
+      if (len > max_line_) break;  // the next call reads it through
       lines[n] = std::string_view(b, len);
       begin_ += len + 1;
     }
     return n;
   }
-  // True when the input ended with bytes after the last '\n' (valid after Next() is false).
-  bool ended_mid_line() const { return begin_ < end_; }
+  // True when the input ended with bytes after the last '\n' (valid after Next() is kEnd).
+  bool ended_mid_line() const { return begin_ < end_ || cut_overlong_; }
   // Those bytes hold a CR (a file with CR-only line ends reads as one cut line).
   bool cut_line_has_cr() const {
-    return begin_ < end_ && std::memchr(buf_.data() + begin_, '\r', end_ - begin_) != nullptr;
+    return cut_overlong_cr_ ||
+           (begin_ < end_ && std::memchr(buf_.data() + begin_, '\r', end_ - begin_) != nullptr);
   }
   // The errno of the read that failed, or 0 when the input ended without an error.
   int read_errno() const { return read_errno_; }
+  // After kOverlong: the line's length in bytes (without its '\n'), and its first bytes.
+  uint64_t overlong_bytes() const { return overlong_bytes_; }
+  std::string_view overlong_prefix() const { return overlong_prefix_; }
+
+  // How much of an overlong line is kept for naming its event.
+  static constexpr size_t kOverlongPrefix = size_t{64} << 10;
 
  private:
+  // Reads up to `n` bytes into `dst`; 0 at end of input (eof_ set, and read_errno_ on a read
+  // error). Waits on a non-blocking pipe with nothing yet, and retries a read a signal cut.
+  size_t Fill(char* dst, size_t n) {
+    for (;;) {
+      const size_t got = std::fread(dst, 1, n, f_);
+      if (got != 0) return got;
+      if (std::ferror(f_) && (errno == EAGAIN || errno == EWOULDBLOCK) && WaitReadable()) {
+        std::clearerr(f_);  // a non-blocking pipe with nothing yet: wait for its writer
+        continue;
+      }
+      if (std::ferror(f_) && errno == EINTR) {
+        std::clearerr(f_);  // a signal that a handler caught: not an end of the input (probe 79)
+        continue;
+      }
+      eof_ = true;
+      if (std::ferror(f_)) read_errno_ = errno;
+      return 0;
+    }
+  }
+  // The line at begin_ is longer than max_line_; `held` of its bytes are in the buffer (its
+  // '\n' the last of them when it was found). Keeps its prefix, reads it through to its '\n'
+  // and leaves the buffer at the next line. kOverlong, or kEnd when the input ends first.
+  Got SkipOverlong(size_t held) {
+    const char* b = buf_.data() + begin_;
+    const bool complete = b[held - 1] == '\n';
+    overlong_bytes_ = held - (complete ? 1 : 0);
+    overlong_prefix_.assign(b, std::min<size_t>(overlong_bytes_, kOverlongPrefix));
+    bool cr = std::memchr(b, '\r', held) != nullptr;
+    if (complete) {
+      begin_ += held;
+      return Got::kOverlong;
+    }
+    begin_ = end_ = 0;
+    for (;;) {
+      const size_t n = Fill(buf_.data(), capacity());
+      if (n == 0) {
+        cut_overlong_ = true;  // the input ends inside it: a cut line, reported as such
+        cut_overlong_cr_ = cr;
+        return Got::kEnd;
+      }
+      if (const void* nl = std::memchr(buf_.data(), '\n', n)) {
+        const size_t len = static_cast<size_t>(static_cast<const char*>(nl) - buf_.data());
+        overlong_bytes_ += len;
+        begin_ = len + 1;
+        end_ = n;
+        return Got::kOverlong;
+      }
+      overlong_bytes_ += n;
+      cr = cr || std::memchr(buf_.data(), '\r', n) != nullptr;
+    }
+  }
   // Blocks until f_'s descriptor is readable (or hung up); false when it cannot wait.
   bool WaitReadable() {
     pollfd p{fileno(f_), POLLIN, 0};
@@ -2827,11 +2955,15 @@ class BlockLineReader {
   static constexpr size_t kBlock = size_t{1} << 20;
   size_t capacity() const { return buf_.size() - simdjson::SIMDJSON_PADDING; }
   FILE* f_;
+  const uint64_t max_line_;
   std::vector<char> buf_;
   size_t begin_ = 0;  // first byte not yet handed out
   size_t end_ = 0;    // one past the last byte read
   bool eof_ = false;
   int read_errno_ = 0;
+  uint64_t overlong_bytes_ = 0;
+  std::string overlong_prefix_;
+  bool cut_overlong_ = false, cut_overlong_cr_ = false;
 };
 
 
@@ -2854,19 +2986,20 @@ Status CloseTrace(const std::string& path, FILE* f, const BlockLineReader& reade
 
 }  // namespace
 
-Status ParseOnlyFile(const std::string& path, uint64_t* lines) {
+Status ParseOnlyFile(const std::string& path, uint64_t* lines, uint64_t max_line_bytes) {
   KVC_ASSIGN_OR_RETURN(FILE * f, OpenTrace(path));
   dom::parser parser;
-  BlockLineReader reader(f);
+  BlockLineReader reader(f, max_line_bytes);
   std::string_view line;
   uint64_t count = 0, members = 0;
-  while (reader.Next(&line)) {
+  for (BlockLineReader::Got got; (got = reader.Next(&line)) != BlockLineReader::Got::kEnd;) {
+    ++count;
+    if (got == BlockLineReader::Got::kOverlong) continue;  // counted, not parsed
     dom::element root;
     if (!parser.parse(line.data(), line.size(), false).get(root)) {
       dom::object o;
       if (!root.get_object().get(o)) members += o.size();
     }
-    ++count;
   }
   if (reader.ended_mid_line()) ++count;  // counted like getline did, not parsed
   KVC_RETURN_IF_ERROR(CloseTrace(path, f, reader));
@@ -2885,17 +3018,23 @@ std::string ParserDescription() {
 
 Status CheckTraceFile(const std::string& path, TraceChecker* checker) {
   KVC_ASSIGN_OR_RETURN(FILE * f, OpenTrace(path));
-  BlockLineReader reader(f);
+  BlockLineReader reader(f, checker->options().max_line_bytes);
   std::string_view lines[TraceChecker::kMaxBatch];
   uint32_t line = 0;
-  while (const size_t n = reader.NextBatch(lines, TraceChecker::kMaxBatch)) {
+  for (;;) {
+    bool overlong = false;
+    const size_t n = reader.NextBatch(lines, TraceChecker::kMaxBatch, &overlong);
+    if (n == 0 && !overlong) break;
     uint32_t last = 0;
-    if (!AdvanceLineNumber(line, n, &last)) {
+    if (!AdvanceLineNumber(line, overlong ? 1 : n, &last)) {
       (void)CloseTrace(path, f, reader);
       return OutOfRange(path + ": more than " + std::to_string(kMaxTraceLines) +
                         " lines (violations name 32-bit line numbers); split the trace");
     }
-    checker->FeedPaddedBatch(lines, n, line + 1);
+    if (overlong)
+      checker->FeedOverlongLine(last, reader.overlong_bytes(), reader.overlong_prefix());
+    else
+      checker->FeedPaddedBatch(lines, n, line + 1);
     line = last;
   }
   const bool mid_line = reader.ended_mid_line();

@@ -311,6 +311,12 @@ struct CheckerOptions {
   // of that root cause are replayed and may raise more codes (counted past max_violations),
   // and gates_not_kept() counts them. docs/trace-format.md "Memory".
   size_t gate_bytes = size_t{64} << 20;
+  // The longest line replayed, in bytes without its '\n' (1 to kMaxLineBytesLimit). A longer
+  // line is read through but not held or parsed: TRACE_LINE_TOO_LONG (FeedOverlongLine), so a
+  // line's memory (about 22 times its length while parsed, docs/trace-format.md "File") stays
+  // bounded whatever the input. The default holds any event and a header that lists the
+  // expected final states of some 300,000 requests.
+  uint64_t max_line_bytes = uint64_t{64} << 20;
   // Use the one-pass envelope reader (ReadEnvelopeFast) and payload readers
   // (EventTypeSpec::fast) where a type has one. false reads every envelope and payload with the
   // general reader (tests compare the two paths with it).
@@ -347,6 +353,11 @@ class TraceChecker {
   static constexpr size_t kMaxBatch = 16;
   static constexpr size_t kMaxBatchLine = size_t{64} << 10;
   void FeedPaddedBatch(const std::string_view* lines, size_t n, uint32_t first_line_no);
+  // A line of `bytes` bytes, more than CheckerOptions::max_line_bytes, that was not held:
+  // TRACE_LINE_TOO_LONG, the line not replayed (the header: none is). `prefix` is its first
+  // bytes (up to 64 KiB), from which its event_id and request_id are named when they are
+  // plain top-level strings there, and its request gated as for any line not replayed.
+  void FeedOverlongLine(uint32_t line_no, uint64_t bytes, std::string_view prefix);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.
   // `cut_line_has_cr`: the cut line holds a CR byte (its report says CR-only line ends are not
@@ -630,6 +641,9 @@ class TraceChecker {
   const std::string& LinePtr() const;
 
  private:
+  // Starts line `line_no`: its number, no event context yet. False when the line is not
+  // replayed (after an unusable header, or after the end record, where it is counted).
+  bool StartLine(uint32_t line_no, bool empty);
   // The replay of one parsed line (FeedPadded after its parse): `err` is the parse's error.
   void ReplayLine(std::string_view line, uint32_t line_no, int err,
                   const simdjson::dom::element& root);
@@ -825,8 +839,10 @@ Violations ValidateTraceJsonl(std::string_view text, std::string_view source);
 // The parse-only ceiling for benchmarks: DOM-parses every line of `path` ("-": standard input)
 // with simdjson (the parser the checker uses), in place from the same block reader, and
 // touches nothing else;
-// `lines` receives the number of lines read.
-Status ParseOnlyFile(const std::string& path, uint64_t* lines);
+// `lines` receives the number of lines read (a line longer than `max_line_bytes` is counted,
+// not parsed, as the check reads it).
+Status ParseOnlyFile(const std::string& path, uint64_t* lines,
+                     uint64_t max_line_bytes = CheckerOptions{}.max_line_bytes);
 
 // The parser both sides of the benchmark use, as "simdjson VERSION, KERNEL kernel": the library
 // version it was compiled against and the kernel its runtime dispatch chose on this CPU
@@ -835,13 +851,16 @@ Status ParseOnlyFile(const std::string& path, uint64_t* lines);
 std::string ParserDescription();
 
 // Streams a file ("-": standard input) through a checker: 1 MiB blocks (grown to the longest
-// line), lines parsed in place in batches through FeedPaddedBatch. IoError when unreadable,
-// OutOfRange past kMaxTraceLines lines.
+// line up to the checker's max_line_bytes), lines parsed in place in batches through
+// FeedPaddedBatch, a longer line read through and fed to FeedOverlongLine. IoError when
+// unreadable, OutOfRange past kMaxTraceLines lines.
 Status CheckTraceFile(const std::string& path, TraceChecker* checker);
 
 // Line numbers are 32-bit (Violation::line, the JSON Pointers' line index): a trace has at most
 // this many lines.
 inline constexpr uint32_t kMaxTraceLines = UINT32_MAX;
+// The largest CheckerOptions::max_line_bytes: simdjson parses documents of fewer than 4 GiB.
+inline constexpr uint64_t kMaxLineBytesLimit = UINT32_MAX - 64;
 // Sets *after to `line` + n and returns true, or returns false (and leaves *after) when that
 // would pass kMaxTraceLines.
 bool AdvanceLineNumber(uint32_t line, size_t n, uint32_t* after);

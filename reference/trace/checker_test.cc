@@ -967,6 +967,88 @@ TEST(TraceCheckerTest, RegressionAByteOrderMarkBeforeAnEventGatesItsRequest) {
   }
 }
 
+// A line longer than CheckerOptions::max_line_bytes is read through, not held (before, the block
+// reader grew its buffer to the longest line, and a line needs about 22 times its length while
+// parsed: a hostile multi-gigabyte line took memory without bound). One TRACE_LINE_TOO_LONG,
+// the event named from the line's first bytes and its request gated; the same from a file (the
+// line spanning several 1 MiB blocks) and from text; in the header, TRACE_HEADER_INVALID alone.
+TEST(TraceCheckerTest, ALineLongerThanTheLimitIsOneCodeNamedAndGated) {
+  CheckerOptions opt;
+  opt.max_line_bytes = 1000;
+  for (const size_t pad : {size_t{2000}, size_t{3} << 20}) {
+    const std::string long_stage = Mutate(Stage(2), "}}", "}" + std::string(pad, ' ') + "}");
+    const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" +
+                          long_stage + "\n" + Publish(3) + "\n";
+    test::TempDir dir;
+    const std::string path = dir.Write("long.jsonl", t);
+    TraceChecker from_file(path, opt), from_text(path, opt);
+    ASSERT_TRUE(CheckTraceFile(path, &from_file).ok());
+    FeedTraceText(&from_text, t);
+    for (TraceChecker* c : {&from_file, &from_text}) {
+      ASSERT_EQ(test::CodeNames(c->violations()), std::vector<std::string>{"TRACE_LINE_TOO_LONG"})
+          << pad << test::Describe(c->violations());
+      EXPECT_EQ(c->violations()[0].line, 4u);
+      EXPECT_NE(c->violations()[0].message.find(std::to_string(long_stage.size()) + " bytes long"),
+                std::string::npos)
+          << c->violations()[0].message;
+      EXPECT_EQ(c->contexts()[0].event_id, "e2");
+      EXPECT_EQ(c->contexts()[0].request_id, "R");
+    }
+    TraceChecker unlimited(path);  // the default limit holds the line: the trace conforms
+    ASSERT_TRUE(CheckTraceFile(path, &unlimited).ok());
+    EXPECT_TRUE(unlimited.violations().empty()) << test::Describe(unlimited.violations());
+  }
+  const std::string long_header =
+      Mutate(kHeader, R"("audit")", std::string(1200, ' ') + R"("audit")");
+  TraceChecker header("t.jsonl", opt);
+  FeedTraceText(&header, long_header + "\n" + Alloc(0) + "\n");
+  EXPECT_EQ(test::CodeNames(header.violations()), std::vector<std::string>{"TRACE_HEADER_INVALID"});
+}
+
+// An overlong line is named only from top-level members that are plain strings in its first
+// bytes: a request_id nested in the payload is not the event's, an escaped id is not guessed.
+TEST(TraceCheckerTest, AnOverlongLineIsNamedOnlyByItsOwnTopLevelIds) {
+  CheckerOptions opt;
+  opt.max_line_bytes = 100;
+  struct Case {
+    std::string line, event_id, request_id;
+  } cases[] = {
+      {R"({"payload":{"request_id":"X","s":"\"request_id\":\"Y\""},"request_id" : "R","event_id":"e9"})",
+       "e9", "R"},
+      {R"({"event_id":"e\u0031","request_id":"R)" + std::string(200, 'x') + R"("})", "",
+       "R" + std::string(200, 'x')},
+      {R"(["request_id","R",)" + std::string(200, '0') + "]", "", ""},
+  };
+  for (const Case& k : cases) {
+    TraceChecker c("t.jsonl", opt);
+    c.Feed(kHeader, 1);  // Feed itself is not limited; the limit is the readers'
+    c.FeedOverlongLine(2, k.line.size(), k.line);
+    c.Finish(false);
+    ASSERT_EQ(test::CodeNames(c.violations()), std::vector<std::string>{"TRACE_LINE_TOO_LONG"})
+        << k.line;
+    EXPECT_EQ(c.contexts()[0].event_id, k.event_id) << k.line;
+    EXPECT_EQ(c.contexts()[0].request_id, k.request_id) << k.line;
+  }
+}
+
+// A line longer than the limit that the input cuts (no final newline) is the cut line it is:
+// TRACE_TRUNCATED alone, with the CR hint when it holds one.
+TEST(TraceCheckerTest, AnOverlongCutLastLineIsOneTruncation) {
+  CheckerOptions opt;
+  opt.max_line_bytes = 1000;
+  for (const std::string& tail : {std::string(3 << 20, ' '), std::string(3 << 20, ' ') + "\r "}) {
+    test::TempDir dir;
+    const std::string path =
+        dir.Write("cut.jsonl", std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + tail);
+    TraceChecker c(path, opt);
+    ASSERT_TRUE(CheckTraceFile(path, &c).ok());
+    ASSERT_EQ(test::CodeNames(c.violations()), std::vector<std::string>{"TRACE_TRUNCATED"});
+    EXPECT_EQ(c.violations()[0].line, 3u);
+    EXPECT_EQ(c.violations()[0].message.find("CR bytes") != std::string::npos,
+              tail.find('\r') != std::string::npos);
+  }
+}
+
 // The envelope's strings are overwritten in place when their length repeats: every event's
 // reported context must still carry its own id and type, for every id length up to 40.
 TEST(TraceCheckerTest, EnvelopeStringsOfEachEventStayExact) {

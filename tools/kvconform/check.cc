@@ -30,6 +30,7 @@ struct CheckOptions {
   // fence and receipts are gone, so the seed's slot-17 case can pass).
   uint64_t receipt_window = trace::CheckerOptions{}.receipt_window;
   uint64_t released_window = trace::CheckerOptions{}.released_window;
+  uint64_t max_line_bytes = trace::CheckerOptions{}.max_line_bytes;
 };
 
 // A check allocates and frees small blocks at a steady rate (the id strings of transaction,
@@ -69,7 +70,7 @@ void Run(const CheckOptions& opt) {
   TuneAllocatorForCheck();  // both sides of the benchmark run under it
   if (opt.parse_only) {
     uint64_t lines = 0;
-    Status st = trace::ParseOnlyFile(opt.file, &lines);
+    Status st = trace::ParseOnlyFile(opt.file, &lines, opt.max_line_bytes);
     std::cout << (st.ok() ? Printable(opt.file) + ": parsed " + std::to_string(lines) + " lines (" +
                                 trace::ParserDescription() + "; " + AllocatorDescription() + ")"
                           : Printable(st.ToString()))
@@ -86,6 +87,7 @@ void Run(const CheckOptions& opt) {
   checker_options.max_violations = opt.max_violations;
   checker_options.receipt_window = opt.receipt_window;
   checker_options.released_window = opt.released_window;
+  checker_options.max_line_bytes = opt.max_line_bytes;
   trace::TraceChecker& checker =
       *kept->emplace_back(new trace::TraceChecker(opt.file, checker_options));
   Status st = trace::CheckTraceFile(opt.file, &checker);
@@ -190,6 +192,11 @@ void AddCheckCommand(CLI::App& app) {
   cmd->add_option("--max-violations", opt->max_violations,
                   "list at most N violations (default 100000; 0: no limit); the rest are counted "
                   "(the verdict and exit code are the same)");
+  cmd->add_option("--max-line-bytes", opt->max_line_bytes,
+                  "the longest line replayed, in bytes (default 67108864, 64 MiB; in [1, 2^32 - "
+                  "65]); a longer line is read through, not held: TRACE_LINE_TOO_LONG. A line "
+                  "needs memory of up to about 22 times its length while it is parsed")
+      ->check(CLI::Range(uint64_t{1}, trace::kMaxLineBytesLimit));
   cmd->add_option("--released-window", opt->released_window,
                   "released requests whose tombstone (generation fence, terminal events) is kept "
                   "(default 4096, in [1, 2^24]): the stale-work lifetime the check assumes, in "
