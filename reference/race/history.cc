@@ -372,7 +372,7 @@ StatusOr<History> ParseHistoryJsonl(std::string_view text, std::string_view src)
 }
 
 StatusOr<History> ReadHistoryFile(const std::string& path) {
-  KVC_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  KVC_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kMaxHistoryFileBytes));
   return ParseHistoryJsonl(text, path);
 }
 

@@ -59,6 +59,10 @@ Status WriteHistoryFile(const History& h, const std::string& path);
 // Parses the JSON Lines form. Every malformed, inconsistent or truncated input is a
 // kParseError whose message names "source:line: field: what was expected".
 StatusOr<History> ParseHistoryJsonl(std::string_view text, std::string_view source_name);
+// The largest history file read (a million ops take about 220 MB): the cap of every document
+// kvconform reads (JsonLimits::max_bytes).
+inline constexpr size_t kMaxHistoryFileBytes = size_t{256} << 20;
+// ReadFileToString(path, kMaxHistoryFileBytes) then ParseHistoryJsonl.
 StatusOr<History> ReadHistoryFile(const std::string& path);
 
 // The document-kind validator (`kvconform validate`, reference/validate/kinds.cc): every

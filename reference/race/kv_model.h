@@ -99,6 +99,8 @@ class KvModel {
   // correspondence; so reads count as read-only in checked mode only.
   bool ReadOnly(const Op& op) const { return !opaque_digests_ && IsReadOnly(op.call.kind); }
   uint64_t Digest(const Work& w) const { return w.digest; }
+  // The state `w` holds, for describing a witness the fast search found.
+  State ToState(Work w) const { return std::make_shared<const LineageState>(std::move(w.st)); }
   // The lineage object's hash (KvObject::Hash: its handles' snapshots and its transactions) and
   // the counts of the rest; equal states hash equal, the cache compares states in full. (Until
   // 2026-12-05 the counts alone: states of equal counts shared a bucket, and each insert into

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -103,7 +104,14 @@ struct CheckResult {
   uint64_t states_explored = 0;         // search steps over all partitions
   std::optional<Witness> witness;       // when not linearizable
   std::string unknown_partition;        // when the budget ran out: the partition being searched
+  // With kUnknown: the exact search's kept states passed kSearchMemoryCapBytes (else the time
+  // budget ran out).
+  bool unknown_memory = false;
 };
+
+// The memory the exact search may spend on the states it keeps (its visited cache is cleared
+// past it; its stack, which it cannot drop, ends the search as unknown past it).
+inline constexpr size_t kSearchMemoryCapBytes = size_t{4} << 30;
 
 namespace internal {
 
@@ -117,12 +125,16 @@ inline uint64_t Mix64(uint64_t x) {
 }
 
 // One partition's search. ops: pointers into the history; compiled in the same order.
+// kUnknown with *memory_cap_hit set when the states the search must keep to backtrack (its
+// stack, one state per linearized op that can change it) pass kSearchMemoryCapBytes: a long
+// lineage's states grow with it, so a depth-N path holds O(N^2) bytes (probe 87: a 32,000-op
+// sequential history took 14.6 GB before its time budget ran out).
 template <SequentialModel M>
 Verdict SearchPartition(const M& model, const std::string& partition,
                         const std::vector<const HistoryOp*>& ops,
                         const std::vector<typename M::Op>& compiled,
                         std::chrono::steady_clock::time_point deadline, uint64_t* steps,
-                        std::optional<Witness>* witness) {
+                        std::optional<Witness>* witness, bool* memory_cap_hit) {
   using State = typename M::State;
   const size_t n = ops.size();
   // Events: call(i) at invoke_ns, ret(i) at return_ns or +inf. Calls sort before returns at
@@ -176,8 +188,10 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   // huge unpartitioned histories are large, and a model's states may be large private copies:
   // a model with StateBytes() charges each entry its state too; probe 66: uncharged KvModel
   // states took 10.7 GB within a 60 s budget) by starting over when it grows past the cap.
-  constexpr size_t kCacheCapBytes = size_t{4} << 30;
+  constexpr size_t kCacheCapBytes = kSearchMemoryCapBytes;
   size_t cache_bytes = 0;
+  size_t stack_bytes = 0;       // the states the stack alone holds (StateBytes; 0 without it)
+  size_t last_entry_bytes = 0;  // the state bytes of the last cache_insert's state
   auto bits_hash = [&]() {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (uint64_t w : lin) h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ull;
@@ -189,7 +203,9 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     for (auto it = range.first; it != range.second; ++it)
       if (it->second.bits == lin && model.Equal(it->second.state, s)) return false;
     size_t entry = words * sizeof(uint64_t) + 64;
-    if constexpr (requires { model.StateBytes(s); }) entry += model.StateBytes(s);
+    last_entry_bytes = 0;
+    if constexpr (requires { model.StateBytes(s); }) last_entry_bytes = model.StateBytes(s);
+    entry += last_entry_bytes;
     cache_bytes += entry;
     if (cache_bytes > kCacheCapBytes) {
       cache.clear();
@@ -201,9 +217,11 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   struct Frame {
     uint32_t op;
     State before;
+    size_t bytes;  // what `before` holds beyond the frame below's state (0: shares it)
   };
   std::vector<Frame> stack;
   State state = model.Initial(partition);
+  size_t state_bytes = 0;  // what `state` holds beyond the top frame's state
   size_t known_done = 0;
   size_t best_depth = 0;
   bool have_best = false;
@@ -228,6 +246,8 @@ Verdict SearchPartition(const M& model, const std::string& partition,
       Frame f = std::move(stack.back());
       stack.pop_back();
       state = std::move(f.before);
+      stack_bytes -= f.bytes;
+      state_bytes = f.bytes;
       lin[f.op / 64] &= ~(1ull << (f.op % 64));
       if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
       relink(ret_node[f.op]);
@@ -243,8 +263,19 @@ Verdict SearchPartition(const M& model, const std::string& partition,
       if (ok) {
         lin[e.op / 64] |= 1ull << (e.op % 64);
         if (cache_insert(candidate)) {
-          stack.push_back({e.op, std::move(state)});
+          // A read-only op's state is its predecessor's (Step shares it): no bytes of its own.
+          bool shares = false;
+          if constexpr (requires { model.ReadOnly(compiled[e.op]); })
+            shares = model.ReadOnly(compiled[e.op]);
+          stack.push_back({e.op, std::move(state), state_bytes});
+          stack_bytes += state_bytes;
           state = std::move(candidate);
+          state_bytes = shares ? 0 : last_entry_bytes;
+          if (stack_bytes > kSearchMemoryCapBytes) {
+            *memory_cap_hit = true;
+            *steps += local_steps;
+            return Verdict::kUnknown;
+          }
           if (known) ++known_done;
           unlink(call_node[e.op]);
           unlink(ret_node[e.op]);
@@ -273,6 +304,8 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     Frame f = std::move(stack.back());
     stack.pop_back();
     state = std::move(f.before);
+    stack_bytes -= f.bytes;
+    state_bytes = f.bytes;
     lin[f.op / 64] &= ~(1ull << (f.op % 64));
     if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
     relink(ret_node[f.op]);
@@ -292,7 +325,6 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   }
   return Verdict::kNotLinearizable;
 }
-
 
 // Events of one partition in time order: call(i) at invoke_ns, ret(i) at return_ns or +inf.
 // Calls sort before returns at equal times (concurrent), the permissive reading of a tie. A
@@ -350,20 +382,41 @@ struct EventList {
 };
 
 // The fast search (InPlaceModel): the same just-in-time linearization as SearchPartition, on
-// one mutable state. A checkpoint (a copy of the state before the op) is kept every
-// kCheckpointEvery linearized ops; a failed Apply or a backtrack restores the state from the
-// nearest checkpoint below and replays the linearized ops above it (Apply is deterministic).
+// one mutable state. A checkpoint (a copy of the state before the op) is kept at sparse depths
+// (checkpoint_at); after a failed Apply or a backtrack, the next Apply first restores the state
+// from the nearest checkpoint below and replays the linearized ops above it (Apply is
+// deterministic).
 // The visited cache holds (Zobrist hash of the linearized set, Digest(state)) pairs.
 // Returns kLinearizable (a linearization was found: always exact), kNotLinearizable (no
-// linearization was found; may be wrong after a digest collision, so the caller confirms it
-// with SearchPartition) or kUnknown (deadline).
+// linearization was found) or kUnknown (deadline). A "not linearizable" may be wrong after a
+// digest collision, which can only prune a path wrongly: when the search pruned no path (a
+// history without concurrency never revisits a set of linearized ops) it explored every path,
+// exactly as SearchPartition would, in the same order; then *exact is set and *witness is the
+// one SearchPartition would give (the state described is rebuilt by replaying its prefix, for
+// a model with ToState). Otherwise the caller confirms the verdict with SearchPartition (probe
+// 87: a 32,000-op sequential history with one wrong result was confirmed by the exact search,
+// whose states grow quadratically with the depth, and stayed undecided).
 template <InPlaceModel M>
 Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
                                const std::vector<const HistoryOp*>& ops,
                                const std::vector<typename M::Op>& compiled,
-                               std::chrono::steady_clock::time_point deadline, uint64_t* steps) {
+                               std::chrono::steady_clock::time_point deadline, uint64_t* steps,
+                               std::optional<Witness>* witness, bool* exact) {
   using Work = typename M::Work;
-  constexpr size_t kCheckpointEvery = 64;
+  *exact = false;
+  // Checkpoints every 64 linearized ops up to depth 512, then 8 per doubling of the depth: the
+  // state grows with the depth in a long lineage, so evenly spaced copies would hold O(N^2)
+  // bytes (probe 87: 935 MB for a 64,000-op history); these hold O(N log N), and a restore
+  // replays at most about depth / 8 ops.
+  auto checkpoint_at = [](size_t depth) {
+    if (depth == 0) return false;
+    const size_t every = depth < 512 ? 64 : std::bit_floor(depth / 8);
+    return depth % every == 0;
+  };
+  uint64_t pruned = 0;
+  bool have_best = false;
+  std::vector<uint32_t> best_prefix;
+  uint32_t best_stuck = 0;
   const size_t n = ops.size();
   EventList el(ops);
   std::vector<uint64_t> zobrist(n);
@@ -395,6 +448,10 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
       if (!model.Apply(w, compiled[op], ops[op]->outcome != Outcome::kUnknown)) replay_broken = true;
     }
   };
+  // `w` is restored only when an op is next applied to it: a backtrack through many frames
+  // without a checkpoint (a history without concurrency unwinds its whole stack after a wrong
+  // result) costs no replay per frame.
+  bool stale = false;
   uint32_t node = el.next[0];
   uint64_t local_steps = 0;
   Verdict verdict = Verdict::kNotLinearizable;
@@ -414,10 +471,15 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
         const auto& c = compiled[e.op];
         const bool known = ops[e.op]->outcome != Outcome::kUnknown;
         const bool read_only = model.ReadOnly(c);
+        if (stale) {
+          restore();
+          stale = false;
+          if (replay_broken) break;
+        }
         std::optional<Work> before;
-        if (!read_only && !stack.empty() && stack.size() % kCheckpointEvery == 0) before = w;
-        if (model.Apply(w, c, known) &&
-            cache.insert({lin_hash ^ zobrist[e.op], model.Digest(w)}).second) {
+        if (!read_only && checkpoint_at(stack.size())) before = w;
+        const bool applied = model.Apply(w, c, known);
+        if (applied && cache.insert({lin_hash ^ zobrist[e.op], model.Digest(w)}).second) {
           stack.push_back({e.op, std::move(before)});
           lin_hash ^= zobrist[e.op];
           if (known) ++known_done;
@@ -425,12 +487,12 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
           node = el.next[0];
           continue;
         }
+        if (applied) ++pruned;
         if (!read_only) {
-          if (before) {
+          if (before)
             w = std::move(*before);
-          } else {
-            restore();
-          }
+          else
+            stale = true;
         }
         node = el.next[node];
         continue;
@@ -441,6 +503,12 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
         node = el.next[node];
         continue;
       }
+      if (!have_best || stack.size() > best_prefix.size()) {  // as SearchPartition's witness
+        have_best = true;
+        best_prefix.clear();
+        for (const Frame& f : stack) best_prefix.push_back(f.op);
+        best_stuck = e.op;
+      }
       backtrack = true;
     }
     if (stack.empty()) break;
@@ -450,13 +518,34 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
     if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
     if (f.before) {
       w = std::move(*f.before);
+      stale = false;
     } else {
-      restore();
+      stale = true;
     }
     el.Relink(f.op);
     node = el.next[el.call_node[f.op]];
   }
   *steps += local_steps;
+  if constexpr (requires(Work x) { model.ToState(std::move(x)); }) {
+    if (verdict == Verdict::kNotLinearizable && !replay_broken && pruned == 0 && have_best) {
+      Work at = model.InitialWork(partition);
+      bool replayed = true;
+      for (uint32_t op : best_prefix)
+        replayed = replayed && model.Apply(at, compiled[op], ops[op]->outcome != Outcome::kUnknown);
+      if (replayed) {
+        const auto state = model.ToState(std::move(at));
+        Witness wit;
+        wit.partition = partition;
+        for (uint32_t i : best_prefix) wit.prefix.push_back(ops[i]->id);
+        wit.stuck_op = ops[best_stuck]->id;
+        wit.state_before = model.Describe(state);
+        if constexpr (requires { model.Expect(state, compiled[best_stuck]); })
+          wit.expected = model.Expect(state, compiled[best_stuck]);
+        *witness = std::move(wit);
+        *exact = true;
+      }
+    }
+  }
   return verdict;
 }
 
@@ -484,10 +573,12 @@ StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const Check
     std::optional<Witness> witness;
     uint64_t steps = 0;
     bool done = false;
+    bool memory_cap_hit = false;
   };
   std::vector<Part> parts;
   parts.reserve(by_name.size());
-  for (const auto& [name, ops] : by_name) parts.push_back({&name, &ops, {}, {}, {}, 0, false});
+  for (const auto& [name, ops] : by_name)
+    parts.push_back({&name, &ops, {}, {}, {}, 0, false, false});
   unsigned workers = opt.workers ? opt.workers : std::max(1u, std::thread::hardware_concurrency());
   workers = static_cast<unsigned>(std::min<size_t>(workers, parts.size()));
   // Compile everything first, partitions in parallel; the error reported is the one of the
@@ -522,14 +613,17 @@ StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const Check
     for (size_t i; !stop && (i = next++) < parts.size();) {
       Part& p = parts[i];
       p.verdict = Verdict::kNotLinearizable;
+      bool exact = false;
       if constexpr (InPlaceModel<M>) {
         if (opt.in_place)
-          p.verdict = internal::SearchPartitionInPlace(model, *p.name, *p.ops, p.compiled,
-                                                       deadline, &p.steps);
+          p.verdict = internal::SearchPartitionInPlace(model, *p.name, *p.ops, p.compiled, deadline,
+                                                       &p.steps, &p.witness, &exact);
       }
-      if (p.verdict == Verdict::kNotLinearizable)  // none found yet: the exact search decides
+      // None found yet, and the fast search may have pruned a path wrongly: the exact search
+      // decides.
+      if (p.verdict == Verdict::kNotLinearizable && !exact)
         p.verdict = internal::SearchPartition(model, *p.name, *p.ops, p.compiled, deadline,
-                                              &p.steps, &p.witness);
+                                              &p.steps, &p.witness, &p.memory_cap_hit);
       p.compiled.clear();
       p.compiled.shrink_to_fit();
       p.done = true;
@@ -549,6 +643,7 @@ StatusOr<CheckResult> CheckHistory(const M& model, const History& h, const Check
     } else if (p.verdict == Verdict::kUnknown && r.verdict == Verdict::kLinearizable) {
       r.verdict = p.verdict;
       r.unknown_partition = *p.name;
+      r.unknown_memory = p.memory_cap_hit;
     }
   }
   return r;

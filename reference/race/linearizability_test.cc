@@ -80,9 +80,10 @@ TEST(Linearizability, StaleReadAfterWriteReturnedIsNotLinearizable) {
 // starts over at each insert, and the verdicts stand (dropping the cache is sound).
 struct HeavyRegisterModel : RegisterModel {
   mutable uint64_t charged = 0;
+  size_t bytes = size_t{768} << 20;  // a sixth of the cap: the cache is cleared every 6 states
   size_t StateBytes(const State&) const {
     ++charged;
-    return size_t{5} << 30;
+    return bytes;
   }
 };
 
@@ -105,6 +106,91 @@ TEST(Linearizability, RegressionStatesAreChargedToTheCacheCap) {
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(b->verdict, Verdict::kNotLinearizable);
   EXPECT_GT(m.charged, 0u) << "the search charged no state to its cache";
+}
+
+// The states the exact search keeps on its stack (one per linearized op) cannot be dropped like
+// its cache: past kSearchMemoryCapBytes the search ends as unknown, saying why (probe 87: a
+// 32,000-op lineage's states took 14.6 GB before the time budget ran out).
+TEST(Linearizability, StatesTheStackMustKeepPastTheMemoryCapAreUnknown) {
+  History h;
+  for (int i = 0; i < 8; ++i) h.ops.push_back(Op(i, "r", "write", i + 1, 10 * i, 10 * i + 5));
+  HeavyRegisterModel m;
+  m.bytes = size_t{512} << 20;  // 7 x 512 MiB = 3.5 GiB kept at most: within the cap
+  auto within = CheckHistory(m, h);
+  ASSERT_TRUE(within.ok());
+  EXPECT_EQ(within->verdict, Verdict::kLinearizable);
+  EXPECT_FALSE(within->unknown_memory);
+  m.bytes = size_t{1} << 30;  // the fifth state kept passes 4 GiB
+  auto over = CheckHistory(m, h);
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->verdict, Verdict::kUnknown);
+  EXPECT_TRUE(over->unknown_memory);
+  EXPECT_EQ(over->unknown_partition, "r");
+}
+
+// RegisterModel with the in-place fast path, counting the exact search's steps.
+struct InPlaceRegisterModel : RegisterModel {
+  using Work = int64_t;
+  mutable uint64_t exact_steps = 0;
+  bool Step(State& s, const Op& op, bool known) const {
+    ++exact_steps;
+    return RegisterModel::Step(s, op, known);
+  }
+  Work InitialWork(const std::string& p) const { return Initial(p); }
+  bool Apply(Work& w, const Op& op, bool known) const { return RegisterModel::Step(w, op, known); }
+  bool ReadOnly(const Op& op) const { return !op.write; }
+  uint64_t Digest(const Work& w) const { return static_cast<uint64_t>(w); }
+  State ToState(Work w) const { return w; }
+};
+static_assert(InPlaceModel<InPlaceRegisterModel>);
+
+void ExpectSameWitness(const CheckResult& a, const CheckResult& b) {
+  ASSERT_TRUE(a.witness && b.witness);
+  EXPECT_EQ(a.witness->partition, b.witness->partition);
+  EXPECT_EQ(a.witness->prefix, b.witness->prefix);
+  EXPECT_EQ(a.witness->stuck_op, b.witness->stuck_op);
+  EXPECT_EQ(a.witness->state_before, b.witness->state_before);
+  EXPECT_EQ(a.witness->expected, b.witness->expected);
+}
+
+// Regression (probe 87): the fast search's "not linearizable" was always confirmed by the exact
+// search, whose kept states grow quadratically with a long lineage: a 32,000-op history without
+// concurrency and one wrong result stayed undecided (unknown) at 14.6 GB. A fast search that
+// pruned no path explored every path, in the exact search's order: its verdict and witness
+// stand alone. One that pruned is still confirmed.
+TEST(Linearizability, RegressionASearchThatPrunedNothingIsExactWithoutTheExactSearch) {
+  History seq;  // write 1..3000, each read back; the last read is wrong
+  for (int i = 0; i < 3000; ++i) {
+    seq.ops.push_back(Op(2 * i, "r", "write", i + 1, 100 * i, 100 * i + 10));
+    seq.ops.push_back(
+        Op(2 * i + 1, "r", "read", i == 2999 ? 7 : i + 1, 100 * i + 20, 100 * i + 30));
+  }
+  InPlaceRegisterModel fast_model, exact_model;
+  CheckOptions exact;
+  exact.in_place = false;
+  auto fast = CheckHistory(fast_model, seq);
+  auto slow = CheckHistory(exact_model, seq, exact);
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  EXPECT_EQ(fast->verdict, Verdict::kNotLinearizable);
+  EXPECT_EQ(slow->verdict, Verdict::kNotLinearizable);
+  EXPECT_EQ(fast_model.exact_steps, 0u) << "the exact search ran";
+  EXPECT_GT(exact_model.exact_steps, 0u);
+  ExpectSameWitness(*fast, *slow);
+  EXPECT_EQ(fast->witness->prefix.size(), 5999u);
+  EXPECT_EQ(fast->witness->stuck_op, 5999u);
+  EXPECT_EQ(fast->witness->state_before, "register=3000");
+
+  History pruned;  // two overlapping writes of 5 reach one state both ways; then a wrong read
+  pruned.ops.push_back(Op(0, "r", "write", 5, 0, 10));
+  pruned.ops.push_back(Op(1, "r", "write", 5, 1, 11));
+  pruned.ops.push_back(Op(2, "r", "read", 6, 20, 30));
+  InPlaceRegisterModel fast2, exact2;
+  auto f2 = CheckHistory(fast2, pruned);
+  auto s2 = CheckHistory(exact2, pruned, exact);
+  ASSERT_TRUE(f2.ok() && s2.ok());
+  EXPECT_EQ(f2->verdict, Verdict::kNotLinearizable);
+  EXPECT_GT(fast2.exact_steps, 0u) << "a pruned search was not confirmed";
+  ExpectSameWitness(*f2, *s2);
 }
 
 TEST(Linearizability, UnknownOutcomeMayTakeEffectOrNot) {

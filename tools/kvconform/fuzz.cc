@@ -292,12 +292,16 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   // The document rules of `validate` (thread overlap, one partition per lineage, result forms,
   // number ranges) before the search, so that one file never gets opposite verdicts from the two
   // commands (probe 34: an overlapping worker and a relabelled lineage passed here).
+  // The file is read once, under the cap of every document reader (probe 87: it was read whole
+  // without one, so `fuzz check /dev/zero` grew until the kernel stopped it, and then read
+  // again to parse).
   const auto v0 = std::chrono::steady_clock::now();
-  std::string text;
-  std::ifstream in(path, std::ios::binary);
-  if (in) text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  // (A file that cannot be read is reported by the reader below.)
-  const Violations doc = in ? ValidateHistoryJsonl(text, path) : Violations{};
+  auto text = ReadFileToString(path, kMaxHistoryFileBytes);
+  if (!text.ok()) {
+    std::cerr << "fuzz check: " << Printable(text.status().message()) << "\n";
+    return kExitUsage;
+  }
+  const Violations doc = ValidateHistoryJsonl(*text, path);
   const double validate_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
   if (!doc.empty()) {
@@ -313,7 +317,7 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
   }
   const auto p0 = std::chrono::steady_clock::now();
   const double c0 = cpu_s();
-  auto h = ReadHistoryFile(path);
+  auto h = ParseHistoryJsonl(*text, path);
   double parse_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   double parse_cpu = cpu_s() - c0;
   if (!h.ok()) {
@@ -352,8 +356,13 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
     return kExitViolation;
   }
   if (r->verdict == Verdict::kUnknown) {
-    std::cout << "the time budget ran out while searching partition " << r->unknown_partition
-              << "\n";
+    if (r->unknown_memory)
+      std::cout << "the exact search's kept states passed their memory cap ("
+                << (kSearchMemoryCapBytes >> 30) << " GiB) while searching partition "
+                << r->unknown_partition << "\n";
+    else
+      std::cout << "the time budget ran out while searching partition " << r->unknown_partition
+                << "\n";
     return kExitCheckUnknown;
   }
   return kExitOk;
