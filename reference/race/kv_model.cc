@@ -319,15 +319,16 @@ bool KvModel::ApplyInPlace(LineageState& st, const Op& op, bool known, uint64_t*
       if (it->second != mine[i]) return false;
       continue;
     }
-    for (const auto& [theirs, ours] : st.digest_map)
-      if (ours == mine[i]) return false;  // one model snapshot, two runtime digests
+    if (st.digest_rmap.count(op.scope + mine[i]))
+      return false;  // one model snapshot, two runtime digests
     for (const auto& [theirs, ours] : learned)
       if ((theirs == op.digests[i]) != (ours == mine[i])) return false;
     learned.emplace_back(op.digests[i], mine[i]);
   }
   for (auto& [theirs, ours] : learned) {
-    if (st.digest_map.emplace(theirs, ours).second && digest)
-      *digest ^= MixStr(MixStr(0x6d6170ull, theirs), ours);
+    if (!st.digest_map.emplace(theirs, ours).second) continue;
+    st.digest_rmap.emplace(op.scope + ours, theirs);
+    if (digest) *digest ^= MixStr(MixStr(0x6d6170ull, theirs), ours);
   }
   return true;
 }
@@ -351,7 +352,7 @@ size_t KvModel::StateBytes(const State& s) const {
   for (const auto& id : s->txns) bytes += 64 + id.size();
   for (const auto& [id, rows] : s->groups)
     bytes += 96 + id.size() + rows.size() * sizeof(lifecycle::LiveSequenceRow);
-  for (const auto& [a, b] : s->digest_map) bytes += 96 + a.size() + b.size();
+  for (const auto& [a, b] : s->digest_map) bytes += 2 * (96 + a.size() + b.size());  // and rmap
   return bytes;
 }
 

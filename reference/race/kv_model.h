@@ -42,6 +42,10 @@ struct LineageState {
   // --no-partition) judges what searching each alone does: two lineages may report equal
   // runtime digests (a runtime's digest may be of content; probe 79: the two modes disagreed).
   std::map<std::string, std::string> digest_map;
+  // Its inverse, keyed (lineage, model digest) the same way: one model snapshot has one runtime
+  // digest within a lineage (a lookup; probe 87: each newly learned digest scanned the whole map,
+  // quadratic in an opaque-digest history's length).
+  std::map<std::string, std::string> digest_rmap;
   friend bool operator==(const LineageState&, const LineageState&) = default;
 };
 
