@@ -228,6 +228,18 @@ Verdict SearchPartition(const M& model, const std::string& partition,
   std::vector<uint32_t> best_prefix;  // the witness, described once at the end
   uint32_t best_stuck = 0;
   std::optional<State> best_state;
+  // A read-only op linearized where it applies is never tried later instead: it changes no
+  // state, and every op that returned before its call is linearized already (the scan stops at
+  // the first return not linearized), so any linearization that places it later is one with it
+  // here. Backtracking over it therefore backtracks further (probe 87: K concurrent correct
+  // reads beside one impossible one were tried in 2^K subsets; a 28-op history stayed unknown).
+  // SearchPartitionInPlace applies the same rule, so both explore in the same order.
+  auto committed = [&](uint32_t op) {
+    if constexpr (requires { model.ReadOnly(compiled[op]); })
+      return model.ReadOnly(compiled[op]);
+    else
+      return false;
+  };
   uint32_t node = next[0];
   uint64_t local_steps = 0;
   while (true) {
@@ -240,8 +252,9 @@ Verdict SearchPartition(const M& model, const std::string& partition,
       return Verdict::kUnknown;
     }
     if (node == kEnd) {
-      // Only unknown-outcome returns can be passed without linearizing their op; reaching the
-      // end with known ops left cannot happen (their returns stop the scan), but be safe.
+      // Only unknown-outcome returns can be passed without linearizing their op, so the end is
+      // reached with known ops left only after a committed op's backtrack (`committed`): back
+      // one more op.
       if (stack.empty()) break;
       Frame f = std::move(stack.back());
       stack.pop_back();
@@ -252,7 +265,7 @@ Verdict SearchPartition(const M& model, const std::string& partition,
       if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
       relink(ret_node[f.op]);
       relink(call_node[f.op]);
-      node = next[call_node[f.op]];
+      node = committed(f.op) ? kEnd : next[call_node[f.op]];
       continue;
     }
     const Event& e = ev[node - 1];
@@ -310,7 +323,7 @@ Verdict SearchPartition(const M& model, const std::string& partition,
     if (ops[f.op]->outcome != Outcome::kUnknown) --known_done;
     relink(ret_node[f.op]);
     relink(call_node[f.op]);
-    node = next[call_node[f.op]];
+    node = committed(f.op) ? kEnd : next[call_node[f.op]];
   }
   *steps += local_steps;
   if (have_best) {
@@ -519,11 +532,12 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
     if (f.before) {
       w = std::move(*f.before);
       stale = false;
-    } else {
-      stale = true;
+    } else if (!model.ReadOnly(compiled[f.op])) {
+      stale = true;  // (a read-only op left `w` as it was)
     }
     el.Relink(f.op);
-    node = el.next[el.call_node[f.op]];
+    // A read-only op is committed where it applied (SearchPartition's `committed`).
+    node = model.ReadOnly(compiled[f.op]) ? el.end : el.next[el.call_node[f.op]];
   }
   *steps += local_steps;
   if constexpr (requires(Work x) { model.ToState(std::move(x)); }) {
