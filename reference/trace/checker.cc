@@ -2309,6 +2309,19 @@ void TraceChecker::NoteDroppedEvent(std::string_view source_instance, uint64_t l
   src.last_seq = local_sequence;
 }
 
+void TraceChecker::ReportIdOfAnotherSource(const Event& e, const SourceState& other,
+                                           uint32_t other_line) {
+  std::string_view name = "?";
+  for (const auto& [key, state] : sources_)
+    if (&state == &other) name = key;
+  Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
+         "event_id \"" + std::string(e.event_id) +
+             "\" already names a different event, of source \"" + std::string(name) +
+             "\" on line " + std::to_string(other_line) + "; source \"" +
+             std::string(e.source_instance) +
+             "\" reuses it (a redelivery repeats its source: one id names one event)");
+}
+
 void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   // Viewed in place, not copied out: a copy reloads the callee's two 8-byte stores as one
   // 16-byte load, a store-forwarding stall per event (perf: ~3% of a 2-layer check).
@@ -2393,11 +2406,22 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       }
       id_conflict = true;
     }
-    if (id_conflict)
+    if (id_conflict) {
       Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
              "event_id \"" + std::string(e.event_id) +
                  "\" already names a different event of source \"" +
                  std::string(e.source_instance) + "\"");
+    } else if (across_.count[AcrossWindow::Bucket(id_hash)] != 0) {
+      // Another source's recent event with this id (the per-source window above holds this
+      // source's): one code, and the event is replayed, as an id reused within its source.
+      for (size_t i = 0; i < kRecentAcross; ++i) {
+        const SourceState* other = across_.source[i];
+        if (across_.id[i] != id_hash || other == nullptr || other == &src) continue;
+        ReportIdOfAnotherSource(e, *other, across_.line[i]);
+        id_conflict = true;
+        break;
+      }
+    }
     regressed = src.seen && e.local_sequence <= src.last_seq;
     // A source that restarted its numbering (reported once, at the event that restarted it, which
     // was dropped) is followed from the next event that continues the new numbering.
@@ -2465,6 +2489,12 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       src.last_ns = e.monotonic_ns;
     }
     if (!id_conflict) {
+      const size_t across = across_.pos++ % kRecentAcross;
+      --across_.count[AcrossWindow::Bucket(across_.id[across])];  // the overwritten one leaves
+      across_.id[across] = id_hash;
+      across_.source[across] = &src;
+      across_.line[across] = e.line;
+      ++across_.count[AcrossWindow::Bucket(id_hash)];
       if (!src.recent) src.recent = std::make_unique<SourceState::RecentWindow>();
       SourceState::RecentWindow& win = *src.recent;
       size_t slot;

@@ -651,6 +651,51 @@ TEST(TraceCheckerTest, RegressionChangedRedeliveryRaisesOneCode) {
   EXPECT_TRUE(Codes(t + Publish(3) + "\n").empty());  // byte for byte: deduplicated
 }
 
+// Regression (probe 88, F1): an event of another source reusing a recent event_id passed: only
+// the event's own source's window and its request's indexed events were searched, so a stage
+// event of the worker reusing the engine's append_start id on the line before, and a residency
+// observation reusing an allocator observation's id, passed. Different content under one id is
+// corruption (M5.1 0x07), and a redelivery repeats its source: one TRACE_EVENT_ID_CONFLICT at
+// the reuse, the event replayed (both envelope readers).
+TEST(TraceCheckerTest, RegressionAnEventIdReusedByAnotherSourcePassed) {
+  using V = std::vector<std::string>;
+  const std::string two_sources =
+      Mutate(kHeader, R"({"source_instance":"e","source_component":"semantic"}])",
+             R"({"source_instance":"e","source_component":"semantic"},)"
+             R"({"source_instance":"w","source_component":"semantic"},)"
+             R"({"source_instance":"a","source_component":"allocator"},)"
+             R"({"source_instance":"r","source_component":"residency"}])");
+  // The worker's stage of operation p, as event `id` (its source's sequence 0).
+  auto worker_stage = [](const std::string& id) {
+    return R"({"event_id":")" + id +
+           R"(","source_instance":"w","source_component":"semantic","local_sequence":0,)"
+           R"("monotonic_ns":1,"event_type":"append_stage_layer","request_id":"R",)"
+           R"("handle_generation":0,"operation_id":"p","payload":{"layer":0,"interval":[0,2]}})";
+  };
+  const std::string t = two_sources + "\n" + Alloc(0) + "\n" + Start(1) + "\n";
+  EXPECT_TRUE(CodesBothReaders(t + worker_stage("w0") + "\n" + Publish(2) + "\n").empty());
+  const V conflict{"TRACE_EVENT_ID_CONFLICT"};
+  // The append_start's id, on the next line; the id of the allocation, two lines later.
+  EXPECT_EQ(CodesBothReaders(t + worker_stage("e1") + "\n" + Publish(2) + "\n"), conflict);
+  EXPECT_EQ(CodesBothReaders(t + worker_stage("e0") + "\n" + Publish(2) + "\n"), conflict);
+  // The other way round: the engine reuses the worker's id.
+  EXPECT_EQ(CodesBothReaders(t + worker_stage("w0") + "\n" +
+                             Mutate(Publish(2), R"("event_id":"e2")", R"("event_id":"w0")") + "\n"),
+            conflict);
+  // Observations of two planes: the residency observation reuses the allocator's id.
+  const std::string alloc_obs =
+      R"({"event_id":"obs1","source_instance":"a","source_component":"allocator",)"
+      R"("local_sequence":0,"monotonic_ns":1,"event_type":"allocator_observation",)"
+      R"("request_id":"R","handle_generation":0,"payload":{"caused_by_event_id":"e2",)"
+      R"("blocks":1,"slots":4,"used_slots":2}})";
+  const std::string done = t + worker_stage("w0") + "\n" + Publish(2) + "\n" + alloc_obs + "\n";
+  // (16 bytes: kHeader's 8 bytes per token, 2 rows.)
+  const std::string res_obs =
+      Mutate(Residency("e2", 16), R"("event_id":"r0")", R"("event_id":"obs1")");
+  EXPECT_TRUE(CodesBothReaders(done).empty()) << done;
+  EXPECT_EQ(CodesBothReaders(done + res_obs + "\n"), conflict);
+}
+
 // The request's event index (event_index.h) past its first lookups: a request with 40
 // publications (41 indexed events, the index's table grown several times by lookups) still
 // finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
@@ -3044,6 +3089,8 @@ TEST(TraceGatingTest, RegressionUndeclaredSourceIsReportedOnceAndReplayed) {
                                R"(","handle_generation":0,"payload":{"prompt_length":2})");
     alloc = Mutate(alloc, R"("source_instance":"e")",
                    R"("source_instance":"s)" + std::to_string(i) + "\"");
+    // (One id per event: an id of another source's recent event is a conflict, probe 88.)
+    alloc = Mutate(alloc, R"("event_id":"e0")", R"("event_id":"s)" + std::to_string(i) + "\"");
     c.Feed(alloc, static_cast<uint32_t>(i + 2));
     EXPECT_EQ(c.kv().Find("R" + std::to_string(i)) != nullptr, i < 64) << i;
   }
