@@ -305,6 +305,16 @@ std::optional<std::string> ObjReader::OptStr(std::string_view key) {
   return std::string(std::string_view(*e));
 }
 
+std::optional<std::string> ObjReader::NonEmptyStr(std::string_view key, bool optional) {
+  auto s = optional ? OptStr(key) : Str(key);
+  if (s && s->empty()) {
+    Bad(ErrorCode::INPUT_VALUE_INVALID, key,
+        "an empty string names nothing; " + std::string(key) + " is a non-empty string");
+    return std::nullopt;
+  }
+  return s;
+}
+
 namespace {
 
 // Reads an unsigned integer element; `why` receives the problem.
@@ -1763,8 +1773,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     return;
   }
   if (auto prod = h.Object("producer", /*errors_mark_parent=*/false)) {
-    prod->Str("name");
-    prod->Str("revision");
+    prod->NonEmptyStr("name");
+    prod->NonEmptyStr("revision");
     prod->RejectUnknown();
   }
   lifecycle::CacheAbi abi;
@@ -1831,7 +1841,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   h.ObjectArray(
       "sources",
       [&](ObjReader& s) {
-        auto inst = s.Str("source_instance");
+        // An empty name declares nothing (reported): as an unreadable one.
+        auto inst = s.NonEmptyStr("source_instance");
         auto comp = s.Enum("source_component", {"semantic", "allocator", "residency", "transfer"});
         s.OptStr("clock_domain");
         if (inst) ++readable_entries;
@@ -2105,6 +2116,11 @@ bool TraceChecker::ReadEnvelopeFast(const dom::object& obj, Event& e, dom::eleme
         if (t != dom::element_type::STRING) return false;
         {
           const std::string_view sv = v.get_string().value_unsafe();
+          // An empty id or name: the general reader reports it (trace_id "" is no identity,
+          // observed_wall_time is not read; an empty type, component or outcome reads the same
+          // in both readers).
+          if (sv.empty() && i != kEnvTraceId && i != kEnvObservedWallTime) [[unlikely]]
+            return false;
           str[i] = {sv.data(), sv.size()};
         }
         break;
@@ -2214,17 +2230,21 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     return false;
   }
   ObjReader env(obj, LinePtr(), this);
-  auto id = env.Str("event_id");
-  auto inst = env.Str("source_instance");
+  // An empty event_id, source_instance, request_id or operation_id names nothing: reported
+  // (INPUT_VALUE_INVALID) and dropped like an unreadable one, gated as below (probe 88: an empty
+  // event_id or source_instance passed; an empty request_id was a request named "", and the
+  // request the event meant raised a second code).
+  auto id = env.NonEmptyStr("event_id");
+  auto inst = env.NonEmptyStr("source_instance");
   auto comp = env.Str("source_component");
   auto seq = env.Uint("local_sequence");
   auto ns = env.Uint("monotonic_ns");
   auto type = env.Str("event_type");
   auto trace_id = env.OptStr("trace_id");
   env.OptStr("observed_wall_time");
-  auto request_id = env.OptStr("request_id");
+  auto request_id = env.NonEmptyStr("request_id", /*optional=*/true);
   e.handle_generation = env.OptUint("handle_generation");
-  auto operation_id = env.OptStr("operation_id");
+  auto operation_id = env.NonEmptyStr("operation_id", /*optional=*/true);
   e.base_snapshot = env.OptUint("base_snapshot");
   e.result_snapshot = env.OptUint("result_snapshot");
   auto outcome = env.Enum("outcome", {"success", "replayed", "rejected", "failure", "cancelled"}, true);

@@ -239,6 +239,9 @@ class ObjReader {
 
   std::optional<std::string> Str(std::string_view key);
   std::optional<std::string> OptStr(std::string_view key);  // absent or null -> nullopt
+  // Str (OptStr when `optional`), and an empty string is INPUT_VALUE_INVALID (-> nullopt): an
+  // identity or provenance string names something (probe 88: "" passed as an event_id).
+  std::optional<std::string> NonEmptyStr(std::string_view key, bool optional = false);
   std::optional<uint64_t> Uint(std::string_view key, uint64_t max = UINT64_MAX);
   std::optional<uint64_t> OptUint(std::string_view key, uint64_t max = UINT64_MAX);
   std::optional<bool> OptBool(std::string_view key);  // absent or null -> nullopt

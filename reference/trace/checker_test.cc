@@ -696,6 +696,41 @@ TEST(TraceCheckerTest, RegressionAnEventIdReusedByAnotherSourcePassed) {
   EXPECT_EQ(CodesBothReaders(done + res_obs + "\n"), conflict);
 }
 
+// Regression (probe 88, F3, F5): empty identity and provenance strings passed (producer name
+// and revision, event_id, a declared source_instance), and an empty request_id was a request
+// named "": the allocation refused, then the request it meant raised LIFECYCLE_UNKNOWN_HANDLE
+// too. Each is one INPUT_VALUE_INVALID; an empty request_id is read as an unreadable one
+// (gated alike), an empty id drops its event (its request gated).
+TEST(TraceCheckerTest, RegressionEmptyIdentityStringsPassed) {
+  using V = std::vector<std::string>;
+  const std::string events =
+      Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const V invalid{"INPUT_VALUE_INVALID"};
+  EXPECT_EQ(CodesBothReaders(Mutate(kHeader, R"("name":"t")", R"("name":"")") + "\n" + events),
+            invalid);
+  EXPECT_EQ(
+      CodesBothReaders(Mutate(kHeader, R"("revision":"1")", R"("revision":"")") + "\n" + events),
+      invalid);
+  EXPECT_EQ(CodesBothReaders(
+                Mutate(kHeader, R"("semantic"}])",
+                       R"("semantic"},{"source_instance":"","source_component":"semantic"}])") +
+                "\n" + events),
+            invalid);
+  const std::string head = std::string(kHeader) + "\n";
+  for (const std::string& alloc :
+       {Mutate(Alloc(0), R"("event_id":"e0")", R"("event_id":"")"),
+        Mutate(Alloc(0), R"("request_id":"R")", R"("request_id":"")"),
+        Mutate(Alloc(0), R"("source_instance":"e")", R"("source_instance":"")")})
+    EXPECT_EQ(CodesBothReaders(head + alloc + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+                               Publish(3) + "\n"),
+              invalid)
+        << alloc;
+  EXPECT_EQ(CodesBothReaders(head + Alloc(0) + "\n" +
+                             Mutate(Start(1), R"("operation_id":"p")", R"("operation_id":"")") +
+                             "\n" + Stage(2) + "\n" + Publish(3) + "\n"),
+            invalid);
+}
+
 // The request's event index (event_index.h) past its first lookups: a request with 40
 // publications (41 indexed events, the index's table grown several times by lookups) still
 // finds each of them as a cause and as an earlier delivery, and does not find a non-indexed
