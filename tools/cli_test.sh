@@ -546,12 +546,12 @@ head -c 300 "$T/h_ok.jsonl" >"$T/h_trunc.jsonl"
 check fuzz_check_truncated 2 "$K" fuzz check "$T/h_trunc.jsonl"; expect_out fuzz_check_trunc_msg 'RACE_HISTORY_TRUNCATED( at [^ ]*)?: .*h_trunc.jsonl:2: the last line is cut off'
 check fuzz_check_missing 2 "$K" fuzz check "$T/nope.jsonl"
 # Probe 87: a history is read once, under the documents' 256 MiB cap (it was read whole without
-# one: /dev/zero grew until the kernel stopped it); a FIFO no process writes reads as empty
-# instead of blocking the open (an invalid fixture's base never returned).
+# one: /dev/zero grew until the kernel stopped it); an invalid fixture's base must be a regular
+# file (a FIFO base no process wrote blocked validate's open for ever).
 check fuzz_check_dev_zero 2 timeout 60 "$K" fuzz check /dev/zero; expect_out fuzz_check_dev_zero_msg 'file is larger than 268435456 bytes'
 mkdir -p "$T/fifo_fx" && mkfifo "$T/fifo_fx/fifo"
 printf '%s' '{"kind":"kvconform.invalid_fixture/1","case":"x/fifo","description":"d","seed_ref":"M5.1 0x01","base":"fifo","patch":[{"op":"replace","path":"/description","value":"e"}],"expected_code":"MANIFEST_SCHEMA_ZERO_EXTENT"}' >"$T/fifo_fx/fifo.json"
-check validate_fifo_base 2 timeout 60 "$K" validate "$T/fifo_fx/fifo.json"; expect_out validate_fifo_base_msg 'INPUT_FIXTURE_MALFORMED: .*base: .*fifo:1:1: input is empty'
+check validate_fifo_base 2 timeout 60 "$K" validate "$T/fifo_fx/fifo.json"; expect_out validate_fifo_base_msg 'INPUT_FIXTURE_MALFORMED: .*base: .*fifo is not a regular file'
 # Each violation names its field (probe 44: "h.jsonl:2: required field is missing").
 sed -E '2s/,"thread":[0-9]+//' "$T/h_ok.jsonl" >"$T/h_nothread.jsonl"
 check fuzz_check_names_field 2 "$K" fuzz check "$T/h_nothread.jsonl"; expect_out fuzz_check_names_field_msg "INPUT_FIELD_MISSING at '/1/thread'"

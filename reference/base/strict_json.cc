@@ -1,9 +1,6 @@
 // Recursive-descent strict JSON reader with positions; see strict_json.h for the contract.
 #include "reference/base/strict_json.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -387,36 +384,16 @@ StatusOr<ParsedJson> ParseJsonStrict(std::string_view text, std::string_view sou
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
-  // Opened without blocking: opening a FIFO that no process writes blocks until one does (probe
-  // 87: `validate` of an invalid fixture whose base was such a FIFO never returned). Once open,
-  // reads block again, so a pipe whose writer is there is read whole; a FIFO with no writer
-  // reads as empty.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return IoError(path + ": cannot open: " + std::strerror(e));
-  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open: " + std::strerror(errno));
   std::string data;
   char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return IoError(path + ": read failed: " + std::strerror(e));
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-    if (data.size() > max_bytes) {
-      ::close(fd);
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    data.append(buf, static_cast<size_t>(in.gcount()));
+    if (data.size() > max_bytes)
       return IoError(path + ": file is larger than " + std::to_string(max_bytes) + " bytes");
-    }
   }
-  ::close(fd);
+  if (in.bad()) return IoError(path + ": read failed: " + std::strerror(errno));
   return data;
 }
 

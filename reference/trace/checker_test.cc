@@ -1111,6 +1111,37 @@ TEST(TraceCheckerTest, AnOverlongLineIsNamedOnlyByItsOwnTopLevelIds) {
   }
 }
 
+// Regression (probe 90): an overlong line whose first read held fewer bytes than its ids' offset
+// (the line straddling the reader's 1 MiB block) kept only those bytes as its prefix: its event
+// was not named nor its request gated, and the request's next event raised a second code. The
+// prefix is the line's first 64 KiB however the reads split.
+TEST(TraceCheckerTest, RegressionAnOverlongLineAcrossTheReadBlockIsStillNamed) {
+  CheckerOptions opt;
+  opt.max_line_bytes = 1000;
+  // Identical redeliveries of the allocation fill the first block up to 2,000 bytes before its
+  // end, where the overlong stage line starts; its ids come after 3,000 bytes of whitespace.
+  // (The header takes the remainder as whitespace after its '{'.)
+  const size_t at = (size_t{1} << 20) - 2000;
+  const std::string filler = Alloc(0) + "\n";
+  std::string body = Start(1) + "\n";
+  while (std::string(kHeader).size() + 1 + filler.size() + body.size() + filler.size() <= at)
+    body.insert(0, filler);
+  body.insert(0, filler);
+  const size_t pad = at - (std::string(kHeader).size() + 1 + body.size());
+  std::string t = "{" + std::string(pad, ' ') + std::string(kHeader).substr(1) + "\n" + body;
+  const std::string stage = "{" + std::string(3000, ' ') + Stage(2).substr(1);
+  ASSERT_EQ(t.size(), at);
+  t += stage + "\n" + Publish(3) + "\n";
+  test::TempDir dir;
+  const std::string path = dir.Write("straddle.jsonl", t);
+  TraceChecker c(path, opt);
+  ASSERT_TRUE(CheckTraceFile(path, &c).ok());
+  ASSERT_EQ(test::CodeNames(c.violations()), std::vector<std::string>{"TRACE_LINE_TOO_LONG"})
+      << test::Describe(c.violations());
+  EXPECT_EQ(c.contexts()[0].event_id, "e2");
+  EXPECT_EQ(c.contexts()[0].request_id, "R");
+}
+
 // A line longer than the limit that the input cuts (no final newline) is the cut line it is:
 // TRACE_TRUNCATED alone, with the CR hint when it holds one.
 TEST(TraceCheckerTest, AnOverlongCutLastLineIsOneTruncation) {
@@ -3987,6 +4018,18 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       // for a byte that is not UTF-8 (probe 86: "not JSON", and the request's next decode raised
       // FRONTIER_CACHE_OVERCOMMIT).
       {"probe86_a_raw_control_byte_in_an_event_id_raised_a_second_code", {"TRACE_LINE_MALFORMED"}},
+      // An empty operation_id on a reorder dropped the event (an empty id names nothing), so its
+      // rows went unjudged: a reorder's envelope names no operation, "" included, and it is
+      // replayed as with any other value there (probe 90).
+      {"probe90_an_empty_operation_id_dropped_a_reorder_and_its_rows_went_unjudged",
+       {"INPUT_VALUE_INVALID", "LIFECYCLE_REORDER_SPLIT_STATE"}},
+      // An event whose id conflicts (another source's recent event holds it, or an earlier event
+      // of its own source) is replayed but did not enter its source's window, so its byte-identical
+      // redelivery was replayed again: a sequence regression and an output index gap (probe 90).
+      {"probe90_a_redelivery_of_an_event_whose_id_another_source_held_was_replayed_twice",
+       {"TRACE_EVENT_ID_CONFLICT"}},
+      {"probe90_a_redelivery_of_an_event_whose_id_its_source_reused_was_replayed_twice",
+       {"TRACE_EVENT_ID_CONFLICT"}},
   };
   // Each listed code is raised once, except in these traces, where several events (or several
   // members of one event) each break the rule: the count of all violations. Without the count a

@@ -149,6 +149,14 @@ StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path,
   m.base = base_path.lexically_normal().string();
   m.base_member = *base;
   m.jsonl = IsJsonl(m.base);
+  // A base is a document file: a FIFO or device there would block the read or never end it
+  // (probe 87: a FIFO base no process wrote hung validate). fs::status opens nothing.
+  {
+    std::error_code ec;
+    const fs::file_status st = fs::status(base_path, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+      return malformed("base: " + m.base + " is not a regular file (a base is a document file)");
+  }
   Json target;
   if (m.jsonl) {
     auto text = ReadFileToString(m.base);

@@ -6,7 +6,8 @@
 // must report the same violations (line, code, pointer, message, event and request) in the same
 // order; a difference aborts with all three renderings. Crashes, hangs, leaks and undefined
 // behaviour are the sanitizers' to report. The released-request window and the pruning cadence
-// are small (4 and 2) so that short inputs reach the forgetting paths.
+// are small (4 and 2) so that short inputs reach the forgetting paths, and so is the line limit
+// (4 KiB), so that they reach the overlong-line path (FeedOverlongLine, its naming).
 // Build: tools/fuzz-check.sh (Clang, -DKVCONFORM_FUZZ=ON). CI replays its seeds
 // (fuzz_seed_replay).
 #include <algorithm>
@@ -34,6 +35,7 @@ CheckerOptions Options(Path p) {
   CheckerOptions opt;
   opt.released_window = 4;
   opt.receipt_window = 2;
+  opt.max_line_bytes = 4096;
   opt.fast_readers = p != Path::kGeneral;
   // The batched path prefetches cold records whenever the event order asks for it, whatever
   // the number of live requests (a hint: it must change nothing).
@@ -67,9 +69,20 @@ std::string Run(std::string_view text, Path p) {
     l.append(simdjson::SIMDJSON_PADDING, ' ');
     views.emplace_back(l.data(), n);  // `padded` no longer grows: its strings stay put
   }
-  for (size_t i = 0; i < views.size(); i += TraceChecker::kMaxBatch) {
-    const size_t n = std::min(TraceChecker::kMaxBatch, views.size() - i);
+  // Runs of lines within the limit go in batches; a longer line is fed as the block reader
+  // feeds it (its first 64 KiB as the prefix).
+  const uint64_t limit = c.options().max_line_bytes;
+  for (size_t i = 0; i < views.size();) {
+    if (views[i].size() > limit) {
+      c.FeedOverlongLine(static_cast<uint32_t>(i + 1), views[i].size(),
+                         views[i].substr(0, size_t{64} << 10));
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    while (n < TraceChecker::kMaxBatch && i + n < views.size() && views[i + n].size() <= limit) ++n;
     c.FeedPaddedBatch(views.data() + i, n, static_cast<uint32_t>(i + 1));
+    i += n;
   }
   c.Finish(mid_line);
   return kvc::test::RenderTraceViolations(c.violations(), c.contexts());
