@@ -417,13 +417,14 @@ Verdict SearchPartitionInPlace(const M& model, const std::string& partition,
                                std::optional<Witness>* witness, bool* exact) {
   using Work = typename M::Work;
   *exact = false;
-  // Checkpoints every 64 linearized ops up to depth 512, then 8 per doubling of the depth: the
-  // state grows with the depth in a long lineage, so evenly spaced copies would hold O(N^2)
-  // bytes (probe 87: 935 MB for a 64,000-op history); these hold O(N log N), and a restore
-  // replays at most about depth / 8 ops.
+  // Checkpoints every 64 linearized ops up to depth 4096, then 64 per doubling of the depth: the
+  // state grows with the depth in a long lineage, so evenly spaced copies held O(N^2) bytes
+  // (probe 87: 935 MB for a 64,000-op history), and a restore replays at most about depth / 64
+  // ops. (Probe 89: 8 per doubling past depth 512 cut the steps per second of deep concurrent
+  // lineages 4-6 times, each failed step replaying up to depth / 8 ops.)
   auto checkpoint_at = [](size_t depth) {
     if (depth == 0) return false;
-    const size_t every = depth < 512 ? 64 : std::bit_floor(depth / 8);
+    const size_t every = depth < 4096 ? 64 : std::bit_floor(depth / 64);
     return depth % every == 0;
   };
   uint64_t pruned = 0;
