@@ -1142,6 +1142,22 @@ TEST(TraceCheckerTest, RegressionAnOverlongLineAcrossTheReadBlockIsStillNamed) {
   EXPECT_EQ(c.contexts()[0].request_id, "R");
 }
 
+// Regression (probe 90): the in-memory path (FeedTraceText: validate, the tests) did not name a
+// cut line's CR bytes, which the file path names: CR-only line ends read as one cut line.
+TEST(TraceCheckerTest, RegressionACutLineWithCrBytesIsNamedOnBothPaths) {
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\r" + Start(1) + "\r";
+  test::TempDir dir;
+  const std::string path = dir.Write("cr.jsonl", t);
+  TraceChecker from_file(path), from_text(path);
+  ASSERT_TRUE(CheckTraceFile(path, &from_file).ok());
+  FeedTraceText(&from_text, t);
+  for (TraceChecker* c : {&from_file, &from_text}) {
+    ASSERT_EQ(test::CodeNames(c->violations()), std::vector<std::string>{"TRACE_TRUNCATED"});
+    EXPECT_NE(c->violations()[0].message.find("the cut line holds CR bytes"), std::string::npos)
+        << c->violations()[0].message;
+  }
+}
+
 // A line longer than the limit that the input cuts (no final newline) is the cut line it is:
 // TRACE_TRUNCATED alone, with the CR hint when it holds one.
 TEST(TraceCheckerTest, AnOverlongCutLastLineIsOneTruncation) {
