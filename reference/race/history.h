@@ -61,7 +61,7 @@ Status WriteHistoryFile(const History& h, const std::string& path);
 StatusOr<History> ParseHistoryJsonl(std::string_view text, std::string_view source_name);
 // The largest history file read (a million ops take about 220 MB): the cap of every document
 // kvconform reads (JsonLimits::max_bytes).
-inline constexpr size_t kMaxHistoryFileBytes = size_t{256} << 20;
+inline constexpr size_t kMaxHistoryFileBytes = JsonLimits{}.max_bytes;
 // ReadFileToString(path, kMaxHistoryFileBytes) then ParseHistoryJsonl.
 StatusOr<History> ReadHistoryFile(const std::string& path);
 

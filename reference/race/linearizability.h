@@ -277,9 +277,7 @@ Verdict SearchPartition(const M& model, const std::string& partition,
         lin[e.op / 64] |= 1ull << (e.op % 64);
         if (cache_insert(candidate)) {
           // A read-only op's state is its predecessor's (Step shares it): no bytes of its own.
-          bool shares = false;
-          if constexpr (requires { model.ReadOnly(compiled[e.op]); })
-            shares = model.ReadOnly(compiled[e.op]);
+          const bool shares = committed(e.op);
           stack.push_back({e.op, std::move(state), state_bytes});
           stack_bytes += state_bytes;
           state = std::move(candidate);

@@ -1327,6 +1327,7 @@ std::string TopLevelPlainString(std::string_view text, std::string_view key) {
 
 void TraceChecker::FeedOverlongLine(uint32_t line_no, uint64_t bytes, std::string_view prefix) {
   if (!StartLine(line_no, /*empty=*/false)) return;
+  prefix = prefix.substr(0, kOverlongPrefixBytes);
   if (line_no > 1) {
     last_line_unread_ = true;
     NoteUnnumberedDrop({});  // an event whose source and number are unknown may be lost here
@@ -2850,8 +2851,7 @@ const Violations& FeedTraceText(TraceChecker* c, std::string_view text) {
       break;
     }
     if (nl - start > c->options().max_line_bytes)  // as CheckTraceFile reads it
-      c->FeedOverlongLine(line, nl - start,
-                          text.substr(start, std::min<size_t>(nl - start, 64 << 10)));
+      c->FeedOverlongLine(line, nl - start, text.substr(start, nl - start));
     else
       c->Feed(text.substr(start, nl - start), line);
     start = nl + 1;
@@ -2948,9 +2948,6 @@ class BlockLineReader {
   uint64_t overlong_bytes() const { return overlong_bytes_; }
   std::string_view overlong_prefix() const { return overlong_prefix_; }
 
-  // How much of an overlong line is kept for naming its event.
-  static constexpr size_t kOverlongPrefix = size_t{64} << 10;
-
  private:
   // Reads up to `n` bytes into `dst`; 0 at end of input (eof_ set, and read_errno_ on a read
   // error). Waits on a non-blocking pipe with nothing yet, and retries a read a signal cut.
@@ -2978,7 +2975,8 @@ class BlockLineReader {
     const char* b = buf_.data() + begin_;
     const bool complete = b[held - 1] == '\n';
     overlong_bytes_ = held - (complete ? 1 : 0);
-    overlong_prefix_.assign(b, std::min<size_t>(overlong_bytes_, kOverlongPrefix));
+    overlong_prefix_.assign(b,
+                            std::min<size_t>(overlong_bytes_, TraceChecker::kOverlongPrefixBytes));
     bool cr = std::memchr(b, '\r', held) != nullptr;
     if (complete) {
       begin_ += held;
@@ -2994,13 +2992,13 @@ class BlockLineReader {
       }
       const void* nl = std::memchr(buf_.data(), '\n', n);
       const size_t part = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) : n;
-      if (overlong_prefix_.size() < kOverlongPrefix)  // its first bytes, however reads split
-        overlong_prefix_.append(buf_.data(),
-                                std::min(part, kOverlongPrefix - overlong_prefix_.size()));
+      if (overlong_prefix_.size() <
+          TraceChecker::kOverlongPrefixBytes)  // its first bytes, however reads split
+        overlong_prefix_.append(buf_.data(), std::min(part, TraceChecker::kOverlongPrefixBytes -
+                                                                overlong_prefix_.size()));
       if (nl) {
-        const size_t len = part;
-        overlong_bytes_ += len;
-        begin_ = len + 1;
+        overlong_bytes_ += part;
+        begin_ = part + 1;
         end_ = n;
         return Got::kOverlong;
       }

@@ -358,8 +358,10 @@ class TraceChecker {
   void FeedPaddedBatch(const std::string_view* lines, size_t n, uint32_t first_line_no);
   // A line of `bytes` bytes, more than CheckerOptions::max_line_bytes, that was not held:
   // TRACE_LINE_TOO_LONG, the line not replayed (the header: none is). `prefix` is its first
-  // bytes (up to 64 KiB), from which its event_id and request_id are named when they are
-  // plain top-level strings there, and its request gated as for any line not replayed.
+  // bytes; of them the first kOverlongPrefixBytes are read, and its event_id and request_id are
+  // named when they are plain top-level strings there, its request gated as for any line not
+  // replayed. A reader that does not hold the line keeps that many of its bytes.
+  static constexpr size_t kOverlongPrefixBytes = size_t{64} << 10;
   void FeedOverlongLine(uint32_t line_no, uint64_t bytes, std::string_view prefix);
   // Ends the trace: `ended_mid_line` when the input's last line had no final newline (that
   // line must not be fed). Reports unterminated operations. Returns all violations.

@@ -70,12 +70,11 @@ std::string Run(std::string_view text, Path p) {
     views.emplace_back(l.data(), n);  // `padded` no longer grows: its strings stay put
   }
   // Runs of lines within the limit go in batches; a longer line is fed as the block reader
-  // feeds it (its first 64 KiB as the prefix).
+  // feeds it.
   const uint64_t limit = c.options().max_line_bytes;
   for (size_t i = 0; i < views.size();) {
     if (views[i].size() > limit) {
-      c.FeedOverlongLine(static_cast<uint32_t>(i + 1), views[i].size(),
-                         views[i].substr(0, size_t{64} << 10));
+      c.FeedOverlongLine(static_cast<uint32_t>(i + 1), views[i].size(), views[i]);
       ++i;
       continue;
     }
