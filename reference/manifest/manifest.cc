@@ -31,6 +31,7 @@ struct Manifest {
   uint64_t layers = 0, q_heads = 0, kv_total = 0, kv_local = 0, head_dim = 0;
   Dtype kdt, vdt;
   uint64_t tp_rank = 0, tp_size = 0, kv_offset = 0;
+  uint64_t kv_replication = 1;  // copies of each K/V head across the TP ranks (M5.1 0x02)
   uint64_t origin = 0;
   uint64_t max_context = 0, max_new = 0;
   std::string abi_sha, prefix_sha, snapshot_sha;
@@ -104,6 +105,13 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   if (auto x = sh.Uint("tp_rank")) m->tp_rank = *x;
   if (auto x = sh.Uint("tp_size", 1)) m->tp_size = *x;
   if (auto x = sh.Uint("kv_head_offset")) m->kv_offset = *x;
+  // Optional: a declared replication multiplicity (tensor parallelism wider than the K/V
+  // heads), never folded into kv_heads_per_rank (M5.1 0x02: "the extra copies are a second
+  // multiplicity; they must not be smuggled into H_kv,local"). Absent is 1, and then not part
+  // of the cache ABI digest's input, so manifests written before it keep their digests.
+  if (sh.Has("kv_head_replication")) {
+    if (auto x = sh.Uint("kv_head_replication", 1)) m->kv_replication = *x;
+  }
   sh.RejectUnknownFields();
   cs.RejectUnknownFields();
 
@@ -248,13 +256,29 @@ Violations ValidateManifest(const Json& doc) {
     }
   }
   if (schema_ok) {
+    // Heads partitioned once (replication 1): rank r owns [r * local, (r + 1) * local), the
+    // ranks together own each head once. Replicated (replication R > 1, as when tp_size exceeds
+    // the K/V heads): each rank owns one head, head r / R, so R consecutive ranks hold copies
+    // of one head and the ranks together hold R copies of each.
+    const uint64_t r = m.kv_replication;
     auto total = CheckedMul(m.kv_local, m.tp_size);
-    auto offset = CheckedMul(m.tp_rank, m.kv_local);
-    if (m.tp_rank >= m.tp_size || !total || *total != m.kv_total || !offset || *offset != m.kv_offset) {
+    auto copies = CheckedMul(m.kv_total, r);
+    auto offset =
+        r == 1 ? CheckedMul(m.tp_rank, m.kv_local) : std::optional<uint64_t>(m.tp_rank / r);
+    if (m.tp_rank >= m.tp_size || (r > 1 && m.kv_local != 1) || !total || !copies ||
+        *total != *copies || !offset || *offset != m.kv_offset) {
       Add(&v, ErrorCode::MANIFEST_SHARD_MISMATCH, "/cache_schema/kv_heads_per_rank",
-          "expected kv_heads_per_rank * tp_size == num_kv_heads_total (" + std::to_string(m.kv_local) +
-              " * " + std::to_string(m.tp_size) + " vs " + std::to_string(m.kv_total) +
-              "), tp_rank < tp_size and kv_head_offset == tp_rank * kv_heads_per_rank");
+          r == 1 ? "expected kv_heads_per_rank * tp_size == num_kv_heads_total (" +
+                       std::to_string(m.kv_local) + " * " + std::to_string(m.tp_size) + " vs " +
+                       std::to_string(m.kv_total) +
+                       "), tp_rank < tp_size and kv_head_offset == tp_rank * kv_heads_per_rank "
+                       "(K/V heads copied on several ranks declare parallel_shard."
+                       "kv_head_replication)"
+                 : "expected, with kv_head_replication " + std::to_string(r) +
+                       ", kv_heads_per_rank == 1, tp_size == num_kv_heads_total * " +
+                       "kv_head_replication (" + std::to_string(m.tp_size) + " vs " +
+                       std::to_string(m.kv_total) + " * " + std::to_string(r) +
+                       "), tp_rank < tp_size and kv_head_offset == tp_rank / kv_head_replication");
       schema_ok = false;
     }
     if (m.q_heads % m.kv_total != 0) {

@@ -207,6 +207,49 @@ TEST(Manifest, ShardRankIsBelowSizeAndOffsetIsRankTimesLocalHeads) {
   ExpectOnly(m, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
 }
 
+// Probe 91: tensor parallelism wider than the K/V heads (8 K/V heads at TP 16, each rank one
+// head, each head on two ranks) had no encoding: kv_heads_per_rank * tp_size had to equal the
+// head count, so the copies could only be smuggled into H_kv,local (M5.1 0x02). A declared
+// kv_head_replication is that second multiplicity; B_token stays the local shard's.
+TEST(Manifest, RegressionReplicatedKvHeadsAreDeclaredNotFoldedIntoLocalHeads) {
+  const Json base = test::LoadJson(kFixture);
+  const uint64_t total = base["cache_schema"]["num_kv_heads_total"].get<uint64_t>();
+  ASSERT_EQ(base["cache_schema"]["kv_heads_per_rank"].get<uint64_t>(), total);
+  for (uint64_t rank : {uint64_t{0}, uint64_t{1}, 2 * total - 1}) {
+    SCOPED_TRACE(rank);
+    Json m = Resealed([&](Json& j) {
+      j["cache_schema"]["kv_heads_per_rank"] = 1;
+      j["cache_schema"]["parallel_shard"] = {{"tp_rank", rank},
+                                             {"tp_size", 2 * total},
+                                             {"kv_head_offset", rank / 2},
+                                             {"kv_head_replication", 2}};
+    });
+    EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+    // Without the declaration the same layout is a shard mismatch, and so is each one-field
+    // change of it.
+    Json undeclared = m;
+    undeclared["cache_schema"]["parallel_shard"].erase("kv_head_replication");
+    ExpectOnly(undeclared, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+    Json offset = m;
+    offset["cache_schema"]["parallel_shard"]["kv_head_offset"] = rank / 2 + 1;
+    ExpectOnly(offset, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+    Json copies = m;
+    copies["cache_schema"]["parallel_shard"]["kv_head_replication"] = 3;
+    ExpectOnly(copies, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+  }
+  // Replicated heads are one per rank: two local heads copied twice is not a layout.
+  Json two = Resealed([&](Json& j) {
+    j["cache_schema"]["kv_heads_per_rank"] = 2;
+    j["cache_schema"]["parallel_shard"] = {
+        {"tp_rank", 0}, {"tp_size", total}, {"kv_head_offset", 0}, {"kv_head_replication", 2}};
+  });
+  ExpectOnly(two, "MANIFEST_SHARD_MISMATCH", "/cache_schema/kv_heads_per_rank");
+  // A replication of 0 is a range error, read before any rule.
+  Json zero = base;
+  zero["cache_schema"]["parallel_shard"]["kv_head_replication"] = 0;
+  ExpectOnly(zero, "INPUT_VALUE_OUT_OF_RANGE", "/cache_schema/parallel_shard/kv_head_replication");
+}
+
 // Prompt count (check 3): a count below the ids is a mismatch too, not only one above them.
 TEST(Manifest, PromptCountBelowTheIdsIsAMismatch) {
   Json m = test::LoadJson(kFixture);
