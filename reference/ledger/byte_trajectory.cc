@@ -237,6 +237,11 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
     if (!publish && e.rows != 0)
       return fail(ErrorCode::LEDGER_NONPUBLISH_ROWS, "/rows", "expected 0 rows for a non-publication event");
     if (e.op == "arrive") {
+      // (After its release a request takes no event, an arrival included: one code for every
+      // event after release; probe 91: an arrival said "already arrived".)
+      if (s.released)
+        return fail(ErrorCode::LIFECYCLE_HANDLE_RELEASED, "/op",
+                    "the request was already released");
       if (s.arrived) return fail(ErrorCode::LEDGER_WORK_BEFORE_ARRIVAL, "/op", "the request already arrived");
       s.arrived = true;
     } else if (!s.arrived) {
@@ -287,8 +292,14 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
       s.committed += e.rows;
       s.owns = true;
     } else {  // decode_publish
+      // A decode before the whole prompt is published is the trace checker's and the service
+      // oracle's SERVICE_PHASE_DECODE_BEFORE_PREFILL here too (probe 91: one condition, two codes;
+      // as SERVICE_PHASE_EARLY_FINISH for a finish).
       if (s.prefilled != r.prompt)
-        return fail(ErrorCode::LEDGER_DECODE_NOT_ONE_ROW, "/op", "prefill has not published the whole prompt");
+        return fail(ErrorCode::SERVICE_PHASE_DECODE_BEFORE_PREFILL, "/op",
+                    "prefill has published " + std::to_string(s.prefilled) + " of " +
+                        std::to_string(r.prompt) +
+                        " prompt rows: a decode follows the whole prompt's publication");
       if (e.rows != 1) return fail(ErrorCode::LEDGER_DECODE_NOT_ONE_ROW, "/rows", "expected exactly 1 row");
       s.committed += 1;
     }

@@ -118,6 +118,21 @@ TEST(ByteTrajectory, EventsAfterFinishOrReleaseAreRejected) {
   EXPECT_EQ(test::CodeNames(ValidateByteTrajectory(late)), std::vector<std::string>{"LIFECYCLE_HANDLE_RELEASED"});
 }
 
+// Probe 91: an arrival after the release was LEDGER_WORK_BEFORE_ARRIVAL "the request already
+// arrived", where every other event after release is LIFECYCLE_HANDLE_RELEASED (as the registry
+// says under LEDGER_EVENT_AFTER_FINISH).
+TEST(ByteTrajectory, RegressionAnArrivalAfterReleaseIsAnEventAfterRelease) {
+  Json doc = test::LoadJson(kFixture);
+  Json arrive = doc["events"][0];  // A arrives
+  ASSERT_EQ(arrive["op"], "arrive");
+  arrive["tau"] = doc["events"].back()["tau"].get<uint64_t>() + 1;
+  doc["events"].push_back(arrive);
+  const Violations v = ValidateByteTrajectory(doc);
+  EXPECT_TRUE(test::OnlyViolationAt(v, "LIFECYCLE_HANDLE_RELEASED",
+                                    "/events/" + std::to_string(doc["events"].size() - 1) + "/op"))
+      << test::Describe(v);
+}
+
 // Regression (probe 19): the format could not write the repair append after finish (0x03: an
 // ordinary stop leaves the final token unprocessed; one call publishes its row and discards its
 // logits), so a runtime that repairs for reuse had no valid trajectory (LEDGER_EVENT_AFTER_FINISH).
@@ -332,13 +347,14 @@ TEST(ByteTrajectoryRules, TrajectoryPrefillOneRowPastThePromptIsOverrun) {
 }
 
 // Mutation audit 2026-12-05 (M34): decode_publish before the whole prompt is published is
-// LEDGER_DECODE_NOT_ONE_ROW at /op (the mutant let it publish and failed later with
-// SERVICE_PHASE_EARLY_FINISH).
+// rejected at /op (the mutant let it publish and failed later with SERVICE_PHASE_EARLY_FINISH);
+// since probe 91 with the trace checker's code for it, SERVICE_PHASE_DECODE_BEFORE_PREFILL
+// (LEDGER_DECODE_NOT_ONE_ROW before).
 TEST(ByteTrajectoryRules, TrajectoryDecodeBeforeThePromptIsPublishedIsRejected) {
   Json doc = test::LoadJson(kFixture);
   doc["events"][1]["rows"] = 3;  // A publishes 3 of 4 prompt rows, then decodes at tau 4
   const Violations v = ValidateByteTrajectory(doc);
-  ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_DECODE_NOT_ONE_ROW", "/events/4/op"));
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_PHASE_DECODE_BEFORE_PREFILL", "/events/4/op"));
 }
 
 // Mutation audit 2026-12-05 (M39): the declared peak instantaneous bytes are compared (1169 for

@@ -361,6 +361,13 @@ Violations ValidateKvBytes(const Json& doc) {
       return v;
     }
   if (!abi_ok) return v;
+  // An ABI whose coefficient overflows is the ABI's fault, reported where the byte trajectory
+  // reports it (probe 91: it was reported at /committed_lengths).
+  if (auto bpt = BytesPerToken(g); !bpt.ok()) {
+    Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/cache_abi",
+        std::string(bpt.status().message()));
+    return v;
+  }
   auto r = ComputeRaggedLedger(g, lengths, copies);
   if (!r.ok()) {
     Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/committed_lengths",

@@ -345,6 +345,18 @@ TEST(KvBytesDocument, ScaleChecksValidateAndBadDocumentsRaiseOneCode) {
   const Violations v = ValidateKvBytes(huge);
   ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_ARITHMETIC_OVERFLOW"})
       << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/committed_lengths");
+}
+
+// Probe 91: an ABI whose coefficient L * H_kv * d_h * (b_K + b_V) overflows was reported at
+// /committed_lengths, the byte trajectory reporting the same fault at /cache_abi.
+TEST(KvBytes, RegressionAnOverflowingCoefficientIsTheAbisFault) {
+  Json doc = test::LoadJson("fixtures/m5_1/ledger/gqa_scale_check.json");
+  doc["cache_abi"]["num_cache_layers"] = uint64_t{1} << 53;
+  doc["cache_abi"]["head_dim"] = uint64_t{1} << 20;
+  const Violations v = ValidateKvBytes(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "INPUT_ARITHMETIC_OVERFLOW", "/cache_abi"))
+      << test::Describe(v);
 }
 
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
