@@ -123,14 +123,10 @@ for _f, _line in ((L + "doc_example_two_requests.jsonl", 7), (L + "synthetic_lif
         KNOWN_SILENT[(_f, _line, f"payload.{_m}+1")] = NO_MODEL
 ZERO_BYTE = "a zero-byte handoff moves no chunk: nothing in it is sized by"
 KNOWN_SILENT.update({
-    (T + "zero_byte_warm_handoff.jsonl", 1, "header.cache_abi.num_layers+1"):
-        ZERO_BYTE + " the layer count (the visible prefix holds every layer, whatever L is)",
     (T + "zero_byte_warm_handoff.jsonl", 4, "payload.bytes_per_token_layer+1"):
         ZERO_BYTE + " bytes per token and layer",
     (T + "zero_byte_warm_handoff.jsonl", 4, "payload.reserved_blocks+1"):
         "a reservation of 1 of the pool's 8 blocks for no rows: slack, not a violation",
-    (T + "zero_byte_warm_handoff.jsonl", 1, "header.cache_abi.bytes_per_token+1"):
-        ZERO_BYTE + " B_token (and plans state their own bytes_per_token_layer)",
 })
 for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publish.jsonl",
            "superseded_publication_admits_no_decode.jsonl", "transfer_protocol.jsonl",
@@ -148,10 +144,6 @@ UNSENT = ("the plan of an attempt superseded or aborted before any chunk of it m
 DRAFT = "a draft token the verification rejects: only accepted drafts become cache or output rows"
 ABI_ID = ("no event of the trace states a cache ABI (append_start's `cache_abi` is optional), so "
           "the header's id is compared with nothing")
-BYTES = ("no event of the trace makes a byte claim (`pending_payload_bytes`, allocator or "
-         "residency bytes), so B_token is compared with nothing")
-PLAN_BYTES = ("M5.6 plans state their own `bytes_per_token_layer`; the header's B_token is "
-              "not compared with them (docs/trace-format.md \"The header\")")
 KNOWN_SILENT.update({
     (L + "synthetic_lifecycle.jsonl", 9, "payload.idempotency_key:x"):
         "the key of txn-lose, which is never retried",
@@ -192,13 +184,6 @@ for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
            "lifecycle/two_layer_decode", "observability/loop8_allocator_model",
            "observability/loop8_failure_retry_fork_release"):
     KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.id:x")] = ABI_ID
-for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
-           "lifecycle/synthetic_lifecycle"):
-    KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = BYTES
-for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish",
-           "superseded_publication_admits_no_decode", "transfer_protocol",
-           "decode_release_frees_the_pool", "released_handle_admits_no_decode"):
-    KNOWN_SILENT[(f"{T}{_f}.jsonl", 1, "header.cache_abi.bytes_per_token+1")] = PLAN_BYTES
 
 # 4. Free text, which the contract does not interpret: any change is silent. Payload members
 # (event type, member) and header members (path, array indices as N).

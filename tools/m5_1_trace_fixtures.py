@@ -108,6 +108,20 @@ def rep(path, value):
     return {"op": "replace", "path": path, "value": value}
 
 
+# The framework release M5.1 0x01 ("Pinned Framework Source Contract") pins its source-to-tensor
+# order to; the two-layer decode trace is that order's worked example (probe 91: the seed's pin
+# appeared nowhere in the kit).
+TRANSFORMERS_PIN = {
+    "name": "huggingface/transformers", "release": "v4.57.0",
+    "commit": "8ac2b916b042b1f78b75c9eb941c0f5d2cdd8e10",
+    "files": [
+        {"path": "src/transformers/cache_utils.py",
+         "sha256": "f4e11caf14c75bdefa5e3003b93ef0e8b97fb6103375705ad944b0b344d7da8a"},
+        {"path": "src/transformers/models/llama/modeling_llama.py",
+         "sha256": "31bf660a663259134324bc65da4e155951dc89c5ca46471d2325a9938e859e26"},
+    ]}
+
+
 # ---------------------------------------------------------------- two-layer decode (0x01)
 def two_layer_decode():
     rel = "fixtures/m5_1/lifecycle/two_layer_decode.jsonl"
@@ -115,7 +129,7 @@ def two_layer_decode():
               "M5.1 0x01 Worked Two-Layer Decode Trace and 'Prefill And Decode Use The Same Append "
               "Interface': T_past=0/T_new=4 prefill then T_past=4/T_new=1 decode through the same "
               "staged all-layer append; 64 pending bytes for the decode row (B=1, L=2, H_kv=2, "
-              "d_h=4, fp16).")
+              "d_h=4, fp16).", {"runtime_pin": TRANSFORMERS_PIN})
     R = "req-decode"
     t.ev("alloc", "engine-0", "request_allocate", {"prompt_length": 4}, R, 0, result=0)
     t.ev("p_start", "engine-0", "append_start",

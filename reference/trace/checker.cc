@@ -1791,13 +1791,20 @@ void TraceChecker::ReadHeader(const dom::element& root) {
     // B_token = L * H_kv * d_h * (b_K + b_V) (M5.1 0x02) has no zero factor, and each of the
     // L cache-producing layers stores at least one byte of a token (probe 30: 1 byte for 2
     // layers passed; a sub-byte dtype still stores H_kv * d_h * (b_K + b_V) >= 1 per layer).
-    const bool bytes_ok = !a->clean() || abi.num_layers == 0 || bytes_per_token_ >= abi.num_layers;
+    // Every layer stores the same whole bytes of a token (H_kv * d_h * (b_K + b_V)), so
+    // B_token is a multiple of L (probe 91: 64 B over 3 layers passed, and each layer's staged
+    // payload was then reported at every stage as a fraction).
+    const bool bytes_ok =
+        !a->clean() || abi.num_layers == 0 ||
+        (bytes_per_token_ >= abi.num_layers && bytes_per_token_ % abi.num_layers == 0);
     if (!bytes_ok)
       Report(ErrorCode::INPUT_VALUE_OUT_OF_RANGE, "/0/cache_abi/bytes_per_token",
-             "bytes_per_token " + std::to_string(bytes_per_token_) + " is below num_layers " +
+             "bytes_per_token " + std::to_string(bytes_per_token_) +
+                 (bytes_per_token_ < abi.num_layers ? " is below num_layers "
+                                                    : " is not a multiple of num_layers ") +
                  std::to_string(abi.num_layers) +
-                 ": every cache-producing layer stores at least one byte of K/V per token "
-                 "(B_token = L * H_kv * d_h * (b_K + b_V))");
+                 ": every cache-producing layer stores the same whole bytes of K/V per token, at "
+                 "least one (B_token = L * H_kv * d_h * (b_K + b_V))");
     a->RejectUnknown();
     abi_ok = a->clean() && bytes_ok;
   }

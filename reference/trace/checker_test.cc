@@ -3534,6 +3534,11 @@ TEST(TraceCheckerTest, RegressionZeroBytesPerTokenIsOutOfRange) {
   EXPECT_EQ(Codes(with(2, 1)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
   EXPECT_EQ(Codes(with(2, 2)), std::vector<std::string>{});
   EXPECT_EQ(Codes(with(32, 31)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  // Probe 91: nor is it a fraction of a byte per layer (64 B over 3 layers passed; with staged
+  // payload bytes each stage then reported "256/3").
+  EXPECT_EQ(Codes(with(3, 64)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
+  EXPECT_EQ(Codes(with(3, 66)), std::vector<std::string>{});
+  EXPECT_EQ(Codes(with(32, 33)), std::vector<std::string>{"INPUT_VALUE_OUT_OF_RANGE"});
 }
 
 // M5.1 0x07: residency "may include copies or omit non-resident logical payload" and planes are

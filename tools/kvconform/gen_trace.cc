@@ -74,10 +74,11 @@ std::string RequestId(const GenOptions& o, uint64_t n) {
          lifecycle::DigestHex(race::SplitMix64(2 * n + 1)) + "-0";
 }
 
-// The header's B_token: 64 bytes, or one per layer above 64 layers (each cache-producing layer
-// stores at least a byte of a token, so 64 bytes for more layers is an invalid header: probe
-// 52, --layers 65 wrote a trace whose check stopped at line 1).
-unsigned BytesPerToken(const GenOptions& o) { return std::max(64u, o.layers); }
+// The header's B_token: the least multiple of the layer count from 64 bytes on (64 for 1, 2, 4,
+// ..., 64 layers; one byte per layer above 64). Each cache-producing layer stores the same whole
+// bytes of a token, at least one: 64 bytes for 65 layers (probe 52) or for 3 (probe 91) is an
+// invalid header, whose check stops at line 1.
+unsigned BytesPerToken(const GenOptions& o) { return o.layers * ((64u + o.layers - 1) / o.layers); }
 
 std::string AbiId(const GenOptions& o) {
   if (o.ids == "short") return "abi-gen";
