@@ -109,8 +109,9 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   // heads), never folded into kv_heads_per_rank (M5.1 0x02: "the extra copies are a second
   // multiplicity; they must not be smuggled into H_kv,local"). Absent is 1, and then not part
   // of the cache ABI digest's input, so manifests written before it keep their digests.
+  // (So 1 is written by leaving it out: one contract, one digest; probe 94.)
   if (sh.Has("kv_head_replication")) {
-    if (auto x = sh.Uint("kv_head_replication", 1)) m->kv_replication = *x;
+    if (auto x = sh.Uint("kv_head_replication", 2)) m->kv_replication = *x;
   }
   sh.RejectUnknownFields();
   cs.RejectUnknownFields();
@@ -154,9 +155,11 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   ss.RejectUnknownFields();
 
   FieldReader al(top.Object("analytical_ledger"), "/analytical_ledger", v);
-  if (auto x = al.Uint("bytes_per_token")) m->ledger_bpt = *x;
-  if (auto x = al.Uint("committed_logical_bytes")) m->ledger_committed = *x;
-  if (auto x = al.Uint("reserved_nominal_bytes")) m->ledger_reserved = *x;
+  // Declared byte quantities are read exactly up to 2^64 - 1 (fixture-format.md), as seal
+  // writes them (probe 94: seal wrote a B_token of 2^58 that validate refused).
+  if (auto x = al.Uint("bytes_per_token", 0, UINT64_MAX)) m->ledger_bpt = *x;
+  if (auto x = al.Uint("committed_logical_bytes", 0, UINT64_MAX)) m->ledger_committed = *x;
+  if (auto x = al.Uint("reserved_nominal_bytes", 0, UINT64_MAX)) m->ledger_reserved = *x;
   al.RejectUnknownFields();
   top.RejectUnknownFields();
   return v->size() == before;
@@ -297,9 +300,17 @@ Violations ValidateManifest(const Json& doc) {
   if (prompt_sha_ok)
     CheckDigest(&v, ErrorCode::MANIFEST_PROMPT_DIGEST_MISMATCH, "/input_identity/prompt_token_ids_sha256",
                 m.prompt_sha, PromptTokenIdsSha256(*m.prompt_ids), "SHA256(JCS(prompt_token_ids))");
-  if (abi_decl_ok && artifact_ok && schema_ok)
+  // A stale ABI digest is the root cause of what the ABI's members size or place: the analytical
+  // ledger (layers, heads, widths) and the positions measured from the origin are not judged
+  // against members the digest does not cover (probe 94: num_cache_layers 2 -> 3 also raised
+  // three MANIFEST_LEDGER_DRIFT, position_origin 0 -> 1 a position gap and a visibility code).
+  bool abi_stale = false;
+  if (abi_decl_ok && artifact_ok && schema_ok) {
+    const size_t before_abi = v.size();
     CheckDigest(&v, ErrorCode::MANIFEST_ABI_DIGEST_MISMATCH, "/digests/cache_abi_sha256", m.abi_sha,
                 CacheAbiSha256(*m.artifact, *m.schema, *m.position), "the cache ABI digest");
+    abi_stale = v.size() != before_abi;
+  }
   if (prefix_decl_ok && abi_decl_ok && prompt_sha_ok && side_ok && salt_ok)
     CheckDigest(&v, ErrorCode::MANIFEST_PREFIX_DIGEST_MISMATCH, "/digests/prefix_identity_sha256",
                 m.prefix_sha, PrefixIdentitySha256(m.abi_sha, m.prompt_sha, m.side_sha, m.salt_sha),
@@ -350,14 +361,16 @@ Violations ValidateManifest(const Json& doc) {
     Add(&v, ErrorCode::MANIFEST_PHASE_STATE_MISMATCH, "/state_snapshot/phase",
         "phase RELEASED owns no logical payload (committed_cache_length 0); this state commits " +
             std::to_string(m.committed) + " rows");
-  if (m.next_pos != m.origin + m.committed)
+  if (!abi_stale && m.next_pos != m.origin + m.committed)
     Add(&v, ErrorCode::MANIFEST_POSITION_GAP, "/state_snapshot/next_cache_position",
         "expected next_cache_position = position_origin + committed_cache_length = " +
             std::to_string(m.origin + m.committed) + ", got " + std::to_string(m.next_pos));
-  if (m.vis_start < m.origin || m.vis_end > m.origin + m.committed || m.vis_start > m.vis_end)
+  if (!abi_stale &&
+      (m.vis_start < m.origin || m.vis_end > m.origin + m.committed || m.vis_start > m.vis_end))
     Add(&v, ErrorCode::MANIFEST_VISIBILITY_BEYOND_COMMIT, "/state_snapshot/visible_positions",
         "visible positions [" + std::to_string(m.vis_start) + ", " + std::to_string(m.vis_end) +
-            ") must lie within the committed interval [" + std::to_string(m.origin) + ", " +
+            ")" + (m.vis_start > m.vis_end ? " (start after end)" : "") +
+            " must lie within the committed interval [" + std::to_string(m.origin) + ", " +
             std::to_string(m.origin + m.committed) + ")");
   if (m.reserved < m.committed)
     Add(&v, ErrorCode::MANIFEST_RESERVATION_BELOW_COMMIT, "/state_snapshot/reserved_token_capacity",
@@ -389,7 +402,7 @@ Violations ValidateManifest(const Json& doc) {
   }
 
   // 6. Analytical ledger.
-  if (schema_ok && state_ok) {
+  if (schema_ok && state_ok && !abi_stale) {
     auto bpt = BytesPerToken({m.layers, m.kv_local, m.head_dim, m.kdt.bytes, m.vdt.bytes});
     if (!bpt.ok()) {
       Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/cache_schema", bpt.status().message());
@@ -419,7 +432,8 @@ Status SealManifest(Json& doc) {
   Violations v;
   Manifest m;
   if (!ReadManifest(doc, &m, &v))
-    return InvalidArgument("cannot seal: " + v.front().pointer + ": " + v.front().message);
+    return ViolationStatus(v.front().code,
+                           "cannot seal: " + v.front().pointer + ": " + v.front().message);
   auto& ii = doc["input_identity"];
   ii["prompt_token_count"] = ii["prompt_token_ids"].size();
   KVC_ASSIGN_OR_RETURN(std::string prompt_sha, PromptTokenIdsSha256(ii["prompt_token_ids"]));

@@ -117,6 +117,10 @@ TEST(Manifest, HugeDeclaredSizesDoNotOverflow) {
   Json m = test::LoadJson(kFixture);
   m["cache_schema"]["head_dim"] = uint64_t{1} << 53;
   m["cache_schema"]["num_cache_layers"] = uint64_t{1} << 53;
+  // (The ABI digest of the new geometry: a stale one gates the ledger, since probe 94.)
+  auto abi = CacheAbiSha256(m["artifact_identity"], m["cache_schema"], m["position_contract"]);
+  ASSERT_TRUE(abi.ok());
+  m["digests"]["cache_abi_sha256"] = *abi;
   // 2^53 * 2^53 * ... overflows: reported as a violation, not wrapped or crashed.
   auto v = ValidateManifest(m);
   auto names = test::CodeNames(v);
@@ -248,6 +252,77 @@ TEST(Manifest, RegressionReplicatedKvHeadsAreDeclaredNotFoldedIntoLocalHeads) {
   Json zero = base;
   zero["cache_schema"]["parallel_shard"]["kv_head_replication"] = 0;
   ExpectOnly(zero, "INPUT_VALUE_OUT_OF_RANGE", "/cache_schema/parallel_shard/kv_head_replication");
+}
+
+// Probe 94: one contract, one digest. The same two adapters listed in the other order gave
+// another ABI digest, and a repeated adapter passed: the active adapters are a set, listed in
+// ascending adapter_id order, each once. An explicit kv_head_replication of 1 gave another digest
+// than its absence: 1 is written by leaving it out.
+TEST(Manifest, RegressionOneContractHasOneEncoding) {
+  const Json base = test::LoadJson(kFixture);
+  const Json adapter = base["artifact_identity"]["adapter_set"][0];
+  Json second = adapter;
+  second["adapter_id"] = adapter["adapter_id"].get<std::string>() + "-b";
+  Json sorted = Resealed([&](Json& j) {
+    j["artifact_identity"]["adapter_set"] = Json::array({adapter, second});
+  });
+  EXPECT_TRUE(ValidateManifest(sorted).empty()) << test::Describe(ValidateManifest(sorted));
+  Json swapped = sorted;
+  swapped["artifact_identity"]["adapter_set"] = Json::array({second, adapter});
+  ExpectOnly(swapped, "INPUT_VALUE_INVALID", "/artifact_identity/adapter_set/1/adapter_id");
+  Json repeated = sorted;
+  repeated["artifact_identity"]["adapter_set"][1] = adapter;
+  ExpectOnly(repeated, "INPUT_VALUE_INVALID", "/artifact_identity/adapter_set/1/adapter_id");
+  Json explicit_one = base;
+  explicit_one["cache_schema"]["parallel_shard"]["kv_head_replication"] = 1;
+  ExpectOnly(explicit_one, "INPUT_VALUE_OUT_OF_RANGE",
+             "/cache_schema/parallel_shard/kv_head_replication");
+}
+
+// Probe 94: a rope theta of 2^53 + 1 (an integer the ABI digest cannot canonicalize) was
+// reported at /digests/cache_abi_sha256, and seal failed naming nothing; it is out of range where
+// it is, and seal says so with the code.
+TEST(Manifest, RegressionAHashedIntegerBeyondIJsonIsReportedWhereItIs) {
+  for (const char* pointer : {"/position_contract/rope/theta", "/position_contract/rope/scaling"}) {
+    SCOPED_TRACE(pointer);
+    Json m = test::LoadJson(kFixture);
+    const Json big = (uint64_t{1} << 53) + 1;
+    const std::string at =
+        std::string(pointer) + (std::string(pointer).ends_with("scaling") ? "/factor" : "");
+    if (at != pointer)
+      m[Json::json_pointer(pointer)] = {{"factor", big}};
+    else
+      m[Json::json_pointer(pointer)] = big;
+    ExpectOnly(m, "INPUT_VALUE_OUT_OF_RANGE", at);
+    const Status sealed = SealManifest(m);
+    EXPECT_EQ(sealed.error(), ErrorCode::INPUT_VALUE_OUT_OF_RANGE) << sealed.ToString();
+    EXPECT_NE(sealed.ToString().find(at), std::string::npos) << sealed.ToString();
+  }
+}
+
+// Probe 94: seal wrote an analytical ledger beyond 2^53 (num_cache_layers 2^53: B_token 2^58)
+// that validate refused; declared byte quantities are read up to 2^64 - 1.
+TEST(Manifest, RegressionASealedLedgerBeyond2To53Validates) {
+  Json m = Resealed([](Json& j) { j["cache_schema"]["num_cache_layers"] = uint64_t{1} << 53; });
+  ASSERT_GT(m["analytical_ledger"]["bytes_per_token"].get<uint64_t>(), uint64_t{1} << 53);
+  EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+}
+
+// Probe 94: a stale ABI digest is the root cause of what the ABI sizes and places: a one-field
+// change of num_cache_layers or head_dim also raised three MANIFEST_LEDGER_DRIFT, one of
+// position_origin a position gap and a visibility code.
+TEST(Manifest, RegressionAStaleAbiDigestGatesTheLedgerAndThePositions) {
+  const std::function<void(Json&)> kEdits[] = {
+      [](Json& m) { m["cache_schema"]["num_cache_layers"] = 3; },
+      [](Json& m) { m["cache_schema"]["head_dim"] = 8; },
+      [](Json& m) { m["position_contract"]["position_origin"] = 1; },
+  };
+  for (size_t i = 0; i < std::size(kEdits); ++i) {
+    SCOPED_TRACE(i);
+    Json m = test::LoadJson(kFixture);
+    kEdits[i](m);
+    ExpectOnly(m, "MANIFEST_ABI_DIGEST_MISMATCH", "/digests/cache_abi_sha256");
+  }
 }
 
 // Prompt count (check 3): a count below the ids is a mismatch too, not only one above them.

@@ -1,6 +1,8 @@
 // Schema readers of the model-side identity shared by the M5.1 and M5.6 manifests.
 #include "reference/manifest/model_identity.h"
 
+#include <optional>
+
 namespace kvc {
 
 ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& pointer,
@@ -13,10 +15,25 @@ ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& po
   for (const char* list : {"adapter_set", "weight_transforms"}) {
     const Json* arr = ai.Array(list);
     if (!arr) continue;
+    const bool is_set = std::string_view(list) == "adapter_set";
+    std::optional<std::string> previous_id;
     for (size_t i = 0; i < arr->size(); ++i) {
       std::string p = ai.Ptr(list) + "/" + std::to_string(i);
       FieldReader e(&(*arr)[i], p, v);
-      e.String(std::string_view(list) == "adapter_set" ? "adapter_id" : "name");
+      auto id = e.String(is_set ? "adapter_id" : "name");
+      // The active adapters are a set (M5.1 0x01): listed once each, in ascending adapter_id
+      // order (bytewise), so that one set has one digest (probe 94: the same two adapters in
+      // the other order gave another ABI digest, and a repeated adapter passed). The weight
+      // transforms are a sequence: their order is theirs.
+      if (is_set && id) {
+        if (previous_id && !(*previous_id < *id))
+          v->push_back({ErrorCode::INPUT_VALUE_INVALID, e.Ptr("adapter_id"),
+                        "the adapter set lists each adapter once, in ascending adapter_id order: "
+                        "\"" +
+                            *id + "\" " + (*previous_id == *id ? "repeats" : "follows") + " \"" +
+                            *previous_id + "\""});
+        previous_id = id;
+      }
       if (auto s = e.String("sha256")) out.digests.emplace_back(e.Ptr("sha256"), *s);
       e.RejectUnknownFields();
     }
@@ -37,7 +54,31 @@ uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Viola
   rope.RejectUnknownFields();
   pc.Enum("visibility_policy", {"causal"});
   pc.RejectUnknownFields();
+  // The contract is hashed into the cache ABI digest, whose canonical form holds integers within
+  // +/-2^53 (I-JSON): one beyond is out of range where it is (probe 94: a rope theta of 2^53 + 1
+  // was reported at /digests/cache_abi_sha256, and seal failed naming nothing).
+  if (obj) ReportNonIJsonIntegers(*obj, pointer, v);
   return origin;
+}
+
+void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v) {
+  constexpr uint64_t kMax = uint64_t{1} << 53;
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > kMax)
+      v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
+                    "expected an integer within +/-2^53 (I-JSON: the value is hashed)"});
+  } else if (value.is_number_integer()) {
+    const int64_t x = value.get<int64_t>();
+    if (x > static_cast<int64_t>(kMax) || x < -static_cast<int64_t>(kMax))
+      v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
+                    "expected an integer within +/-2^53 (I-JSON: the value is hashed)"});
+  } else if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      ReportNonIJsonIntegers(it.value(), pointer + "/" + JsonPointerEscape(it.key()), v);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      ReportNonIJsonIntegers(value[i], pointer + "/" + std::to_string(i), v);
+  }
 }
 
 }  // namespace kvc

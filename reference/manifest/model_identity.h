@@ -3,8 +3,8 @@
 // "checkpoint/tokenizer/adapter/position/mask identity").
 //
 // artifact_identity: the checkpoint (model_artifact_sha256, model_config_sha256),
-//   max_position_embeddings >= 1, adapter_set [{adapter_id, sha256}] and weight_transforms
-//   [{name, sha256}].
+//   max_position_embeddings >= 1, adapter_set [{adapter_id, sha256}] (a set: ascending
+//   adapter_id, each once) and weight_transforms [{name, sha256}] (a sequence).
 // position_contract: cache_position_convention "absolute", position_origin, rope {type, theta,
 //   scaling?}, visibility_policy "causal" (the attention mask).
 // Both readers record INPUT_* violations only; digest formats are the caller's to judge, with
@@ -36,6 +36,10 @@ ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& po
 // Reads the position_contract object `obj` at `pointer`; returns its position_origin (0 when
 // absent or malformed, which is recorded).
 uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Violations* v);
+
+// Records INPUT_VALUE_OUT_OF_RANGE at each integer of `value` (at `pointer` and below) outside
+// +/-2^53: a hashed member must canonicalize (I-JSON), and is reported where it is.
+void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v);
 
 }  // namespace kvc
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 
+#include "reference/base/canonical_json.h"
 #include "reference/base/strict_json.h"
 #include "reference/lifecycle/snapshot/snapshot.h"
 #include "reference/trace/element_readers.h"
@@ -1818,10 +1819,25 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   };
   if (present("bindings")) {
     if (auto b = h.Object("bindings", /*errors_mark_parent=*/false)) {
-      b->OptStr("manifest_sha256");
+      // The pins are digests, and the ABI the trace binds to is the one its cache_abi names
+      // (probe 94: a malformed pin, and a cache_abi_sha256 other than cache_abi.id, passed).
+      // Reported on line 1; the replay goes on under cache_abi.
+      const auto manifest_pin = b->OptStr("manifest_sha256");
       b->OptStr("runtime");
-      b->OptStr("cache_abi_sha256");
+      const auto abi_pin = b->OptStr("cache_abi_sha256");
       b->RejectUnknown();
+      for (const auto& [key, pin] :
+           {std::pair{"manifest_sha256", manifest_pin}, std::pair{"cache_abi_sha256", abi_pin}})
+        if (pin && !IsSha256Hex(*pin))
+          Report(ErrorCode::INPUT_VALUE_INVALID, std::string("/0/bindings/") + key,
+                 "expected a 64-character lowercase hex SHA-256, got \"" +
+                     std::string(pin->substr(0, 80)) + "\"");
+      if (abi_pin && IsSha256Hex(*abi_pin) && abi_ok && *abi_pin != abi.id)
+        Report(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH, "/0/bindings/cache_abi_sha256",
+               "the trace binds to cache ABI " + std::string(*abi_pin) +
+                   " but its cache_abi.id is \"" + abi.id +
+                   "\": the events are bound to cache_abi, whose id is the ABI's digest when "
+                   "the trace pins one");
     }
   }
   if (present("allocator_model")) {

@@ -3517,6 +3517,34 @@ TEST(TraceCheckerTest, RegressionASourceDeclaredTwiceKeepsItsFirstDeclaration) {
   EXPECT_EQ(v[0].pointer, "/0/sources/1");
 }
 
+// Probe 94: the header's bindings were read and never judged: a malformed pin passed, and so did
+// a cache_abi_sha256 other than the cache_abi.id the events are bound to. Each is one code on
+// line 1, and the replay goes on.
+TEST(TraceCheckerTest, RegressionTheHeaderBindingsArePinsOfTheTracesAbi) {
+  const std::string sha(64, 'a'), other(64, 'b');
+  auto with = [&](const std::string& id, const std::string& bindings) {
+    return Mutate(Mutate(kHeader, R"("id":"abi")", R"("id":")" + id + "\""),
+                  R"("audit":"complete")", R"("audit":"complete","bindings":)" + bindings) +
+           "\n" + Alloc(0) + "\n" + PrefillLines();
+  };
+  EXPECT_EQ(Codes(with(sha, R"({"cache_abi_sha256":")" + sha + R"(","manifest_sha256":")" + other +
+                                "\"}")),
+            std::vector<std::string>{});
+  const Violations mismatch =
+      ValidateTraceJsonl(with(sha, R"({"cache_abi_sha256":")" + other + "\"}"), "t.jsonl");
+  EXPECT_TRUE(test::OnlyViolationAt(mismatch, "LIFECYCLE_CACHE_ABI_MISMATCH",
+                                    "/0/bindings/cache_abi_sha256"))
+      << test::Describe(mismatch);
+  for (const char* key : {"cache_abi_sha256", "manifest_sha256"}) {
+    SCOPED_TRACE(key);
+    const Violations malformed =
+        ValidateTraceJsonl(with(sha, std::string(R"({")") + key + R"(":"XYZ"})"), "t.jsonl");
+    EXPECT_TRUE(
+        test::OnlyViolationAt(malformed, "INPUT_VALUE_INVALID", std::string("/0/bindings/") + key))
+        << test::Describe(malformed);
+  }
+}
+
 // B_token = L * H_kv * d_h * (b_K + b_V) has no zero factor: bytes_per_token 0 passed.
 TEST(TraceCheckerTest, RegressionZeroBytesPerTokenIsOutOfRange) {
   const Violations v = ValidateTraceJsonl(
