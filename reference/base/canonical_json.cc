@@ -13,7 +13,7 @@
 namespace kvc {
 namespace {
 
-constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53);
+constexpr int64_t kMaxSafeInteger = kMaxIJsonInteger;
 
 // UTF-8 -> UTF-16 code units, for JCS member ordering. Input is valid UTF-8 (strict reader).
 std::u16string ToUtf16(std::string_view s) {

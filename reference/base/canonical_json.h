@@ -7,6 +7,7 @@
 #ifndef KVCONFORM_REFERENCE_BASE_CANONICAL_JSON_H_
 #define KVCONFORM_REFERENCE_BASE_CANONICAL_JSON_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@
 #include "reference/base/strict_json.h"
 
 namespace kvc {
+
+// The largest integer magnitude CanonicalJson writes (I-JSON: exact as an IEEE double).
+inline constexpr int64_t kMaxIJsonInteger = int64_t{1} << 53;
 
 StatusOr<std::string> CanonicalJson(const Json& value);
 

@@ -170,6 +170,11 @@ Violations ValidateHandoffManifest(const Json& doc) {
   auto tp_rank = pt.Uint("tp_rank");
   auto kv_off = pt.Uint("kv_head_offset");
   auto kv_total = pt.Uint("kv_heads_total");
+  // Replicated K/V heads (tp_size above the heads), as M5.1's parallel_shard declares them
+  // (>= 2 when present; probe 95: MQA at TP 2 had no encoding).
+  uint64_t replication = 1;
+  if (pt.Has("kv_head_replication"))
+    if (auto x = pt.Uint("kv_head_replication", 2)) replication = *x;
   pt.RejectUnknownFields();
   ab.RejectUnknownFields();
   auto abi_digest = top.String("tensor_abi_sha256");
@@ -263,12 +268,9 @@ Violations ValidateHandoffManifest(const Json& doc) {
       abi_bad("/tensor_abi/axis_order",
               "axis_order " + Join(axes) + " is not a permutation of " + Join(kCoordinates));
   }
-  auto total = CheckedMul(*kv_heads, *tp_size);
-  auto off = CheckedMul(*tp_rank, *kv_heads);
-  if (*tp_rank >= *tp_size || !total || *total != *kv_total || !off || *off != *kv_off)
-    abi_bad("/tensor_abi/partition",
-            "expected kv_heads * tp_size == kv_heads_total, tp_rank < tp_size and "
-            "kv_head_offset == tp_rank * kv_heads");
+  const KvShardLayout shard{*kv_heads, *kv_total, *tp_size, *tp_rank, *kv_off, replication};
+  if (!KvShardLayoutHolds(shard))
+    abi_bad("/tensor_abi/partition", KvShardLayoutExpectation(shard, "kv_heads", "kv_heads_total"));
   bool abi_ok = v.size() == before_abi;
 
   std::set<std::string> universe;

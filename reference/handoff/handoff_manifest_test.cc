@@ -283,6 +283,27 @@ TEST(HandoffManifest, EachTensorAbiRuleRefusesAResealedAbi) {
   }
 }
 
+// Probe 95: the handoff partition kept a second, unreplicated copy of the shard rule, so MQA at
+// TP 2 (one K/V head on both ranks) had no encoding. It follows M5.1's parallel_shard rule
+// (KvShardLayoutHolds): the copies are declared.
+TEST(HandoffManifest, RegressionReplicatedKvHeadsAreDeclaredInThePartition) {
+  auto with = [](const Json& partition) {
+    Json m = Fixture();
+    m["tensor_abi"]["partition"] = partition;
+    m["tensor_abi_sha256"] = *TensorAbiSha256(m["tensor_abi"]);
+    return m;
+  };
+  const Json mqa_tp2 = {
+      {"tp_size", 2}, {"tp_rank", 1}, {"kv_head_offset", 0}, {"kv_heads_total", 1}};
+  Json declared = mqa_tp2;
+  declared["kv_head_replication"] = 2;
+  EXPECT_TRUE(ValidateHandoffManifest(with(declared)).empty())
+      << test::Describe(ValidateHandoffManifest(with(declared)));
+  EXPECT_TRUE(OneFinding(with(mqa_tp2), ErrorCode::HANDOFF_ABI_INVALID, "/tensor_abi/partition"));
+  declared["kv_head_offset"] = 1;
+  EXPECT_TRUE(OneFinding(with(declared), ErrorCode::HANDOFF_ABI_INVALID, "/tensor_abi/partition"));
+}
+
 // A malformed tensor ABI digest is its own code only: the ABI is not compared with it.
 TEST(HandoffManifest, AMalformedTensorAbiDigestIsItsOwnCodeOnly) {
   Json m = Fixture();

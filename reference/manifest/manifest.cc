@@ -259,29 +259,11 @@ Violations ValidateManifest(const Json& doc) {
     }
   }
   if (schema_ok) {
-    // Heads partitioned once (replication 1): rank r owns [r * local, (r + 1) * local), the
-    // ranks together own each head once. Replicated (replication R > 1, as when tp_size exceeds
-    // the K/V heads): each rank owns one head, head r / R, so R consecutive ranks hold copies
-    // of one head and the ranks together hold R copies of each.
-    const uint64_t r = m.kv_replication;
-    auto total = CheckedMul(m.kv_local, m.tp_size);
-    auto copies = CheckedMul(m.kv_total, r);
-    auto offset =
-        r == 1 ? CheckedMul(m.tp_rank, m.kv_local) : std::optional<uint64_t>(m.tp_rank / r);
-    if (m.tp_rank >= m.tp_size || (r > 1 && m.kv_local != 1) || !total || !copies ||
-        *total != *copies || !offset || *offset != m.kv_offset) {
+    const KvShardLayout shard{m.kv_local, m.kv_total,  m.tp_size,
+                              m.tp_rank,  m.kv_offset, m.kv_replication};
+    if (!KvShardLayoutHolds(shard)) {
       Add(&v, ErrorCode::MANIFEST_SHARD_MISMATCH, "/cache_schema/kv_heads_per_rank",
-          r == 1 ? "expected kv_heads_per_rank * tp_size == num_kv_heads_total (" +
-                       std::to_string(m.kv_local) + " * " + std::to_string(m.tp_size) + " vs " +
-                       std::to_string(m.kv_total) +
-                       "), tp_rank < tp_size and kv_head_offset == tp_rank * kv_heads_per_rank "
-                       "(K/V heads copied on several ranks declare parallel_shard."
-                       "kv_head_replication)"
-                 : "expected, with kv_head_replication " + std::to_string(r) +
-                       ", kv_heads_per_rank == 1, tp_size == num_kv_heads_total * " +
-                       "kv_head_replication (" + std::to_string(m.tp_size) + " vs " +
-                       std::to_string(m.kv_total) + " * " + std::to_string(r) +
-                       "), tp_rank < tp_size and kv_head_offset == tp_rank / kv_head_replication");
+          KvShardLayoutExpectation(shard, "kv_heads_per_rank", "num_kv_heads_total"));
       schema_ok = false;
     }
     if (m.q_heads % m.kv_total != 0) {
@@ -300,10 +282,11 @@ Violations ValidateManifest(const Json& doc) {
   if (prompt_sha_ok)
     CheckDigest(&v, ErrorCode::MANIFEST_PROMPT_DIGEST_MISMATCH, "/input_identity/prompt_token_ids_sha256",
                 m.prompt_sha, PromptTokenIdsSha256(*m.prompt_ids), "SHA256(JCS(prompt_token_ids))");
-  // A stale ABI digest is the root cause of what the ABI's members size or place: the analytical
-  // ledger (layers, heads, widths) and the positions measured from the origin are not judged
-  // against members the digest does not cover (probe 94: num_cache_layers 2 -> 3 also raised
-  // three MANIFEST_LEDGER_DRIFT, position_origin 0 -> 1 a position gap and a visibility code).
+  // A stale ABI digest is the root cause of what a changed ABI member sizes or places: the
+  // analytical ledger's B_token and the origin the positions are measured from are not judged
+  // against the members the digest does not cover (probe 94: num_cache_layers 2 -> 3 also
+  // raised three MANIFEST_LEDGER_DRIFT, position_origin 0 -> 1 a position gap and a visibility
+  // code). What the ABI does not size or place is judged as ever (probe 95).
   bool abi_stale = false;
   if (abi_decl_ok && artifact_ok && schema_ok) {
     const size_t before_abi = v.size();
@@ -361,17 +344,26 @@ Violations ValidateManifest(const Json& doc) {
     Add(&v, ErrorCode::MANIFEST_PHASE_STATE_MISMATCH, "/state_snapshot/phase",
         "phase RELEASED owns no logical payload (committed_cache_length 0); this state commits " +
             std::to_string(m.committed) + " rows");
-  if (!abi_stale && m.next_pos != m.origin + m.committed)
+  // Under a stale ABI digest, positions that all agree with another origin (next position minus
+  // committed length) are measured from that one: the declared origin is the member that moved.
+  auto positions_fit = [&](uint64_t origin) {
+    return m.next_pos == origin + m.committed && m.vis_start >= origin &&
+           m.vis_end <= origin + m.committed && m.vis_start <= m.vis_end;
+  };
+  const uint64_t origin =
+      abi_stale && m.next_pos >= m.committed && positions_fit(m.next_pos - m.committed)
+          ? m.next_pos - m.committed
+          : m.origin;
+  if (m.next_pos != origin + m.committed)
     Add(&v, ErrorCode::MANIFEST_POSITION_GAP, "/state_snapshot/next_cache_position",
         "expected next_cache_position = position_origin + committed_cache_length = " +
-            std::to_string(m.origin + m.committed) + ", got " + std::to_string(m.next_pos));
-  if (!abi_stale &&
-      (m.vis_start < m.origin || m.vis_end > m.origin + m.committed || m.vis_start > m.vis_end))
+            std::to_string(origin + m.committed) + ", got " + std::to_string(m.next_pos));
+  if (m.vis_start < origin || m.vis_end > origin + m.committed || m.vis_start > m.vis_end)
     Add(&v, ErrorCode::MANIFEST_VISIBILITY_BEYOND_COMMIT, "/state_snapshot/visible_positions",
         "visible positions [" + std::to_string(m.vis_start) + ", " + std::to_string(m.vis_end) +
             ")" + (m.vis_start > m.vis_end ? " (start after end)" : "") +
-            " must lie within the committed interval [" + std::to_string(m.origin) + ", " +
-            std::to_string(m.origin + m.committed) + ")");
+            " must lie within the committed interval [" + std::to_string(origin) + ", " +
+            std::to_string(origin + m.committed) + ")");
   if (m.reserved < m.committed)
     Add(&v, ErrorCode::MANIFEST_RESERVATION_BELOW_COMMIT, "/state_snapshot/reserved_token_capacity",
         "reserved_token_capacity " + std::to_string(m.reserved) + " is below committed length " +
@@ -402,8 +394,12 @@ Violations ValidateManifest(const Json& doc) {
   }
 
   // 6. Analytical ledger.
-  if (schema_ok && state_ok && !abi_stale) {
-    auto bpt = BytesPerToken({m.layers, m.kv_local, m.head_dim, m.kdt.bytes, m.vdt.bytes});
+  // (Under a stale ABI digest the declared B_token stands for the geometry's: the byte totals
+  // are judged against it, B_token itself is not.)
+  if (schema_ok && state_ok) {
+    auto bpt = abi_stale
+                   ? StatusOr<uint64_t>(m.ledger_bpt)
+                   : BytesPerToken({m.layers, m.kv_local, m.head_dim, m.kdt.bytes, m.vdt.bytes});
     if (!bpt.ok()) {
       Add(&v, ErrorCode::INPUT_ARITHMETIC_OVERFLOW, "/cache_schema", bpt.status().message());
     } else {
@@ -419,7 +415,8 @@ Violations ValidateManifest(const Json& doc) {
                 std::string(formula) + " = " + std::to_string(want) + ", manifest declares " +
                     std::to_string(declared));
         };
-        check("bytes_per_token", m.ledger_bpt, *bpt, "L_cache * H_kv_local * d_h * (b_K + b_V)");
+        if (!abi_stale)
+          check("bytes_per_token", m.ledger_bpt, *bpt, "L_cache * H_kv_local * d_h * (b_K + b_V)");
         check("committed_logical_bytes", m.ledger_committed, *committed, "T_committed * B_token");
         check("reserved_nominal_bytes", m.ledger_reserved, *reserved, "T_reserved * B_token");
       }

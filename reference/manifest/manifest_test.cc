@@ -323,6 +323,37 @@ TEST(Manifest, RegressionAStaleAbiDigestGatesTheLedgerAndThePositions) {
     kEdits[i](m);
     ExpectOnly(m, "MANIFEST_ABI_DIGEST_MISMATCH", "/digests/cache_abi_sha256");
   }
+  // Probe 95: and only that. Beside a stale digest (an adapter's digest changed, which sizes and
+  // places nothing), a fault of its own is still reported: visible positions backwards, a next
+  // position off the committed length, a committed byte total off the declared B_token.
+  const struct {
+    std::function<void(Json&)> edit;
+    const char* code;
+    const char* pointer;
+  } kFaults[] = {
+      {[](Json& m) {
+         m["state_snapshot"]["visible_positions"] = {{"start", 3}, {"end", 2}};
+       },
+       "MANIFEST_VISIBILITY_BEYOND_COMMIT", "/state_snapshot/visible_positions"},
+      {[](Json& m) { m["state_snapshot"]["next_cache_position"] = 7; }, "MANIFEST_POSITION_GAP",
+       "/state_snapshot/next_cache_position"},
+      {[](Json& m) { m["analytical_ledger"]["committed_logical_bytes"] = 255; },
+       "MANIFEST_LEDGER_DRIFT", "/analytical_ledger/committed_logical_bytes"},
+  };
+  for (const auto& f : kFaults) {
+    SCOPED_TRACE(f.code);
+    // (The ledger is written by seal: its fault comes after it.)
+    const bool ledger = std::string(f.code) == "MANIFEST_LEDGER_DRIFT";
+    Json m = Resealed(ledger ? [](Json&) {} : f.edit);
+    if (ledger) f.edit(m);
+    m["artifact_identity"]["adapter_set"][0]["sha256"] = std::string(64, 'e');
+    const Violations v = ValidateManifest(m);
+    auto names = test::CodeNames(v);
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> want = {"MANIFEST_ABI_DIGEST_MISMATCH", f.code};
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(names, want) << test::Describe(v);
+  }
 }
 
 // Prompt count (check 3): a count below the ids is a mismatch too, not only one above them.

@@ -3,6 +3,9 @@
 
 #include <optional>
 
+#include "reference/base/canonical_json.h"
+#include "reference/base/checked_math.h"
+
 namespace kvc {
 
 ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& pointer,
@@ -57,12 +60,14 @@ uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Viola
   // The contract is hashed into the cache ABI digest, whose canonical form holds integers within
   // +/-2^53 (I-JSON): one beyond is out of range where it is (probe 94: a rope theta of 2^53 + 1
   // was reported at /digests/cache_abi_sha256, and seal failed naming nothing).
-  if (obj) ReportNonIJsonIntegers(*obj, pointer, v);
+  // (position_origin is range-read above; rope's theta and scaling are read as any number.)
+  if (obj && obj->is_object() && obj->contains("rope"))
+    ReportNonIJsonIntegers((*obj)["rope"], pc.Ptr("rope"), v);
   return origin;
 }
 
 void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v) {
-  constexpr uint64_t kMax = uint64_t{1} << 53;
+  constexpr uint64_t kMax = static_cast<uint64_t>(kMaxIJsonInteger);
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() > kMax)
       v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
@@ -79,6 +84,31 @@ void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Viola
     for (size_t i = 0; i < value.size(); ++i)
       ReportNonIJsonIntegers(value[i], pointer + "/" + std::to_string(i), v);
   }
+}
+
+bool KvShardLayoutHolds(const KvShardLayout& s) {
+  const uint64_t r = s.replication;
+  if (r == 0 || s.tp_rank >= s.tp_size || (r > 1 && s.kv_heads_local != 1)) return false;
+  const auto held = CheckedMul(s.kv_heads_local, s.tp_size);
+  const auto copies = CheckedMul(s.kv_heads_total, r);
+  const auto offset =
+      r == 1 ? CheckedMul(s.tp_rank, s.kv_heads_local) : std::optional<uint64_t>(s.tp_rank / r);
+  return held && copies && *held == *copies && offset && *offset == s.kv_head_offset;
+}
+
+std::string KvShardLayoutExpectation(const KvShardLayout& s, const std::string& local_name,
+                                     const std::string& total_name) {
+  const std::string r = std::to_string(s.replication);
+  if (s.replication == 1)
+    return "expected " + local_name + " * tp_size == " + total_name + " (" +
+           std::to_string(s.kv_heads_local) + " * " + std::to_string(s.tp_size) + " vs " +
+           std::to_string(s.kv_heads_total) +
+           "), tp_rank < tp_size and kv_head_offset == " + "tp_rank * " + local_name +
+           " (K/V heads copied on several ranks declare " + "kv_head_replication)";
+  return "expected, with kv_head_replication " + r + ", " + local_name +
+         " == 1, tp_size == " + total_name + " * kv_head_replication (" +
+         std::to_string(s.tp_size) + " vs " + std::to_string(s.kv_heads_total) + " * " + r +
+         "), tp_rank < tp_size and kv_head_offset == tp_rank / kv_head_replication";
 }
 
 }  // namespace kvc

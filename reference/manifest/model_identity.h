@@ -37,6 +37,24 @@ ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& po
 // absent or malformed, which is recorded).
 uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Violations* v);
 
+// The tensor-parallel layout of one rank's K/V heads (M5.1 0x02, "the local cache shard"), one
+// rule for the M5.1 manifest's parallel_shard and the M5.6 handoff manifest's partition.
+// Partitioned once (replication 1): rank r owns heads [r * local, (r + 1) * local) and the ranks
+// together own each head once (local * tp_size == total). Replicated (replication R >= 2, as
+// when tp_size exceeds the K/V heads; vLLM's num_kv_head_replicas): each rank owns one head,
+// head r / R, so R consecutive ranks hold copies of one head (tp_size == total * R). The copies
+// are a second multiplicity, never part of the local head count.
+struct KvShardLayout {
+  uint64_t kv_heads_local = 0, kv_heads_total = 0, tp_size = 0, tp_rank = 0, kv_head_offset = 0;
+  uint64_t replication = 1;
+};
+// True when `s` is one of those layouts (overflow-checked).
+bool KvShardLayoutHolds(const KvShardLayout& s);
+// What KvShardLayoutHolds expects of `s`, for a violation's message; `local_name` and
+// `total_name` are the document's names for the local and total head counts.
+std::string KvShardLayoutExpectation(const KvShardLayout& s, const std::string& local_name,
+                                     const std::string& total_name);
+
 // Records INPUT_VALUE_OUT_OF_RANGE at each integer of `value` (at `pointer` and below) outside
 // +/-2^53: a hashed member must canonicalize (I-JSON), and is reported where it is.
 void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v);

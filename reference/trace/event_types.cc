@@ -572,8 +572,9 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
       nullptr, mislabelled ? ExplainedByTheLabel : nullptr);
   // One layer's staged K and V rows are rows * B_token / L bytes (M5.1 0x01 "B_layer_append":
   // 1 * 1 * 2 * 4 * (2 + 2) = 32 bytes for the worked decode row, B_all_layers_append = 64).
-  // Compared as staged * L = rows * B_token (exact, overflow-checked); not for a stage of K or V
-  // alone (the header's B_token does not split b_K from b_V).
+  // Compared as staged * L = rows * B_token (exact, overflow-checked; B_token is a multiple of L,
+  // the header's rule); not for a stage of K or V alone (the header's B_token does not split b_K
+  // from b_V).
   if (!staged || !a.staged || !a.k.value_or(true) || !a.v.value_or(true)) return;
   const uint64_t layers = c.kv().abi().num_layers;
   const auto claimed = CheckedMul(*a.staged, layers);
@@ -589,9 +590,7 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/staged_payload_bytes",
              "staged payload " + U(*a.staged) + " bytes for layer " + U(a.layer) + "; " +
                  U(interval.count) + " rows x " + U(c.bytes_per_token()) + " B/token / " +
-                 U(layers) + " layers = " +
-                 (*want % layers == 0 ? U(*want / layers)
-                                      : U(*want) + "/" + U(layers) + " (not a whole byte count)") +
+                 U(layers) + " layers = " + U(*want / layers) +
                  " (one layer's K and V rows; the all-layer figure is pending_payload_bytes)");
     c.DropEvent(e);
   }
