@@ -2,6 +2,7 @@
 #include "reference/saved_work/saved_work_fixture.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <tuple>
 
@@ -33,9 +34,12 @@ void ValidateWorkLedger(const Json& ledger, const std::string& pointer, Violatio
   for (auto [key, d] : {std::pair{"rows_per_layer", &rows}, std::pair{"pairs_per_layer_query_head", &pairs}}) {
     FieldReader s(r.Object(key), r.Ptr(key), out);
     if (!s.valid()) continue;
-    if (auto x = s.Uint("no_cache")) d->no_cache = *x;
-    if (auto x = s.Uint("cache")) d->cache = *x;
-    if (auto x = s.Uint("saved")) d->saved = *x;
+    // Counts are read exactly up to 2^64 - 1, as the calculator prints them (P = 2^20, G = 2^15
+    // has 1.9 x 10^16 uncached pairs; probe 92: refused beyond 2^53). P and G keep the 2^53
+    // bound (SAVED_WORK_INPUT_INVALID below where a ledger does not fit 64 bits).
+    if (auto x = s.Uint("no_cache", 0, UINT64_MAX)) d->no_cache = *x;
+    if (auto x = s.Uint("cache", 0, UINT64_MAX)) d->cache = *x;
+    if (auto x = s.Uint("saved", 0, UINT64_MAX)) d->saved = *x;
     if (auto x = s.Number("reduction")) d->reduction = *x;
     s.RejectUnknownFields();
   }

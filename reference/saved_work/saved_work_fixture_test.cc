@@ -143,6 +143,56 @@ TEST(SavedWorkFixture, RegressionAStopTraceWithoutAPromptIsAnInputError) {
   EXPECT_EQ(p0[0].pointer, "/work_ledger/prompt_tokens");  // it named the calculator's --prompt
 }
 
+// Regressions from a cold-read audit of 0x03 and 0x05 (2026-12-07, probe 92).
+
+// The ledger of P and G with the reductions written as the generator writes them.
+Json LedgerOf(uint64_t p, uint64_t g) {
+  SavedWork w = ComputeSavedWork(p, g).value();
+  auto two = [](double x) { return std::round(x * 100) / 100; };
+  return Json{{"prompt_tokens", p},
+              {"output_tokens", g},
+              {"rows_per_layer",
+               {{"no_cache", w.rows_no_cache},
+                {"cache", w.rows_cache},
+                {"saved", w.rows_saved},
+                {"reduction", two(w.row_reduction)}}},
+              {"pairs_per_layer_query_head",
+               {{"no_cache", w.pairs_no_cache},
+                {"cache", w.pairs_cache},
+                {"saved", w.pairs_saved},
+                {"reduction", two(w.pair_reduction)}}}};
+}
+
+// F1: `calc saved-work --prompt 1048576 --outputs 32768` prints 18,583,212,524,912,640 uncached
+// pairs, and the document declaring it was refused (INPUT_VALUE_OUT_OF_RANGE beyond 2^53). The
+// declared counts are read exactly up to 2^64 - 1, as byte quantities are.
+TEST(SavedWorkFixture, RegressionASavedWorkLedgerAbove2To53IsReadExactly) {
+  Json doc = test::LoadJson(kFixture);
+  for (auto [p, g] : {std::pair<uint64_t, uint64_t>{1048576, 32768}, {1048576, 1048576}}) {
+    doc["work_ledger"] = LedgerOf(p, g);
+    EXPECT_TRUE(ValidateSavedWorkFixture(doc).empty())
+        << p << " " << g << "\n"
+        << test::Describe(ValidateSavedWorkFixture(doc));
+  }
+  doc["work_ledger"] = LedgerOf(1048576, 32768);
+  ASSERT_EQ(doc["work_ledger"]["pairs_per_layer_query_head"]["no_cache"].get<uint64_t>(),
+            18583212524912640u);
+  // One above the exact figure, beyond 2^53 where a double has no such neighbour: drift.
+  doc["work_ledger"]["pairs_per_layer_query_head"]["saved"] =
+      doc["work_ledger"]["pairs_per_layer_query_head"]["saved"].get<uint64_t>() - 1;
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SAVED_WORK_PAIR_DRIFT",
+                                    "/work_ledger/pairs_per_layer_query_head/saved"));
+  doc["work_ledger"] = LedgerOf(1048576, 32768);
+  doc["work_ledger"]["rows_per_layer"]["no_cache"] = UINT64_MAX;
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SAVED_WORK_ROW_SUM_DRIFT",
+                                    "/work_ledger/rows_per_layer/no_cache"));
+  // 2^64 is past every count: the reader's range.
+  doc["work_ledger"] = LedgerOf(1048576, 32768);
+  doc["work_ledger"]["pairs_per_layer_query_head"]["no_cache"] = 18446744073709551616.0;
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "INPUT_VALUE_OUT_OF_RANGE",
+                                    "/work_ledger/pairs_per_layer_query_head/no_cache"));
+}
+
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each
