@@ -193,6 +193,38 @@ TEST(SavedWorkFixture, RegressionASavedWorkLedgerAbove2To53IsReadExactly) {
                                     "/work_ledger/pairs_per_layer_query_head/no_cache"));
 }
 
+// F2: a stop follows an output selection (committed = P + E - 1 after it). A stop trace with no
+// call, or whose only call prefilled 2 of the 4 prompt rows, passed; the service oracle refuses
+// the same finish with SERVICE_PHASE_EARLY_FINISH, and so does the stop now, at the stop.
+TEST(SavedWorkFixture, RegressionAStopTraceWithNoOutputIsRefused) {
+  Json doc = test::LoadJson(kFixture);
+  Json& trace = doc["frontier"]["stop_trace"];
+  trace["calls"] = Json::array();
+  trace["stop"] = {{"returned_tokens", {10, 11, 12, 13}},
+                   {"logical_length", 4},
+                   {"committed", 0},
+                   {"emitted", 0},
+                   {"frontier", Json::array()}};
+  trace.erase("repair");
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SERVICE_PHASE_EARLY_FINISH",
+                                    "/frontier/stop_trace/stop"));
+  trace["calls"] = Json::array(
+      {Json{{"purpose", "prefill"},
+            {"inputs", {10, 11}},
+            {"emits", Json::array()},
+            {"expected", {{"committed", 2}, {"emitted", 0}, {"frontier", Json::array()}}}}});
+  trace["stop"]["committed"] = 2;
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SERVICE_PHASE_EARLY_FINISH",
+                                    "/frontier/stop_trace/stop"));
+  // The one-field mutation of the fixture (its invalid fixture stop_before_any_output): the stop
+  // is refused before its summary (committed 6, three outputs) is compared, and nothing is
+  // repaired after it.
+  doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["calls"] = Json::array();
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SERVICE_PHASE_EARLY_FINISH",
+                                    "/frontier/stop_trace/stop"));
+}
+
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each

@@ -212,10 +212,20 @@ void ValidateSavedWorkFrontier(const Json& frontier_obj, const std::string& poin
     if (!(ok = Replay(c, f, out))) break;
     CheckCounters(*c.expected, c.ptr + "/expected", f, 0, out);
   }
+  // A stop follows an output selection ("after stopping immediately after the final selection:
+  // committed cache length = P + E - 1", M5.1 0x03): the frontier's finish rule, as the service
+  // and trace checkers judge a finish (probe 92: a stop with no call, or after a prefill of half
+  // the prompt, passed). A refused stop has no summary to compare and nothing to repair.
+  const std::string p = st.Ptr("stop");
+  if (ok) {
+    if (Status s = f.CheckFinish(); !s.ok()) {
+      Add(out, s.error(), p, "stop: " + std::string(s.message()));
+      ok = false;
+    }
+  }
   if (ok) {
     std::vector<uint64_t> logical = prompt;
     for (const Call& c : calls) logical.insert(logical.end(), c.emits.begin(), c.emits.end());
-    std::string p = st.Ptr("stop");
     CheckCounters(*stop, p, f, 0, out);
     if (returned != logical)
       Add(out, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, p + "/returned_tokens",

@@ -8,8 +8,9 @@
 // unprocessed, then its own target append). Frontier rule breaches carry the frontier's
 // FRONTIER_* / SERVICE_PHASE_* codes; declared counters that differ from the replay are
 // FRONTIER_CACHE_OVERCOMMIT when they claim more committed rows than were processed, and
-// SAVED_WORK_FRONTIER_DRIFT otherwise. Each replay (stop trace + repair, speculative) stops
-// at its first violation.
+// SAVED_WORK_FRONTIER_DRIFT otherwise. A stop follows an output selection: a stop before the
+// whole prompt is prefilled and an output emitted is the frontier's SERVICE_PHASE_EARLY_FINISH,
+// at the stop. Each replay (stop trace + repair, speculative) stops at its first violation.
 #ifndef KVCONFORM_REFERENCE_SAVED_WORK_SAVED_WORK_FRONTIER_H_
 #define KVCONFORM_REFERENCE_SAVED_WORK_SAVED_WORK_FRONTIER_H_
 
