@@ -3,8 +3,11 @@
 // Document kind "kvconform.saved_work/1" (docs/saved-work-format.md) with two parts:
 //  * "work_ledger": P, G and the declared row and causal-pair ledgers (no-cache, cache,
 //    saved, reduction to two decimals), recomputed with ComputeSavedWork. Root-cause codes
-//    first: a cached row count below P + G - 1 invents a first-prefill saving; cached pairs
-//    below the closed form drop historical K/V reads; anything else is drift.
+//    first: a ledger that is exactly the one of another P (or G) is one
+//    SAVED_WORK_ROW_SUM_DRIFT at that declared input; a cached row count below P + G - 1
+//    invents a first-prefill saving and cached pairs below the closed form drop historical
+//    K/V reads, while the no-cache sum holds (else they drift with it); a reduction that
+//    rounds drifted declared figures follows them; anything else is drift.
 //  * "frontier": the P=4, G=3 ordinary stop trace, the optional final-token repair and the
 //    speculative correction handoff (see ValidateSavedWorkFrontier).
 //

@@ -225,6 +225,88 @@ TEST(SavedWorkFixture, RegressionAStopTraceWithNoOutputIsRefused) {
                                     "/frontier/stop_trace/stop"));
 }
 
+// F3a: the verification leaves its correction token out of its emits ([60, 61]). Its declared
+// state drifted twice (emitted, frontier) and the correction repair, replayed against the
+// drifted state, had nothing to repair (FRONTIER_NOTHING_TO_REPAIR). One drift now, at the first
+// member that differs, naming the other; the repair is not replayed.
+TEST(SavedWorkFixture, RegressionAVerifyWithoutItsCorrectionReportsOneDrift) {
+  Json doc = test::LoadJson(kFixture);
+  doc["frontier"]["speculative"]["verify"]["emits"] = Json::array({60, 61});
+  const Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SAVED_WORK_FRONTIER_DRIFT",
+                                    "/frontier/speculative/verify/expected/emitted"));
+  EXPECT_NE(v[0].message.find("also frontier: replayed output frontier is [], declared [70]"),
+            std::string::npos)
+      << v[0].message;
+}
+
+// F3b: the first decode emits nothing. Its declared state drifted twice and the next decode,
+// with no frontier token to process, was FRONTIER_CACHE_OVERCOMMIT. One drift now.
+TEST(SavedWorkFixture, RegressionADecodeThatEmitsNothingReportsOneDrift) {
+  Json doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["calls"][1]["emits"] = Json::array();
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SAVED_WORK_FRONTIER_DRIFT",
+                                    "/frontier/stop_trace/calls/1/expected/emitted"));
+  // The last decode alike: the stop summary (three outputs, frontier [22]) is not compared
+  // with the drifted replay.
+  doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["calls"][2]["emits"] = Json::array();
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SAVED_WORK_FRONTIER_DRIFT",
+                                    "/frontier/stop_trace/calls/2/expected/emitted"));
+}
+
+// F3, the stop summary alike: with the last decode left out, the stop's committed length (6 of 5
+// processed), its outputs, frontier, returned tokens and length all moved, and the repair of y2
+// met the frontier y1 (FRONTIER_TOKEN_MISMATCH): 3 codes. One violation now, at the first
+// member, and no repair.
+TEST(SavedWorkFixture, RegressionAStopAfterACallLeftOutReportsOneViolation) {
+  Json doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["calls"].erase(2);
+  const Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_TRUE(
+      test::OnlyViolationAt(v, "FRONTIER_CACHE_OVERCOMMIT", "/frontier/stop_trace/stop/committed"));
+  EXPECT_NE(v[0].message.find("also logical_length"), std::string::npos) << v[0].message;
+}
+
+// F3c: prompt_tokens 2049 beside the P = 2048 ledger raised 7 violations of 5 codes, among them
+// FIRST_PREFILL_SAVING_INVENTED and HISTORICAL_READS_DROPPED, claims the document never made.
+// The ledger is exactly the one of P = 2048: one violation at the declared input. G alike.
+TEST(SavedWorkFixture, RegressionAMisdeclaredPromptLengthIsItsOwnRootCause) {
+  Json doc = test::LoadJson(kFixture);
+  doc["work_ledger"]["prompt_tokens"] = 2049;
+  Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SAVED_WORK_ROW_SUM_DRIFT", "/work_ledger/prompt_tokens"));
+  EXPECT_NE(v[0].message.find("ledger of P = 2048"), std::string::npos) << v[0].message;
+  for (uint64_t p : {1u, 2047u}) {
+    doc["work_ledger"]["prompt_tokens"] = p;
+    EXPECT_TRUE(test::OnlyViolationAt(ValidateSavedWorkFixture(doc), "SAVED_WORK_ROW_SUM_DRIFT",
+                                      "/work_ledger/prompt_tokens"))
+        << p;
+  }
+  doc = test::LoadJson(kFixture);
+  doc["work_ledger"]["output_tokens"] = 129;
+  v = ValidateSavedWorkFixture(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SAVED_WORK_ROW_SUM_DRIFT", "/work_ledger/output_tokens"));
+  EXPECT_NE(v[0].message.find("ledger of G = 128"), std::string::npos) << v[0].message;
+}
+
+// F3c, judged beyond one field: the ledger of P - 1 and G - 1 under the declared P and G is the
+// ledger of neither declared input alone. Every count drifts, and its cached figures below the
+// closed forms are drift with the sums, not an invented saving or dropped reads; its reductions,
+// consistent with its own figures, follow them.
+TEST(SavedWorkFixture, RegressionALedgerOfOtherInputsIsSumDriftOnly) {
+  Json doc = test::LoadJson(kFixture);
+  doc["work_ledger"] = LedgerOf(2047, 127);
+  doc["work_ledger"]["prompt_tokens"] = 2048;
+  doc["work_ledger"]["output_tokens"] = 128;
+  const Violations v = ValidateSavedWorkFixture(doc);
+  EXPECT_EQ(test::AllCodeNames(v),
+            (std::vector<std::string>{"SAVED_WORK_ROW_SUM_DRIFT", "SAVED_WORK_ROW_SUM_DRIFT",
+                                      "SAVED_WORK_ROW_SUM_DRIFT", "SAVED_WORK_PAIR_DRIFT",
+                                      "SAVED_WORK_PAIR_DRIFT", "SAVED_WORK_PAIR_DRIFT"}))
+      << test::Describe(v);
+}
+
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each

@@ -133,26 +133,51 @@ bool Replay(const Call& c, FrontierState& f, Violations* v) {
   return true;
 }
 
-// Compares a declared {committed, emitted, frontier} with the replayed state.
-void CheckCounters(const Json& ex, const std::string& ptr, const FrontierState& f, uint64_t emitted_base,
-                   Violations* v) {
-  uint64_t committed = ex["committed"].get<uint64_t>();
+// One member of a declared state that differs from the replay.
+struct Diff {
+  ErrorCode code = ErrorCode::kNone;
+  std::string member, message;  // member: "/committed", ...
+};
+
+// Compares a declared {committed, emitted, frontier} with the replayed state, and `more`
+// differences the caller found in the same declared state (the stop's returned tokens and
+// logical length): one violation, at the first member that differs, whose message names every
+// member that does (one emit left out moves both the output progress and the frontier: probe 92
+// saw two drifts for it). False when the declaration drifts: the caller replays no later call
+// against it, since each later call's findings would follow from this one (probe 92: a decode
+// that emitted nothing drifted, then the next decode had no frontier token to process,
+// FRONTIER_CACHE_OVERCOMMIT).
+bool CheckCounters(const Json& ex, const std::string& ptr, const FrontierState& f,
+                   uint64_t emitted_base, Violations* v, std::vector<Diff> more = {}) {
+  std::vector<Diff> diffs;
+  const uint64_t committed = ex["committed"].get<uint64_t>();
   if (committed > f.committed())
-    Add(v, ErrorCode::FRONTIER_CACHE_OVERCOMMIT, ptr + "/committed",
-        "declared " + std::to_string(committed) + " committed rows, but cache-producing calls processed only " +
-            std::to_string(f.committed()) + " (the final emitted token has no K/V row until an append processes it)");
+    diffs.push_back({ErrorCode::FRONTIER_CACHE_OVERCOMMIT, "/committed",
+                     "declared " + std::to_string(committed) +
+                         " committed rows, but cache-producing calls processed only " +
+                         std::to_string(f.committed()) +
+                         " (the final emitted token has no K/V row until an append processes it)"});
   else if (committed != f.committed())
-    Add(v, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, ptr + "/committed",
-        "replayed committed length is " + std::to_string(f.committed()) + ", declared " + std::to_string(committed));
-  uint64_t emitted = ex["emitted"].get<uint64_t>();
+    diffs.push_back({ErrorCode::SAVED_WORK_FRONTIER_DRIFT, "/committed",
+                     "replayed committed length is " + std::to_string(f.committed()) +
+                         ", declared " + std::to_string(committed)});
+  const uint64_t emitted = ex["emitted"].get<uint64_t>();
   if (emitted != f.emitted() - emitted_base)
-    Add(v, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, ptr + "/emitted",
-        "replayed output progress is " + std::to_string(f.emitted() - emitted_base) + ", declared " +
-            std::to_string(emitted));
-  std::vector<uint64_t> declared = ex["frontier"].get<std::vector<uint64_t>>();
+    diffs.push_back({ErrorCode::SAVED_WORK_FRONTIER_DRIFT, "/emitted",
+                     "replayed output progress is " + std::to_string(f.emitted() - emitted_base) +
+                         ", declared " + std::to_string(emitted)});
+  const std::vector<uint64_t> declared = ex["frontier"].get<std::vector<uint64_t>>();
   if (declared != FrontierList(f))
-    Add(v, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, ptr + "/frontier",
-        "replayed output frontier is " + List(FrontierList(f)) + ", declared " + List(declared));
+    diffs.push_back(
+        {ErrorCode::SAVED_WORK_FRONTIER_DRIFT, "/frontier",
+         "replayed output frontier is " + List(FrontierList(f)) + ", declared " + List(declared)});
+  diffs.insert(diffs.end(), more.begin(), more.end());
+  if (diffs.empty()) return true;
+  std::string message = diffs[0].message;
+  for (size_t i = 1; i < diffs.size(); ++i)
+    message += "; also " + diffs[i].member.substr(1) + ": " + diffs[i].message;
+  Add(v, diffs[0].code, ptr + diffs[0].member, message);
+  return false;
 }
 
 }  // namespace
@@ -210,7 +235,7 @@ void ValidateSavedWorkFrontier(const Json& frontier_obj, const std::string& poin
       break;
     }
     if (!(ok = Replay(c, f, out))) break;
-    CheckCounters(*c.expected, c.ptr + "/expected", f, 0, out);
+    if (!(ok = CheckCounters(*c.expected, c.ptr + "/expected", f, 0, out))) break;
   }
   // A stop follows an output selection ("after stopping immediately after the final selection:
   // committed cache length = P + E - 1", M5.1 0x03): the frontier's finish rule, as the service
@@ -226,22 +251,26 @@ void ValidateSavedWorkFrontier(const Json& frontier_obj, const std::string& poin
   if (ok) {
     std::vector<uint64_t> logical = prompt;
     for (const Call& c : calls) logical.insert(logical.end(), c.emits.begin(), c.emits.end());
-    CheckCounters(*stop, p, f, 0, out);
+    std::vector<Diff> more;
     if (returned != logical)
-      Add(out, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, p + "/returned_tokens",
-          "the prompt plus emitted outputs are " + List(logical) + ", declared " + List(returned));
+      more.push_back({ErrorCode::SAVED_WORK_FRONTIER_DRIFT, "/returned_tokens",
+                      "the prompt plus emitted outputs are " + List(logical) + ", declared " +
+                          List(returned)});
     if (logical_length != logical.size())
-      Add(out, ErrorCode::SAVED_WORK_FRONTIER_DRIFT, p + "/logical_length",
-          "logical token count P + E = " + std::to_string(logical.size()) + ", declared " +
-              std::to_string(logical_length));
-    if (repair && Replay(*repair, f, out)) CheckCounters(*repair->expected, repair->ptr + "/expected", f, 0, out);
+      more.push_back({ErrorCode::SAVED_WORK_FRONTIER_DRIFT, "/logical_length",
+                      "logical token count P + E = " + std::to_string(logical.size()) +
+                          ", declared " + std::to_string(logical_length)});
+    // The stop summary is one declared state: a call left out moves its counters, its tokens and
+    // its length at once, and the repair declared after it then processes the wrong token.
+    if (CheckCounters(*stop, p, f, 0, out, std::move(more)) && repair && Replay(*repair, f, out))
+      CheckCounters(*repair->expected, repair->ptr + "/expected", f, 0, out);
   }
 
   // Speculative handoff from a base of `base` committed rows and no unprocessed frontier.
   FrontierState s(base);
   s.ApplyPublished(MakeCall(AppendPurpose::kPrefill, base));
-  if (verify && Replay(*verify, s, out)) {
-    CheckCounters(*verify->expected, verify->ptr + "/expected", s, 0, out);
+  if (verify && Replay(*verify, s, out) &&
+      CheckCounters(*verify->expected, verify->ptr + "/expected", s, 0, out)) {
     uint64_t after_verify = s.emitted();
     if (correction && Replay(*correction, s, out))
       CheckCounters(*correction->expected, correction->ptr + "/expected", s, after_verify, out);

@@ -8,9 +8,14 @@
 // unprocessed, then its own target append). Frontier rule breaches carry the frontier's
 // FRONTIER_* / SERVICE_PHASE_* codes; declared counters that differ from the replay are
 // FRONTIER_CACHE_OVERCOMMIT when they claim more committed rows than were processed, and
-// SAVED_WORK_FRONTIER_DRIFT otherwise. A stop follows an output selection: a stop before the
-// whole prompt is prefilled and an output emitted is the frontier's SERVICE_PHASE_EARLY_FINISH,
-// at the stop. Each replay (stop trace + repair, speculative) stops at its first violation.
+// SAVED_WORK_FRONTIER_DRIFT otherwise, one violation per declared state (at its first
+// differing member). A stop follows an output selection: a stop before the whole prompt is
+// prefilled and an output emitted is the frontier's SERVICE_PHASE_EARLY_FINISH, at the stop.
+// Each replay (stop trace + repair, speculative) stops at its first violation, a drifted
+// declared state included: later calls are not replayed against it (probe 92: their findings
+// followed from the first one). The stop summary (counters, returned tokens, logical length)
+// is one declared state like the others: a call left out moves all of it, and the repair
+// declared after it would process the wrong token.
 #ifndef KVCONFORM_REFERENCE_SAVED_WORK_SAVED_WORK_FRONTIER_H_
 #define KVCONFORM_REFERENCE_SAVED_WORK_SAVED_WORK_FRONTIER_H_
 
