@@ -46,17 +46,22 @@ ServiceStateView WithClocks(const frontier::ServiceStateView& f, uint64_t arriva
   return v;
 }
 
+void RejectPolicyFields(FieldReader& r, std::string_view object, Violations* out) {
+  for (std::string_view f : kForbiddenPolicyFields) {
+    if (!r.Has(f)) continue;
+    Add(out, ErrorCode::SERVICE_POLICY_FIELD_IN_STATE, r.Ptr(f),
+        "\"" + std::string(f) + "\" in " + std::string(object) +
+            " is a scheduling decision, not a fact of the request/cache object");
+    r.Allow({f});
+  }
+}
+
 std::optional<ServiceStateView> ReadServiceStateView(const Json& obj, const std::string& pointer,
                                                      Violations* out) {
   size_t before = out->size();
   FieldReader r(&obj, pointer, out);
   if (!r.valid()) return std::nullopt;
-  for (std::string_view f : kForbiddenPolicyFields) {
-    if (!r.Has(f)) continue;
-    out->push_back({ErrorCode::SERVICE_POLICY_FIELD_IN_STATE, r.Ptr(f),
-                    "\"" + std::string(f) + "\" is a scheduling decision, not a fact of the request/cache object"});
-    r.Allow({f});
-  }
+  RejectPolicyFields(r, "the state view", out);
   ServiceStateView v;
   bool ok = true;
   auto u = [&](std::string_view key, uint64_t* dst) {

@@ -4,8 +4,9 @@
 //
 // Exactly the seed's fields, no more: facts constrain a decision without becoming one, so
 // the reader rejects the decision fields (admit, priority, batch_id, prefill_chunk_size,
-// preempt, victim_request, run_next) with SERVICE_POLICY_FIELD_IN_STATE and any other
-// extra member with INPUT_FIELD_UNKNOWN. Value type, no ownership, thread-compatible.
+// preempt, victim_request, run_next) with SERVICE_POLICY_FIELD_IN_STATE (as the service trace
+// does on its request declarations and events, RejectPolicyFields) and any other extra member
+// with INPUT_FIELD_UNKNOWN. Value type, no ownership, thread-compatible.
 #ifndef KVCONFORM_REFERENCE_SERVICE_SERVICE_STATE_VIEW_H_
 #define KVCONFORM_REFERENCE_SERVICE_SERVICE_STATE_VIEW_H_
 
@@ -56,6 +57,13 @@ struct ServiceStateView {
 // The decision fields a state view must never carry.
 inline constexpr std::array<std::string_view, 7> kForbiddenPolicyFields = {
     "admit", "priority", "batch_id", "prefill_chunk_size", "preempt", "victim_request", "run_next"};
+
+// Records SERVICE_POLICY_FIELD_IN_STATE for each of kForbiddenPolicyFields that the object read
+// by `r` carries, and marks them known (so RejectUnknownFields does not report them again).
+// `object` names the object in the message ("the state view", "a request declaration", ...).
+// Used for views, and for a service trace's request declarations and events (M5.1 0x05: "adding
+// them to the request object would hide policy inside state").
+void RejectPolicyFields(FieldReader& r, std::string_view object, Violations* out);
 
 // Reads a view object at `pointer`; records violations (policy fields, schema) in `out`
 // and returns nullopt when any was recorded.

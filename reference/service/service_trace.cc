@@ -138,8 +138,13 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       Request r;
       r.ptr = "/requests/" + std::to_string(i);
       FieldReader rr(&(*reqs)[i], r.ptr, v);
+      // A decision on the request object hides policy inside state as on a view (M5.1 0x05;
+      // probe 92: it was INPUT_FIELD_UNKNOWN here).
+      RejectPolicyFields(rr, "a request declaration", v);
       if (auto s = rr.String("request_id")) r.id = *s;
-      if (auto x = rr.Uint("handle_generation")) r.generation = *x;
+      // The release view reads the generation + 1, and a view's integers end at 2^53: a request
+      // declaring 2^53 could never declare its release (probe 92: it was accepted).
+      if (auto x = rr.Uint("handle_generation", 0, (uint64_t{1} << 53) - 1)) r.generation = *x;
       if (auto x = rr.Uint("prompt_tokens")) r.prompt = *x;
       if (const Json* outs = rr.Array("outputs")) {
         for (size_t j = 0; j < outs->size(); ++j) {
@@ -159,6 +164,7 @@ bool ReadDoc(const Json& doc, Doc* d, Violations* v, bool need_expected) {
       e.ptr = "/events/" + std::to_string(i);
       const Json& ej = (*evs)[i];
       FieldReader er(&ej, e.ptr, v);
+      RejectPolicyFields(er, "an event", v);  // a decision recorded as a fact of the timeline
       if (auto x = er.Uint("t")) {
         e.t = *x;
         t_lo = std::min(t_lo.value_or(*x), *x);

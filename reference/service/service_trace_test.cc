@@ -371,5 +371,48 @@ TEST(ServiceTraceRules, ServiceEmitWhilePrefillInFlightIsBeforeLogits) {
   ASSERT_TRUE(test::OnlyViolationAt(v, "FRONTIER_OUTPUT_BEFORE_LOGITS", "/events/2/op"));
 }
 
+// Regressions from a cold-read audit of 0x03 and 0x05 (2026-12-07, probe 92).
+
+// F4: "Adding them to the request object would hide policy inside state" (M5.1 0x05): a
+// decision field on a request declaration was INPUT_FIELD_UNKNOWN, as on an event; both are
+// SERVICE_POLICY_FIELD_IN_STATE, as on a view.
+TEST(ServiceTraceRules, RegressionAPolicyFieldOnARequestIsPolicyInState) {
+  for (std::string_view f : kForbiddenPolicyFields) {
+    Json doc = test::LoadJson(kAb);
+    doc["requests"][0][std::string(f)] = 1;
+    EXPECT_TRUE(test::OnlyViolationAt(ValidateServiceTrace(doc), "SERVICE_POLICY_FIELD_IN_STATE",
+                                      "/requests/0/" + std::string(f)));
+    doc = test::LoadJson(kAb);
+    doc["events"][3][std::string(f)] = 1;
+    EXPECT_TRUE(test::OnlyViolationAt(ValidateServiceTrace(doc), "SERVICE_POLICY_FIELD_IN_STATE",
+                                      "/events/3/" + std::string(f)));
+  }
+  // Any other extra member stays INPUT_FIELD_UNKNOWN.
+  Json doc = test::LoadJson(kAb);
+  doc["requests"][0]["tenant"] = "t";
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateServiceTrace(doc), "INPUT_FIELD_UNKNOWN",
+                                    "/requests/0/tenant"));
+}
+
+// F5: release increments the handle generation, and a view's integers end at 2^53. A request
+// declaring generation 2^53 was accepted though its release view could not be declared (2^53
+// + 1 is out of the reader's range): the declaration is refused, up to 2^53 - 1.
+TEST(ServiceTraceRules, RegressionAHandleGenerationWhoseReleaseCannotBeDeclaredIsRefused) {
+  auto with_generation = [](uint64_t g) {
+    Json doc = test::LoadJson(kAb);
+    doc["requests"][1]["handle_generation"] = g;
+    for (Json& e : doc["events"])
+      if (e["request"] == "B")
+        e["view"]["handle_generation"] =
+            std::min(e["op"] == "release" ? g + 1 : g, uint64_t{1} << 53);
+    return doc;
+  };
+  const uint64_t kMax = (uint64_t{1} << 53) - 1;
+  EXPECT_TRUE(ValidateServiceTrace(with_generation(kMax)).empty())
+      << test::Describe(ValidateServiceTrace(with_generation(kMax)));
+  EXPECT_TRUE(test::OnlyViolationAt(ValidateServiceTrace(with_generation(kMax + 1)),
+                                    "INPUT_VALUE_OUT_OF_RANGE", "/requests/1/handle_generation"));
+}
+
 }  // namespace
 }  // namespace kvc
