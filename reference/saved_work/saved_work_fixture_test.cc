@@ -307,6 +307,26 @@ TEST(SavedWorkFixture, RegressionALedgerOfOtherInputsIsSumDriftOnly) {
       << test::Describe(v);
 }
 
+// F6: token ids were capped at 2^32 - 1 (undocumented; a trace accepts 2^40, and the frontier
+// holds 64-bit ids). They are opaque integers up to 2^53, as everywhere else.
+TEST(SavedWorkFixture, RegressionASavedWorkTokenIdAbove2To32IsAccepted) {
+  auto with_x0 = [](uint64_t id) {
+    Json doc = test::LoadJson(kFixture);
+    Json& trace = doc["frontier"]["stop_trace"];
+    trace["prompt_tokens"][0] = id;
+    trace["calls"][0]["inputs"][0] = id;
+    trace["stop"]["returned_tokens"][0] = id;
+    return doc;
+  };
+  for (uint64_t id : {uint64_t{1} << 32, uint64_t{1} << 40, uint64_t{1} << 53})
+    EXPECT_TRUE(ValidateSavedWorkFixture(with_x0(id)).empty())
+        << id << "\n"
+        << test::Describe(ValidateSavedWorkFixture(with_x0(id)));
+  const Violations v = ValidateSavedWorkFixture(with_x0((uint64_t{1} << 53) + 1));
+  EXPECT_EQ(test::AllCodeNames(v), std::vector<std::string>(3, "INPUT_VALUE_OUT_OF_RANGE"))
+      << test::Describe(v);
+}
+
 // A mutation audit of the M5.1 0x02/0x03/0x05 calculators (2026-12-05, helper 97: 99 single-point
 // mutants of reference/ledger/, reference/saved_work/, reference/service/ and
 // reference/frontier/phase.cc; 40 survived every test and the suite, 35 of them real gaps). Each

@@ -45,10 +45,13 @@ struct Call {
   const Json* expected = nullptr;
 };
 
+// Token ids (and the lists of them) are opaque integers up to 2^53, the bound of the kit's other
+// integers and of the trace format's tokens: the frontier holds them in 64 bits (they were capped
+// at 2^32 - 1, undocumented, while a trace accepted 2^40; probe 92).
 std::vector<uint64_t> Uints(FieldReader& r, std::string_view key, Violations* v) {
   const Json* a = r.Array(key);
   if (!a) return {};
-  return FieldReader::UintArray(*a, r.Ptr(key), v, UINT32_MAX).value_or(std::vector<uint64_t>{});
+  return FieldReader::UintArray(*a, r.Ptr(key), v).value_or(std::vector<uint64_t>{});
 }
 
 // Reads a call object; `kind` is "model" (prefill/decode), "repair" or "verify".
