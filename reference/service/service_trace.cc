@@ -329,6 +329,11 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     return true;
   };
   if (e.op == "arrive") {
+    // (After its release a request takes no event, an arrival included: the byte trajectory's
+    // code too; probe 95.)
+    if (snap.phase == Phase::kReleased)
+      return fail(ErrorCode::LIFECYCLE_HANDLE_RELEASED, "/op",
+                  "the request was released; no later event is legal");
     if (s.arrived) return fail(ErrorCode::SERVICE_WORK_BEFORE_ARRIVAL, "/op", "the request already arrived");
     s.arrived = true;
     s.frontier.emplace(r.prompt);

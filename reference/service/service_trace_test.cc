@@ -414,5 +414,20 @@ TEST(ServiceTraceRules, RegressionAHandleGenerationWhoseReleaseCannotBeDeclaredI
                                     "INPUT_VALUE_OUT_OF_RANGE", "/requests/1/handle_generation"));
 }
 
+// Probe 95: an arrival after the release was SERVICE_WORK_BEFORE_ARRIVAL "already arrived"
+// where every other event after release, and the byte trajectory's arrival after release, is
+// LIFECYCLE_HANDLE_RELEASED.
+TEST(ServiceTraceRules, RegressionAnArrivalAfterReleaseIsAnEventAfterRelease) {
+  Json doc = test::LoadJson(kAb);
+  Json arrive = doc["events"][0];
+  ASSERT_EQ(arrive["op"], "arrive");
+  arrive["t"] = doc["events"].back()["t"].get<uint64_t>() + 1;
+  doc["events"].push_back(arrive);
+  const Violations v = ValidateServiceTrace(doc);
+  EXPECT_TRUE(test::OnlyViolationAt(v, "LIFECYCLE_HANDLE_RELEASED",
+                                    "/events/" + std::to_string(doc["events"].size() - 1) + "/op"))
+      << test::Describe(v);
+}
+
 }  // namespace
 }  // namespace kvc
