@@ -172,9 +172,7 @@ Violations ValidateHandoffManifest(const Json& doc) {
   auto kv_total = pt.Uint("kv_heads_total");
   // Replicated K/V heads (tp_size above the heads), as M5.1's parallel_shard declares them
   // (>= 2 when present; probe 95: MQA at TP 2 had no encoding).
-  uint64_t replication = 1;
-  if (pt.Has("kv_head_replication"))
-    if (auto x = pt.Uint("kv_head_replication", 2)) replication = *x;
+  const uint64_t replication = ReadKvHeadReplication(pt);
   pt.RejectUnknownFields();
   ab.RejectUnknownFields();
   auto abi_digest = top.String("tensor_abi_sha256");

@@ -105,14 +105,9 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
   if (auto x = sh.Uint("tp_rank")) m->tp_rank = *x;
   if (auto x = sh.Uint("tp_size", 1)) m->tp_size = *x;
   if (auto x = sh.Uint("kv_head_offset")) m->kv_offset = *x;
-  // Optional: a declared replication multiplicity (tensor parallelism wider than the K/V
-  // heads), never folded into kv_heads_per_rank (M5.1 0x02: "the extra copies are a second
-  // multiplicity; they must not be smuggled into H_kv,local"). Absent is 1, and then not part
-  // of the cache ABI digest's input, so manifests written before it keep their digests.
-  // (So 1 is written by leaving it out: one contract, one digest; probe 94.)
-  if (sh.Has("kv_head_replication")) {
-    if (auto x = sh.Uint("kv_head_replication", 2)) m->kv_replication = *x;
-  }
+  // A declared replication multiplicity (tensor parallelism wider than the K/V heads), never
+  // folded into kv_heads_per_rank (M5.1 0x02: "the extra copies are a second multiplicity").
+  m->kv_replication = ReadKvHeadReplication(sh);
   sh.RejectUnknownFields();
   cs.RejectUnknownFields();
 

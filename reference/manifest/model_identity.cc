@@ -68,15 +68,14 @@ uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Viola
 
 void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v) {
   constexpr uint64_t kMax = static_cast<uint64_t>(kMaxIJsonInteger);
-  if (value.is_number_unsigned()) {
-    if (value.get<uint64_t>() > kMax)
-      v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
-                    "expected an integer within +/-2^53 (I-JSON: the value is hashed)"});
-  } else if (value.is_number_integer()) {
-    const int64_t x = value.get<int64_t>();
-    if (x > static_cast<int64_t>(kMax) || x < -static_cast<int64_t>(kMax))
-      v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
-                    "expected an integer within +/-2^53 (I-JSON: the value is hashed)"});
+  const bool beyond =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() > kMax
+          : value.is_number_integer() && (value.get<int64_t>() > static_cast<int64_t>(kMax) ||
+                                          value.get<int64_t>() < -static_cast<int64_t>(kMax));
+  if (beyond) {
+    v->push_back({ErrorCode::INPUT_VALUE_OUT_OF_RANGE, pointer,
+                  "expected an integer within +/-2^53 (I-JSON: the value is hashed)"});
   } else if (value.is_object()) {
     for (auto it = value.begin(); it != value.end(); ++it)
       ReportNonIJsonIntegers(it.value(), pointer + "/" + JsonPointerEscape(it.key()), v);
@@ -84,6 +83,11 @@ void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Viola
     for (size_t i = 0; i < value.size(); ++i)
       ReportNonIJsonIntegers(value[i], pointer + "/" + std::to_string(i), v);
   }
+}
+
+uint64_t ReadKvHeadReplication(FieldReader& shard) {
+  if (!shard.Has("kv_head_replication")) return 1;
+  return shard.Uint("kv_head_replication", 2).value_or(1);
 }
 
 bool KvShardLayoutHolds(const KvShardLayout& s) {
@@ -103,8 +107,8 @@ std::string KvShardLayoutExpectation(const KvShardLayout& s, const std::string& 
     return "expected " + local_name + " * tp_size == " + total_name + " (" +
            std::to_string(s.kv_heads_local) + " * " + std::to_string(s.tp_size) + " vs " +
            std::to_string(s.kv_heads_total) +
-           "), tp_rank < tp_size and kv_head_offset == " + "tp_rank * " + local_name +
-           " (K/V heads copied on several ranks declare " + "kv_head_replication)";
+           "), tp_rank < tp_size and kv_head_offset == tp_rank * " + local_name +
+           " (K/V heads copied on several ranks declare kv_head_replication)";
   return "expected, with kv_head_replication " + r + ", " + local_name +
          " == 1, tp_size == " + total_name + " * kv_head_replication (" +
          std::to_string(s.tp_size) + " vs " + std::to_string(s.kv_heads_total) + " * " + r +

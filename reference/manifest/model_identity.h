@@ -55,6 +55,10 @@ bool KvShardLayoutHolds(const KvShardLayout& s);
 std::string KvShardLayoutExpectation(const KvShardLayout& s, const std::string& local_name,
                                      const std::string& total_name);
 
+// Reads a shard's optional kv_head_replication from `shard`: absent is 1 (then not hashed, so
+// one contract has one digest), present is >= 2 (1 is INPUT_VALUE_OUT_OF_RANGE).
+uint64_t ReadKvHeadReplication(FieldReader& shard);
+
 // Records INPUT_VALUE_OUT_OF_RANGE at each integer of `value` (at `pointer` and below) outside
 // +/-2^53: a hashed member must canonicalize (I-JSON), and is reported where it is.
 void ReportNonIJsonIntegers(const Json& value, const std::string& pointer, Violations* v);
