@@ -17,7 +17,8 @@ handle_generation + 1; the source_component changed or the source_instance renam
 (SOURCE_VERDICTS); the outcome set to each other value; the request_id or operation_id
 renamed; each envelope member retyped or (unless null) deleted; each payload member deleted,
 retyped, or (for integers) + 1; every integer or string inside the payload (nested ones
-included) and inside the header + 1 or with "x" appended; each header member and array element
+included) and inside the header + 1 or with "x" appended, and the header's B_token doubled
+(a multiple of num_layers still, which + 1 is not); each header member and array element
 retyped and each header member deleted (the header's changes are named at line 1). And each
 event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace
@@ -127,6 +128,8 @@ KNOWN_SILENT.update({
         ZERO_BYTE + " bytes per token and layer",
     (T + "zero_byte_warm_handoff.jsonl", 4, "payload.reserved_blocks+1"):
         "a reservation of 1 of the pool's 8 blocks for no rows: slack, not a violation",
+    (T + "zero_byte_warm_handoff.jsonl", 1, "header.cache_abi.bytes_per_token*2"):
+        ZERO_BYTE + " B_token (and plans state their own bytes_per_token_layer)",
 })
 for _f in ("suffix_onto_warm_destination.jsonl", "superseded_attempt_late_publish.jsonl",
            "superseded_publication_admits_no_decode.jsonl", "transfer_protocol.jsonl",
@@ -142,6 +145,10 @@ UNSENT = ("the plan of an attempt superseded or aborted before any chunk of it m
           "event names its chunks, and its identity fence is compared only at transfer_validate "
           "(M5.6 0x06D), which it never reaches")
 DRAFT = "a draft token the verification rejects: only accepted drafts become cache or output rows"
+BYTES = ("no event of the trace makes a byte claim (`pending_payload_bytes`, allocator or "
+         "residency bytes), so B_token is compared with nothing")
+PLAN_BYTES = ("M5.6 plans state their own `bytes_per_token_layer`; the header's B_token is "
+              "not compared with them (docs/trace-format.md \"The header\")")
 ABI_ID = ("no event of the trace states a cache ABI (append_start's `cache_abi` is optional), so "
           "the header's id is compared with nothing")
 KNOWN_SILENT.update({
@@ -184,6 +191,14 @@ for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
            "lifecycle/two_layer_decode", "observability/loop8_allocator_model",
            "observability/loop8_failure_retry_fork_release"):
     KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.id:x")] = ABI_ID
+# B_token doubled (its + 1 trips the header's multiple-of-num_layers rule, so it pins nothing).
+for _f in ("frontier/ordinary_stop_repair", "frontier/speculative_correction",
+           "lifecycle/synthetic_lifecycle"):
+    KNOWN_SILENT[(f"fixtures/m5_1/{_f}.jsonl", 1, "header.cache_abi.bytes_per_token*2")] = BYTES
+for _f in ("suffix_onto_warm_destination", "superseded_attempt_late_publish",
+           "superseded_publication_admits_no_decode", "transfer_protocol",
+           "decode_release_frees_the_pool", "released_handle_admits_no_decode"):
+    KNOWN_SILENT[(f"{T}{_f}.jsonl", 1, "header.cache_abi.bytes_per_token*2")] = PLAN_BYTES
 
 # 4. Free text, which the contract does not interpret: any change is silent. Payload members
 # (event type, member) and header members (path, array indices as N).
@@ -343,6 +358,19 @@ def header_shape_mutations(header):
     return out
 
 
+def header_scale_mutations(header):
+    """(name, function of the header) doubling the ABI's bytes_per_token: still a multiple of
+    num_layers, so only an event that makes a byte claim can tell (its + 1 trips the header's
+    own multiple rule where num_layers > 1)."""
+    abi = header.get("cache_abi")
+    if not isinstance(abi, dict) or isinstance(abi.get("bytes_per_token"), bool) or \
+            not isinstance(abi.get("bytes_per_token"), int):
+        return []
+    return [("header.cache_abi.bytes_per_token*2",
+             lambda h: h["cache_abi"].__setitem__("bytes_per_token",
+                                                  2 * h["cache_abi"]["bytes_per_token"]))]
+
+
 def scalar_mutations(prefix, root, skip_top_ints):
     """(name, function of the event) changing each integer (+ 1) or string ("x" appended)
     inside `root` (the event's member `prefix`, or the whole line when prefix is "header")."""
@@ -456,7 +484,8 @@ def main():
             # The header: each integer and string changed, each member and element retyped, each
             # member deleted (named at line 1).
             for name, apply in (scalar_mutations("header", lines[0], False) +
-                                header_shape_mutations(lines[0])):
+                                header_shape_mutations(lines[0]) +
+                                header_scale_mutations(lines[0])):
                 mutated = copy.deepcopy(lines)
                 apply(mutated[0])
                 add(mutated, 0, name)
