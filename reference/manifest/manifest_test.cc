@@ -300,6 +300,19 @@ TEST(Manifest, RegressionAHashedIntegerBeyondIJsonIsReportedWhereItIs) {
   }
 }
 
+// Probe 94: a rope theta of 0 or below validated (RoPE's frequencies theta^(-2i/d_h) are
+// undefined there); any positive base, fractional included, is a RoPE base.
+TEST(Manifest, RegressionARopeThetaAtOrBelowZeroIsOutOfRange) {
+  for (double theta : {0.0, -10000.0}) {
+    SCOPED_TRACE(theta);
+    Json m = test::LoadJson(kFixture);
+    m["position_contract"]["rope"]["theta"] = theta;
+    ExpectOnly(m, "INPUT_VALUE_OUT_OF_RANGE", "/position_contract/rope/theta");
+  }
+  Json m = Resealed([](Json& j) { j["position_contract"]["rope"]["theta"] = 0.5; });
+  EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+}
+
 // Probe 94: seal wrote an analytical ledger beyond 2^53 (num_cache_layers 2^53: B_token 2^58)
 // that validate refused; declared byte quantities are read up to 2^64 - 1.
 TEST(Manifest, RegressionASealedLedgerBeyond2To53Validates) {
