@@ -311,6 +311,11 @@ Status FrontierState::Emit(uint64_t output_index, uint64_t token, bool from_repa
                    ? " (" + U(rolled_back_) +
                          " outputs were rolled back by truncation: numbering goes on from "
                          "the outputs the kept rows hold)"
+               : output_index < outputs_.size()
+                   ? " (output " + U(output_index) +
+                         " is already held by this handle: emitted on it, or inherited with "
+                         "a fork's prefix, which holds the parent's outputs up to "
+                         "prefix_length - S)"
                    : std::string()));
   else if (from_repair_logits)
     verdict = V(ErrorCode::FRONTIER_REPAIR_EMITS_OUTPUT,

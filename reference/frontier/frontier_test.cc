@@ -238,6 +238,26 @@ TEST(FrontierTest, RegressionAfterATruncateTheMessagesNameTheRolledBackOutputs) 
       << s.message();
 }
 
+// Probe 96: a beam's fork child, written after its parent emitted output 1, re-emitted output 1
+// and read only "expected the next index 2"; the message now says the index is already held,
+// and how a fork's prefix carries outputs.
+TEST(FrontierTest, RegressionAnIndexAlreadyHeldSaysSoAndNamesTheForkPrefix) {
+  FrontierState parent(4);
+  Publish(parent, Prefill(4));
+  ASSERT_TRUE(parent.Emit(0, 100).ok());
+  Publish(parent, Decode(100));
+  ASSERT_TRUE(parent.Emit(1, 101).ok());
+  parent.ShareOutputs();
+  FrontierState child = parent;  // a fork at prefix_length 5 after output 1: it holds 0 and 1
+  Status s = child.Emit(1, 201);
+  EXPECT_EQ(s.error(), ErrorCode::FRONTIER_OUTPUT_INDEX_GAP);
+  EXPECT_NE(s.message().find("expected the next index 2 (output 1 is already held by this "
+                             "handle: emitted on it, or inherited with a fork's prefix"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(parent.Emit(3, 103).message().find("already held"), std::string::npos);
+}
+
 TEST(FrontierTest, SpeculativeVerificationCommitsOnlyAcceptedRows) {
   // 0x09: base 100, drafts [d0..d3], two accepted, correction -> 102, repair -> 103.
   FrontierState f(99);
