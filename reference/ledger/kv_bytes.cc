@@ -64,7 +64,9 @@ std::optional<uint64_t> DtypeBytes(std::string_view name) {
   if (name == "float32" || name == "float" || name == "fp32" || name == "F32") return 4;
   if (name == "float16" || name == "half" || name == "fp16" || name == "F16") return 2;
   if (name == "bfloat16" || name == "bf16" || name == "BF16") return 2;
-  if (name == "float8_e4m3fn" || name == "float8_e5m2" || name == "fp8") return 1;
+  if (name == "float8_e4m3fn" || name == "float8_e5m2" || name == "float8_e4m3fnuz" ||
+      name == "float8_e5m2fnuz" || name == "fp8" || name == "fp8_e4m3" || name == "fp8_e5m2")
+    return 1;
   if (name == "int8" || name == "uint8") return 1;
   return std::nullopt;
 }
@@ -172,7 +174,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                              ") declares layers whose K/V is not one row of one shape per token; "
                              "kv-bytes computes L_cache * H_kv * d_h * (b_K + b_V) for identical "
                              "layers only (M5.1 0x02): pass the geometry of the cache-producing "
-                             "layers as flags");
+                             "layers as flags (the per-request state of state-space or "
+                             "linear-attention layers is another cache ABI, not counted)");
     }
   }
   // layer_types may name full, sliding-window or chunked attention layers (one K/V row of one
@@ -187,7 +190,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
               "config.json: field " + name_at(level, "") + "layer_types holds " + kind.dump() +
               ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
               "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
-              "pass the geometry of the cache-producing layers as flags");
+              "pass the geometry of the cache-producing layers as flags (the per-request state "
+              "of state-space or linear-attention layers is another cache ABI, not counted)");
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V
@@ -287,7 +291,10 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   if (dtype.empty())
     return InvalidArgument("config.json: no torch_dtype; pass --dtype to name the K/V dtype");
   auto b = DtypeBytes(dtype);
-  if (!b) return InvalidArgument("config.json: unknown dtype \"" + dtype + "\"");
+  if (!b)
+    return InvalidArgument(
+        (dtype_override.empty() ? "config.json: unknown dtype \"" : "--dtype: unknown dtype \"") +
+        dtype + "\" (known: " + std::string(kKnownDtypeNames) + ")");
   g.k_bytes = g.v_bytes = *b;
   return g;
 }

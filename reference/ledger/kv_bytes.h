@@ -44,9 +44,15 @@ struct RaggedLedger {
 StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<const uint64_t> lengths,
                                            std::span<const uint64_t> copies);
 
-// Bytes per scalar for a dtype name ("float32", "float16", "bfloat16", "float8_e4m3fn",
-// "float8_e5m2", "int8", "uint8"; torch spellings like "torch.bfloat16" too); nullopt if unknown.
+// Bytes per scalar for a dtype name (kKnownDtypeNames; torch spellings like "torch.bfloat16"
+// too); nullopt if unknown. A name is a K/V payload element's: a representation with scales or
+// other metadata (fp8 with per-block scales, nvfp4) is another cache ABI (M5.1 0x02).
 std::optional<uint64_t> DtypeBytes(std::string_view name);
+// The names DtypeBytes knows, as messages and docs list them.
+inline constexpr const char* kKnownDtypeNames =
+    "float64 double fp64 F64, float32 float fp32 F32, float16 half fp16 F16, bfloat16 bf16 BF16 "
+    "(8, 4, 2, 2 bytes); float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz fp8 fp8_e4m3 "
+    "fp8_e5m2 int8 uint8 (1 byte)";
 
 // The full_kv cache geometry of a Hugging Face config.json: L_cache = num_hidden_layers minus
 // num_kv_shared_layers (layers reusing another layer's K/V produce no rows), num_key_value_heads

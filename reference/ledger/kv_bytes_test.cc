@@ -105,6 +105,31 @@ TEST(KvBytes, HfConfigGeometry) {
             std::string::npos);
 }
 
+// Probe 98: vLLM's --kv-cache-dtype spellings (fp8_e4m3, fp8_e5m2) and torch's fnuz fp8 formats
+// were unknown; a --dtype the kit does not know was blamed on config.json, and no message
+// listed the known names.
+TEST(KvBytes, RegressionVendorFp8NamesAreOneByteAndAnUnknownDtypeNamesItsSource) {
+  for (const char* name :
+       {"fp8_e4m3", "fp8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "torch.float8_e4m3fnuz"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(DtypeBytes(name), std::optional<uint64_t>(1));
+  }
+  EXPECT_EQ(DtypeBytes("nvfp4"), std::nullopt);  // sub-byte with scales: another cache ABI
+  EXPECT_EQ(DtypeBytes("fp8_per_token_head"), std::nullopt);
+  Json cfg = {{"num_hidden_layers", 32},
+              {"num_attention_heads", 32},
+              {"num_key_value_heads", 8},
+              {"hidden_size", 4096},
+              {"torch_dtype", "bfloat16"}};
+  const std::string flag = GeometryFromHfConfig(cfg, "fp8_per_token_head").status().message();
+  EXPECT_TRUE(flag.starts_with("--dtype: unknown dtype \"fp8_per_token_head\" (known: ")) << flag;
+  EXPECT_NE(flag.find("fp8_e4m3"), std::string::npos) << flag;
+  cfg["torch_dtype"] = "float7";
+  EXPECT_TRUE(GeometryFromHfConfig(cfg).status().message().starts_with(
+      "config.json: unknown dtype \"float7\""))
+      << GeometryFromHfConfig(cfg).status().message();
+}
+
 // Regression (probe 17, finding 01): a DeepSeek-V2 (MLA) config printed a full-K/V B_token of
 // 1,228,800 B from hidden_size / heads = 40, a head width the model does not have (its cache is
 // a 512 + 64 latent per layer). Latent and quantized K/V caches are refused, naming the field.

@@ -210,49 +210,64 @@ StatusOr<std::string> SnapshotSha256(const Json& m) {
   return CanonicalSha256(proj);
 }
 
-Violations ValidateManifest(const Json& doc) {
-  Violations v;
-  Manifest m;
-  if (!ReadManifest(doc, &m, &v)) return v;
+namespace {
 
-  // 2. Identity well-formedness.
-  bool artifact_ok = true, schema_ok = true;
-  for (const auto& [ptr, val] : m.artifact_digests) artifact_ok &= CheckDigestFormat(&v, ptr, val);
-  // Tokenizer and chat-template digests: format only (no derived digest covers them).
-  for (const auto& [ptr, val] : m.input_digests) CheckDigestFormat(&v, ptr, val);
-  bool prompt_sha_ok = CheckDigestFormat(&v, "/input_identity/prompt_token_ids_sha256", m.prompt_sha);
-  bool side_ok = CheckDigestFormat(&v, "/input_identity/input_side_data_sha256", m.side_sha);
-  bool salt_ok = CheckDigestFormat(&v, "/input_identity/cache_isolation_salt_sha256", m.salt_sha);
-  bool abi_decl_ok = CheckDigestFormat(&v, "/digests/cache_abi_sha256", m.abi_sha);
-  bool prefix_decl_ok = CheckDigestFormat(&v, "/digests/prefix_identity_sha256", m.prefix_sha);
-  bool snap_decl_ok = CheckDigestFormat(&v, "/digests/snapshot_sha256", m.snapshot_sha);
-
+// The cache schema's extents and dtype widths (MANIFEST_SCHEMA_ZERO_EXTENT,
+// MANIFEST_DTYPE_WIDTH_INVALID), judged alike by validate and seal: B_token is their product.
+// Returns whether all hold.
+bool CheckExtentsAndWidths(const Manifest& m, Violations* v) {
+  bool ok = true;
   for (auto [key, val] : {std::pair{"num_cache_layers", m.layers}, std::pair{"num_query_heads", m.q_heads},
                           std::pair{"num_kv_heads_total", m.kv_total},
                           std::pair{"kv_heads_per_rank", m.kv_local}, std::pair{"head_dim", m.head_dim}}) {
     if (val == 0) {
-      Add(&v, ErrorCode::MANIFEST_SCHEMA_ZERO_EXTENT, std::string("/cache_schema/") + key,
+      Add(v, ErrorCode::MANIFEST_SCHEMA_ZERO_EXTENT, std::string("/cache_schema/") + key,
           std::string(key) + " must be positive");
-      schema_ok = false;
+      ok = false;
     }
   }
   for (auto [key, dt] : {std::pair{"key_dtype", &m.kdt}, std::pair{"value_dtype", &m.vdt}}) {
     auto expect = DtypeBytes(dt->name);
     std::string ptr = std::string("/cache_schema/") + key;
     if (dt->bytes == 0) {
-      Add(&v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/bytes_per_scalar",
+      Add(v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/bytes_per_scalar",
           "bytes_per_scalar must be positive");
-      schema_ok = false;
+      ok = false;
     } else if (!expect) {
-      Add(&v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/name", "unknown dtype \"" + dt->name + "\"");
-      schema_ok = false;
+      Add(v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/name",
+          "unknown dtype \"" + dt->name + "\" (known: " + kKnownDtypeNames + ")");
+      ok = false;
     } else if (*expect != dt->bytes) {
-      Add(&v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/bytes_per_scalar",
+      Add(v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/bytes_per_scalar",
           dt->name + " has " + std::to_string(*expect) + " bytes per scalar, manifest says " +
               std::to_string(dt->bytes));
-      schema_ok = false;
+      ok = false;
     }
   }
+  return ok;
+}
+
+}  // namespace
+
+Violations ValidateManifest(const Json& doc) {
+  Violations v;
+  Manifest m;
+  if (!ReadManifest(doc, &m, &v)) return v;
+
+  // 2. Identity well-formedness.
+  bool artifact_ok = true;
+  for (const auto& [ptr, val] : m.artifact_digests) artifact_ok &= CheckDigestFormat(&v, ptr, val);
+  // Tokenizer and chat-template digests: format only (no derived digest covers them).
+  for (const auto& [ptr, val] : m.input_digests) CheckDigestFormat(&v, ptr, val);
+  bool prompt_sha_ok =
+      CheckDigestFormat(&v, "/input_identity/prompt_token_ids_sha256", m.prompt_sha);
+  bool side_ok = CheckDigestFormat(&v, "/input_identity/input_side_data_sha256", m.side_sha);
+  bool salt_ok = CheckDigestFormat(&v, "/input_identity/cache_isolation_salt_sha256", m.salt_sha);
+  bool abi_decl_ok = CheckDigestFormat(&v, "/digests/cache_abi_sha256", m.abi_sha);
+  bool prefix_decl_ok = CheckDigestFormat(&v, "/digests/prefix_identity_sha256", m.prefix_sha);
+  bool snap_decl_ok = CheckDigestFormat(&v, "/digests/snapshot_sha256", m.snapshot_sha);
+
+  bool schema_ok = CheckExtentsAndWidths(m, &v);
   if (schema_ok) {
     const KvShardLayout shard{m.kv_local, m.kv_total,  m.tp_size,
                               m.tp_rank,  m.kv_offset, m.kv_replication};
@@ -426,6 +441,11 @@ Status SealManifest(Json& doc) {
   if (!ReadManifest(doc, &m, &v))
     return ViolationStatus(v.front().code,
                            "cannot seal: " + v.front().pointer + ": " + v.front().message);
+  // A zero extent or width is refused with validate's code (probe 98: it was
+  // INPUT_ARITHMETIC_OVERFLOW, from B_token's product).
+  if (Violations extents; !CheckExtentsAndWidths(m, &extents))
+    return ViolationStatus(extents.front().code, "cannot seal: " + extents.front().pointer + ": " +
+                                                     extents.front().message);
   auto& ii = doc["input_identity"];
   ii["prompt_token_count"] = ii["prompt_token_ids"].size();
   KVC_ASSIGN_OR_RETURN(std::string prompt_sha, PromptTokenIdsSha256(ii["prompt_token_ids"]));

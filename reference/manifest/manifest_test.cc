@@ -201,6 +201,28 @@ TEST(Manifest, DtypeNamesAreKnownAndValueWidthsMatchThem) {
   ExpectOnly(m, "MANIFEST_DTYPE_WIDTH_INVALID", "/cache_schema/value_dtype/bytes_per_scalar");
 }
 
+// Probe 98: seal refused a zero extent or a zero width as INPUT_ARITHMETIC_OVERFLOW (from the
+// B_token product) where validate reports MANIFEST_SCHEMA_ZERO_EXTENT or
+// MANIFEST_DTYPE_WIDTH_INVALID at the member; seal now says what validate says.
+TEST(Manifest, RegressionSealRefusesAZeroExtentOrWidthWithValidatesCode) {
+  struct Case {
+    const char* pointer;
+    const char* code;
+  };
+  for (const Case& c :
+       {Case{"/cache_schema/head_dim", "MANIFEST_SCHEMA_ZERO_EXTENT"},
+        Case{"/cache_schema/value_dtype/bytes_per_scalar", "MANIFEST_DTYPE_WIDTH_INVALID"}}) {
+    SCOPED_TRACE(c.pointer);
+    Json m = test::LoadJson(kFixture);
+    m[Json::json_pointer(c.pointer)] = 0;
+    ASSERT_FALSE(ValidateManifest(m).empty());
+    EXPECT_EQ(ErrorCodeName(ValidateManifest(m).front().code), std::string(c.code));
+    const Status sealed = SealManifest(m);
+    EXPECT_EQ(ErrorCodeName(sealed.error()), std::string(c.code)) << sealed.ToString();
+    EXPECT_NE(sealed.ToString().find(c.pointer), std::string::npos) << sealed.ToString();
+  }
+}
+
 // Shard partition (check 2): tp_rank < tp_size and kv_head_offset == tp_rank * kv_heads_per_rank.
 TEST(Manifest, ShardRankIsBelowSizeAndOffsetIsRankTimesLocalHeads) {
   Json m = test::LoadJson(kFixture);
