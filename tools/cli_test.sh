@@ -107,6 +107,8 @@ check kvbytes_hf_text_config 0 "$K" calc kv-bytes --hf-config "$T/composite.json
 expect_out kvbytes_hf_text_config_139264 '"bytes_per_token": 139264'
 # A geometry flag beside --hf-config was silently ignored; the two sources exclude each other.
 check kvbytes_hf_and_flag 2 "$K" calc kv-bytes --hf-config "$T/config.json" --layers 2; expect_out kvbytes_hf_and_flag_msg 'excludes --hf-config'
+# --dtype beside explicit geometry was ignored (exit 0, the --k-bytes width): probe 99.
+check kvbytes_dtype_without_hf 2 "$K" calc kv-bytes --layers 2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2 --dtype fp8; expect_out kvbytes_dtype_without_hf_msg 'applies to --hf-config only'
 check kvbytes_negative 2 "$K" calc kv-bytes --layers -2 --kv-heads 2 --head-dim 4 --k-bytes 2 --v-bytes 2
 check kvbytes_overflow 2 "$K" calc kv-bytes --layers 4294967296 --kv-heads 4294967296 --head-dim 4096 --k-bytes 2 --v-bytes 2
 expect_out kvbytes_overflow_msg 'overflows'

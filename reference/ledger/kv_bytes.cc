@@ -170,12 +170,20 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
           (v.is_string() && v.get_ref<const std::string&>().empty()) ||
           (v.is_boolean() && !v.get<bool>()) || (v.is_number() && v.get<double>() == 0))
         continue;
-      return InvalidArgument("config.json: field " + prefix + key + " (" + v.dump() +
-                             ") declares layers whose K/V is not one row of one shape per token; "
-                             "kv-bytes computes L_cache * H_kv * d_h * (b_K + b_V) for identical "
-                             "layers only (M5.1 0x02): pass the geometry of the cache-producing "
-                             "layers as flags (the per-request state of state-space or "
-                             "linear-attention layers is another cache ABI, not counted)");
+      // (The recurrent-state note only where the key marks hybrid or linear-attention layers:
+      // probe 99, it was also said of cross-attention layers.)
+      const std::string_view k(key);
+      const bool hybrid = k != "cross_attention_layers" && k != "global_head_dim" &&
+                          k != "num_global_key_value_heads" && k != "attention_k_eq_v" &&
+                          k != "use_cla" && k != "cla_share_factor";
+      return InvalidArgument(
+          "config.json: field " + prefix + key + " (" + v.dump() +
+          ") declares layers whose K/V is not one row of one shape per token; kv-bytes computes "
+          "L_cache * H_kv * d_h * (b_K + b_V) for identical layers only (M5.1 0x02): pass the "
+          "geometry of the cache-producing layers as flags" +
+          (hybrid ? std::string(" (the per-request state of state-space or linear-attention "
+                                "layers is another cache ABI, not counted)")
+                  : std::string()));
     }
   }
   // layer_types may name full, sliding-window or chunked attention layers (one K/V row of one

@@ -258,6 +258,9 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
   EXPECT_NE(GeometryFromHfConfig(mllama).status().message().find(
                 "field text_config.cross_attention_layers"),
             std::string::npos);
+  // (Cross-attention layers hold another modality's K/V, not a recurrent state: the note on
+  // state-space layers is not said of them; probe 99.)
+  EXPECT_EQ(GeometryFromHfConfig(mllama).status().message().find("state-space"), std::string::npos);
   mllama["text_config"]["cross_attention_layers"] = Json::array();
   EXPECT_TRUE(GeometryFromHfConfig(mllama).ok());
   // Hybrid and linear-attention models mark such layers under further names and in layer_types
@@ -270,6 +273,10 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
   EXPECT_TRUE(GeometryFromHfConfig(hybrid).ok());
   hybrid["text_config"]["attn_layer_period"] = 8;
   EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find("text_config.attn_layer_period"),
+            std::string::npos);
+  EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find(
+                "the per-request state of state-space or linear-attention layers is another cache "
+                "ABI, not counted"),
             std::string::npos);
   hybrid["text_config"]["attn_layer_period"] = 0;
   hybrid["text_config"]["hybrid_override_pattern"] = "";

@@ -3884,6 +3884,21 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe47_a_bad_sources_member_stopped_the_replay",
        {"INPUT_FIELD_TYPE", "TRACE_SNAPSHOT_MISMATCH"}},
       {"probe47_null_optional_header_members_stopped_the_replay", {"TRACE_SNAPSHOT_MISMATCH"}},
+      // Probe 100. An unknown or mistyped residency_model stopped the replay (a later append
+      // after release went unreported), where a bad allocator_model is reported and the replay
+      // goes on; now it is reported, and residency bytes (here two copies, which one_copy would
+      // refuse) are not compared, as under tiered.
+      {"probe100_an_unknown_residency_model_stopped_the_replay",
+       {"INPUT_VALUE_INVALID", "LIFECYCLE_HANDLE_RELEASED"}},
+      {"probe100_a_mistyped_residency_model_stopped_the_replay",
+       {"INPUT_FIELD_TYPE", "LIFECYCLE_HANDLE_RELEASED"}},
+      // An observation of fork child lmc:h0-h1 naming the fork that created its sibling lmc:h0:
+      // the code was right, but the message listed "fork" among the causes allowed (the test
+      // below checks it).
+      {"probe100_an_observation_naming_a_siblings_fork_listed_fork_as_a_cause",
+       {"TRACE_CAUSE_WRONG_EVENT"}},
+      // A residency tier "" names no part of the partition: the observation is refused.
+      {"probe100_an_empty_residency_tier_passed", {"INPUT_VALUE_INVALID"}},
       // expected_final_states numbers were capped at 2^53.
       {"probe47_expected_final_states_above_2_53_were_out_of_range", {}},
       // A failure counter's denominator declared twice: the duplicate and a missing denominator.
@@ -4132,6 +4147,20 @@ TEST(TraceCheckerTest, MutantASecondRecordOfAForgottenOperationIsReported) {
         << test::Describe(v);
     EXPECT_EQ(v[0].line, 10u);
   }
+}
+
+// Probe 100: which forks can cause a request's observations (a fork of it, the fork that created
+// it), so that one naming the fork that created a sibling says why it is refused.
+TEST(TraceCheckerTest, RegressionAnObservationNamingASiblingsForkSaysWhichForksCount) {
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "probe100_an_observation_naming_a_siblings_fork_listed_fork_as_a_cause.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_CAUSE_WRONG_EVENT"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("a fork of it, or the fork that created it: not a fork that "
+                              "created another child"),
+            std::string::npos)
+      << v[0].message;
 }
 
 // Second mutation audit, survivor 34: a refused cancel_txn of an operation whose transaction the

@@ -1346,16 +1346,18 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
                  "\", an event of this trace but not one that can cause request \"" +
                  std::string(*e.request_id) +
-                 "\"'s observations (its request_allocate, append_publish, fork, truncate, "
-                 "cancel_request, finish or release)");
+                 "\"'s observations (its request_allocate, append_publish, truncate, "
+                 "cancel_request, finish or release, a fork of it, or the fork that created it: "
+                 "not a fork that created another child)");
     return nullptr;
   }
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
                  "\", which is no earlier event of request \"" + std::string(*e.request_id) +
-                 "\" that can cause an observation (request_allocate, append_publish, fork, "
-                 "truncate, cancel_request, finish or release; other events are not kept)");
+                 "\" that can cause an observation (request_allocate, append_publish, "
+                 "truncate, cancel_request, finish or release, a fork of it or the fork that "
+                 "created it; other events are not kept)");
     // Gating: the request had an event the trace does not hold (lost, or emitted later), so the
     // replay's state of it is not the runtime's: its later events are not replayed.
     c.DropEvent(e);
@@ -1478,7 +1480,7 @@ void OnAllocator(TraceChecker& c, const Event& e, ObjReader& p) {
 
 void OnResidency(TraceChecker& c, const Event& e, ObjReader& p) {
   const TraceChecker::EventInfo* info = Cause(c, e, p);
-  p.Str("tier");
+  p.NonEmptyStr("tier");  // a tier names a part of the partition (probe 100: "" passed)
   auto bytes = p.Uint("resident_payload_bytes");
   if (p.clean()) NoSnapshotClaims(c, e);
   if (!p.clean() || !info || !bytes) return;

@@ -71,7 +71,15 @@ void RunKvBytes(const KvBytesOptions& o) {
     }
     g = *geo;
     source = o.hf_config;
-  } else if (o.layers == 0 || o.kv_heads == 0 || o.head_dim == 0 || o.k_bytes == 0 || o.v_bytes == 0) {
+  } else if (!o.dtype.empty()) {
+    // (probe 99: --dtype without --hf-config was ignored, so --dtype fp8 with explicit flags gave
+    // the --k-bytes/--v-bytes widths and exit 0.)
+    ExitCode() = Fail(InvalidArgument("--dtype applies to --hf-config only; with explicit "
+                                      "geometry, --k-bytes and --v-bytes give the widths"),
+                      o.format);
+    return;
+  } else if (o.layers == 0 || o.kv_heads == 0 || o.head_dim == 0 || o.k_bytes == 0 ||
+             o.v_bytes == 0) {
     ExitCode() =
         Fail(InvalidArgument(
                  "--layers, --kv-heads, --head-dim, --k-bytes and --v-bytes must all be positive "
