@@ -18,7 +18,8 @@ handle_generation + 1; the source_component changed or the source_instance renam
 renamed; each envelope member retyped or (unless null) deleted; each payload member deleted,
 retyped, or (for integers) + 1; every integer or string inside the payload (nested ones
 included) and inside the header + 1 or with "x" appended, and the header's B_token doubled
-(a multiple of num_layers still, which + 1 is not); each header member and array element
+(a multiple of num_layers still, which + 1 is not where num_layers > 1); each header member and
+array element
 retyped and each header member deleted (the header's changes are named at line 1). And each
 event delivered
 again, unchanged, after the next event (it must be deduplicated) and at the end of the trace

@@ -173,9 +173,11 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
       // (The recurrent-state note only where the key marks hybrid or linear-attention layers:
       // probe 99, it was also said of cross-attention layers.)
       const std::string_view k(key);
-      const bool hybrid = k != "cross_attention_layers" && k != "global_head_dim" &&
-                          k != "num_global_key_value_heads" && k != "attention_k_eq_v" &&
-                          k != "use_cla" && k != "cla_share_factor";
+      const bool hybrid = k == "attn_layer_indices" || k == "layers_block_type" ||
+                          k == "hybrid_override_pattern" || k == "full_attn_idxs" ||
+                          k == "linear_attn_config" || k == "attn_layer_period" ||
+                          k == "attn_layer_offset" || k == "full_attention_interval" ||
+                          k == "block_types" || k == "attn_type_list";
       return InvalidArgument(
           "config.json: field " + prefix + key + " (" + v.dump() +
           ") declares layers whose K/V is not one row of one shape per token; kv-bytes computes "
@@ -198,8 +200,12 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
               "config.json: field " + name_at(level, "") + "layer_types holds " + kind.dump() +
               ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
               "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
-              "pass the geometry of the cache-producing layers as flags (the per-request state "
-              "of state-space or linear-attention layers is another cache ABI, not counted)");
+              "pass the geometry of the cache-producing layers as flags" +
+              (kind.is_string() &&
+                       kind.get_ref<const std::string&>().find("cross") == std::string::npos
+                   ? std::string(" (the per-request state of state-space or linear-attention "
+                                 "layers is another cache ABI, not counted)")
+                   : std::string()));
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,19 @@ TEST(KvBytes, RegressionVendorFp8NamesAreOneByteAndAnUnknownDtypeNamesItsSource)
     EXPECT_EQ(DtypeBytes(name), std::optional<uint64_t>(1));
   }
   EXPECT_EQ(DtypeBytes("nvfp4"), std::nullopt);  // sub-byte with scales: another cache ABI
+  // Every name the messages list is a name DtypeBytes knows (the list is written by hand).
+  std::string list(kKnownDtypeNames);
+  for (char& ch : list)
+    if (ch == ',' || ch == ';' || ch == '(' || ch == ')') ch = ' ';
+  std::istringstream names(list);
+  size_t listed = 0;
+  for (std::string name; names >> name;) {
+    if (name == "bytes" || name == "byte" || std::isdigit(static_cast<unsigned char>(name[0])))
+      continue;
+    ++listed;
+    EXPECT_TRUE(DtypeBytes(name).has_value()) << name;
+  }
+  EXPECT_EQ(listed, 24u);
   EXPECT_EQ(DtypeBytes("fp8_per_token_head"), std::nullopt);
   Json cfg = {{"num_hidden_layers", 32},
               {"num_attention_heads", 32},
@@ -269,6 +284,10 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
   hybrid["text_config"]["layer_types"] = {"linear_attention", "full_attention"};
   EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find("layer_types holds"),
             std::string::npos);
+  EXPECT_NE(GeometryFromHfConfig(hybrid).status().message().find("state-space"), std::string::npos);
+  hybrid["text_config"]["layer_types"] = {"cross_attention", "full_attention"};
+  EXPECT_EQ(GeometryFromHfConfig(hybrid).status().message().find("state-space"), std::string::npos)
+      << GeometryFromHfConfig(hybrid).status().message();
   hybrid["text_config"]["layer_types"] = {"sliding_attention", "full_attention"};
   EXPECT_TRUE(GeometryFromHfConfig(hybrid).ok());
   hybrid["text_config"]["attn_layer_period"] = 8;

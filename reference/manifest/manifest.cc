@@ -213,8 +213,8 @@ StatusOr<std::string> SnapshotSha256(const Json& m) {
 namespace {
 
 // The cache schema's extents and dtype widths (MANIFEST_SCHEMA_ZERO_EXTENT,
-// MANIFEST_DTYPE_WIDTH_INVALID), judged alike by validate and seal: B_token is their product.
-// Returns whether all hold.
+// MANIFEST_DTYPE_WIDTH_INVALID), judged alike by validate and seal: B_token, the shard rules and
+// the head geometry are computed from them. Returns whether all hold.
 bool CheckExtentsAndWidths(const Manifest& m, Violations* v) {
   bool ok = true;
   for (auto [key, val] : {std::pair{"num_cache_layers", m.layers}, std::pair{"num_query_heads", m.q_heads},

@@ -333,6 +333,13 @@ TEST(Manifest, RegressionARopeThetaAtOrBelowZeroIsOutOfRange) {
   }
   Json m = Resealed([](Json& j) { j["position_contract"]["rope"]["theta"] = 0.5; });
   EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
+  // `type: none` rotates nothing: its theta is not a base, and 0 is what one writes there
+  // (review R4).
+  Json none = Resealed([](Json& j) {
+    j["position_contract"]["rope"]["type"] = "none";
+    j["position_contract"]["rope"]["theta"] = 0;
+  });
+  EXPECT_TRUE(ValidateManifest(none).empty()) << test::Describe(ValidateManifest(none));
 }
 
 // Probe 94: seal wrote an analytical ledger beyond 2^53 (num_cache_layers 2^53: B_token 2^58)

@@ -51,10 +51,10 @@ uint64_t ReadPositionContract(const Json* obj, const std::string& pointer, Viola
   pc.Enum("cache_position_convention", {"absolute"});
   if (auto x = pc.Uint("position_origin")) origin = *x;
   FieldReader rope(pc.Object("rope"), pc.Ptr("rope"), v);
-  rope.Enum("type", {"default", "llama3", "linear", "none"});
   // RoPE's base: inv_freq = theta^(-2i/d_h) is defined for theta > 0 only (probe 94: 0 and
-  // negative bases were accepted).
-  if (auto theta = rope.Number("theta"); theta && !(*theta > 0))
+  // negative bases were accepted); `type: none` rotates nothing, so its theta is not a base.
+  const auto type = rope.Enum("type", {"default", "llama3", "linear", "none"});
+  if (auto theta = rope.Number("theta"); theta && !(*theta > 0) && type != "none")
     Add(v, ErrorCode::INPUT_VALUE_OUT_OF_RANGE, rope.Ptr("theta"),
         "expected a positive RoPE base (theta > 0: inv_freq = theta^(-2i/d_h)), got " +
             FormatEcmaScriptNumber(*theta));

@@ -3886,8 +3886,8 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe47_null_optional_header_members_stopped_the_replay", {"TRACE_SNAPSHOT_MISMATCH"}},
       // Probe 100. An unknown or mistyped residency_model stopped the replay (a later append
       // after release went unreported), where a bad allocator_model is reported and the replay
-      // goes on; now it is reported, and residency bytes (here two copies, which one_copy would
-      // refuse) are not compared, as under tiered.
+      // goes on; now it is reported, and residency bytes are not compared, as under tiered
+      // (two observations of half the payload each, which one_copy refuses twice: review R1).
       {"probe100_an_unknown_residency_model_stopped_the_replay",
        {"INPUT_VALUE_INVALID", "LIFECYCLE_HANDLE_RELEASED"}},
       {"probe100_a_mistyped_residency_model_stopped_the_replay",

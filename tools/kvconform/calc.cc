@@ -64,9 +64,11 @@ void RunKvBytes(const KvBytesOptions& o) {
     }
     auto geo = GeometryFromHfConfig(cfg->value, o.dtype);
     if (!geo.ok()) {
-      ExitCode() =
-          Fail(Status(StatusCode::kInvalidArgument, o.hf_config + ": " + geo.status().message()),
-               o.format);
+      // (A refusal of the --dtype flag is not the config file's: no path before it.)
+      const std::string why = geo.status().message();
+      ExitCode() = Fail(Status(StatusCode::kInvalidArgument,
+                               why.starts_with("--dtype") ? why : o.hf_config + ": " + why),
+                        o.format);
       return;
     }
     g = *geo;
