@@ -96,6 +96,22 @@ TEST(TraceCheckerTest, TraceEndingMidTransactionIsReported) {
   EXPECT_EQ(v[0].line, 3u);  // the append_start line
 }
 
+// Mutation audit 4: the violation of an operation left open names the event that started it and
+// its request (its context), not the trace's last event.
+TEST(TraceCheckerTest, RegressionAnUnterminatedOperationIsNamedByItsStartEvent) {
+  TraceChecker c("t.jsonl");
+  FeedTraceText(&c,
+                std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+                    Ev(3, "request_allocate",
+                       R"("request_id":"S","handle_generation":0,"payload":{"prompt_length":2})") +
+                    "\n");
+  ASSERT_EQ(test::CodeNames(c.violations()),
+            std::vector<std::string>{"TRACE_OPERATION_UNTERMINATED"});
+  ASSERT_EQ(c.contexts().size(), 1u);
+  EXPECT_EQ(c.contexts()[0].event_id, "e1");
+  EXPECT_EQ(c.contexts()[0].request_id, "R");
+}
+
 TEST(TraceCheckerTest, TraceEndingMidLineIsReported) {
   std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1).substr(0, 40);
   EXPECT_EQ(Codes(t), (std::vector<std::string>{"TRACE_TRUNCATED"}));
@@ -1095,6 +1111,8 @@ TEST(TraceCheckerTest, AnOverlongLineIsNamedOnlyByItsOwnTopLevelIds) {
   } cases[] = {
       {R"({"payload":{"request_id":"X","s":"\"request_id\":\"Y\""},"request_id" : "R","event_id":"e9"})",
        "e9", "R"},
+      // A nested member after a comma is still nested: a key there is not the event's.
+      {R"({"payload":{"a":1,"request_id":"X"},"request_id":"R","event_id":"e9"})", "e9", "R"},
       {R"({"event_id":"e\u0031","request_id":"R)" + std::string(200, 'x') + R"("})", "",
        "R" + std::string(200, 'x')},
       {R"(["request_id","R",)" + std::string(200, '0') + "]", "", ""},
@@ -1108,6 +1126,33 @@ TEST(TraceCheckerTest, AnOverlongLineIsNamedOnlyByItsOwnTopLevelIds) {
         << k.line;
     EXPECT_EQ(c.contexts()[0].event_id, k.event_id) << k.line;
     EXPECT_EQ(c.contexts()[0].request_id, k.request_id) << k.line;
+  }
+}
+
+// The limit is inclusive: a line of exactly max_line_bytes bytes is held and replayed, one byte
+// more is TRACE_LINE_TOO_LONG, from a file and from text alike (mutation audit 4: either reader
+// off by one passed every other test, whose lines are far past the limit).
+TEST(TraceCheckerTest, ALineOfExactlyTheLimitIsHeldAndOneByteMoreIsTooLong) {
+  const std::string stage = Mutate(Stage(2), "}}", "}" + std::string(500, ' ') + "}");
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + stage +
+                        "\n" + Publish(3) + "\n";
+  test::TempDir dir;
+  const std::string path = dir.Write("edge.jsonl", t);
+  for (const uint64_t limit : {uint64_t{stage.size()}, uint64_t{stage.size() - 1}}) {
+    CheckerOptions opt;
+    opt.max_line_bytes = limit;
+    TraceChecker from_file(path, opt), from_text(path, opt);
+    ASSERT_TRUE(CheckTraceFile(path, &from_file).ok());
+    FeedTraceText(&from_text, t);
+    for (TraceChecker* c : {&from_file, &from_text}) {
+      if (limit == stage.size()) {
+        EXPECT_TRUE(c->violations().empty()) << limit << test::Describe(c->violations());
+      } else {
+        ASSERT_EQ(test::CodeNames(c->violations()), std::vector<std::string>{"TRACE_LINE_TOO_LONG"})
+            << limit << test::Describe(c->violations());
+        EXPECT_EQ(c->violations()[0].line, 4u);
+      }
+    }
   }
 }
 
@@ -3553,6 +3598,80 @@ TEST(TraceCheckerTest, RegressionTheHeaderBindingsArePinsOfTheTracesAbi) {
   }
 }
 
+// Mutation audit 4: an id that is a digest in upper case is compared as that digest, so a pin of
+// another digest is LIFECYCLE_CACHE_ABI_MISMATCH (not only the equal pin passing); and a pin is
+// compared only with a usable cache_abi: beside a cache_abi that is itself reported (bytes per
+// token not a multiple of its layers) the pin is no second code.
+TEST(TraceCheckerTest, RegressionAnUpperCaseDigestIdIsComparedAndAnUnusableAbiIsNotCompared) {
+  const std::string sha(64, 'a'), other(64, 'b'), upper(64, 'A');
+  auto with = [&](const std::string& header, const std::string& id, const std::string& pin) {
+    return Mutate(Mutate(header, R"("id":"abi")", R"("id":")" + id + "\""), R"("audit":"complete")",
+                  R"("audit":"complete","bindings":{"cache_abi_sha256":")" + pin + "\"}") +
+           "\n" + Alloc(0) + "\n" + PrefillLines();
+  };
+  const Violations mismatch = ValidateTraceJsonl(with(kHeader, upper, other), "t.jsonl");
+  EXPECT_TRUE(test::OnlyViolationAt(mismatch, "LIFECYCLE_CACHE_ABI_MISMATCH",
+                                    "/0/bindings/cache_abi_sha256"))
+      << test::Describe(mismatch);
+  const std::string three_layers = Mutate(kHeader, R"("num_layers":1)", R"("num_layers":3)");
+  const Violations unusable = ValidateTraceJsonl(with(three_layers, sha, other), "t.jsonl");
+  EXPECT_TRUE(
+      test::OnlyViolationAt(unusable, "INPUT_VALUE_OUT_OF_RANGE", "/0/cache_abi/bytes_per_token"))
+      << test::Describe(unusable);
+}
+
+// Mutation audit 4: an empty operation_id is reported where it is, on an event that takes no
+// operation too (there no later reader refuses it: with the envelope's check skipped, an
+// allocation naming operation "" passed).
+TEST(TraceCheckerTest, RegressionAnEmptyOperationIdIsReportedAtTheEnvelope) {
+  const std::string head = std::string(kHeader) + "\n";
+  const std::string alloc =
+      Mutate(Alloc(0), R"("handle_generation":0,)", R"("handle_generation":0,"operation_id":"",)");
+  const std::string start = Mutate(Start(1), R"("operation_id":"p")", R"("operation_id":"")");
+  for (const bool fast : {true, false}) {
+    CheckerOptions opt;
+    opt.fast_readers = fast;
+    TraceChecker a("t.jsonl", opt), b("t.jsonl", opt);
+    const Violations on_alloc = FeedTraceText(&a, head + alloc + "\n" + PrefillLines());
+    EXPECT_TRUE(test::OnlyViolationAt(on_alloc, "INPUT_VALUE_INVALID", "/1/operation_id"))
+        << fast << test::Describe(on_alloc);
+    const Violations on_start = FeedTraceText(
+        &b, head + Alloc(0) + "\n" + start + "\n" + Stage(2) + "\n" + Publish(3) + "\n");
+    EXPECT_TRUE(test::OnlyViolationAt(on_start, "INPUT_VALUE_INVALID", "/2/operation_id"))
+        << fast << test::Describe(on_start);
+  }
+}
+
+// Mutation audit 4: a hole that the lines dropped without a number explain is theirs once: the
+// source's next hole, with no line dropped since, is TRACE_SEQUENCE_GAP.
+TEST(TraceCheckerTest, RegressionUnnumberedDropsExplainOneHoleOnly) {
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\nnot json\n" + Start(2) + "\n" +
+                        Stage(3) + "\n" + Publish(5) + "\n";
+  const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v),
+            (std::vector<std::string>{"TRACE_LINE_MALFORMED", "TRACE_SEQUENCE_GAP"}))
+      << test::Describe(v);
+  EXPECT_EQ(v[1].line, 6u);
+}
+
+// Mutation audit 4: every raw control byte in a string is named as one, 0x1F (the last below
+// 0x20) as 0x01 is: probe 86's trace with its event_id's 0x01 replaced by 0x1F is one
+// TRACE_LINE_MALFORMED, the line named and its request gated.
+TEST(TraceCheckerTest, RegressionTheLastControlByteIsNamedLikeTheFirst) {
+  std::string t;
+  for (const std::string& line :
+       test::SourceLines("reference/trace/testdata/semantic/"
+                         "probe86_a_raw_control_byte_in_an_event_id_raised_a_second_code.jsonl"))
+    t += line + "\n";
+  ASSERT_EQ(std::count(t.begin(), t.end(), '\x01'), 1);
+  std::replace(t.begin(), t.end(), '\x01', '\x1f');
+  const Violations v = ValidateTraceJsonl(t, "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_LINE_MALFORMED"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find("byte 0x1F in a string is a control character"), std::string::npos)
+      << v[0].message;
+}
+
 // B_token = L * H_kv * d_h * (b_K + b_V) has no zero factor: bytes_per_token 0 passed.
 TEST(TraceCheckerTest, RegressionZeroBytesPerTokenIsOutOfRange) {
   const Violations v = ValidateTraceJsonl(
@@ -4131,6 +4250,19 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
   }
 }
 
+// Mutation audit 4: a refused publication claiming a result snapshot is told why with its own
+// outcome (it was "a failure" for every outcome).
+TEST(TraceCheckerTest, RegressionAResultClaimOfARefusedEventNamesItsOutcome) {
+  const Violations v = test::CheckSourceTrace(
+      "reference/trace/testdata/semantic/"
+      "mut3_29_a_frontier_refused_publication_claiming_a_result.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"TRACE_OUTCOME_INVALID"})
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find(R"(an event with outcome "rejected" leaves its base snapshot)"),
+            std::string::npos)
+      << v[0].message;
+}
+
 // Mutation audit, survivor 24: the first record of an operation whose transaction the receipt
 // window forgot closes it, so a second record is TRACE_OUTCOME_INVALID (at a receipt window of 1,
 // the release of another request forgets A's receipts; at the default 64 it takes 64 releases).
@@ -4205,6 +4337,40 @@ TEST(TraceCheckerTest, MutantAFrontierBreachAtAnAppendsStartIsOneViolation) {
         opt);
     EXPECT_TRUE(test::OnlyViolationAt(v, "FRONTIER_TOKEN_MISMATCH", "/6/payload")) << fast;
   }
+}
+
+// Mutation audit 4: the filter of forgotten ids (MayBeForgotten) errs only towards not judging,
+// at a rate that stays negligible well past 20,000 forgotten ids (4 probes into 2^25 bits: about
+// 80,000 bits set, so a fresh id is mistaken with probability (80,000 / 2^25)^4 ~ 3e-11; with one
+// probe it would be ~2e-3, some 50 of 20,000). A refused finish naming a base of a request never
+// created is TRACE_SNAPSHOT_MISMATCH unless the filter says the request may be a forgotten one:
+// every one of 20,000 fresh ids is judged.
+TEST(TraceCheckerTest, RegressionTheForgottenIdsFilterMistakesNoFreshIdAt20000Forgotten) {
+  CheckerOptions opt;
+  opt.released_window = 1;
+  opt.receipt_window = 1;
+  TraceChecker c("t.jsonl", opt);
+  c.Feed(kHeader, 1);
+  int seq = 0;
+  auto feed = [&](const std::string& type, const std::string& id, const std::string& rest) {
+    c.Feed(Ev(seq, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
+           static_cast<uint32_t>(seq + 2));
+    ++seq;
+  };
+  constexpr int kIds = 20000;
+  for (int i = 0; i < kIds; ++i) {
+    const std::string id = "forgotten-" + std::to_string(i);
+    feed("request_allocate", id, R"("payload":{"prompt_length":2})");
+    feed("cancel_request", id, R"("payload":{})");
+    feed("release", id, R"("payload":{})");
+  }
+  ASSERT_EQ(c.violations().size(), 0u) << test::Describe(c.violations());
+  for (int i = 0; i < kIds; ++i)
+    feed("finish", "fresh-" + std::to_string(i),
+         R"("base_snapshot":1,"outcome":"rejected","payload":{})");
+  c.Finish(false);
+  EXPECT_EQ(c.violations().size() + c.omitted_violations(), static_cast<size_t>(kIds));
+  EXPECT_EQ(test::CodeNames(c.violations()), std::vector<std::string>{"TRACE_SNAPSHOT_MISMATCH"});
 }
 
 // Probe 43: gates follow violations; a trace of many requests never allocated grew them with its

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "reference/testutil/testutil.h"
@@ -958,6 +959,50 @@ TEST(TransferEventsTest, MutantAWindowOrPoolNoLongerKnownIsJudgedOnce) {
         test::CheckSourceTrace("reference/trace/testdata/transfer_gating/" + name + ".jsonl");
     EXPECT_TRUE(test::OnlyViolationAt(v, at.first, at.second)) << name;
   }
+}
+
+// Mutation audit 4: no transfer event but transfer_publish produces a snapshot, so a
+// result_snapshot on any of them is TRACE_SNAPSHOT_MISMATCH at that member (probe 85 pinned
+// transfer_validate only; a type left unwrapped passed). Each type's first event in two
+// conforming traces, given a result_snapshot, is that one violation.
+TEST(TransferEventsTest, RegressionNoTransferEventButThePublicationClaimsAResultSnapshot) {
+  const std::string dir = "reference/trace/testdata/transfer_gating/";
+  // The transfer plane's types (transfer_events.cc kRows) but transfer_publish, and but
+  // destination_prefix, which no conforming trace here declares.
+  const std::set<std::string> kTypes = {
+      "transfer_destination", "kv_ready",     "transfer_plan",      "transfer_reserve",
+      "chunk_credit_acquire", "chunk_send",   "chunk_receive",      "chunk_device_visible",
+      "transfer_validate",    "decode_admit", "source_release_ack", "decode_release",
+      "transfer_abort"};
+  std::set<std::string> judged;
+  for (const char* name : {"mut3_119_adjacent_kv_ready_slices_cover_a_chunk",
+                           "probe85_a_transfer_validate_claiming_a_result_snapshot_passed"}) {
+    std::vector<std::string> lines = test::SourceLines(dir + name + ".jsonl");
+    for (std::string& line : lines)  // probe 85's own claim removed: the trace conforms
+      if (const size_t at = line.find(R"("result_snapshot":1,)"); at != std::string::npos)
+        line.erase(at, std::string(R"("result_snapshot":1,)").size());
+    auto check = [](const std::vector<std::string>& ls) {
+      std::string t;
+      for (const std::string& l : ls) t += l + "\n";
+      return ValidateTraceJsonl(t, "t.jsonl");
+    };
+    ASSERT_TRUE(check(lines).empty()) << name << "\n" << test::Describe(check(lines));
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const size_t type_at = lines[i].find(R"("event_type":")");
+      if (type_at == std::string::npos) continue;
+      const size_t from = type_at + std::string(R"("event_type":")").size();
+      const std::string type = lines[i].substr(from, lines[i].find('"', from) - from);
+      if (!kTypes.count(type) || !judged.insert(type).second) continue;
+      std::vector<std::string> claimed = lines;
+      claimed[i].insert(1, R"("result_snapshot":7,)");
+      const Violations v = check(claimed);
+      EXPECT_TRUE(test::OnlyViolationAt(v, "TRACE_SNAPSHOT_MISMATCH",
+                                        "/" + std::to_string(i) + "/result_snapshot"))
+          << type << " (" << name << " line " << i + 1 << ")\n"
+          << test::Describe(v);
+    }
+  }
+  EXPECT_EQ(judged, kTypes);
 }
 
 // Probes 13 and 14: a transfer gated outside its own handler (its event dropped by the core, or
