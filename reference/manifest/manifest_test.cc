@@ -295,6 +295,13 @@ TEST(Manifest, RegressionOneContractHasOneEncoding) {
   Json repeated = sorted;
   repeated["artifact_identity"]["adapter_set"][1] = adapter;
   ExpectOnly(repeated, "INPUT_VALUE_INVALID", "/artifact_identity/adapter_set/1/adapter_id");
+  // Each adapter follows the one before it, not only the first (mutation audit 4): "-c" then "-b"
+  // is out of order though both follow the first.
+  Json third = adapter;
+  third["adapter_id"] = adapter["adapter_id"].get<std::string>() + "-c";
+  Json unsorted_tail = sorted;
+  unsorted_tail["artifact_identity"]["adapter_set"] = Json::array({adapter, third, second});
+  ExpectOnly(unsorted_tail, "INPUT_VALUE_INVALID", "/artifact_identity/adapter_set/2/adapter_id");
   Json explicit_one = base;
   explicit_one["cache_schema"]["parallel_shard"]["kv_head_replication"] = 1;
   ExpectOnly(explicit_one, "INPUT_VALUE_OUT_OF_RANGE",
@@ -350,6 +357,30 @@ TEST(Manifest, RegressionASealedLedgerBeyond2To53Validates) {
   EXPECT_TRUE(ValidateManifest(m).empty()) << test::Describe(ValidateManifest(m));
 }
 
+// Mutation audit 4: the declared byte totals are read up to 2^64 - 1 inclusive; one of 2^64 - 1
+// is then a figure like any other, judged against T * B_token (drift here), not a range error.
+TEST(Manifest, RegressionADeclaredByteTotalOf2To64Minus1IsReadAndJudged) {
+  for (const char* field : {"committed_logical_bytes", "reserved_nominal_bytes"}) {
+    SCOPED_TRACE(field);
+    Json m = test::LoadJson(kFixture);
+    m["analytical_ledger"][field] = UINT64_MAX;
+    ExpectOnly(m, "MANIFEST_LEDGER_DRIFT", std::string("/analytical_ledger/") + field);
+  }
+}
+
+// Mutation audit 4: the position origin is re-derived from the positions only under a stale ABI
+// digest (below). Under a fresh one the declared origin is the contract the digest covers, and
+// positions measured from another origin are judged against it.
+TEST(Manifest, RegressionPositionsFromAnotherOriginUnderAFreshAbiDigestAreJudged) {
+  const Json m = Resealed([](Json& j) { j["position_contract"]["position_origin"] = 1; });
+  ASSERT_EQ(m["state_snapshot"]["next_cache_position"],
+            m["state_snapshot"]["committed_cache_length"]);  // origin 0's positions
+  EXPECT_EQ(
+      test::CodeNames(ValidateManifest(m)),
+      (std::vector<std::string>{"MANIFEST_POSITION_GAP", "MANIFEST_VISIBILITY_BEYOND_COMMIT"}))
+      << test::Describe(ValidateManifest(m));
+}
+
 // Probe 94: a stale ABI digest is the root cause of what the ABI sizes and places: a one-field
 // change of num_cache_layers or head_dim also raised three MANIFEST_LEDGER_DRIFT, one of
 // position_origin a position gap and a visibility code.
@@ -396,6 +427,23 @@ TEST(Manifest, RegressionAStaleAbiDigestGatesTheLedgerAndThePositions) {
     std::sort(want.begin(), want.end());
     EXPECT_EQ(names, want) << test::Describe(v);
   }
+}
+
+// Mutation audit 4: under a stale ABI digest the origin is re-derived only from positions that all
+// agree with it; visible positions backwards agree with no origin, so the declared (moved) origin
+// stands and the next position off it is a gap too.
+TEST(Manifest, RegressionBackwardsVisiblePositionsDoNotReDeriveTheOrigin) {
+  Json m = test::LoadJson(kFixture);
+  m["position_contract"]["position_origin"] = 1;  // stale: the digest covers origin 0
+  m["state_snapshot"]["visible_positions"] = {{"start", 3}, {"end", 2}};
+  EXPECT_EQ(test::CodeNames(ValidateManifest(m)),
+            (std::vector<std::string>{"MANIFEST_ABI_DIGEST_MISMATCH", "MANIFEST_POSITION_GAP",
+                                      "MANIFEST_VISIBILITY_BEYOND_COMMIT"}))
+      << test::Describe(ValidateManifest(m));
+  // The visibility message says which way the interval fails.
+  const Violations v = ValidateManifest(m);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_NE(v[2].message.find("(start after end)"), std::string::npos) << v[2].message;
 }
 
 // Prompt count (check 3): a count below the ids is a mismatch too, not only one above them.
