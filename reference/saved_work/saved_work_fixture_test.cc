@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "reference/frontier/frontier.h"
 #include "reference/saved_work/saved_work.h"
@@ -288,6 +290,58 @@ TEST(SavedWorkFixture, RegressionAMisdeclaredPromptLengthIsItsOwnRootCause) {
   v = ValidateSavedWorkFixture(doc);
   ASSERT_TRUE(test::OnlyViolationAt(v, "SAVED_WORK_ROW_SUM_DRIFT", "/work_ledger/output_tokens"));
   EXPECT_NE(v[0].message.find("ledger of G = 128"), std::string::npos) << v[0].message;
+}
+
+// Mutation audit 4: the root cause is the declared input only when every declared figure is the
+// other input's ledger, saved rows and the pair reduction included: one of them off as well is
+// not that ledger, and each figure is judged against the declared input's.
+TEST(SavedWorkFixture, RegressionALedgerOfAnotherPromptButForOneFigureIsJudgedFigureByFigure) {
+  const struct {
+    const char* member;
+    std::function<void(Json&)> edit;
+  } kOff[] = {
+      {"/rows_per_layer/saved",
+       [](Json& l) {
+         l["rows_per_layer"]["saved"] = l["rows_per_layer"]["saved"].get<uint64_t>() + 1;
+       }},
+      {"/pairs_per_layer_query_head/reduction",
+       [](Json& l) {
+         l["pairs_per_layer_query_head"]["reduction"] =
+             l["pairs_per_layer_query_head"]["reduction"].get<double>() + 0.5;
+       }},
+  };
+  for (const auto& off : kOff) {
+    SCOPED_TRACE(off.member);
+    Json doc = test::LoadJson(kFixture);
+    doc["work_ledger"] = LedgerOf(2049, 128);
+    doc["work_ledger"]["prompt_tokens"] = 2048;
+    off.edit(doc["work_ledger"]);
+    const Violations v = ValidateSavedWorkFixture(doc);
+    std::vector<std::string> pointers;
+    for (const auto& x : v) pointers.push_back(x.pointer);
+    EXPECT_EQ(std::count(pointers.begin(), pointers.end(), "/work_ledger/prompt_tokens"), 0)
+        << test::Describe(v);
+    EXPECT_EQ(
+        std::count(pointers.begin(), pointers.end(), std::string("/work_ledger") + off.member), 1)
+        << test::Describe(v);
+  }
+}
+
+// Mutation audit 4: the bound is inclusive. A declared count of 2^64 - 1 is read, then judged as
+// the figure it is (one violation of the ledger's own codes where it is), not refused as a range.
+TEST(SavedWorkFixture, RegressionADeclaredCountOf2To64Minus1IsReadAndJudged) {
+  for (const char* section : {"rows_per_layer", "pairs_per_layer_query_head"}) {
+    for (const char* count : {"no_cache", "cache", "saved"}) {
+      const std::string at = std::string("/work_ledger/") + section + "/" + count;
+      SCOPED_TRACE(at);
+      Json doc = test::LoadJson(kFixture);
+      doc["work_ledger"][section][count] = UINT64_MAX;
+      const Violations v = ValidateSavedWorkFixture(doc);
+      ASSERT_EQ(v.size(), 1u) << test::Describe(v);
+      EXPECT_EQ(v[0].pointer, at);
+      EXPECT_NE(v[0].code, ErrorCode::INPUT_VALUE_OUT_OF_RANGE) << test::Describe(v);
+    }
+  }
 }
 
 // F3c, judged beyond one field: the ledger of P - 1 and G - 1 under the declared P and G is the
