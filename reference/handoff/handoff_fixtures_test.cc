@@ -356,6 +356,18 @@ TEST(TransferTraceFixture, VisibilityIsTheEarliestSuccessfulOneBeforeThePublicat
   EXPECT_EQ(s->retries, 1u);
 }
 
+// Mutation audit 4: a failed visibility after the publication is an ordering finding at its own
+// time member, at_us (a visibility has no start_us).
+TEST(TransferTraceFixture, RegressionAFailedVisibilityAfterThePublicationIsReportedAtItsTime) {
+  Json t = SeedTrace();
+  ASSERT_EQ(t["events"][9]["phase"], "visibility");
+  t["events"].push_back(TraceEvent(t["events"][9], {{"result", "failed"}, {"at_us", 300}}));
+  const Violations v = ValidateTransferTrace(t);
+  EXPECT_TRUE(test::OnlyViolationAt(v, "HANDOFF_TRACE_ORDER_INVALID",
+                                    "/events/" + std::to_string(t["events"].size() - 1) + "/at_us"))
+      << test::Describe(v);
+}
+
 // A failed publication is allowed anywhere (it is retried): the chain may go on after it, and
 // the exposed stall is measured to the successful one's end.
 TEST(TransferTraceFixture, AFailedPublicationDoesNotCloseTheChain) {

@@ -406,6 +406,85 @@ TEST(CheckPlan, RegressionAPlanLevelMistakeIsOneIssue) {
   EXPECT_EQ(issues[0].chunk_index, 3);
 }
 
+// Mutation audit 4: chunks outside the plan's tokens are one plan-level issue only when they say
+// so unambiguously: two or more layers, every layer's chunks alike, no other chunk issue.
+// Otherwise each chunk outside is its own issue (chunk_index set), as before probe 85.
+TEST(CheckPlan, RegressionChunksOutsideThePlanAreOnePlanIssueOnlyWhenEveryLayerAgrees) {
+  auto describe = [](const std::vector<PlanIssue>& issues) {
+    std::string out = std::to_string(issues.size()) + " issues";
+    for (const PlanIssue& i : issues)
+      out += "; " + std::to_string(i.chunk_index) + ": " + i.message;
+    return out;
+  };
+  // Reported at the chunks: some issue names a chunk, none is the plan-level "every layer" one.
+  auto per_chunk = [](const std::vector<PlanIssue>& issues) {
+    bool chunk = false;
+    for (const PlanIssue& i : issues) {
+      if (i.message.find("in every layer") != std::string::npos) return false;
+      chunk |= i.chunk_index >= 0;
+    }
+    return chunk;
+  };
+  // Every layer shifted alike, but another chunk is wrong too (a layer the plan lacks).
+  auto other = TwoLayerPlan();
+  other.visible_prefix_handle = "prefix";
+  for (auto& c : other.chunks) c.token_start += 4;
+  other.chunks.push_back({"c4", 2, 4, 4, 512, Sha256Hex("x7c4")});
+  auto issues = CheckPlan(other);
+  EXPECT_TRUE(per_chunk(issues)) << describe(issues);
+  EXPECT_GE(issues.size(), 2u);
+  // One layer: nothing tells its chunks from the plan's tokens.
+  auto one_layer = TwoLayerPlan();
+  one_layer.num_layers = 1;
+  one_layer.reserved_blocks = 1;
+  one_layer.visible_prefix_handle = "prefix";
+  std::erase_if(one_layer.chunks, [](const ChunkSpec& c) { return c.layer != 0; });
+  for (auto& c : one_layer.chunks) c.token_start += 4;
+  issues = CheckPlan(one_layer);
+  EXPECT_TRUE(per_chunk(issues)) << describe(issues);
+  // Three layers, two of them shifted alike: the third agrees with the plan.
+  auto two_of_three = TwoLayerPlan();
+  two_of_three.num_layers = 3;
+  two_of_three.reserved_blocks = 3;
+  two_of_three.visible_prefix_handle = "prefix";
+  for (auto& c : two_of_three.chunks) c.token_start += 4;
+  for (uint64_t h = 0; h < 2; ++h) {
+    const std::string id = "c" + std::to_string(4 + h);
+    two_of_three.chunks.push_back({id, 2, 4 * h, 4, 512, Sha256Hex("x7" + id)});
+  }
+  issues = CheckPlan(two_of_three);
+  EXPECT_TRUE(per_chunk(issues)) << describe(issues);
+  // Both layers outside, but not alike (layer 0 moved by 4 tokens, layer 1 by 8).
+  auto unlike = TwoLayerPlan();
+  unlike.visible_prefix_handle = "prefix";
+  for (auto& c : unlike.chunks) c.token_start += c.layer == 0 ? 4 : 8;
+  issues = CheckPlan(unlike);
+  EXPECT_TRUE(per_chunk(issues)) << describe(issues);
+  // The field blamed when they do agree: token_start when the chunks start before it, even where
+  // their span is not token_count (the plan [2, 12) over chunks [0, 8))...
+  auto before = TwoLayerPlan();
+  before.visible_prefix_handle = "prefix";
+  before.token_start = 2;
+  before.token_count = 10;
+  issues = CheckPlan(before);
+  ASSERT_EQ(issues.size(), 1u) << describe(issues);
+  EXPECT_EQ(issues[0].field, "token_start") << describe(issues);
+  // ... and token_count when they start within the plan but a layer's chunks span other than
+  // token_count tokens (the plan [0, 8) over chunks [4, 8) and [8, 16)).
+  auto beyond = TwoLayerPlan();
+  beyond.visible_prefix_handle = "prefix";
+  for (auto& c : beyond.chunks) {
+    c.token_start += 4;
+    if (c.token_start == 8) {
+      c.token_count = 8;
+      c.bytes = 8 * beyond.bytes_per_token_layer;
+    }
+  }
+  issues = CheckPlan(beyond);
+  ASSERT_EQ(issues.size(), 1u) << describe(issues);
+  EXPECT_EQ(issues[0].field, "token_count") << describe(issues);
+}
+
 // Probe 10 (2026-12-04): every chunk event scanned the whole plan (the layer-complete check in
 // MarkDeviceVisible, a settled transaction's chunk lookup, the trace checker's all-visible
 // check), so a plan of C chunks cost C^2: 10,000 chunks took 15.8 s in `kvconform check`.
