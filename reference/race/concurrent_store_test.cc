@@ -205,6 +205,10 @@ TEST(KvModel, RegressionOpaqueDigestsMapPerLineageInBothSearchModes) {
       "\"base_digest\": \"00000000d0000000\", \"start\": 0, \"count\": 1}, \"invoke_ns\": 100, "
       "\"return_ns\": 110, \"outcome\": \"ok\", \"result\": {\"txn\": \"h1.t0\", \"state\": "
       "\"OPEN\"}}\n";
+  // `line` reporting the runtime digest `digest` instead.
+  auto with_digest = [](std::string line, const std::string& digest) {
+    return line.replace(line.find("00000000d0000000"), 16, digest);
+  };
   const std::string two_lineages = header + allocate(0, "h0", "h0") + allocate(1, "h1", "h1");
   const std::string one_lineage = header + allocate(0, "h0", "h0") +
                                   "{\"id\": 1, \"thread\": 1, \"partition\": \"h0\", \"op\": "
@@ -221,6 +225,11 @@ TEST(KvModel, RegressionOpaqueDigestsMapPerLineageInBothSearchModes) {
         // The control: the child at a digest of its own.
         {std::string(one_lineage).replace(one_lineage.rfind("d0000000"), 8, "d0000001") +
              "{\"end\": true, \"ops\": 2}\n",
+         Verdict::kLinearizable},
+        // Mutation audit 4: a lineage and its digest are told apart however their bytes run on
+        // (partition "p" reporting digest "0d" and partition "p0" digest "d" both read "p0d").
+        {header + with_digest(allocate(0, "h0", "p"), "0d") +
+             with_digest(allocate(1, "h1", "p0"), "d") + "{\"end\": true, \"ops\": 2}\n",
          Verdict::kLinearizable}}) {
     auto h = ParseHistoryJsonl(text, "opaque.jsonl");
     ASSERT_TRUE(h.ok()) << h.status().ToString();

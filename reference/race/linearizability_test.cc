@@ -193,6 +193,28 @@ TEST(Linearizability, RegressionASearchThatPrunedNothingIsExactWithoutTheExactSe
   ExpectSameWitness(*f2, *s2);
 }
 
+// Mutation audit 4: a fast search that pruned nothing gives the exact search's witness also where
+// two dead ends are equally deep: the first one found. Two overlapping writes of different
+// values reach two states (nothing pruned), and a read of a value never written is stuck after
+// both orders: the witness is the first order, writes 0 then 1 (register=2), as SearchPartition's.
+TEST(Linearizability, RegressionAnUnprunedSearchWitnessesTheFirstOfEquallyDeepDeadEnds) {
+  History h;
+  h.ops.push_back(Op(0, "r", "write", 1, 0, 10));
+  h.ops.push_back(Op(1, "r", "write", 2, 1, 11));
+  h.ops.push_back(Op(2, "r", "read", 5, 20, 30));
+  CheckOptions exact;
+  exact.in_place = false;
+  InPlaceRegisterModel fast_model, exact_model;
+  auto fast = CheckHistory(fast_model, h);
+  auto slow = CheckHistory(exact_model, h, exact);
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  ASSERT_EQ(fast->verdict, Verdict::kNotLinearizable);
+  EXPECT_EQ(fast_model.exact_steps, 0u) << "the fast search pruned a path";
+  ExpectSameWitness(*fast, *slow);
+  EXPECT_EQ(fast->witness->prefix, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(fast->witness->state_before, "register=2");
+}
+
 // Regression (probe 87): K concurrent reads that return the right value beside one impossible
 // read were tried in every subset (2^K search steps; K = 26 stayed unknown after 40 s). A
 // read-only op linearized where it applies is committed there: backtracking over it backtracks
