@@ -710,6 +710,13 @@ TEST(TraceCheckerTest, RegressionAnEventIdReusedByAnotherSourcePassed) {
       Mutate(Residency("e2", 16), R"("event_id":"r0")", R"("event_id":"obs1")");
   EXPECT_TRUE(CodesBothReaders(done).empty()) << done;
   EXPECT_EQ(CodesBothReaders(done + res_obs + "\n"), conflict);
+  // The message names the source and line that hold the id (mutation audit 4).
+  const Violations named =
+      ValidateTraceJsonl(t + worker_stage("e1") + "\n" + Publish(2) + "\n", "t.jsonl");
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_NE(named[0].message.find(R"(of source "e" on line 3; source "w" reuses it)"),
+            std::string::npos)
+      << named[0].message;
 }
 
 // Regression (probe 88, F3, F5): empty identity and provenance strings passed (producer name
@@ -1154,6 +1161,85 @@ TEST(TraceCheckerTest, ALineOfExactlyTheLimitIsHeldAndOneByteMoreIsTooLong) {
       }
     }
   }
+}
+
+// Mutation audit 4: an overlong line is named from its first kOverlongPrefixBytes bytes only, from
+// text as from a file (FeedTraceText holds the whole line; the file reader keeps that prefix):
+// ids past it name nothing on either path. And an overlong last line may have been the end
+// record: a header requiring one raises no TRACE_END_MISSING beside TRACE_LINE_TOO_LONG.
+TEST(TraceCheckerTest, AnOverlongLineIsNamedFromItsPrefixOnBothPathsAndMayBeTheEnd) {
+  CheckerOptions opt;
+  opt.max_line_bytes = 1000;
+  const std::string late_ids =
+      "{" + std::string(TraceChecker::kOverlongPrefixBytes, ' ') + Stage(2).substr(1);
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + late_ids +
+                        "\n" + Publish(3) + "\n";
+  test::TempDir dir;
+  const std::string path = dir.Write("late.jsonl", t);
+  TraceChecker from_file(path, opt), from_text(path, opt);
+  ASSERT_TRUE(CheckTraceFile(path, &from_file).ok());
+  FeedTraceText(&from_text, t);
+  for (TraceChecker* c : {&from_file, &from_text}) {
+    ASSERT_FALSE(c->violations().empty());
+    EXPECT_EQ(c->violations()[0].code, ErrorCode::TRACE_LINE_TOO_LONG);
+    EXPECT_EQ(c->contexts()[0].event_id, "");
+    EXPECT_EQ(c->contexts()[0].request_id, "");
+  }
+  EXPECT_EQ(test::CodeNames(from_file.violations()), test::CodeNames(from_text.violations()));
+  const std::string head =
+      Mutate(kHeader, R"("audit":"complete")", R"("audit":"complete","end_record":true)");
+  const std::string long_end =
+      R"({"kind":"kvconform.trace_end/1","events":4)" + std::string(2000, ' ') + "}";
+  TraceChecker end("t.jsonl", opt);
+  FeedTraceText(&end, head + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+                          Publish(3) + "\n" + long_end + "\n");
+  EXPECT_EQ(test::CodeNames(end.violations()), std::vector<std::string>{"TRACE_LINE_TOO_LONG"})
+      << test::Describe(end.violations());
+}
+
+// Mutation audit 4: a layer's staged payload is rows * B_token / L, and the message says so with
+// the divided figure (2 rows x 16 B/token over 2 layers: 16 bytes a layer, not the 32 of both).
+TEST(TraceCheckerTest, AStagedPayloadMismatchStatesOneLayersFigure) {
+  const std::string header = Mutate(Mutate(kHeader, R"("num_layers":1)", R"("num_layers":2)"),
+                                    R"("bytes_per_token":8)", R"("bytes_per_token":16)");
+  const std::string stage =
+      Mutate(Stage(2), R"("interval":[0,2]})", R"("interval":[0,2],"staged_payload_bytes":5})");
+  const Violations v = ValidateTraceJsonl(
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + stage + "\n", "t.jsonl");
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].code, ErrorCode::TRACE_SNAPSHOT_MISMATCH) << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/3/payload/staged_payload_bytes");
+  EXPECT_NE(v[0].message.find("2 rows x 16 B/token / 2 layers = 16 (one layer's"),
+            std::string::npos)
+      << v[0].message;
+}
+
+// Mutation audit 4: the parse-only pass (check --parse-only, the benchmark's baseline) counts an
+// overlong line as the check reads it: counted, not parsed.
+TEST(TraceCheckerTest, TheParseOnlyPassCountsAnOverlongLine) {
+  const std::string t = std::string(kHeader) + "\n" + Alloc(0) + "\n" +
+                        Mutate(Start(1), "}}", "}" + std::string(2000, ' ') + "}") + "\n" +
+                        Stage(2) + "\n";
+  test::TempDir dir;
+  const std::string path = dir.Write("p.jsonl", t);
+  uint64_t lines = 0;
+  ASSERT_TRUE(ParseOnlyFile(path, &lines, 1000).ok());
+  EXPECT_EQ(lines, 4u);
+}
+
+// Mutation audit 4: a reorder's envelope names no request, "" included: a reorder naming request
+// "" is reported there and still replayed, so its rows are judged (probe 90's trace with the
+// empty id moved from operation_id to request_id; dropped, the split state went unjudged).
+TEST(TraceCheckerTest, RegressionAReorderNamingAnEmptyRequestIsStillReplayed) {
+  std::string t;
+  for (const std::string& line : test::SourceLines(
+           "reference/trace/testdata/semantic/"
+           "probe90_an_empty_operation_id_dropped_a_reorder_and_its_rows_went_unjudged.jsonl"))
+    t += line + "\n";
+  t = Mutate(t, R"("event_type":"reorder","operation_id":"")",
+             R"("event_type":"reorder","request_id":"")");
+  EXPECT_EQ(CodesBothReaders(t),
+            (std::vector<std::string>{"INPUT_VALUE_INVALID", "LIFECYCLE_REORDER_SPLIT_STATE"}));
 }
 
 // Regression (probe 90): an overlong line whose first read held fewer bytes than its ids' offset
