@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "reference/testutil/testutil.h"
+
 namespace kvc::race {
 namespace {
 
@@ -151,6 +155,21 @@ TEST(History, ParallelReaderKeepsLineOrderAndFirstError) {
   };
   std::string bad = break_line(break_line(text, 40'002), 30'002);
   ExpectParseError(bad, "h.jsonl:30002: not JSON");
+}
+
+// Mutation audit 4: a history file is read up to kMaxHistoryFileBytes (the cap of every document
+// kvconform reads), not ReadFileToString's own 1 GiB: a file one byte longer is refused by its
+// size, unread past it. (A sparse file: the test reads the 256 MiB the cap admits.)
+TEST(History, AFileLongerThanTheCapIsRefusedBySize) {
+  test::TempDir dir;
+  const std::string path = dir.Write("big.jsonl", "");
+  std::filesystem::resize_file(path, kMaxHistoryFileBytes + 1);
+  const auto h = ReadHistoryFile(path);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("file is larger than " +
+                                      std::to_string(kMaxHistoryFileBytes) + " bytes"),
+            std::string::npos)
+      << h.status().ToString();
 }
 
 }  // namespace

@@ -387,6 +387,14 @@ TEST(ServiceTraceRules, RegressionAPolicyFieldOnARequestIsPolicyInState) {
     EXPECT_TRUE(test::OnlyViolationAt(ValidateServiceTrace(doc), "SERVICE_POLICY_FIELD_IN_STATE",
                                       "/events/3/" + std::string(f)));
   }
+  // The message names the object that holds the decision (mutation audit 4).
+  Json named = test::LoadJson(kAb);
+  named["requests"][0]["priority"] = 1;
+  named["events"][3]["priority"] = 1;
+  const Violations v = ValidateServiceTrace(named);
+  ASSERT_EQ(v.size(), 2u) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("in a request declaration"), std::string::npos) << v[0].message;
+  EXPECT_NE(v[1].message.find("in an event"), std::string::npos) << v[1].message;
   // Any other extra member stays INPUT_FIELD_UNKNOWN.
   Json doc = test::LoadJson(kAb);
   doc["requests"][0]["tenant"] = "t";
