@@ -97,6 +97,13 @@ TEST(IdString, ComparesByBytesWithEveryStringType) {
   EXPECT_TRUE(a < b);
   EXPECT_TRUE(a < std::string_view("req-2"));
   EXPECT_FALSE(IdString("req-1x") == a);  // a prefix is not equal
+  // Unequal bytes are unequal with every string type (mutation audit 4: the std::string overload
+  // comparing less than the whole id passed).
+  for (const char* other : {"req-2", "req-1x", "req-", "x"}) {
+    EXPECT_FALSE(a == other) << other;
+    EXPECT_FALSE(a == std::string(other)) << other;
+    EXPECT_FALSE(a == std::string_view(other)) << other;
+  }
   EXPECT_EQ(std::string("p:") + a, "p:req-1");
   EXPECT_EQ("p:" + a, "p:req-1");
   EXPECT_EQ(a + ".t1", "req-1.t1");
