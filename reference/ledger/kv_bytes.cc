@@ -58,6 +58,16 @@ StatusOr<RaggedLedger> ComputeRaggedLedger(const CacheGeometry& g, std::span<con
   return r;
 }
 
+namespace {
+
+// Said where a refused config marks hybrid or linear-attention layers (probe 98), not of
+// cross-attention layers, which hold another modality's K/V (probe 99).
+constexpr const char* kRecurrentStateNote =
+    " (the per-request state of state-space or linear-attention layers is another cache ABI, not "
+    "counted)";
+
+}  // namespace
+
 std::optional<uint64_t> DtypeBytes(std::string_view name) {
   if (name.starts_with("torch.")) name.remove_prefix(6);
   if (name == "float64" || name == "double" || name == "fp64" || name == "F64") return 8;
@@ -183,9 +193,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
           ") declares layers whose K/V is not one row of one shape per token; kv-bytes computes "
           "L_cache * H_kv * d_h * (b_K + b_V) for identical layers only (M5.1 0x02): pass the "
           "geometry of the cache-producing layers as flags" +
-          (hybrid ? std::string(" (the per-request state of state-space or linear-attention "
-                                "layers is another cache ABI, not counted)")
-                  : std::string()));
+          (hybrid ? kRecurrentStateNote : ""));
     }
   }
   // layer_types may name full, sliding-window or chunked attention layers (one K/V row of one
@@ -203,9 +211,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
               "pass the geometry of the cache-producing layers as flags" +
               (kind.is_string() &&
                        kind.get_ref<const std::string&>().find("cross") == std::string::npos
-                   ? std::string(" (the per-request state of state-space or linear-attention "
-                                 "layers is another cache ABI, not counted)")
-                   : std::string()));
+                   ? kRecurrentStateNote
+                   : ""));
   CacheGeometry g;
   KVC_ASSIGN_OR_RETURN(g.layers, get_pos("num_hidden_layers"));
   // L_cache counts cache-producing layers: a layer that reuses another layer's K/V

@@ -34,6 +34,18 @@ std::string Ev(int seq, const std::string& type, const std::string& rest) {
          rest + "}";
 }
 
+// Feeds `c` one semantic event after another (numbered from 0, on the lines after the header),
+// each naming request `id` at handle generation 0; `rest` is the event's remaining members.
+struct RequestEventFeeder {
+  TraceChecker& c;
+  int seq = 0;
+  void operator()(const std::string& type, const std::string& id, const std::string& rest) {
+    c.Feed(Ev(seq, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
+           static_cast<uint32_t>(seq + 2));
+    ++seq;
+  }
+};
+
 std::string Alloc(int seq) {
   return Ev(seq, "request_allocate",
             R"("request_id":"R","handle_generation":0,"payload":{"prompt_length":2})");
@@ -4437,12 +4449,7 @@ TEST(TraceCheckerTest, RegressionTheForgottenIdsFilterMistakesNoFreshIdAt20000Fo
   opt.receipt_window = 1;
   TraceChecker c("t.jsonl", opt);
   c.Feed(kHeader, 1);
-  int seq = 0;
-  auto feed = [&](const std::string& type, const std::string& id, const std::string& rest) {
-    c.Feed(Ev(seq, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
-           static_cast<uint32_t>(seq + 2));
-    ++seq;
-  };
+  RequestEventFeeder feed{c};
   constexpr int kIds = 20000;
   for (int i = 0; i < kIds; ++i) {
     const std::string id = "forgotten-" + std::to_string(i);
@@ -4490,12 +4497,7 @@ TEST(TraceCheckerTest, RegressionAGatedRequestsSkippedReleaseFreesItWithTheWindo
   opt.max_violations = 10;
   TraceChecker c("t.jsonl", opt);
   c.Feed(kHeader, 1);
-  int seq = 0;
-  auto feed = [&](const std::string& type, const std::string& id, const std::string& rest) {
-    c.Feed(Ev(seq, type, R"("request_id":")" + id + R"(","handle_generation":0,)" + rest),
-           static_cast<uint32_t>(seq + 2));
-    ++seq;
-  };
+  RequestEventFeeder feed{c};
   constexpr int kRequests = 100;
   for (int i = 0; i < kRequests; ++i) {
     const std::string id = "r" + std::to_string(i);
