@@ -1,9 +1,11 @@
 // The text forms of identifiers and dates the formats share: full commit ids, SHA-256 digests
-// and calendar dates (trace runtime pins, runtime release source audits).
+// and calendar dates (trace runtime pins, runtime release source audits), and the clipped form
+// of an untrusted value quoted in a message.
 #ifndef KVCONFORM_REFERENCE_BASE_TEXT_FORMS_H_
 #define KVCONFORM_REFERENCE_BASE_TEXT_FORMS_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace kvc::base {
@@ -25,6 +27,25 @@ inline bool IsIsoDate(std::string_view s) {
     if (s[i] < '0' || s[i] > '9') return false;
   const int month = (s[5] - '0') * 10 + (s[6] - '0'), day = (s[8] - '0') * 10 + (s[9] - '0');
   return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+// The longest prefix of `s` of at most `max_bytes` bytes that does not end inside a UTF-8
+// sequence: a message quoting part of a long untrusted value stays valid UTF-8 (a byte cut
+// stopped mid-character, and the text and JUnit reports carried the stray lead byte). `s` is
+// the strict reader's output, so valid UTF-8; the result views `s`.
+inline std::string_view ClipUtf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+// An untrusted value quoted in a message: "value" whole up to `max_bytes`, else its clipped
+// prefix (ClipUtf8) followed by ..." and the value's length, as in "abc..." (812 bytes).
+inline std::string QuoteClipped(std::string_view s, size_t max_bytes = 80) {
+  if (s.size() <= max_bytes) return "\"" + std::string(s) + "\"";
+  return "\"" + std::string(ClipUtf8(s, max_bytes)) + "...\" (" + std::to_string(s.size()) +
+         " bytes)";
 }
 
 }  // namespace kvc::base

@@ -1,7 +1,9 @@
-// Tests of the shared identifier and date forms (text_forms.h).
+// Tests of the shared identifier and date forms and the clipped quote (text_forms.h).
 #include "reference/base/text_forms.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace kvc::base {
 namespace {
@@ -32,6 +34,30 @@ TEST(TextForms, IsoDateRefusesOneWrongCharacterInAnyPlace) {
   for (const char* bad : {"2026x12-05", "2026-12x05", "x026-12-05", "2x26-12-05", "202x-12-05",
                           "2026-0:-05", "2026-1/-05", "2026-12-0:", "2026-12-1/"})
     EXPECT_FALSE(IsIsoDate(bad)) << bad;
+}
+
+// A clip never ends inside a UTF-8 sequence: it stops before the character the limit cuts, and
+// keeps a character that ends exactly at the limit. Regression: the 80-byte clips of a malformed
+// bindings pin, a runtime release's cache_abi_sha256 and a capability's ABI cut "é" in half.
+TEST(TextForms, RegressionClipUtf8StopsBeforeACharacterTheLimitCuts) {
+  const std::string a79(79, 'a');
+  EXPECT_EQ(ClipUtf8(a79 + "\xC3\xA9x", 80), a79);               // 2-byte "é" at 79..80
+  EXPECT_EQ(ClipUtf8(a79 + "\xC3\xA9x", 81), a79 + "\xC3\xA9");  // ends at the limit
+  EXPECT_EQ(ClipUtf8("ab\xE2\x82\xAC", 4), "ab");                // 3-byte "€" cut after 2
+  EXPECT_EQ(ClipUtf8("ab\xF0\x9F\x98\x80z", 5), "ab");           // 4-byte cut after 3
+  EXPECT_EQ(ClipUtf8("ab\xF0\x9F\x98\x80z", 6), "ab\xF0\x9F\x98\x80");
+  EXPECT_EQ(ClipUtf8("\xC3\xA9", 1), "");
+  EXPECT_EQ(ClipUtf8("short", 80), "short");
+  EXPECT_EQ(ClipUtf8("abcdef", 3), "abc");
+  EXPECT_EQ(ClipUtf8("", 0), "");
+}
+
+// A quoted value is whole up to the limit; past it, a clipped prefix, "..." and its length.
+TEST(TextForms, QuoteClippedQuotesWholeOrClipsAndCounts) {
+  EXPECT_EQ(QuoteClipped("abc"), "\"abc\"");
+  EXPECT_EQ(QuoteClipped(std::string(80, 'x')), "\"" + std::string(80, 'x') + "\"");
+  EXPECT_EQ(QuoteClipped(std::string(81, 'x')), "\"" + std::string(80, 'x') + "...\" (81 bytes)");
+  EXPECT_EQ(QuoteClipped("ab\xC3\xA9", 3), "\"ab...\" (4 bytes)");
 }
 
 }  // namespace

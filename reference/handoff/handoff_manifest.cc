@@ -7,6 +7,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_txn.h"
 #include "reference/ledger/kv_bytes.h"
@@ -228,17 +229,18 @@ Violations ValidateHandoffManifest(const Json& doc) {
                  "expected a 64-character lowercase hex SHA-256"});
   for (const auto& [ptr, value] : model_digests)
     if (!IsSha256Hex(value)) {
-      v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr,
-                   "expected a 64-character lowercase hex SHA-256, got \"" + value + "\""});
+      v.push_back(
+          {ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr,
+           "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(value)});
       model_digests_ok = false;
     }
   bool checksums_ok = true;
   for (size_t i = 0; i < chunks.size(); ++i)
     if (!IsSha256Hex(chunks[i].checksum)) {
-      v.push_back(
-          {ErrorCode::HANDOFF_DIGEST_MALFORMED,
-           "/transfer/expected_chunks/" + std::to_string(i) + "/checksum",
-           "expected a 64-character lowercase hex SHA-256, got \"" + chunks[i].checksum + "\""});
+      v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED,
+                   "/transfer/expected_chunks/" + std::to_string(i) + "/checksum",
+                   "expected a 64-character lowercase hex SHA-256, got " +
+                       base::QuoteClipped(chunks[i].checksum)});
       checksums_ok = false;
     }
   size_t before_abi = v.size();

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "reference/base/canonical_json.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/capability.h"
 #include "reference/handoff/rollback.h"
 #include "reference/handoff/source_audit.h"
@@ -35,9 +36,9 @@ Violations ValidateRuntimeRelease(const Json& doc) {
   dep.Enum("consumer_role", {"decode"});
   const std::optional<std::string> dep_abi = dep.String("cache_abi_sha256");
   if (dep_abi && !IsSha256Hex(*dep_abi))
-    v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, "/deployment/cache_abi_sha256",
-                 "cache_abi_sha256 \"" + dep_abi->substr(0, 80) +
-                     "\" is not 64 lowercase hex digits"});
+    v.push_back(
+        {ErrorCode::HANDOFF_DIGEST_MALFORMED, "/deployment/cache_abi_sha256",
+         "cache_abi_sha256 " + base::QuoteClipped(*dep_abi) + " is not 64 lowercase hex digits"});
   std::vector<std::string> frozen_pins =
       ReadPinIds(dep.Array("source_pins"), "/deployment/source_pins", &v);
   const std::optional<std::string> dep_direction = dep.Enum("direction", {"push", "pull"});
@@ -170,7 +171,7 @@ Violations ValidateRuntimeRelease(const Json& doc) {
                      " connector; the deployment manifest freezes " + *dep_direction});
   if (dep_abi && cap.cache_abi_sha256 != *dep_abi)
     v.push_back({ErrorCode::HANDOFF_CAPABILITY_ABI_MISMATCH, "/capability/cache_abi_sha256",
-                 "the capability names cache ABI " + cap.cache_abi_sha256.substr(0, 80) +
+                 "the capability names cache ABI " + base::QuoteClipped(cap.cache_abi_sha256) +
                      "; the deployment manifest freezes " + *dep_abi});
   if (!v.empty()) return v;
 

@@ -7,6 +7,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/ledger/kv_bytes.h"
 
 namespace kvc {
@@ -143,7 +144,7 @@ bool CheckAbi(const Doc& d, Violations* v) {
   bool digest_ok = IsSha256Hex(d.abi_sha);
   if (!digest_ok)
     Add(v, ErrorCode::LEDGER_DIGEST_MALFORMED, "/cache_abi_sha256",
-        "expected a 64-character lowercase hex SHA-256, got \"" + d.abi_sha + "\"");
+        "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(d.abi_sha));
   const CacheGeometry& g = d.geometry;
   bool abi_ok = true;
   for (auto [key, value] : {std::pair{"num_cache_layers", g.layers}, std::pair{"kv_heads_per_rank", g.kv_heads_local},
@@ -199,7 +200,7 @@ bool CheckRequests(const Doc& d, Violations* v) {
     for (size_t j = 0; j < r.tiers.size(); ++j)
       if (!tiers.count(r.tiers[j]))
         Add(v, ErrorCode::LEDGER_TIER_UNDECLARED, r.ptr + "/copy_tiers/" + std::to_string(j),
-            "copy tier \"" + r.tiers[j] + "\" is not one of the declared tiers");
+            "copy tier " + base::QuoteClipped(r.tiers[j]) + " is not one of the declared tiers");
   }
   return v->size() == before;
 }

@@ -9,6 +9,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/frontier/frontier.h"
 #include "reference/frontier/phase.h"
 #include "reference/ledger/kv_bytes.h"
@@ -233,7 +234,7 @@ bool CheckAbi(const Doc& d, Violations* v) {
   bool digest_ok = IsSha256Hex(d.abi_sha);
   if (!digest_ok)
     Add(v, ErrorCode::SERVICE_DIGEST_MALFORMED, "/cache_abi_sha256",
-        "expected a 64-character lowercase hex SHA-256, got \"" + d.abi_sha + "\"");
+        "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(d.abi_sha));
   auto bpt = BytesPerToken(d.geometry);
   if (!bpt.ok()) {
     Add(v, ErrorCode::SERVICE_ABI_INVALID, "/cache_abi", std::string(bpt.status().message()));

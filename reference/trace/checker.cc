@@ -13,6 +13,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 #include "reference/lifecycle/snapshot/snapshot.h"
 #include "reference/trace/element_readers.h"
 #include "reference/trace/transfer_events.h"
@@ -401,7 +402,7 @@ std::optional<std::string> ObjReader::Enum(std::string_view key,
     if (!list.empty()) list += '|';
     list += a;
   }
-  Bad(ErrorCode::INPUT_VALUE_INVALID, key, "\"" + *s + "\" is not one of " + list);
+  Bad(ErrorCode::INPUT_VALUE_INVALID, key, base::QuoteClipped(*s) + " is not one of " + list);
   return std::nullopt;
 }
 
@@ -1831,8 +1832,7 @@ void TraceChecker::ReadHeader(const dom::element& root) {
            {std::pair{"manifest_sha256", manifest_pin}, std::pair{"cache_abi_sha256", abi_pin}})
         if (pin && !IsSha256Hex(*pin))
           Report(ErrorCode::INPUT_VALUE_INVALID, std::string("/0/bindings/") + key,
-                 "expected a 64-character lowercase hex SHA-256, got \"" +
-                     std::string(pin->substr(0, 80)) + "\"");
+                 "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(*pin));
       // (Compared only where cache_abi.id is itself a digest, in either case: an id that is a
       // label names the ABI the pin digests, which the trace cannot check; probe 95.)
       std::string id_lower = abi.id;

@@ -3696,6 +3696,22 @@ TEST(TraceCheckerTest, RegressionTheHeaderBindingsArePinsOfTheTracesAbi) {
   }
 }
 
+// A malformed pin longer than the quote limit is quoted clipped at a character boundary, with
+// its length. Regression: the message cut the pin at byte 80, inside a 2-byte character, and the
+// text report carried its stray lead byte (JSON showed U+FFFD in its place).
+TEST(TraceCheckerTest, RegressionALongMalformedPinIsQuotedWithoutSplittingACharacter) {
+  const std::string pin = std::string(79, 'a') + "\xC3\xA9" + "x";  // "é" at bytes 79-80
+  const std::string trace =
+      Mutate(kHeader, R"("audit":"complete")",
+             R"("audit":"complete","bindings":{"manifest_sha256":")" + pin + "\"}") +
+      "\n" + Alloc(0) + "\n" + PrefillLines();
+  const Violations v = ValidateTraceJsonl(trace, "t.jsonl");
+  ASSERT_TRUE(test::OnlyViolationAt(v, "INPUT_VALUE_INVALID", "/0/bindings/manifest_sha256"))
+      << test::Describe(v);
+  EXPECT_EQ(v[0].message, "expected a 64-character lowercase hex SHA-256, got \"" +
+                              std::string(79, 'a') + "...\" (82 bytes)");
+}
+
 // Mutation audit 4: an id that is a digest in upper case is compared as that digest, so a pin of
 // another digest is LIFECYCLE_CACHE_ABI_MISMATCH (not only the equal pin passing); and a pin is
 // compared only with a usable cache_abi: beside a cache_abi that is itself reported (bytes per

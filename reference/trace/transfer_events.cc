@@ -15,6 +15,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/byte_credit_window.h"
 #include "reference/handoff/decode_directory.h"
 #include "reference/handoff/transfer_txn.h"
@@ -800,7 +801,7 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     if (IsSha256Hex(v)) return;
     digests_ok = false;
     c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload" + ptr,
-             "expected a 64-character lowercase hex SHA-256, got \"" + v + "\"");
+             "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(v));
   };
   fmt("/tensor_abi_sha256", plan.tensor_abi_sha256);
   for (size_t i = 0; i < plan.chunks.size(); ++i)
@@ -1024,7 +1025,7 @@ void OnReceive(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!t) return;
   if (!IsSha256Hex(*checksum)) {
     c.Report(ErrorCode::HANDOFF_DIGEST_MALFORMED, c.LinePtr() + "/payload/checksum",
-             "expected a 64-character lowercase hex SHA-256, got \"" + *checksum + "\"");
+             "expected a 64-character lowercase hex SHA-256, got " + base::QuoteClipped(*checksum));
     return GateTransfer(c, *e.operation_id);
   }
   if (!Judge(c, e, t->txn->Receive(*chunk, *checksum))) return;

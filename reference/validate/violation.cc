@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc {
 
 std::string_view JsonTypeName(const Json& v) {
@@ -146,7 +148,7 @@ std::optional<std::string> FieldReader::Enum(std::string_view key,
     if (*s == a) return s;
   std::string list;
   for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  Add(ErrorCode::INPUT_VALUE_INVALID, Ptr(key), "\"" + *s + "\" is not one of: " + list);
+  Add(ErrorCode::INPUT_VALUE_INVALID, Ptr(key), base::QuoteClipped(*s) + " is not one of: " + list);
   return std::nullopt;
 }
 
