@@ -37,9 +37,12 @@ std::string RenderErrorCodesMarkdown() {
   std::string out =
       "# kvconform error codes\n\n"
       "Generated from `reference/errors/codes_*.def` by `kvconform errors --format markdown`;\n"
-      "`conformance` tests fail when this page and the registry disagree. Codes are stable:\n"
-      "they are never renamed or reused. Every validator, `kvconform validate`/`check` output\n"
-      "and every invalid fixture names one of these.\n";
+      "tests (`ErrorCodes.DocsPageIsInSyncWithTheRegistry`, `tools/cli_test.sh`) fail when this\n"
+      "page and the registry disagree. Codes are stable: they are never renamed or reused\n"
+      "(`reference/errors/code_names.lock` lists every name, and\n"
+      "`ErrorCodes.RegistryKeepsEveryLockedName` fails when one leaves the registry).\n"
+      "Every validator, `kvconform validate`/`check` output and every invalid fixture names\n"
+      "one of these.\n";
   std::string_view domain;
   for (const auto& info : kTable) {
     if (info.domain != domain) {

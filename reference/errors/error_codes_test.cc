@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "reference/base/strict_json.h"
 #include "reference/testutil/testutil.h"
@@ -52,6 +53,32 @@ TEST(ErrorCodes, DocsPageIsInSyncWithTheRegistry) {
   EXPECT_EQ(*page, RenderErrorCodesMarkdown())
       << "docs/error-codes.md is stale: regenerate with\n"
          "  build/bin/kvconform errors --format markdown > docs/error-codes.md";
+}
+
+// The registry holds exactly the names of code_names.lock, the append-only list of every code
+// name since the no-rename policy: a renamed or removed code (which a vendor's CI or a pinned
+// invalid fixture still names) fails here, and so does a new code not yet appended to the lock.
+TEST(ErrorCodes, RegistryKeepsEveryLockedName) {
+  auto lock = ReadFileToString(test::SourcePath("reference/errors/code_names.lock"));
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  std::set<std::string> locked;
+  size_t pos = 0;
+  while (pos < lock->size()) {
+    size_t end = lock->find('\n', pos);
+    if (end == std::string::npos) end = lock->size();
+    const std::string line = lock->substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(IsCodeIdentifier(line)) << "code_names.lock: \"" << line << "\"";
+    EXPECT_TRUE(locked.insert(line).second) << "code_names.lock lists " << line << " twice";
+    EXPECT_TRUE(ErrorCodeFromName(line).has_value())
+        << line << " is in reference/errors/code_names.lock but not in the registry: codes are "
+        << "never renamed or removed (retire one in place, its meaning starting \"RETIRED:\")";
+  }
+  for (const auto& e : AllErrorCodes())
+    EXPECT_TRUE(locked.count(std::string(e.name)))
+        << e.name << " is not in reference/errors/code_names.lock: append it there";
+  EXPECT_EQ(locked.size(), AllErrorCodes().size());
 }
 
 // ErrorCodeFromName matches whole names only: a prefix of a code names nothing.
