@@ -18,16 +18,19 @@ namespace {
 // Per thread: a test counts its own thread's allocations, not another thread's.
 thread_local bool counting = false;
 thread_local uint64_t news = 0;
+thread_local uint64_t deletes = 0;
 }  // namespace
 
 namespace kvc::test {
 
 AllocationCount::AllocationCount() {
   news = 0;
+  deletes = 0;
   counting = true;
 }
 AllocationCount::~AllocationCount() { counting = false; }
 uint64_t AllocationCount::count() const { return news; }
+uint64_t AllocationCount::frees() const { return deletes; }
 
 #ifdef KVC_SANITIZER_OWNS_NEW
 bool AllocationCount::available() { return false; }
@@ -58,6 +61,10 @@ void* AllocateOrNull(std::size_t n) noexcept {
     return nullptr;
   }
 }
+void Free(void* p) noexcept {
+  if (counting && p != nullptr) ++deletes;
+  std::free(p);
+}
 }  // namespace
 
 // The replaceable global allocation functions ([new.delete]), every form, so that each is
@@ -68,12 +75,12 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return Alloc
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return AllocateOrNull(n); }
 void* operator new(std::size_t n, std::align_val_t a) { return AllocateAligned(n, a); }
 void* operator new[](std::size_t n, std::align_val_t a) { return AllocateAligned(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { Free(p); }
+void operator delete[](void* p) noexcept { Free(p); }
+void operator delete(void* p, std::size_t) noexcept { Free(p); }
+void operator delete[](void* p, std::size_t) noexcept { Free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { Free(p); }
 #endif  // KVC_SANITIZER_OWNS_NEW

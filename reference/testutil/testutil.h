@@ -67,7 +67,10 @@ std::string RenderTraceViolations(const Violations& v,
                                   const std::vector<trace::TraceChecker::Context>& contexts);
 
 // Counts the global operator new calls (every form) made on the calling thread while it lives,
-// for tests that pin "this never allocates". Not nestable. The counting operator new is
+// for tests that pin "this never allocates", and the operator delete calls of non-null
+// pointers, for tests that pin "every block is freed" (count() == frees() for a scope that
+// allocates and frees its own blocks: a block allocated before counting began counts when
+// freed). Not nestable. The counting operator new is
 // defined in allocation_count.cc and replaces the global one in every binary that links this
 // utility (it counts only while an AllocationCount lives on the thread: a thread-local flag,
 // then malloc); it is left out under AddressSanitizer and ThreadSanitizer, whose runtimes
@@ -79,7 +82,8 @@ class AllocationCount {
   AllocationCount(const AllocationCount&) = delete;
   AllocationCount& operator=(const AllocationCount&) = delete;
   static bool available();
-  uint64_t count() const;
+  uint64_t count() const;  // operator new calls
+  uint64_t frees() const;  // operator delete calls of non-null pointers
 };
 
 // In a RapidCheck property: a value uniform in [lo, hi) at every test size (gen::inRange alone
