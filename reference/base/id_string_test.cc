@@ -194,7 +194,7 @@ TEST(IdString, RegressionEveryHeapBlockIsFreed) {
       IdString moved = std::move(copy);  // takes copy's block
       moved = std::move(b);              // frees a's copy, takes b's block
       moved = a;                         // frees b's block (copy-assignment through a move)
-      s = long_b;                        // a view onto an inline id: heap now
+      s = long_b;                        // a long string over an inline id: heap now
       s = std::string_view("x");         // frees it
       a = moved.view();                  // a view of another id's bytes
       std::vector<IdString> v(8, a);     // a vector of heap ids, grown and destroyed

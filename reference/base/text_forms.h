@@ -31,8 +31,8 @@ inline bool IsIsoDate(std::string_view s) {
 
 // The longest prefix of `s` of at most `max_bytes` bytes that does not end inside a UTF-8
 // sequence: a message quoting part of a long untrusted value stays valid UTF-8 (a byte cut
-// stopped mid-character, and the text and JUnit reports carried the stray lead byte). `s` is
-// the strict reader's output, so valid UTF-8; the result views `s`.
+// stopped mid-character: the text report carried the stray lead byte, JUnit its escape, JSON a
+// U+FFFD). `s` is the strict reader's output, so valid UTF-8; the result views `s`.
 inline std::string_view ClipUtf8(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
   size_t n = max_bytes;
