@@ -32,11 +32,13 @@ inline bool IsIsoDate(std::string_view s) {
 // The longest prefix of `s` of at most `max_bytes` bytes that does not end inside a UTF-8
 // sequence: a message quoting part of a long untrusted value stays valid UTF-8 (a byte cut
 // stopped mid-character: the text report carried the stray lead byte, JUnit its escape, JSON a
-// U+FFFD). `s` is the strict reader's output, so valid UTF-8; the result views `s`.
+// U+FFFD). The cut moves back at most 3 bytes (a sequence's continuation bytes), so a malformed
+// run is cut where it is. The result views `s`. (trace::Clip clips ids and messages with it.)
 inline std::string_view ClipUtf8(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
   size_t n = max_bytes;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  for (int back = 0; back < 3 && n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80; ++back)
+    --n;
   return s.substr(0, n);
 }
 

@@ -43,6 +43,7 @@
 
 #include "reference/base/stable_string_map.h"
 #include "reference/base/status.h"
+#include "reference/base/text_forms.h"
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/kv_object/kv_object.h"
 #include "reference/trace/event_index.h"
@@ -59,17 +60,14 @@ namespace kvc::trace {
 // `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
 // the trace: probe 41, a 2 MB caused_by_event_id made a 2 MB report line). The cut is moved back
 // to the start of a UTF-8 sequence (at most 3 bytes), so a well-formed string stays well-formed
-// (probe 84: an emoji cut after its first byte read as invalid UTF-8 in every report).
+// (probe 84: an emoji cut after its first byte read as invalid UTF-8 in every report;
+// base::ClipUtf8).
 // What one listed violation keeps of a quoted id or pointer, and of its message.
 inline constexpr size_t kMaxReportedIdBytes = 512;
 inline constexpr size_t kMaxReportedMessageBytes = 4096;
 inline std::string Clip(std::string_view s, size_t max = 128) {
   if (s.size() <= max) return std::string(s);
-  size_t cut = max;
-  for (int back = 0; back < 3 && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80;
-       ++back)
-    --cut;
-  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+  return std::string(base::ClipUtf8(s, max)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 // Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
