@@ -42,6 +42,13 @@ inline std::string_view ClipUtf8(std::string_view s, size_t max_bytes) {
   return s.substr(0, n);
 }
 
+// An untrusted value named unquoted in a message: whole up to `max_bytes`, else its clipped
+// prefix (ClipUtf8) followed by "... (N bytes)", as in abc... (812 bytes).
+inline std::string Clipped(std::string_view s, size_t max_bytes = 80) {
+  if (s.size() <= max_bytes) return std::string(s);
+  return std::string(ClipUtf8(s, max_bytes)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 // An untrusted value quoted in a message: "value" whole up to `max_bytes`, else its clipped
 // prefix (ClipUtf8) followed by ..." and the value's length, as in "abc..." (812 bytes).
 inline std::string QuoteClipped(std::string_view s, size_t max_bytes = 80) {

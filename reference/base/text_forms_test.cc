@@ -60,5 +60,13 @@ TEST(TextForms, QuoteClippedQuotesWholeOrClipsAndCounts) {
   EXPECT_EQ(QuoteClipped("ab\xC3\xA9", 3), "\"ab...\" (4 bytes)");
 }
 
+// An unquoted value is whole up to the limit; past it, a clipped prefix, "..." and its length.
+TEST(TextForms, ClippedNamesWholeOrClipsAndCounts) {
+  EXPECT_EQ(Clipped("abc"), "abc");
+  EXPECT_EQ(Clipped(std::string(80, 'x')), std::string(80, 'x'));
+  EXPECT_EQ(Clipped(std::string(81, 'x')), std::string(80, 'x') + "... (81 bytes)");
+  EXPECT_EQ(Clipped("ab\xC3\xA9", 3), "ab... (4 bytes)");
+}
+
 }  // namespace
 }  // namespace kvc::base

@@ -254,7 +254,7 @@ Violations ValidateHandoffManifest(const Json& doc) {
   auto width = DtypeBytes(*dtype_name);
   if (!width || *width != *dtype_bytes)
     abi_bad("/tensor_abi/dtype/bytes_per_scalar",
-            "dtype \"" + *dtype_name + "\" has " +
+            "dtype " + base::QuoteClipped(*dtype_name) + " has " +
                 (width ? std::to_string(*width) : std::string("an unknown")) +
                 " bytes per scalar, ABI declares " + std::to_string(*dtype_bytes));
   if (coords != kCoordinates)
@@ -287,7 +287,7 @@ Violations ValidateHandoffManifest(const Json& doc) {
       if (!seen.insert(b).second || unknown) {
         v.push_back({ErrorCode::HANDOFF_BLOCK_UNKNOWN,
                      "/blocks/" + s.name + "/" + std::to_string(i),
-                     "block \"" + b + "\" is " +
+                     "block " + base::QuoteClipped(b) + " is " +
                          (unknown ? "not in the prompt universe U" : "listed twice")});
         blocks_ok = false;
       }
@@ -391,8 +391,8 @@ Violations ValidateHandoffManifest(const Json& doc) {
                      "0"});
   if (*res_id != *fence_reservation)
     v.push_back({ErrorCode::HANDOFF_IDENTITY_MISMATCH, "/destination_reservation/reservation_id",
-                 "reservation \"" + *res_id + "\" is not the identity fence's \"" +
-                     *fence_reservation + "\""});
+                 "reservation " + base::QuoteClipped(*res_id) + " is not the identity fence's " +
+                     base::QuoteClipped(*fence_reservation)});
 
   // 6. Ledgers.
   if (abi_ok && abi_digest_ok && transfer_ok) {

@@ -184,11 +184,13 @@ bool CheckRequests(const Doc& d, Violations* v) {
   std::set<std::string> tiers;
   for (size_t i = 0; i < d.tiers.size(); ++i)
     if (!tiers.insert(d.tiers[i]).second)
-      Add(v, ErrorCode::LEDGER_TIER_UNDECLARED, "/tiers/" + std::to_string(i), "tier \"" + d.tiers[i] + "\" is declared twice");
+      Add(v, ErrorCode::LEDGER_TIER_UNDECLARED, "/tiers/" + std::to_string(i),
+          "tier " + base::QuoteClipped(d.tiers[i]) + " is declared twice");
   std::set<std::string> ids;
   for (const Request& r : d.requests) {
     if (!ids.insert(r.id).second)
-      Add(v, ErrorCode::LEDGER_REQUEST_INVALID, r.ptr + "/request_id", "request id \"" + r.id + "\" is declared twice");
+      Add(v, ErrorCode::LEDGER_REQUEST_INVALID, r.ptr + "/request_id",
+          "request id " + base::QuoteClipped(r.id) + " is declared twice");
     if (r.prompt == 0)
       Add(v, ErrorCode::LEDGER_REQUEST_INVALID, r.ptr + "/prompt_tokens", "expected at least one prompt token");
     if (r.capacity == 0)
@@ -446,7 +448,8 @@ StatusOr<ByteLedger> SnapshotLedger(std::span<const OwnedCacheState> owned, uint
     uint64_t per_copy_physical = c.Add(per_copy_reserved, metadata_per_copy);
     for (const std::string& t : s.copy_tiers) {
       auto it = l.resident_by_tier.find(t);
-      if (it == l.resident_by_tier.end()) return InvalidArgument("copy tier \"" + t + "\" is not declared");
+      if (it == l.resident_by_tier.end())
+        return InvalidArgument("copy tier " + base::QuoteClipped(t) + " is not declared");
       it->second = c.Add(it->second, per_copy_physical);
     }
   }

@@ -285,6 +285,20 @@ TEST(ByteTrajectoryRules, TrajectoryDuplicateRequestIdIsRequestInvalid) {
   ASSERT_TRUE(test::OnlyViolationAt(v, "LEDGER_REQUEST_INVALID", "/requests/2/request_id"));
 }
 
+// A tier name of 100 KB declared twice is named by its first 80 bytes and its length, not quoted
+// whole (2026-12-07).
+TEST(ByteTrajectoryRules, RegressionALongDuplicateTierIsQuotedClipped) {
+  Json doc = test::LoadJson(kFixture);
+  const std::string tier(100000, 't');
+  doc["tiers"] = Json::array({"gpu", "host", tier, tier});
+  const Violations v = ValidateByteTrajectory(doc);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(test::CodeNames(v)[0], "LEDGER_TIER_UNDECLARED") << test::Describe(v);
+  EXPECT_EQ(v[0].pointer, "/tiers/3");
+  EXPECT_EQ(v[0].message,
+            "tier \"" + std::string(80, 't') + "...\" (100000 bytes) is declared twice");
+}
+
 // Mutation audit 2026-12-05 (M23): reserved_token_capacity 0 is LEDGER_REQUEST_INVALID even for a
 // request that only arrives (the mutant accepted it).
 TEST(ByteTrajectoryRules, TrajectoryZeroCapacityIsRequestInvalid) {

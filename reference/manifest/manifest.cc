@@ -5,6 +5,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/ledger/kv_bytes.h"
 #include "reference/manifest/model_identity.h"
 
@@ -162,7 +163,8 @@ bool ReadManifest(const Json& doc, Manifest* m, Violations* v) {
 
 bool CheckDigestFormat(Violations* v, const std::string& ptr, const std::string& value) {
   if (IsSha256Hex(value)) return true;
-  Add(v, ErrorCode::MANIFEST_DIGEST_MALFORMED, ptr, "expected " + std::string(kSha) + ", got \"" + value + "\"");
+  Add(v, ErrorCode::MANIFEST_DIGEST_MALFORMED, ptr,
+      "expected " + std::string(kSha) + ", got " + base::QuoteClipped(value));
   return false;
 }
 
@@ -235,7 +237,7 @@ bool CheckExtentsAndWidths(const Manifest& m, Violations* v) {
       ok = false;
     } else if (!expect) {
       Add(v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/name",
-          "unknown dtype \"" + dt->name + "\" (known: " + kKnownDtypeNames + ")");
+          "unknown dtype " + base::QuoteClipped(dt->name) + " (known: " + kKnownDtypeNames + ")");
       ok = false;
     } else if (*expect != dt->bytes) {
       Add(v, ErrorCode::MANIFEST_DTYPE_WIDTH_INVALID, ptr + "/bytes_per_scalar",
@@ -396,11 +398,11 @@ Violations ValidateManifest(const Json& doc) {
     auto it = m.resident.find(tier);
     if (it == m.resident.end())
       Add(&v, ErrorCode::MANIFEST_TIER_UNDECLARED, ptr,
-          "tier \"" + tier + "\" is not declared in resident_bytes");
+          "tier " + base::QuoteClipped(tier) + " is not declared in resident_bytes");
     else if (bytes > it->second)
       Add(&v, ErrorCode::MANIFEST_RECLAIMABLE_EXCEEDS_RESIDENT, ptr,
-          "reclaimable " + std::to_string(bytes) + " B exceeds resident " + std::to_string(it->second) +
-              " B in tier \"" + tier + "\"");
+          "reclaimable " + std::to_string(bytes) + " B exceeds resident " +
+              std::to_string(it->second) + " B in tier " + base::QuoteClipped(tier));
   }
 
   // 6. Analytical ledger.

@@ -5,6 +5,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc {
 
@@ -31,10 +32,10 @@ ArtifactIdentityView ReadArtifactIdentity(const Json* obj, const std::string& po
       if (is_set && id) {
         if (previous_id && !(*previous_id < *id))
           v->push_back({ErrorCode::INPUT_VALUE_INVALID, e.Ptr("adapter_id"),
-                        "the adapter set lists each adapter once, in ascending adapter_id order: "
-                        "\"" +
-                            *id + "\" " + (*previous_id == *id ? "repeats" : "follows") + " \"" +
-                            *previous_id + "\""});
+                        "the adapter set lists each adapter once, in ascending adapter_id order: " +
+                            base::QuoteClipped(*id) + " " +
+                            (*previous_id == *id ? "repeats" : "follows") + " " +
+                            base::QuoteClipped(*previous_id)});
         previous_id = id;
       }
       if (auto s = e.String("sha256")) out.digests.emplace_back(e.Ptr("sha256"), *s);

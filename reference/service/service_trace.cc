@@ -261,7 +261,8 @@ bool CheckRequests(const Doc& d, Violations* v) {
   std::set<std::string> ids;
   for (const Request& r : d.requests) {
     if (!ids.insert(r.id).second)
-      Add(v, ErrorCode::SERVICE_REQUEST_INVALID, r.ptr + "/request_id", "request id \"" + r.id + "\" is declared twice");
+      Add(v, ErrorCode::SERVICE_REQUEST_INVALID, r.ptr + "/request_id",
+          "request id " + base::QuoteClipped(r.id) + " is declared twice");
     if (r.prompt == 0) Add(v, ErrorCode::SERVICE_REQUEST_INVALID, r.ptr + "/prompt_tokens", "expected a prompt");
     if (r.outputs.empty()) Add(v, ErrorCode::SERVICE_REQUEST_INVALID, r.ptr + "/outputs", "expected at least one output");
   }
@@ -314,11 +315,12 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
       const std::optional<uint64_t> want = s.frontier->frontier_token();
       return fail_status(
           Status(st.code(),
-                 std::string(st.message()) + " (token ids are indices into request " + e.request +
-                     "'s outputs: the event processes \"" + e.token + "\"" +
-                     (want && *want < r.outputs.size()
-                          ? ", the unprocessed frontier token is \"" + r.outputs[*want] + "\""
-                          : std::string()) +
+                 std::string(st.message()) + " (token ids are indices into request " +
+                     base::Clipped(e.request) + "'s outputs: the event processes " +
+                     base::QuoteClipped(e.token) +
+                     (want && *want < r.outputs.size() ? ", the unprocessed frontier token is " +
+                                                             base::QuoteClipped(r.outputs[*want])
+                                                       : std::string()) +
                      ")",
                  st.error()),
           "/token");
@@ -388,9 +390,10 @@ bool Apply(const Doc& d, const Request& r, const Event& e, State& s, Violations*
     uint64_t index = s.frontier->emitted() - 1;
     if (index >= r.outputs.size() || e.token != r.outputs[index])
       return fail(ErrorCode::SERVICE_OUTPUT_TOKEN_MISMATCH, "/token",
-                  "output " + std::to_string(index) + " is declared as \"" +
-                      (index < r.outputs.size() ? r.outputs[index] : std::string("(none)")) + "\", emitted \"" +
-                      e.token + "\"");
+                  "output " + std::to_string(index) + " is declared as " +
+                      (index < r.outputs.size() ? base::QuoteClipped(r.outputs[index])
+                                                : std::string("\"(none)\"")) +
+                      ", emitted " + base::QuoteClipped(e.token));
     s.output_times.push_back(e.t);
   } else if (e.op == "decode_publish") {
     if (!publish_row(AppendPurpose::kDecode)) return false;
@@ -430,7 +433,8 @@ std::optional<Replayed> Replay(const Doc& d, Violations* v) {
     }
     auto it = by_id.find(e.request);
     if (it == by_id.end()) {
-      Add(v, ErrorCode::SERVICE_REQUEST_INVALID, e.ptr + "/request", "\"" + e.request + "\" is not a declared request");
+      Add(v, ErrorCode::SERVICE_REQUEST_INVALID, e.ptr + "/request",
+          base::QuoteClipped(e.request) + " is not a declared request");
       return std::nullopt;
     }
     State& s = out.states[e.request];
@@ -516,7 +520,7 @@ static bool CheckClosed(const Doc& d, const Replayed& rp, Violations* v) {
     auto it = rp.states.find(r.id);
     if (it == rp.states.end() || it->second.snapshot.phase != lifecycle::Phase::kReleased)
       Add(v, ErrorCode::SERVICE_TERMINAL_STATE_OPEN, r.ptr,
-          "request " + r.id + " ends in " +
+          "request " + base::Clipped(r.id) + " ends in " +
               std::string(it == rp.states.end()
                               ? "no event"
                               : frontier::ServicePhaseName(it->second.view.phase)) +
@@ -557,7 +561,8 @@ Violations ValidateServiceTrace(const Json& doc) {
   for (const auto& [id, rm] : m->requests) {
     std::string p = "/expected_metrics/requests/" + JsonPointerEscape(id);
     if (!declared_ids.erase(id)) {
-      Add(&v, ErrorCode::SERVICE_METRIC_DRIFT, p, "metrics of request " + id + " are not declared");
+      Add(&v, ErrorCode::SERVICE_METRIC_DRIFT, p,
+          "metrics of request " + base::Clipped(id) + " are not declared");
       continue;
     }
     Json derived = RequestMetricsToJson(rm);

@@ -274,6 +274,20 @@ TEST(ServiceTraceRules, ServiceDuplicateRequestIdIsRequestInvalid) {
   EXPECT_EQ(DeriveServiceMetrics(doc).status().error(), ErrorCode::SERVICE_REQUEST_INVALID);
 }
 
+// A request id of 100 KB declared twice is named by its first 80 bytes and its length, not
+// quoted whole (the service reader quoted ids, tokens and tiers at any length; 2026-12-07).
+TEST(ServiceTraceRules, RegressionALongDuplicateRequestIdIsQuotedClipped) {
+  Json doc = test::LoadJson(kAb);
+  const std::string id(100000, 'r');
+  doc["requests"][0]["request_id"] = id;
+  doc["requests"][1]["request_id"] = id;
+  const Violations v = ValidateServiceTrace(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_REQUEST_INVALID", "/requests/1/request_id"))
+      << test::Describe(v);
+  EXPECT_EQ(v[0].message,
+            "request id \"" + std::string(80, 'r') + "...\" (100000 bytes) is declared twice");
+}
+
 // Mutation audit 2026-12-05 (M74): a second arrive of a service request is
 // SERVICE_WORK_BEFORE_ARRIVAL (the mutant reset the request and accepted the trace).
 TEST(ServiceTraceRules, ServiceSecondArriveIsRejected) {

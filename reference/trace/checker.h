@@ -57,18 +57,16 @@ class object;
 
 namespace kvc::trace {
 
+// What one listed violation keeps of a quoted id or pointer, and of its message.
+inline constexpr size_t kMaxReportedIdBytes = 512;
+inline constexpr size_t kMaxReportedMessageBytes = 4096;
+
 // `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
 // the trace: probe 41, a 2 MB caused_by_event_id made a 2 MB report line). The cut is moved back
 // to the start of a UTF-8 sequence (at most 3 bytes), so a well-formed string stays well-formed
 // (probe 84: an emoji cut after its first byte read as invalid UTF-8 in every report;
-// base::ClipUtf8).
-// What one listed violation keeps of a quoted id or pointer, and of its message.
-inline constexpr size_t kMaxReportedIdBytes = 512;
-inline constexpr size_t kMaxReportedMessageBytes = 4096;
-inline std::string Clip(std::string_view s, size_t max = 128) {
-  if (s.size() <= max) return std::string(s);
-  return std::string(base::ClipUtf8(s, max)) + "... (" + std::to_string(s.size()) + " bytes)";
-}
+// base::Clipped).
+inline std::string Clip(std::string_view s, size_t max = 128) { return base::Clipped(s, max); }
 
 // Byte equality of `k` and the literal `lit` without a library call: fixed-size, possibly
 // overlapping 4- and 8-byte loads (the hot path compares every member name this way).
