@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -384,6 +386,14 @@ StatusOr<ParsedJson> ParseJsonStrict(std::string_view text, std::string_view sou
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
+  // A regular file past the cap is refused by its size, unread (it was read up to the cap
+  // first: 256 MiB for a history); a pipe or device, or a file that grows, by what it gave.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes)
+      return IoError(path + ": file is larger than " + std::to_string(max_bytes) + " bytes");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError(path + ": cannot open: " + std::strerror(errno));
   std::string data;

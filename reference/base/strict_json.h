@@ -53,7 +53,8 @@ StatusOr<ParsedJson> ParseJsonStrict(std::string_view text, std::string_view sou
 StatusOr<ParsedJson> ReadJsonFileStrict(const std::string& path, bool record_locations = false,
                                         const JsonLimits& limits = {});
 
-// Reads a whole file into a string; IoError names the path and errno text.
+// Reads a whole file into a string; IoError names the path and errno text, or says the file is
+// larger than `max_bytes` (a regular file by its size, before reading; any other by what it gave).
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes = 1u << 30);
 
 // Escapes one reference token for a JSON pointer (RFC 6901: ~ -> ~0, / -> ~1).

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "reference/testutil/testutil.h"
+
 namespace kvc {
 namespace {
 
@@ -248,6 +250,22 @@ TEST(StrictJson, FirstOfDuplicatesRecordsNoLocationsInsideADroppedValue) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->locations.count("/a/0"), 0u);
   EXPECT_EQ(r->LineOf("/a/0"), 1u);
+}
+
+// A file is read up to the cap: a regular file one byte past it is refused by its size before
+// it is read, a device by what it gave (/dev/zero never ends); both name the cap.
+TEST(ReadFileToString, RefusesAFileOrAStreamPastTheCap) {
+  test::TempDir dir;
+  const std::string path = dir.Write("ten.txt", "0123456789");
+  auto whole = ReadFileToString(path, 10);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(*whole, "0123456789");
+  auto over = ReadFileToString(path, 9);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(), path + ": file is larger than 9 bytes");
+  auto stream = ReadFileToString("/dev/zero", 1000);
+  ASSERT_FALSE(stream.ok());
+  EXPECT_EQ(stream.status().message(), "/dev/zero: file is larger than 1000 bytes");
 }
 
 }  // namespace

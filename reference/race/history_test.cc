@@ -159,7 +159,8 @@ TEST(History, ParallelReaderKeepsLineOrderAndFirstError) {
 
 // Mutation audit 4: a history file is read up to kMaxHistoryFileBytes (the cap of every document
 // kvconform reads), not ReadFileToString's own 1 GiB: a file one byte longer is refused by its
-// size, unread past it. (A sparse file: the test reads the 256 MiB the cap admits.)
+// size, unread (a sparse file; before ReadFileToString stat'ed a regular file, 2026-12-07, the test
+// read the 256 MiB the cap admits: ~1.7 s and ~512 MB).
 TEST(History, AFileLongerThanTheCapIsRefusedBySize) {
   test::TempDir dir;
   const std::string path = dir.Write("big.jsonl", "");
