@@ -409,7 +409,7 @@ StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes
 
 StatusOr<ParsedJson> ReadJsonFileStrict(const std::string& path, bool record_locations,
                                         const JsonLimits& limits) {
-  KVC_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path, limits.max_bytes + 1));
+  KVC_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path, limits.max_bytes));
   return ParseJsonStrict(data, path, record_locations, limits);
 }
 

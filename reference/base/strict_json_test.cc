@@ -268,5 +268,23 @@ TEST(ReadFileToString, RefusesAFileOrAStreamPastTheCap) {
   EXPECT_EQ(stream.status().message(), "/dev/zero: file is larger than 1000 bytes");
 }
 
+// A document file past the limit is refused by the reader with the limit itself, at one byte
+// past it and at many (it named the limit plus one past one byte, where the parser took over:
+// "file is larger than 268435457 bytes" for a 300 MB file, "document is 268435457 bytes, over the
+// limit of 268435456" for one byte over).
+TEST(ReadJsonFileStrict, RegressionAFilePastTheLimitIsRefusedNamingTheLimit) {
+  test::TempDir dir;
+  JsonLimits limits;
+  limits.max_bytes = 4;
+  auto at = ReadJsonFileStrict(dir.Write("at.json", "[12]"), false, limits);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  for (const char* text : {"[123]", "[1234567]"}) {
+    const std::string path = dir.Write("over.json", text);
+    auto over = ReadJsonFileStrict(path, false, limits);
+    ASSERT_FALSE(over.ok()) << text;
+    EXPECT_EQ(over.status().message(), path + ": file is larger than 4 bytes") << text;
+  }
+}
+
 }  // namespace
 }  // namespace kvc
