@@ -100,6 +100,8 @@ check kvbytes_hf 0 "$K" calc kv-bytes --hf-config "$T/config.json" --format json
 printf '{"num_hidden_layers":60,"num_attention_heads":128,"num_key_value_heads":128,"hidden_size":5120,"kv_lora_rank":512,"qk_rope_head_dim":64,"v_head_dim":128,"torch_dtype":"bfloat16"}' >"$T/mla.json"
 check kvbytes_hf_latent 2 "$K" calc kv-bytes --hf-config "$T/mla.json" --lengths 4096
 expect_out kvbytes_hf_latent_msg 'field kv_lora_rank \(512\) declares a latent'
+# The config is named once, by its path (it was "PATH: config.json: field ...").
+expect_out kvbytes_hf_names_file_once '^kvconform calc: [^ ]*/mla\.json: field kv_lora_rank'
 # A composite (multimodal) config keeps its language model in text_config (shaped like Gemma 3
 # 4B's); it was refused as missing num_hidden_layers.
 printf '{"architectures":["Gemma3ForConditionalGeneration"],"torch_dtype":"bfloat16","text_config":{"num_hidden_layers":34,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"hidden_size":2560},"vision_config":{"num_hidden_layers":27}}' >"$T/composite.json"

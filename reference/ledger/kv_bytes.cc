@@ -81,8 +81,11 @@ std::optional<uint64_t> DtypeBytes(std::string_view name) {
   return std::nullopt;
 }
 
-StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override) {
-  if (!config.is_object()) return InvalidArgument("config.json: expected a JSON object");
+StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override,
+                                             std::string_view source) {
+  const std::string at =
+      std::string(source) + ": ";  // what each message about the file starts with
+  if (!config.is_object()) return InvalidArgument(at + "expected a JSON object");
   // A composite (multimodal) config keeps its language model's config, whose layers produce
   // the K/V cache, in text_config (transformers' Gemma3Config, Llama4Config, LlavaConfig, ...):
   // the geometry is read there when the top level declares no layers of its own.
@@ -102,14 +105,14 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   auto name = [&](const char* key) { return name_at(text, key); };
   auto get_pos = [&](const char* key) -> StatusOr<uint64_t> {
     auto it = c.find(key);
-    if (it == c.end()) return InvalidArgument("config.json: missing field " + name(key));
+    if (it == c.end()) return InvalidArgument(at + "missing field " + name(key));
     // (An unsigned value beyond 2^63 - 1 is too large, not "not positive": probe 35.)
     if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX})
-      return InvalidArgument("config.json: field " + name(key) + " is too large (" + it->dump() +
+      return InvalidArgument(at + "field " + name(key) + " is too large (" + it->dump() +
                              " > 2^63 - 1)");
     if (!it->is_number_integer() || it->get<int64_t>() <= 0)
-      return InvalidArgument("config.json: field " + name(key) +
-                             " must be a positive integer, got " + it->dump());
+      return InvalidArgument(at + "field " + name(key) + " must be a positive integer, got " +
+                             it->dump());
     return it->get<uint64_t>();
   };
   // A member of the geometry's level, else of the other one (a composite config may declare
@@ -122,9 +125,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     for (const Json* level : {text, other_level}) {
       if (!level || !present(*level, key)) continue;
       if (found && *found != (*level)[key])
-        return InvalidArgument("config.json: fields " + either_name + " (" + found->dump() +
-                               ") and " + name_at(level, key) + " (" + (*level)[key].dump() +
-                               ") differ");
+        return InvalidArgument(at + "fields " + either_name + " (" + found->dump() + ") and " +
+                               name_at(level, key) + " (" + (*level)[key].dump() + ") differ");
       if (!found) {
         found = &(*level)[key];
         either_name = name_at(level, key);
@@ -142,7 +144,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // A latent (MLA) cache stores a compressed per-token latent, not K/V rows of [H_kv, d_h]:
     // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
     if (present(*level, "kv_lora_rank"))
-      return InvalidArgument("config.json: field " + prefix + "kv_lora_rank (" +
+      return InvalidArgument(at + "field " + prefix + "kv_lora_rank (" +
                              (*level)["kv_lora_rank"].dump() +
                              ") declares a latent (MLA) cache; its bytes per token need a "
                              "different cache ABI than L_cache * H_kv * d_h * (b_K + b_V) (M5.1 "
@@ -150,15 +152,15 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // Quantized K/V (a KV-cache dtype or scheme of its own, with its scales) is likewise
     // another ABI.
     if (present(*level, "kv_cache_dtype"))
-      return InvalidArgument("config.json: field " + prefix + "kv_cache_dtype (" +
+      return InvalidArgument(at + "field " + prefix + "kv_cache_dtype (" +
                              (*level)["kv_cache_dtype"].dump() +
                              ") declares a quantized K/V cache; it needs a different cache ABI "
                              "(M5.1 0x02), which kv-bytes does not compute");
     if (auto q = level->find("quantization_config"); q != level->end() && q->is_object()) {
       for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"})
         if (present(*q, key))
-          return InvalidArgument("config.json: field " + prefix + "quantization_config." + key +
-                                 " (" + (*q)[key].dump() +
+          return InvalidArgument(at + "field " + prefix + "quantization_config." + key + " (" +
+                                 (*q)[key].dump() +
                                  ") declares a quantized K/V cache; it needs a different cache "
                                  "ABI (M5.1 0x02), which kv-bytes does not compute");
     }
@@ -189,7 +191,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                           k == "attn_layer_offset" || k == "full_attention_interval" ||
                           k == "block_types" || k == "attn_type_list";
       return InvalidArgument(
-          "config.json: field " + prefix + key + " (" + v.dump() +
+          at + "field " + prefix + key + " (" + v.dump() +
           ") declares layers whose K/V is not one row of one shape per token; kv-bytes computes "
           "L_cache * H_kv * d_h * (b_K + b_V) for identical layers only (M5.1 0x02): pass the "
           "geometry of the cache-producing layers as flags" +
@@ -205,7 +207,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
         if (!kind.is_string() || (kind != "full_attention" && kind != "sliding_attention" &&
                                   kind != "chunked_attention"))
           return InvalidArgument(
-              "config.json: field " + name_at(level, "") + "layer_types holds " + kind.dump() +
+              at + "field " + name_at(level, "") + "layer_types holds " + kind.dump() +
               ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
               "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
               "pass the geometry of the cache-producing layers as flags" +
@@ -222,7 +224,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     const Json& shared = *shared_member;
     if (!shared.is_number_integer() || shared.get<int64_t>() < 0 ||
         shared.get<uint64_t>() >= g.layers)
-      return InvalidArgument("config.json: field " + either_name + " must be an integer in 0.." +
+      return InvalidArgument(at + "field " + either_name + " must be an integer in 0.." +
                              std::to_string(g.layers - 1) +
                              " (fewer than num_hidden_layers), got " + shared.dump());
     g.layers -= shared.get<uint64_t>();
@@ -234,7 +236,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   for (const char* key : {"num_key_value_heads", "head_dim"})
     if (nested && !present(c, key))
       return InvalidArgument(
-          "config.json: missing field text_config." + std::string(key) +
+          at + "missing field text_config." + std::string(key) +
           ": a composite config's text_config omits members equal to its model type's defaults "
           "(model_type " +
           (c.contains("model_type") ? c["model_type"].dump() : "unnamed") +
@@ -256,7 +258,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     KVC_ASSIGN_OR_RETURN(g.kv_heads_local, get_pos("multi_query_group_num"));
   } else if (present(c, "num_kv_heads") || present(c, "multi_query_group_num")) {
     return InvalidArgument(
-        "config.json: field " +
+        at + "field " +
         name(present(c, "num_kv_heads") ? "num_kv_heads" : "multi_query_group_num") +
         " is set without the flag that makes the model use it (new_decoder_architecture, "
         "multi_query_attention): the K/V head count is not known; pass the geometry as flags");
@@ -264,16 +266,15 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     g.kv_heads_local = heads;
   }
   if (heads % g.kv_heads_local != 0)
-    return InvalidArgument("config.json: " + name("num_attention_heads") + " (" +
-                           std::to_string(heads) + ") is not a multiple of " +
-                           name("num_key_value_heads") + " (" + std::to_string(g.kv_heads_local) +
-                           ")");
+    return InvalidArgument(at + "" + name("num_attention_heads") + " (" + std::to_string(heads) +
+                           ") is not a multiple of " + name("num_key_value_heads") + " (" +
+                           std::to_string(g.kv_heads_local) + ")");
   if (present(c, "head_dim")) {
     KVC_ASSIGN_OR_RETURN(g.head_dim, get_pos("head_dim"));
   } else {
     KVC_ASSIGN_OR_RETURN(uint64_t hidden, get_pos("hidden_size"));
     if (hidden % heads != 0)
-      return InvalidArgument("config.json: " + name("hidden_size") +
+      return InvalidArgument(at + "" + name("hidden_size") +
                              " is not a multiple of num_attention_heads and head_dim is absent");
     g.head_dim = hidden / heads;
   }
@@ -281,13 +282,12 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   KVC_ASSIGN_OR_RETURN(const Json* v_member, either("v_head_dim"));
   if (v_member) {
     if (!v_member->is_number_integer() || v_member->get<int64_t>() <= 0)
-      return InvalidArgument("config.json: field " + either_name +
-                             " must be a positive integer, got " + v_member->dump());
+      return InvalidArgument(at + "field " + either_name + " must be a positive integer, got " +
+                             v_member->dump());
     const uint64_t v_head_dim = v_member->get<uint64_t>();
     if (v_head_dim != g.head_dim)
-      return InvalidArgument("config.json: field " + either_name + " (" +
-                             std::to_string(v_head_dim) + ") differs from the K head dim " +
-                             std::to_string(g.head_dim) +
+      return InvalidArgument(at + "field " + either_name + " (" + std::to_string(v_head_dim) +
+                             ") differs from the K head dim " + std::to_string(g.head_dim) +
                              "; the full_kv cache ABI has one d_h for K and V rows (M5.1 0x02)");
   }
   // The K/V dtype: the language model's, else the whole model's (composite configs often
@@ -301,8 +301,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     const bool has_t = t != level->end() && t->is_string(),
                has_d = d != level->end() && d->is_string();
     if (has_t && has_d && DtypeBytes(t->get<std::string>()) != DtypeBytes(d->get<std::string>()))
-      return InvalidArgument("config.json: fields " + name_at(level, "torch_dtype") + " (" +
-                             t->dump() + ") and " + name_at(level, "dtype") + " (" + d->dump() +
+      return InvalidArgument(at + "fields " + name_at(level, "torch_dtype") + " (" + t->dump() +
+                             ") and " + name_at(level, "dtype") + " (" + d->dump() +
                              ") disagree; pass --dtype to name the K/V dtype");
     if (has_t)
       dtype = t->get<std::string>();
@@ -310,12 +310,12 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
       dtype = d->get<std::string>();
   }
   if (dtype.empty())
-    return InvalidArgument("config.json: no torch_dtype; pass --dtype to name the K/V dtype");
+    return InvalidArgument(at + "no torch_dtype; pass --dtype to name the K/V dtype");
   auto b = DtypeBytes(dtype);
   if (!b)
-    return InvalidArgument(
-        (dtype_override.empty() ? "config.json: unknown dtype \"" : "--dtype: unknown dtype \"") +
-        dtype + "\" (known: " + std::string(kKnownDtypeNames) + ")");
+    return InvalidArgument((dtype_override.empty() ? at : std::string("--dtype: ")) +
+                           "unknown dtype \"" + dtype +
+                           "\" (known: " + std::string(kKnownDtypeNames) + ")");
   g.k_bytes = g.v_bytes = *b;
   return g;
 }

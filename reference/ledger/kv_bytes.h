@@ -65,7 +65,11 @@ inline constexpr const char* kKnownDtypeNames =
 // text_config object (the language model's config), with the dtype from there or else from the
 // top level; a quantized-cache declaration at either level is refused.
 // Errors name the missing or inconsistent field (text_config.<field> for a nested one).
-StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override = "");
+// Messages about the config name it `source` ("<source>: missing field ..."); a refusal of
+// `dtype_override` names the --dtype flag instead.
+StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config,
+                                             std::string_view dtype_override = "",
+                                             std::string_view source = "config.json");
 
 // Reads the compact cache-ABI binding shared by the ledger-family documents (byte trajectory,
 // service trace): member "cache_abi" of `top` = {cache_family: "full_kv", num_cache_layers,

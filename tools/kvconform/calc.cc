@@ -62,13 +62,9 @@ void RunKvBytes(const KvBytesOptions& o) {
       ExitCode() = Fail(cfg.status(), o.format);
       return;
     }
-    auto geo = GeometryFromHfConfig(cfg->value, o.dtype);
+    auto geo = GeometryFromHfConfig(cfg->value, o.dtype, o.hf_config);
     if (!geo.ok()) {
-      // (A refusal of the --dtype flag is not the config file's: no path before it.)
-      const std::string why = geo.status().message();
-      ExitCode() = Fail(Status(StatusCode::kInvalidArgument,
-                               why.starts_with("--dtype") ? why : o.hf_config + ": " + why),
-                        o.format);
+      ExitCode() = Fail(geo.status(), o.format);
       return;
     }
     g = *geo;
