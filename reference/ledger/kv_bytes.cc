@@ -83,8 +83,8 @@ std::optional<uint64_t> DtypeBytes(std::string_view name) {
 
 StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_view dtype_override,
                                              std::string_view source) {
-  const std::string at =
-      std::string(source) + ": ";  // what each message about the file starts with
+  // What each message about the config starts with.
+  const std::string at = std::string(source) + ": ";
   if (!config.is_object()) return InvalidArgument(at + "expected a JSON object");
   // A composite (multimodal) config keeps its language model's config, whose layers produce
   // the K/V cache, in text_config (transformers' Gemma3Config, Llama4Config, LlavaConfig, ...):
@@ -266,7 +266,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     g.kv_heads_local = heads;
   }
   if (heads % g.kv_heads_local != 0)
-    return InvalidArgument(at + "" + name("num_attention_heads") + " (" + std::to_string(heads) +
+    return InvalidArgument(at + name("num_attention_heads") + " (" + std::to_string(heads) +
                            ") is not a multiple of " + name("num_key_value_heads") + " (" +
                            std::to_string(g.kv_heads_local) + ")");
   if (present(c, "head_dim")) {
@@ -274,7 +274,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   } else {
     KVC_ASSIGN_OR_RETURN(uint64_t hidden, get_pos("hidden_size"));
     if (hidden % heads != 0)
-      return InvalidArgument(at + "" + name("hidden_size") +
+      return InvalidArgument(at + name("hidden_size") +
                              " is not a multiple of num_attention_heads and head_dim is absent");
     g.head_dim = hidden / heads;
   }

@@ -275,7 +275,7 @@ TEST(ServiceTraceRules, ServiceDuplicateRequestIdIsRequestInvalid) {
 }
 
 // A request id of 100 KB declared twice is named by its first 80 bytes and its length, not
-// quoted whole (the service reader quoted ids, tokens and tiers at any length; 2026-12-07).
+// quoted whole (the service reader quoted request ids and tokens at any length; 2026-12-07).
 TEST(ServiceTraceRules, RegressionALongDuplicateRequestIdIsQuotedClipped) {
   Json doc = test::LoadJson(kAb);
   const std::string id(100000, 'r');
