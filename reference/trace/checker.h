@@ -57,9 +57,9 @@ class object;
 
 namespace kvc::trace {
 
-// What one listed violation keeps of a quoted id or pointer, and of its message.
-inline constexpr size_t kMaxReportedIdBytes = 512;
-inline constexpr size_t kMaxReportedMessageBytes = 4096;
+// What one listed violation keeps of a quoted id or pointer (a pointer's limit), and of its
+// message (kvc::kMaxReportedMessageBytes, violation.h: the limits validate's reports keep too).
+inline constexpr size_t kMaxReportedIdBytes = kMaxReportedPointerBytes;
 
 // `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
 // the trace: probe 41, a 2 MB caused_by_event_id made a 2 MB report line). The cut is moved back

@@ -97,12 +97,14 @@ FixtureOutcome ValidateFile(const std::string& path) {
     }
     o.kind = KindOf(header->value);
     o.violations = ValidateJsonlOfKind(*text, path, o.kind);
+    ClipForReport(&o.violations);
     return o;
   }
   auto parsed = ReadJsonFileStrict(path, /*record_locations=*/true);
   if (!parsed.ok()) { o.error = parsed.status(); return o; }
   o.violations = ValidateDoc(parsed->value, &o.kind);
   FillLines(*parsed, &o.violations);
+  ClipForReport(&o.violations);
   return o;
 }
 
@@ -247,6 +249,7 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
         ValidateJsonl(m->Text(), o.case_name + " (patched " + m->base_member + ")", &o.kind);
   else
     o.violations = ValidateDoc(m->document, &o.kind);
+  ClipForReport(&o.violations);
   std::set<std::string> codes;
   for (const auto& v : o.violations) codes.insert(std::string(ErrorCodeName(v.code)));
   if (o.violations.empty()) {

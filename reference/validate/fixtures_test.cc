@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "reference/testutil/testutil.h"
@@ -243,6 +244,70 @@ TEST(FixtureRunner, RegressionOnlyASuitesDocumentIsCalledAValidFixture) {
   o = RunFixtureFile(in_suite, root);
   EXPECT_EQ(o.detail.rfind("valid fixture raised MANIFEST_RESERVATION_BELOW_COMMIT at ", 0), 0u)
       << o.detail;
+}
+
+// The pointers of a document's string values and of its members (`members`).
+void Pointers(const Json& v, const Json::json_pointer& at, std::vector<Json::json_pointer>* strings,
+              std::vector<Json::json_pointer>* members) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      members->push_back(at / it.key());
+      Pointers(*it, at / it.key(), strings, members);
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) Pointers(v[i], at / i, strings, members);
+  } else if (v.is_string()) {
+    strings->push_back(at);
+  }
+}
+
+// Every string value and every member name of every JSON fixture, lengthened past the message limit
+// one at a time, is reported with at most kMaxReportedPointerBytes of a pointer and
+// kMaxReportedMessageBytes of a message (ClipForReport). Before 2026-12-07, 322 messages of the
+// 18 fixtures quoted such a value whole (unknown kinds, view drifts, sweep controls, release
+// transitions, request ids), and a pointer held a member name whole.
+TEST(FixtureRunner, RegressionNoReportQuotesALongValueWhole) {
+  TempDir t;
+  const std::string tail(kMaxReportedMessageBytes + 100, 'x');
+  size_t documents = 0, clipped_messages = 0, clipped_pointers = 0;
+  auto check = [&](const std::string& path, const Json::json_pointer& at, const Json& doc) {
+    const FixtureOutcome o = ValidateFile(t.Write("long.json", doc.dump()));
+    ++documents;
+    EXPECT_TRUE(o.error.ok()) << path << " " << at.to_string() << ": " << o.error.ToString();
+    for (const Violation& v : o.violations) {
+      EXPECT_LE(v.pointer.size(), kMaxReportedPointerBytes + 32) << path << " " << at.to_string();
+      EXPECT_LE(v.message.size(), kMaxReportedMessageBytes + 32) << path << " " << at.to_string();
+      clipped_pointers += v.pointer.size() > kMaxReportedPointerBytes;
+      clipped_messages += v.message.size() > kMaxReportedMessageBytes;
+    }
+  };
+  for (const std::string& path : ListDocumentFiles(test::SourcePath("fixtures"))) {
+    if (!path.ends_with(".json")) continue;
+    auto parsed = ReadJsonFileStrict(path);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    std::vector<Json::json_pointer> strings, members;
+    Pointers(parsed->value, Json::json_pointer(), &strings, &members);
+    for (const Json::json_pointer& at : strings) {
+      Json doc = parsed->value;
+      doc[at] = doc[at].get<std::string>() + tail;
+      check(path, at, doc);
+    }
+    for (const Json::json_pointer& at : members) {
+      Json doc = parsed->value;
+      Json& parent = doc[at.parent_pointer()];
+      const std::string key = at.back();
+      Json value = std::move(parent[key]);
+      parent.erase(key);
+      parent[key + tail] = std::move(value);
+      check(path, at, doc);
+    }
+  }
+  EXPECT_GT(documents, 2000u);
+  // The limits were reached, so an unclipped pointer or message would have been seen.
+  EXPECT_GT(clipped_messages, 0u);
+  EXPECT_GT(clipped_pointers, 0u);
+  std::cout << documents << " documents; " << clipped_messages << " messages and "
+            << clipped_pointers << " pointers clipped to the report limits\n";
 }
 
 }  // namespace

@@ -59,6 +59,15 @@ std::optional<uint64_t> ReadUint(const Json& v, const std::string& pointer, Viol
   return std::nullopt;
 }
 
+void ClipForReport(Violations* v) {
+  for (Violation& x : *v) {
+    if (x.pointer.size() > kMaxReportedPointerBytes)
+      x.pointer = base::Clipped(x.pointer, kMaxReportedPointerBytes);
+    if (x.message.size() > kMaxReportedMessageBytes)
+      x.message = base::Clipped(x.message, kMaxReportedMessageBytes);
+  }
+}
+
 FieldReader::FieldReader(const Json* obj, std::string pointer, Violations* out)
     : obj_(obj), pointer_(std::move(pointer)), out_(out) {
   if (obj_ != nullptr && !obj_->is_object()) {

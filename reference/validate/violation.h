@@ -7,6 +7,7 @@
 #ifndef KVCONFORM_REFERENCE_VALIDATE_VIOLATION_H_
 #define KVCONFORM_REFERENCE_VALIDATE_VIOLATION_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -33,6 +34,15 @@ using Violations = std::vector<Violation>;
 inline void Add(Violations* v, ErrorCode code, std::string pointer, std::string message) {
   v->push_back({code, std::move(pointer), std::move(message)});
 }
+
+// What a report keeps of one violation (the trace checker's and validate's): a pointer's first
+// kMaxReportedPointerBytes and a message's first kMaxReportedMessageBytes bytes, cut at a
+// character, then "... (N bytes)" (base::Clipped). A long untrusted value named in either (a
+// 100 KB id, a member name) cannot make a report line of its size.
+inline constexpr size_t kMaxReportedPointerBytes = 512;
+inline constexpr size_t kMaxReportedMessageBytes = 4096;
+// Clips every violation of `v` to what a report keeps (after its lines were looked up by pointer).
+void ClipForReport(Violations* v);
 
 // Reads the members of one JSON object, recording INPUT_* violations for missing
 // fields, wrong types and out-of-range numbers. Every accessor marks its key as known;
