@@ -440,14 +440,14 @@ Violations ValidateManifest(const Json& doc) {
 Status SealManifest(Json& doc) {
   Violations v;
   Manifest m;
-  if (!ReadManifest(doc, &m, &v))
-    return ViolationStatus(v.front().code,
-                           "cannot seal: " + v.front().pointer + ": " + v.front().message);
+  auto refuse = [](const Violation& x) {
+    const Violation f = ForReport(x);
+    return ViolationStatus(f.code, "cannot seal: " + f.pointer + ": " + f.message);
+  };
+  if (!ReadManifest(doc, &m, &v)) return refuse(v.front());
   // A zero extent or width is refused with validate's code (probe 98: it was
   // INPUT_ARITHMETIC_OVERFLOW, from B_token's product).
-  if (Violations extents; !CheckExtentsAndWidths(m, &extents))
-    return ViolationStatus(extents.front().code, "cannot seal: " + extents.front().pointer + ": " +
-                                                     extents.front().message);
+  if (Violations extents; !CheckExtentsAndWidths(m, &extents)) return refuse(extents.front());
   auto& ii = doc["input_identity"];
   ii["prompt_token_count"] = ii["prompt_token_ids"].size();
   KVC_ASSIGN_OR_RETURN(std::string prompt_sha, PromptTokenIdsSha256(ii["prompt_token_ids"]));

@@ -583,8 +583,9 @@ StatusOr<ServiceTraceMetrics> DeriveServiceMetrics(const Json& doc) {
   // The first violation: its registry code (Status::error()) and, in the message, its code,
   // pointer and message.
   auto first = [&]() {
-    return ViolationStatus(v.front().code, std::string(ErrorCodeName(v.front().code)) + " at '" +
-                                               v.front().pointer + "': " + v.front().message);
+    const Violation f = ForReport(v.front());
+    return ViolationStatus(
+        f.code, std::string(ErrorCodeName(f.code)) + " at '" + f.pointer + "': " + f.message);
   };
   if (!ReadDoc(doc, &d, &v, false)) return first();
   if (!CheckAbi(d, &v) || !CheckRequests(d, &v)) return first();

@@ -288,6 +288,20 @@ TEST(ServiceTraceRules, RegressionALongDuplicateRequestIdIsQuotedClipped) {
             "request id \"" + std::string(80, 'r') + "...\" (100000 bytes) is declared twice");
 }
 
+// An unreadable trace's status names its first violation within the report limits: the pointer
+// of a 10 KB unknown member was quoted whole in DeriveServiceMetrics' message (2026-12-07).
+TEST(ServiceTraceRules, RegressionTheFirstViolationsStatusKeepsTheReportLimits) {
+  Json doc = test::LoadJson(kAb);
+  doc["requests"][0][std::string(10000, 'x')] = 1;
+  const auto m = DeriveServiceMetrics(doc);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().error(), ErrorCode::INPUT_FIELD_UNKNOWN)
+      << m.status().message().substr(0, 200);
+  EXPECT_LE(m.status().message().size(), kMaxReportedMessageBytes + 600);
+  EXPECT_NE(m.status().message().find("... (10012 bytes)"), std::string::npos)
+      << m.status().message().substr(0, 700);
+}
+
 // Mutation audit 2026-12-05 (M74): a second arrive of a service request is
 // SERVICE_WORK_BEFORE_ARRIVAL (the mutant reset the request and accepted the trace).
 TEST(ServiceTraceRules, ServiceSecondArriveIsRejected) {

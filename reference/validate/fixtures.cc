@@ -129,7 +129,10 @@ StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path,
     return Status(StatusCode::kInvalidArgument, path + ": " + why,
                   ErrorCode::INPUT_FIXTURE_MALFORMED);
   };
-  if (!schema.empty()) return malformed(schema.front().pointer + ": " + schema.front().message);
+  if (!schema.empty()) {
+    const Violation f = ForReport(schema.front());
+    return malformed(f.pointer + ": " + f.message);
+  }
   // In a suite its name is its path (the case printed and filtered by): a `case` naming another
   // path would be listed under one name and found under none (probe 56). (`validate` takes a
   // fixture from anywhere.)

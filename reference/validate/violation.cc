@@ -59,13 +59,16 @@ std::optional<uint64_t> ReadUint(const Json& v, const std::string& pointer, Viol
   return std::nullopt;
 }
 
+Violation ForReport(Violation v) {
+  if (v.pointer.size() > kMaxReportedPointerBytes)
+    v.pointer = base::Clipped(v.pointer, kMaxReportedPointerBytes);
+  if (v.message.size() > kMaxReportedMessageBytes)
+    v.message = base::Clipped(v.message, kMaxReportedMessageBytes);
+  return v;
+}
+
 void ClipForReport(Violations* v) {
-  for (Violation& x : *v) {
-    if (x.pointer.size() > kMaxReportedPointerBytes)
-      x.pointer = base::Clipped(x.pointer, kMaxReportedPointerBytes);
-    if (x.message.size() > kMaxReportedMessageBytes)
-      x.message = base::Clipped(x.message, kMaxReportedMessageBytes);
-  }
+  for (Violation& x : *v) x = ForReport(std::move(x));
 }
 
 FieldReader::FieldReader(const Json* obj, std::string pointer, Violations* out)

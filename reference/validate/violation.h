@@ -41,6 +41,8 @@ inline void Add(Violations* v, ErrorCode code, std::string pointer, std::string 
 // 100 KB id, a member name) cannot make a report line of its size.
 inline constexpr size_t kMaxReportedPointerBytes = 512;
 inline constexpr size_t kMaxReportedMessageBytes = 4096;
+// `v` clipped to what a report keeps (for a status message built from one violation).
+Violation ForReport(Violation v);
 // Clips every violation of `v` to what a report keeps (after its lines were looked up by pointer).
 void ClipForReport(Violations* v);
 

@@ -71,5 +71,19 @@ TEST(FieldReaderTest, EveryUndefinedMemberIsUnknown) {
   EXPECT_EQ(v[1].pointer, "/o/x_extension");
 }
 
+// A report keeps 512 bytes of a pointer and 4096 of a message, each cut at a character and
+// followed by its length; shorter ones whole.
+TEST(ForReport, ClipsAPointerAndAMessagePastTheReportLimits) {
+  const Violation whole = ForReport({ErrorCode::INPUT_VALUE_INVALID, "/a", "short", 7});
+  EXPECT_EQ(whole.pointer, "/a");
+  EXPECT_EQ(whole.message, "short");
+  EXPECT_EQ(whole.line, 7u);
+  const Violation cut = ForReport({ErrorCode::INPUT_VALUE_INVALID, "/" + std::string(600, 'p'),
+                                   std::string(4095, 'm') + "\xC3\xA9", 7});
+  EXPECT_EQ(cut.pointer, "/" + std::string(511, 'p') + "... (601 bytes)");
+  EXPECT_EQ(cut.message, std::string(4095, 'm') + "... (4097 bytes)");
+  EXPECT_EQ(cut.code, ErrorCode::INPUT_VALUE_INVALID);
+}
+
 }  // namespace
 }  // namespace kvc

@@ -301,7 +301,8 @@ int RunCheck(const std::string& path, bool no_partition, bool exact, double budg
     std::cerr << "fuzz check: " << Printable(text.status().message()) << "\n";
     return kExitUsage;
   }
-  const Violations doc = ValidateHistoryJsonl(*text, path);
+  Violations doc = ValidateHistoryJsonl(*text, path);
+  ClipForReport(&doc);
   const double validate_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
   if (!doc.empty()) {
