@@ -246,7 +246,7 @@ TEST(FixtureRunner, RegressionOnlyASuitesDocumentIsCalledAValidFixture) {
       << o.detail;
 }
 
-// The pointers of a document's string values and of its members (`members`).
+// The pointers of a document's string values (`strings`) and of its members (`members`).
 void Pointers(const Json& v, const Json::json_pointer& at, std::vector<Json::json_pointer>* strings,
               std::vector<Json::json_pointer>* members) {
   if (v.is_object()) {
