@@ -706,6 +706,14 @@ check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/hand
 check handoff_replay_wrong_kind_json 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json --format json; expect_out handoff_replay_wrong_kind_json_msg '"verdict": "error"'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][5]["end_us"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/runtime/transfer_trace.json "$T/trace_bad.json"
 check handoff_replay_fail_json 1 "$K" handoff replay "$T/trace_bad.json" --format json; expect_out handoff_replay_fail_json_msg '"code": "HANDOFF_TRACE_INTERVAL_INVALID"'
+# A 10 KB chunk id is reported within the report limits (4096 bytes of a message, violation.h),
+# in both formats; its lines were 10 KB long (2026-12-07).
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][1]["chunk"]+="x"*10000; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/handoff/transfer_protocol.json "$T/hr_long.json"
+check handoff_replay_long_id 1 "$K" handoff replay "$T/hr_long.json"; expect_out handoff_replay_long_id_msg 'HANDOFF_CHUNK_UNKNOWN .*\.\.\. \([0-9]+ bytes\)$'
+cp "$T/out" "$T/hr_long.text"
+check handoff_replay_long_id_json 1 "$K" handoff replay "$T/hr_long.json" --format json
+cp "$T/out" "$T/hr_long.jsonout"
+check handoff_replay_long_id_lines 0 python3 -c 'import sys; sys.exit(0 if all(0 < max(map(len, open(f))) < 4400 for f in sys.argv[1:]) else 1)' "$T/hr_long.text" "$T/hr_long.jsonout"
 # The text report's violations are on standard output (probe 84: standard error), and the JSON
 # report has nothing before it.
 "$K" handoff replay "$T/trace_bad.json" >"$T/hr_text.out" 2>/dev/null

@@ -2,6 +2,7 @@
 // protocol timeline (0x06E) or a transfer trace (0x0F), independent of the declared values.
 #include <iostream>
 
+#include "reference/base/text_forms.h"
 #include "reference/handoff/transfer_protocol.h"
 #include "reference/handoff/transfer_trace.h"
 #include "reference/validate/kinds.h"
@@ -69,28 +70,30 @@ void RunReplay(const ReplayOptions& o) {
            {"retries", s->retries},
            {"transferred_bytes", s->transferred_bytes}};
   } else {
-    std::cerr << "kvconform handoff replay: " << Printable(o.file) << ": kind \"" << Printable(kind)
-              << "\" is not " << handoff::kTransferProtocolKind << " or "
-              << handoff::kTransferTraceKind << "\n";
+    const std::string why = "kind " + base::QuoteClipped(kind) + " is not " +
+                            std::string(handoff::kTransferProtocolKind) + " or " +
+                            std::string(handoff::kTransferTraceKind);
+    std::cerr << "kvconform handoff replay: " << Printable(o.file) << ": " << Printable(why)
+              << "\n";
     ExitCode() = kExitUsage;
-    json_error(o.file + ": kind \"" + kind + "\" is not " +
-               std::string(handoff::kTransferProtocolKind) + " or " +
-               std::string(handoff::kTransferTraceKind));
+    json_error(o.file + ": " + why);
     return;
   }
   if (j.is_null()) {
     // The document breaks the contract before a summary exists: show why.
     const KindEntry* k = FindKind(kind);
     nlohmann::json violations = nlohmann::json::array();
-    for (const auto& v : k->validate_json(doc)) {
+    // Lines are looked up by the whole pointer, then the report keeps its limits (violation.h).
+    for (const auto& whole : k->validate_json(doc)) {
+      const uint32_t line = parsed->LineOf(whole.pointer);
+      const Violation v = ForReport(whole);
       // The text report's lines go to standard output, as check's and validate's violations
       // (probe 84: they went to standard error); with --format json the JSON report has them.
       if (o.format != "json")
-        std::cout << Printable(o.file) << ":" << parsed->LineOf(v.pointer) << ": "
-                  << ErrorCodeName(v.code) << " at '" << Printable(v.pointer)
-                  << "': " << Printable(v.message) << "\n";
+        std::cout << Printable(o.file) << ":" << line << ": " << ErrorCodeName(v.code) << " at '"
+                  << Printable(v.pointer) << "': " << Printable(v.message) << "\n";
       violations.push_back({{"code", ErrorCodeName(v.code)},
-                            {"line", parsed->LineOf(v.pointer)},
+                            {"line", line},
                             {"pointer", v.pointer},
                             {"message", v.message}});
     }
