@@ -567,8 +567,7 @@ void TraceChecker::Report(ErrorCode code, std::string pointer, std::string messa
   // A listed violation keeps at most a few KiB, whatever the ids it quotes: the report is
   // bounded by --max-violations times that, not by the trace's id lengths (probe 47: 20,000
   // events naming 10 KB request ids held 525 MB, 1.7 GB with --format json).
-  violations_.push_back(
-      {code, Clip(pointer, kMaxReportedIdBytes), Clip(message, kMaxReportedMessageBytes), line_});
+  violations_.push_back(ForReport({code, std::move(pointer), std::move(message), line_}));
   // Materialized on the first report of the event; a context installed by the caller meanwhile
   // (a report about another line) is used as it is.
   if (context_is_event_ && current_.event_id.empty() && current_.request_id.empty()) {

@@ -57,8 +57,8 @@ class object;
 
 namespace kvc::trace {
 
-// What one listed violation keeps of a quoted id or pointer (a pointer's limit), and of its
-// message (kvc::kMaxReportedMessageBytes, violation.h: the limits validate's reports keep too).
+// What one listed violation keeps of a quoted id: a pointer's limit (its pointer and message are
+// clipped by ForReport, violation.h, as validate's are).
 inline constexpr size_t kMaxReportedIdBytes = kMaxReportedPointerBytes;
 
 // `s` for a message, cut to its first `max` bytes and its length when longer (an id quoted from
