@@ -707,9 +707,10 @@ check handoff_replay_wrong_kind_json 2 "$K" handoff replay fixtures/m5_6/handoff
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][5]["end_us"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/runtime/transfer_trace.json "$T/trace_bad.json"
 check handoff_replay_fail_json 1 "$K" handoff replay "$T/trace_bad.json" --format json; expect_out handoff_replay_fail_json_msg '"code": "HANDOFF_TRACE_INTERVAL_INVALID"'
 # A 10 KB chunk id is reported within the report limits (4096 bytes of a message, violation.h),
-# in both formats; its lines were 10 KB long (2026-12-07).
+# in both formats; its lines were 10 KB long (2026-12-07). Since the same day the transfer
+# transaction's own message quotes the id clipped at 80 bytes and counted.
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["events"][1]["chunk"]+="x"*10000; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_6/handoff/transfer_protocol.json "$T/hr_long.json"
-check handoff_replay_long_id 1 "$K" handoff replay "$T/hr_long.json"; expect_out handoff_replay_long_id_msg 'HANDOFF_CHUNK_UNKNOWN .*\.\.\. \([0-9]+ bytes\)$'
+check handoff_replay_long_id 1 "$K" handoff replay "$T/hr_long.json"; expect_out handoff_replay_long_id_msg 'HANDOFF_CHUNK_UNKNOWN .*: chunk "c0x+\.\.\." \(10002 bytes\) is not in transfer xfer-req-42-g7.s manifest$'
 cp "$T/out" "$T/hr_long.text"
 check handoff_replay_long_id_json 1 "$K" handoff replay "$T/hr_long.json" --format json
 cp "$T/out" "$T/hr_long.jsonout"
@@ -723,6 +724,9 @@ check handoff_replay_fail_json_alone 0 python3 -c 'import json,sys; json.load(op
 # A timeline that stops mid-transfer is its violation under replay too (it printed figures, exit 0).
 "$K" fixture materialize invalid_fixtures/m5_6/handoff/protocol_stops_mid_transfer.json >"$T/unterminated.json"
 check handoff_replay_unterminated 1 "$K" handoff replay "$T/unterminated.json"; expect_out handoff_replay_unterminated_msg 'TRACE_OPERATION_UNTERMINATED at ./events.: the timeline ends with transfer'
+# A 10 KB transfer id there is quoted clipped and counted (it was quoted whole, 2026-12-07).
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["transfer_id"]+="x"*10000; json.dump(d,open(sys.argv[2],"w"))' "$T/unterminated.json" "$T/unterminated_long.json"
+check handoff_replay_unterminated_long_id 1 "$K" handoff replay "$T/unterminated_long.json"; expect_out handoff_replay_unterminated_long_id_msg 'the timeline ends with transfer "xfer-req-42-g7x+\.\.\." \(10014 bytes\) in state TRANSFERRING'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("expected_metrics"); d["ab"]=1; json.dump(d,open(sys.argv[2],"w"))' fixtures/m5_1/service/ab_worked_trace.json "$T/svc_bad.json"
 check service_metrics_fail_json 1 "$K" calc service-metrics --format json "$T/svc_bad.json"; expect_out service_metrics_fail_json_msg '"code": "INPUT_FIELD_UNKNOWN"'
 expect_out service_metrics_fail_json_verdict '"verdict": "fail"'

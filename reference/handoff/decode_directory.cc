@@ -2,6 +2,7 @@
 #include "reference/handoff/decode_directory.h"
 
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc::handoff {
 
@@ -9,7 +10,7 @@ Status DecodeDirectory::ReserveGeneration(const std::string& request_id, uint64_
   auto it = entries_.find(request_id);
   if (it != entries_.end() && generation <= it->second.current_generation)
     return ViolationStatus(ErrorCode::HANDOFF_STALE_GENERATION,
-                           "request " + request_id + " is at generation " +
+                           "request " + base::Clipped(request_id) + " is at generation " +
                                std::to_string(it->second.current_generation) +
                                "; a new attempt must use a newer generation, got " +
                                std::to_string(generation));
@@ -75,12 +76,12 @@ Status DecodeDirectory::PublishVisiblePrefix(const std::string& prefix_handle_id
                                              uint64_t tokens) {
   if (tokens == 0) return InvalidArgument("a visible prefix holds at least one token");
   if (IsAttemptHandleName(prefix_handle_id))
-    return InvalidArgument("visible prefix \"" + prefix_handle_id +
-                           "\" is named like an attempt's destination handle "
+    return InvalidArgument("visible prefix " + base::QuoteClipped(prefix_handle_id) +
+                           " is named like an attempt's destination handle "
                            "(<request_id>@g<generation>); that form is reserved");
   if (const lifecycle::HandleRecord* rec = cache_.Find(prefix_handle_id)) {
     if (rec->current.readable() && rec->current.committed_length == tokens) return Status();
-    return InvalidArgument("handle \"" + prefix_handle_id + "\" already holds " +
+    return InvalidArgument("handle " + base::QuoteClipped(prefix_handle_id) + " already holds " +
                            std::to_string(rec->current.committed_length) +
                            " tokens; a visible prefix of " + std::to_string(tokens) +
                            " tokens needs its own handle");
@@ -110,23 +111,24 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
   // generation and visibility fences count; probe 15: a superseded attempt's handle was forked).
   if (IsAttemptHandleName(visible_prefix_handle))
     return ViolationStatus(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE,
-                           "\"" + visible_prefix_handle +
-                               "\" is an attempt's destination handle, not a visible prefix "
+                           base::QuoteClipped(visible_prefix_handle) +
+                               " is an attempt's destination handle, not a visible prefix "
                                "(declare a prefix with destination_prefix)");
   if (!cache_.Find(visible_prefix_handle))
     return ViolationStatus(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE,
-                           "transfer " + transfer_id + " extends the visible prefix \"" +
-                               visible_prefix_handle +
-                               "\", which this destination never published (a prefix of "
+                           "transfer " + base::Clipped(transfer_id) +
+                               " extends the visible prefix " +
+                               base::QuoteClipped(visible_prefix_handle) +
+                               ", which this destination never published (a prefix of "
                                "another prompt, or none): only a prefix the destination holds "
                                "is reusable");
   KVC_ASSIGN_OR_RETURN(lifecycle::Snapshot prefix, cache_.Read(visible_prefix_handle));
   if (prefix.committed_length != token_start)
     return ViolationStatus(
         ErrorCode::HANDOFF_COVERAGE_MISMATCH,
-        "the destination's visible prefix \"" + visible_prefix_handle + "\" holds tokens [0," +
-            std::to_string(prefix.committed_length) + "), but transfer " + transfer_id +
-            " starts at token " + std::to_string(token_start) +
+        "the destination's visible prefix " + base::QuoteClipped(visible_prefix_handle) +
+            " holds tokens [0," + std::to_string(prefix.committed_length) + "), but transfer " +
+            base::Clipped(transfer_id) + " starts at token " + std::to_string(token_start) +
             ": the transfer set X = U \\ V_D begins exactly where V_D ends");
   const std::string handle = CacheHandleId(request_id, generation);
   lifecycle::Snapshot base;
@@ -135,7 +137,7 @@ Status DecodeDirectory::OpenDestinationOnto(const std::string& request_id, uint6
     base = rec->current;  // a re-opened attempt handle already holds the fork
     if (base.committed_length != token_start)
       return ViolationStatus(ErrorCode::HANDOFF_COVERAGE_MISMATCH,
-                             "destination handle " + handle + " holds " +
+                             "destination handle " + base::Clipped(handle) + " holds " +
                                  std::to_string(base.committed_length) +
                                  " tokens; the transfer starts at " + std::to_string(token_start));
   } else {
@@ -175,20 +177,21 @@ StatusOr<PublishResult> DecodeDirectory::PublishIfGenerationCurrent(
   if (it == entries_.end())
     return ViolationStatus(
         ErrorCode::HANDOFF_STALE_GENERATION,
-        "request " + request_id + " has no reserved generation to publish under");
+        "request " + base::Clipped(request_id) + " has no reserved generation to publish under");
   Entry& e = it->second;
   if (e.published && e.published->transfer_id == transfer_id) {
     if (e.published->content_digest != content_digest || e.published->generation != generation)
-      return ViolationStatus(
-          ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
-          "transfer " + transfer_id + " was already published with other content or generation");
+      return ViolationStatus(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
+                             "transfer " + base::Clipped(transfer_id) +
+                                 " was already published with other content or generation");
     return PublishResult{*e.published, true};
   }
   if (generation != e.current_generation || (e.published && e.published->generation >= generation))
     return ViolationStatus(ErrorCode::HANDOFF_STALE_GENERATION,
-                           "publication of transfer " + transfer_id + " under generation " +
-                               std::to_string(generation) + " but request " + request_id +
-                               " is at generation " + std::to_string(e.current_generation));
+                           "publication of transfer " + base::Clipped(transfer_id) +
+                               " under generation " + std::to_string(generation) + " but request " +
+                               base::Clipped(request_id) + " is at generation " +
+                               std::to_string(e.current_generation));
   std::string cache_handle_id;
   lifecycle::Snapshot snapshot;
   if (auto z = nothing_to_move_.find(transfer_id); z != nothing_to_move_.end()) {

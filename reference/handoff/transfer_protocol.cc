@@ -6,6 +6,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/transfer_txn.h"
 
 namespace kvc::handoff {
@@ -302,8 +303,8 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   // declared result it never reached (since 2026-12-06: HANDOFF_DECLARED_RESULT_MISMATCH only).
   if (txn.state() != TxnState::kPublished && txn.state() != TxnState::kAborted) {
     v.push_back({ErrorCode::TRACE_OPERATION_UNTERMINATED, "/events",
-                 "the timeline ends with transfer \"" + d.plan.transfer_id + "\" in state " +
-                     std::string(TxnStateName(txn.state())) +
+                 "the timeline ends with transfer " + base::QuoteClipped(d.plan.transfer_id) +
+                     " in state " + std::string(TxnStateName(txn.state())) +
                      "; a handoff ends PUBLISHED or ABORTED (0x06A)"});
     return v;
   }

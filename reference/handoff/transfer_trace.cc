@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/schedule.h"
 #include "reference/handoff/transfer_txn.h"
 
@@ -116,9 +117,9 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     std::string ptr = "/events/" + std::to_string(i);
     if (e.transfer_id != t.transfer_id || e.generation != t.generation)
       v->push_back({ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, ptr,
-                    e.phase + " event carries " + e.transfer_id + "@" +
-                        std::to_string(e.generation) + ", the transaction is " + t.transfer_id +
-                        "@" + std::to_string(t.generation)});
+                    base::Clipped(e.phase) + " event carries " + base::Clipped(e.transfer_id) +
+                        "@" + std::to_string(e.generation) + ", the transaction is " +
+                        base::Clipped(t.transfer_id) + "@" + std::to_string(t.generation)});
     if (e.end < e.start)
       v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/end_us",
                     e.phase + " ends at " + std::to_string(e.end) + " us before it starts at " +

@@ -7,6 +7,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc::handoff {
 namespace {
@@ -52,8 +53,7 @@ std::string_view ChunkStateName(ChunkState s) {
 std::string TransferIdProblem(std::string_view transfer_id) {
   if (transfer_id.empty()) return "the transfer id is empty; a transfer id is a non-empty string";
   if (DecodeDirectory::IsReservedTransferId(transfer_id))
-    return "transfer id \"" + std::string(transfer_id.substr(0, 64)) +
-           (transfer_id.size() > 64 ? "...\"" : "\"") + " starts with \"" +
+    return "transfer id " + base::QuoteClipped(transfer_id) + " starts with \"" +
            std::string(DecodeDirectory::kPrefixTxnPrefix) +
            "\", reserved for the transactions that publish visible prefixes";
   return "";
@@ -88,7 +88,7 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
     const ChunkSpec& c = plan.chunks[i];
     if (!ids.insert(c.chunk_id).second)
       out.push_back({ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE, static_cast<int64_t>(i),
-                     "chunk id \"" + c.chunk_id + "\" is declared twice"});
+                     "chunk id " + base::QuoteClipped(c.chunk_id) + " is declared twice"});
     auto want = CheckedMul(c.token_count, plan.bytes_per_token_layer);
     if (want && *want == c.bytes) continue;
     sizes_ok = false;
@@ -98,9 +98,9 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
                      "token_count * bytes_per_token_layer overflows 64 bits"});
     else
       out.push_back({ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH, static_cast<int64_t>(i),
-                     "chunk \"" + c.chunk_id + "\" declares " + std::to_string(c.bytes) +
-                         " B but " + std::to_string(c.token_count) + " tokens * " +
-                         std::to_string(plan.bytes_per_token_layer) +
+                     "chunk " + base::QuoteClipped(c.chunk_id) + " declares " +
+                         std::to_string(c.bytes) + " B but " + std::to_string(c.token_count) +
+                         " tokens * " + std::to_string(plan.bytes_per_token_layer) +
                          " B (2 * H_kv * d_h * b) = " + std::to_string(*want) + " B"});
   }
   // A cold destination's transfer starts at token 0: a plan starting elsewhere without a visible
@@ -122,14 +122,14 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
       out.size() - issues_before_sizes == size_issues) {
     const ErrorCode code = out.back().code;
     out.resize(issues_before_sizes);
-    out.push_back(
-        {code, -1,
-         "no chunk's bytes equal its token_count x bytes_per_token_layer (" +
-             std::to_string(plan.bytes_per_token_layer) +
-             " B = 2 * H_kv * d_h * b): the plan's row size is not its chunks' (chunk \"" +
-             plan.chunks[0].chunk_id + "\" declares " + std::to_string(plan.chunks[0].bytes) +
-             " B for " + std::to_string(plan.chunks[0].token_count) + " tokens)",
-         "bytes_per_token_layer"});
+    out.push_back({code, -1,
+                   "no chunk's bytes equal its token_count x bytes_per_token_layer (" +
+                       std::to_string(plan.bytes_per_token_layer) +
+                       " B = 2 * H_kv * d_h * b): the plan's row size is not its chunks' (chunk " +
+                       base::QuoteClipped(plan.chunks[0].chunk_id) + " declares " +
+                       std::to_string(plan.chunks[0].bytes) + " B for " +
+                       std::to_string(plan.chunks[0].token_count) + " tokens)",
+                   "bytes_per_token_layer"});
     return out;
   }
   // Coverage: per layer, the chunk intervals must tile [token_start, token_start + token_count).
@@ -160,9 +160,9 @@ std::vector<PlanIssue> CheckPlan(const TransferPlan& plan) {
               : " (tokens " + std::to_string(c.token_start) + "+" + std::to_string(c.token_count) +
                     ") lies outside the plan's tokens [" + std::to_string(plan.token_start) + "," +
                     std::to_string(*end) + ")";
-      out.push_back(
-          {ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
-           "chunk \"" + c.chunk_id + "\" (layer " + std::to_string(c.layer) + ")" + what});
+      out.push_back({ErrorCode::HANDOFF_COVERAGE_MISMATCH, static_cast<int64_t>(i),
+                     "chunk " + base::QuoteClipped(c.chunk_id) + " (layer " +
+                         std::to_string(c.layer) + ")" + what});
       continue;
     }
     per_layer[c.layer].push_back({c.token_start, *c_end});
@@ -324,8 +324,8 @@ StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* c
   for (const auto& c : plan.chunks)
     if (c.bytes > credits->capacity())
       return ViolationStatus(ErrorCode::HANDOFF_CREDIT_WINDOW_TOO_SMALL,
-                             "chunk \"" + c.chunk_id + "\" has " + std::to_string(c.bytes) +
-                                 " B but the credit window holds only " +
+                             "chunk " + base::QuoteClipped(c.chunk_id) + " has " +
+                                 std::to_string(c.bytes) + " B but the credit window holds only " +
                                  std::to_string(credits->capacity()) + " B");
   return TransferTxn(std::move(plan), credits, pool, directory);
 }
@@ -333,9 +333,9 @@ StatusOr<TransferTxn> TransferTxn::Create(TransferPlan plan, ByteCreditWindow* c
 StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
   const std::optional<size_t> i = IndexOf(chunk_id);
   if (!i)
-    return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN, "chunk \"" + std::string(chunk_id) +
-                                                        "\" is not in transfer " +
-                                                        plan_.transfer_id + "'s manifest");
+    return Breach(ErrorCode::HANDOFF_CHUNK_UNKNOWN,
+                  "chunk " + base::QuoteClipped(chunk_id) + " is not in transfer " +
+                      base::Clipped(plan_.transfer_id) + "'s manifest");
   if (settled_) {
     // Only a PUBLISHED transaction gets here (an ABORTED one fences every completion first):
     // each of its chunks is DEVICE_VISIBLE with the checksum the manifest expects.
@@ -348,7 +348,7 @@ StatusOr<TransferTxn::Chunk*> TransferTxn::Find(std::string_view chunk_id) {
 Status TransferTxn::RejectIfFenced(std::string_view what) const {
   if (state_ == TxnState::kAborted)
     return Breach(ErrorCode::HANDOFF_LATE_COMPLETION,
-                  std::string(what) + " for transfer " + plan_.transfer_id +
+                  std::string(what) + " for transfer " + base::Clipped(plan_.transfer_id) +
                       " after it was aborted (" + abort_reason_ + ")");
   return Status();
 }
@@ -371,9 +371,9 @@ uint64_t TransferTxn::credit_held() const {
 
 Status TransferTxn::Reserve() {
   if (state_ != TxnState::kPlanned)
-    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID, "reserve requires PLANNED, transfer " +
-                                                                 plan_.transfer_id + " is " +
-                                                                 std::string(TxnStateName(state_)));
+    return Breach(ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
+                  "reserve requires PLANNED, transfer " + base::Clipped(plan_.transfer_id) +
+                      " is " + std::string(TxnStateName(state_)));
   KVC_RETURN_IF_ERROR(pool_->Reserve(plan_.reserved_blocks));
   auto unreserve = [&](Status s) {
     Status r = pool_->ReleaseUnpublished(plan_.reserved_blocks);
@@ -436,7 +436,7 @@ Status TransferTxn::Send(std::string_view chunk_id, uint64_t now, uint64_t kv_re
     case ChunkState::kDeclared:
       return Breach(
           ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT,
-          "chunk \"" + std::string(chunk_id) + "\" sent before acquiring its byte credit");
+          "chunk " + base::QuoteClipped(chunk_id) + " sent before acquiring its byte credit");
     case ChunkState::kCreditAcquired:
       break;
     default:
@@ -445,7 +445,7 @@ Status TransferTxn::Send(std::string_view chunk_id, uint64_t now, uint64_t kv_re
   }
   if (now < kv_ready_time)
     return Breach(ErrorCode::HANDOFF_PRODUCER_GATE,
-                  "chunk \"" + std::string(chunk_id) + "\" (layer " +
+                  "chunk " + base::QuoteClipped(chunk_id) + " (layer " +
                       std::to_string(plan_.chunks[c->index].layer) + ") sent at " +
                       std::to_string(now) + " before its K/V was ready at " +
                       std::to_string(kv_ready_time));
@@ -459,15 +459,17 @@ Status TransferTxn::Receive(std::string_view chunk_id, std::string_view checksum
   if (c->state == ChunkState::kReceived || c->state == ChunkState::kDeviceVisible) {
     if (c->observed_checksum != checksum)
       return Breach(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION,
-                    "chunk \"" + std::string(chunk_id) + "\" of transfer " + plan_.transfer_id +
-                        " delivered again with different bytes (checksum " + std::string(checksum) +
-                        " vs " + c->observed_checksum + ")");
+                    "chunk " + base::QuoteClipped(chunk_id) + " of transfer " +
+                        base::Clipped(plan_.transfer_id) +
+                        " delivered again with different bytes (checksum " +
+                        base::Clipped(checksum) + " vs " + base::Clipped(c->observed_checksum) +
+                        ")");
     ++retries_;
     return Status();
   }
   if (c->state != ChunkState::kSent)
     return Breach(ErrorCode::HANDOFF_CHUNK_TRANSITION_INVALID,
-                  "chunk \"" + std::string(chunk_id) + "\" received in state " +
+                  "chunk " + base::QuoteClipped(chunk_id) + " received in state " +
                       std::string(ChunkStateName(c->state)) + " (expected SENT)");
   c->observed_checksum = std::string(checksum);
   c->state = ChunkState::kReceived;
@@ -483,7 +485,7 @@ Status TransferTxn::MarkDeviceVisible(std::string_view chunk_id) {
   }
   if (c->state != ChunkState::kReceived)
     return Breach(ErrorCode::HANDOFF_VISIBLE_BEFORE_RECEIVE,
-                  "chunk \"" + std::string(chunk_id) + "\" marked DEVICE_VISIBLE in state " +
+                  "chunk " + base::QuoteClipped(chunk_id) + " marked DEVICE_VISIBLE in state " +
                       std::string(ChunkStateName(c->state)) + " (its bytes were not received)");
   // The last visible chunk of a layer completes that layer's K and V rows in the
   // destination's append transaction (staged, not readable until publication).
@@ -513,7 +515,8 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
         ErrorCode::HANDOFF_TXN_TRANSITION_INVALID,
         "validate requires TRANSFERRING" +
             std::string(plan_.chunks.empty() ? " (or RESERVED for a plan of no chunks)" : "") +
-            ", transfer " + plan_.transfer_id + " is " + std::string(TxnStateName(state_)));
+            ", transfer " + base::Clipped(plan_.transfer_id) + " is " +
+            std::string(TxnStateName(state_)));
   const TransferIdentity& id = plan_.identity;
   if (!(id == expected)) {
     std::string field = id.tenant != expected.tenant           ? "tenant"
@@ -526,17 +529,18 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
                             ? "destination_worker_epoch"
                             : "reservation_id";
     return Breach(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
-                  "transfer " + plan_.transfer_id +
+                  "transfer " + base::Clipped(plan_.transfer_id) +
                       " identity fence differs from the reservation in " + field);
   }
   if (plan_.tensor_abi_sha256 != expected_abi_sha256)
     return Breach(ErrorCode::HANDOFF_ABI_MISMATCH,
-                  "transfer tensor ABI " + plan_.tensor_abi_sha256 +
-                      " differs from the destination's " + std::string(expected_abi_sha256));
+                  "transfer tensor ABI " + base::Clipped(plan_.tensor_abi_sha256) +
+                      " differs from the destination's " + base::Clipped(expected_abi_sha256));
   for (const auto& spec : plan_.chunks) {
     const Chunk& c = chunks_[&spec - plan_.chunks.data()];
     if (c.state != ChunkState::kDeviceVisible)
-      return Breach(ErrorCode::HANDOFF_CONSUMER_GATE, "chunk \"" + spec.chunk_id + "\" is " +
+      return Breach(ErrorCode::HANDOFF_CONSUMER_GATE, "chunk " + base::QuoteClipped(spec.chunk_id) +
+                                                          " is " +
                                                           std::string(ChunkStateName(c.state)) +
                                                           ", not DEVICE_VISIBLE, at validation");
   }
@@ -544,8 +548,9 @@ Status TransferTxn::Validate(const TransferIdentity& expected,
     const Chunk& c = chunks_[&spec - plan_.chunks.data()];
     if (c.observed_checksum != spec.checksum)
       return Breach(ErrorCode::HANDOFF_CHECKSUM_MISMATCH,
-                    "chunk \"" + spec.chunk_id + "\" received checksum " + c.observed_checksum +
-                        ", manifest expects " + spec.checksum);
+                    "chunk " + base::QuoteClipped(spec.chunk_id) + " received checksum " +
+                        base::Clipped(c.observed_checksum) + ", manifest expects " +
+                        base::Clipped(spec.checksum));
   }
   state_ = TxnState::kValidated;
   return Status();
@@ -562,16 +567,16 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
         directory_->CurrentGeneration(plan_.identity.request_id);
     if (current && *current != plan_.identity.generation)
       return Breach(ErrorCode::HANDOFF_STALE_GENERATION,
-                    "re-publication of transfer " + plan_.transfer_id + " under generation " +
-                        std::to_string(plan_.identity.generation) + ": generation " +
-                        std::to_string(*current) + " of request " + plan_.identity.request_id +
-                        " superseded it");
+                    "re-publication of transfer " + base::Clipped(plan_.transfer_id) +
+                        " under generation " + std::to_string(plan_.identity.generation) +
+                        ": generation " + std::to_string(*current) + " of request " +
+                        base::Clipped(plan_.identity.request_id) + " superseded it");
     return *published_;  // idempotent
   }
   if (state_ != TxnState::kValidated) {
     if (state_ == TxnState::kAborted) return RejectIfFenced("publication");
     return Breach(ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE,
-                  "publication of transfer " + plan_.transfer_id + " in state " +
+                  "publication of transfer " + base::Clipped(plan_.transfer_id) + " in state " +
                       std::string(TxnStateName(state_)) + " (expected VALIDATED)");
   }
   auto r =
@@ -599,15 +604,17 @@ StatusOr<PublishedHandle> TransferTxn::Publish() {
 Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
   if (decode_released_)
     return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
-                  "decode admission for request " + handle.request_id + " generation " +
-                      std::to_string(handle.generation) + " from transfer " + plan_.transfer_id +
+                  "decode admission for request " + base::Clipped(handle.request_id) +
+                      " generation " + std::to_string(handle.generation) + " from transfer " +
+                      base::Clipped(plan_.transfer_id) +
                       "'s published handle, which the decode side already released");
   if (state_ != TxnState::kPublished || !published_ || !(handle == *published_))
     return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
-                  "decode admission for request " + handle.request_id + " generation " +
-                      std::to_string(handle.generation) + " is not from transfer " +
-                      plan_.transfer_id + "'s published handle (transfer is " +
-                      std::string(TxnStateName(state_)) + ")");
+                  "decode admission for request " + base::Clipped(handle.request_id) +
+                      " generation " + std::to_string(handle.generation) +
+                      " is not from transfer " + base::Clipped(plan_.transfer_id) +
+                      "'s published handle (transfer is " + std::string(TxnStateName(state_)) +
+                      ")");
   // Only the request's current publication admits decode (0x06D: "publish ... under the current
   // generation; admit decode only from that published handle"): a newer generation's
   // reservation or publication supersedes this one (since 2026-12-04: probe 11, a superseded
@@ -616,8 +623,9 @@ Status TransferTxn::AdmitDecode(const PublishedHandle& handle) {
   const PublishedHandle* live = directory_->Lookup(handle.request_id);
   if ((current && *current != plan_.identity.generation) || !live || !(*live == *published_))
     return Breach(ErrorCode::HANDOFF_DECODE_ADMIT_UNPUBLISHED,
-                  "decode admission for request " + handle.request_id + " generation " +
-                      std::to_string(handle.generation) + " from transfer " + plan_.transfer_id +
+                  "decode admission for request " + base::Clipped(handle.request_id) +
+                      " generation " + std::to_string(handle.generation) + " from transfer " +
+                      base::Clipped(plan_.transfer_id) +
                       "'s handle, which is superseded: the request's current generation is " +
                       (current ? std::to_string(*current) : std::string("unknown")) +
                       (live && *live == *published_
@@ -641,8 +649,8 @@ Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
   if (state_ != TxnState::kPublished || !decode_admitted_ ||
       generation != plan_.identity.generation)
     return Breach(ErrorCode::HANDOFF_SOURCE_RELEASE_EARLY,
-                  "source release of transfer " + plan_.transfer_id + " under generation " +
-                      std::to_string(generation) +
+                  "source release of transfer " + base::Clipped(plan_.transfer_id) +
+                      " under generation " + std::to_string(generation) +
                       " requires PUBLISHED + decode admitted under generation " +
                       std::to_string(plan_.identity.generation) + " (transfer is " +
                       std::string(TxnStateName(state_)) +
@@ -654,12 +662,12 @@ Status TransferTxn::AcknowledgeSourceRelease(uint64_t generation) {
 Status TransferTxn::ReleaseDecode(uint64_t generation) {
   if (state_ != TxnState::kPublished || !published_ || decode_released_ ||
       generation != plan_.identity.generation)
-    return Breach(ErrorCode::HANDOFF_DECODE_RELEASE_INVALID,
-                  "decode release of transfer " + plan_.transfer_id + " under generation " +
-                      std::to_string(generation) + " requires PUBLISHED under generation " +
-                      std::to_string(plan_.identity.generation) + ", once (transfer is " +
-                      std::string(TxnStateName(state_)) +
-                      (decode_released_ ? ", already released)" : ")"));
+    return Breach(
+        ErrorCode::HANDOFF_DECODE_RELEASE_INVALID,
+        "decode release of transfer " + base::Clipped(plan_.transfer_id) + " under generation " +
+            std::to_string(generation) + " requires PUBLISHED under generation " +
+            std::to_string(plan_.identity.generation) + ", once (transfer is " +
+            std::string(TxnStateName(state_)) + (decode_released_ ? ", already released)" : ")"));
   KVC_RETURN_IF_ERROR(directory_->ReleasePublished(*published_));
   if (blocks_decode_owned_) {
     KVC_RETURN_IF_ERROR(pool_->ReleaseDecodeOwned(plan_.reserved_blocks));
@@ -700,14 +708,14 @@ void TransferTxn::Settle() {
 Status TransferTxn::Abort(std::string_view reason) {
   if (state_ == TxnState::kPublished)
     return Breach(ErrorCode::HANDOFF_ABORT_PUBLISHED,
-                  "transfer " + plan_.transfer_id + " is already PUBLISHED");
+                  "transfer " + base::Clipped(plan_.transfer_id) + " is already PUBLISHED");
   if (state_ == TxnState::kAborted) return Status();
   // 0x06E records every terminal failure with its reason (record_terminal_failure(..., reason));
   // an empty one records none (probe 73: it passed). (After the state's own refusals: an abort
   // of a published transfer is that breach, and a repeated abort stays idempotent; probe 74.)
   if (reason.empty())
     return Breach(ErrorCode::INPUT_VALUE_INVALID,
-                  "abort of transfer " + plan_.transfer_id +
+                  "abort of transfer " + base::Clipped(plan_.transfer_id) +
                       " names no reason (a terminal failure is recorded with its reason)");
   // 0x06E: cancel outstanding chunks and fence callbacks first (the state change below is
   // the fence: every later completion is rejected), then release credits and blocks.

@@ -835,5 +835,48 @@ TEST(TransferTxnTest, ARefusedWarmReservationLeavesNoForkBehind) {
   EXPECT_EQ(r.pool.unpublished(), 0u);
 }
 
+// Regression: the transfer transaction and the decode directory quoted chunk, transfer and
+// request ids and checksums whole, so a 10 KB id made a 10 KB status for a library caller (the
+// CLI's reports clip at 4096 bytes since 2026-12-07). Each is clipped at 80 bytes and counted.
+TEST(TransferTxn, RegressionALongIdIsClippedInEveryMessage) {
+  const std::string long_id(10000, 'i');
+  const auto bounded = [](const std::string& message) {
+    EXPECT_LT(message.size(), 600u) << message.substr(0, 200);
+    EXPECT_NE(message.find("(10000 bytes)"), std::string::npos) << message.substr(0, 200);
+  };
+  TransferPlan dup = TwoLayerPlan();
+  dup.chunks[0].chunk_id = long_id;
+  dup.chunks[1].chunk_id = long_id;
+  ASSERT_FALSE(CheckPlan(dup).empty());
+  EXPECT_EQ(CheckPlan(dup).at(0).code, ErrorCode::HANDOFF_CHUNK_ID_DUPLICATE);
+  bounded(CheckPlan(dup).at(0).message);
+  TransferPlan reserved = TwoLayerPlan(7, std::string(DecodeDirectory::kPrefixTxnPrefix) + long_id);
+  ASSERT_FALSE(CheckPlan(reserved).empty());
+  EXPECT_LT(CheckPlan(reserved).at(0).message.size(), 600u);
+  EXPECT_NE(CheckPlan(reserved).at(0).message.find("(10015 bytes)"), std::string::npos);
+
+  Rig r;
+  TransferPlan p = TwoLayerPlan(7, long_id);
+  p.chunks[0].chunk_id = long_id;
+  auto t = TransferTxn::Create(p, &r.credits, &r.pool, &r.directory);
+  ASSERT_TRUE(t.ok()) << t.status().ToString().substr(0, 200);
+  ASSERT_TRUE(t->Reserve().ok());
+  const Status unknown = t->AcquireCredit(std::string(10000, 'u'));
+  EXPECT_EQ(unknown.error(), ErrorCode::HANDOFF_CHUNK_UNKNOWN);
+  bounded(unknown.message());
+  const Status early = t->Send(long_id, 10, 0);
+  EXPECT_EQ(early.error(), ErrorCode::HANDOFF_SEND_WITHOUT_CREDIT);
+  bounded(early.message());
+  const Status publish = t->Publish().status();
+  EXPECT_EQ(publish.error(), ErrorCode::HANDOFF_PUBLISH_BEFORE_VALIDATE);
+  bounded(publish.message());
+
+  DecodeDirectory d(Abi());
+  ASSERT_TRUE(d.ReserveGeneration(long_id, 2).ok());
+  const Status stale = d.ReserveGeneration(long_id, 1);
+  EXPECT_EQ(stale.error(), ErrorCode::HANDOFF_STALE_GENERATION);
+  bounded(stale.message());
+}
+
 }  // namespace
 }  // namespace kvc::handoff
