@@ -533,6 +533,22 @@ for c in "programs_run=0" "programs_run=3" "histories=-5" "ops=18446744073709551
   check "fuzz_merge_bad_report:$c" 2 "$K" fuzz merge "$T/s0.json" "$T/s_bad.json"
 done
 expect_out fuzz_merge_bad_report_msg 'unknown member "bogus"'
+# 2026-12-07: a 10 KB member name was quoted whole; a shard without its shape, mutant or target,
+# or with a shape member renamed, merged when every shard agreed (or read as "parameters
+# differ"); a failure's members were not checked, and merge prints the failure.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['bogus'+'y'*10000]=1; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_long.json"
+check fuzz_merge_long_member 2 "$K" fuzz merge "$T/s0.json" "$T/s_long.json"; expect_out fuzz_merge_long_member_msg 'unknown member "bogusy+\.\.\." \(10005 bytes\)$'
+for c in "shape.handles" "target" "mutant" "shape"; do
+  for s in 0 1; do
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[3].split('.'); o=d[k[0]] if len(k)>1 else d; o.pop(k[-1]) if len(k)==1 else o.update({k[-1]+'z': o.pop(k[-1])}); json.dump(d,open(sys.argv[2],'w'))" "$T/s$s.json" "$T/s_param$s.json" "$c"
+  done
+  check "fuzz_merge_params:$c" 2 "$K" fuzz merge "$T/s_param0.json" "$T/s_param1.json"
+  expect_out "fuzz_merge_params_msg:$c" "s_param0.json: ${c%%.*}: expected"
+done
+check fuzz_merge_failing_report 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --report "$T/f.json"
+check fuzz_merge_failure 1 "$K" fuzz merge "$T/f.json"; expect_out fuzz_merge_failure_msg '^NOT LINEARIZABLE: \{"failure":\{"program_index":0,'
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['failure']['note']='x'*10000; json.dump(d,open(sys.argv[2],'w'))" "$T/f.json" "$T/f_member.json"
+check fuzz_merge_failure_member 2 "$K" fuzz merge "$T/f_member.json"; expect_out fuzz_merge_failure_member_msg 'failure: expected \{"program_index", '
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['programs_run']=0; d['histories']=0; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_none.json"
 check fuzz_merge_shard_ran_nothing 2 "$K" fuzz merge "$T/s0.json" "$T/s_none.json"; expect_out fuzz_merge_shard_ran_nothing_msg "programs_run 0: the shard's share of the campaign is 1 program"
 check fuzz_races_start_wraps 2 "$K" fuzz races --start 18446744073709551615 --programs 1 --quiet; expect_out fuzz_races_start_wraps_msg 'start \+ programs must not exceed 2\^64 - 1'

@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/race/driver.h"
 #include "reference/race/fuzzer.h"
 #include "reference/race/kv_model.h"
 #include "reference/race/linearizability.h"
+#include "reference/validate/violation.h"
 #include "tools/kvconform/cli.h"
 
 namespace kvc::cli {
@@ -384,7 +386,7 @@ std::string CheckShardReport(const Json& j) {
       "programs_run", "histories", "ops",    "unknown_verdicts", "seconds",
       "verdict",      "error",     "failure"};
   for (const auto& [key, value] : j.items())
-    if (!kMembers.count(key)) return "unknown member \"" + key + "\"";
+    if (!kMembers.count(key)) return "unknown member " + base::QuoteClipped(key);
   for (const char* key : {"seed", "start", "programs", "repeat", "programs_run", "histories", "ops",
                           "unknown_verdicts"})
     if (!j.contains(key) || !j[key].is_number_unsigned())
@@ -397,10 +399,40 @@ std::string CheckShardReport(const Json& j) {
     return "error: expected a string (empty when no target failed)";
   if (!j.contains("failure") || !(j["failure"].is_null() || j["failure"].is_object()))
     return "failure: expected null or an object";
+  // The campaign's parameters are what fuzz races writes: they are compared across shards, so a
+  // shard without them, or with other members, was merged as long as every shard agreed
+  // (2026-12-07: a renamed shape member read as "parameters differ" beside a well-formed shard).
+  const auto unsigned_members = [](const Json& o, std::initializer_list<const char*> keys) {
+    if (!o.is_object() || o.size() != keys.size()) return false;
+    for (const char* k : keys)
+      if (!o.contains(k) || !o[k].is_number_unsigned()) return false;
+    return true;
+  };
+  if (!j.contains("shape") ||
+      !unsigned_members(j["shape"], {"threads", "handles", "ops", "layers"}))
+    return "shape: expected {\"threads\", \"handles\", \"ops\", \"layers\"}, each an unsigned "
+           "integer";
+  for (const char* key : {"mutant", "target"})
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      return std::string(key) + ": expected a non-empty string";
+  // A failure is the shrunk reproducer fuzz races found: printed by merge as it stands, so it
+  // holds those members only (an arbitrary object was printed whole).
+  if (const Json& f = j["failure"]; f.is_object()) {
+    bool ok = f.size() == 6 && f.contains("shrunk_program") && f["shrunk_program"].is_string();
+    for (const char* k : {"program_index", "program_seed", "shrunk_ops"})
+      ok = ok && f.contains(k) && f[k].is_number_unsigned();
+    for (const char* k : {"seconds_to_detection", "shrink_seconds"})
+      ok = ok && f.contains(k) && f[k].is_number() && f[k].get<double>() >= 0 &&
+           std::isfinite(f[k].get<double>());
+    if (!ok)
+      return "failure: expected {\"program_index\", \"program_seed\", \"shrunk_ops\" (unsigned "
+             "integers), \"seconds_to_detection\", \"shrink_seconds\" (seconds >= 0), "
+             "\"shrunk_program\" (text)}";
+  }
   const std::string verdict = j["verdict"];
   const bool failed = !j["failure"].is_null(), errored = !j["error"].get<std::string>().empty();
   if (failed != (verdict == "not_linearizable") || errored != (verdict == "error"))
-    return "verdict \"" + verdict + "\" disagrees with its " +
+    return "verdict " + base::QuoteClipped(verdict) + " disagrees with its " +
            (failed    ? "failure"
             : errored ? "error"
                       : "absent failure and error");
@@ -459,8 +491,8 @@ int RunMerge(const std::vector<std::string>& files) {
     }
     if (verdict != "linearizable" && verdict != "not_linearizable" && verdict != "error") {
       std::cerr << "fuzz merge: " << Printable(f)
-                << ": verdict: expected linearizable, not_linearizable or error, got \""
-                << Printable(verdict) << "\"\n";
+                << ": verdict: expected linearizable, not_linearizable or error, got "
+                << Printable(base::QuoteClipped(verdict)) << "\n";
       return kExitUsage;
     }
     // The report is what fuzz races writes, and its figures are a shard's (probe 44: counts
@@ -470,15 +502,8 @@ int RunMerge(const std::vector<std::string>& files) {
       std::cerr << "fuzz merge: " << Printable(f) << ": " << Printable(why) << "\n";
       return kExitUsage;
     }
-    Json params = {j["seed"],
-                   j["start"],
-                   j["programs"],
-                   j["repeat"],
-                   j["time_limit_s"],
-                   j.value("shape", Json()),
-                   j.value("mutant", Json()),
-                   j.value("target", Json()),
-                   j["shard"][1]};
+    Json params = {j["seed"],  j["start"],  j["programs"], j["repeat"],  j["time_limit_s"],
+                   j["shape"], j["mutant"], j["target"],   j["shard"][1]};
     if (merged.is_null()) {
       merged = params;
       shard_count = j["shard"][1].get<uint32_t>();
@@ -506,7 +531,10 @@ int RunMerge(const std::vector<std::string>& files) {
       return kExitUsage;
     }
     if (j["verdict"] == "not_linearizable") failures.push_back({{"shard", idx}, {"failure", j["failure"]}});
-    if (j["verdict"] == "error") errors.push_back(f + ": " + j.value("error", ""));
+    // A target's error keeps the report limit of a message (violation.h).
+    if (j["verdict"] == "error")
+      errors.push_back(f + ": " +
+                       base::Clipped(j["error"].get<std::string>(), kMaxReportedMessageBytes));
   }
   std::cout << "merged " << shards_seen.size() << " of " << shard_count << " shard(s): programs "
             << programs << ", histories " << histories << ", ops " << ops
