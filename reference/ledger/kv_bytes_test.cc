@@ -145,6 +145,31 @@ TEST(KvBytes, RegressionVendorFp8NamesAreOneByteAndAnUnknownDtypeNamesItsSource)
       << GeometryFromHfConfig(cfg).status().message();
 }
 
+// Regression: a config's values were quoted whole in its refusals, so a 10 KB dtype name,
+// hybrid pattern or layer kind made a 10 KB message (2026-12-07); each is clipped at 80 bytes
+// and counted.
+TEST(HfConfig, RegressionALongValueIsClippedInTheRefusal) {
+  const Json base = {{"num_hidden_layers", 32},
+                     {"num_attention_heads", 32},
+                     {"num_key_value_heads", 8},
+                     {"hidden_size", 4096},
+                     {"torch_dtype", "bfloat16"}};
+  const std::string long_value(10000, 'z');
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, Json>>{{"torch_dtype", long_value},
+                                                 {"hybrid_override_pattern", long_value},
+                                                 {"layer_types", Json::array({long_value})},
+                                                 {"v_head_dim", long_value},
+                                                 {"num_kv_shared_layers", long_value}}) {
+    Json cfg = base;
+    cfg[key] = value;
+    const Status s = GeometryFromHfConfig(cfg).status();
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_LT(s.message().size(), 600u) << key << ": " << s.message().substr(0, 200);
+    EXPECT_NE(s.message().find(" bytes)"), std::string::npos) << key;
+  }
+}
+
 // Regression (probe 17, finding 01): a DeepSeek-V2 (MLA) config printed a full-K/V B_token of
 // 1,228,800 B from hidden_size / heads = 40, a head width the model does not have (its cache is
 // a 512 + 64 latent per layer). Latent and quantized K/V caches are refused, naming the field.
