@@ -57,6 +57,14 @@ inline std::string QuoteClipped(std::string_view s, size_t max_bytes = 80) {
          " bytes)";
 }
 
+// QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
+// 'abc...' (812 bytes).
+inline std::string SingleQuoteClipped(std::string_view s, size_t max_bytes = 80) {
+  if (s.size() <= max_bytes) return "'" + std::string(s) + "'";
+  return "'" + std::string(ClipUtf8(s, max_bytes)) + "...' (" + std::to_string(s.size()) +
+         " bytes)";
+}
+
 }  // namespace kvc::base
 
 #endif  // KVCONFORM_REFERENCE_BASE_TEXT_FORMS_H_

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc::model {
 namespace {
 
@@ -46,7 +48,7 @@ class Reader {
       if (*out > (1ull << 31)) return Invalid(f, "is larger than 2^31");
       return Status::Ok();
     }
-    return Invalid(f, "expected a positive integer, got " + v.dump());
+    return Invalid(f, "expected a positive integer, got " + base::Clipped(v.dump()));
   }
   Status PositiveNumber(const std::string& f, double* out,
                         std::optional<double> fallback = {}) const {
@@ -59,13 +61,13 @@ class Reader {
     }
     const Json& v = j_[f];
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-      return Invalid(f, "expected a positive finite number, got " + v.dump());
+      return Invalid(f, "expected a positive finite number, got " + base::Clipped(v.dump()));
     // The engine computes in float32: a value it rounds to 0 or infinity would make every
     // logit NaN (probe 35: rope_theta 1e-300 and rms_norm_eps 1e300 generated tokens, exit 0).
     const float as_float = static_cast<float>(v.get<double>());
     if (!(as_float > 0) || !std::isfinite(as_float))
-      return Invalid(
-          f, v.dump() + " is not a positive finite float32 (the engine computes in float32)");
+      return Invalid(f, base::Clipped(v.dump()) +
+                            " is not a positive finite float32 (the engine computes in float32)");
     *out = v.get<double>();
     return Status::Ok();
   }
@@ -74,7 +76,8 @@ class Reader {
       *out = fallback;
       return Status::Ok();
     }
-    if (!j_[f].is_boolean()) return Invalid(f, "expected true or false, got " + j_[f].dump());
+    if (!j_[f].is_boolean())
+      return Invalid(f, "expected true or false, got " + base::Clipped(j_[f].dump()));
     *out = j_[f].get<bool>();
     return Status::Ok();
   }
@@ -92,8 +95,8 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   if (r.Has("model_type")) {
     if (!j["model_type"].is_string()) return r.Invalid("model_type", "expected a string");
     if (j["model_type"].get<std::string>() != "llama")
-      return r.Unsupported("model_type", "'" + j["model_type"].get<std::string>() +
-                                             "'; the reference engine implements 'llama'");
+      return r.Unsupported("model_type", base::QuoteClipped(j["model_type"].get<std::string>()) +
+                                             "; the reference engine implements 'llama'");
   }
   // The class Transformers would build: another family's (Qwen2's q/k/v biases, Mistral's
   // sliding window) under model_type "llama" is another computation (since 2026-12-06: accepted).
@@ -102,16 +105,18 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
     if (!a.is_array()) return r.Invalid("architectures", "expected an array of class names");
     for (const Json& name : a) {
       if (!name.is_string())
-        return r.Invalid("architectures", "expected class names, got " + name.dump());
+        return r.Invalid("architectures",
+                         "expected class names, got " + base::Clipped(name.dump()));
       if (name.get<std::string>() != "LlamaForCausalLM")
-        return r.Unsupported(
-            "architectures",
-            "'" + name.get<std::string>() + "'; the reference engine implements LlamaForCausalLM");
+        return r.Unsupported("architectures",
+                             base::QuoteClipped(name.get<std::string>()) +
+                                 "; the reference engine implements LlamaForCausalLM");
     }
   }
   if (r.Has("hidden_act")) {
     if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
-      return r.Unsupported("hidden_act", j["hidden_act"].dump() + "; expected \"silu\" (SwiGLU)");
+      return r.Unsupported("hidden_act",
+                           base::Clipped(j["hidden_act"].dump()) + "; expected \"silu\" (SwiGLU)");
   }
   for (const char* f : {"attention_bias", "mlp_bias"}) {
     bool b = false;
@@ -163,7 +168,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       if (!rs.contains(key)) continue;
       if (!rs[key].is_string())
         return r.Invalid(std::string("rope_scaling.") + key,
-                         "expected a string, got " + rs[key].dump());
+                         "expected a string, got " + base::Clipped(rs[key].dump()));
       type = rs[key];
       break;
     }
@@ -184,10 +189,12 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       // "0,0,0" with exit 0).
       for (float f : RopeInverseFrequencies(c))
         if (!(f > 0) || !std::isfinite(f))
-          return s.Invalid("factor", rs["factor"].dump() + " scales a RoPE inverse frequency to " +
+          return s.Invalid("factor", base::Clipped(rs["factor"].dump()) +
+                                         " scales a RoPE inverse frequency to " +
                                          std::to_string(f) + " (not a positive finite float32)");
     } else {
-      return r.Unsupported("rope_scaling.rope_type", "'" + type + "'; supported: default, llama3");
+      return r.Unsupported("rope_scaling.rope_type",
+                           base::QuoteClipped(type) + "; supported: default, llama3");
     }
   }
   return c;

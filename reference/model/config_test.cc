@@ -143,6 +143,29 @@ TEST(LlamaConfig, RegressionRopeScalingErrorsNameTheFileAndValuesFitFloat32) {
 // Regressions (probe 46). A llama3 factor that is a positive float32 but scales an inverse
 // frequency to infinity (1e-44), and a rope_type that is not a string, were accepted: the first
 // generated "0,0,0" from NaN logits with exit 0, the second ignored the scaling.
+// Regression: a config's values were quoted whole in its refusals, so a 10 KB model type,
+// class name, activation, RoPE type or number field made a 10 KB message (2026-12-07); each is
+// clipped at 80 bytes and counted.
+TEST(LlamaConfig, RegressionALongValueIsClippedInTheRefusal) {
+  const std::string long_value(10000, 'v');
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, Json>>{{"model_type", long_value},
+                                                 {"architectures", Json::array({long_value})},
+                                                 {"hidden_act", long_value},
+                                                 {"rope_scaling", {{"rope_type", long_value}}},
+                                                 {"vocab_size", long_value},
+                                                 {"rope_theta", long_value},
+                                                 {"attention_bias", long_value}}) {
+    Json j = Minimal();
+    j[key] = value;
+    auto c = ParseLlamaConfig(j, "config.json");
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_LT(c.status().message().size(), 600u)
+        << key << ": " << c.status().message().substr(0, 200);
+    EXPECT_NE(c.status().message().find(" bytes)"), std::string::npos) << key;
+  }
+}
+
 TEST(LlamaConfig, RegressionRopeScalingFactorAndTypeAreChecked) {
   Json j = Minimal();
   j["rope_scaling"] = {{"rope_type", "llama3"},

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 #include "reference/model/safetensors/safetensors.h"
 
 namespace kvc::model {
@@ -139,16 +140,19 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
       return IndexError(index.string(), "field 'weight_map': expected an object");
     for (const auto& [name, file] : wm.items()) {
       if (!file.is_string())
-        return IndexError(index.string(), "weight_map['" + name + "']: expected a shard file name");
+        return IndexError(index.string(), "weight_map[" + base::SingleQuoteClipped(name) +
+                                              "]: expected a shard file name");
       const std::string f = file.get<std::string>();
       if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..")
-        return IndexError(index.string(), "weight_map['" + name + "']: '" + f +
-                                              "' is not a file name inside the model directory");
+        return IndexError(index.string(), "weight_map[" + base::SingleQuoteClipped(name) +
+                                              "]: " + base::SingleQuoteClipped(f) +
+                                              " is not a file name inside the model directory");
       where[name] = f;
       if (!shards.count(f)) KVC_RETURN_IF_ERROR(open_shard(f));
       if (!shards[f]->Find(name))
-        return IndexError(index.string(), "weight_map['" + name + "'] names shard '" + f +
-                                              "', which does not hold that tensor");
+        return IndexError(index.string(), "weight_map[" + base::SingleQuoteClipped(name) +
+                                              "] names shard " + base::SingleQuoteClipped(f) +
+                                              ", which does not hold that tensor");
     }
   } else {
     const std::string f = "model.safetensors";
@@ -213,8 +217,8 @@ StatusOr<LlamaWeights> LoadLlamaCheckpoint(const std::string& dir) {
     if (ChangesTheConfiguredModel(name, config))
       return ViolationStatus(
           ErrorCode::MODEL_TENSOR_UNEXPECTED,
-          shards[shard]->path() + ": tensor '" + name +
-              "' belongs to the configured model but the Llama forward pass does not apply it "
+          shards[shard]->path() + ": tensor " + base::SingleQuoteClipped(name) +
+              " belongs to the configured model but the Llama forward pass does not apply it "
               "(a bias, a quantization scale, another architecture's weight); ignoring it would "
               "compute another model");
     w.unused_tensors.push_back(name);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "reference/base/text_forms.h"
 #include "tools/kvconform/cli.h"
 
 namespace kvc::cli {
@@ -155,7 +156,7 @@ void NoteUnusedTensors(const char* cmd, const std::vector<std::string>& unused) 
   constexpr size_t kNamed = 3;
   std::string names;
   for (size_t i = 0; i < unused.size() && i < kNamed; ++i)
-    names += (i ? ", " : "") + Printable(unused[i]);
+    names += (i ? ", " : "") + Printable(base::Clipped(unused[i]));
   if (unused.size() > kNamed) names += ", ...";
   std::cerr << "kvconform " << cmd << ": note: " << unused.size()
             << " checkpoint tensor(s) not used by config.json (" << names

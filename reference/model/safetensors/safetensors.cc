@@ -14,6 +14,7 @@
 
 #include "reference/base/checked_math.h"
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc::model {
 namespace {
@@ -116,15 +117,16 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     if (name == "__metadata__") {
       if (!entry.is_object()) return HeaderError(src, "__metadata__ is not an object");
       for (const auto& [k, v] : entry.items())
-        if (!v.is_string()) return HeaderError(src, "__metadata__." + k + " is not a string");
+        if (!v.is_string())
+          return HeaderError(src, "__metadata__." + base::Clipped(k) + " is not a string");
       continue;
     }
-    const std::string where = "tensor '" + name + "'";
+    const std::string where = "tensor " + base::SingleQuoteClipped(name);
     if (name.empty()) return HeaderError(src, "a tensor has an empty name");
     if (!entry.is_object()) return HeaderError(src, where + " is not an object");
     for (const auto& [k, v] : entry.items())
       if (k != "dtype" && k != "shape" && k != "data_offsets")
-        return HeaderError(src, where + " has unknown field '" + k + "'");
+        return HeaderError(src, where + " has unknown field " + base::SingleQuoteClipped(k));
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
       return HeaderError(src, where + " field 'dtype': expected a string");
     if (!entry.contains("shape") || !entry["shape"].is_array())
@@ -138,8 +140,8 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
     if (!ParseDType(dt, &t.dtype)) {
       return ViolationStatus(
           ErrorCode::MODEL_SAFETENSORS_DTYPE_UNKNOWN,
-          src + ": " + where + " field 'dtype': '" + dt +
-              "' is not a safetensors dtype this reader knows (F32, F16, BF16, F64, I64, U64, "
+          src + ": " + where + " field 'dtype': " + base::SingleQuoteClipped(dt) +
+              " is not a safetensors dtype this reader knows (F32, F16, BF16, F64, I64, U64, "
               "I32, U32, I16, U16, I8, U8, BOOL, F8_E4M3, F8_E5M2, F8_E8M0, C64)");
     }
     uint64_t numel = 1;
@@ -181,10 +183,11 @@ StatusOr<SafetensorsFile> SafetensorsFile::FromBytes(const std::byte* bytes, uin
   uint64_t at = 0;
   for (const auto& s : spans) {
     if (s.begin < at)
-      return OffsetsError(
-          src, "tensor '" + s.name + "' field 'data_offsets': overlaps the previous tensor");
+      return OffsetsError(src, "tensor " + base::SingleQuoteClipped(s.name) +
+                                   " field 'data_offsets': overlaps the previous tensor");
     if (s.begin > at)
-      return OffsetsError(src, "tensor '" + s.name + "' field 'data_offsets': leaves a gap of " +
+      return OffsetsError(src, "tensor " + base::SingleQuoteClipped(s.name) +
+                                   " field 'data_offsets': leaves a gap of " +
                                    std::to_string(s.begin - at) + " bytes before it");
     at = s.end;
   }

@@ -129,6 +129,26 @@ TEST(Safetensors, RejectsMalformedFiles) {
             ErrorCode::MODEL_SAFETENSORS_HEADER_INVALID);
 }
 
+// Regression: a header's tensor names, member names and dtypes were quoted whole, so a 10 KB
+// name made a 10 KB message (2026-12-07); each is clipped at 80 bytes and counted.
+TEST(Safetensors, RegressionALongNameIsClippedInTheRefusal) {
+  const std::string name(10000, 'n');
+  for (const std::string& header :
+       {R"({")" + name + R"(":{"dtype":"I9","shape":[2],"data_offsets":[0,8]}})",
+        R"({"x":{"dtype":")" + name + R"(","shape":[2],"data_offsets":[0,8]}})",
+        R"({"x":{")" + name + R"(":1,"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+        R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},")" + name +
+            R"(":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+        R"({"__metadata__":{")" + name + R"(":1}})"}) {
+    auto b = Bytes(Image(header, 16));
+    auto f = SafetensorsFile::FromBytes(b.data(), b.size(), "t.safetensors");
+    ASSERT_FALSE(f.ok());
+    EXPECT_LT(f.status().message().size(), 600u) << f.status().message().substr(0, 200);
+    EXPECT_NE(f.status().message().find("(10000 bytes)"), std::string::npos)
+        << f.status().message().substr(0, 200);
+  }
+}
+
 TEST(Safetensors, OpenNamesMissingFile) {
   auto f = SafetensorsFile::Open("/nonexistent/model.safetensors");
   ASSERT_FALSE(f.ok());
