@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "reference/base/text_forms.h"
+
 extern char** environ;
 
 namespace kvc::race {
@@ -210,8 +212,10 @@ void DriverTarget::ReaderLoop() {
 
 void DriverTarget::HandleLine(const std::string& line) {
   auto garbage = [&](const std::string& what) {
-    std::string shown = line.size() > 200 ? line.substr(0, 200) + "..." : line;
-    Fail(DriverError(ErrorCode::RACE_DRIVER_PROTOCOL, what + " in line: " + shown));
+    // What the driver wrote is clipped (the line to 200 bytes, a name in `what` to 80): a line may
+    // be up to 1 MiB.
+    Fail(DriverError(ErrorCode::RACE_DRIVER_PROTOCOL,
+                     base::Clipped(what, 1024) + " in line: " + base::Clipped(line, 200)));
   };
   auto parsed = ParseJsonStrict(line, "driver");
   if (!parsed.ok()) return garbage("not JSON (" + parsed.status().message() + ")");
@@ -235,7 +239,8 @@ void DriverTarget::HandleLine(const std::string& line) {
   if (type == "hello") {
     if (hello_) return garbage("a second hello");
     if (std::string k = unknown_member({"type", "protocol", "digests"}); !k.empty())
-      return garbage("hello: unknown member \"" + k + "\" (type, protocol, digests)");
+      return garbage("hello: unknown member " + base::QuoteClipped(k) +
+                     " (type, protocol, digests)");
     if (string_member("protocol") != std::string(kDriverProtocol))
       return garbage("hello: protocol must be \"" + std::string(kDriverProtocol) + "\"");
     const std::string d =
@@ -246,10 +251,11 @@ void DriverTarget::HandleLine(const std::string& line) {
     cv_.notify_all();
     return;
   }
-  if (type != "result") return garbage("unknown type \"" + type + "\"");
+  if (type != "result") return garbage("unknown type " + base::QuoteClipped(type));
   if (!hello_) return garbage("a result before the hello");
   if (std::string k = unknown_member({"type", "id", "outcome", "result"}); !k.empty())
-    return garbage("result: unknown member \"" + k + "\" (type, id, outcome, result)");
+    return garbage("result: unknown member " + base::QuoteClipped(k) +
+                   " (type, id, outcome, result)");
   auto id = j.find("id");
   if (id == j.end() || !id->is_number_unsigned())
     return garbage("result: id must be an unsigned integer below 2^64 (the op's id)");

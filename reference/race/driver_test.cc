@@ -76,6 +76,23 @@ TEST(DriverTarget, SecondHelloIsAProtocolFailure) {
   EXPECT_NE(failure.message().find("a second hello"), std::string::npos) << failure.message();
 }
 
+// Regression: a driver's unknown member name or message type was quoted whole, so a 100 KB
+// name made a 100 KB failure (2026-12-07); the name is clipped at 80 bytes and the line at 200,
+// each counted.
+TEST(DriverTarget, RegressionALongNameInADriverLineIsClipped) {
+  const std::string name(100000, 'k');
+  for (const std::string& lines :
+       {Hello(R"(,")" + name + R"(":1})"), R"({"type":")" + name + R"("})",
+        Hello("}") + "\n" + R"({"type":"result",")" + name + R"(":1})"}) {
+    const Status failure = FirstFailure(Scripted(lines));
+    ASSERT_FALSE(failure.ok());
+    EXPECT_EQ(failure.error(), ErrorCode::RACE_DRIVER_PROTOCOL);
+    EXPECT_LT(failure.message().size(), 600u) << failure.message().substr(0, 200);
+    EXPECT_NE(failure.message().find("(100000 bytes)"), std::string::npos)
+        << failure.message().substr(0, 300);
+  }
+}
+
 // After a failure for good nothing more is sent to the driver (it could not take effect): the
 // call is unknown at once. The driver reads the first op, answers it with a second hello (a
 // protocol failure) and copies whatever else it receives to a file, which stays empty (the
