@@ -16,6 +16,7 @@
 
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/handoff/capability.h"
 
 namespace kvc::handoff::transport {
@@ -498,7 +499,8 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
       if (a.sends[i] > opts_.max_retransmits)
         return Status(
             StatusCode::kDeadlineExceeded,
-            "chunk \"" + a.plan.chunks[i].chunk_id + "\" of " + a.plan.transfer_id +
+            "chunk " + base::QuoteClipped(a.plan.chunks[i].chunk_id) + " of " +
+                base::Clipped(a.plan.transfer_id) +
                 " was never acknowledged DEVICE_VISIBLE after " + std::to_string(a.sends[i]) +
                 " transmissions: its " + std::to_string(a.plan.chunks[i].bytes) +
                 " B of credit never came back (window " + std::to_string(window_->capacity()) +
@@ -510,8 +512,8 @@ Status PrefillSession::Stream(Attempt& a, const std::vector<size_t>& order, bool
     }
     if (Clock::now() >= idle)
       return Status(StatusCode::kDeadlineExceeded,
-                    "the decode worker made no progress on " + a.plan.transfer_id + " for " +
-                        std::to_string(opts_.peer_timeout.count()) + " ms",
+                    "the decode worker made no progress on " + base::Clipped(a.plan.transfer_id) +
+                        " for " + std::to_string(opts_.peer_timeout.count()) + " ms",
                     ErrorCode::PD_PEER_TIMEOUT);
   }
   return Status();
@@ -972,11 +974,12 @@ Status DecodeSession::OnChunk(uint64_t attempt, uint64_t index, const Message& m
   const ChunkSpec& spec = txn.plan().chunks[index];
   const uint8_t* payload = m.bytes.data() + sizeof(ChunkHeader);
   if (h.payload_bytes != spec.bytes)  // never copied: it would not fit its reserved place
-    return AbortAttempt(attempt, ViolationStatus(ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH,
-                                                 "chunk \"" + spec.chunk_id + "\" arrived with " +
-                                                     std::to_string(h.payload_bytes) +
-                                                     " B, the manifest declares " +
-                                                     std::to_string(spec.bytes) + " B"));
+    return AbortAttempt(
+        attempt,
+        ViolationStatus(ErrorCode::HANDOFF_CHUNK_BYTES_MISMATCH,
+                        "chunk " + base::QuoteClipped(spec.chunk_id) + " arrived with " +
+                            std::to_string(h.payload_bytes) + " B, the manifest declares " +
+                            std::to_string(spec.bytes) + " B"));
   if (txn.state() == TxnState::kAborted || txn.state() == TxnState::kPublished) {
     // A completion after the attempt ended: fenced, no effect (counted, not acknowledged).
     ++late_rejected_;
