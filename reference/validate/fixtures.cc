@@ -6,6 +6,7 @@
 #include <set>
 
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 #include "reference/validate/kinds.h"
 
 namespace kvc {
@@ -44,7 +45,7 @@ std::string JsonlFromArray(const Json& arr) {
 Violations UnknownKind(const std::string& kind) {
   return {{ErrorCode::INPUT_UNKNOWN_KIND, kind.empty() ? "" : "/kind",
            kind.empty() ? "document has no string \"kind\" field naming its format"
-                        : "unknown kind \"" + kind + "\""}};
+                        : "unknown kind " + base::QuoteClipped(kind)}};
 }
 
 // Validates a JSON document, or a JSON Lines text whose header line names the kind.
@@ -125,8 +126,11 @@ StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path,
   const Json* patch = r.Array("patch");
   auto expected = r.String("expected_code");
   r.RejectUnknownFields();
+  // A refusal keeps the report limit of a message (violation.h); values it quotes are clipped
+  // sooner (80 bytes for a name, 512 for a path or a library's message).
   auto malformed = [&](std::string why) {
-    return Status(StatusCode::kInvalidArgument, path + ": " + why,
+    return Status(StatusCode::kInvalidArgument,
+                  path + ": " + base::Clipped(why, kMaxReportedMessageBytes),
                   ErrorCode::INPUT_FIXTURE_MALFORMED);
   };
   if (!schema.empty()) {
@@ -140,13 +144,15 @@ StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path,
     const std::string by_path = CaseName(path, "");
     const std::string& declared = *declared_case;
     if (by_path != declared && !by_path.ends_with("/" + declared))
-      return malformed("case \"" + declared + "\" is not this file's path (" + by_path + ")");
+      return malformed("case " + base::QuoteClipped(declared) + " is not this file's path (" +
+                       by_path + ")");
   }
   MaterializedFixture m;
   m.expected_code = *expected;
   if (expected_code) *expected_code = *expected;
   if (!ErrorCodeFromName(*expected))
-    return malformed("expected_code \"" + *expected + "\" is not in the error registry");
+    return malformed("expected_code " + base::QuoteClipped(*expected) +
+                     " is not in the error registry");
   if (patch->size() != 1)
     return malformed("patch must hold exactly one operation (a one-field mutation), has " +
                      std::to_string(patch->size()));
@@ -160,29 +166,30 @@ StatusOr<MaterializedFixture> MaterializeInvalidFixture(const std::string& path,
     std::error_code ec;
     const fs::file_status st = fs::status(base_path, ec);
     if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-      return malformed("base: " + m.base + " is not a regular file (a base is a document file)");
+      return malformed("base: " + base::Clipped(m.base, 512) +
+                       " is not a regular file (a base is a document file)");
   }
   Json target;
   if (m.jsonl) {
     auto text = ReadFileToString(m.base);
-    if (!text.ok()) return malformed("base: " + text.status().message());
+    if (!text.ok()) return malformed("base: " + base::Clipped(text.status().message(), 512));
     auto arr = ParseJsonlToArray(*text, m.base);
-    if (!arr.ok()) return malformed("base: " + arr.status().message());
+    if (!arr.ok()) return malformed("base: " + base::Clipped(arr.status().message(), 512));
     target = std::move(*arr);
   } else {
     auto b = ReadJsonFileStrict(m.base);
-    if (!b.ok()) return malformed("base: " + b.status().message());
+    if (!b.ok()) return malformed("base: " + base::Clipped(b.status().message(), 512));
     target = std::move(b->value);
   }
   // A base is a document the mutation breaks, never an invalid fixture (itself or another: a
   // fixture whose base names itself passed expecting INPUT_UNKNOWN_KIND; probe 38).
   if (target.is_object() && target.contains("kind") && target["kind"] == kInvalidFixtureKind)
-    return malformed("base " + *base +
+    return malformed("base " + base::Clipped(*base, 512) +
                      " is an invalid fixture; a base is the valid document the patch mutates");
   try {
     m.document = target.patch(*patch);
   } catch (const std::exception& e) {
-    return malformed(std::string("patch does not apply to the base: ") + e.what());
+    return malformed("patch does not apply to the base: " + base::Clipped(e.what(), 512));
   }
   // Compared as written: 448 and 448.0 are equal JSON values but different documents (the
   // strict reader refuses the second; probe 38).

@@ -128,6 +128,32 @@ TEST(FixtureMaterializer, AJsonLinesBaseChangesOnlyThePatchedLine) {
   }
 }
 
+// Regression: an invalid fixture's refusal quoted its expected code, its patch's operation or
+// path (inside the JSON library's message) and its base whole, so a 10 KB value made a 10 KB
+// error line in validate, suite and fixture materialize (2026-12-07); names are clipped at 80
+// bytes, paths and the library's message at 512, each counted.
+TEST(FixtureMaterializer, RegressionARefusalQuotesALongValueClipped) {
+  TempDir t;
+  const std::string long_value(10000, 'v');
+  const Json long_op =
+      Json::array({{{"op", long_value}, {"path", "/state_snapshot"}, {"value", 3}}});
+  const Json long_path =
+      Json::array({{{"op", "replace"}, {"path", "/state_snapshot/" + long_value}, {"value", 3}}});
+  for (const std::string& text : {InvalidFixture(kReplaceReserved, long_value),
+                                  InvalidFixture(long_op, "INPUT_VALUE_INVALID"),
+                                  InvalidFixture(long_path, "INPUT_VALUE_INVALID"),
+                                  InvalidFixture(kReplaceReserved, "INPUT_VALUE_INVALID",
+                                                 test::SourcePath(kManifest) + long_value)}) {
+    const std::string path = t.Write("f.json", text);
+    auto m = MaterializeInvalidFixture(path, ReadJsonFileStrict(path)->value);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().error(), ErrorCode::INPUT_FIXTURE_MALFORMED);
+    EXPECT_LT(m.status().message().size(), 1400u) << m.status().message().substr(0, 300);
+    EXPECT_NE(m.status().message().find(" bytes)"), std::string::npos)
+        << m.status().message().substr(0, 300);
+  }
+}
+
 // A refused fixture still names its declared code once its members are read (the runner's
 // reports show what the case expected).
 TEST(FixtureMaterializer, ARefusalStillNamesTheDeclaredCode) {

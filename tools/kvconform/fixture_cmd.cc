@@ -12,6 +12,7 @@
 #include <map>
 
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 #include "reference/validate/kinds.h"
 #include "tools/kvconform/cli.h"
 
@@ -92,8 +93,9 @@ void Run(const MaterializeOptions& opt) {
       // Named: an error. Found in a directory: a valid document beside the invalid fixtures,
       // skipped.
       if (named) {
-        std::cerr << me << Printable(path) << ": kind \"" << Printable(KindOf(parsed->value))
-                  << "\", not an invalid fixture (" << kInvalidFixtureKind << ")\n";
+        std::cerr << me << Printable(path) << ": kind "
+                  << Printable(base::QuoteClipped(KindOf(parsed->value)))
+                  << ", not an invalid fixture (" << kInvalidFixtureKind << ")\n";
         any_error = true;
       }
       continue;
