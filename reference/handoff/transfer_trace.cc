@@ -117,8 +117,8 @@ std::optional<TraceSummary> Check(const Trace& t, Violations* v) {
     std::string ptr = "/events/" + std::to_string(i);
     if (e.transfer_id != t.transfer_id || e.generation != t.generation)
       v->push_back({ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, ptr,
-                    base::Clipped(e.phase) + " event carries " + base::Clipped(e.transfer_id) +
-                        "@" + std::to_string(e.generation) + ", the transaction is " +
+                    e.phase + " event carries " + base::Clipped(e.transfer_id) + "@" +
+                        std::to_string(e.generation) + ", the transaction is " +
                         base::Clipped(t.transfer_id) + "@" + std::to_string(t.generation)});
     if (e.end < e.start)
       v->push_back({ErrorCode::HANDOFF_TRACE_INTERVAL_INVALID, ptr + "/end_us",

@@ -95,8 +95,9 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   if (r.Has("model_type")) {
     if (!j["model_type"].is_string()) return r.Invalid("model_type", "expected a string");
     if (j["model_type"].get<std::string>() != "llama")
-      return r.Unsupported("model_type", base::QuoteClipped(j["model_type"].get<std::string>()) +
-                                             "; the reference engine implements 'llama'");
+      return r.Unsupported("model_type",
+                           base::SingleQuoteClipped(j["model_type"].get<std::string>()) +
+                               "; the reference engine implements 'llama'");
   }
   // The class Transformers would build: another family's (Qwen2's q/k/v biases, Mistral's
   // sliding window) under model_type "llama" is another computation (since 2026-12-06: accepted).
@@ -109,7 +110,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
                          "expected class names, got " + base::Clipped(name.dump()));
       if (name.get<std::string>() != "LlamaForCausalLM")
         return r.Unsupported("architectures",
-                             base::QuoteClipped(name.get<std::string>()) +
+                             base::SingleQuoteClipped(name.get<std::string>()) +
                                  "; the reference engine implements LlamaForCausalLM");
     }
   }
@@ -194,7 +195,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
                                          std::to_string(f) + " (not a positive finite float32)");
     } else {
       return r.Unsupported("rope_scaling.rope_type",
-                           base::QuoteClipped(type) + "; supported: default, llama3");
+                           base::SingleQuoteClipped(type) + "; supported: default, llama3");
     }
   }
   return c;
