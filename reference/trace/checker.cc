@@ -204,7 +204,7 @@ void ObjReader::Index(const dom::object& obj) {
       const std::string& at = pointer();
       const bool stops = at == "/0" || at == "/0/cache_abi";
       Bad(header ? ErrorCode::TRACE_HEADER_INVALID : ErrorCode::TRACE_LINE_MALFORMED, field.key,
-          "duplicate object key \"" + std::string(field.key) + "\"" +
+          "duplicate object key " + base::QuoteClipped(field.key) +
               (!header ? ""
                : stops ? " in the header; the trace is not replayed"
                        : " in the header (the first stands)") +
@@ -283,7 +283,8 @@ const dom::element* ObjReader::Get(std::string_view key, bool required) {
   // (Past the member limit an unread member may be the one asked for: the overflow, already
   // reported, is the one code; probe 43: the field was also "absent".)
   if (required && impl_->overflow == 0)
-    Bad(ErrorCode::INPUT_FIELD_MISSING, key, "required field \"" + std::string(key) + "\" is absent");
+    Bad(ErrorCode::INPUT_FIELD_MISSING, key,
+        "required field " + base::QuoteClipped(key) + " is absent");
   return nullptr;
 }
 
@@ -522,7 +523,8 @@ void ObjReader::RejectUnknown(bool semantic_plane) {
       if (first_plane.empty()) first_plane = k;
       plane_names += (plane_names.empty() ? "\"" : ", \"") + std::string(k) + "\"";
     } else {
-      Bad(ErrorCode::INPUT_FIELD_UNKNOWN, k, "field \"" + std::string(k) + "\" is not defined here");
+      Bad(ErrorCode::INPUT_FIELD_UNKNOWN, k,
+          "field " + base::QuoteClipped(k) + " is not defined here");
     }
   }
   if (!first_plane.empty()) {
@@ -1018,11 +1020,11 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
           // event names base snapshot 2; request "A" is at snapshot 2)", probe 9).
           const Op* op = FindOp(*e.operation_id);  // the base its append_start read
           s = Status(s.code(),
-                     std::string(e.event_type) + " \"" + std::string(*e.operation_id) + "\" on \"" +
-                         std::string(*e.request_id) +
-                         "\": its transaction was opened on handle generation " +
-                         std::to_string(t->incarnation) + " of \"" + std::string(*e.request_id) +
-                         "\" (base snapshot " +
+                     std::string(e.event_type) + " " + base::QuoteClipped(*e.operation_id) +
+                         " on " + base::QuoteClipped(*e.request_id) +
+                         ": its transaction was opened on handle generation " +
+                         std::to_string(t->incarnation) + " of " +
+                         base::QuoteClipped(*e.request_id) + " (base snapshot " +
                          std::to_string(op ? op->base_version : *e.base_snapshot) +
                          "), which was released; the id now names handle generation " +
                          std::to_string(h->current.incarnation) + ", at snapshot " +
@@ -1044,11 +1046,11 @@ bool TraceChecker::Apply(const Event& e, OpRef op, const std::vector<std::string
                                   h->current.phase != lifecycle::Phase::kDecodeReady;
         // In the trace's terms (versions), not the lifecycle object's (its internal publication
         // generations, and a digest it does not know for a version never published: probe 23).
-        const std::string head = std::string(e.event_type) + " on \"" + std::string(*e.request_id) +
-                                 "\": the event names base snapshot " +
-                                 std::to_string(*e.base_snapshot) + "; request \"" +
-                                 std::string(*e.request_id) + "\" is at snapshot " +
-                                 std::to_string(h->current.version);
+        const std::string head =
+            std::string(e.event_type) + " on " + base::QuoteClipped(*e.request_id) +
+            ": the event names base snapshot " + std::to_string(*e.base_snapshot) + "; request " +
+            base::QuoteClipped(*e.request_id) + " is at snapshot " +
+            std::to_string(h->current.version);
         std::string why;
         if (s.error() == ErrorCode::LIFECYCLE_UNKNOWN_SNAPSHOT)
           why = ", and its handle generation " + std::to_string(h->current.incarnation) +
@@ -1765,7 +1767,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   if (!kind || *kind != kTraceKind) {
     if (kind)
       Report(ErrorCode::TRACE_HEADER_INVALID, "/0/kind",
-             "line 1 declares kind \"" + *kind + "\"; expected \"" + kTraceKind + "\"");
+             "line 1 declares kind " + base::QuoteClipped(*kind) + "; expected " +
+                 base::QuoteClipped(kTraceKind));
     return;
   }
   auto version = h.Uint("schema_version");
@@ -1841,8 +1844,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
           *abi_pin != id_lower)
         Report(ErrorCode::LIFECYCLE_CACHE_ABI_MISMATCH, "/0/bindings/cache_abi_sha256",
                "the trace binds to cache ABI " + std::string(*abi_pin) +
-                   " but its cache_abi.id is the digest \"" + abi.id +
-                   "\": the events are bound to cache_abi, so the pin names the same ABI");
+                   " but its cache_abi.id is the digest " + base::QuoteClipped(abi.id) +
+                   ": the events are bound to cache_abi, so the pin names the same ABI");
     }
   }
   if (present("allocator_model")) {
@@ -1893,9 +1896,9 @@ void TraceChecker::ReadHeader(const dom::element& root) {
           // A second declaration is reported and ignored: the first stands (one code, not one
           // per event of the source for a component the second one changed).
           if (sources_.count(*inst))
-            Report(
-                ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
-                "source_instance \"" + *inst + "\" declared twice (the first declaration stands)");
+            Report(ErrorCode::INPUT_VALUE_INVALID, s.pointer(),
+                   "source_instance " + base::QuoteClipped(*inst) +
+                       " declared twice (the first declaration stands)");
           else
             sources_[*inst].component = *comp;
         }
@@ -1944,17 +1947,18 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
       if (entry_unreadable) {
         --unreadable_source_entries_;
       } else {
-        Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-               "source_instance \"" + std::string(e.source_instance) +
-                   "\" is not declared in the header" +
-                   (adopt ? " (its events are replayed by the component each states; this is "
-                            "reported once)"
-                          : "") +
-                   (own_plane
-                        ? ""
-                        : "; this event's source_component \"" + std::string(e.source_component) +
-                              "\" is not its type's plane (" +
-                              std::string(PlaneComponent(spec.plane)) + "): it is not replayed"));
+        Report(
+            ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
+            "source_instance " + base::QuoteClipped(e.source_instance) +
+                " is not declared in the header" +
+                (adopt ? " (its events are replayed by the component each states; this is "
+                         "reported once)"
+                       : "") +
+                (own_plane
+                     ? ""
+                     : "; this event's source_component " + base::QuoteClipped(e.source_component) +
+                           " is not its type's plane (" + std::string(PlaneComponent(spec.plane)) +
+                           "): it is not replayed"));
         // Its source may be a declared one misnamed: its number may then be the hole that
         // source shows next, which is not also a gap (one root cause, one code; probe 45).
         ++unattributed_drops_;
@@ -1991,35 +1995,37 @@ TraceChecker::SourceState* TraceChecker::CheckSource(Event& e, const EventTypeSp
     // one field).
     if (s.declared_plane_seen) {
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_instance",
-             "event " + std::string(e.event_type) + " from source_component \"" +
-                 std::string(e.source_component) +
-                 "\" (its type's plane) names source_instance \"" + std::string(e.source_instance) +
-                 "\", which the header declares \"" + s.component +
-                 "\" and which has sent events of that component: another "
+             "event " + std::string(e.event_type) + " from source_component " +
+                 base::QuoteClipped(e.source_component) +
+                 " (its type's plane) names source_instance " +
+                 base::QuoteClipped(e.source_instance) + ", which the header declares " +
+                 base::QuoteClipped(s.component) +
+                 " and which has sent events of that component: another "
                  "source's event under this name? It is replayed by its component, not numbered "
-                 "in \"" +
-                 std::string(e.source_instance) + "\"");
+                 "in " +
+                 base::QuoteClipped(e.source_instance));
       *unnumbered = true;
       ++unattributed_drops_;
       return &s;
     }
     if (!s.component_contradicted)
       Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
-             "event " + std::string(e.event_type) + " from source_component \"" +
-                 std::string(e.source_component) + "\" (its type's plane); the header declares \"" +
-                 s.component + "\" for \"" + std::string(e.source_instance) +
-                 "\" (its events are replayed by the component each states; this is reported "
+             "event " + std::string(e.event_type) + " from source_component " +
+                 base::QuoteClipped(e.source_component) +
+                 " (its type's plane); the header declares " + base::QuoteClipped(s.component) +
+                 " for " + base::QuoteClipped(e.source_instance) +
+                 " (its events are replayed by the component each states; this is reported "
                  "once)");
     s.component_contradicted = true;
     return &s;
   }
   Report(ErrorCode::TRACE_SOURCE_UNDECLARED, LinePtr() + "/source_component",
-         "event " + std::string(e.event_type) + " from source_component \"" +
-             std::string(e.source_component) + "\"; " +
-             (s.adopted ? "source \"" + std::string(e.source_instance) +
-                              "\" is not declared in the header, and"
-                        : "the header declares \"" + s.component + "\" for \"" +
-                              std::string(e.source_instance) + "\" and") +
+         "event " + std::string(e.event_type) + " from source_component " +
+             base::QuoteClipped(e.source_component) + "; " +
+             (s.adopted ? "source " + base::QuoteClipped(e.source_instance) +
+                              " is not declared in the header, and"
+                        : "the header declares " + base::QuoteClipped(s.component) + " for " +
+                              base::QuoteClipped(e.source_instance) + " and") +
              " the event type belongs to the " + std::string(PlaneComponent(spec.plane)) +
              " plane (the event is not replayed)");
   return nullptr;
@@ -2249,11 +2255,11 @@ bool TraceChecker::ReadEnvelope(const dom::object& obj, Event& e, dom::element* 
     const bool is_text = kind_value.get_string().get(kind) == simdjson::SUCCESS;
     if (is_text && kind.substr(0, 20) == "kvconform.trace_end/")
       Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
-             "an end record of kind \"" + std::string(kind) + "\"; this checker reads " +
+             "an end record of kind " + base::QuoteClipped(kind) + "; this checker reads " +
                  kTraceEndKind + "; the line is not replayed");
     else
       Report(ErrorCode::TRACE_LINE_MALFORMED, LinePtr() + "/kind",
-             "a header" + (is_text ? " (kind \"" + std::string(kind) + "\")" : std::string()) +
+             "a header" + (is_text ? " (kind " + base::QuoteClipped(kind) + ")" : std::string()) +
                  " on line " + std::to_string(line_) +
                  ": only line 1 is the header, every later line is an event (two traces "
                  "concatenated?); the line is not replayed");
@@ -2376,11 +2382,11 @@ void TraceChecker::ReportIdOfAnotherSource(const Event& e, const SourceState& ot
   for (const auto& [key, state] : sources_)
     if (&state == &other) name = key;
   Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-         "event_id \"" + std::string(e.event_id) +
-             "\" already names a different event, of source \"" + std::string(name) +
-             "\" on line " + std::to_string(other_line) + "; source \"" +
-             std::string(e.source_instance) +
-             "\" reuses it (a redelivery repeats its source: one id names one event)");
+         "event_id " + base::QuoteClipped(e.event_id) +
+             " already names a different event, of source " + base::QuoteClipped(name) +
+             " on line " + std::to_string(other_line) + "; source " +
+             base::QuoteClipped(e.source_instance) +
+             " reuses it (a redelivery repeats its source: one id names one event)");
 }
 
 void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
@@ -2419,7 +2425,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   if (!spec) {
     Report(ErrorCode::TRACE_EVENT_TYPE_UNKNOWN, LinePtr() + "/event_type",
-           "event_type \"" + std::string(e.event_type) + "\" is not defined by " + kTraceKind);
+           "event_type " + base::QuoteClipped(e.event_type) + " is not defined by " + kTraceKind);
     // Not replayed, but it takes its place in its source's sequence, and what it did to its
     // operation and request is unknown (gating).
     NoteDroppedEvent(e.source_instance, e.local_sequence);
@@ -2457,10 +2463,10 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
         // original stands (replaying the copy too would judge one event twice: a sequence
         // regression, a second publication).
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-               "event_id \"" + std::string(e.event_id) + "\" at local_sequence " +
-                   std::to_string(e.local_sequence) + " of source \"" +
-                   std::string(e.source_instance) +
-                   "\" was delivered before with other bytes; a redelivery must repeat the "
+               "event_id " + base::QuoteClipped(e.event_id) + " at local_sequence " +
+                   std::to_string(e.local_sequence) + " of source " +
+                   base::QuoteClipped(e.source_instance) +
+                   " was delivered before with other bytes; a redelivery must repeat the "
                    "original line byte for byte (re-serializing it changes its bytes); this copy "
                    "is not replayed");
         return;
@@ -2469,9 +2475,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
     }
     if (id_conflict) {
       Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-             "event_id \"" + std::string(e.event_id) +
-                 "\" already names a different event of source \"" +
-                 std::string(e.source_instance) + "\"");
+             "event_id " + base::QuoteClipped(e.event_id) +
+                 " already names a different event of source " +
+                 base::QuoteClipped(e.source_instance));
     } else if (across_.count[AcrossWindow::Bucket(id_hash)] != 0) {
       // Another source's recent event with this id (the per-source window above holds this
       // source's): one code, and the event is replayed, as an id reused within its source.
@@ -2509,7 +2515,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       // A number before the duplicate window: the message says what the checker cannot tell
       // apart (probe 68: a byte-identical late redelivery read as a plain regression).
       Report(ErrorCode::TRACE_SEQUENCE_REGRESSION, LinePtr() + "/local_sequence",
-             "source \"" + std::string(e.source_instance) + "\" local_sequence " +
+             "source " + base::QuoteClipped(e.source_instance) + " local_sequence " +
                  std::to_string(e.local_sequence) + " after " + std::to_string(src.last_seq) +
                  (src.last_seq - e.local_sequence >= SourceState::kRecent
                       ? " (older than the source's duplicate window of the last " +
@@ -2530,7 +2536,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
           e.local_sequence - src.last_seq - 1 >
               src.unnumbered + (unattributed_drops_ - src.unattributed_seen)) {
         Report(ErrorCode::TRACE_SEQUENCE_GAP, LinePtr() + "/local_sequence",
-               "source \"" + std::string(e.source_instance) + "\" local_sequence jumps from " +
+               "source " + base::QuoteClipped(e.source_instance) + " local_sequence jumps from " +
                    std::to_string(src.last_seq) + " to " + std::to_string(e.local_sequence) +
                    " (an unexplained gap: the audit is incomplete, or this event is mis-numbered)");
         src.gap_open = true;
@@ -2540,7 +2546,7 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       src.unattributed_seen = unattributed_drops_;
       if (src.seen && e.monotonic_ns < src.last_ns)
         Report(ErrorCode::TRACE_CLOCK_REGRESSION, LinePtr() + "/monotonic_ns",
-               "source \"" + std::string(e.source_instance) + "\" monotonic_ns " +
+               "source " + base::QuoteClipped(e.source_instance) + " monotonic_ns " +
                    std::to_string(e.monotonic_ns) + " is before the previous " +
                    std::to_string(src.last_ns));
       src.seen = true;
@@ -2606,8 +2612,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
       if (known->content_hash == e.content_hash()) return;  // duplicate delivery
       if (!id_conflict)
         Report(ErrorCode::TRACE_EVENT_ID_CONFLICT, LinePtr() + "/event_id",
-               "event_id \"" + std::string(e.event_id) + "\" already names a different event of request \"" +
-                   std::string(*e.request_id) + "\"");
+               "event_id " + base::QuoteClipped(e.event_id) +
+                   " already names a different event of request " +
+                   base::QuoteClipped(*e.request_id));
     }
   }
   // An event whose local_sequence lies before its source's window and that is not a known
@@ -2688,9 +2695,9 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
           !(req && req->NeverHad(*e.handle_generation)))
         return;
       Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, LinePtr() + "/handle_generation",
-             std::string(e.event_type) + " targets handle_generation " + std::to_string(*e.handle_generation) +
-                 " of \"" + std::string(*e.request_id) + "\"; the live handle generation is " +
-                 std::to_string(h->current.incarnation));
+             std::string(e.event_type) + " targets handle_generation " +
+                 std::to_string(*e.handle_generation) + " of " + base::QuoteClipped(*e.request_id) +
+                 "; the live handle generation is " + std::to_string(h->current.incarnation));
       // Not replayed. An event aimed at an earlier incarnation (a stale completion after the id
       // was recycled: the ABA case) leaves the live incarnation untouched and ungated. One aimed
       // at an incarnation that never existed (not yet, below the id's first generation, or in a
@@ -2715,8 +2722,8 @@ void TraceChecker::ReadEvent(std::string_view line, const dom::element& root) {
   }
   if (!(spec->outcomes & OutcomeBitOf(e.outcome))) {
     Report(ErrorCode::TRACE_OUTCOME_INVALID, LinePtr() + "/outcome",
-           std::string(e.event_type) + " admits outcome " + OutcomesText(*spec) + ", not \"" +
-               std::string(e.outcome) + "\"");
+           std::string(e.event_type) + " admits outcome " + OutcomesText(*spec) + ", not " +
+               base::QuoteClipped(e.outcome));
     DropEvent(e, payload_el);
     return;
   }
@@ -2852,7 +2859,7 @@ const Violations& TraceChecker::Finish(bool ended_mid_line, bool cut_line_has_cr
       line_ = o->second.start_line;
       current_ = {o->second.start_event_id.str(), o->second.request_id.str()};
       Report(ErrorCode::TRACE_OPERATION_UNTERMINATED, LinePtr(),
-             "operation \"" + o->first + "\" (event \"" + o->second.start_event_id +
+             "operation " + base::QuoteClipped(o->first) + " (event \"" + o->second.start_event_id +
                  "\", request \"" + o->second.request_id +
                  "\") has neither a publication nor a failure when the trace ends");
     }

@@ -3713,6 +3713,69 @@ TEST(TraceCheckerTest, RegressionALongMalformedPinIsQuotedWithoutSplittingAChara
                               std::string(79, 'a') + "...\" (82 bytes)");
 }
 
+// Each variant of `doc` with one string value or member name lengthened by `extra` bytes.
+void LengthenedVariants(const Json& doc, const std::string& extra, std::vector<Json>* out,
+                        Json* root = nullptr, Json* at = nullptr) {
+  if (root == nullptr) {
+    Json copy = doc;
+    LengthenedVariants(doc, extra, out, &copy, &copy);
+    return;
+  }
+  if (at->is_string()) {
+    const std::string was = at->get<std::string>();
+    *at = was + extra;
+    out->push_back(*root);
+    *at = was;
+  } else if (at->is_array()) {
+    for (auto& element : *at) LengthenedVariants(doc, extra, out, root, &element);
+  } else if (at->is_object()) {
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : at->items()) keys.push_back(key);
+    for (const std::string& key : keys) {
+      Json value = (*at)[key];
+      at->erase(key);
+      (*at)[key + extra] = value;
+      out->push_back(*root);
+      at->erase(key + extra);
+      (*at)[key] = value;
+      LengthenedVariants(doc, extra, out, root, &(*at)[key]);
+    }
+  }
+}
+
+// Regression: the trace checker quoted ids, member names, kinds, source names and digests whole,
+// up to its report limit of 4096 bytes, so a 10 KB value made a 4 KB message of it (2026-12-07).
+// Each bundled lifecycle trace with one string value or member name lengthened by 10 KB: no
+// message is longer than 1,000 bytes (values are clipped at 80 or 128 bytes and counted).
+TEST(TraceCheckerTest, RegressionALongValueIsQuotedClippedInEveryMessage) {
+  const std::string extra(10000, 'x');
+  size_t traces = 0, violations = 0;
+  for (const char* fixture : {"fixtures/m5_1/lifecycle/cancel_before_first_output.jsonl",
+                              "fixtures/m5_1/lifecycle/doc_example_two_requests.jsonl",
+                              "fixtures/m5_1/lifecycle/synthetic_lifecycle.jsonl",
+                              "fixtures/m5_1/lifecycle/two_layer_decode.jsonl"}) {
+    const std::vector<std::string> lines = test::SourceLines(fixture);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::vector<Json> variants;
+      LengthenedVariants(Json::parse(lines[i]), extra, &variants);
+      for (const Json& variant : variants) {
+        std::string trace;
+        for (size_t j = 0; j < lines.size(); ++j)
+          trace += (j == i ? variant.dump() : lines[j]) + "\n";
+        ++traces;
+        for (const Violation& v : ValidateTraceJsonl(trace, "t.jsonl")) {
+          ++violations;
+          EXPECT_LE(v.message.size(), 1000u)
+              << fixture << " line " << i + 1 << ": " << ErrorCodeName(v.code) << " "
+              << v.message.substr(0, 160);
+        }
+      }
+    }
+  }
+  EXPECT_GT(traces, 2000u);
+  EXPECT_GT(violations, traces);
+}
+
 // Mutation audit 4: an id that is a digest in upper case is compared as that digest, so a pin of
 // another digest is LIFECYCLE_CACHE_ABI_MISMATCH (not only the equal pin passing); and a pin is
 // compared only with a usable cache_abi: beside a cache_abi that is itself reported (bytes per

@@ -54,17 +54,17 @@ void RefusalNamesNoResult(TraceChecker& c, const Event& e, uint64_t reported);
       // as never created after 4,096 other releases.)
       if (e.base_snapshot && !c.MayBeForgotten(*e.request_id))
         c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
-                 std::string(t) + " names base snapshot " + U(*e.base_snapshot) + "; request \"" +
-                     std::string(*e.request_id) +
-                     "\" was never created, so it has reached no snapshot (a refused operation "
+                 std::string(t) + " names base snapshot " + U(*e.base_snapshot) + "; request " +
+                     base::QuoteClipped(*e.request_id) +
+                     " was never created, so it has reached no snapshot (a refused operation "
                      "may name a stale base, not one the request never had)");
       RefusalNamesNoResult(c, e, Reported(c));
     }
     return;
   }
   c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-           std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-               "\", which no earlier request_allocate or fork created (its later events, "
+           std::string(e.event_type) + " names request " + base::QuoteClipped(*e.request_id) +
+               ", which no earlier request_allocate or fork created (its later events, "
                "allocation included, are not replayed)");
   c.DropEvent(e);
 }
@@ -110,7 +110,7 @@ void CheckRefusedBaseReached(TraceChecker& c, const Event& e, const Snapshot& s)
   if (KeyEquals(e.outcome, "rejected") && e.base_snapshot && *e.base_snapshot > s.version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
-                 "; request \"" + std::string(*e.request_id) + "\" has reached only snapshot " +
+                 "; request " + base::QuoteClipped(*e.request_id) + " has reached only snapshot " +
                  U(s.version) + " (a refused operation may name a stale base, not a later one)");
 }
 
@@ -150,14 +150,14 @@ bool CheckOperationRequest(TraceChecker& c, const Event& e) {
   const std::string owner = owner_of->str();
   if (!c.FindHandle(*e.request_id))
     c.Report(ErrorCode::LIFECYCLE_UNKNOWN_HANDLE, c.LinePtr() + "/request_id",
-             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-                 "\", which was never allocated or forked; operation \"" +
-                 std::string(*e.operation_id) + "\" belongs to \"" + owner + "\"");
+             std::string(e.event_type) + " names request " + base::QuoteClipped(*e.request_id) +
+                 ", which was never allocated or forked; operation " +
+                 base::QuoteClipped(*e.operation_id) + " belongs to " + base::QuoteClipped(owner));
   else
     c.Report(ErrorCode::TRACE_OPERATION_REQUEST_MISMATCH, c.LinePtr() + "/request_id",
-             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) +
-                 "\"; operation \"" + std::string(*e.operation_id) + "\" was opened by \"" + owner +
-                 "\"");
+             std::string(e.event_type) + " names request " + base::QuoteClipped(*e.request_id) +
+                 "; operation " + base::QuoteClipped(*e.operation_id) + " was opened by " +
+                 base::QuoteClipped(owner));
   return true;
 }
 
@@ -202,7 +202,7 @@ void CheckOperationBase(TraceChecker& c, const Event& e) {
   if (*e.base_snapshot > last_readable)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
              std::string(e.event_type) + " names base snapshot " + U(*e.base_snapshot) +
-                 "; request \"" + std::string(*e.request_id) + "\" " +
+                 "; request " + base::QuoteClipped(*e.request_id) + " " +
                  (released ? "was released at snapshot " + U(s.version) + ", after snapshot " +
                                  U(last_readable)
                            : "has reached only snapshot " + U(s.version)) +
@@ -231,8 +231,8 @@ void NoResultAllowed(TraceChecker& c, const Event& e) {
   if (e.result_snapshot)
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/result_snapshot",
              std::string(e.event_type) + " carries result snapshot " + U(*e.result_snapshot) +
-                 "; an event with outcome \"" + std::string(e.outcome) +
-                 "\" leaves its base snapshot visible and names no result");
+                 "; an event with outcome " + base::QuoteClipped(e.outcome) +
+                 " leaves its base snapshot visible and names no result");
 }
 
 // reorder and the allocator/residency observations name no snapshot (trace-format.md, "What to
@@ -387,14 +387,15 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     // Bounded memory: a released request's receipts are kept for a window of releases
     // (CheckerOptions::receipt_window), so after it the checker cannot tell the two apart.
     const bool released = cur->phase == lifecycle::Phase::kReleased;
-    c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-             "append_start reports a replayed receipt, but operation \"" +
-                 std::string(*e.operation_id) + "\" was never started (only a retry replays)" +
-                 (released ? "; or it is an append of request \"" + std::string(*e.request_id) +
-                                 "\", released more than " + U(c.options().receipt_window) +
-                                 " releases ago, whose receipts are no longer kept "
-                                 "(docs/trace-format.md \"Memory\")"
-                           : std::string()));
+    c.Report(
+        ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
+        "append_start reports a replayed receipt, but operation " +
+            base::QuoteClipped(*e.operation_id) + " was never started (only a retry replays)" +
+            (released ? "; or it is an append of request " + base::QuoteClipped(*e.request_id) +
+                            ", released more than " + U(c.options().receipt_window) +
+                            " releases ago, whose receipts are no longer kept "
+                            "(docs/trace-format.md \"Memory\")"
+                      : std::string()));
     return c.DropEvent(e);
   }
   TraceChecker::Request* req = c.FindRequest(*e.request_id);
@@ -426,7 +427,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     if (orig) {
       auto conflict = [&](const char* field, const std::string& what) {
         c.Report(ErrorCode::LIFECYCLE_RETRY_CONFLICT, c.LinePtr() + "/payload/" + field,
-                 "the retry of operation \"" + std::string(r.txn_id) + "\" " + what +
+                 "the retry of operation " + base::QuoteClipped(r.txn_id) + " " + what +
                      " (a retry re-sends the same call)");
         c.DropEvent(e);
       };
@@ -473,7 +474,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
     return;  // refused as reported, or reported and dropped by Apply
   if (token_mismatch)
     c.Report(ErrorCode::FRONTIER_TOKEN_MISMATCH, c.LinePtr() + "/payload/input_token",
-             "the retry of operation \"" + std::string(r.txn_id) + "\" processes token " +
+             "the retry of operation " + base::QuoteClipped(r.txn_id) + " processes token " +
                  U(*a->input) + "; the original " +
                  (*token_mismatch ? "processed token " + U(**token_mismatch)
                                   : std::string("processed none")));
@@ -637,9 +638,9 @@ bool RecordOfAnotherIncarnation(TraceChecker& c, const Event& e) {
     return false;
   c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
            std::string(e.event_type) + " names handle_generation " + U(*e.handle_generation) +
-               "; operation \"" + std::string(*e.operation_id) +
-               "\" was opened on handle generation " + U(t->incarnation) + " of \"" +
-               std::string(*e.request_id) + "\"");
+               "; operation " + base::QuoteClipped(*e.operation_id) +
+               " was opened on handle generation " + U(t->incarnation) + " of " +
+               base::QuoteClipped(*e.request_id));
   return true;
 }
 
@@ -653,9 +654,9 @@ void JudgePublicationClaims(TraceChecker& c, const Event& e, const KvObject::Pub
   if (receipt.replayed != (KeyEquals(e.outcome, "replayed")))
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
              receipt.replayed
-                 ? "append_publish reports a new publication, but operation \"" +
-                       std::string(*e.operation_id) +
-                       "\" was already published: a retry returns the original receipt and must "
+                 ? "append_publish reports a new publication, but operation " +
+                       base::QuoteClipped(*e.operation_id) +
+                       " was already published: a retry returns the original receipt and must "
                        "not advance the generation again"
                  : "append_publish reports a replayed receipt for a first publication");
   CheckOperationBase(c, e);
@@ -691,9 +692,9 @@ void ApplyPublish(TraceChecker& c, const Event& e, std::optional<uint64_t> len) 
     // came first; with every layer staged it was TRACE_OUTCOME_INVALID, below).
     if (t && t->state == lifecycle::TxnState::kOpen) {
       c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-               "append_publish reports a replayed receipt, but operation \"" +
-                   std::string(*e.operation_id) +
-                   "\" was never published (it is OPEN, layers still missing): only a retry "
+               "append_publish reports a replayed receipt, but operation " +
+                   base::QuoteClipped(*e.operation_id) +
+                   " was never published (it is OPEN, layers still missing): only a retry "
                    "of a publication replays");
       return c.DropEvent(e);
     }
@@ -801,8 +802,8 @@ void OnFailure(TraceChecker& c, const Event& e, ObjReader& p) {
     // 2026-12-04, probe 16: a second record passed, and a refused one was TRACE_OUTCOME_INVALID).
     if (KeyEquals(e.outcome, "rejected")) return;
     c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/operation_id",
-             std::string(e.event_type) + " of operation \"" + std::string(*e.operation_id) +
-                 "\", which line " + U(op->closed_line) +
+             std::string(e.event_type) + " of operation " + base::QuoteClipped(*e.operation_id) +
+                 ", which line " + U(op->closed_line) +
                  " already closed: an append has exactly one publication or failure record (a "
                  "repeated cancel that changes nothing is reported rejected)");
     return;
@@ -845,7 +846,7 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
   if (!cur) return;
   if (!cur->readable()) {
     c.Report(ErrorCode::LIFECYCLE_HANDLE_RELEASED, c.LinePtr() + "/request_id",
-             "output_emit on released request \"" + std::string(*e.request_id) + "\"");
+             "output_emit on released request " + base::QuoteClipped(*e.request_id));
     return;
   }
 
@@ -869,8 +870,8 @@ void ApplyOutput(TraceChecker& c, const Event& e, uint64_t index, uint64_t token
     // after a finish whose output count the trace did not match (the frontier is no longer
     // followed: this output may be the one it counted), outputs are not judged.
     c.Report(ErrorCode::LIFECYCLE_HANDLE_TERMINAL, c.LinePtr() + "/request_id",
-             "output_emit on " + std::string(PhaseName(cur->phase)) + " request \"" +
-                 std::string(*e.request_id) + "\": its outputs ended at the " +
+             "output_emit on " + std::string(PhaseName(cur->phase)) + " request " +
+                 base::QuoteClipped(*e.request_id) + ": its outputs ended at the " +
                  (cur->phase == Phase::kFinished ? "finish (stop is final)" : "cancel"));
   else if (e.base_snapshot && *e.base_snapshot != cur->version)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
@@ -905,15 +906,15 @@ void OnOutput(TraceChecker& c, const Event& e, ObjReader& p) {
     for (const base::IdString& id : h->open_txns)
       if (const lifecycle::AppendTxn* t = c.kv().FindTxn(id))
         if (t->request.interval.start == k && seen - k <= t->request.interval.count)
-          return " (rows [" + U(k) + ", " + U(seen) + ") are pending in operation \"" + id +
-                 "\", not published: pending rows are not readable)";
+          return " (rows [" + U(k) + ", " + U(seen) + ") are pending in operation " +
+                 base::QuoteClipped(id) + ", not published: pending rows are not readable)";
   if (const TraceChecker::Request* req = c.FindRequest(request); req && req->truncated_from >= seen)
     return " (a truncate shortened the snapshot from " + U(req->truncated_from) + " to " +
            U(req->truncated_to) + " rows: the truncated suffix is unreachable)";
   if (h && !h->parent_id.empty())
     if (const lifecycle::HandleRecord* parent = c.FindHandle(h->parent_id);
         parent && parent->current.committed_length >= seen)
-      return " (the fork parent \"" + h->parent_id + "\" has " +
+      return " (the fork parent " + base::QuoteClipped(h->parent_id) + " has " +
              U(parent->current.committed_length) +
              " rows; a child's snapshot is its own, from its prefix, and does not follow the "
              "parent's later appends)";
@@ -931,16 +932,17 @@ void OnRead(TraceChecker& c, const Event& e, ObjReader& p) {
   if (KeyEquals(e.outcome, "rejected")) {
     if (r.ok())
       c.Report(ErrorCode::TRACE_OUTCOME_INVALID, c.LinePtr() + "/outcome",
-               "read reported \"rejected\", but request \"" + std::string(*e.request_id) + "\" is readable");
+               "read reported \"rejected\", but request " + base::QuoteClipped(*e.request_id) +
+                   " is readable");
     else if (const lifecycle::HandleRecord* h = c.FindHandle(*e.request_id))
       CheckRefusedBaseReached(c, e, h->current);  // as any refusal (probe 23: any base passed)
     else if (e.base_snapshot && !c.MayBeForgotten(*e.request_id))
       // a request never created has reached no snapshot (probe 26); one whose tombstone the
       // window may have forgotten is not judged (probe 32)
       c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/base_snapshot",
-               "read names base snapshot " + U(*e.base_snapshot) + "; request \"" +
-                   std::string(*e.request_id) +
-                   "\" was never created, so it has reached no snapshot (a refused read names "
+               "read names base snapshot " + U(*e.base_snapshot) + "; request " +
+                   base::QuoteClipped(*e.request_id) +
+                   " was never created, so it has reached no snapshot (a refused read names "
                    "none)");
     return;
   }
@@ -1329,8 +1331,8 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // an earlier incarnation of an id allocated again (probe 16: it gated the live one).
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", which is not among the events request \"" + std::string(*e.request_id) +
-                 "\" keeps after its release (its finish, cancel_request and the release that "
+                 "\", which is not among the events request " + base::QuoteClipped(*e.request_id) +
+                 " keeps after its release (its finish, cancel_request and the release that "
                  "took effect; the others, refused events included, are dropped at the release): "
                  "an observation after the release names "
                  "the release (blocks the allocator still holds: a delayed free; none: the "
@@ -1344,9 +1346,9 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // is not gated (probe 41: TRACE_CAUSE_UNKNOWN gated it, hiding a later truncate growth).
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", an event of this trace but not one that can cause request \"" +
-                 std::string(*e.request_id) +
-                 "\"'s observations (its request_allocate, append_publish, truncate, "
+                 "\", an event of this trace but not one that can cause request " +
+                 base::QuoteClipped(*e.request_id) +
+                 "'s observations (its request_allocate, append_publish, truncate, "
                  "cancel_request, finish or release, a fork of it, or the fork that created it: "
                  "not a fork that created another child)");
     return nullptr;
@@ -1354,8 +1356,8 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
              std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", which is no earlier event of request \"" + std::string(*e.request_id) +
-                 "\" that can cause an observation (request_allocate, append_publish, "
+                 "\", which is no earlier event of request " + base::QuoteClipped(*e.request_id) +
+                 " that can cause an observation (request_allocate, append_publish, "
                  "truncate, cancel_request, finish or release, a fork of it or the fork that "
                  "created it; other events are not kept)");
     // Gating: the request had an event the trace does not hold (lost, or emitted later), so the
@@ -1365,8 +1367,9 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   }
   if (e.handle_generation && *e.handle_generation != info->handle_generation) {
     c.Report(ErrorCode::TRACE_HANDLE_GENERATION_MISMATCH, c.LinePtr() + "/handle_generation",
-             std::string(e.event_type) + " names handle_generation " + std::to_string(*e.handle_generation) +
-                 " but its cause \"" + *cause + "\" happened at handle_generation " +
+             std::string(e.event_type) + " names handle_generation " +
+                 std::to_string(*e.handle_generation) + " but its cause " +
+                 base::QuoteClipped(*cause) + " happened at handle_generation " +
                  std::to_string(info->handle_generation));
     return nullptr;
   }
@@ -1434,9 +1437,9 @@ bool CheckNotResurrected(TraceChecker& c, const Event& e, const TraceChecker::Ev
   }
   if (seen == r->freed_by.end()) return true;
   c.Report(ErrorCode::TRACE_OBSERVATION_INCONSISTENT, c.LinePtr() + std::string(pointer),
-           std::string(e.event_type) + " of source \"" + std::string(e.source_instance) +
-               "\" sees request \"" + std::string(*e.request_id) +
-               "\" holding storage after the same source observed its release free it at line " +
+           std::string(e.event_type) + " of source " + base::QuoteClipped(e.source_instance) +
+               " sees request " + base::QuoteClipped(*e.request_id) +
+               " holding storage after the same source observed its release free it at line " +
                U(seen->second) + " (a released handle's storage does not come back)");
   return false;
 }
@@ -1722,7 +1725,8 @@ const std::vector<EventTypeSpec>& EventTypes() { return Table(); }
 
 Status RegisterEventType(const EventTypeSpec& spec) {
   if (FindEventType(spec.name))
-    return InvalidArgument("event type \"" + std::string(spec.name) + "\" is already registered");
+    return InvalidArgument("event type " + base::QuoteClipped(spec.name) +
+                           " is already registered");
   Table().push_back(spec);
   return Status::Ok();
 }

@@ -64,12 +64,13 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
   if (release && release->empty())
     pin_bad(r.Ptr("release"), "the pinned release is empty; name the exact release tag");
   if (commit && !IsLowerHex(*commit, 40))
-    pin_bad(r.Ptr("commit"), "commit \"" + *commit +
-                                 "\" is not a full 40-digit lowercase hex commit id (a short or "
+    pin_bad(r.Ptr("commit"), "commit " + base::QuoteClipped(*commit) +
+                                 " is not a full 40-digit lowercase hex commit id (a short or "
                                  "symbolic ref can move)");
   if (checked && !base::IsIsoDate(*checked))
-    AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, r.Ptr("checked_on"),
-                "expected a date YYYY-MM-DD (month 01-12, day 01-31), got \"" + *checked + "\"");
+    AddOnHeader(
+        &out, ErrorCode::INPUT_VALUE_INVALID, r.Ptr("checked_on"),
+        "expected a date YYYY-MM-DD (month 01-12, day 01-31), got " + base::QuoteClipped(*checked));
   if (files == nullptr) return out;
   if (files->empty())
     pin_bad(r.Ptr("files"), "a pin lists the digest of at least one source file it was checked on");
@@ -81,11 +82,12 @@ Violations CheckRuntimePin(const Json& pin, const std::string& pointer) {
     auto digest = f.String("sha256");
     f.RejectUnknownFields();
     if (path && (path->empty() || !paths.insert(*path).second))
-      pin_bad(f.Ptr("path"), path->empty() ? std::string("empty source path")
-                                           : "source file \"" + *path + "\" is pinned twice");
+      pin_bad(f.Ptr("path"), path->empty()
+                                 ? std::string("empty source path")
+                                 : "source file " + base::QuoteClipped(*path) + " is pinned twice");
     if (digest && !IsLowerHex(*digest, 64))
-      pin_bad(f.Ptr("sha256"), "digest \"" + *digest +
-                                   "\" is not a SHA-256 (64 lowercase hex digits)");
+      pin_bad(f.Ptr("sha256"), "digest " + base::QuoteClipped(*digest) +
+                                   " is not a SHA-256 (64 lowercase hex digits)");
   }
   return out;
 }
@@ -129,8 +131,8 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
       if (name->empty() || !names.insert(*name).second) {
         AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("name"),
                     name->empty() ? std::string("empty metric name")
-                                  : "metric family \"" + *name +
-                                        "\" declared twice (the first declaration stands)");
+                                  : "metric family " + base::QuoteClipped(*name) +
+                                        " declared twice (the first declaration stands)");
         repeated[i] = !name->empty();
       }
       name_of[i] = *name;
@@ -143,9 +145,9 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
                 "\": every value names one request/operation/event, so the number of time "
                 "series grows with traffic; keep identity in traces, audit records or logs");
     if (counts && *counts == "failures" && type && *type != "counter")
-      AddOnHeader(
-          &out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("counts"),
-          "only a counter counts failures; \"" + *type + "\" describes snapshots or distributions");
+      AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("counts"),
+                  "only a counter counts failures; " + base::QuoteClipped(*type) +
+                      " describes snapshots or distributions");
     if (denominator && counts && *counts != "failures")  // (an unreadable counts was reported)
       AddOnHeader(&out, ErrorCode::INPUT_VALUE_INVALID, m.Ptr("denominator"),
                   "a denominator is declared only by a failure counter (\"counts\": \"failures\")");
@@ -178,8 +180,8 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
       AddOnHeader(&out, ErrorCode::TRACE_METRIC_DENOMINATOR_MISSING, f.pointer + "/denominator",
                   "failure counter \"" + name_of[i] + "\" " +
                       (f.denominator.empty() ? std::string("names no attempts counter")
-                                             : "names \"" + f.denominator +
-                                                   "\", which is not a declared attempts counter") +
+                                             : "names " + base::QuoteClipped(f.denominator) +
+                                                   ", which is not a declared attempts counter") +
                       "; a failure count without its attempts cannot produce a failure ratio");
   }
   return out;
@@ -227,10 +229,9 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
       r.RejectUnknownFields();
       if (!id || !gen || !snap || !len || !phase) continue;
       if (!listed.insert(*id).second) {
-        AddOnHeader(
-            &v, ErrorCode::INPUT_VALUE_INVALID, s.pointer + "/request_id",
-            "request \"" + *id +
-                "\" is listed twice in expected_final_states; a request has one final state");
+        AddOnHeader(&v, ErrorCode::INPUT_VALUE_INVALID, s.pointer + "/request_id",
+                    "request " + base::QuoteClipped(*id) +
+                        " is listed twice in expected_final_states; a request has one final state");
         continue;
       }
       s.request_id = *id;
@@ -271,7 +272,7 @@ Violations CheckExpectedFinalStates(
     const lifecycle::Snapshot* kept = nullptr;
     if (h == nullptr && forgotten != nullptr)
       if (auto it = forgotten->find(s.request_id); it != forgotten->end()) kept = &it->second;
-    const std::string who = "request \"" + s.request_id + "\"";
+    const std::string who = "request " + base::QuoteClipped(s.request_id);
     if (h == nullptr && kept == nullptr) {
       AddOnHeader(&out, ErrorCode::TRACE_EXPECTED_RESULT_MISMATCH, s.pointer + "/request_id",
                   who + " is expected at the end of the trace but was never allocated or forked");

@@ -173,7 +173,7 @@ class TransferState final : public CheckerExtension {
     for (auto* o : open)
       c.ReportAt(o->second.plan_line, {o->second.plan_event_id, o->second.request_id},
                  ErrorCode::TRACE_OPERATION_UNTERMINATED, "/" + U(o->second.plan_line - 1),
-                 "transfer \"" + o->first + "\" ends the trace in state " +
+                 "transfer " + base::QuoteClipped(o->first) + " ends the trace in state " +
                      std::string(handoff::TxnStateName(o->second.txn->state())) +
                      "; a handoff ends PUBLISHED or ABORTED (0x06A)");
   }
@@ -486,8 +486,8 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
     // any was forgotten, this one may be one of them.
     const bool gate = !KeyEquals(e.outcome, "rejected");
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/operation_id",
-             std::string(e.event_type) + " names transfer \"" + id +
-                 "\", which no earlier transfer_plan declared" +
+             std::string(e.event_type) + " names transfer " + base::QuoteClipped(id) +
+                 ", which no earlier transfer_plan declared" +
                  (s.forgotten > 0 ? "; or it finished (PUBLISHED or ABORTED) before the last " +
                                         U(s.idle_window) +
                                         " finished transfers, and its record is no longer "
@@ -522,15 +522,17 @@ Transfer* FindTransfer(TraceChecker& c, TransferState& s, const Event& e) {
   };
   if (e.request_id && *e.request_id != t.request_id) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/request_id",
-             std::string(e.event_type) + " names request \"" + std::string(*e.request_id) + "\"; transfer \"" + id +
-                 "\" moves request \"" + t.request_id + "\"");
+             std::string(e.event_type) + " names request " + base::QuoteClipped(*e.request_id) +
+                 "; transfer " + base::QuoteClipped(id) + " moves request " +
+                 base::QuoteClipped(t.request_id));
     drop();
     return nullptr;
   }
   if (e.handle_generation && *e.handle_generation != t.txn->plan().identity.generation) {
     c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/handle_generation",
-             std::string(e.event_type) + " carries generation " + U(*e.handle_generation) + "; transfer \"" +
-                 id + "\" belongs to generation " + U(t.txn->plan().identity.generation));
+             std::string(e.event_type) + " carries generation " + U(*e.handle_generation) +
+                 "; transfer " + base::QuoteClipped(id) + " belongs to generation " +
+                 U(t.txn->plan().identity.generation));
     drop();
     return nullptr;
   }
@@ -662,7 +664,7 @@ void OnDestination(TraceChecker& c, const Event& e, ObjReader& p) {
   TransferState& s = State(c);
   if (s.destinations.count(*name)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/destination",
-             "destination \"" + *name + "\" is declared twice");
+             "destination " + base::QuoteClipped(*name) + " is declared twice");
     return;
   }
   s.destinations.emplace(*name, std::make_unique<Destination>(*credit, *blocks));
@@ -677,8 +679,8 @@ void OnDestinationPrefix(TraceChecker& c, const Event& e, ObjReader& p) {
   if (!p.clean() || !handle || !length) return;  // dropped: the checker gates it
   if (handoff::DecodeDirectory::IsAttemptHandleName(*handle)) {
     c.Report(ErrorCode::INPUT_VALUE_INVALID, c.LinePtr() + "/payload/prefix_handle",
-             "prefix_handle \"" + *handle +
-                 "\" has the form <request_id>@g<generation>, reserved for the directory's "
+             "prefix_handle " + base::QuoteClipped(*handle) +
+                 " has the form <request_id>@g<generation>, reserved for the directory's "
                  "attempt handles (a prefix of that name would be some request's destination "
                  "handle); name it otherwise");
     return GateName(c, kPrefixGate, *handle);
@@ -777,10 +779,10 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
   auto req = RequestOf(c, e);
   if (!req) return drop();
   if (plan.identity.request_id != *req) {
-    c.Report(ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH,
-             c.LinePtr() + "/payload/identity/request_id",
-             "transfer_plan identity names request \"" + plan.identity.request_id +
-                 "\"; the event names \"" + *req + "\"");
+    c.Report(
+        ErrorCode::HANDOFF_TRACE_IDENTITY_MISMATCH, c.LinePtr() + "/payload/identity/request_id",
+        "transfer_plan identity names request " + base::QuoteClipped(plan.identity.request_id) +
+            "; the event names " + base::QuoteClipped(*req));
     return drop();
   }
   if (e.handle_generation && *e.handle_generation != plan.identity.generation) {
@@ -819,9 +821,9 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       if (i >= first.size() || facts[i] != first[i]) differ = facts[i].first;
     if (differ.empty()) return;  // an identical re-plan is an idempotent retry
     c.Report(ErrorCode::HANDOFF_DUPLICATE_CORRUPTION, c.LinePtr() + "/operation_id",
-             "transfer \"" + plan.transfer_id + "\" is planned again with another " + differ +
-                 " (first planned at line " + U(it->second.plan_line) +
-                 "); a re-plan must repeat its plan exactly");
+             "transfer " + base::QuoteClipped(plan.transfer_id) +
+                 " is planned again with another " + differ + " (first planned at line " +
+                 U(it->second.plan_line) + "); a re-plan must repeat its plan exactly");
     // Which plan the runtime follows is unknown: the transfer's later events are not replayed
     // (probe 15: a renamed chunk's events then raised HANDOFF_CHUNK_UNKNOWN, a second code).
     GateTransfer(c, plan.transfer_id);
@@ -845,16 +847,18 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       std::string field, why;
       if (was.tenant != plan.identity.tenant) {
         field = "identity/tenant";
-        why = "tenant \"" + plan.identity.tenant + "\"; its attempt " + U(was.attempt) +
-              " was of tenant \"" + was.tenant + "\" (a request's identity does not change)";
+        why = "tenant " + base::QuoteClipped(plan.identity.tenant) + "; its attempt " +
+              U(was.attempt) + " was of tenant " + base::QuoteClipped(was.tenant) +
+              " (a request's identity does not change)";
       } else if (plan.identity.attempt <= was.attempt) {
         field = "identity/attempt";
-        why = "attempt " + U(plan.identity.attempt) + "; transfer \"" + other_id +
-              "\" was already attempt " + U(was.attempt) + " (attempts are numbered upward)";
+        why = "attempt " + U(plan.identity.attempt) + "; transfer " + base::QuoteClipped(other_id) +
+              " was already attempt " + U(was.attempt) + " (attempts are numbered upward)";
       } else if (live && was.reservation_id == plan.identity.reservation_id) {
         field = "identity/reservation_id";
-        why = "reservation \"" + plan.identity.reservation_id + "\", which live transfer \"" +
-              other_id + "\" holds (each attempt reserves under its own id)";
+        why = "reservation " + base::QuoteClipped(plan.identity.reservation_id) +
+              ", which live transfer " + base::QuoteClipped(other_id) +
+              " holds (each attempt reserves under its own id)";
       } else {
         // The prompt interval (M5.6 0x01A: the manifest binds the prompt digest and token
         // interval). A reroute (a new attempt after one that did not publish) hands off the same
@@ -880,8 +884,9 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       }
       if (field.empty()) continue;
       c.Report(ErrorCode::HANDOFF_IDENTITY_MISMATCH, c.LinePtr() + "/payload/" + field,
-               "transfer_plan of request \"" + *req + "\" names " + why + " (transfer \"" +
-                   other_id + "\" was planned at line " + U(o->second.plan_line) + ")");
+               "transfer_plan of request " + base::QuoteClipped(*req) + " names " + why +
+                   " (transfer " + base::QuoteClipped(other_id) + " was planned at line " +
+                   U(o->second.plan_line) + ")");
       return drop();
     }
   }
@@ -896,8 +901,9 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
       !pd->second.count(*dest) && !pd->second.count("")) {
     const auto& [holder, line] = *pd->second.begin();
     c.Report(ErrorCode::HANDOFF_COVERAGE_MISMATCH, c.LinePtr() + "/payload/visible_prefix_handle",
-             "transfer_plan to destination \"" + *dest + "\" extends prefix \"" +
-                 plan.visible_prefix_handle + "\", which destination \"" + holder + "\"" +
+             "transfer_plan to destination " + base::QuoteClipped(*dest) + " extends prefix " +
+                 base::QuoteClipped(plan.visible_prefix_handle) + ", which destination " +
+                 base::QuoteClipped(holder) +
                  (pd->second.size() > 1 ? " (and " + U(pd->second.size() - 1) + " other(s))"
                                         : std::string()) +
                  " holds (destination_prefix at line " + U(line) +
@@ -909,8 +915,8 @@ void OnPlan(TraceChecker& c, const Event& e, ObjReader& p) {
     if (IsNameGated(c, kDestinationGate, *dest))
       return drop();  // its declaration was dropped and reported
     c.Report(ErrorCode::HANDOFF_TRANSFER_UNKNOWN, c.LinePtr() + "/payload/destination",
-             "transfer_plan names destination \"" + *dest +
-                 "\", which no earlier transfer_destination declared");
+             "transfer_plan names destination " + base::QuoteClipped(*dest) +
+                 ", which no earlier transfer_destination declared");
     return drop();
   }
   bool plan_ok = true;
@@ -1000,10 +1006,11 @@ void OnSend(TraceChecker& c, const Event& e, ObjReader& p) {
   Status st = t->txn->Send(*chunk, e.line, ready_at == UINT64_MAX ? 0 : ready_at);
   if (st.error() == ErrorCode::HANDOFF_PRODUCER_GATE && spec)  // said in trace terms
     st = Status(st.code(),
-                "chunk \"" + std::string(*chunk) + "\" is sent at line " + U(e.line) +
-                    ", but the earlier kv_ready events of request \"" + t->request_id +
-                    "\" do not cover layer " + U(spec->layer) + " tokens [" + U(spec->token_start) +
-                    "," + U(spec->token_start + spec->token_count) + ") (token " + U(uncovered) +
+                "chunk " + base::QuoteClipped(*chunk) + " is sent at line " + U(e.line) +
+                    ", but the earlier kv_ready events of request " +
+                    base::QuoteClipped(t->request_id) + " do not cover layer " + U(spec->layer) +
+                    " tokens [" + U(spec->token_start) + "," +
+                    U(spec->token_start + spec->token_count) + ") (token " + U(uncovered) +
                     " is not yet ready; the producer gate is judged in trace order" +
                     (known && known->last_ready_ns
                          ? std::string(")")
@@ -1056,9 +1063,9 @@ Status StaleEpoch(const Destination& dest, const Transfer& t, std::string_view t
   if (!dest.validated_epoch || epoch >= *dest.validated_epoch) return Status();
   return ViolationStatus(ErrorCode::HANDOFF_IDENTITY_MISMATCH,
                          "transfer " + std::string(transfer_id) + " " + std::string(what) +
-                             " under epoch " + U(epoch) + " of destination \"" + t.destination +
-                             "\", which validated under epoch " + U(*dest.validated_epoch) +
-                             " at line " + U(dest.validated_epoch_line) +
+                             " under epoch " + U(epoch) + " of destination " +
+                             base::QuoteClipped(t.destination) + ", which validated under epoch " +
+                             U(*dest.validated_epoch) + " at line " + U(dest.validated_epoch_line) +
                              " (a worker epoch only advances)");
 }
 
@@ -1087,8 +1094,9 @@ void OnValidate(TraceChecker& c, const Event& e, ObjReader& p) {
     for (const auto& ch : t->txn->plan().chunks)
       if (auto r = t->received.find(ch.chunk_id);
           r != t->received.end() && r->second.second != ch.checksum) {
-        context = "(chunk \"" + ch.chunk_id + "\" was received at line " + U(r->second.first) +
-                  "; the manifest is the transfer_plan at line " + U(t->plan_line) + ")";
+        context = "(chunk " + base::QuoteClipped(ch.chunk_id) + " was received at line " +
+                  U(r->second.first) + "; the manifest is the transfer_plan at line " +
+                  U(t->plan_line) + ")";
         break;
       }
   } else if (st.error() == ErrorCode::HANDOFF_ABI_MISMATCH) {
@@ -1134,8 +1142,8 @@ void OnPublish(TraceChecker& c, const Event& e, ObjReader& p) {
   t->summary.published_committed_length = h->cache_snapshot.committed_length;
   if (handle_id && *handle_id != h->cache_handle_id)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/cache_handle_id",
-             "transfer_publish names destination handle \"" + *handle_id +
-                 "\"; the directory published \"" + h->cache_handle_id + "\"");
+             "transfer_publish names destination handle " + base::QuoteClipped(*handle_id) +
+                 "; the directory published " + base::QuoteClipped(h->cache_handle_id));
   else if (length && *length != h->cache_snapshot.committed_length)
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/committed_length",
              "transfer_publish reports committed length " + U(*length) +

@@ -214,7 +214,7 @@ void FieldReader::RejectUnknownFields() {
   for (auto it = obj_->begin(); it != obj_->end(); ++it)
     if (known_.find(it.key()) == known_.end())
       Add(ErrorCode::INPUT_FIELD_UNKNOWN, Ptr(it.key()),
-          "field \"" + it.key() + "\" is not defined by the schema");
+          "field " + base::QuoteClipped(it.key()) + " is not defined by the schema");
 }
 
 std::optional<std::vector<uint64_t>> FieldReader::UintArray(const Json& arr, const std::string& pointer,

@@ -6,13 +6,16 @@
 #include <utility>
 
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc::lifecycle {
 namespace {
 
 // Message builders and the violation constructor run only on a violation: cold, so that the
 // compiler moves the paths that build messages out of the hot code.
-[[gnu::cold]] std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+// A name from the caller, quoted; past 80 bytes clipped and counted (a 10 KB id made a 10 KB
+// message, 2026-12-07).
+[[gnu::cold]] std::string Q(std::string_view s) { return base::SingleQuoteClipped(s); }
 [[gnu::cold]] std::string U(uint64_t v) { return std::to_string(v); }
 // The half-open interval of `count` rows from `start`, as "[start, end)" (every interval in a
 // message is written so); an end beyond 2^64 - 1 is written as the sum.
