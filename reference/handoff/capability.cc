@@ -9,6 +9,7 @@
 #include "reference/base/canonical_json.h"
 #include "reference/base/checked_math.h"
 #include "reference/base/strict_json.h"
+#include "reference/base/text_forms.h"
 
 namespace kvc::handoff {
 namespace {
@@ -90,11 +91,12 @@ Status AuthorizeTransfer(const TransferRequest& r, const Capability& c,
         given->size() == want.size() && CRYPTO_memcmp(given->data(), want.data(), want.size()) == 0;
   }
   if (!sig_ok)
-    return Deny(ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
-                "capability signature does not verify under key id \"" + c.key_id + "\"");
+    return Deny(
+        ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID,
+        "capability signature does not verify under key id " + base::QuoteClipped(c.key_id));
   if (!ctx.trusted_issuers.count(c.issuer))
     return Deny(ErrorCode::HANDOFF_CAPABILITY_ISSUER_UNTRUSTED,
-                "issuer \"" + c.issuer + "\" is not a trusted control plane");
+                "issuer " + base::QuoteClipped(c.issuer) + " is not a trusted control plane");
   if (c.expires_at_s <= ctx.now_s || c.expires_at_s - ctx.now_s > ctx.max_ttl_s)
     return Deny(ErrorCode::HANDOFF_CAPABILITY_EXPIRED,
                 "capability expires at " + std::to_string(c.expires_at_s) + " s; now " +
@@ -124,7 +126,7 @@ Status AuthorizeTransfer(const TransferRequest& r, const Capability& c,
   for (const auto& region : r.regions)
     if (!allowed.count(region))
       return Deny(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
-                  "region \"" + region + "\" is not in the capability");
+                  "region " + base::QuoteClipped(region) + " is not in the capability");
   if (r.bytes == 0 || r.bytes > c.max_bytes)
     return Deny(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,
                 "requested " + std::to_string(r.bytes) +
@@ -146,7 +148,8 @@ CapabilityGrant GrantOf(const Capability& c) {
 Status AuthorizeWrite(CapabilityGrant* grant, const std::string& region, uint64_t bytes) {
   if (!grant->regions.count(region))
     return Deny(ErrorCode::HANDOFF_CAPABILITY_REGION_DENIED,
-                "write to region \"" + region + "\" outside the capability's allowed regions");
+                "write to region " + base::QuoteClipped(region) +
+                    " outside the capability's allowed regions");
   const auto total = CheckedAdd(grant->accepted, bytes);
   if (!total || *total > grant->max_bytes)
     return Deny(ErrorCode::HANDOFF_CAPABILITY_BYTES_EXCEEDED,

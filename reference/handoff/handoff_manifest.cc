@@ -258,15 +258,15 @@ Violations ValidateHandoffManifest(const Json& doc) {
                 (width ? std::to_string(*width) : std::string("an unknown")) +
                 " bytes per scalar, ABI declares " + std::to_string(*dtype_bytes));
   if (coords != kCoordinates)
-    abi_bad("/tensor_abi/coordinates",
-            "expected the coordinates " + Join(kCoordinates) + ", got " + Join(coords));
+    abi_bad("/tensor_abi/coordinates", "expected the coordinates " + Join(kCoordinates) + ", got " +
+                                           base::Clipped(Join(coords), 512));
   {
     auto a = axes, c = kCoordinates;
     std::sort(a.begin(), a.end());
     std::sort(c.begin(), c.end());
     if (a != c)
-      abi_bad("/tensor_abi/axis_order",
-              "axis_order " + Join(axes) + " is not a permutation of " + Join(kCoordinates));
+      abi_bad("/tensor_abi/axis_order", "axis_order " + base::Clipped(Join(axes), 512) +
+                                            " is not a permutation of " + Join(kCoordinates));
   }
   const KvShardLayout shard{*kv_heads, *kv_total, *tp_size, *tp_rank, *kv_off, replication};
   if (!KvShardLayoutHolds(shard))

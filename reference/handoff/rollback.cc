@@ -1,16 +1,18 @@
 // Rollback ordering, the rollback gate, promotion gates and release transitions.
 #include "reference/handoff/rollback.h"
 
+#include "reference/base/text_forms.h"
+
 namespace kvc::handoff {
 
 Status RollbackMachine::Apply(std::string_view step, const RollbackGate& g) {
   if (next_ >= kRollbackSteps.size())
     return ViolationStatus(ErrorCode::HANDOFF_ROLLBACK_ORDER,
-                           "rollback already complete; got " + std::string(step));
+                           "rollback already complete; got " + base::Clipped(step));
   if (step != kRollbackSteps[next_])
     return ViolationStatus(ErrorCode::HANDOFF_ROLLBACK_ORDER,
                            "rollback step " + std::to_string(next_ + 1) + " must be " +
-                               std::string(kRollbackSteps[next_]) + ", got " + std::string(step));
+                               std::string(kRollbackSteps[next_]) + ", got " + base::Clipped(step));
   if (step == "ROLLBACK_COMPLETE") {
     const char* unmet =
         g.routes_selecting_connector ? "a route can still select the disabled connector"
@@ -59,7 +61,7 @@ Status ReleaseMachine::Transition(std::string_view to, const PromotionGates& gat
   if (!legal)
     return ViolationStatus(
         ErrorCode::HANDOFF_RELEASE_TRANSITION_INVALID,
-        "release transition " + state_ + " -> " + std::string(to) + " is not allowed");
+        "release transition " + state_ + " -> " + base::Clipped(to) + " is not allowed");
   if (to == "ACTIVE") KVC_RETURN_IF_ERROR(CheckPromotionGates(gates));
   state_ = std::string(to);
   return Status();

@@ -98,8 +98,8 @@ Violations ValidateRuntimeRelease(const Json& doc) {
           for (size_t b = 0; b < a; ++b)
             if (q.regions[a] == q.regions[b]) {
               v.push_back({ErrorCode::INPUT_VALUE_INVALID, ptr + "/regions/" + std::to_string(a),
-                           "region \"" + q.regions[a] + "\" is listed twice (first at index " +
-                               std::to_string(b) + ")"});
+                           "region " + base::QuoteClipped(q.regions[a]) +
+                               " is listed twice (first at index " + std::to_string(b) + ")"});
               b = a;  // one report per repeated entry
             }
       }

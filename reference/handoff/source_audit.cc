@@ -130,17 +130,18 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     const std::string ptr = "/source_pins/" + std::to_string(i);
     auto bad = [&](const std::string& field, const std::string& why) {
       v.push_back({ErrorCode::HANDOFF_SOURCE_PIN_INVALID, ptr + "/" + field,
-                   "source pin \"" + p.pin_id + "\": " + why});
+                   "source pin " + base::QuoteClipped(p.pin_id) + ": " + why});
     };
     if (p.pin_id.empty() || !pin_ids.insert(p.pin_id).second) {
       bad("pin_id", "pin ids are non-empty and unique");
       pins_ok = false;
     }
     if (p.repository.empty() || !repos.insert(p.repository).second)
-      bad("repository", "each repository is pinned exactly once (\"" + p.repository + "\")");
+      bad("repository",
+          "each repository is pinned exactly once (" + base::QuoteClipped(p.repository) + ")");
     if (!IsLowerHex(p.commit, 40))
-      bad("commit", "an immutable pin is a 40-character lowercase hex commit, not \"" + p.commit +
-                        "\" (a tag or branch can move)");
+      bad("commit", "an immutable pin is a 40-character lowercase hex commit, not " +
+                        base::QuoteClipped(p.commit) + " (a tag or branch can move)");
     if (!IsIsoDate(p.observed)) bad("observed", "expected the audit date as YYYY-MM-DD");
     if (p.release && p.release->empty()) bad("release", "an empty release tag");
   }
@@ -151,12 +152,13 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     const std::string ptr = "/audited_paths/" + std::to_string(i);
     auto bad = [&](const std::string& field, const std::string& why) {
       v.push_back({ErrorCode::HANDOFF_AUDITED_PATH_INVALID, ptr + "/" + field,
-                   "audited path \"" + p.path + "\": " + why});
+                   "audited path " + base::QuoteClipped(p.path, 256) + ": " + why});
       pins_with_bad_paths.insert(p.pin_id);
     };
     if (!pin_ids.count(p.pin_id)) {
       if (pins_ok)
-        bad("pin_id", "names pin \"" + p.pin_id + "\", which source_pins does not declare");
+        bad("pin_id",
+            "names pin " + base::QuoteClipped(p.pin_id) + ", which source_pins does not declare");
       continue;
     }
     if (!IsNormalizedRelative(p.path)) {
@@ -164,12 +166,12 @@ Violations CheckSourceAudit(const SourceAudit& a) {
       continue;
     }
     if (!audited.emplace(std::pair{p.pin_id, p.path}, i).second) {
-      bad("path", "is audited twice under pin \"" + p.pin_id + "\"");
+      bad("path", "is audited twice under pin " + base::QuoteClipped(p.pin_id));
       continue;
     }
     if (!IsLowerHex(p.git_blob_sha1, 40))
-      bad("git_blob_sha1", "expected the 40-character lowercase hex Git blob identity, got \"" +
-                               p.git_blob_sha1 + "\"");
+      bad("git_blob_sha1", "expected the 40-character lowercase hex Git blob identity, got " +
+                               base::QuoteClipped(p.git_blob_sha1));
   }
   // Claims: ids, evidence fitting the label, cited source paths reconciled.
   std::set<std::string> claim_ids;
@@ -178,10 +180,11 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     const std::string ptr = "/claims/" + std::to_string(i);
     if (c.claim_id.empty() || !claim_ids.insert(c.claim_id).second)
       v.push_back({ErrorCode::INPUT_VALUE_INVALID, ptr + "/claim_id",
-                   "claim ids are non-empty and unique (\"" + c.claim_id + "\")"});
+                   "claim ids are non-empty and unique (" + base::QuoteClipped(c.claim_id) + ")"});
     if (c.evidence.empty()) {
       v.push_back({ErrorCode::HANDOFF_CLAIM_LABEL_MISMATCH, ptr + "/evidence",
-                   "claim " + c.claim_id + " (" + c.label + ") cites no evidence"});
+                   "claim " + base::Clipped(c.claim_id) + " (" + base::Clipped(c.label) +
+                       ") cites no evidence"});
       continue;
     }
     const std::string want = EvidenceFor(c.label);
@@ -190,19 +193,23 @@ Violations CheckSourceAudit(const SourceAudit& a) {
       const std::string eptr = ptr + "/evidence/" + std::to_string(j);
       if (e.kind != want) {
         v.push_back({ErrorCode::HANDOFF_CLAIM_LABEL_MISMATCH, eptr + "/kind",
-                     "claim " + c.claim_id + " is labeled " + c.label + ", which rests on " + want +
-                         " evidence, not " + e.kind});
+                     "claim " + base::Clipped(c.claim_id) + " is labeled " +
+                         base::Clipped(c.label) + ", which rests on " + want + " evidence, not " +
+                         e.kind});
         continue;
       }
       if (e.kind == "source_path" && pins_ok && !pins_with_bad_paths.count(e.pin_id) &&
           !audited.count({e.pin_id, e.path}))
         v.push_back({ErrorCode::HANDOFF_CLAIM_PATH_UNAUDITED, eptr + "/path",
-                     "claim " + c.claim_id + " cites \"" + e.path + "\" at pin \"" + e.pin_id +
-                         "\", which is not an audited path of that pin: a release tag and commit "
+                     "claim " + base::Clipped(c.claim_id) + " cites " +
+                         base::QuoteClipped(e.path, 256) + " at pin " +
+                         base::QuoteClipped(e.pin_id) +
+                         ", which is not an audited path of that pin: a release tag and commit "
                          "do not prove that a cited path exists"});
       if ((e.kind == "local_fixture" || e.kind == "target_trace") && !IsNormalizedRelative(e.path))
         v.push_back({ErrorCode::HANDOFF_CLAIM_LABEL_MISMATCH, eptr + "/path",
-                     "evidence path \"" + e.path + "\" is not a normalized relative path"});
+                     "evidence path " + base::QuoteClipped(e.path, 256) +
+                         " is not a normalized relative path"});
       if (e.kind == "publication" && e.citation.empty())
         v.push_back({ErrorCode::HANDOFF_CLAIM_LABEL_MISMATCH, eptr + "/citation",
                      "a source-reported claim names its publication"});
@@ -215,8 +222,8 @@ Violations CheckSourceAudit(const SourceAudit& a) {
     if ((pins_ok && !pin_ids.count(id)) || !frozen.insert(id).second)
       v.push_back({ErrorCode::HANDOFF_SOURCE_PIN_INVALID,
                    "/deployment/source_pins/" + std::to_string(i),
-                   "the deployment freezes pin \"" + id +
-                       "\", which is undeclared in source_pins or listed twice"});
+                   "the deployment freezes pin " + base::QuoteClipped(id) +
+                       ", which is undeclared in source_pins or listed twice"});
   }
   return v;
 }

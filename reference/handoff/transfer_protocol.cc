@@ -156,7 +156,7 @@ Violations Run(const Json& doc, std::optional<ProtocolSummary>* out) {
   auto fmt = [&](const std::string& ptr, const std::string& s) {
     if (!IsSha256Hex(s))
       v.push_back({ErrorCode::HANDOFF_DIGEST_MALFORMED, ptr,
-                   "expected " + std::string(kSha) + ", got \"" + s + "\""});
+                   "expected " + std::string(kSha) + ", got " + base::QuoteClipped(s)});
   };
   fmt("/tensor_abi_sha256", d.plan.tensor_abi_sha256);
   fmt("/expected_tensor_abi_sha256", d.expected_abi);

@@ -225,7 +225,9 @@ std::optional<std::vector<std::pair<ByteLedger, std::map<std::string, uint64_t>>
   for (size_t i = 0; i < d.events.size(); ++i) {
     const Event& e = d.events[i];
     auto fail = [&](ErrorCode c, const std::string& field, const std::string& msg) {
-      Add(v, c, e.ptr + field, "event at tau=" + std::to_string(e.tau) + " (" + e.op + " " + e.request + "): " + msg);
+      Add(v, c, e.ptr + field,
+          "event at tau=" + std::to_string(e.tau) + " (" + base::Clipped(e.op) + " " +
+              base::Clipped(e.request) + "): " + msg);
       return std::nullopt;
     };
     if (i > 0 && e.tau <= d.events[i - 1].tau)
@@ -346,7 +348,8 @@ std::map<std::string, uint64_t> UintMap(const Json& obj) {
 
 std::string Render(const std::map<std::string, uint64_t>& m) {
   std::string s = "{";
-  for (const auto& [k, x] : m) s += (s.size() > 1 ? ", " : "") + k + ": " + std::to_string(x);
+  for (const auto& [k, x] : m)
+    s += (s.size() > 1 ? ", " : "") + base::Clipped(k) + ": " + std::to_string(x);
   return s + "}";
 }
 

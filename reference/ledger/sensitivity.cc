@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc {
 namespace {
 
@@ -162,7 +164,8 @@ Violations ValidateLedgerSensitivity(const Json& doc) {
     }
     if (changed[0] != s.control) {
       Add(&v, ErrorCode::LEDGER_SWEEP_CONTROL_MISMATCH, s.ptr + "/control",
-          "the sweep changes \"" + changed[0] + "\" but declares \"" + s.control + "\"");
+          "the sweep changes " + base::QuoteClipped(changed[0]) + " but declares " +
+              base::QuoteClipped(s.control));
       continue;
     }
     CheckLedger(s, &v);

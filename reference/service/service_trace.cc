@@ -544,7 +544,8 @@ Violations ValidateServiceTrace(const Json& doc) {
     for (auto it = got.begin(); it != got.end(); ++it)
       if (want[it.key()] != it.value())
         Add(&v, ErrorCode::SERVICE_VIEW_DRIFT, d.events[i].ptr + "/view/" + it.key(),
-            "projects to " + it.value().dump() + ", declared " + want[it.key()].dump());
+            "projects to " + base::Clipped(it.value().dump()) + ", declared " +
+                base::Clipped(want[it.key()].dump()));
   }
   // The metrics derive from the replayed events, not from the declared views: a drifted view
   // hides no metric violation. An open trace has no metrics (E2E, release lag and byte-time of
