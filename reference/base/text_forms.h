@@ -49,20 +49,34 @@ inline std::string Clipped(std::string_view s, size_t max_bytes = 80) {
   return std::string(ClipUtf8(s, max_bytes)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
+namespace internal {
+// `s` between two `quote` characters, whole up to `max_bytes`, else its clipped prefix (ClipUtf8),
+// "...", the closing quote and the value's length. The one body of the two quoting styles below.
+inline std::string QuoteClippedWith(char quote, std::string_view s, size_t max_bytes) {
+  std::string out(1, quote);
+  if (s.size() <= max_bytes) {
+    out.append(s);
+    out += quote;
+    return out;
+  }
+  out.append(ClipUtf8(s, max_bytes));
+  out += "...";
+  out += quote;
+  out += " (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+}  // namespace internal
+
 // An untrusted value quoted in a message: "value" whole up to `max_bytes`, else its clipped
 // prefix (ClipUtf8) followed by ..." and the value's length, as in "abc..." (812 bytes).
 inline std::string QuoteClipped(std::string_view s, size_t max_bytes = 80) {
-  if (s.size() <= max_bytes) return "\"" + std::string(s) + "\"";
-  return "\"" + std::string(ClipUtf8(s, max_bytes)) + "...\" (" + std::to_string(s.size()) +
-         " bytes)";
+  return internal::QuoteClippedWith('"', s, max_bytes);
 }
 
 // QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
 // 'abc...' (812 bytes).
 inline std::string SingleQuoteClipped(std::string_view s, size_t max_bytes = 80) {
-  if (s.size() <= max_bytes) return "'" + std::string(s) + "'";
-  return "'" + std::string(ClipUtf8(s, max_bytes)) + "...' (" + std::to_string(s.size()) +
-         " bytes)";
+  return internal::QuoteClippedWith('\'', s, max_bytes);
 }
 
 }  // namespace kvc::base

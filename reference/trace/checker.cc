@@ -1767,8 +1767,8 @@ void TraceChecker::ReadHeader(const dom::element& root) {
   if (!kind || *kind != kTraceKind) {
     if (kind)
       Report(ErrorCode::TRACE_HEADER_INVALID, "/0/kind",
-             "line 1 declares kind " + base::QuoteClipped(*kind) + "; expected " +
-                 base::QuoteClipped(kTraceKind));
+             "line 1 declares kind " + base::QuoteClipped(*kind) + "; expected \"" + kTraceKind +
+                 "\"");
     return;
   }
   auto version = h.Uint("schema_version");
