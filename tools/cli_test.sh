@@ -549,6 +549,27 @@ check fuzz_merge_failing_report 1 "$K" fuzz races --mutant finish_as_release --p
 check fuzz_merge_failure 1 "$K" fuzz merge "$T/f.json"; expect_out fuzz_merge_failure_msg '^NOT LINEARIZABLE: \{"failure":\{"program_index":0,'
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['failure']['note']='x'*10000; json.dump(d,open(sys.argv[2],'w'))" "$T/f.json" "$T/f_member.json"
 check fuzz_merge_failure_member 2 "$K" fuzz merge "$T/f_member.json"; expect_out fuzz_merge_failure_member_msg 'failure: expected \{"program_index", '
+# Mutation audit 5 (2026-12-07): each member check of a shard's parameters and failure is pinned
+# by a one-field change that every shard agrees on (one disagreeing shard reads as "parameters
+# differ" without the check): a shape with a fifth member or a negative count, an empty or
+# non-string mutant or target, a failure member of the wrong type or a negative time.
+for c in "shape.extra=1" "shape.threads=-1" "mutant=''" "target=''" "mutant=5"; do
+  for s in 0 1; do
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); ks=k.split('.'); o=d[ks[0]] if len(ks)>1 else d; o[ks[-1]]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/s$s.json" "$T/s_agree$s.json" "$c"
+  done
+  check "fuzz_merge_agreed_params:$c" 2 "$K" fuzz merge "$T/s_agree0.json" "$T/s_agree1.json"
+  expect_out "fuzz_merge_agreed_params_msg:$c" "s_agree0.json: ${c%%[.=]*}: expected"
+done
+for c in "program_index='0'" "program_seed=1.5" "shrunk_ops=-2" "shrunk_program=5" "seconds_to_detection=-1" "shrink_seconds='x'"; do
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); d['failure'][k]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/f.json" "$T/f_type.json" "$c"
+  check "fuzz_merge_failure_type:$c" 2 "$K" fuzz merge "$T/f_type.json"
+  expect_out "fuzz_merge_failure_type_msg:$c" 'f_type.json: failure: expected \{"program_index", '
+done
+# A target's error is printed clipped at the report limit of a message, with its length.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['verdict']='error'; d['error']='RACE_DRIVER_CRASHED: '+'x'*10000; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_longerr.json"
+check fuzz_merge_long_error 1 "$K" fuzz merge "$T/s0.json" "$T/s_longerr.json"
+expect_out fuzz_merge_long_error_msg '^TARGET FAILED: .*s_longerr.json: RACE_DRIVER_CRASHED: x+\.\.\. \(10021 bytes\)$'
+check fuzz_merge_long_error_bounded 0 test "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$T/out")" -le 4400
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['programs_run']=0; d['histories']=0; json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_none.json"
 check fuzz_merge_shard_ran_nothing 2 "$K" fuzz merge "$T/s0.json" "$T/s_none.json"; expect_out fuzz_merge_shard_ran_nothing_msg "programs_run 0: the shard's share of the campaign is 1 program"
 check fuzz_races_start_wraps 2 "$K" fuzz races --start 18446744073709551615 --programs 1 --quiet; expect_out fuzz_races_start_wraps_msg 'start \+ programs must not exceed 2\^64 - 1'
