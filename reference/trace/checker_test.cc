@@ -2650,6 +2650,32 @@ TEST(TraceCheckerTest, RegressionStorageHeldAfterFinishOrReleaseIsAdmitted) {
   EXPECT_EQ(v[0].message.find("no earlier event"), std::string::npos) << v[0].message;
 }
 
+// Regression (2026-12-07): the cause an observation names was quoted with its clipped length
+// inside the quotes ("exxx... (301 bytes)"), not in the form every other quoted value of the
+// checker's messages takes ("exxx..." (301 bytes)). A cause no event has, and a cause that is an
+// event of another kind, both named by a 301-byte id.
+TEST(TraceCheckerTest, RegressionALongCauseIdIsQuotedClippedLikeEveryOtherValue) {
+  const std::string header = Mutate(
+      kHeader, R"("source_component":"semantic"})",
+      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
+  const std::string published =
+      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const std::string long_id = "e" + std::string(300, 'x');
+  const std::string quoted = "is caused by \"e" + std::string(79, 'x') + "...\" (301 bytes), ";
+  using V = std::vector<std::string>;
+  const Violations unknown =
+      ValidateTraceJsonl(published + Allocator(long_id, 1, 2) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(unknown), V{"TRACE_CAUSE_UNKNOWN"}) << test::Describe(unknown);
+  EXPECT_NE(unknown[0].message.find(quoted + "which is no earlier event"), std::string::npos)
+      << unknown[0].message;
+  const std::string renamed =
+      Mutate(published, R"("event_id":"e1")", R"("event_id":")" + long_id + "\"");
+  const Violations wrong = ValidateTraceJsonl(renamed + Allocator(long_id, 1, 2) + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(wrong), V{"TRACE_CAUSE_WRONG_EVENT"}) << test::Describe(wrong);
+  EXPECT_NE(wrong[0].message.find(quoted + "an event of this trace"), std::string::npos)
+      << wrong[0].message;
+}
+
 // Regression (a vendor's probe, 2026-12-04): a truncate to 0 rows (vLLM's preemption by
 // recompute) leaves the handle holding nothing, and an allocator that frees its blocks then
 // reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or

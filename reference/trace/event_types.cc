@@ -1330,8 +1330,8 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // been its append_publish, and the request was gated: probe 9). So for an observation of
     // an earlier incarnation of an id allocated again (probe 16: it gated the live one).
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", which is not among the events request " + base::QuoteClipped(*e.request_id) +
+             std::string(e.event_type) + " is caused by " + base::QuoteClipped(*cause) +
+                 ", which is not among the events request " + base::QuoteClipped(*e.request_id) +
                  " keeps after its release (its finish, cancel_request and the release that "
                  "took effect; the others, refused events included, are dropped at the release): "
                  "an observation after the release names "
@@ -1345,8 +1345,8 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
     // output_emit, a read, ...), or another request's. Nothing is known missing, so the request
     // is not gated (probe 41: TRACE_CAUSE_UNKNOWN gated it, hiding a later truncate growth).
     c.Report(ErrorCode::TRACE_CAUSE_WRONG_EVENT, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", an event of this trace but not one that can cause request " +
+             std::string(e.event_type) + " is caused by " + base::QuoteClipped(*cause) +
+                 ", an event of this trace but not one that can cause request " +
                  base::QuoteClipped(*e.request_id) +
                  "'s observations (its request_allocate, append_publish, truncate, "
                  "cancel_request, finish or release, a fork of it, or the fork that created it: "
@@ -1355,8 +1355,8 @@ const TraceChecker::EventInfo* Cause(TraceChecker& c, const Event& e, ObjReader&
   }
   if (!info) {
     c.Report(ErrorCode::TRACE_CAUSE_UNKNOWN, c.LinePtr() + "/payload/caused_by_event_id",
-             std::string(e.event_type) + " is caused by \"" + Clip(*cause) +
-                 "\", which is no earlier event of request " + base::QuoteClipped(*e.request_id) +
+             std::string(e.event_type) + " is caused by " + base::QuoteClipped(*cause) +
+                 ", which is no earlier event of request " + base::QuoteClipped(*e.request_id) +
                  " that can cause an observation (request_allocate, append_publish, "
                  "truncate, cancel_request, finish or release, a fork of it or the fork that "
                  "created it; other events are not kept)");
