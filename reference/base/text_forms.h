@@ -73,6 +73,16 @@ inline std::string QuoteClipped(std::string_view s, size_t max_bytes = 80) {
   return internal::QuoteClippedWith('"', s, max_bytes);
 }
 
+// A JSON value's text (nlohmann's dump(), or any serializer's) named in a message: a string's
+// text clipped like QuoteClipped, so that its closing quote is kept and its length follows it
+// ("abc..." (812 bytes): the length of the text between the quotes, escapes included); any
+// other value's text like Clipped. (Clipped on a string's text showed its opening quote only.)
+inline std::string ClippedJsonText(std::string_view text, size_t max_bytes = 80) {
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
+    return QuoteClipped(text.substr(1, text.size() - 2), max_bytes);
+  return Clipped(text, max_bytes);
+}
+
 // QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
 // 'abc...' (812 bytes).
 inline std::string SingleQuoteClipped(std::string_view s, size_t max_bytes = 80) {

@@ -72,5 +72,19 @@ TEST(TextForms, ClippedNamesWholeOrClipsAndCounts) {
   EXPECT_EQ(Clipped("ab\xC3\xA9", 3), "ab... (4 bytes)");
 }
 
+// A string's JSON text keeps both quotes, clipped or not, with its length after the closing one;
+// other values' texts (numbers, arrays, objects) are clipped unquoted.
+TEST(TextForms, ClippedJsonTextKeepsAStringsClosingQuote) {
+  EXPECT_EQ(ClippedJsonText("\"abc\""), "\"abc\"");
+  const std::string long_text = "\"" + std::string(100, 's') + "\"";
+  std::string clipped_string = "\"" + std::string(80, 's');
+  clipped_string.append("...\" (100 bytes)");
+  EXPECT_EQ(ClippedJsonText(long_text), clipped_string);
+  EXPECT_EQ(ClippedJsonText("12345"), "12345");
+  EXPECT_EQ(ClippedJsonText("\""), "\"");  // one quote is not a string's text
+  const std::string long_array = "[\"" + std::string(100, 's') + "\"]";
+  EXPECT_EQ(ClippedJsonText(long_array), Clipped(long_array));
+}
+
 }  // namespace
 }  // namespace kvc::base

@@ -110,10 +110,10 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // (An unsigned value beyond 2^63 - 1 is too large, not "not positive": probe 35.)
     if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX})
       return InvalidArgument(at + "field " + name(key) + " is too large (" +
-                             base::Clipped(it->dump()) + " > 2^63 - 1)");
+                             base::ClippedJsonText(it->dump()) + " > 2^63 - 1)");
     if (!it->is_number_integer() || it->get<int64_t>() <= 0)
       return InvalidArgument(at + "field " + name(key) + " must be a positive integer, got " +
-                             base::Clipped(it->dump()));
+                             base::ClippedJsonText(it->dump()));
     return it->get<uint64_t>();
   };
   // A member of the geometry's level, else of the other one (a composite config may declare
@@ -126,9 +126,9 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     for (const Json* level : {text, other_level}) {
       if (!level || !present(*level, key)) continue;
       if (found && *found != (*level)[key])
-        return InvalidArgument(at + "fields " + either_name + " (" + base::Clipped(found->dump()) +
-                               ") and " + name_at(level, key) + " (" +
-                               base::Clipped((*level)[key].dump()) + ") differ");
+        return InvalidArgument(
+            at + "fields " + either_name + " (" + base::ClippedJsonText(found->dump()) + ") and " +
+            name_at(level, key) + " (" + base::ClippedJsonText((*level)[key].dump()) + ") differ");
       if (!found) {
         found = &(*level)[key];
         either_name = name_at(level, key);
@@ -147,7 +147,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // M5.1 0x02 gives it a different cache ABI, not a correction factor after this one.
     if (present(*level, "kv_lora_rank"))
       return InvalidArgument(at + "field " + prefix + "kv_lora_rank (" +
-                             base::Clipped((*level)["kv_lora_rank"].dump()) +
+                             base::ClippedJsonText((*level)["kv_lora_rank"].dump()) +
                              ") declares a latent (MLA) cache; its bytes per token need a "
                              "different cache ABI than L_cache * H_kv * d_h * (b_K + b_V) (M5.1 "
                              "0x02), which kv-bytes does not compute");
@@ -155,14 +155,14 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // another ABI.
     if (present(*level, "kv_cache_dtype"))
       return InvalidArgument(at + "field " + prefix + "kv_cache_dtype (" +
-                             base::Clipped((*level)["kv_cache_dtype"].dump()) +
+                             base::ClippedJsonText((*level)["kv_cache_dtype"].dump()) +
                              ") declares a quantized K/V cache; it needs a different cache ABI "
                              "(M5.1 0x02), which kv-bytes does not compute");
     if (auto q = level->find("quantization_config"); q != level->end() && q->is_object()) {
       for (const char* key : {"kv_cache_dtype", "kv_cache_scheme", "kv_cache_quant_algo"})
         if (present(*q, key))
           return InvalidArgument(at + "field " + prefix + "quantization_config." + key + " (" +
-                                 base::Clipped((*q)[key].dump()) +
+                                 base::ClippedJsonText((*q)[key].dump()) +
                                  ") declares a quantized K/V cache; it needs a different cache "
                                  "ABI (M5.1 0x02), which kv-bytes does not compute");
     }
@@ -193,7 +193,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                           k == "attn_layer_offset" || k == "full_attention_interval" ||
                           k == "block_types" || k == "attn_type_list";
       return InvalidArgument(
-          at + "field " + prefix + key + " (" + base::Clipped(v.dump()) +
+          at + "field " + prefix + key + " (" + base::ClippedJsonText(v.dump()) +
           ") declares layers whose K/V is not one row of one shape per token; kv-bytes computes "
           "L_cache * H_kv * d_h * (b_K + b_V) for identical layers only (M5.1 0x02): pass the "
           "geometry of the cache-producing layers as flags" +
@@ -210,7 +210,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                                   kind != "chunked_attention"))
           return InvalidArgument(
               at + "field " + name_at(level, "") + "layer_types holds " +
-              base::Clipped(kind.dump()) +
+              base::ClippedJsonText(kind.dump()) +
               ", a layer without one K/V row of the full-attention shape per token; kv-bytes "
               "computes L_cache * H_kv * d_h * (b_K + b_V) for attention layers only (M5.1 0x02): "
               "pass the geometry of the cache-producing layers as flags" +
@@ -230,7 +230,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
       return InvalidArgument(at + "field " + either_name + " must be an integer in 0.." +
                              std::to_string(g.layers - 1) +
                              " (fewer than num_hidden_layers), got " +
-                             base::Clipped(shared.dump()));
+                             base::ClippedJsonText(shared.dump()));
     g.layers -= shared.get<uint64_t>();
   }
   KVC_ASSIGN_OR_RETURN(uint64_t heads, get_pos("num_attention_heads"));
@@ -243,7 +243,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
           at + "missing field text_config." + std::string(key) +
           ": a composite config's text_config omits members equal to its model type's defaults "
           "(model_type " +
-          (c.contains("model_type") ? base::Clipped(c["model_type"].dump()) : "unnamed") +
+          (c.contains("model_type") ? base::ClippedJsonText(c["model_type"].dump()) : "unnamed") +
           "), which kv-bytes does not know; pass the geometry as flags");
   // The K/V head count, as transformers reads it: num_key_value_heads; Falcon's num_kv_heads
   // under new_decoder_architecture, and one shared K/V head under multi_query (Falcon-7B,
@@ -287,7 +287,7 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   if (v_member) {
     if (!v_member->is_number_integer() || v_member->get<int64_t>() <= 0)
       return InvalidArgument(at + "field " + either_name + " must be a positive integer, got " +
-                             base::Clipped(v_member->dump()));
+                             base::ClippedJsonText(v_member->dump()));
     const uint64_t v_head_dim = v_member->get<uint64_t>();
     if (v_head_dim != g.head_dim)
       return InvalidArgument(at + "field " + either_name + " (" + std::to_string(v_head_dim) +
@@ -306,8 +306,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
                has_d = d != level->end() && d->is_string();
     if (has_t && has_d && DtypeBytes(t->get<std::string>()) != DtypeBytes(d->get<std::string>()))
       return InvalidArgument(at + "fields " + name_at(level, "torch_dtype") + " (" +
-                             base::Clipped(t->dump()) + ") and " + name_at(level, "dtype") + " (" +
-                             base::Clipped(d->dump()) +
+                             base::ClippedJsonText(t->dump()) + ") and " + name_at(level, "dtype") +
+                             " (" + base::ClippedJsonText(d->dump()) +
                              ") disagree; pass --dtype to name the K/V dtype");
     if (has_t)
       dtype = t->get<std::string>();

@@ -167,6 +167,10 @@ TEST(HfConfig, RegressionALongValueIsClippedInTheRefusal) {
     ASSERT_FALSE(s.ok()) << key;
     EXPECT_LT(s.message().size(), 600u) << key << ": " << s.message().substr(0, 200);
     EXPECT_NE(s.message().find(" bytes)"), std::string::npos) << key;
+    if (value.is_string()) {  // clipped inside its quotes (ClippedJsonText)
+      EXPECT_NE(s.message().find("...\" (10000 bytes)"), std::string::npos)
+          << key << ": " << s.message();
+    }
   }
 }
 

@@ -48,7 +48,7 @@ class Reader {
       if (*out > (1ull << 31)) return Invalid(f, "is larger than 2^31");
       return Status::Ok();
     }
-    return Invalid(f, "expected a positive integer, got " + base::Clipped(v.dump()));
+    return Invalid(f, "expected a positive integer, got " + base::ClippedJsonText(v.dump()));
   }
   Status PositiveNumber(const std::string& f, double* out,
                         std::optional<double> fallback = {}) const {
@@ -61,12 +61,13 @@ class Reader {
     }
     const Json& v = j_[f];
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-      return Invalid(f, "expected a positive finite number, got " + base::Clipped(v.dump()));
+      return Invalid(f,
+                     "expected a positive finite number, got " + base::ClippedJsonText(v.dump()));
     // The engine computes in float32: a value it rounds to 0 or infinity would make every
     // logit NaN (probe 35: rope_theta 1e-300 and rms_norm_eps 1e300 generated tokens, exit 0).
     const float as_float = static_cast<float>(v.get<double>());
     if (!(as_float > 0) || !std::isfinite(as_float))
-      return Invalid(f, base::Clipped(v.dump()) +
+      return Invalid(f, base::ClippedJsonText(v.dump()) +
                             " is not a positive finite float32 (the engine computes in float32)");
     *out = v.get<double>();
     return Status::Ok();
@@ -77,7 +78,7 @@ class Reader {
       return Status::Ok();
     }
     if (!j_[f].is_boolean())
-      return Invalid(f, "expected true or false, got " + base::Clipped(j_[f].dump()));
+      return Invalid(f, "expected true or false, got " + base::ClippedJsonText(j_[f].dump()));
     *out = j_[f].get<bool>();
     return Status::Ok();
   }
@@ -107,7 +108,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
     for (const Json& name : a) {
       if (!name.is_string())
         return r.Invalid("architectures",
-                         "expected class names, got " + base::Clipped(name.dump()));
+                         "expected class names, got " + base::ClippedJsonText(name.dump()));
       if (name.get<std::string>() != "LlamaForCausalLM")
         return r.Unsupported("architectures",
                              base::SingleQuoteClipped(name.get<std::string>()) +
@@ -116,8 +117,8 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
   }
   if (r.Has("hidden_act")) {
     if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
-      return r.Unsupported("hidden_act",
-                           base::Clipped(j["hidden_act"].dump()) + "; expected \"silu\" (SwiGLU)");
+      return r.Unsupported("hidden_act", base::ClippedJsonText(j["hidden_act"].dump()) +
+                                             "; expected \"silu\" (SwiGLU)");
   }
   for (const char* f : {"attention_bias", "mlp_bias"}) {
     bool b = false;
@@ -169,7 +170,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       if (!rs.contains(key)) continue;
       if (!rs[key].is_string())
         return r.Invalid(std::string("rope_scaling.") + key,
-                         "expected a string, got " + base::Clipped(rs[key].dump()));
+                         "expected a string, got " + base::ClippedJsonText(rs[key].dump()));
       type = rs[key];
       break;
     }
@@ -190,7 +191,7 @@ StatusOr<LlamaConfig> ParseLlamaConfig(const Json& j, const std::string& src) {
       // "0,0,0" with exit 0).
       for (float f : RopeInverseFrequencies(c))
         if (!(f > 0) || !std::isfinite(f))
-          return s.Invalid("factor", base::Clipped(rs["factor"].dump()) +
+          return s.Invalid("factor", base::ClippedJsonText(rs["factor"].dump()) +
                                          " scales a RoPE inverse frequency to " +
                                          std::to_string(f) + " (not a positive finite float32)");
     } else {

@@ -163,6 +163,14 @@ TEST(LlamaConfig, RegressionALongValueIsClippedInTheRefusal) {
     EXPECT_LT(c.status().message().size(), 600u)
         << key << ": " << c.status().message().substr(0, 200);
     EXPECT_NE(c.status().message().find(" bytes)"), std::string::npos) << key;
+    // A string is clipped inside its quotes (SingleQuoteClipped, or ClippedJsonText for its JSON
+    // text): its 10,000 bytes, not the 10,002 of its text with the quotes.
+    if (value.is_string()) {
+      EXPECT_NE(c.status().message().find(" (10000 bytes)"), std::string::npos)
+          << key << ": " << c.status().message();
+      EXPECT_EQ(c.status().message().find(" (10002 bytes)"), std::string::npos)
+          << key << ": " << c.status().message();
+    }
   }
 }
 

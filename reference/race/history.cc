@@ -11,6 +11,8 @@
 #include <thread>
 #include <unordered_set>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc::race {
 
 namespace dom = simdjson::dom;
@@ -70,7 +72,8 @@ StatusOr<uint64_t> GetU64(const Json& j, const char* key, std::string_view src, 
   auto it = j.find(key);
   if (it == j.end()) return LineError(src, line, key, "missing (expected a non-negative integer)");
   if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0))
-    return LineError(src, line, key, "expected a non-negative integer, got " + it->dump());
+    return LineError(src, line, key,
+                     "expected a non-negative integer, got " + base::ClippedJsonText(it->dump()));
   return it->get<uint64_t>();
 }
 
@@ -136,7 +139,8 @@ StatusOr<Json> ToJson(dom::element e, std::string_view src, size_t line, std::st
   return LineError(src, line, path, "duplicate key");
 }
 
-std::string Dump(dom::element e) { return std::string(simdjson::minify(e)); }
+// The value's JSON text as a message names it: clipped (ClippedJsonText).
+std::string Dump(dom::element e) { return base::ClippedJsonText(simdjson::minify(e)); }
 
 StatusOr<uint64_t> U64Field(dom::element e, const char* key, std::string_view src, size_t line) {
   if (e.is_uint64()) return e.get_uint64().value_unsafe();

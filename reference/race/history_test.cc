@@ -66,6 +66,10 @@ TEST(History, TruncatedOrMalformedInputIsAClearError) {
   ExpectParseError(with("\"outcome\":\"ok\"", "\"outcome\":\"maybe\""), "outcome");
   ExpectParseError(with("\"outcome\":\"ok\"", "\"outcome\":\"error\""), "result.code");
   ExpectParseError(with("\"id\":0", "\"id\":-1"), "id: expected a non-negative integer");
+  // A value of another type is named clipped (2026-12-07: a 10 KB string was quoted whole).
+  ExpectParseError(
+      with("\"id\":0", "\"id\":\"" + std::string(10000, 'i') + "\""),
+      "id: expected a non-negative integer, got \"" + std::string(80, 'i') + "...\" (10000 bytes)");
   ExpectParseError(with("\"partition\":\"p\"", "\"partition\":\"\""), "partition");
   ExpectParseError(with("\"args\":{}", "\"args\":{},\"extra\":1"), "extra: unknown field");
   ExpectParseError(header + good + "\n" + good + "\n{\"end\":true,\"ops\":2}\n", "duplicate operation id");

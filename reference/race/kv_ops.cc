@@ -224,7 +224,8 @@ std::string ExactMembers(const Json& j, const std::string& where,
   for (const auto& [name, check] : members) {
     auto it = j.find(name);
     if (it == j.end()) return where + ": missing member \"" + name + "\"";
-    if (!check(*it)) return where + "." + name + ": unexpected value " + it->dump();
+    if (!check(*it))
+      return where + "." + name + ": unexpected value " + base::ClippedJsonText(it->dump());
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;

@@ -89,6 +89,9 @@ TEST(KvOps, SnapshotResultHasExactlyItsMembers) {
   EXPECT_NE(with("phase", "SOMEWHERE"), "");
   EXPECT_NE(with("handle", 7), "");
   EXPECT_NE(with("version", Json(Json::value_t::discarded)), "");
+  // The refused value is named clipped (2026-12-07: a 10 KB phase was quoted whole).
+  EXPECT_EQ(with("phase", std::string(10000, 'p')),
+            "result.phase: unexpected value \"" + std::string(80, 'p') + "...\" (10000 bytes)");
 }
 
 // Each op's ok result has its members' types: a transaction state by name, unsigned layer

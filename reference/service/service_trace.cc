@@ -470,7 +470,8 @@ void CompareMetric(const Json& declared, const Json& derived, const std::string&
   if (declared == derived) return;
   if (std::string_view(key) == "tpot" && derived.is_null()) {
     Add(v, ErrorCode::SERVICE_TPOT_UNDEFINED_AS_ZERO, ptr,
-        "TPOT is undefined for a one-output request (no inter-output interval), declared " + declared.dump());
+        "TPOT is undefined for a one-output request (no inter-output interval), declared " +
+            base::ClippedJsonText(declared.dump()));
     return;
   }
   // A plain number passes the form check only for the undefined-as-zero mistake above; for a
@@ -479,11 +480,12 @@ void CompareMetric(const Json& declared, const Json& derived, const std::string&
   if (std::string_view(key) == "tpot" && declared.is_number()) {
     Add(v, ErrorCode::INPUT_FIELD_TYPE, ptr,
         "expected a rational {num, den, value} (TPOT derives to " + derived.dump() +
-            "), found a plain number " + declared.dump());
+            "), found a plain number " + base::ClippedJsonText(declared.dump()));
     return;
   }
-  Add(v, ErrorCode::SERVICE_METRIC_DRIFT, ptr, std::string(key) + " derives to " + derived.dump() + ", declared " +
-                                                   declared.dump());
+  Add(v, ErrorCode::SERVICE_METRIC_DRIFT, ptr,
+      std::string(key) + " derives to " + derived.dump() + ", declared " +
+          base::ClippedJsonText(declared.dump()));
 }
 
 }  // namespace
@@ -544,8 +546,8 @@ Violations ValidateServiceTrace(const Json& doc) {
     for (auto it = got.begin(); it != got.end(); ++it)
       if (want[it.key()] != it.value())
         Add(&v, ErrorCode::SERVICE_VIEW_DRIFT, d.events[i].ptr + "/view/" + it.key(),
-            "projects to " + base::Clipped(it.value().dump()) + ", declared " +
-                base::Clipped(want[it.key()].dump()));
+            "projects to " + base::ClippedJsonText(it.value().dump()) + ", declared " +
+                base::ClippedJsonText(want[it.key()].dump()));
   }
   // The metrics derive from the replayed events, not from the declared views: a drifted view
   // hides no metric violation. An open trace has no metrics (E2E, release lag and byte-time of

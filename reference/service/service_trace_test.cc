@@ -361,6 +361,29 @@ TEST(ServiceTraceRules, ServiceMetricsForAnUndeclaredRequestAreDrift) {
   ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_METRIC_DRIFT", "/expected_metrics/requests/Z"));
 }
 
+// Regression (2026-12-07): a declared metric that reaches the comparison (its form is right) was
+// named by its whole JSON text, so 5,000 inter-token intervals declared for a request's TBT made
+// a 10 KB SERVICE_METRIC_DRIFT message; it is clipped and counted. A value of the wrong form is
+// refused by its type, unquoted.
+TEST(ServiceTraceRules, RegressionADeclaredMetricIsNamedClipped) {
+  for (const char* key : {"ttft", "tbt", "tpot", "e2e", "kv_byte_time"}) {
+    for (const Json& value : {Json(std::string(10000, 'm')), Json(std::vector<int>(5000, 7))}) {
+      Json doc = test::LoadJson(kAb);
+      doc["expected_metrics"]["requests"]["A"][key] = value;
+      const Violations v = ValidateServiceTrace(doc);
+      ASSERT_FALSE(v.empty()) << key;
+      for (const Violation& x : v) EXPECT_LT(x.message.size(), 1000u) << key << ": " << x.message;
+    }
+  }
+  Json doc = test::LoadJson(kAb);
+  doc["expected_metrics"]["requests"]["A"]["tbt"] = std::vector<int>(5000, 7);
+  const Violations v = ValidateServiceTrace(doc);
+  ASSERT_TRUE(test::OnlyViolationAt(v, "SERVICE_METRIC_DRIFT", "/expected_metrics/requests/A/tbt"))
+      << test::Describe(v);
+  EXPECT_NE(v[0].message.find(", declared [7,7,"), std::string::npos) << v[0].message;
+  EXPECT_NE(v[0].message.find("... (10001 bytes)"), std::string::npos) << v[0].message;
+}
+
 // Mutation audit 2026-12-05 (M86): committed * B_token beyond 64 bits is INPUT_ARITHMETIC_OVERFLOW
 // at the publication (B_token 2^53, 4096 prompt rows). The mutant projected a saturated 2^64 - 1
 // payload, raised view drift, and calc service-metrics exited 2 with an unregistered error.

@@ -205,8 +205,9 @@ Violations ReadRuntimeBinding(const Json& header, RuntimeBinding* out) {
     if (it->is_string() && (*it == "required" || *it == "optional"))
       out->trace_identity_required = *it == "required";
     else
-      AddOnHeader(&v, ErrorCode::INPUT_VALUE_INVALID, "/0/trace_identity",
-                  "expected \"required\" or \"optional\", got " + it->dump());
+      AddOnHeader(
+          &v, ErrorCode::INPUT_VALUE_INVALID, "/0/trace_identity",
+          "expected \"required\" or \"optional\", got " + base::ClippedJsonText(it->dump()));
   }
   if (const Json* it = member("expected_final_states")) {
     if (!it->is_array()) {

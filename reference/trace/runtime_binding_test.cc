@@ -255,6 +255,13 @@ TEST(RuntimeBindingTest, RequiredTraceIdentityIsCheckedOnEveryEvent) {
   EXPECT_EQ(Check(Header("") + Alloc(false)), Codes{});  // absent: version-1 traces unchanged
   EXPECT_EQ(Check(Header(R"(,"trace_identity":"sometimes")") + Alloc(true)),
             Codes{"INPUT_VALUE_INVALID"});
+  // Regression (2026-12-07): the refused value was named by its whole JSON text.
+  const Violations v = ValidateTraceJsonl(
+      Header(R"(,"trace_identity":")" + std::string(10000, 'q') + "\"") + Alloc(true), "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), Codes{"INPUT_VALUE_INVALID"}) << test::Describe(v);
+  EXPECT_NE(v[0].message.find("got \"" + std::string(80, 'q') + "...\" (10000 bytes)"),
+            std::string::npos)
+      << v[0].message.substr(0, 300);
 }
 
 TEST(RuntimeBindingTest, ExpectedFinalStatesAreComparedWithTheReplay) {

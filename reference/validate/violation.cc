@@ -128,7 +128,7 @@ std::optional<int64_t> FieldReader::Int(std::string_view key) {
     if (x <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(x);
   }
   Add(v->is_number() ? ErrorCode::INPUT_VALUE_OUT_OF_RANGE : ErrorCode::INPUT_FIELD_TYPE, Ptr(key),
-      "expected a 64-bit signed integer, got " + v->dump());
+      "expected a 64-bit signed integer, got " + base::ClippedJsonText(v->dump()));
   return std::nullopt;
 }
 

@@ -35,6 +35,18 @@ TEST(FieldReaderTest, IntIsASigned64BitInteger) {
             std::vector<std::string>{"INPUT_FIELD_TYPE"});
 }
 
+// Regression (2026-12-07): Int named a value of another type by its whole JSON text, so a
+// 10 KB string made a 10 KB message; it is clipped inside its quotes, with its length.
+TEST(FieldReaderTest, RegressionIntClipsTheValueItRefuses) {
+  const Json doc = {{"str", std::string(10000, 's')}};
+  Violations v;
+  FieldReader r(&doc, "", &v);
+  EXPECT_FALSE(r.Int("str").has_value());
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"INPUT_FIELD_TYPE"});
+  EXPECT_EQ(v[0].message, "expected a 64-bit signed integer, got \"" + std::string(80, 's') +
+                              "...\" (10000 bytes)");
+}
+
 // Number, Bool and Array refuse a value of another JSON type with INPUT_FIELD_TYPE.
 TEST(FieldReaderTest, NumberBoolAndArrayRefuseOtherTypes) {
   const Json doc = {{"n", "1"}, {"b", 1}, {"a", {{"k", 1}}}};
