@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "reference/base/text_forms.h"
+
 namespace kvc::handoff::transport {
 namespace {
 
@@ -35,7 +37,8 @@ StatusOr<sockaddr_in> ToAddr(const HostPort& hp) {
   const std::string host = hp.host == "localhost" ? "127.0.0.1" : hp.host;
   if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1)
     return Status(StatusCode::kInvalidArgument,
-                  "bootstrap: host '" + hp.host + "' is not an IPv4 address or localhost",
+                  "bootstrap: host " + base::SingleQuoteClipped(hp.host) +
+                      " is not an IPv4 address or localhost",
                   ErrorCode::PD_BOOTSTRAP_FAILED);
   return a;
 }
@@ -50,22 +53,25 @@ int MsLeft(Deadline d) {
 StatusOr<HostPort> ParseHostPort(const std::string& s) {
   const size_t colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
-    return InvalidArgument("--bootstrap: '" + s + "'; expected HOST:PORT");
+    return InvalidArgument("--bootstrap: " + base::SingleQuoteClipped(s) + "; expected HOST:PORT");
   const std::string port = s.substr(colon + 1);
   unsigned long v = 0;
   for (char c : port) {
     if (c < '0' || c > '9' || v > 65535)
-      return InvalidArgument("--bootstrap: port '" + port + "' is not a number in [0, 65535]");
+      return InvalidArgument("--bootstrap: port " + base::SingleQuoteClipped(port) +
+                             " is not a number in [0, 65535]");
     v = v * 10 + static_cast<unsigned long>(c - '0');
   }
-  if (v > 65535) return InvalidArgument("--bootstrap: port '" + port + "' exceeds 65535");
+  if (v > 65535)
+    return InvalidArgument("--bootstrap: port " + base::SingleQuoteClipped(port) +
+                           " exceeds 65535");
   // The host is checked here, before a worker loads its model: a name other than localhost is
   // bad usage, not a failed bootstrap (probe 37: example.com:80 was PD_BOOTSTRAP_FAILED, exit 1).
   HostPort hp{s.substr(0, colon), static_cast<uint16_t>(v)};
   in_addr ignored{};
   if (inet_pton(AF_INET, hp.host == "localhost" ? "127.0.0.1" : hp.host.c_str(), &ignored) != 1)
-    return InvalidArgument("--bootstrap: host '" + hp.host +
-                           "' is not an IPv4 address or localhost");
+    return InvalidArgument("--bootstrap: host " + base::SingleQuoteClipped(hp.host) +
+                           " is not an IPv4 address or localhost");
   return hp;
 }
 

@@ -45,6 +45,25 @@ TEST(BootstrapTest, PortMaxIsAccepted) {
   EXPECT_EQ(hp->port, 65535);
 }
 
+// Regression (2026-12-07): --bootstrap's refusals quoted the argument whole; each part is clipped
+// at 80 bytes and counted, and a short one is quoted as before.
+TEST(BootstrapTest, RegressionARefusedArgumentIsQuotedClipped) {
+  const std::string long_host(10000, 'h');
+  auto hp = ParseHostPort(long_host + ":80");
+  ASSERT_FALSE(hp.ok());
+  EXPECT_EQ(hp.status().message(), "--bootstrap: host '" + std::string(80, 'h') +
+                                       "...' (10000 bytes) is not an IPv4 address or localhost");
+  hp = ParseHostPort("127.0.0.1:" + std::string(10000, '9'));
+  ASSERT_FALSE(hp.ok());
+  EXPECT_LT(hp.status().message().size(), 200u) << hp.status().message().substr(0, 200);
+  hp = ParseHostPort("127.0.0.1:8x");
+  ASSERT_FALSE(hp.ok());
+  EXPECT_EQ(hp.status().message(), "--bootstrap: port '8x' is not a number in [0, 65535]");
+  hp = ParseHostPort(long_host);
+  ASSERT_FALSE(hp.ok());
+  EXPECT_LT(hp.status().message().size(), 200u) << hp.status().message().substr(0, 200);
+}
+
 // Connect retries a refused connection until its deadline, and only then times out.
 TEST(BootstrapTest, ConnectRetriesRefusedConnectionsUntilItsDeadline) {
   auto l = BootstrapSocket::Listen({"127.0.0.1", 0});
