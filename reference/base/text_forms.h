@@ -5,8 +5,10 @@
 #define KVCONFORM_REFERENCE_BASE_TEXT_FORMS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvc::base {
 
@@ -81,6 +83,21 @@ inline std::string ClippedJsonText(std::string_view text, size_t max_bytes = 80)
   if (text.size() >= 2 && text.front() == '"' && text.back() == '"')
     return QuoteClipped(text.substr(1, text.size() - 2), max_bytes);
   return Clipped(text, max_bytes);
+}
+
+// A list of unsigned integers named in a message (token ids, a tensor shape): "[a, b, c]" with
+// `sep` between elements, whole up to `max_shown` elements, else its first `max_shown`, "..."
+// and its length, as in [7, 7, ...] (5000 elements).
+inline std::string ClippedList(const std::vector<uint64_t>& xs, std::string_view sep = ", ",
+                               size_t max_shown = 16) {
+  std::string out = "[";
+  for (size_t i = 0; i < xs.size() && i < max_shown; ++i) {
+    if (i) out.append(sep);
+    out += std::to_string(xs[i]);
+  }
+  if (xs.size() <= max_shown) return out + "]";
+  out.append(sep);
+  return out + "...] (" + std::to_string(xs.size()) + " elements)";
 }
 
 // QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else

@@ -86,5 +86,15 @@ TEST(TextForms, ClippedJsonTextKeepsAStringsClosingQuote) {
   EXPECT_EQ(ClippedJsonText(long_array), Clipped(long_array));
 }
 
+// A list is whole up to its limit of elements; past it, its first elements, "..." and its length.
+TEST(TextForms, ClippedListShowsItsFirstElementsAndItsLength) {
+  EXPECT_EQ(ClippedList({}), "[]");
+  EXPECT_EQ(ClippedList({1, 2, 3}), "[1, 2, 3]");
+  EXPECT_EQ(ClippedList({1, 2, 3}, ","), "[1,2,3]");
+  EXPECT_EQ(ClippedList({1, 2, 3}, ", ", 3), "[1, 2, 3]");
+  EXPECT_EQ(ClippedList({1, 2, 3, 4}, ", ", 3), "[1, 2, 3, ...] (4 elements)");
+  EXPECT_EQ(ClippedList({18446744073709551615u}), "[18446744073709551615]");
+}
+
 }  // namespace
 }  // namespace kvc::base

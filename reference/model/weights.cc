@@ -40,11 +40,7 @@ bool ChangesTheConfiguredModel(const std::string& name, const LlamaConfig& c) {
   return layer < c.num_hidden_layers;
 }
 
-std::string ShapeString(const std::vector<uint64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
+std::string ShapeString(const std::vector<uint64_t>& s) { return base::ClippedList(s); }
 
 Status IndexError(const std::string& src, const std::string& what) {
   return ViolationStatus(ErrorCode::MODEL_SHARD_INDEX_INVALID, src + ": " + what);

@@ -89,6 +89,24 @@ TEST(SavedWorkFixture, FixtureIsValidAndSchemaErrorsStopEarly) {
   EXPECT_EQ(test::CodeNames(ValidateSavedWorkFixture(doc)), std::vector<std::string>{"INPUT_FIELD_MISSING"});
 }
 
+// Regression (2026-12-07): a token list was named whole, so a declared frontier of 5,000 tokens
+// made a 20 KB SAVED_WORK_FRONTIER_DRIFT message (cut at the report limit); it is clipped after
+// 16 tokens, with its length.
+TEST(SavedWorkFixture, RegressionALongTokenListIsNamedClipped) {
+  Json doc = test::LoadJson(kFixture);
+  doc["frontier"]["stop_trace"]["calls"][2]["expected"]["frontier"] = std::vector<int>(5000, 22);
+  const Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].code, ErrorCode::SAVED_WORK_FRONTIER_DRIFT) << test::Describe(v);
+  std::string declared = "[22";
+  for (int i = 1; i < 16; ++i) declared += ", 22";
+  declared += ", ...] (5000 elements)";
+  EXPECT_NE(v[0].message.find("replayed output frontier is [22], declared " + declared),
+            std::string::npos)
+      << v[0].message.substr(0, 300);
+  for (const Violation& x : v) EXPECT_LT(x.message.size(), 1000u) << x.message.substr(0, 300);
+}
+
 TEST(SavedWorkFixture, ZeroOutputsIsAnInputError) {
   Json doc = test::LoadJson(kFixture);
   doc["work_ledger"]["output_tokens"] = 0;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "reference/base/text_forms.h"
 #include "reference/frontier/frontier.h"
 
 namespace kvc {
@@ -24,11 +25,8 @@ frontier::AppendCall MakeCall(frontier::AppendPurpose purpose, uint64_t rows,
   return c;
 }
 
-std::string List(const std::vector<uint64_t>& xs) {
-  std::string s = "[";
-  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
-  return s + "]";
-}
+// A token list as a message names it: clipped past 16 tokens (a document may declare thousands).
+std::string List(const std::vector<uint64_t>& xs) { return base::ClippedList(xs); }
 
 std::vector<uint64_t> FrontierList(const FrontierState& f) {
   if (auto t = f.frontier_token()) return {*t};

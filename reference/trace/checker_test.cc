@@ -2676,6 +2676,36 @@ TEST(TraceCheckerTest, RegressionALongCauseIdIsQuotedClippedLikeEveryOtherValue)
       << wrong[0].message;
 }
 
+// Regression (2026-12-07): a retried verification stating other drafts named both draft lists
+// whole, so 5,000 drafts made a 25 KB LIFECYCLE_RETRY_CONFLICT message (cut at the report
+// limit); each list is clipped after 16 tokens, with its length.
+TEST(TraceCheckerTest, RegressionARetriedVerificationsDraftsAreNamedClipped) {
+  const std::vector<std::string> lines =
+      test::SourceLines("fixtures/m5_1/frontier/speculative_frontier_verify.jsonl");
+  ASSERT_GE(lines.size(), 11u);
+  std::string t;
+  for (size_t i = 0; i < 11; ++i) t += lines[i] + "\n";  // the header, then through the publish
+  // The verification's append_start re-sent after its publication, with 5,000 other drafts.
+  std::string retry = lines[7];
+  const size_t at = retry.find("\"draft_tokens\":[");
+  ASSERT_NE(at, std::string::npos) << retry;
+  const size_t end = retry.find(']', at);
+  std::string drafts = "\"draft_tokens\":[9";
+  for (int i = 1; i < 5000; ++i) drafts += ",9";
+  retry.replace(at, end + 1 - at, drafts + "]");
+  retry = Mutate(Mutate(Mutate(retry, R"("event_id":"engine-0:6")", R"("event_id":"engine-0:10")"),
+                        R"("local_sequence":6)", R"("local_sequence":10)"),
+                 R"("monotonic_ns":1006007)", R"("monotonic_ns":1010011)");
+  const Violations v = ValidateTraceJsonl(t + retry + "\n", "t.jsonl");
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"LIFECYCLE_RETRY_CONFLICT"})
+      << test::Describe(v);
+  std::string clipped = "verifies drafts [9";
+  for (int i = 1; i < 16; ++i) clipped += ",9";
+  clipped += ",...] (5000 elements); the original verified [";
+  EXPECT_NE(v[0].message.find(clipped), std::string::npos) << v[0].message.substr(0, 400);
+  EXPECT_LT(v[0].message.size(), 1000u);
+}
+
 // Regression (a vendor's probe, 2026-12-04): a truncate to 0 rows (vLLM's preemption by
 // recompute) leaves the handle holding nothing, and an allocator that frees its blocks then
 // reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or

@@ -1,10 +1,11 @@
 // The kvconform.trace/1 event-type table and the handler of each event type.
+#include <simdjson.h>
+
 #include <cstring>
 #include <mutex>
 
-#include <simdjson.h>
-
 #include "reference/base/checked_math.h"
+#include "reference/base/text_forms.h"
 #include "reference/frontier/frontier.h"
 #include "reference/lifecycle/reorder/reorder.h"
 #include "reference/trace/checker.h"
@@ -431,11 +432,7 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
                      " (a retry re-sends the same call)");
         c.DropEvent(e);
       };
-      auto list = [](const std::vector<uint64_t>& v) {
-        std::string out = "[";
-        for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + U(v[i]);
-        return out + "]";
-      };
+      auto list = [](const std::vector<uint64_t>& v) { return base::ClippedList(v, ","); };
       auto index = [](const std::optional<uint64_t>& i) {
         return i ? "row " + U(*i) : std::string("none");
       };
