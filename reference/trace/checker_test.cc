@@ -2564,17 +2564,28 @@ std::string Allocator(const std::string& cause, int blocks, int used) {
          std::to_string(4 * blocks) + R"(,"used_slots":)" + std::to_string(used) + "}}";
 }
 
+// kHeader with a second source, "a", on the allocator plane.
+std::string HeaderWithAllocator() {
+  return Mutate(
+      kHeader, R"("source_component":"semantic"})",
+      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
+}
+
+// HeaderWithAllocator(), then request "R" allocated and its 2-row prefill published (events
+// e0..e3, one line each).
+std::string PublishedWithAllocator() {
+  return HeaderWithAllocator() + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" +
+         Publish(3) + "\n";
+}
+
 // Regression (a vendor's cold read, noticed 2026-12-03): an allocator that reserves nothing
 // until prefill reported an all-zero observation caused by request_allocate and got
 // TRACE_CAUSE_WRONG_EVENT ("only release closes ownership (finish is not a physical free)").
 // Arrival creates no K/V (M5.1 0x02), so nothing held after request_allocate is admitted; after
 // a publication it is still the wrong cause, and the message names finish only for finish.
 TEST(TraceCheckerTest, RegressionNothingHeldAfterArrivalIsAdmitted) {
-  const std::string header = Mutate(
-      kHeader, R"("source_component":"semantic"})",
-      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
-  const std::string t = header + "\n" + Alloc(0) + "\n";
-  const std::string published = t + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const std::string t = HeaderWithAllocator() + "\n" + Alloc(0) + "\n";
+  const std::string published = PublishedWithAllocator();
   using V = std::vector<std::string>;
   EXPECT_EQ(Codes(t + Allocator("e0", 0, 0) + "\n"), V{});
   EXPECT_EQ(Codes(t + Allocator("e0", 1, 0) + "\n"), V{});  // reserved at arrival
@@ -2655,11 +2666,7 @@ TEST(TraceCheckerTest, RegressionStorageHeldAfterFinishOrReleaseIsAdmitted) {
 // checker's messages takes ("exxx..." (301 bytes)). A cause no event has, and a cause that is an
 // event of another kind, both named by a 301-byte id.
 TEST(TraceCheckerTest, RegressionALongCauseIdIsQuotedClippedLikeEveryOtherValue) {
-  const std::string header = Mutate(
-      kHeader, R"("source_component":"semantic"})",
-      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
-  const std::string published =
-      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const std::string published = PublishedWithAllocator();
   const std::string long_id = "e" + std::string(300, 'x');
   const std::string quoted = "is caused by \"e" + std::string(79, 'x') + "...\" (301 bytes), ";
   using V = std::vector<std::string>;
@@ -2711,11 +2718,7 @@ TEST(TraceCheckerTest, RegressionARetriedVerificationsDraftsAreNamedClipped) {
 // reported all zero; that was TRACE_CAUSE_WRONG_EVENT ("no storage follows release or
 // request_allocate only") while the residency plane's 0 bytes after the same truncate passed.
 TEST(TraceCheckerTest, RegressionNoBlocksHeldAfterATruncateToZeroRows) {
-  const std::string header = Mutate(
-      kHeader, R"("source_component":"semantic"})",
-      R"("source_component":"semantic"},{"source_instance":"a","source_component":"allocator"})");
-  const std::string published =
-      header + "\n" + Alloc(0) + "\n" + Start(1) + "\n" + Stage(2) + "\n" + Publish(3) + "\n";
+  const std::string published = PublishedWithAllocator();
   auto truncated = [&](int length) {
     return published +
            Ev(4, "truncate",
