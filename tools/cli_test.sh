@@ -22,6 +22,11 @@ expect_lines() {  # expect_lines NAME N: the output has exactly N lines
   if [ "$n" -eq "$2" ]; then pass=$((pass+1)); else
     fail=$((fail+1)); echo "FAIL $1: $n output lines, expected $2"; sed 's/^/    /' "$T/out" | head -20; fi
 }
+json_set() {  # json_set SRC DST KEY=VALUE: DST is SRC with KEY (dotted: a.b) set to Python VALUE
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); ks=k.split('.'); o=d
+for x in ks[:-1]: o=o[x]
+o[ks[-1]]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$1" "$2" "$3"
+}
 
 M=fixtures/m5_1/manifest/request_cache_manifest.json
 check validate_ok 0 "$K" validate "$M"
@@ -529,7 +534,7 @@ check fuzz_merge_unknown_verdict 2 "$K" fuzz merge "$T/s0.json" "$T/s_verdict.js
 # that wrap or are negative, a passing verdict beside a failure, an unknown member) merged.
 for c in "programs_run=0" "programs_run=3" "histories=-5" "ops=18446744073709551615" "failure={'x':1}" \
          "error='RACE_DRIVER_CRASHED: boom'" "seconds='nan'" "bogus=1"; do
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); d[k]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/s1.json" "$T/s_bad.json" "$c"
+  json_set "$T/s1.json" "$T/s_bad.json" "$c"
   check "fuzz_merge_bad_report:$c" 2 "$K" fuzz merge "$T/s0.json" "$T/s_bad.json"
 done
 expect_out fuzz_merge_bad_report_msg 'unknown member "bogus"'
@@ -555,13 +560,13 @@ check fuzz_merge_failure_member 2 "$K" fuzz merge "$T/f_member.json"; expect_out
 # non-string mutant or target, a failure member of the wrong type or a negative time.
 for c in "shape.extra=1" "shape.threads=-1" "mutant=''" "target=''" "mutant=5"; do
   for s in 0 1; do
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); ks=k.split('.'); o=d[ks[0]] if len(ks)>1 else d; o[ks[-1]]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/s$s.json" "$T/s_agree$s.json" "$c"
+    json_set "$T/s$s.json" "$T/s_agree$s.json" "$c"
   done
   check "fuzz_merge_agreed_params:$c" 2 "$K" fuzz merge "$T/s_agree0.json" "$T/s_agree1.json"
   expect_out "fuzz_merge_agreed_params_msg:$c" "s_agree0.json: ${c%%[.=]*}: expected"
 done
 for c in "program_index='0'" "program_seed=1.5" "shrunk_ops=-2" "shrunk_program=5" "seconds_to_detection=-1" "shrink_seconds='x'"; do
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k,v=sys.argv[3].split('=',1); d['failure'][k]=eval(v); json.dump(d,open(sys.argv[2],'w'))" "$T/f.json" "$T/f_type.json" "$c"
+  json_set "$T/f.json" "$T/f_type.json" "failure.$c"
   check "fuzz_merge_failure_type:$c" 2 "$K" fuzz merge "$T/f_type.json"
   expect_out "fuzz_merge_failure_type_msg:$c" 'f_type.json: failure: expected \{"program_index", '
 done
