@@ -156,7 +156,9 @@ void ValidateWorkLedger(const Json& ledger, const std::string& pointer, Violatio
         "no-cache / cache = " + num(n) + " / " + num(d) + " = " +
             TwoDecimals(static_cast<double>(n) / static_cast<double>(d)) +
             "x rounded to two decimals, declared " + Json(declared).dump() + "x" +
-            (two_decimals ? "" : " (not a multiple of 0.01)"));
+            (two_decimals   ? ""
+             : declared < 0 ? " (a reduction is never negative)"
+                            : " (not a multiple of 0.01)"));
   }
 }
 

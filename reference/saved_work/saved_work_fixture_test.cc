@@ -439,6 +439,25 @@ TEST(SavedWorkRules, SavedWorkReductionOneHundredthOffIsDrift) {
             std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"});
 }
 
+// A negative reduction is drift that says so: before, its message called -124.26 "not a
+// multiple of 0.01" (the check for two decimals also refuses a negative value), and a mutant
+// that dropped the sign test changed only that suffix (mutation audit 4, left unpinned since).
+TEST(SavedWorkRules, RegressionANegativeReductionIsNamedNegative) {
+  Json doc = test::LoadJson(kFixture);
+  doc["work_ledger"]["rows_per_layer"]["reduction"] = -124.26;
+  Violations v = ValidateSavedWorkFixture(doc);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"});
+  EXPECT_EQ(v[0].pointer, "/work_ledger/rows_per_layer/reduction");
+  EXPECT_NE(v[0].message.find("declared -124.26x (a reduction is never negative)"),
+            std::string::npos)
+      << v[0].message;
+  // A positive value off the hundredths keeps its own suffix.
+  doc["work_ledger"]["rows_per_layer"]["reduction"] = 124.263;
+  v = ValidateSavedWorkFixture(doc);
+  ASSERT_EQ(test::CodeNames(v), std::vector<std::string>{"SAVED_WORK_REDUCTION_DRIFT"});
+  EXPECT_NE(v[0].message.find("(not a multiple of 0.01)"), std::string::npos) << v[0].message;
+}
+
 // Mutation audit 2026-12-05 (M59): G = 0 is reported at /work_ledger/output_tokens, not at
 // prompt_tokens.
 TEST(SavedWorkRules, SavedWorkZeroOutputsNamesOutputTokens) {

@@ -92,6 +92,13 @@ TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
   m = Metrics();
   m[2]["denominator"] = "cache_append_failures_total";  // itself
   EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"TRACE_METRIC_DENOMINATOR_MISSING"});
+  // Naming itself is its own fault whatever its type, so an unreadable type beside it (reported
+  // there) does not hide it: the skip for a denominator whose type is unreadable is for another
+  // family's (mutation audit 4 left this unpinned: a mutant that looked the counter up as its
+  // own denominator raised the type's code alone).
+  m[2]["type"] = 7;
+  EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")),
+            (Codes{"INPUT_FIELD_TYPE", "TRACE_METRIC_DENOMINATOR_MISSING"}));
   m = Metrics();
   m[3]["counts"] = "failures";  // a gauge does not count failures
   m[3]["denominator"] = "cache_append_attempts_total";
