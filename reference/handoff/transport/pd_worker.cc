@@ -74,11 +74,70 @@ nlohmann::json StatusJson(const Status& s) {
   return {{"code", CodeName(s)}, {"message", s.message()}};
 }
 
-Status StatusFromJson(const nlohmann::json& j, const std::string& fallback) {
+// The peer's control messages are untrusted input: a member is checked for the type this worker
+// reads it as before it is read (nlohmann's value() and get() throw on a mistyped member, and
+// a throw here ends the worker's process). A message of another shape is PD_MESSAGE_MALFORMED,
+// naming the message and the member; a value quoted from it is clipped.
+enum class PeerKind { kBool, kUint, kString, kObject };
+struct PeerMember {
+  const char* key;
+  PeerKind kind;
+  bool required = false;
+};
+constexpr size_t kPeerMessageBytes = 1024;  // the most of a peer's error message quoted
+
+Status CheckPeerMessage(const nlohmann::json& j, const char* what,
+                        std::initializer_list<PeerMember> members) {
+  if (!j.is_object())
+    return Malformed(std::string(what) + ": expected a JSON object, got " +
+                     base::ClippedJsonText(j.dump()));
+  for (const PeerMember& m : members) {
+    auto it = j.find(m.key);
+    if (it == j.end()) {
+      if (m.required) return Malformed(std::string(what) + ": member \"" + m.key + "\" is missing");
+      continue;
+    }
+    bool ok = false;
+    const char* expected = "";
+    switch (m.kind) {
+      case PeerKind::kBool:
+        ok = it->is_boolean();
+        expected = "a boolean";
+        break;
+      case PeerKind::kUint:
+        ok = it->is_number_unsigned();
+        expected = "an unsigned integer";
+        break;
+      case PeerKind::kString:
+        ok = it->is_string();
+        expected = "a string";
+        break;
+      case PeerKind::kObject:
+        ok = it->is_object();
+        expected = "an object";
+        break;
+    }
+    if (!ok)
+      return Malformed(std::string(what) + ": member \"" + m.key + "\" must be " + expected +
+                       ", got " + base::ClippedJsonText(it->dump()));
+  }
+  return Status();
+}
+
+// A peer's error report: an object whose "code" and "message", when present, are strings.
+Status CheckPeerError(const nlohmann::json& j, const char* what) {
+  return CheckPeerMessage(j, what, {{"code", PeerKind::kString}, {"message", PeerKind::kString}});
+}
+
+// The error a peer reports, {"code": NAME, "message": TEXT} (both optional strings): its registry
+// code when NAME is one, else UNAVAILABLE naming it; `fallback` when it has no message.
+// PD_MESSAGE_MALFORMED instead when `j` has another shape (`what` names the message).
+Status StatusFromJson(const nlohmann::json& j, const char* what, const std::string& fallback) {
+  KVC_RETURN_IF_ERROR(CheckPeerError(j, what));
   const std::string code = j.value("code", "");
-  const std::string msg = j.value("message", fallback);
+  const std::string msg = base::Clipped(j.value("message", fallback), kPeerMessageBytes);
   if (auto e = ErrorCodeFromName(code)) return ViolationStatus(*e, msg);
-  return Status(StatusCode::kUnavailable, code + ": " + msg);
+  return Status(StatusCode::kUnavailable, base::Clipped(code) + ": " + msg);
 }
 
 Status SendJson(UcxPeer& peer, uint64_t tag, const nlohmann::json& j, milliseconds timeout,
@@ -91,7 +150,7 @@ StatusOr<nlohmann::json> ParseJson(const Message& m, const char* what) {
   try {
     return nlohmann::json::parse(m.bytes.begin(), m.bytes.end());
   } catch (const std::exception& e) {
-    return Malformed(std::string(what) + ": not JSON: " + e.what());
+    return Malformed(std::string(what) + ": not JSON: " + base::Clipped(e.what(), 200));
   }
 }
 
@@ -367,7 +426,8 @@ Status PrefillSession::Handshake(Attempt& a) {
                     "no reservation reply from the decode worker for " + a.plan.transfer_id,
                     ErrorCode::PD_PEER_TIMEOUT);
   }
-  if (!a.reply.value("ok", false)) return StatusFromJson(a.reply, "reservation refused");
+  if (!a.reply.value("ok", false))
+    return StatusFromJson(a.reply, "reservation reply", "reservation refused");
   if (!first_reply_) first_reply_ = Clock::now();
   const uint64_t granted = a.reply.value("credit_bytes", uint64_t{0});
   if (!window_) window_.emplace(granted);
@@ -394,7 +454,14 @@ Status PrefillSession::Dispatch(const Message& m) {
   Attempt& a = it->second;
   switch (type) {
     case kReply: {
-      KVC_ASSIGN_OR_RETURN(a.reply, ParseJson(m, "reservation reply"));
+      KVC_ASSIGN_OR_RETURN(nlohmann::json r, ParseJson(m, "reservation reply"));
+      KVC_RETURN_IF_ERROR(
+          CheckPeerMessage(r, "reservation reply",
+                           {{"ok", PeerKind::kBool, true}, {"credit_bytes", PeerKind::kUint}}));
+      KVC_RETURN_IF_ERROR(CheckPeerError(r, "reservation reply"));
+      if (r["ok"].get<bool>() && !r.contains("credit_bytes"))
+        return Malformed("reservation reply: member \"credit_bytes\" is missing from a grant");
+      a.reply = std::move(r);
       a.replied = true;
       return Status();
     }
@@ -408,6 +475,18 @@ Status PrefillSession::Dispatch(const Message& m) {
     }
     case kResult: {
       KVC_ASSIGN_OR_RETURN(nlohmann::json r, ParseJson(m, "result"));
+      KVC_RETURN_IF_ERROR(CheckPeerMessage(r, "result",
+                                           {{"outcome", PeerKind::kString, true},
+                                            {"error", PeerKind::kObject},
+                                            {"generation", PeerKind::kUint},
+                                            {"transfer_id", PeerKind::kString},
+                                            {"cache_handle_id", PeerKind::kString},
+                                            {"source_release", PeerKind::kBool}}));
+      const std::string outcome = r["outcome"].get<std::string>();
+      if (outcome != "published" && outcome != "aborted")
+        return Malformed("result: member \"outcome\" must be \"published\" or \"aborted\", got " +
+                         base::QuoteClipped(outcome));
+      if (r.contains("error")) KVC_RETURN_IF_ERROR(CheckPeerError(r["error"], "result: error"));
       a.result = std::move(r);
       return Status();
     }
@@ -632,12 +711,13 @@ PrefillResult PrefillSession::Run() {
     if (Status s = WaitResult(a2); !s.ok()) return finish(s);
     if (a2.result->value("outcome", "") != "published")
       return finish(StatusFromJson(a2.result->value("error", nlohmann::json::object()),
-                                   "attempt 2 was not published"));
+                                   "result: error", "attempt 2 was not published"));
     log_attempt(a2, "published", Status());
     published = &a2;
     if (Status s = Stream(a1, rest, false); !s.ok()) return finish(s);
     if (Status s = WaitResult(a1); !s.ok()) return finish(s);
-    const Status a1s = StatusFromJson(a1.result->value("error", nlohmann::json::object()), "");
+    const Status a1s =
+        StatusFromJson(a1.result->value("error", nlohmann::json::object()), "result: error", "");
     log_attempt(a1, a1.result->value("outcome", "?"), a1s);
     ReleaseCredits(a1);
   } else {
@@ -656,7 +736,9 @@ PrefillResult PrefillSession::Run() {
         if (f.kind == FaultSpec::Kind::kKillPrefill) raise(SIGKILL);
         break;
       }
-      if (s.ok()) s = StatusFromJson(a.result->value("error", nlohmann::json::object()), "aborted");
+      if (s.ok())
+        s = StatusFromJson(a.result->value("error", nlohmann::json::object()), "result: error",
+                           "aborted");
       ReleaseCredits(a);
       log_attempt(a, "aborted", s);
       if (!Retryable(s.error()) || k + 1 == opts_.max_attempts) {
@@ -792,7 +874,13 @@ Status DecodeSession::OnManifest(uint64_t attempt, const Message& m) {
   a.finished = true;  // until reserved, a failure is reported in the REPLY
   auto j = ParseJson(m, "manifest");
   if (!j.ok()) return reply(j.status());
-  auto plan = PlanFromJson(j->value("plan", nlohmann::json::object()));
+  if (Status s = CheckPeerMessage(*j, "manifest",
+                                  {{"plan", PeerKind::kObject, true},
+                                   {"nonce", PeerKind::kString},
+                                   {"capability", PeerKind::kObject}});
+      !s.ok())
+    return reply(s);
+  auto plan = PlanFromJson((*j)["plan"]);
   if (!plan.ok()) return reply(plan.status());
   try {
     a.ready_us = j->at("layer_ready_us").get<std::vector<uint64_t>>();
@@ -1057,9 +1145,9 @@ DecodeResult DecodeSession::Run() {
       // cause: the request failed because its last attempt did.
       for (auto& ev : events_) {
         if (ev.contains("result") && ev["result"].contains("error"))
-          s = StatusFromJson(ev["result"]["error"], "aborted");
+          s = StatusFromJson(ev["result"]["error"], "result: error", "aborted");
         else if (ev.contains("reply") && !ev["reply"].value("ok", true))
-          s = StatusFromJson(ev["reply"], "reservation refused");
+          s = StatusFromJson(ev["reply"], "reservation reply", "reservation refused");
       }
     }
     res.status = s;
@@ -1148,7 +1236,7 @@ DecodeResult DecodeSession::Run() {
       case kAbort: {
         auto j = ParseJson(m, "abort");
         const Status why =
-            j.ok() ? StatusFromJson(*j, "aborted by the prefill worker") : j.status();
+            j.ok() ? StatusFromJson(*j, "abort", "aborted by the prefill worker") : j.status();
         events_.push_back({{"attempt", attempt}, {"abort_from_prefill", StatusJson(why)}});
         s = attempts_.count(attempt) ? AbortAttempt(attempt, why) : Status();
         break;

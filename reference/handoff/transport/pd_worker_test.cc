@@ -552,6 +552,63 @@ TEST(PdWorkerDecodeTest, AnAttemptGetsOneResult) {
   EXPECT_EQ(results, 1) << d.report["events"].dump();
 }
 
+// A MANIFEST of another shape (not an object, its plan not an object, a mistyped nonce) is
+// refused in D's REPLY as PD_MESSAGE_MALFORMED naming the member, and D goes on: the next
+// attempt's MANIFEST is granted. Regression: D read the plan and the nonce with nlohmann's
+// value(), which throws on a mistyped member, and a throw ended the decode worker's process.
+TEST(PdWorkerDecodeTest, RegressionAMistypedManifestIsRefusedNotACrash) {
+  const SourceKv src = SmallSource();
+  nlohmann::json with_nonce = ManifestOf(src, 3);
+  with_nonce["nonce"] = 5;
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {nlohmann::json::array({1, 2}), "manifest: expected a JSON object, got [1,2]"},
+      {{{"plan", 5}}, "manifest: member \"plan\" must be an object, got 5"},
+      {with_nonce, "manifest: member \"nonce\" must be a string, got 5"}};
+  std::vector<nlohmann::json> replies;
+  RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto r = p.Ask(WireTag(kManifestMsg, i + 1, 0), cases[i].first);
+      ASSERT_TRUE(r.ok()) << "case " << i << ": " << r.status().ToString();
+      replies.push_back(*r);
+    }
+    EXPECT_TRUE(p.Open(src, 4));
+    p.Fin();
+  });
+  ASSERT_EQ(replies.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ExpectRefusedWith(replies[i], "PD_MESSAGE_MALFORMED");
+    EXPECT_EQ(replies[i].value("message", ""), cases[i].second) << i;
+  }
+}
+
+// An ABORT of another shape still aborts its attempt (the prefill worker gave up on it); its
+// reason is PD_MESSAGE_MALFORMED, in D's RESULT. Regression: D read the ABORT's code with
+// value(), and a number there ended the decode worker's process.
+TEST(PdWorkerDecodeTest, RegressionAMistypedAbortAbortsWithMessageMalformed) {
+  const SourceKv src = SmallSource();
+  std::vector<nlohmann::json> results;
+  DecodeResult d = RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
+    const std::vector<nlohmann::json> aborts = {{{"code", 5}}, nlohmann::json::array()};
+    for (size_t i = 0; i < aborts.size(); ++i) {
+      ASSERT_TRUE(p.Open(src, i + 1));
+      ASSERT_TRUE(p.SendJson(WireTag(kAbortMsg, i + 1, 0), aborts[i]).ok());
+      auto r = p.Next(kResultMsg);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      results.push_back(*r);
+    }
+    p.Fin();
+  });
+  ASSERT_EQ(results.size(), 2u);
+  for (const nlohmann::json& r : results) {
+    EXPECT_EQ(r.value("outcome", ""), "aborted") << r.dump();
+    EXPECT_EQ(r["error"].value("code", ""), "PD_MESSAGE_MALFORMED") << r.dump();
+  }
+  EXPECT_EQ(results[0]["error"].value("message", ""),
+            "abort: member \"code\" must be a string, got 5");
+  // No attempt was published: D ends with its last attempt's reason.
+  EXPECT_EQ(d.status.error(), ErrorCode::PD_MESSAGE_MALFORMED) << d.status.ToString();
+}
+
 // D's waits are bounded too: a prefill worker that connects and then sends nothing ends D
 // with PD_PEER_TIMEOUT after peer_timeout.
 TEST(PdWorkerDecodeTest, ASilentPrefillWorkerTimesOut) {
@@ -661,6 +718,85 @@ TEST(PdWorkerPrefillTest, AnAckForAChunkNeverSentReturnsNoCredit) {
   });
   EXPECT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.report["credit"]["in_flight_end"], 0);
+}
+
+// Runs P against a decode side that answers its first MANIFEST with `reply`, answers an ABORT
+// with an aborted RESULT, and then waits for P's FIN; P's result.
+PrefillResult RunAgainstReply(const nlohmann::json& reply) {
+  WorkerOptions p = SmallOptions();
+  p.peer_timeout = std::chrono::milliseconds(1000);
+  return RunScriptedDecode(p, SmallSource(), [&](ScriptedDecode& d) {
+    auto m = d.Next(kManifestMsg);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_TRUE(d.SendJson(WireTag(kReplyMsg, AttemptOfTag(m->tag), 0), reply).ok());
+    (void)d.Next(kFinMsg);
+  });
+}
+
+// A REPLY of another shape ends P with PD_MESSAGE_MALFORMED naming the member. Regression: P
+// read "ok" and "credit_bytes" with value(), which throws on a mistyped member (and read a
+// negative credit as 2^64 - 1), and a throw ended the prefill worker's process.
+TEST(PdWorkerPrefillTest, RegressionAMistypedReplyIsMalformedNotACrash) {
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {nlohmann::json::array({1}), "reservation reply: expected a JSON object, got [1]"},
+      {{{"ok", "yes"}, {"credit_bytes", 4096}},
+       "reservation reply: member \"ok\" must be a boolean, got \"yes\""},
+      {{{"ok", true}, {"credit_bytes", -1}},
+       "reservation reply: member \"credit_bytes\" must be an unsigned integer, got -1"},
+      {{{"ok", true}}, "reservation reply: member \"credit_bytes\" is missing from a grant"},
+      {{{"ok", false}, {"code", 7}}, "reservation reply: member \"code\" must be a string, got 7"}};
+  for (const auto& [reply, message] : cases) {
+    PrefillResult r = RunAgainstReply(reply);
+    EXPECT_EQ(r.status.error(), ErrorCode::PD_MESSAGE_MALFORMED) << r.status.ToString();
+    EXPECT_EQ(r.status.message(), message);
+  }
+}
+
+// A refusal's message is quoted clipped: a 10,000-byte message from the peer is cut at 1,024
+// bytes with its length; its registry code stands.
+TEST(PdWorkerPrefillTest, RegressionARefusalsLongMessageIsClipped) {
+  PrefillResult r = RunAgainstReply({{"ok", false},
+                                     {"code", "HANDOFF_CAPABILITY_SIGNATURE_INVALID"},
+                                     {"message", std::string(10000, 'x')}});
+  EXPECT_EQ(r.status.error(), ErrorCode::HANDOFF_CAPABILITY_SIGNATURE_INVALID)
+      << r.status.ToString();
+  EXPECT_EQ(r.status.message(), std::string(1024, 'x') + "... (10000 bytes)");
+}
+
+// A RESULT of another shape is PD_MESSAGE_MALFORMED: P aborts the attempt (D answers the ABORT
+// with a well-formed RESULT) and ends with that code. Regression: P read "outcome", "error"
+// and "source_release" with value(), and a mistyped one ended the prefill worker's process.
+TEST(PdWorkerPrefillTest, RegressionAMistypedResultIsMalformedNotACrash) {
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {"published", "result: expected a JSON object, got \"published\""},
+      {{{"outcome", 1}}, "result: member \"outcome\" must be a string, got 1"},
+      {{{"outcome", "done"}},
+       "result: member \"outcome\" must be \"published\" or \"aborted\", got \"done\""},
+      {{{"outcome", "published"}, {"source_release", "yes"}},
+       "result: member \"source_release\" must be a boolean, got \"yes\""},
+      {{{"outcome", "aborted"}, {"error", {{"code", 7}}}},
+       "result: error: member \"code\" must be a string, got 7"}};
+  for (const auto& [result, message] : cases) {
+    WorkerOptions p = SmallOptions();
+    p.peer_timeout = std::chrono::milliseconds(1000);
+    PrefillResult r = RunScriptedDecode(p, SmallSource(), [&](ScriptedDecode& d) {
+      auto m = d.Next(kManifestMsg);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      const uint64_t a = AttemptOfTag(m->tag);
+      ASSERT_TRUE(
+          d.SendJson(WireTag(kReplyMsg, a, 0), {{"ok", true}, {"credit_bytes", 4096}}).ok());
+      ASSERT_TRUE(d.SendJson(WireTag(kResultMsg, a, 0), result).ok());
+      auto abort = d.Next(kAbortMsg);
+      ASSERT_TRUE(abort.ok()) << "no ABORT: " << abort.status().ToString();
+      ASSERT_TRUE(d.SendJson(WireTag(kResultMsg, a, 0),
+                             {{"outcome", "aborted"},
+                              {"error", {{"code", "PD_MESSAGE_MALFORMED"}, {"message", "test"}}}})
+                      .ok());
+      (void)d.Next(kFinMsg);
+    });
+    EXPECT_EQ(r.status.error(), ErrorCode::PD_MESSAGE_MALFORMED) << r.status.ToString();
+    EXPECT_EQ(r.status.message(), message);
+  }
 }
 
 }  // namespace
