@@ -530,6 +530,12 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['verdict']='not-l
 check fuzz_merge_shard_beyond_count 2 "$K" fuzz merge "$T/s0.json" "$T/s_idx7.json"; expect_out fuzz_merge_shard_beyond_count_msg 'shard: expected \[I, N\] with 0 <= I < N < 2\^32, got \[7,2\]'
 check fuzz_merge_shard_count_wraps 2 "$K" fuzz merge "$T/s_wrap.json"
 check fuzz_merge_unknown_verdict 2 "$K" fuzz merge "$T/s0.json" "$T/s_verdict.json"; expect_out fuzz_merge_unknown_verdict_msg 'verdict: expected linearizable, not_linearizable or error'
+# Type sweep 2026-12-07: a kind that is not a string was an internal error (exit 3).
+for v in 5 None "[]"; do
+  json_set "$T/s1.json" "$T/s_kind.json" "kind=$v"
+  check "fuzz_merge_kind_not_a_string:$v" 2 "$K" fuzz merge "$T/s0.json" "$T/s_kind.json"
+  expect_out "fuzz_merge_kind_not_a_string_msg:$v" 's_kind.json: expected a kvconform.race_campaign/1 report'
+done
 # Probe 44: a shard report whose figures are not a shard's (it ran none of its share, counts
 # that wrap or are negative, a passing verdict beside a failure, an unknown member) merged.
 for c in "programs_run=0" "programs_run=3" "histories=-5" "ops=18446744073709551615" "failure={'x':1}" \

@@ -165,6 +165,21 @@ TEST(ModelHfParityCheck, DetectsAPerturbedLogit) {
   EXPECT_GE(cmp->max_abs, 1.9e-4);
 }
 
+// A kind of another JSON type is the file's error, not an exception: value("kind", "") threw on
+// a number there, and the CLI reported "internal error" (exit 3; type sweep, 2026-12-07).
+TEST(ModelHfParityCheck, RegressionAKindThatIsNotAStringIsTheFilesError) {
+  TempDir t;
+  for (Json kind : {Json(5), Json(nullptr), Json::array(), Json::object()}) {
+    Json j = test::LoadJson("fixtures/models/gqa2/hf_logits.json");
+    j["kind"] = kind;
+    std::ofstream(t / "hf.json") << j.dump();
+    auto cmp = CompareWithHfLogits(Fixture("gqa2"), t / "hf.json");
+    ASSERT_FALSE(cmp.ok()) << kind.dump();
+    EXPECT_NE(std::string(cmp.status().message()).find("field 'kind': expected"), std::string::npos)
+        << cmp.status().ToString();
+  }
+}
+
 // M5.1 0x01 "Worked Two-Layer Decode Trace": B=1, L=2, d=16, H_q=4, H_kv=2, d_h=4, T_past=4,
 // T_new=1. Inside each layer the current call sees 5 rows while the snapshot stays at 4; the
 // pending payload is 32 bytes per layer at fp16 K/V and 64 bytes for both layers; H_q=8

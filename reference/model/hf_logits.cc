@@ -19,7 +19,8 @@ StatusOr<HfLogitsComparison> CompareWithHfLogits(const LlamaModel& model, const 
   auto bad = [&](const std::string& f, const std::string& what) {
     return InvalidArgument(path + ": field '" + f + "': " + what);
   };
-  if (!j.is_object() || j.value("kind", "") != "kvconform.hf_logits/1")
+  // (Compared as JSON: value("kind", "") throws on a kind that is not a string.)
+  if (!j.is_object() || !j.contains("kind") || j["kind"] != "kvconform.hf_logits/1")
     return bad("kind", "expected \"kvconform.hf_logits/1\"");
   for (const char* f : {"prompt_ids", "tokens", "logits"})
     if (!j.contains(f) || !j[f].is_array() || j[f].empty())

@@ -471,9 +471,10 @@ int RunMerge(const std::vector<std::string>& files) {
       return kExitUsage;
     }
     const Json& j = p->value;
-    if (!j.is_object() || j.value("kind", "") != kCampaignKind || !j.contains("shard") ||
-        !j["shard"].is_array() || j["shard"].size() != 2 || !j["shard"][0].is_number_unsigned() ||
-        !j["shard"][1].is_number_unsigned() || !j.contains("verdict") || !j["verdict"].is_string()) {
+    if (!j.is_object() || !j.contains("kind") || j["kind"] != kCampaignKind ||
+        !j.contains("shard") || !j["shard"].is_array() || j["shard"].size() != 2 ||
+        !j["shard"][0].is_number_unsigned() || !j["shard"][1].is_number_unsigned() ||
+        !j.contains("verdict") || !j["verdict"].is_string()) {
       std::cerr << "fuzz merge: " << Printable(f) << ": expected a " << kCampaignKind
                 << " report (kvconform fuzz races --report FILE)\n";
       return kExitUsage;
