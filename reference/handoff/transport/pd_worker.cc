@@ -84,7 +84,23 @@ struct PeerMember {
   PeerKind kind;
   bool required = false;
 };
+constexpr const char* kPeerKindNames[] = {"a boolean", "an unsigned integer", "a string",
+                                          "an object"};  // by PeerKind
 constexpr size_t kPeerMessageBytes = 1024;  // the most of a peer's error message quoted
+
+bool IsPeerKind(const nlohmann::json& v, PeerKind k) {
+  switch (k) {
+    case PeerKind::kBool:
+      return v.is_boolean();
+    case PeerKind::kUint:
+      return v.is_number_unsigned();
+    case PeerKind::kString:
+      return v.is_string();
+    case PeerKind::kObject:
+      return v.is_object();
+  }
+  return false;
+}
 
 Status CheckPeerMessage(const nlohmann::json& j, const char* what,
                         std::initializer_list<PeerMember> members) {
@@ -97,29 +113,10 @@ Status CheckPeerMessage(const nlohmann::json& j, const char* what,
       if (m.required) return Malformed(std::string(what) + ": member \"" + m.key + "\" is missing");
       continue;
     }
-    bool ok = false;
-    const char* expected = "";
-    switch (m.kind) {
-      case PeerKind::kBool:
-        ok = it->is_boolean();
-        expected = "a boolean";
-        break;
-      case PeerKind::kUint:
-        ok = it->is_number_unsigned();
-        expected = "an unsigned integer";
-        break;
-      case PeerKind::kString:
-        ok = it->is_string();
-        expected = "a string";
-        break;
-      case PeerKind::kObject:
-        ok = it->is_object();
-        expected = "an object";
-        break;
-    }
-    if (!ok)
-      return Malformed(std::string(what) + ": member \"" + m.key + "\" must be " + expected +
-                       ", got " + base::ClippedJsonText(it->dump()));
+    if (!IsPeerKind(*it, m.kind))
+      return Malformed(std::string(what) + ": member \"" + m.key + "\" must be " +
+                       kPeerKindNames[static_cast<int>(m.kind)] + ", got " +
+                       base::ClippedJsonText(it->dump()));
   }
   return Status();
 }
