@@ -720,8 +720,8 @@ TEST(PdWorkerPrefillTest, AnAckForAChunkNeverSentReturnsNoCredit) {
   EXPECT_EQ(r.report["credit"]["in_flight_end"], 0);
 }
 
-// Runs P against a decode side that answers its first MANIFEST with `reply`, answers an ABORT
-// with an aborted RESULT, and then waits for P's FIN; P's result.
+// Runs P against a decode side that answers its first MANIFEST with `reply` and then waits for
+// P's FIN (a refused or malformed REPLY ends the attempt without an ABORT); P's result.
 PrefillResult RunAgainstReply(const nlohmann::json& reply) {
   WorkerOptions p = SmallOptions();
   p.peer_timeout = std::chrono::milliseconds(1000);
