@@ -5,7 +5,7 @@ Usage: tools/type_sweep.py [KVCONFORM] [--quick] [--surface NAME ...] [--cap N] 
   KVCONFORM: the kvconform binary (default build/bin/kvconform).
   --quick: a deterministic sample (fewer nodes per document, every third file, every 54th
            invalid fixture): ctest runs this as json_type_sweep (~1 min); the full sweep takes
-           about 25 minutes on 2 cores.
+           about 12 minutes (50,674 runs on 2026-12-07).
   --surface: only these surfaces (default all): validate invalid check model cli merge history.
   --cap N: the root and every top-level member of each document, and deeper nodes up to N
            nodes in all (evenly spaced; default 150, 12 with --quick).
