@@ -455,7 +455,6 @@ Status PrefillSession::Dispatch(const Message& m) {
       KVC_RETURN_IF_ERROR(
           CheckPeerMessage(r, "reservation reply",
                            {{"ok", PeerKind::kBool, true}, {"credit_bytes", PeerKind::kUint}}));
-      KVC_RETURN_IF_ERROR(CheckPeerError(r, "reservation reply"));
       if (r["ok"].get<bool>() && !r.contains("credit_bytes"))
         return Malformed("reservation reply: member \"credit_bytes\" is missing from a grant");
       a.reply = std::move(r);

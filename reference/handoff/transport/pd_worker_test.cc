@@ -552,17 +552,18 @@ TEST(PdWorkerDecodeTest, AnAttemptGetsOneResult) {
   EXPECT_EQ(results, 1) << d.report["events"].dump();
 }
 
-// A MANIFEST of another shape (not an object, its plan not an object, a mistyped nonce) is
-// refused in D's REPLY as PD_MESSAGE_MALFORMED naming the member, and D goes on: the next
-// attempt's MANIFEST is granted. Regression: D read the plan and the nonce with nlohmann's
+// A MANIFEST of another shape (not an object, its plan missing or not an object, a mistyped
+// nonce) is refused in D's REPLY as PD_MESSAGE_MALFORMED naming the member, and D goes on: the
+// next attempt's MANIFEST is granted. Regression: D read the plan and the nonce with nlohmann's
 // value(), which throws on a mistyped member, and a throw ended the decode worker's process.
 TEST(PdWorkerDecodeTest, RegressionAMistypedManifestIsRefusedNotACrash) {
   const SourceKv src = SmallSource();
-  nlohmann::json with_nonce = ManifestOf(src, 3);
+  nlohmann::json with_nonce = ManifestOf(src, 4);
   with_nonce["nonce"] = 5;
   const std::vector<std::pair<nlohmann::json, std::string>> cases = {
       {nlohmann::json::array({1, 2}), "manifest: expected a JSON object, got [1,2]"},
       {{{"plan", 5}}, "manifest: member \"plan\" must be an object, got 5"},
+      {{{"attempt", 3}}, "manifest: member \"plan\" is missing"},
       {with_nonce, "manifest: member \"nonce\" must be a string, got 5"}};
   std::vector<nlohmann::json> replies;
   RunScripted(SmallOptions(), src, [&](ScriptedPrefill& p) {
@@ -571,7 +572,7 @@ TEST(PdWorkerDecodeTest, RegressionAMistypedManifestIsRefusedNotACrash) {
       ASSERT_TRUE(r.ok()) << "case " << i << ": " << r.status().ToString();
       replies.push_back(*r);
     }
-    EXPECT_TRUE(p.Open(src, 4));
+    EXPECT_TRUE(p.Open(src, cases.size() + 1));
     p.Fin();
   });
   ASSERT_EQ(replies.size(), cases.size());
@@ -744,6 +745,7 @@ TEST(PdWorkerPrefillTest, RegressionAMistypedReplyIsMalformedNotACrash) {
       {{{"ok", true}, {"credit_bytes", -1}},
        "reservation reply: member \"credit_bytes\" must be an unsigned integer, got -1"},
       {{{"ok", true}}, "reservation reply: member \"credit_bytes\" is missing from a grant"},
+      {{{"credit_bytes", 4096}}, "reservation reply: member \"ok\" is missing"},
       {{{"ok", false}, {"code", 7}}, "reservation reply: member \"code\" must be a string, got 7"}};
   for (const auto& [reply, message] : cases) {
     PrefillResult r = RunAgainstReply(reply);
@@ -770,6 +772,7 @@ TEST(PdWorkerPrefillTest, RegressionAMistypedResultIsMalformedNotACrash) {
   const std::vector<std::pair<nlohmann::json, std::string>> cases = {
       {"published", "result: expected a JSON object, got \"published\""},
       {{{"outcome", 1}}, "result: member \"outcome\" must be a string, got 1"},
+      {{{"generation", 1}}, "result: member \"outcome\" is missing"},
       {{{"outcome", "done"}},
        "result: member \"outcome\" must be \"published\" or \"aborted\", got \"done\""},
       {{{"outcome", "published"}, {"source_release", "yes"}},
