@@ -3,26 +3,30 @@
 
 Usage: tools/type_sweep.py [KVCONFORM] [--quick] [--surface NAME ...] [--cap N] [--list]
   KVCONFORM: the kvconform binary (default build/bin/kvconform).
-  --quick: a deterministic sample (fewer nodes per document, every third file, every 54th
-           invalid fixture): ctest runs this as json_type_sweep (~1 min); the full sweep takes
-           about 12 minutes (50,674 runs on 2026-12-07).
+  --quick: a deterministic sample (fewer nodes per document, every third file, every 18th
+           invalid fixture, every sixth change of the inputs read one process per run): ctest
+           runs this as json_type_sweep (7,824 runs, 57 s with a CUDA build's CLI on 2026-12-07);
+           the full sweep ran 50,674 in 2 min 21 s with a CPU build's.
   --surface: only these surfaces (default all): validate invalid check model cli merge history.
   --cap N: the root and every top-level member of each document, and deeper nodes up to N
            nodes in all (evenly spaced; default 150, 12 with --quick).
   --list: print every run's command line as it goes.
 
 Each node of a bundled document (the root, every member, the first three elements of every
-array; --cap samples them) is replaced, one at a time, by a value of each other JSON type (5, -1, 1.5, "x", true,
-null, [], {}, [1], {"a": 1}), and the command that reads the document runs on it:
+array; --cap samples them) is replaced, one at a time, by a value of each other JSON type (5, -1,
+1.5, "x", true, null, [], {}, [1], {"a": 1}), and the command that reads the document runs on it:
   validate  fixtures/**/*.json (not models/) through `validate --format json`;
   invalid   invalid fixtures (their patch documents) through `validate` and `fixture materialize`;
   check     the first, second, third, middle and last line of every bundled trace (with --quick
-            the first and middle) through `check --format json`;
+            the first and middle) through `validate --format json` (the checker `check` runs);
   model     a model's hf_logits.json, config.json and safetensors header through `suite --root`;
   cli       `calc kv-bytes --hf-config`, `calc service-metrics`, `handoff replay`, `manifest seal`;
   merge     `fuzz merge` of a race campaign report (a passing one and one with a failure);
   history   `fuzz check` of the bundled race history (its header and first two operations).
-A run fails when the command exits with anything but 0, 1, 2 or 4 (the documented codes: conform,
+`validate` and `fixture materialize` take up to 200 documents per process (a CI build's CLI
+loads the CUDA libraries at start, ~0.15 s a process); a batch that fails is rerun one document
+at a time, so that each failure names its document. A run fails when the command exits with
+anything but 0, 1, 2 or 4 (the documented codes: conform,
 violations, unreadable input, unknown within the budget), dies by a signal, prints "internal
 error", or (validate, check) prints JSON that does not parse. Exit 0 when no run fails, else 1,
 listing each failure with its surface, file, node (a path of members and indexes) and value: the
@@ -42,6 +46,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 VALUES = [5, -1, 1.5, "x", True, None, [], {}, [1], {"a": 1}]
 SURFACES = ["validate", "invalid", "check", "model", "cli", "merge", "history"]
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", UCX_MEM_EVENTS="no")
+BATCH = 200  # documents per validate / materialize process
 
 
 def nodes(doc, path=()):
@@ -84,6 +89,7 @@ class Sweep:
         self.listing = listing
         self.runs = 0
         self.failures = []
+        self.stride = 1  # every stride-th change of the inputs read one process per run
 
     def run(self, surface, name, path, value, argv, json_out=False):
         if self.listing:
@@ -111,18 +117,52 @@ class Sweep:
             last = text.strip().splitlines()[-1][:200] if text.strip() else ""
             self.failures.append((surface, name, path, value, why + ": " + last))
 
-    def each(self, doc):
+    def batch(self, surface, entries, argv, json_files=False):
+        """Runs `argv` followed by the files of `entries` ((name, path, value, file), at most
+        BATCH of them) in one process: `validate` and `fixture materialize` take many files, so
+        a run costs no process start (the CI build's CLI loads the CUDA libraries: ~0.15 s each).
+        The batch must exit 0, 1 or 2 without an internal error or a signal and, with
+        json_files, print JSON naming every file; otherwise each entry runs alone, so that the
+        failure names its own document."""
+        if not entries:
+            return
+        files = [e[3] for e in entries]
+        if self.listing:
+            print(" ".join(argv + files), flush=True)
+        ok = True
+        try:
+            r = subprocess.run(argv + files, capture_output=True, env=ENV, timeout=600)
+            text = (r.stdout + r.stderr).decode(errors="replace")
+            ok = r.returncode in (0, 1, 2) and "internal error" not in text
+            if ok and json_files:
+                try:
+                    ok = len(json.loads(r.stdout)["files"]) == len(files)
+                except (ValueError, KeyError, TypeError):
+                    ok = False
+        except subprocess.TimeoutExpired:
+            ok = False
+        if ok:
+            self.runs += len(entries)
+            return
+        for name, path, value, f in entries:
+            self.run(surface, name, path, value, argv + [f], json_files)
+
+    def each(self, doc, stride=1):
         """(path, value) for the root and every top-level member of `doc`, and deeper nodes up to
-        cap in all (evenly spaced), each with every value of another kind."""
+        cap in all (evenly spaced), each with every value of another kind; with `stride` k, every
+        k-th of those pairs (the surfaces that start a process per run, sampled for --quick)."""
         paths = list(nodes(doc))
         top = [p for p in paths if len(p) <= 1]
         deeper = [p for p in paths if len(p) > 1]
         step = max(1, len(deeper) // max(1, self.cap - len(top)))
+        n = 0
         for path in top + deeper[::step]:
             was = at(doc, path)
             for value in VALUES:
                 if kind(was) != kind(value):
-                    yield path, value
+                    if n % stride == 0:
+                        yield path, value
+                    n += 1
 
 
 def rel(path):
@@ -132,36 +172,62 @@ def rel(path):
 def sweep_validate(s, tmp, every):
     files = sorted(f for f in glob.glob(ROOT + "/fixtures/**/*.json", recursive=True)
                    if "/models/" not in f)[::every]
-    out = os.path.join(tmp, "doc.json")
+    out = os.path.join(tmp, "validate")
+    os.makedirs(out, exist_ok=True)
+    entries = []
     for f in files:
         doc = json.load(open(f))
         for path, value in s.each(doc):
-            json.dump(replaced(doc, path, value), open(out, "w"))
-            s.run("validate", rel(f), path, value, [s.k, "validate", out, "--format", "json"], True)
+            name = os.path.join(out, "%06d.json" % len(entries))
+            json.dump(replaced(doc, path, value), open(name, "w"))
+            entries.append((rel(f), path, value, name))
+            if len(entries) % BATCH == 0:
+                s.batch("validate", entries[-BATCH:], [s.k, "validate", "--format", "json"], True)
+    s.batch("validate", entries[len(entries) // BATCH * BATCH:],
+            [s.k, "validate", "--format", "json"], True)
 
 
 def sweep_invalid(s, tmp, every):
-    # A patch document names its base relative to itself: the mutated copy sits at the same
+    # A patch document names its base relative to itself: the mutated copies sit at the same
     # depth of a scratch tree whose fixtures/ is the repository's.
-    files = sorted(glob.glob(ROOT + "/invalid_fixtures/**/*.json", recursive=True))[::every * every * 6]
+    files = sorted(glob.glob(ROOT + "/invalid_fixtures/**/*.json", recursive=True))[::every * 6]
     tree = os.path.join(tmp, "tree")
     os.makedirs(tree, exist_ok=True)
     if not os.path.exists(os.path.join(tree, "fixtures")):
         os.symlink(os.path.join(ROOT, "fixtures"), os.path.join(tree, "fixtures"))
+    entries = []
+
+    def flush():
+        s.batch("invalid", entries, [s.k, "validate", "--format", "json"], True)
+        outdir = os.path.join(tmp, "materialized")
+        shutil.rmtree(outdir, ignore_errors=True)
+        s.batch("invalid", entries, [s.k, "fixture", "materialize", "--out-dir", outdir])
+        for e in entries:
+            os.remove(e[3])
+        entries.clear()
+
     for f in files:
         doc = json.load(open(f))
-        out = os.path.join(tree, os.path.dirname(rel(f)), "sweep.json")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
+        out = os.path.join(tree, os.path.dirname(rel(f)))
+        os.makedirs(out, exist_ok=True)
         for path, value in s.each(doc):
-            json.dump(replaced(doc, path, value), open(out, "w"))
-            s.run("invalid", rel(f), path, value, [s.k, "validate", out, "--format", "json"], True)
-            s.run("invalid", rel(f), path, value, [s.k, "fixture", "materialize", out])
+            name = os.path.join(out, "sweep_%d_%06d.json" % (s.runs, len(entries)))
+            json.dump(replaced(doc, path, value), open(name, "w"))
+            entries.append((rel(f), path, value, name))
+            if len(entries) == BATCH:
+                flush()
+    flush()
 
 
 def sweep_check(s, tmp, every):
+    # Through `validate`, which replays a trace with the same checker as `check` and takes many
+    # files (ctest's trace_gating_sweep does the same).
     files = sorted(f for f in glob.glob(ROOT + "/fixtures/**/*.jsonl", recursive=True)
                    if "/race/" not in f)[::every]
-    out = os.path.join(tmp, "trace.jsonl")
+    out = os.path.join(tmp, "check")
+    os.makedirs(out, exist_ok=True)
+    entries = []
+    argv = [s.k, "validate", "--format", "json"]
     for f in files:
         lines = open(f).read().splitlines()
         picks = {0, len(lines) // 2} if every > 1 else {0, 1, 2, len(lines) // 2, len(lines) - 1}
@@ -175,9 +241,12 @@ def sweep_check(s, tmp, every):
             for path, value in s.each(doc):
                 changed = list(lines)
                 changed[i] = json.dumps(replaced(doc, path, value))
-                open(out, "w").write("\n".join(changed) + "\n")
-                s.run("check", "%s:%d" % (rel(f), i + 1), path, value,
-                      [s.k, "check", out, "--format", "json"], True)
+                name = os.path.join(out, "%06d.jsonl" % len(entries))
+                open(name, "w").write("\n".join(changed) + "\n")
+                entries.append(("%s:%d" % (rel(f), i + 1), path, value, name))
+                if len(entries) % BATCH == 0:
+                    s.batch("check", entries[-BATCH:], argv, True)
+    s.batch("check", entries[len(entries) // BATCH * BATCH:], argv, True)
 
 
 def sweep_model(s, tmp, every):
@@ -189,7 +258,7 @@ def sweep_model(s, tmp, every):
         target = os.path.join(model, name)
         original = open(target).read()
         doc = json.loads(original)
-        for path, value in s.each(doc):
+        for path, value in s.each(doc, s.stride):
             json.dump(replaced(doc, path, value), open(target, "w"))
             s.run("model", "fixtures/models/mha/" + name, path, value, argv)
         open(target, "w").write(original)
@@ -197,7 +266,7 @@ def sweep_model(s, tmp, every):
     raw = open(target, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
-    for path, value in s.each(header):
+    for path, value in s.each(header, s.stride):
         text = json.dumps(replaced(header, path, value)).encode()
         open(target, "wb").write(struct.pack("<Q", len(text)) + text + data)
         s.run("model", "fixtures/models/mha/model.safetensors (header)", path, value, argv)
@@ -213,10 +282,10 @@ def sweep_cli(s, tmp, every):
         ("fixtures/m5_1/service/ab_worked_trace.json", [s.k, "calc", "service-metrics", out]),
         ("fixtures/m5_6/handoff/transfer_protocol.json", [s.k, "handoff", "replay", out]),
         ("fixtures/m5_1/manifest/request_cache_manifest.json", [s.k, "manifest", "seal", out]),
-    ][::every]
+    ]
     for f, argv in jobs:
         doc = json.load(open(os.path.join(ROOT, f)))
-        for path, value in s.each(doc):
+        for path, value in s.each(doc, s.stride):
             json.dump(replaced(doc, path, value), open(out, "w"))
             s.run("cli", f + " (" + " ".join(argv[1:3]) + ")", path, value, argv)
 
@@ -234,9 +303,9 @@ def sweep_merge(s, tmp, every):
             continue
         reports.append(report)
     out = os.path.join(tmp, "shard.json")
-    for report in reports[::every]:
+    for report in reports:
         doc = json.load(open(report))
-        for path, value in s.each(doc):
+        for path, value in s.each(doc, s.stride):
             json.dump(replaced(doc, path, value), open(out, "w"))
             s.run("merge", os.path.basename(report), path, value, [s.k, "fuzz", "merge", out])
 
@@ -245,9 +314,9 @@ def sweep_history(s, tmp, every):
     f = os.path.join(ROOT, "fixtures", "race", "history.jsonl")
     lines = open(f).read().splitlines()
     out = os.path.join(tmp, "history.jsonl")
-    for i in range(min(3, len(lines)))[::every]:
+    for i in range(min(3, len(lines))):
         doc = json.loads(lines[i])
-        for path, value in s.each(doc):
+        for path, value in s.each(doc, s.stride):
             changed = list(lines)
             changed[i] = json.dumps(replaced(doc, path, value))
             open(out, "w").write("\n".join(changed) + "\n")
@@ -285,6 +354,7 @@ def main():
         sys.exit("type_sweep: no kvconform binary at " + kvconform)
     every = 3 if quick else 1
     s = Sweep(kvconform, cap, listing)
+    s.stride = 6 if quick else 1
     with tempfile.TemporaryDirectory(prefix="kvc-type-sweep-") as tmp:
         for surface in surfaces or SURFACES:
             before = s.runs
