@@ -169,22 +169,51 @@ def rel(path):
     return os.path.relpath(path, ROOT)
 
 
+class Pending:
+    """Mutated documents waiting for one process: add() writes one into `directory`; every BATCH
+    of them, and close(), run `run(entries)` ((name, path, value, file) each) and delete their
+    files."""
+
+    def __init__(self, run):
+        self.run = run
+        self.entries = []
+        self.written = 0
+
+    def add(self, directory, suffix, text, name, path, value):
+        f = os.path.join(directory, "sweep_%06d%s" % (self.written, suffix))
+        self.written += 1
+        open(f, "w").write(text)
+        self.entries.append((name, path, value, f))
+        if len(self.entries) == BATCH:
+            self.close()
+
+    def close(self):
+        if self.entries:
+            self.run(self.entries)
+        for e in self.entries:
+            os.remove(e[3])
+        self.entries = []
+
+
+VALIDATE = ["validate", "--format", "json"]  # reads documents and traces, many per process
+
+
+def validated(s, surface):
+    """A Pending whose documents `validate --format json` reads."""
+    return Pending(lambda entries: s.batch(surface, entries, [s.k] + VALIDATE, True))
+
+
 def sweep_validate(s, tmp, every):
     files = sorted(f for f in glob.glob(ROOT + "/fixtures/**/*.json", recursive=True)
                    if "/models/" not in f)[::every]
     out = os.path.join(tmp, "validate")
     os.makedirs(out, exist_ok=True)
-    entries = []
+    pending = validated(s, "validate")
     for f in files:
         doc = json.load(open(f))
         for path, value in s.each(doc):
-            name = os.path.join(out, "%06d.json" % len(entries))
-            json.dump(replaced(doc, path, value), open(name, "w"))
-            entries.append((rel(f), path, value, name))
-            if len(entries) % BATCH == 0:
-                s.batch("validate", entries[-BATCH:], [s.k, "validate", "--format", "json"], True)
-    s.batch("validate", entries[len(entries) // BATCH * BATCH:],
-            [s.k, "validate", "--format", "json"], True)
+            pending.add(out, ".json", json.dumps(replaced(doc, path, value)), rel(f), path, value)
+    pending.close()
 
 
 def sweep_invalid(s, tmp, every):
@@ -195,28 +224,21 @@ def sweep_invalid(s, tmp, every):
     os.makedirs(tree, exist_ok=True)
     if not os.path.exists(os.path.join(tree, "fixtures")):
         os.symlink(os.path.join(ROOT, "fixtures"), os.path.join(tree, "fixtures"))
-    entries = []
+    outdir = os.path.join(tmp, "materialized")
 
-    def flush():
-        s.batch("invalid", entries, [s.k, "validate", "--format", "json"], True)
-        outdir = os.path.join(tmp, "materialized")
+    def run(entries):
+        s.batch("invalid", entries, [s.k] + VALIDATE, True)
         shutil.rmtree(outdir, ignore_errors=True)
         s.batch("invalid", entries, [s.k, "fixture", "materialize", "--out-dir", outdir])
-        for e in entries:
-            os.remove(e[3])
-        entries.clear()
 
+    pending = Pending(run)
     for f in files:
         doc = json.load(open(f))
         out = os.path.join(tree, os.path.dirname(rel(f)))
         os.makedirs(out, exist_ok=True)
         for path, value in s.each(doc):
-            name = os.path.join(out, "sweep_%d_%06d.json" % (s.runs, len(entries)))
-            json.dump(replaced(doc, path, value), open(name, "w"))
-            entries.append((rel(f), path, value, name))
-            if len(entries) == BATCH:
-                flush()
-    flush()
+            pending.add(out, ".json", json.dumps(replaced(doc, path, value)), rel(f), path, value)
+    pending.close()
 
 
 def sweep_check(s, tmp, every):
@@ -226,8 +248,7 @@ def sweep_check(s, tmp, every):
                    if "/race/" not in f)[::every]
     out = os.path.join(tmp, "check")
     os.makedirs(out, exist_ok=True)
-    entries = []
-    argv = [s.k, "validate", "--format", "json"]
+    pending = validated(s, "check")
     for f in files:
         lines = open(f).read().splitlines()
         picks = {0, len(lines) // 2} if every > 1 else {0, 1, 2, len(lines) // 2, len(lines) - 1}
@@ -241,12 +262,9 @@ def sweep_check(s, tmp, every):
             for path, value in s.each(doc):
                 changed = list(lines)
                 changed[i] = json.dumps(replaced(doc, path, value))
-                name = os.path.join(out, "%06d.jsonl" % len(entries))
-                open(name, "w").write("\n".join(changed) + "\n")
-                entries.append(("%s:%d" % (rel(f), i + 1), path, value, name))
-                if len(entries) % BATCH == 0:
-                    s.batch("check", entries[-BATCH:], argv, True)
-    s.batch("check", entries[len(entries) // BATCH * BATCH:], argv, True)
+                pending.add(out, ".jsonl", "\n".join(changed) + "\n", "%s:%d" % (rel(f), i + 1),
+                            path, value)
+    pending.close()
 
 
 def sweep_model(s, tmp, every):
