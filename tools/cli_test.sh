@@ -70,7 +70,12 @@ for b in bad[:10]: print("document %s: expected only %s, raised %s" % b)
 sys.exit(1 if bad or len(got) != len(want) else 0)' "$T/mat.tsv" "$T/mat.json"
 check materialize_one_to_stdout 0 "$K" fixture materialize invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out materialize_one_to_stdout_patched '"num_cache_layers":0'
-check materialize_valid_fixture 2 "$K" fixture materialize "$M"; expect_out materialize_valid_fixture_msg 'not an invalid fixture'
+check materialize_valid_fixture 2 "$K" fixture materialize "$M"; expect_out materialize_valid_fixture_msg 'not an invalid fixture \(kvconform.invalid_fixture/1\): its kind is "kvconform.request_cache_manifest/1"'
+# A document that names no kind says what stands there (a kind 5 printed as kind "").
+printf '{"kind": 5}' >"$T/kind5.json"; printf '{"case": "x"}' >"$T/nokind.json"; printf '[1]' >"$T/arr.json"
+check materialize_kind_not_a_string 2 "$K" fixture materialize "$T/kind5.json"; expect_out materialize_kind_not_a_string_msg 'kind5.json: not an invalid fixture .*: its "kind" is a number$'
+check materialize_no_kind 2 "$K" fixture materialize "$T/nokind.json"; expect_out materialize_no_kind_msg 'nokind.json: not an invalid fixture .*: it has no "kind" member$'
+check materialize_not_an_object 2 "$K" fixture materialize "$T/arr.json"; expect_out materialize_not_an_object_msg 'arr.json: not an invalid fixture .*: it is a JSON array$'
 check materialize_trace 2 "$K" fixture materialize fixtures/race/history.jsonl; expect_out materialize_trace_msg 'a JSON Lines document, not an invalid fixture'
 check materialize_two_to_stdout 2 "$K" fixture materialize invalid_fixtures/m5_1/manifest/zero_layers.json invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out materialize_two_to_stdout_msg 'give --out-dir'

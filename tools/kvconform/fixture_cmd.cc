@@ -37,6 +37,16 @@ std::string OutputName(const std::string& fixture, const MaterializedFixture& m)
   return stem + (m.jsonl ? ".jsonl" : ".json");
 }
 
+// What a document that is not an invalid fixture names itself: its kind, quoted, or what stands
+// where a string "kind" member should (a kind 5 was once printed as kind "").
+std::string DescribeKind(const nlohmann::json& doc) {
+  if (!doc.is_object()) return "it is a JSON " + std::string(doc.type_name());
+  const auto it = doc.find("kind");
+  if (it == doc.end()) return "it has no \"kind\" member";
+  if (!it->is_string()) return "its \"kind\" is a " + std::string(it->type_name());
+  return "its kind is " + base::QuoteClipped(it->get<std::string>());
+}
+
 void Run(const MaterializeOptions& opt) {
   const std::string me = "kvconform fixture materialize: ";
   // Directories expand to the invalid fixtures under them; a file named explicitly must be one.
@@ -93,9 +103,8 @@ void Run(const MaterializeOptions& opt) {
       // Named: an error. Found in a directory: a valid document beside the invalid fixtures,
       // skipped.
       if (named) {
-        std::cerr << me << Printable(path) << ": kind "
-                  << Printable(base::QuoteClipped(KindOf(parsed->value)))
-                  << ", not an invalid fixture (" << kInvalidFixtureKind << ")\n";
+        std::cerr << me << Printable(path) << ": not an invalid fixture (" << kInvalidFixtureKind
+                  << "): " << Printable(DescribeKind(parsed->value)) << "\n";
         any_error = true;
       }
       continue;
