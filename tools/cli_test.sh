@@ -878,6 +878,19 @@ if [ "$rc" -ne 77 ]; then
     check "schema_$n" 1 "$PY" tools/trace_schema_check.py "$T/$n.jsonl"; expect_out "schema_${n}_msg" "$n.jsonl:$l: \\\$\\.$m: .* is not of type 'null'"
     check "check_$n" 1 "$K" check "$T/$n.jsonl"; expect_out "check_${n}_code" "$n.jsonl:$l: $code"
   done
+  # The doc audit of 2026-12-07 (D4): the schema admitted an empty tier and an empty abort reason
+  # that the checker refuses, and named another code than the checker's for a reversed readiness
+  # interval. The schema tool and the checker now agree, each at its line.
+  X=fixtures/m5_6/trace/transfer_protocol.jsonl
+  sed '8s/"tier":"hbm"/"tier":""/' "$F" >"$T/tier_empty.jsonl"
+  sed '7s/"reason":"[^"]*"/"reason":""/' "$X" >"$T/abort_reason_empty.jsonl"
+  sed '8s/"interval":\[0,16\]/"interval":[16,0]/' "$X" >"$T/kv_ready_reversed.jsonl"
+  for c in "tier_empty:8:tier:non-empty:INPUT_VALUE_INVALID" "abort_reason_empty:7:reason:non-empty:INPUT_VALUE_INVALID" \
+           "kv_ready_reversed:8:interval:HANDOFF_TRACE_INTERVAL_INVALID:HANDOFF_TRACE_INTERVAL_INVALID"; do
+    IFS=: read -r n l m says code <<<"$c"
+    check "schema_$n" 1 "$PY" tools/trace_schema_check.py "$T/$n.jsonl"; expect_out "schema_${n}_msg" "$n.jsonl:$l: \\\$\\.payload\\.$m: .*$says"
+    check "check_$n" 1 "$K" check "$T/$n.jsonl"; expect_out "check_${n}_code" "$n.jsonl:$l: $code"
+  done
   E='{"request_id":"A","handle_generation":1,"snapshot":4,"committed_length":0,"phase":"RELEASED"}'
   sed "1s/}\$/,\"expected_final_states\":[$E,$E]}/" "$F" >"$T/twice.jsonl"  # one request, two ends
   check schema_final_state_twice 1 "$PY" tools/trace_schema_check.py "$T/twice.jsonl"; expect_out schema_final_state_twice_msg 'twice.jsonl:1: \$\.expected_final_states\[1\]\.request_id: request_id "A" listed twice'

@@ -143,12 +143,15 @@ def json_type(v):
 def _interval_errors(event):
     """[start, end) intervals (payload.interval, payload.cache_position) need start <= end."""
     payload = event.get("payload") if isinstance(event, dict) else None
+    # A readiness interval's fault is the transfer plane's code (trace-format.md, kv_ready).
+    code = ("HANDOFF_TRACE_INTERVAL_INVALID" if event.get("event_type") == "kv_ready"
+            else "INPUT_VALUE_OUT_OF_RANGE")
     for f in ("interval", "cache_position"):
         iv = payload.get(f) if isinstance(payload, dict) else None
         if (isinstance(iv, list) and len(iv) == 2
                 and all(type(x) is int for x in iv) and iv[0] > iv[1]):
             yield (_path(("payload", f)),
-                   f"interval [{iv[0]}, {iv[1]}) has start > end (INPUT_VALUE_OUT_OF_RANGE): expected start <= end")
+                   f"interval [{iv[0]}, {iv[1]}) has start > end ({code}): expected start <= end")
 
 
 def display(path):

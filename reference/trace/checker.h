@@ -400,6 +400,12 @@ class TraceChecker {
     // released (release stops following it): a retry after the release is judged on its token
     // as before it (probe 29: a changed input_token passed after release).
     bool frontier_followed_at_release = false;
+    // The byte claims of this incarnation's appends (pending_payload_bytes,
+    // staged_payload_bytes) are compared: the first wrong one is reported and clears this, so a
+    // wrong B_token is one code per request, and the replay goes on (the rows are the replay's;
+    // until 2026-12-07 the wrong claim dropped its event and gated the request, hiding its
+    // later violations: the doc audit's D3).
+    bool byte_claims_followed = true;
     // The lowest handle generation this request id has had here (kept across re-allocation):
     // an event aimed at a generation below it names an incarnation that never existed.
     uint64_t first_generation = UINT64_MAX;

@@ -4153,9 +4153,11 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
       {"probe23_a_byte_not_utf8_in_a_string_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       {"probe23_a_byte_not_utf8_in_a_request_id_gated_nothing", {"TRACE_LINE_MALFORMED"}},
       // Probe 28: a pending_payload_bytes claim where d * B_token overflows 64 bits was
-      // TRACE_SNAPSHOT_MISMATCH (the claim equalled the product modulo 2^64).
+      // TRACE_SNAPSHOT_MISMATCH (the claim equalled the product modulo 2^64). The trace ends
+      // after that append_start: since a wrong byte claim gates nothing (audit7 below), its
+      // operation is reported unterminated too.
       {"probe28_pending_payload_bytes_beyond_64_bits_was_a_snapshot_mismatch",
-       {"INPUT_ARITHMETIC_OVERFLOW"}},
+       {"INPUT_ARITHMETIC_OVERFLOW", "TRACE_OPERATION_UNTERMINATED"}},
       // Probe 32: a bad byte on a line that also repeats a key, or nests deeper than 128
       // levels, was "not JSON" at that, and the request cascaded; an event with an extra kind
       // member was taken for a second header, and its request cascaded.
@@ -4458,6 +4460,14 @@ TEST(TraceCheckerTest, SemanticProbeRegressionsRaiseTheirRootCauseOnly) {
        {"TRACE_EVENT_ID_CONFLICT"}},
       {"probe90_a_redelivery_of_an_event_whose_id_its_source_reused_was_replayed_twice",
        {"TRACE_EVENT_ID_CONFLICT"}},
+      // A wrong byte claim dropped its event and gated the request, so a later decode of a token
+      // never emitted and an append left open passed (the doc audit of 2026-12-07, D3): the
+      // claim is reported once per request, and the replay goes on.
+      {"audit7_a_wrong_pending_byte_claim_gated_its_request",
+       {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_TOKEN_MISMATCH", "TRACE_OPERATION_UNTERMINATED"}},
+      {"audit7_a_wrong_staged_byte_claim_gated_its_request",
+       {"TRACE_SNAPSHOT_MISMATCH", "FRONTIER_TOKEN_MISMATCH"}},
+      {"audit7_every_wrong_byte_claim_of_a_request_is_one_code", {"TRACE_SNAPSHOT_MISMATCH"}},
   };
   // Each listed code is raised once, except in these traces, where several events (or several
   // members of one event) each break the rule: the count of all violations. Without the count a

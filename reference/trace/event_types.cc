@@ -325,6 +325,17 @@ struct AppendStartArgs {
   const std::vector<uint64_t>* drafts = nullptr;
 };
 
+// A wrong byte claim of `request`: true when it is the request's first (the caller reports it),
+// false after that (one root cause, one code; Request::byte_claims_followed). A request the
+// checker does not know has each reported.
+bool FirstWrongByteClaim(TraceChecker& c, std::string_view request) {
+  TraceChecker::Request* req = c.FindRequest(request);
+  if (!req) return true;
+  const bool followed = req->byte_claims_followed;
+  req->byte_claims_followed = false;
+  return followed;
+}
+
 // Replays append_start; `a` is null when the payload was unusable (already reported).
 void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a) {
   NoSnapshotProduced(c, e);
@@ -488,18 +499,20 @@ void ApplyAppendStart(TraceChecker& c, const Event& e, const AppendStartArgs* a)
   }
   if (a->pending) {  // a retry's claim too (since 2026-12-03)
     // The staged payload of [T, T+delta) is delta * B_token bytes across all layers (0x01).
+    // A wrong claim is reported once per request and gates nothing (Request::
+    // byte_claims_followed).
     auto want = CheckedMul(r.interval.count, c.bytes_per_token());
-    if (!want) {
-      // No uint64 holds d * B_token, so no claim matches it (probe 28: reported as a mismatch).
-      c.Report(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, c.LinePtr() + "/payload/pending_payload_bytes",
-               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) + " rows x " +
-                   U(c.bytes_per_token()) + " B/token overflows 64 bits");
-      c.DropEvent(e);
-    } else if (*a->pending != *want) {
-      c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
-               "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) + " rows x " +
-                   U(c.bytes_per_token()) + " B/token = " + U(*want));
-      c.DropEvent(e);
+    if ((!want || *a->pending != *want) && FirstWrongByteClaim(c, *e.request_id)) {
+      if (!want)  // no uint64 holds d * B_token, so no claim matches it (probe 28)
+        c.Report(ErrorCode::INPUT_ARITHMETIC_OVERFLOW,
+                 c.LinePtr() + "/payload/pending_payload_bytes",
+                 "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
+                     " rows x " + U(c.bytes_per_token()) + " B/token overflows 64 bits");
+      else
+        c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/pending_payload_bytes",
+                 "pending payload " + U(*a->pending) + " bytes; " + U(r.interval.count) +
+                     " rows x " + U(c.bytes_per_token()) + " B/token = " + U(*want) +
+                     " (the request's later byte claims are not compared)");
     }
   }
   if (!retry) {
@@ -577,21 +590,24 @@ void ApplyStageLayer(TraceChecker& c, const Event& e, const StageLayerArgs& a) {
   const uint64_t layers = c.kv().abi().num_layers;
   const auto claimed = CheckedMul(*a.staged, layers);
   const auto want = CheckedMul(interval.count, c.bytes_per_token());
-  if (!claimed || !want) {
+  if (claimed && want && *claimed == *want) return;
+  // A wrong claim is reported once per request and gates nothing (Request::byte_claims_followed):
+  // the stage is the replay's. The request is its operation's (a mislabelled stage's own
+  // request_id was judged above).
+  const TraceChecker::Op* op = c.FindOp(*e.operation_id);
+  if (!FirstWrongByteClaim(c, op ? std::string_view(op->request_id) : *e.request_id)) return;
+  if (!claimed || !want)
     c.Report(ErrorCode::INPUT_ARITHMETIC_OVERFLOW, c.LinePtr() + "/payload/staged_payload_bytes",
              "staged payload " + U(*a.staged) + " bytes x " + U(layers) + " layers or " +
                  U(interval.count) + " rows x " + U(c.bytes_per_token()) +
                  " B/token overflows 64 bits");
-    return c.DropEvent(e);
-  }
-  if (*claimed != *want) {
+  else
     c.Report(ErrorCode::TRACE_SNAPSHOT_MISMATCH, c.LinePtr() + "/payload/staged_payload_bytes",
              "staged payload " + U(*a.staged) + " bytes for layer " + U(a.layer) + "; " +
                  U(interval.count) + " rows x " + U(c.bytes_per_token()) + " B/token / " +
                  U(layers) + " layers = " + U(*want / layers) +
-                 " (one layer's K and V rows; the all-layer figure is pending_payload_bytes)");
-    c.DropEvent(e);
-  }
+                 " (one layer's K and V rows; the all-layer figure is pending_payload_bytes; the "
+                 "request's later byte claims are not compared)");
 }
 
 void OnStageLayer(TraceChecker& c, const Event& e, ObjReader& p) {

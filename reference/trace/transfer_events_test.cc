@@ -936,6 +936,11 @@ TEST(TransferEventsTest, GatingRegressionsRaiseTheirRootCauseOnly) {
       // Only transfer_publish names a snapshot (probe 85: a validation claiming one passed).
       {"probe85_a_transfer_validate_claiming_a_result_snapshot_passed",
        {"TRACE_SNAPSHOT_MISMATCH"}},
+      // An observation naming a transfer event names an event of another type: while the event
+      // is among its source's last 32 a wrong cause, the request not gated; beyond them an
+      // unknown one (the doc audit of 2026-12-07: trace-format.md said unknown for both).
+      {"audit7_an_observation_naming_a_recent_transfer_event", {"TRACE_CAUSE_WRONG_EVENT"}},
+      {"audit7_an_observation_naming_a_transfer_event_past_the_window", {"TRACE_CAUSE_UNKNOWN"}},
   };
   for (const auto& [name, want] : cases) {
     const Violations v =
