@@ -161,6 +161,25 @@ check suite_empty_filter 2 "$K" suite --filter ""
 expect_out suite_empty_filter_msg 'option --filter "" has an empty value'
 check gen_trace_empty_out 2 "$K" gen-trace --events 1 -o ""
 expect_out gen_trace_empty_out_msg 'option -o "" has an empty value; expected -o VALUE'
+# Under --format json a usage error the argument parser finds is {"verdict": "error", "error": ...}
+# on standard output too, as every later error is (the CLI doc audit of 2026-12-07: nothing there).
+json_usage_error() {  # json_usage_error NAME ARGS...: exit 2, standard output one JSON error
+  local name=$1; shift
+  "$K" "$@" >"$T/stdout.json" 2>/dev/null; local rc=$?
+  check "$name" 0 python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); rc = int(sys.argv[2])
+sys.exit(0 if rc == 2 and d["verdict"] == "error" and d["error"] else "exit %d, %r" % (rc, d))' "$T/stdout.json" "$rc"
+}
+json_usage_error json_usage_saved_work calc saved-work --prompt x --outputs 1 --format json
+json_usage_error json_usage_kv_bytes calc kv-bytes --layers 1 --hf-config a.json --format json
+json_usage_error json_usage_parity parity --model fixtures/models/gqa2 --prompt-ids 1 --max-new-tokens 0 --format=json
+json_usage_error json_usage_service_metrics calc service-metrics --format json
+json_usage_error json_usage_handoff_replay handoff replay --format json
+json_usage_error json_usage_empty_value check --format json --max-line-bytes "" x.jsonl
+# A file that cannot be written is exit 2 (the CLI doc audit of 2026-12-07: -o /dev/full exited 0).
+if [ -w /dev/full ]; then
+  check gen_trace_unwritable_out 2 "$K" gen-trace --events 100000 -o /dev/full; expect_out gen_trace_unwritable_out_msg '/dev/full: write failed'
+fi
 # The parser's messages escape what they quote from the command line (probe 38: an ESC sequence
 # and a forged line reached stderr).
 check parse_error_escaped 2 "$K" calc service-metrics a.json $'evil\e[2J\nFAKE: OK'
@@ -590,6 +609,9 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['programs_run']=0
 check fuzz_merge_shard_ran_nothing 2 "$K" fuzz merge "$T/s0.json" "$T/s_none.json"; expect_out fuzz_merge_shard_ran_nothing_msg "programs_run 0: the shard's share of the campaign is 1 program"
 check fuzz_races_start_wraps 2 "$K" fuzz races --start 18446744073709551615 --programs 1 --quiet; expect_out fuzz_races_start_wraps_msg 'start \+ programs must not exceed 2\^64 - 1'
 check fuzz_races_start_last 2 "$K" fuzz races --start 18446744073709551615 --quiet
+# A --time below a millisecond was 0 ms, which reads as no limit, so the campaign never stopped
+# (the CLI doc audit of 2026-12-07): it is rounded up, and the campaign stops after a program.
+check fuzz_races_sub_millisecond_time 0 timeout 60 "$K" fuzz races --time 0.0005 --ops 20 --quiet; expect_out fuzz_races_sub_millisecond_time_msg '^programs 1, '
 check fuzz_races_driver_timeout_zero 2 "$K" fuzz races --driver-timeout-ms 0 --programs 1 --quiet --driver true; expect_out fuzz_races_driver_timeout_zero_msg 'driver-timeout-ms: expected a wait in \[1, 3600000\] ms, got 0'
 check fuzz_races_shrink_reruns_zero 2 "$K" fuzz races --shrink-reruns 0 --programs 1 --quiet
 check fuzz_races_threads_bound 2 "$K" fuzz races --threads 100000 --programs 1 --ops 10 --quiet
@@ -614,6 +636,10 @@ sed -E '2s/,"thread":[0-9]+//' "$T/h_ok.jsonl" >"$T/h_nothread.jsonl"
 check fuzz_check_names_field 2 "$K" fuzz check "$T/h_nothread.jsonl"; expect_out fuzz_check_names_field_msg "INPUT_FIELD_MISSING at '/1/thread'"
 check fuzz_mutant 1 "$K" fuzz races --mutant finish_as_release --programs 20 --ops 40 --seed 1 --quiet --shrink-time 2 --history-out "$T/h_bad.jsonl"
 check fuzz_check_bad 1 "$K" fuzz check "$T/h_bad.jsonl"; expect_out fuzz_check_bad_msg 'cannot place'
+# A line that is not JSON names its file and line once, then the column (the CLI doc audit of
+# 2026-12-07: "h.jsonl:6: h.jsonl:6:1:7: ..." read as line 1 of line 6).
+{ head -5 fixtures/race/history.jsonl; echo '{"a": ]'; } >"$T/h_notjson.jsonl"
+check history_not_json_location 1 "$K" validate "$T/h_notjson.jsonl"; expect_out history_not_json_location_msg "h_notjson.jsonl:6: RACE_HISTORY_LINE_MALFORMED at '/5': [^ ]*h_notjson.jsonl:6: column 7: unexpected '\]'"
 # Probe 69: the printed reproducer runs as printed: the binary as invoked, a driver command with
 # quotes of its own kept one word, the driver timeout kept; the witness says what the model
 # returns for the op it cannot place.
@@ -754,6 +780,9 @@ for kv in '"final_state": "ABORTED"' '"credits_in_flight_at_end": 0' '"unpublish
 check handoff_trace 0 "$K" handoff replay fixtures/m5_6/runtime/transfer_trace.json --format json
 for kv in '"wall_us": 220' '"overlapped_us": 74' '"exposed_us": 60' '"retries": 1' '"transferred_bytes": 8388608'; do expect_out "trace $kv" "$kv"; done
 check handoff_replay_wrong_kind 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json
+expect_out handoff_replay_wrong_kind_msg 'document: its kind is "kvconform.handoff_manifest/1"$'
+# A kind that is not a string is named as such (the CLI doc audit of 2026-12-07: kind "").
+check handoff_replay_kind_not_a_string 2 "$K" handoff replay "$T/kind5.json"; expect_out handoff_replay_kind_not_a_string_msg 'kind5.json: not a .* document: its "kind" is a number$'
 # Probe 65: with --format json, a failed replay or calculation still writes one JSON document (it
 # wrote nothing on standard output).
 check handoff_replay_wrong_kind_json 2 "$K" handoff replay fixtures/m5_6/handoff/handoff_manifest.json --format json; expect_out handoff_replay_wrong_kind_json_msg '"verdict": "error"'

@@ -17,8 +17,9 @@ namespace {
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view source, bool record, const JsonLimits& limits)
-      : s_(text), source_(source), record_(record), limits_(limits) {}
+  Parser(std::string_view text, std::string_view source, bool record, const JsonLimits& limits,
+         uint64_t first_line = 1)
+      : s_(text), source_(source), record_(record), limits_(limits), first_line_(first_line) {}
 
   StatusOr<ParsedJson> Run() {
     ParsedJson out;
@@ -41,8 +42,8 @@ class Parser {
  private:
   Status Fail(const std::string& what) {
     SourcePos p = PosAt(pos_);
-    error_ = ParseError(std::string(source_) + ":" + std::to_string(p.line) + ":" +
-                        std::to_string(p.column) + ": " + what);
+    error_ = ParseError(std::string(source_) + ":" + std::to_string(p.line - 1 + first_line_) +
+                        ":" + std::to_string(p.column) + ": " + what);
     return error_;
   }
   bool FailB(const std::string& what) {
@@ -358,6 +359,7 @@ class Parser {
   std::string_view source_;
   bool record_;
   JsonLimits limits_;
+  uint64_t first_line_ = 1;  // the line number of the text's first line, in its source
   size_t pos_ = 0;
   ParsedJson* out_ = nullptr;
   Status error_;
@@ -382,6 +384,12 @@ uint32_t ParsedJson::LineOf(std::string_view pointer) const {
 StatusOr<ParsedJson> ParseJsonStrict(std::string_view text, std::string_view source_name,
                                      bool record_locations, const JsonLimits& limits) {
   Parser p(text, source_name, record_locations, limits);
+  return p.Run();
+}
+
+StatusOr<ParsedJson> ParseJsonLineStrict(std::string_view text, std::string_view source_name,
+                                         uint64_t line) {
+  Parser p(text, source_name, false, JsonLimits{}, line);
   return p.Run();
 }
 

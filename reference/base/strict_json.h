@@ -49,6 +49,12 @@ struct ParsedJson {
 StatusOr<ParsedJson> ParseJsonStrict(std::string_view text, std::string_view source_name,
                                      bool record_locations = false, const JsonLimits& limits = {});
 
+// One line of a JSON Lines file, line `line` of `source_name`: a ParseError says
+// "SOURCE:LINE:COLUMN: what" with the file's line number (ParseJsonStrict on the line alone says
+// line 1, so its callers had prefixed the line and doubled the location).
+StatusOr<ParsedJson> ParseJsonLineStrict(std::string_view text, std::string_view source_name,
+                                         uint64_t line);
+
 // Reads a whole file (IoError when unreadable) and parses it strictly.
 StatusOr<ParsedJson> ReadJsonFileStrict(const std::string& path, bool record_locations = false,
                                         const JsonLimits& limits = {});

@@ -122,15 +122,17 @@ Violations ValidateRuntimeRelease(const Json& doc) {
         std::pair{"stale_publications", &pg.stale_publications},
         std::pair{"unauthorized_accepted_transfers", &pg.unauthorized_accepted_transfers},
         std::pair{"canary_samples", &pg.canary_samples},
-        std::pair{"min_canary_samples", &pg.min_canary_samples},
-        std::pair{"max_transfer_failure_ppm", &pg.max_transfer_failure_ppm}})
+        std::pair{"min_canary_samples", &pg.min_canary_samples}})
     if (auto x = g.Uint(k)) *dst = *x;
-  // Parts per million lie in [0, 10^6], and an SLO target of 0 would pass any attainment
-  // (probe 51: 1,000,001 ppm and a target of 0 passed).
-  for (auto [k, dst, min] : {std::tuple{"ttft_attainment_ppm", &pg.ttft_attainment_ppm, 0},
-                             std::tuple{"tpot_attainment_ppm", &pg.tpot_attainment_ppm, 0},
-                             std::tuple{"slo_target_ppm", &pg.slo_target_ppm, 1},
-                             std::tuple{"transfer_failure_ppm", &pg.transfer_failure_ppm, 0}})
+  // Parts per million lie in [0, 10^6], bounds too, and an SLO target of 0 would pass any
+  // attainment (probe 51: 1,000,001 ppm and a target of 0 passed; the bound on the failure rate
+  // had no range until 2026-12-07).
+  for (auto [k, dst, min] :
+       {std::tuple{"ttft_attainment_ppm", &pg.ttft_attainment_ppm, 0},
+        std::tuple{"tpot_attainment_ppm", &pg.tpot_attainment_ppm, 0},
+        std::tuple{"slo_target_ppm", &pg.slo_target_ppm, 1},
+        std::tuple{"transfer_failure_ppm", &pg.transfer_failure_ppm, 0},
+        std::tuple{"max_transfer_failure_ppm", &pg.max_transfer_failure_ppm, 0}})
     if (auto x = g.Uint(k, static_cast<uint64_t>(min), 1'000'000)) *dst = *x;
   if (auto x = g.Int("net_margin_us")) pg.net_margin_us = *x;
   if (auto x = g.Int("safety_margin_us")) pg.safety_margin_us = *x;

@@ -331,7 +331,7 @@ StatusOr<History> ParseHistoryJsonl(std::string_view text, std::string_view src)
     }
     // Header and end line: the strict reader (rare lines; exact messages with columns).
     const std::string truncated = l.terminated ? "" : " (last line is unterminated: truncated history?)";
-    auto parsed = ParseJsonStrict(l.text, std::string(src) + ":" + std::to_string(line_no));
+    auto parsed = ParseJsonLineStrict(l.text, src, line_no);
     if (!parsed.ok()) return ParseError(parsed.status().message() + truncated);
     const Json& j = parsed->value;
     if (!j.is_object()) return LineError(src, line_no, "", "expected a JSON object");

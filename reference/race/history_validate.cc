@@ -186,6 +186,14 @@ class Validator {
     }
   }
 
+  // A parser's message "SOURCE:LINE:COLUMN: what" as "column COLUMN: what": Add names the
+  // source and line (they were named twice, "h.jsonl:6: h.jsonl:6:1:7: ...", until 2026-12-07).
+  std::string ParserWhy(const Status& s, size_t line) const {
+    const std::string& m = s.message();
+    const std::string at = source_ + ":" + std::to_string(line) + ":";
+    return m.starts_with(at) ? "column " + m.substr(at.size()) : m;
+  }
+
   void Take(Violations& v, size_t line) {
     for (auto& x : v) {
       x.message = source_ + ":" + std::to_string(line) + ": " + x.message;
@@ -245,14 +253,15 @@ Violations ValidateHistoryJsonl(std::string_view text, std::string_view source) 
       if (line > 1) v.Blank();
       continue;
     }
-    auto parsed = ParseJsonStrict(s, std::string(source) + ":" + std::to_string(line));
+    auto parsed = ParseJsonLineStrict(s, source, line);
     if (!parsed.ok()) {
       if (!terminated) {
         v.Add(ErrorCode::RACE_HISTORY_TRUNCATED, line, LinePtr(line),
-              "the last line is cut off (" + parsed.status().message() + ")");
+              "the last line is cut off (" + v.ParserWhy(parsed.status(), line) + ")");
         return v.Finish();
       }
-      v.Add(ErrorCode::RACE_HISTORY_LINE_MALFORMED, line, LinePtr(line), parsed.status().message());
+      v.Add(ErrorCode::RACE_HISTORY_LINE_MALFORMED, line, LinePtr(line),
+            v.ParserWhy(parsed.status(), line));
       if (line > 1) v.Malformed();
       continue;
     }

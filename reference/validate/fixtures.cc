@@ -23,7 +23,7 @@ StatusOr<Json> ParseJsonlToArray(std::string_view text, const std::string& sourc
   while (start < text.size()) {
     size_t nl = text.find('\n', start);
     std::string_view l = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
-    auto parsed = ParseJsonStrict(l, source + ":" + std::to_string(line) + " (line)");
+    auto parsed = ParseJsonLineStrict(l, source, line);
     if (!parsed.ok()) return parsed.status();
     arr.push_back(std::move(parsed->value));
     if (nl == std::string_view::npos) break;

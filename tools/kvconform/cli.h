@@ -111,6 +111,10 @@ std::string DumpReport(const nlohmann::json& j);
 // that a consumer parsing the report finds one (the command writes its error line on standard
 // error too).
 void PrintJsonError(const std::string& message);
+// What a document names itself for a message about its kind: `its kind is "K"`, or what stands
+// where a string "kind" member should (`its "kind" is a number`, `it has no "kind" member`,
+// `it is a JSON array`); a kind 5 was once printed as kind "".
+std::string DescribeKind(const nlohmann::json& doc);
 // A command's computed figures (`calc kv-bytes`, `saved-work`, `layer-stream`, `handoff replay`):
 // the object with --format json, else one "key: value" line per member (calc.cc).
 void PrintFigures(const nlohmann::json& j, const std::string& format);

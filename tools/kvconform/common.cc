@@ -168,6 +168,14 @@ std::string DumpReport(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string DescribeKind(const nlohmann::json& doc) {
+  if (!doc.is_object()) return "it is a JSON " + std::string(doc.type_name());
+  const auto it = doc.find("kind");
+  if (it == doc.end()) return "it has no \"kind\" member";
+  if (!it->is_string()) return "its \"kind\" is a " + std::string(it->type_name());
+  return "its kind is " + base::QuoteClipped(it->get<std::string>());
+}
+
 void PrintJsonError(const std::string& message) {
   std::cout << DumpReport(nlohmann::json{{"verdict", "error"}, {"error", message}}) << "\n";
 }

@@ -37,16 +37,6 @@ std::string OutputName(const std::string& fixture, const MaterializedFixture& m)
   return stem + (m.jsonl ? ".jsonl" : ".json");
 }
 
-// What a document that is not an invalid fixture names itself: its kind, quoted, or what stands
-// where a string "kind" member should (a kind 5 was once printed as kind "").
-std::string DescribeKind(const nlohmann::json& doc) {
-  if (!doc.is_object()) return "it is a JSON " + std::string(doc.type_name());
-  const auto it = doc.find("kind");
-  if (it == doc.end()) return "it has no \"kind\" member";
-  if (!it->is_string()) return "its \"kind\" is a " + std::string(it->type_name());
-  return "its kind is " + base::QuoteClipped(it->get<std::string>());
-}
-
 void Run(const MaterializeOptions& opt) {
   const std::string me = "kvconform fixture materialize: ";
   // Directories expand to the invalid fixtures under them; a file named explicitly must be one.

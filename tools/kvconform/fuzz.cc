@@ -28,11 +28,13 @@ constexpr std::string_view kCampaignKind = "kvconform.race_campaign/1";
 constexpr uint32_t kMaxThreads = 256, kMaxHandles = 4096, kMaxOps = 1'000'000;
 constexpr uint32_t kMaxDriverTimeoutMs = 3'600'000;  // an hour
 
-// Seconds as milliseconds, saturating at 10^15 ms (a huge or infinite budget; the deadlines
-// built from it saturate too: SaturatingDeadline); `s` >= 0.
+// Seconds as milliseconds, rounded up (so a positive limit is never 0 ms, which a campaign's
+// --time reads as no limit: --time 0.0005 ran without end until 2026-12-07), saturating at
+// 10^15 ms (a huge or infinite budget; the deadlines built from it saturate too:
+// SaturatingDeadline); `s` >= 0.
 std::chrono::milliseconds Milliseconds(double s) {
   constexpr double kMaxMs = 1e15;  // ~31,700 years
-  const double ms = s * 1000;
+  const double ms = std::ceil(s * 1000);
   return std::chrono::milliseconds(ms >= kMaxMs ? static_cast<int64_t>(kMaxMs)
                                                 : static_cast<int64_t>(ms));
 }
@@ -578,7 +580,9 @@ void AddFuzzCommand(CLI::App& app) {
       },
       "program indices to visit (default 100, or unlimited with --time)");
   races->add_option("--repeat", ra->repeat, "runs per program (default 1)");
-  races->add_option("--time", ra->time_s, "stop after this many seconds");
+  races->add_option("--time", ra->time_s,
+                    "stop after this many seconds, checked between programs (default 0: no "
+                    "time limit)");
   races->add_option("--mutant", ra->mutant, "seeded bug in the store (none, ...)");
   races->add_option("--shard", ra->shard, "I/N: run only programs with index % N == I");
   races->add_option("--driver", ra->driver, "external runtime driver command (driver protocol)");

@@ -450,7 +450,17 @@ void Run(const GenOptions& o) {
   if (o.end_record)
     std::fprintf(f, "{\"kind\":\"kvconform.trace_end/1\",\"events\":%llu}\n",
                  static_cast<unsigned long long>(w.seq));
-  if (f != stdout) std::fclose(f);
+  // A file that could not be written is exit 2, as standard output is (main.cc); until
+  // 2026-12-07, `-o /dev/full` reported its events written and exited 0.
+  if (f != stdout) {
+    const bool failed = std::ferror(f) != 0;
+    if (std::fclose(f) != 0 || failed) {
+      std::fprintf(stderr, "gen-trace: %s: write failed (the trace is incomplete)\n",
+                   Printable(o.out).c_str());
+      ExitCode() = kExitUsage;
+      return;
+    }
+  }
   std::fprintf(stderr, "gen-trace: %llu events, %llu requests started\n",
                static_cast<unsigned long long>(w.seq), static_cast<unsigned long long>(next_id));
   ExitCode() = kExitOk;

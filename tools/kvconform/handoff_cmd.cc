@@ -70,9 +70,9 @@ void RunReplay(const ReplayOptions& o) {
            {"retries", s->retries},
            {"transferred_bytes", s->transferred_bytes}};
   } else {
-    const std::string why = "kind " + base::QuoteClipped(kind) + " is not " +
-                            std::string(handoff::kTransferProtocolKind) + " or " +
-                            std::string(handoff::kTransferTraceKind);
+    const std::string why = "not a " + std::string(handoff::kTransferProtocolKind) + " or " +
+                            std::string(handoff::kTransferTraceKind) +
+                            " document: " + DescribeKind(doc);
     std::cerr << "kvconform handoff replay: " << Printable(o.file) << ": " << Printable(why)
               << "\n";
     ExitCode() = kExitUsage;

@@ -84,6 +84,20 @@ void OutOfMemoryHook(int err, void* /*arg*/) {
 }
 #endif
 
+// The command line asks for a JSON report (`--format json` or `--format=json`): a usage error
+// is then `{"verdict": "error", "error": MESSAGE}` on standard output too, as every error after
+// parsing is (docs/cli.md; until 2026-12-07 a parser error wrote nothing there).
+bool AsksForJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return false;
+    if (a == "--format=json" ||
+        (a == "--format" && i + 1 < argc && argv[i + 1] == std::string_view("json")))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,10 +142,14 @@ int main(int argc, char** argv) {
   if (const auto empty = kvc::cli::EmptyOptionValue(argc, argv, app)) {
     std::cerr << "kvconform: option " << empty->shown
               << (empty->shown == empty->name ? " \"\"" : "") << " has an empty value; expected ";
-    if (!empty->name.starts_with("--"))
-      std::cerr << empty->name << " VALUE\n";  // "-o"
-    else
-      std::cerr << empty->name << "=VALUE or " << empty->name << " VALUE\n";
+    const std::string expected = !empty->name.starts_with("--")
+                                     ? empty->name + " VALUE"  // "-o"
+                                     : empty->name + "=VALUE or " + empty->name + " VALUE";
+    std::cerr << expected << "\n";
+    if (AsksForJson(argc, argv))
+      kvc::cli::PrintJsonError("option " + empty->shown +
+                               (empty->shown == empty->name ? " \"\"" : "") +
+                               " has an empty value; expected " + expected);
     return FinishStdout(*out_buf, kvc::cli::kExitUsage);
   }
   int rc = kvc::cli::kExitOk;
@@ -140,6 +158,8 @@ int main(int argc, char** argv) {
     rc = kvc::cli::ExitCode();
   } catch (const CLI::ParseError& e) {
     rc = app.exit(e) == 0 ? kvc::cli::kExitOk : kvc::cli::kExitUsage;
+    if (rc != kvc::cli::kExitOk && AsksForJson(argc, argv))
+      kvc::cli::PrintJsonError(kvc::cli::Printable(e.what()));
   } catch (const std::bad_alloc&) {
     std::cerr << kOutOfMemory;
     rc = kvc::cli::kExitInternal;
