@@ -170,6 +170,11 @@ json_usage_error() {  # json_usage_error NAME ARGS...: exit 2, standard output o
 d = json.load(open(sys.argv[1])); rc = int(sys.argv[2])
 sys.exit(0 if rc == 2 and d["verdict"] == "error" and d["error"] else "exit %d, %r" % (rc, d))' "$T/stdout.json" "$rc"
 }
+# An unknown command is named, with the commands there (the CLI doc audit of 2026-12-07: "A
+# subcommand is required").
+check unknown_command 2 "$K" bogus; expect_out unknown_command_msg '^kvconform: unknown command "bogus"; expected one of: validate, calc, '
+check unknown_calc_command 2 "$K" calc bogus; expect_out unknown_calc_command_msg '^kvconform calc: unknown command "bogus"; expected one of: kv-bytes, saved-work, layer-stream, service-metrics$'
+json_usage_error json_usage_unknown_command calc bogus --format json
 json_usage_error json_usage_saved_work calc saved-work --prompt x --outputs 1 --format json
 json_usage_error json_usage_kv_bytes calc kv-bytes --layers 1 --hf-config a.json --format json
 json_usage_error json_usage_parity parity --model fixtures/models/gqa2 --prompt-ids 1 --max-new-tokens 0 --format=json

@@ -146,6 +146,12 @@ usage max_new_tokens_past_positions "--max-new-tokens: 300; a prompt of 12 token
 usage first_attempt_past_tag "--first-attempt: 16777216; expected 1..16777214" "$K" pd-worker --role prefill --bootstrap 127.0.0.1:1 --model "$MODEL" --prompt-ids 1,2 --first-attempt 16777216
 usage pd_bench_refuses_faults "faults are pd-run's" "$K" pd-bench --bytes 100000 --fault drop:1
 usage pd_bench_bytes_bound "--bytes: 1000000000000; expected 1..17179869184" "$K" pd-bench --bytes 1000000000000
+# Every option is judged before either baseline runs (a bad --mode waited out the peer timeout,
+# and --checksum-only took any value).
+usage pd_bench_mode "--mode: 'weird'; expected deterministic or fast" "$K" pd-bench --bytes 1024 --mode weird
+usage pd_bench_checksum_only_transport "--transport: 'bogus'; expected tcp or shm" "$K" pd-bench --bytes 1024 --checksum-only --transport bogus
+mkdir -p "$T/keydir"
+usage capability_key_file_directory "--capability-key-file: $T/keydir: read failed: Is a directory" "$K" pd-bench --bytes 1024 --capability-key-file "$T/keydir"
 usage pd_bench_raw_or_checksum_only "--raw excludes --checksum-only" "$K" pd-bench --bytes 1024 --raw --checksum-only
 usage pd_bench_raw_window_below_a_message "--credit-bytes: 100 is smaller than one message of 32768 bytes" "$K" pd-bench --raw --credit-bytes 100 --chunk-bytes 65536 --bytes 1048576
 usage bootstrap_host_name "host 'example.com' is not an IPv4 address or localhost" "$K" pd-worker --role decode --bootstrap example.com:80 --model "$MODEL"

@@ -302,6 +302,14 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
   for (const Json* level : {text, &config}) {
     if (!dtype.empty()) break;
     auto t = level->find("torch_dtype"), d = level->find("dtype");
+    // A dtype of another JSON type names no dtype, and is not taken as absent (until 2026-12-07
+    // "torch_dtype": 5 was "no torch_dtype"); null is absent, as transformers writes it.
+    for (auto [it, key] : {std::pair{t, "torch_dtype"}, std::pair{d, "dtype"}})
+      if (it != level->end() && !it->is_string() && !it->is_null())
+        return InvalidArgument(at + "field " + name_at(level, key) + " is a " +
+                               std::string(it->type_name()) +
+                               ", not a dtype name (known: " + std::string(kKnownDtypeNames) +
+                               "); pass --dtype to name the K/V dtype");
     const bool has_t = t != level->end() && t->is_string(),
                has_d = d != level->end() && d->is_string();
     if (has_t && has_d && DtypeBytes(t->get<std::string>()) != DtypeBytes(d->get<std::string>()))

@@ -107,6 +107,27 @@ TEST(KvBytes, HfConfigGeometry) {
             std::string::npos);
 }
 
+// The CLI doc audit of 2026-12-07: "torch_dtype": 5 was "no torch_dtype"; a dtype of another
+// JSON type is named as such (null stays absent, as transformers writes it), and --dtype still
+// overrides it.
+TEST(KvBytes, RegressionADtypeThatIsNotAStringIsNamedAsSuch) {
+  Json cfg = {{"num_hidden_layers", 2},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"hidden_size", 64}};
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    Json c = cfg;
+    c[key] = 5;
+    const std::string m = GeometryFromHfConfig(c).status().message();
+    EXPECT_NE(m.find(std::string("field ") + key + " is a number, not a dtype name"),
+              std::string::npos)
+        << m;
+    EXPECT_TRUE(GeometryFromHfConfig(c, "bfloat16").ok());
+    c[key] = nullptr;
+    EXPECT_NE(GeometryFromHfConfig(c).status().message().find("no torch_dtype"), std::string::npos);
+  }
+}
+
 // Probe 98: vLLM's --kv-cache-dtype spellings (fp8_e4m3, fp8_e5m2) and torch's fnuz fp8 formats
 // were unknown; a --dtype the kit does not know was blamed on config.json, and no message
 // listed the known names.

@@ -6,11 +6,14 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <streambuf>
+#include <string>
 #ifdef KVCONFORM_HAVE_MIMALLOC
 #include <mimalloc.h>
 #endif
 
+#include "reference/base/text_forms.h"
 #include "reference/handoff/transport/ucx_peer.h"
 #include "tools/kvconform/cli.h"
 
@@ -98,6 +101,33 @@ bool AsksForJson(int argc, char** argv) {
   return false;
 }
 
+// The first word of the command line that names no command where one is required ("kvconform
+// bogus", "kvconform calc bogus"), as one line naming it and the commands there; nullopt when
+// every such word names one. The parser said "A subcommand is required", naming nothing (until
+// 2026-12-07).
+std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* cur = &app;
+  std::string path = "kvconform";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return std::nullopt;
+    const auto subs = cur->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty() || cur->get_require_subcommand_min() == 0) return std::nullopt;
+    const CLI::App* next = nullptr;
+    std::string names;
+    for (const CLI::App* sub : subs) {
+      if (sub->check_name(word)) next = sub;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (next == nullptr)
+      return path + ": unknown command " + kvc::base::QuoteClipped(word) +
+             "; expected one of: " + names;
+    cur = next;
+    path += " " + next->get_name();
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,6 +180,11 @@ int main(int argc, char** argv) {
       kvc::cli::PrintJsonError("option " + empty->shown +
                                (empty->shown == empty->name ? " \"\"" : "") +
                                " has an empty value; expected " + expected);
+    return FinishStdout(*out_buf, kvc::cli::kExitUsage);
+  }
+  if (const auto unknown = UnknownCommand(app, argc, argv)) {
+    std::cerr << kvc::cli::Printable(*unknown) << "\n";
+    if (AsksForJson(argc, argv)) kvc::cli::PrintJsonError(*unknown);
     return FinishStdout(*out_buf, kvc::cli::kExitUsage);
   }
   int rc = kvc::cli::kExitOk;

@@ -97,11 +97,11 @@ StatusOr<tp::WorkerOptions> ToWorkerOptions(const PdOptions& o) {
                            std::to_string(w.max_attempts) + " attempts)");
   w.first_attempt = o.first_attempt;
   if (!o.capability_key_file.empty()) {
-    std::ifstream f(o.capability_key_file, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (!f) return InvalidArgument("--capability-key-file: cannot read " + o.capability_key_file);
-    w.capability.key = ss.str();
+    // A key is a few bytes: more than 1 MiB is not one. A directory or an unreadable file says
+    // why (a directory was "is empty" until 2026-12-07).
+    auto key = ReadFileToString(o.capability_key_file, size_t{1} << 20);
+    if (!key.ok()) return InvalidArgument("--capability-key-file: " + key.status().message());
+    w.capability.key = std::move(*key);
     if (w.capability.key.empty())
       return InvalidArgument("--capability-key-file: " + o.capability_key_file + " is empty");
   } else if (const char* k = std::getenv("KVCONFORM_PD_CAPABILITY_KEY"); k && *k) {
@@ -1043,6 +1043,16 @@ void RunPdBench(const PdOptions& o) {
     return fail(InvalidArgument("--bytes: " + std::to_string(o.bytes) + "; expected 1.." +
                                 std::to_string(kMaxBenchBytes) +
                                 " (16 GiB: each worker holds the whole payload in memory)"));
+  // Every option is judged before either baseline runs (until 2026-12-07 --checksum-only read
+  // none of the transfer options, so it took any value, and a bad --mode was found only when
+  // the decode worker refused it, after the peer timeout: "never reported its bootstrap port").
+  if (auto mode = ParseMode(o.mode); !mode.ok()) return fail(mode.status());
+  if (auto w = ToWorkerOptions(o); !w.ok()) return fail(w.status());
+  if (o.fault != "none")
+    return fail(
+        InvalidArgument("--fault: pd-bench measures a clean transfer; faults are "
+                        "pd-run's (got '" +
+                        o.fault + "')"));
   if (o.checksum_only) {
     tp::SourceKv src = SyntheticSource(o.bytes, o.chunk_bytes);
     const auto t0 = tp::Clock::now();
@@ -1061,12 +1071,6 @@ void RunPdBench(const PdOptions& o) {
     ExitCode() = kExitOk;
     return;
   }
-  if (auto w = ToWorkerOptions(o); !w.ok()) return fail(w.status());
-  if (o.fault != "none")
-    return fail(
-        InvalidArgument("--fault: pd-bench measures a clean transfer; faults are "
-                        "pd-run's (got '" +
-                        o.fault + "')"));
   {
     // Both modes use the same byte window, which must hold one message (the protocol refuses a
     // smaller one with HANDOFF_CREDIT_WINDOW_TOO_SMALL; probe 37: --raw ran with it).
