@@ -1014,12 +1014,21 @@ cp "$M" "$T/seal.json"; "$K" manifest seal "$M" >"$T/sealed.json" 2>/dev/null
 check audit_manifest_seal_in_place 0 "$K" manifest seal --in-place "$T/seal.json"; expect_lines audit_manifest_seal_in_place_quiet 0
 check audit_manifest_seal_in_place_file 0 cmp "$T/seal.json" "$T/sealed.json"
 echo '{}' >"$T/not_manifest.json"; check audit_manifest_seal_refused 2 "$K" manifest seal "$T/not_manifest.json"
-# A rewrite that cannot be written (here its temporary file's name is a directory) is exit 2 and
-# leaves the file as it was (before 2026-12-05 the file was rewritten with no check of the write:
-# a failed write exited 0).
-cp "$M" "$T/seal_blocked.json"; mkdir -p "$T/seal_blocked.json.tmp"
-check manifest_seal_in_place_write_failure 2 "$K" manifest seal --in-place "$T/seal_blocked.json"; expect_out manifest_seal_in_place_write_failure_msg 'cannot rewrite the file in place'
-check manifest_seal_in_place_write_failure_unchanged 0 cmp "$M" "$T/seal_blocked.json"
+# A rewrite that cannot be written (here a file-size limit of 1 KiB, the write failing with EFBIG)
+# is exit 2 and leaves the file as it was and no temporary file (before 2026-12-05 the file was
+# rewritten with no check of the write: a failed write exited 0).
+mkdir -p "$T/seal_dir"; cp "$M" "$T/seal_dir/blocked.json"
+check manifest_seal_in_place_write_failure 2 bash -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' _ "$K" manifest seal --in-place "$T/seal_dir/blocked.json"
+expect_out manifest_seal_in_place_write_failure_msg 'cannot rewrite the file in place'
+check manifest_seal_in_place_write_failure_unchanged 0 cmp "$M" "$T/seal_dir/blocked.json"
+check manifest_seal_in_place_write_failure_no_temporary 0 test "$(ls "$T/seal_dir")" = blocked.json
+# The temporary file is a new one with the file's permissions: a file named FILE.tmp is left alone
+# (the CLI doc audit of 2026-12-07: FILE.tmp was overwritten, and an empty directory of that name
+# removed on failure).
+cp "$M" "$T/seal_dir/mode.json"; chmod 640 "$T/seal_dir/mode.json"; echo keep >"$T/seal_dir/mode.json.tmp"
+check manifest_seal_in_place_own_temporary 0 "$K" manifest seal --in-place "$T/seal_dir/mode.json"
+check manifest_seal_in_place_keeps_tmp_named_file 0 test "$(cat "$T/seal_dir/mode.json.tmp")" = keep
+check manifest_seal_in_place_keeps_mode 0 test "$(stat -c %a "$T/seal_dir/mode.json")" = 640
 # service-metrics: the text report's SLO verdict, and one JSON document for an unreadable file.
 check audit_service_metrics_slo 0 "$K" calc service-metrics fixtures/m5_1/service/partial_prefill_trace.json; expect_out audit_service_metrics_slo_msg ', SLO-valid yes, KV byte-time 5504 byte-ms$'
 check audit_service_metrics_missing_json 2 "$K" calc service-metrics --format json "$T/none.json"; expect_out audit_service_metrics_missing_json_msg '"verdict": "error"'

@@ -1,6 +1,9 @@
 // `kvconform manifest seal FILE`: recompute a manifest's derived digests and ledger.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "reference/manifest/manifest.h"
@@ -35,15 +38,29 @@ void AddManifestCommand(CLI::App& app) {
     std::string text = doc.dump(2) + "\n";
     if (*in_place) {
       // Written beside the file and renamed over it: a failed write (no space, an unwritable
-      // directory) leaves the original whole and is exit 2, not a silent success.
-      const std::string tmp = *file + ".tmp";
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << text;
-      out.close();
-      if (!out || std::rename(tmp.c_str(), file->c_str()) != 0) {
-        std::remove(tmp.c_str());
+      // directory) leaves the original whole and is exit 2, not a silent success. The temporary
+      // file is a new one (mkstemp) with the original's permissions, and only it is ever
+      // removed (until 2026-12-07 it was FILE.tmp: an existing file of that name was
+      // overwritten, and an empty directory of that name removed on failure).
+      std::string tmp = *file + ".tmp.XXXXXX";
+      const int fd = ::mkstemp(tmp.data());
+      bool ok = fd >= 0;
+      if (ok) {
+        struct stat st {};
+        if (::stat(file->c_str(), &st) == 0) ok = ::fchmod(fd, st.st_mode & 07777) == 0;
+        for (size_t at = 0; ok && at < text.size();) {
+          const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+          if (n < 0 && errno == EINTR) continue;
+          ok = n > 0;
+          if (ok) at += static_cast<size_t>(n);
+        }
+        ok = ::close(fd) == 0 && ok;
+      }
+      if (!ok || std::rename(tmp.c_str(), file->c_str()) != 0) {
+        if (fd >= 0) ::unlink(tmp.c_str());
         std::cerr << Printable(*file) << ": cannot rewrite the file in place (writing "
-                  << Printable(tmp) << " and renaming it over the file failed)\n";
+                  << (fd >= 0 ? Printable(tmp) : "a temporary file beside it")
+                  << " and renaming it over the file failed)\n";
         ExitCode() = kExitUsage;
         return;
       }
