@@ -52,6 +52,17 @@ check validate_json_expected_raised 1 "$K" validate --format json invalid_fixtur
 check validate_junit 1 "$K" validate --format junit invalid_fixtures/m5_1/manifest/zero_layers.json
 expect_out validate_junit_failure '<failure message="MANIFEST_SCHEMA_ZERO_EXTENT"'
 
+# A directory entry with a document's name that is no document (a link to nothing, a FIFO) is an
+# error naming it, in validate, fixture materialize and suite (the CLI doc audit of 2026-12-07:
+# skipped silently; a FIFO is never opened, so nothing waits for a writer).
+mkdir -p "$T/walk/sub" "$T/walkroot/fixtures"; cp "$M" "$T/walk/a.json"; cp "$M" "$T/walkroot/fixtures/a.json"
+ln -sf /nonexistent "$T/walk/gone.json"; ln -sf /nonexistent "$T/walkroot/fixtures/gone.json"; mkfifo "$T/walk/sub/pipe.json"
+check walk_validate_unlisted 2 timeout 60 "$K" validate "$T/walk"
+expect_out walk_validate_dangling 'IoError: .*walk/gone.json: a link to nothing'; expect_out walk_validate_fifo 'IoError: .*walk/sub/pipe.json: not a regular file'
+expect_out walk_validate_still_validates 'walk/a.json: OK'
+check walk_materialize_unlisted 2 timeout 60 "$K" fixture materialize "$T/walk" --out-dir "$T/walkout"; expect_out walk_materialize_dangling 'walk/gone.json: a link to nothing'
+check walk_suite_unlisted 1 timeout 60 "$K" suite --root "$T/walkroot"; expect_out walk_suite_dangling '^FAIL fixtures/gone: IoError: .*gone.json: a link to nothing'
+
 # `fixture materialize`: every invalid fixture's document, written out, raises exactly the code
 # its line names when validated as a document of its own (so a vendor's validator can run it).
 check materialize_all 0 "$K" fixture materialize invalid_fixtures --out-dir "$T/mat"

@@ -274,10 +274,11 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
   return o;
 }
 
-std::vector<std::string> ListFixtureFiles(const std::string& root) {
+std::vector<std::string> ListFixtureFiles(const std::string& root,
+                                          std::vector<UnlistedEntry>* unlisted) {
   std::vector<std::string> out;
   for (const char* sub : {"fixtures", "invalid_fixtures"}) {
-    auto files = ListDocumentFiles((fs::path(root) / sub).string());
+    auto files = ListDocumentFiles((fs::path(root) / sub).string(), nullptr, unlisted);
     out.insert(out.end(), files.begin(), files.end());
   }
   std::sort(out.begin(), out.end());
@@ -289,22 +290,39 @@ bool IsDataDirectoryName(std::string_view name) {
 }
 
 std::vector<std::string> ListDocumentFiles(const std::string& root_dir,
-                                           std::vector<std::string>* skipped) {
+                                           std::vector<std::string>* skipped,
+                                           std::vector<UnlistedEntry>* unlisted) {
   std::vector<std::string> out;
   std::error_code ec;
   if (!fs::is_directory(root_dir, ec)) return out;
-  for (auto it = fs::recursive_directory_iterator(root_dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (ec) break;
+  auto it = fs::recursive_directory_iterator(root_dir, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const auto name = it->path().filename().string();
-    if (it->is_directory() && IsDataDirectoryName(name)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec) && IsDataDirectoryName(name)) {
       if (skipped) skipped->push_back(it->path().string());
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && (name.ends_with(".json") || name.ends_with(".jsonl")))
+    if (!name.ends_with(".json") && !name.ends_with(".jsonl")) continue;
+    // Followed through a link: a document is a regular file. Anything else with a document's
+    // name is told, not skipped (until 2026-12-07 a dangling link or a FIFO named *.json was
+    // skipped silently; a FIFO is not opened, which could wait for a writer forever).
+    const fs::file_status st = fs::status(it->path(), type_ec);
+    if (fs::is_regular_file(st)) {
       out.push_back(it->path().string());
+    } else if (!fs::is_directory(st) && unlisted) {
+      unlisted->push_back({it->path().string(),
+                           (type_ec && !fs::exists(fs::symlink_status(it->path()))
+                                ? "cannot read its type: " + type_ec.message()
+                            : !fs::exists(st) ? std::string("a link to nothing")
+                                              : std::string("not a regular file (a FIFO, socket or "
+                                                            "device)"))});
+    }
   }
+  // A directory that cannot be listed whole (unreadable, removed meanwhile) is told, not taken
+  // as having no more documents (the walk stopped silently).
+  if (ec && unlisted) unlisted->push_back({root_dir, "cannot list every entry: " + ec.message()});
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -65,12 +65,22 @@ FixtureOutcome RunFixtureFile(const std::string& path, const std::string& suite_
 
 // Every *.json / *.jsonl under <root>/fixtures and <root>/invalid_fixtures, sorted,
 // skipping directories named "models" or starting with "_" (shared data, not cases).
-std::vector<std::string> ListFixtureFiles(const std::string& root);
+// An entry a directory walk could not take as a document: its path and why.
+struct UnlistedEntry {
+  std::string path;
+  std::string why;
+};
+std::vector<std::string> ListFixtureFiles(const std::string& root,
+                                          std::vector<UnlistedEntry>* unlisted = nullptr);
 
-// Every *.json / *.jsonl under `dir` (recursively, sorted), with the same skipping rule.
-// `skipped`, when given, receives the data directories found under `dir` and not entered.
+// Every *.json / *.jsonl regular file under `dir` (recursively, sorted; links to files are
+// followed, links to directories are not entered), with the same skipping rule. `skipped`,
+// when given, receives the data directories found under `dir` and not entered; `unlisted` each
+// entry with a document's name that is not a regular file (a link to nothing, a FIFO, ...) and
+// a directory that could not be listed whole: an error for the caller.
 std::vector<std::string> ListDocumentFiles(const std::string& dir,
-                                           std::vector<std::string>* skipped = nullptr);
+                                           std::vector<std::string>* skipped = nullptr,
+                                           std::vector<UnlistedEntry>* unlisted = nullptr);
 // A directory of data, not cases (model checkpoints, shared data): named `models` or starting
 // with `_` (fixture-format.md). ListDocumentFiles does not enter one; `validate` skips one it is
 // given, with a note.

@@ -45,8 +45,13 @@ void Run(const MaterializeOptions& opt) {
   for (const auto& f : opt.files) {
     std::error_code ec;
     if (fs::is_directory(f, ec)) {
-      const auto sub = ListDocumentFiles(f);
-      if (sub.empty()) {
+      std::vector<UnlistedEntry> unlisted;
+      const auto sub = ListDocumentFiles(f, nullptr, &unlisted);
+      for (const auto& u : unlisted) {  // since 2026-12-07: skipped silently
+        std::cerr << me << Printable(u.path) << ": " << Printable(u.why) << "\n";
+        any_error = true;
+      }
+      if (sub.empty() && unlisted.empty()) {
         std::cerr << me << Printable(f) << ": no .json files\n";
         any_error = true;
       }

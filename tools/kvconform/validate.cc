@@ -70,11 +70,15 @@ void Run(const ValidateOptions& opt) {
       }
       // Those found inside are skipped with the same note (probe 48: silently).
       std::vector<std::string> skipped;
-      auto sub = ListDocumentFiles(f, &skipped);
+      std::vector<UnlistedEntry> unlisted;
+      auto sub = ListDocumentFiles(f, &skipped, &unlisted);
       for (const auto& d : skipped)
         std::cerr << "kvconform validate: " << Printable(d)
                   << ": data directory, not cases; skipped\n";
-      if (sub.empty()) {
+      // A document's name on no document is an error row of its own (since 2026-12-07: skipped
+      // silently).
+      for (const auto& u : unlisted) nothing_from(u.path, u.why);
+      if (sub.empty() && unlisted.empty()) {
         // Nothing to validate is not a pass (a CI job pointed at the wrong folder).
         nothing_from(f, "no .json/.jsonl files");
       }
