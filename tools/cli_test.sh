@@ -570,6 +570,13 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['verdict']='not-l
 check fuzz_merge_shard_beyond_count 2 "$K" fuzz merge "$T/s0.json" "$T/s_idx7.json"; expect_out fuzz_merge_shard_beyond_count_msg 'shard: expected \[I, N\] with 0 <= I < N < 2\^32, got \[7,2\]'
 check fuzz_merge_shard_count_wraps 2 "$K" fuzz merge "$T/s_wrap.json"
 check fuzz_merge_unknown_verdict 2 "$K" fuzz merge "$T/s0.json" "$T/s_verdict.json"; expect_out fuzz_merge_unknown_verdict_msg 'verdict: expected linearizable, not_linearizable or error'
+# A shard or verdict of another JSON shape is named as such (the CLI doc audit of 2026-12-07: "expected
+# a kvconform.race_campaign/1 report").
+for c in "shard=[-1,2]:shard: expected \[I, N\] .*, got \[-1,2\]" "shard=[0.0,2]:shard: expected \[I, N\] .*, got \[0\.0,2\]" \
+         "verdict=5:verdict: expected linearizable, not_linearizable or error, got 5"; do
+  json_set "$T/s1.json" "$T/s_shape.json" "${c%%:*}"
+  check "fuzz_merge_shape:${c%%:*}" 2 "$K" fuzz merge "$T/s0.json" "$T/s_shape.json"; expect_out "fuzz_merge_shape_msg:${c%%:*}" "s_shape.json: ${c#*:}\$"
+done
 # Type sweep 2026-12-07: a kind that is not a string was an internal error (exit 3).
 for v in 5 None "[]"; do
   json_set "$T/s1.json" "$T/s_kind.json" "kind=$v"

@@ -473,12 +473,29 @@ int RunMerge(const std::vector<std::string>& files) {
       return kExitUsage;
     }
     const Json& j = p->value;
-    if (!j.is_object() || !j.contains("kind") || j["kind"] != kCampaignKind ||
-        !j.contains("shard") || !j["shard"].is_array() || j["shard"].size() != 2 ||
-        !j["shard"][0].is_number_unsigned() || !j["shard"][1].is_number_unsigned() ||
-        !j.contains("verdict") || !j["verdict"].is_string()) {
+    if (!j.is_object() || !j.contains("kind") || j["kind"] != kCampaignKind) {
       std::cerr << "fuzz merge: " << Printable(f) << ": expected a " << kCampaignKind
-                << " report (kvconform fuzz races --report FILE)\n";
+                << " report (kvconform fuzz races --report FILE): " << Printable(DescribeKind(j))
+                << "\n";
+      return kExitUsage;
+    }
+    // A report's shard and verdict of another shape are named (until 2026-12-07 a shard [-1, 2]
+    // or [0.0, 2] was "expected a kvconform.race_campaign/1 report").
+    if (!j.contains("shard") || !j["shard"].is_array() || j["shard"].size() != 2 ||
+        !j["shard"][0].is_number_unsigned() || !j["shard"][1].is_number_unsigned()) {
+      std::cerr << "fuzz merge: " << Printable(f)
+                << ": shard: expected [I, N] with 0 <= I < N < 2^32, got "
+                << (j.contains("shard") ? Printable(base::ClippedJsonText(j["shard"].dump()))
+                                        : std::string("nothing"))
+                << "\n";
+      return kExitUsage;
+    }
+    if (!j.contains("verdict") || !j["verdict"].is_string()) {
+      std::cerr << "fuzz merge: " << Printable(f)
+                << ": verdict: expected linearizable, not_linearizable or error, got "
+                << (j.contains("verdict") ? Printable(base::ClippedJsonText(j["verdict"].dump()))
+                                          : std::string("nothing"))
+                << "\n";
       return kExitUsage;
     }
     // The shard is I/N with 0 <= I < N < 2^32 (what --shard accepts), and the verdict one that
@@ -530,7 +547,8 @@ int RunMerge(const std::vector<std::string>& files) {
     if (!sum(&programs, j["programs_run"]) || !sum(&histories, j["histories"]) ||
         !sum(&ops, j["ops"]) || !sum(&unknown, j["unknown_verdicts"])) {
       std::cerr << "fuzz merge: " << Printable(f)
-                << ": the campaign's totals overflow 64 bits (a report is malformed)\n";
+                << ": its counts added to those of the reports before it overflow 64 bits (one "
+                   "of these reports is malformed)\n";
       return kExitUsage;
     }
     if (j["verdict"] == "not_linearizable") failures.push_back({{"shard", idx}, {"failure", j["failure"]}});
