@@ -102,6 +102,14 @@ inline std::string ClippedList(const std::vector<uint64_t>& xs, std::string_view
 
 // QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
 // 'abc...' (812 bytes).
+// A JSON type's name (nlohmann's type_name(): "object", "array", "number", ...) with its
+// article, for messages: "an array", "a number".
+inline std::string JsonTypeWithArticle(std::string_view type_name) {
+  const bool vowel =
+      !type_name.empty() && std::string_view("aeiou").find(type_name[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + std::string(type_name);
+}
+
 inline std::string SingleQuoteClipped(std::string_view s, size_t max_bytes = 80) {
   return internal::QuoteClippedWith('\'', s, max_bytes);
 }

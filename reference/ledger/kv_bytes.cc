@@ -95,7 +95,15 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     return it != obj.end() && !it->is_null();
   };
   const Json* text_config = nullptr;  // the text_config object, when there is one
-  if (auto t = config.find("text_config"); t != config.end() && t->is_object()) text_config = &*t;
+  if (auto t = config.find("text_config"); t != config.end() && t->is_object()) {
+    text_config = &*t;
+  } else if (t != config.end() && !t->is_null()) {
+    // Not taken as absent (until 2026-12-07 an array there was "missing field
+    // num_hidden_layers").
+    return InvalidArgument(at + "field text_config is " +
+                           base::JsonTypeWithArticle(t->type_name()) +
+                           ", expected an object (a composite config's text model)");
+  }
   const Json* text = !present(config, "num_hidden_layers") && text_config ? text_config : &config;
   const Json& c = *text;
   const bool nested = text != &config;
@@ -243,7 +251,12 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
           at + "missing field text_config." + std::string(key) +
           ": a composite config's text_config omits members equal to its model type's defaults "
           "(model_type " +
-          (c.contains("model_type") ? base::ClippedJsonText(c["model_type"].dump()) : "unnamed") +
+          // text_config's own model_type, else the composite's (until 2026-12-07 "unnamed"
+          // beside a top-level "gemma3").
+          (c.contains("model_type") ? base::ClippedJsonText(c["model_type"].dump())
+           : config.contains("model_type")
+               ? base::ClippedJsonText(config["model_type"].dump()) + " at the top level"
+               : std::string("unnamed")) +
           "), which kv-bytes does not know; pass the geometry as flags");
   // The K/V head count, as transformers reads it: num_key_value_heads; Falcon's num_kv_heads
   // under new_decoder_architecture, and one shared K/V head under multi_query (Falcon-7B,
@@ -306,8 +319,8 @@ StatusOr<CacheGeometry> GeometryFromHfConfig(const Json& config, std::string_vie
     // "torch_dtype": 5 was "no torch_dtype"); null is absent, as transformers writes it.
     for (auto [it, key] : {std::pair{t, "torch_dtype"}, std::pair{d, "dtype"}})
       if (it != level->end() && !it->is_string() && !it->is_null())
-        return InvalidArgument(at + "field " + name_at(level, key) + " is a " +
-                               std::string(it->type_name()) +
+        return InvalidArgument(at + "field " + name_at(level, key) + " is " +
+                               base::JsonTypeWithArticle(it->type_name()) +
                                ", not a dtype name (known: " + std::string(kKnownDtypeNames) +
                                "); pass --dtype to name the K/V dtype");
     const bool has_t = t != level->end() && t->is_string(),

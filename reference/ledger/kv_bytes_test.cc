@@ -316,6 +316,21 @@ TEST(KvBytes, RegressionHfConfigOfACompositeModelIsReadFromTextConfig) {
       GeometryFromHfConfig(sparse).status().message().find("missing field text_config.head_dim"),
       std::string::npos)
       << GeometryFromHfConfig(sparse).status().message();
+  // The model type named is text_config's, else the composite's (the CLI doc audit of
+  // 2026-12-07: "model_type unnamed" beside a top-level "gemma3").
+  sparse["text_config"].erase("model_type");
+  sparse["model_type"] = "gemma3";
+  EXPECT_NE(GeometryFromHfConfig(sparse).status().message().find(
+                "(model_type \"gemma3\" at the top level)"),
+            std::string::npos)
+      << GeometryFromHfConfig(sparse).status().message();
+  // A text_config that is not an object is named (it was taken as absent: "missing field
+  // num_hidden_layers").
+  sparse["text_config"] = Json::array({1});
+  EXPECT_NE(GeometryFromHfConfig(sparse).status().message().find(
+                "field text_config is an array, expected an object"),
+            std::string::npos)
+      << GeometryFromHfConfig(sparse).status().message();
   // Layers of another shape, or without a row per token, are refused (probe 25: Llama 3.2
   // Vision's cross-attention layers were counted).
   Json mllama = {{"torch_dtype", "bfloat16"}, {"text_config", text}};

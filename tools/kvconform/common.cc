@@ -172,7 +172,7 @@ std::string DescribeKind(const nlohmann::json& doc) {
   if (!doc.is_object()) return "it is a JSON " + std::string(doc.type_name());
   const auto it = doc.find("kind");
   if (it == doc.end()) return "it has no \"kind\" member";
-  if (!it->is_string()) return "its \"kind\" is a " + std::string(it->type_name());
+  if (!it->is_string()) return "its \"kind\" is " + base::JsonTypeWithArticle(it->type_name());
   return "its kind is " + base::QuoteClipped(it->get<std::string>());
 }
 
