@@ -100,8 +100,6 @@ inline std::string ClippedList(const std::vector<uint64_t>& xs, std::string_view
   return out + "...] (" + std::to_string(xs.size()) + " elements)";
 }
 
-// QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
-// 'abc...' (812 bytes).
 // A JSON type's name (nlohmann's type_name(): "object", "array", "number", ...) with its
 // article, for messages: "an array", "a number".
 inline std::string JsonTypeWithArticle(std::string_view type_name) {
@@ -110,6 +108,8 @@ inline std::string JsonTypeWithArticle(std::string_view type_name) {
   return (vowel ? "an " : "a ") + std::string(type_name);
 }
 
+// QuoteClipped in single quotes, the model loader's style: 'value' whole up to `max_bytes`, else
+// 'abc...' (812 bytes).
 inline std::string SingleQuoteClipped(std::string_view s, size_t max_bytes = 80) {
   return internal::QuoteClippedWith('\'', s, max_bytes);
 }

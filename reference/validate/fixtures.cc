@@ -312,12 +312,15 @@ std::vector<std::string> ListDocumentFiles(const std::string& root_dir,
     if (fs::is_regular_file(st)) {
       out.push_back(it->path().string());
     } else if (!fs::is_directory(st) && unlisted) {
-      unlisted->push_back({it->path().string(),
-                           (type_ec && !fs::exists(fs::symlink_status(it->path()))
-                                ? "cannot read its type: " + type_ec.message()
-                            : !fs::exists(st) ? std::string("a link to nothing")
-                                              : std::string("not a regular file (a FIFO, socket or "
-                                                            "device)"))});
+      std::string why = "not a regular file (a FIFO, socket or device)";
+      if (!fs::exists(st)) {
+        std::error_code link_ec;
+        why = fs::is_symlink(fs::symlink_status(it->path(), link_ec))
+                  ? "a link to nothing"
+                  : "gone or unreadable while listed" +
+                        (type_ec ? ": " + type_ec.message() : std::string());
+      }
+      unlisted->push_back({it->path().string(), why});
     }
   }
   // A directory that cannot be listed whole (unreadable, removed meanwhile) is told, not taken

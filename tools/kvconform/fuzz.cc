@@ -481,23 +481,19 @@ int RunMerge(const std::vector<std::string>& files) {
     }
     // A report's shard and verdict of another shape are named (until 2026-12-07 a shard [-1, 2]
     // or [0.0, 2] was "expected a kvconform.race_campaign/1 report").
+    const auto refuse = [&](const char* member, const char* expected) {
+      std::cerr << "fuzz merge: " << Printable(f) << ": " << member << ": expected " << expected
+                << ", got "
+                << (j.contains(member) ? Printable(base::ClippedJsonText(j[member].dump()))
+                                       : std::string("nothing"))
+                << "\n";
+      return kExitUsage;
+    };
     if (!j.contains("shard") || !j["shard"].is_array() || j["shard"].size() != 2 ||
-        !j["shard"][0].is_number_unsigned() || !j["shard"][1].is_number_unsigned()) {
-      std::cerr << "fuzz merge: " << Printable(f)
-                << ": shard: expected [I, N] with 0 <= I < N < 2^32, got "
-                << (j.contains("shard") ? Printable(base::ClippedJsonText(j["shard"].dump()))
-                                        : std::string("nothing"))
-                << "\n";
-      return kExitUsage;
-    }
-    if (!j.contains("verdict") || !j["verdict"].is_string()) {
-      std::cerr << "fuzz merge: " << Printable(f)
-                << ": verdict: expected linearizable, not_linearizable or error, got "
-                << (j.contains("verdict") ? Printable(base::ClippedJsonText(j["verdict"].dump()))
-                                          : std::string("nothing"))
-                << "\n";
-      return kExitUsage;
-    }
+        !j["shard"][0].is_number_unsigned() || !j["shard"][1].is_number_unsigned())
+      return refuse("shard", "[I, N] with 0 <= I < N < 2^32");
+    if (!j.contains("verdict") || !j["verdict"].is_string())
+      return refuse("verdict", "linearizable, not_linearizable or error");
     // The shard is I/N with 0 <= I < N < 2^32 (what --shard accepts), and the verdict one that
     // fuzz races writes (probe 34: shard [7, 2], a count of 2^32 + 1 wrapping to 1, and the
     // verdict "not-linearizable" all merged as a complete, passing campaign).
