@@ -167,6 +167,10 @@ Violations CheckMetricFamilies(const Json& metrics, const std::string& pointer) 
   for (size_t i = 0; i < families.size(); ++i) {
     const Family& f = families[i];
     if (f.counts != "failures" || repeated[i]) continue;
+    // A family that is not a counter counts no failures: that is its one code, above (the doc
+    // audit of 2026-12-07: a gauge without a denominator was also a "failure counter" that
+    // names no attempts counter).
+    if (!f.type.empty() && f.type != "counter") continue;
     if (!f.denominator.empty() && declared_again.count(f.denominator)) continue;  // ambiguous
     const Family* d = nullptr;
     if (auto it = f.denominator.empty() ? first_of.end() : first_of.find(f.denominator);

@@ -101,6 +101,8 @@ TEST(RuntimeBindingTest, AFailureCounterNeedsItsAttemptsCounterBesideIt) {
             (Codes{"INPUT_FIELD_TYPE", "TRACE_METRIC_DENOMINATOR_MISSING"}));
   m = Metrics();
   m[3]["counts"] = "failures";  // a gauge does not count failures
+  EXPECT_EQ(test::AllCodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"})
+      << "without a denominator too (it was also TRACE_METRIC_DENOMINATOR_MISSING)";
   m[3]["denominator"] = "cache_append_attempts_total";
   EXPECT_EQ(test::CodeNames(CheckMetricFamilies(m, "/m")), Codes{"INPUT_VALUE_INVALID"});
   m = Metrics();
